@@ -1,0 +1,191 @@
+//===- Driver.cpp - The meshc command-line driver -------------------------===//
+//
+// Part of meshc. `meshc import | plan | compile | run`: argument parsing,
+// input validation and dispatch. Each command checks everything the user gave
+// it (files, mesh, flags) before any work, so that a mistake is reported as
+// one line naming the culprit.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/driver/Driver.h"
+
+#include "passes/sharding/MeshSpec.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace meshc {
+namespace {
+
+constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile",
+                                           "run"};
+constexpr ArrayRef<StringLiteral> kCommands(kCommandArray);
+
+/// Prints "meshc <command>: error: <msg>" and returns the failure status.
+int fail(StringRef command, const Twine &msg) {
+  std::string prefix = command.empty() ? "meshc" : ("meshc " + command).str();
+  WithColor::error(errs(), prefix) << msg << "\n";
+  return 1;
+}
+
+/// `path` names a readable regular file (what: "model", "input", ...).
+Error checkReadableFile(StringRef path, StringRef what) {
+  sys::fs::file_status status;
+  if (std::error_code ec = sys::fs::status(path, status))
+    return createStringError(ec, "cannot open %s '%s': %s", what.data(),
+                             path.str().c_str(), ec.message().c_str());
+  if (sys::fs::is_directory(status))
+    return createStringError(inconvertibleErrorCode(),
+                             "%s '%s' is a directory, expected a file",
+                             what.data(), path.str().c_str());
+  int fd = -1;
+  if (std::error_code ec = sys::fs::openFileForRead(path, fd))
+    return createStringError(ec, "cannot read %s '%s': %s", what.data(),
+                             path.str().c_str(), ec.message().c_str());
+  return errorCodeToError(sys::Process::SafelyCloseFileDescriptor(fd));
+}
+
+/// The commands whose implementation has not landed yet stop here, after
+/// their arguments were validated.
+int notImplemented(StringRef command) {
+  return fail(command, "'meshc " + command +
+                           "' is not implemented yet in meshc " MESHC_VERSION
+                           " (arguments checked: OK)");
+}
+
+void printVersion(raw_ostream &os) {
+  os << "meshc " MESHC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
+}
+
+} // namespace
+
+int runDriver(int argc, char **argv) {
+  // An unknown first word would otherwise surface as a confusing
+  // "too many positional arguments".
+  if (argc < 2)
+    return fail("", "no command given; usage: meshc <" +
+                        join(kCommands, "|") + "> ... (see 'meshc --help')");
+  StringRef first = argv[1];
+  if (!first.starts_with("-") && !is_contained(kCommands, first))
+    return fail("", "unknown command '" + first + "' (commands: " +
+                        join(kCommands, ", ") + "; see 'meshc --help')");
+
+  cl::OptionCategory category("meshc options");
+
+  cl::SubCommand importCmd("import", "Import an ONNX model into dfg IR");
+  cl::opt<std::string> importModel(cl::Positional, cl::Required,
+                                   cl::desc("<model.onnx>"), cl::sub(importCmd),
+                                   cl::cat(category));
+  cl::opt<std::string> importOutput(
+      "o", cl::desc("Write the IR to <file> (default: standard output)"),
+      cl::value_desc("file"), cl::init("-"), cl::sub(importCmd),
+      cl::cat(category));
+  cl::opt<bool> importOptimize(
+      "optimize", cl::desc("Run the graph pipeline after import"),
+      cl::sub(importCmd), cl::cat(category));
+
+  cl::SubCommand planCmd("plan", "Print the per-rank cost and memory plan of "
+                                 "a model on a device mesh");
+  cl::opt<std::string> planModel(cl::Positional, cl::Required,
+                                 cl::desc("<model.onnx>"), cl::sub(planCmd),
+                                 cl::cat(category));
+  cl::opt<std::string> planMesh(
+      "mesh", cl::Required, cl::value_desc("axis=size,..."),
+      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp)"),
+      cl::sub(planCmd), cl::cat(category));
+  cl::opt<unsigned> planBatch("batch", cl::desc("Batch size (default 1)"),
+                              cl::init(1), cl::sub(planCmd), cl::cat(category));
+  cl::opt<unsigned> planSeq("seq", cl::desc("Sequence length (default 128)"),
+                            cl::init(128), cl::sub(planCmd), cl::cat(category));
+
+  cl::SubCommand compileCmd("compile", "Compile a model into per-rank "
+                                       "executables for a device mesh");
+  cl::opt<std::string> compileModel(cl::Positional, cl::Required,
+                                    cl::desc("<model.onnx>"),
+                                    cl::sub(compileCmd), cl::cat(category));
+  cl::opt<std::string> compileMesh(
+      "mesh", cl::Required, cl::value_desc("axis=size,..."),
+      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp)"),
+      cl::sub(compileCmd), cl::cat(category));
+  enum class Target { Cpu, Cuda };
+  cl::opt<Target> compileTarget(
+      "target", cl::desc("Code-generation target (default cpu)"),
+      cl::values(clEnumValN(Target::Cpu, "cpu", "OpenBLAS + MPI executables"),
+                 clEnumValN(Target::Cuda, "cuda",
+                            "CUDA + NCCL executables")),
+      cl::init(Target::Cpu), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<std::string> compileOutput(
+      "o", cl::desc("Output folder (default: out)"), cl::value_desc("dir"),
+      cl::init("out"), cl::sub(compileCmd), cl::cat(category));
+
+  cl::SubCommand runCmd("run", "Launch a compiled model's ranks and write "
+                               "its outputs");
+  cl::opt<std::string> runDir(cl::Positional, cl::Required,
+                              cl::desc("<compiled folder>"), cl::sub(runCmd),
+                              cl::cat(category));
+  cl::list<std::string> runInputs(
+      "input", cl::desc("A model input, NAME=FILE.npy (repeatable)"),
+      cl::value_desc("NAME=FILE"), cl::sub(runCmd), cl::cat(category));
+  cl::opt<std::string> runOutputDir(
+      "output-dir", cl::desc("Folder for the outputs (default: .)"),
+      cl::value_desc("dir"), cl::init("."), cl::sub(runCmd),
+      cl::cat(category));
+
+  // libLLVM registers options of its own; show only meshc's.
+  for (cl::SubCommand *sub :
+       {&cl::SubCommand::getTopLevel(), &importCmd, &planCmd, &compileCmd,
+        &runCmd})
+    cl::HideUnrelatedOptions(category, *sub);
+  cl::SetVersionPrinter(printVersion);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "meshc: compiles ONNX transformers into per-rank executables for a "
+      "device mesh\n");
+
+  if (importCmd) {
+    if (Error e = checkReadableFile(importModel, "model"))
+      return fail("import", toString(std::move(e)));
+    return notImplemented("import");
+  }
+  if (planCmd || compileCmd) {
+    StringRef command = planCmd ? "plan" : "compile";
+    StringRef model = planCmd ? planModel : compileModel;
+    if (Error e = checkReadableFile(model, "model"))
+      return fail(command, toString(std::move(e)));
+    auto mesh = MeshSpec::parse(planCmd ? planMesh : compileMesh);
+    if (!mesh)
+      return fail(command, toString(mesh.takeError()));
+    if (planCmd && (planBatch == 0 || planSeq == 0))
+      return fail(command, "--batch and --seq must be at least 1");
+    return notImplemented(command);
+  }
+  if (runCmd) {
+    if (!sys::fs::is_directory(runDir))
+      return fail("run", "compiled folder '" + runDir + "' does not exist");
+    SmallString<256> manifest(runDir);
+    sys::path::append(manifest, "manifest.json");
+    if (Error e = checkReadableFile(manifest, "manifest"))
+      return fail("run", toString(std::move(e)) +
+                             " (is this a folder written by 'meshc compile'?)");
+    for (const std::string &input : runInputs) {
+      auto [name, file] = StringRef(input).split('=');
+      if (name.empty() || file.empty())
+        return fail("run", "--input '" + input + "' is not NAME=FILE");
+      if (Error e = checkReadableFile(file, "input"))
+        return fail("run", toString(std::move(e)));
+    }
+    return notImplemented("run");
+  }
+  return fail("", "no command given; usage: meshc <" + join(kCommands, "|") +
+                      "> ... (see 'meshc --help')");
+}
+
+} // namespace meshc

@@ -1,0 +1,36 @@
+//===- DfgOps.h - The dfg dialect and its ops -------------------*- C++ -*-===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_IR_DFGOPS_H
+#define MESHC_DIALECTS_DFG_IR_DFGOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/dfg/IR/DfgDialect.h.inc"
+
+namespace meshc::dfg {
+
+/// Infers the result type of a broadcasting elementwise op; emits the reason
+/// at `loc` when the operand shapes do not broadcast.
+llvm::LogicalResult
+inferBroadcastBinary(std::optional<mlir::Location> loc, mlir::Value lhs,
+                     mlir::Value rhs, llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result types agree with inferred ones when element types are equal and
+/// every dimension is equal or dynamic on one side: an op's declared result
+/// may be more or less refined than what inference derives.
+bool areCompatibleTensorTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+
+} // namespace meshc::dfg
+
+#define GET_OP_CLASSES
+#include "dialects/dfg/IR/DfgOps.h.inc"
+
+#endif // MESHC_DIALECTS_DFG_IR_DFGOPS_H

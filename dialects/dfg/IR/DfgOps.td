@@ -1,0 +1,271 @@
+//===- DfgOps.td - dfg operations --------------------------*- tablegen -*-===//
+//
+// Part of meshc. The first family of dfg ops: weight and constant references,
+// matmul, broadcasting elementwise arithmetic, reshape, transpose, softmax.
+//
+// Every op lists its invariants as a numbered list in its description; the
+// verifier checks each one and test/dialects/dfg/invalid.mlir has a negative
+// test named after each number.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_IR_DFGOPS_TD
+#define MESHC_DIALECTS_DFG_IR_DFGOPS_TD
+
+include "dialects/dfg/IR/DfgDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Sources: weights and literal constants
+//===----------------------------------------------------------------------===//
+
+def Dfg_WeightOp : Dfg_Op<"weight", [Pure]> {
+  let summary = "A tensor whose bytes live in a file (a weight reference)";
+  let description = [{
+    Refers to `length` bytes at `offset` of `file`, read as a dense row-major
+    tensor of the result type. The bytes are never copied into the IR: passes
+    reason about the reference, and code generation slices it into per-rank
+    weight files by streaming. `name` is the initializer's name in the source
+    model and appears in diagnostics.
+
+    Invariants:
+    1. The result type has a static shape.
+    2. `offset` is non-negative.
+    3. `length` equals the element count times the element byte width
+       (bool takes one byte).
+    4. `file` is a non-empty relative path without `..` components, so a
+       reference can never leave the model's folder.
+
+    Example:
+
+    ```mlir
+    %w = dfg.weight "h.0.attn.c_attn.weight" in "model.onnx.data"
+           [offset = 4096, length = 49152] : tensor<64x192xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, StrAttr:$file, I64Attr:$offset,
+                       I64Attr:$length);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $name `in` $file ` ` `[` `offset` `=` $offset `,` `length` `=` $length `]`
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dfg_ConstantOp : Dfg_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A small literal tensor (shape vectors, scalars, epsilons)";
+  let description = [{
+    Holds its value inline. Meant for the small tensors a graph computes with
+    (shape vectors, scalar constants), never for weights: those are
+    `dfg.weight` references.
+
+    Invariants:
+    1. `value` holds at most 65536 elements (`kMaxConstantElements`); larger
+       tensors must be `dfg.weight` references.
+    2. The value's type is the result type and has a static shape.
+
+    Example:
+
+    ```mlir
+    %eps = dfg.constant dense<1.0e-05> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Dfg_StaticTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Larger literal tensors must be weight references.
+    static constexpr int64_t kMaxConstantElements = 65536;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Dfg_MatMulOp : Dfg_Op<"matmul", [Pure, SameOperandsAndResultElementType,
+                                     InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Matrix product with numpy semantics (ONNX MatMul)";
+  let description = [{
+    Multiplies the last two dimensions of `lhs` (M×K) and `rhs` (K×N); leading
+    dimensions are batch dimensions and broadcast against each other. A 1-D
+    `lhs` is treated as 1×K and a 1-D `rhs` as K×1, and the inserted dimension
+    is dropped from the result, as numpy.matmul does.
+
+    Invariants:
+    1. Both operands have rank at least 1 and the same element type as the
+       result.
+    2. The contracting dimensions agree: `lhs` dim -1 equals `rhs` dim -2
+       (dim 0 when `rhs` is 1-D) wherever both are static.
+    3. The batch dimensions broadcast (each pair equal, or one of them 1).
+    4. The result shape is the broadcast batch shape followed by M and N.
+
+    Example:
+
+    ```mlir
+    %y = dfg.matmul %x, %w : (tensor<2x16x64xf32>, tensor<64x192xf32>)
+                               -> tensor<2x16x192xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_NumericTensor:$lhs, Dfg_NumericTensor:$rhs);
+  let results = (outs Dfg_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic with ONNX multidirectional broadcasting
+//===----------------------------------------------------------------------===//
+
+class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
+                            list<Trait> traits = []>
+    : Dfg_Op<mnemonic, traits # [Pure, SameOperandsAndResultElementType,
+                                 InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Elementwise " # onnxName # " with numpy broadcasting";
+  let description = [{
+    Applies the operation elementwise after broadcasting both operands to a
+    common shape (ONNX multidirectional broadcasting: shapes are aligned at
+    the last dimension; each pair of dimensions must be equal or one of them 1).
+
+    Invariants:
+    1. Both operands and the result have the same element type.
+    2. The operand shapes broadcast.
+    3. The result shape is the broadcast shape.
+
+    Example:
+
+    ```mlir
+    %z = dfg.}] # mnemonic # [{ %x, %b : (tensor<2x16x64xf32>, tensor<64xf32>)
+                                   -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_NumericTensor:$lhs, Dfg_NumericTensor:$rhs);
+  let results = (outs Dfg_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::meshc::dfg::inferBroadcastBinary(loc, adaptor.getLhs(),
+                                                adaptor.getRhs(), types);
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return ::meshc::dfg::areCompatibleTensorTypes(l, r);
+    }
+  }];
+}
+
+def Dfg_AddOp : Dfg_BroadcastBinaryOp<"add", "Add", [Commutative]>;
+def Dfg_SubOp : Dfg_BroadcastBinaryOp<"sub", "Sub">;
+def Dfg_MulOp : Dfg_BroadcastBinaryOp<"mul", "Mul", [Commutative]>;
+def Dfg_DivOp : Dfg_BroadcastBinaryOp<"div", "Div">;
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def Dfg_ReshapeOp : Dfg_Op<"reshape", [Pure, SameOperandsAndResultElementType,
+                                       InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Reinterpret a tensor with a new shape (ONNX Reshape)";
+  let description = [{
+    `shape` gives the result shape with ONNX's conventions (allowzero = 0):
+    `0` copies the input dimension at the same index and `-1` stands for the
+    one dimension inferred from the element count. Copied dimensions may be
+    dynamic; `-1` is static whenever every dynamic input dimension is copied
+    through a `0`.
+
+    Invariants:
+    1. Every entry of `shape` is at least -1, and at most one is -1.
+    2. A `0` entry has an index below the input rank.
+    3. Input and result hold the same number of elements (when the `-1`
+       entry is inferred, the element count divides evenly).
+    4. The result type agrees with the shape inferred from `shape`.
+
+    Example:
+
+    ```mlir
+    %h = dfg.reshape %x to [0, 0, 4, 16] : (tensor<2x8x64xf32>)
+                                             -> tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `to` $shape attr-dict `:` functional-type($input, $result)
+  }];
+  let hasFolder = 1;
+}
+
+def Dfg_TransposeOp : Dfg_Op<"transpose", [Pure,
+    SameOperandsAndResultElementType, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Permute the dimensions of a tensor (ONNX Transpose)";
+  let description = [{
+    Result dimension `i` is input dimension `perm[i]`.
+
+    Invariants:
+    1. `perm` has one entry per input dimension.
+    2. `perm` is a permutation of `[0, rank)`.
+    3. The result shape is the permuted input shape.
+
+    Example:
+
+    ```mlir
+    %t = dfg.transpose %h perm = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>)
+                                                  -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `perm` `=` $perm attr-dict `:` functional-type($input, $result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+def Dfg_SoftmaxOp : Dfg_Op<"softmax", [Pure, SameOperandsAndResultElementType,
+                                       InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Softmax along one axis (ONNX Softmax, opset 13 and later)";
+  let description = [{
+    `result = exp(x - max(x)) / sum(exp(x - max(x)))`, with max and sum taken
+    along `axis` only. A negative `axis` counts from the last dimension.
+
+    Invariants:
+    1. The element type is a floating-point type.
+    2. `axis` lies in `[-rank, rank)` and the input has rank at least 1.
+    3. The result has the input's shape.
+
+    Example:
+
+    ```mlir
+    %p = dfg.softmax %s axis = -1 : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Dfg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis attr-dict `:` functional-type($input, $result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `axis` as a non-negative dimension index.
+    int64_t getNormalizedAxis() {
+      int64_t axis = static_cast<int64_t>(getAxis());
+      return axis < 0 ? axis + getType().getRank() : axis;
+    }
+  }];
+}
+
+#endif // MESHC_DIALECTS_DFG_IR_DFGOPS_TD

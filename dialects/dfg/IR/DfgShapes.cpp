@@ -1,0 +1,183 @@
+//===- DfgShapes.cpp - Shape rules of dfg ops -----------------------------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/IR/DfgShapes.h"
+
+#include "mlir/IR/BuiltinTypeInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace meshc::dfg {
+
+static_assert(kDynamic == mlir::ShapedType::kDynamic,
+              "dfg's dynamic dimension must be MLIR's");
+
+static Error shapeError(const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(), msg);
+}
+
+static std::string formatDim(int64_t d) {
+  return d == kDynamic ? "?" : std::to_string(d);
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (auto [i, d] : enumerate(shape))
+    s += (i ? "x" : "") + formatDim(d);
+  return s;
+}
+
+/// Broadcasts one pair of aligned dimensions; false if they conflict.
+/// A dynamic dimension against a static one other than 1 must equal it (or
+/// be 1, which broadcasts), so the static size wins.
+static bool broadcastDim(int64_t a, int64_t b, int64_t &out) {
+  if (a == 1 || a == b) {
+    out = b;
+  } else if (b == 1) {
+    out = a;
+  } else if (a == kDynamic) {
+    out = b;
+  } else if (b == kDynamic) {
+    out = a;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Expected<Shape> broadcastShapes(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  Shape result(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    // Align at the last dimension; a missing leading dimension acts as 1.
+    int64_t a = i < lhs.size() ? lhs[lhs.size() - 1 - i] : 1;
+    int64_t b = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
+    if (!broadcastDim(a, b, result[rank - 1 - i]))
+      return shapeError(formatv("shapes {0} and {1} do not broadcast: "
+                                "dimension {2} from the end is {3} vs {4}",
+                                formatShape(lhs), formatShape(rhs), i + 1, a,
+                                b));
+  }
+  return result;
+}
+
+Expected<Shape> matmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
+  if (lhs.empty() || rhs.empty())
+    return shapeError("matmul operands must have rank at least 1, got " +
+                      formatShape(lhs) + " and " + formatShape(rhs));
+  // numpy promotion: 1-D lhs is 1xK, 1-D rhs is Kx1.
+  Shape a(lhs), b(rhs);
+  if (lhs.size() == 1)
+    a.insert(a.begin(), 1);
+  if (rhs.size() == 1)
+    b.push_back(1);
+
+  int64_t ka = a.back(), kb = b[b.size() - 2];
+  if (ka != kDynamic && kb != kDynamic && ka != kb)
+    return shapeError(formatv("contracting dimensions differ: lhs {0} has K = "
+                              "{1}, rhs {2} has K = {3}",
+                              formatShape(lhs), ka, formatShape(rhs), kb));
+
+  auto batch = broadcastShapes(ArrayRef(a).drop_back(2),
+                               ArrayRef(b).drop_back(2));
+  if (!batch)
+    return shapeError("matmul batch dimensions: " + toString(batch.takeError()));
+  Shape result = std::move(*batch);
+  if (lhs.size() > 1)
+    result.push_back(a[a.size() - 2]);
+  if (rhs.size() > 1)
+    result.push_back(b.back());
+  return result;
+}
+
+Expected<Shape> reshapeShape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec) {
+  Shape result;
+  int inferIndex = -1;
+  for (auto [i, d] : enumerate(spec)) {
+    if (d < -1)
+      return shapeError(formatv("reshape entry {0} is {1}; entries must be "
+                                "at least -1",
+                                i, d));
+    if (d == -1) {
+      if (inferIndex >= 0)
+        return shapeError(formatv("reshape entries {0} and {1} are both -1; "
+                                  "at most one dimension can be inferred",
+                                  inferIndex, i));
+      inferIndex = i;
+      result.push_back(kDynamic);
+    } else if (d == 0) {
+      if (i >= input.size())
+        return shapeError(formatv("reshape entry {0} is 0 (copy), but the "
+                                  "input {1} has only {2} dimension(s)",
+                                  i, formatShape(input), input.size()));
+      result.push_back(input[i]);
+    } else {
+      result.push_back(d);
+    }
+  }
+
+  // Element counts: static factors on both sides, and the dynamic input
+  // dimensions not copied to the same index (which would cancel out).
+  int64_t inStatic = 1, outStatic = 1;
+  bool inUnknown = false, outUnknown = false;
+  for (auto [i, d] : enumerate(input)) {
+    bool copied = i < spec.size() && spec[i] == 0;
+    if (d != kDynamic)
+      inStatic *= d;
+    else if (!copied)
+      inUnknown = true;
+  }
+  for (auto [i, d] : enumerate(result)) {
+    if (static_cast<int>(i) == inferIndex)
+      continue;
+    bool copied = spec[i] == 0;
+    if (d != kDynamic)
+      outStatic *= d;
+    else if (!copied)
+      outUnknown = true;
+  }
+  if (inUnknown || outUnknown)
+    return result; // the -1 entry (if any) stays dynamic
+
+  if (inferIndex >= 0) {
+    if (outStatic == 0 || inStatic % outStatic != 0)
+      return shapeError(formatv("cannot reshape {0} ({1} elements) to {2}: "
+                                "the -1 entry does not divide evenly",
+                                formatShape(input), inStatic,
+                                formatShape(result)));
+    result[inferIndex] = inStatic / outStatic;
+  } else if (inStatic != outStatic) {
+    return shapeError(formatv("cannot reshape {0} ({1} elements) to {2} ({3} "
+                              "elements)",
+                              formatShape(input), inStatic,
+                              formatShape(result), outStatic));
+  }
+  return result;
+}
+
+Expected<Shape> transposeShape(ArrayRef<int64_t> input,
+                               ArrayRef<int64_t> perm) {
+  if (perm.size() != input.size())
+    return shapeError(formatv("permutation has {0} entries but the input {1} "
+                              "has rank {2}",
+                              perm.size(), formatShape(input), input.size()));
+  Shape result;
+  SmallVector<bool> seen(input.size(), false);
+  for (auto [i, p] : enumerate(perm)) {
+    if (p < 0 || p >= static_cast<int64_t>(input.size()) || seen[p])
+      return shapeError(formatv("perm entry {0} is {1}; perm must be a "
+                                "permutation of [0, {2})",
+                                i, p, input.size()));
+    seen[p] = true;
+    result.push_back(input[p]);
+  }
+  return result;
+}
+
+} // namespace meshc::dfg

@@ -1,0 +1,49 @@
+//===- DfgShapes.h - Shape rules of dfg ops ---------------------*- C++ -*-===//
+//
+// Part of meshc. The shape arithmetic behind dfg's verifiers and shape
+// inference, as plain functions over dimension lists so that unit tests and
+// later passes (import, sharding) use exactly the rules the verifiers enforce.
+// Dynamic dimensions are kDynamic (equal to mlir::ShapedType::kDynamic).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_IR_DFGSHAPES_H
+#define MESHC_DIALECTS_DFG_IR_DFGSHAPES_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace meshc::dfg {
+
+/// A dimension whose size is not known at compile time.
+inline constexpr int64_t kDynamic = std::numeric_limits<int64_t>::min();
+
+using Shape = llvm::SmallVector<int64_t, 6>;
+
+/// "2x?x64" (a scalar prints as "scalar").
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+/// ONNX multidirectional (numpy) broadcasting of two shapes.
+llvm::Expected<Shape> broadcastShapes(llvm::ArrayRef<int64_t> lhs,
+                                      llvm::ArrayRef<int64_t> rhs);
+
+/// numpy.matmul: batch dimensions broadcast, 1-D operands promoted and the
+/// promoted dimension dropped again.
+llvm::Expected<Shape> matmulShape(llvm::ArrayRef<int64_t> lhs,
+                                  llvm::ArrayRef<int64_t> rhs);
+
+/// ONNX Reshape (allowzero = 0): 0 copies the input dimension, -1 is inferred.
+llvm::Expected<Shape> reshapeShape(llvm::ArrayRef<int64_t> input,
+                                   llvm::ArrayRef<int64_t> spec);
+
+/// Result dimension i is input dimension perm[i].
+llvm::Expected<Shape> transposeShape(llvm::ArrayRef<int64_t> input,
+                                     llvm::ArrayRef<int64_t> perm);
+
+} // namespace meshc::dfg
+
+#endif // MESHC_DIALECTS_DFG_IR_DFGSHAPES_H
