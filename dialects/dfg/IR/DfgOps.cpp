@@ -33,28 +33,52 @@ bool areCompatibleTensorTypes(TypeRange lhs, TypeRange rhs) {
   return true;
 }
 
+LogicalResult verifyInferredTypes(InferTypeOpInterface op) {
+  SmallVector<Type> inferred;
+  if (failed(op.inferReturnTypes(op->getContext(), op->getLoc(),
+                                 op->getOperands(), op->getRawDictionaryAttrs(),
+                                 op->getPropertiesStorage(), op->getRegions(),
+                                 inferred)))
+    return failure();
+  if (!areCompatibleTensorTypes(inferred, op->getResultTypes()))
+    return op->emitOpError("result type ")
+           << op->getResultTypes() << " contradicts the inferred "
+           << inferred;
+  return success();
+}
+
+/// Reports an inference failure of `opName` as its verifier would.
+template <typename... Args>
+static LogicalResult inferError(std::optional<Location> loc, StringRef opName,
+                                Args &&...args) {
+  return emitOptionalError(loc, "'", opName, "' op ",
+                           std::forward<Args>(args)...);
+}
+
 /// Pushes a tensor of `shape` with `like`'s element type, or reports `shape`'s
 /// error at `loc`.
 static LogicalResult pushInferred(std::optional<Location> loc,
-                                  llvm::Expected<Shape> shape,
+                                  StringRef opName, llvm::Expected<Shape> shape,
                                   RankedTensorType like,
                                   SmallVectorImpl<Type> &types) {
   if (!shape)
-    return emitOptionalError(loc, llvm::toString(shape.takeError()));
+    return inferError(loc, opName, llvm::toString(shape.takeError()));
   types.push_back(RankedTensorType::get(*shape, like.getElementType()));
   return success();
 }
 
-LogicalResult inferBroadcastBinary(std::optional<Location> loc, Value lhs,
-                                   Value rhs, SmallVectorImpl<Type> &types) {
+LogicalResult inferBroadcastBinary(std::optional<Location> loc,
+                                   StringRef opName, Value lhs, Value rhs,
+                                   SmallVectorImpl<Type> &types) {
   auto lt = cast<RankedTensorType>(lhs.getType());
   auto rt = cast<RankedTensorType>(rhs.getType());
   // Invariant 1 is SameOperandsAndResultElementType; checked first so that a
   // type mismatch is not reported as a shape problem.
   if (lt.getElementType() != rt.getElementType())
-    return emitOptionalError(loc, "operand element types differ: ", lt,
-                             " vs ", rt);
-  return pushInferred(loc, broadcastShapes(lt.getShape(), rt.getShape()), lt,
+    return inferError(loc, opName, "operand element types differ: ", lt,
+                      " vs ", rt);
+  return pushInferred(loc, opName,
+                      broadcastShapes(lt.getShape(), rt.getShape()), lt,
                       types); // invariants 2 and 3
 }
 
@@ -132,14 +156,10 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   auto lt = cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rt = cast<RankedTensorType>(adaptor.getRhs().getType());
   if (lt.getElementType() != rt.getElementType()) // 1
-    return emitOptionalError(loc, "operand element types differ: ", lt,
-                             " vs ", rt);
-  return pushInferred(loc, matmulShape(lt.getShape(), rt.getShape()), lt,
+    return inferError(loc, getOperationName(),
+                      "operand element types differ: ", lt, " vs ", rt);
+  return pushInferred(loc, getOperationName(), matmulShape(lt.getShape(), rt.getShape()), lt,
                       types); // 1 (rank), 2, 3, 4
-}
-
-bool MatMulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return areCompatibleTensorTypes(l, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -151,12 +171,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  return pushInferred(loc, reshapeShape(in.getShape(), adaptor.getShape()), in,
+  return pushInferred(loc, getOperationName(), reshapeShape(in.getShape(), adaptor.getShape()), in,
                       types); // 1, 2, 3, 4
-}
-
-bool ReshapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return areCompatibleTensorTypes(l, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -168,12 +184,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  return pushInferred(loc, transposeShape(in.getShape(), adaptor.getPerm()),
+  return pushInferred(loc, getOperationName(), transposeShape(in.getShape(), adaptor.getPerm()),
                       in, types); // 1, 2, 3
-}
-
-bool TransposeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return areCompatibleTensorTypes(l, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -181,25 +193,18 @@ bool TransposeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location>,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  types.push_back(adaptor.getInput().getType()); // 3
-  return success();
-}
-
-bool SoftmaxOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return areCompatibleTensorTypes(l, r);
-}
-
-LogicalResult SoftmaxOp::verify() {
   // 1 is ODS (Dfg_FloatTensor).
-  int64_t rank = getInput().getType().getRank();
-  int64_t axis = static_cast<int64_t>(getAxis());
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t rank = in.getRank();
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
   if (rank == 0 || axis < -rank || axis >= rank) // 2
-    return emitOpError("axis ")
-           << axis << " is out of range for an input of rank " << rank
-           << " (expected [" << -rank << ", " << rank << "))";
+    return inferError(loc, getOperationName(), "axis ", axis,
+                             " is out of range for an input of rank ", rank,
+                             " (expected [", -rank, ", ", rank, "))");
+  types.push_back(in); // 3
   return success();
 }
 

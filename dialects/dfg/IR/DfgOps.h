@@ -20,13 +20,19 @@ namespace meshc::dfg {
 /// Infers the result type of a broadcasting elementwise op; emits the reason
 /// at `loc` when the operand shapes do not broadcast.
 llvm::LogicalResult
-inferBroadcastBinary(std::optional<mlir::Location> loc, mlir::Value lhs,
-                     mlir::Value rhs, llvm::SmallVectorImpl<mlir::Type> &types);
+inferBroadcastBinary(std::optional<mlir::Location> loc, llvm::StringRef opName,
+                     mlir::Value lhs, mlir::Value rhs,
+                     llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// Result types agree with inferred ones when element types are equal and
 /// every dimension is equal or dynamic on one side: an op's declared result
 /// may be more or less refined than what inference derives.
 bool areCompatibleTensorTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+
+/// The verifier of every op with shape inference: runs the inference (which
+/// reports a broken invariant by its number's message) and checks that the
+/// declared result types agree with the inferred ones.
+llvm::LogicalResult verifyInferredTypes(mlir::InferTypeOpInterface op);
 
 } // namespace meshc::dfg
 

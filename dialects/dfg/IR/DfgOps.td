@@ -84,11 +84,44 @@ def Dfg_ConstantOp : Dfg_Op<"constant",
 }
 
 //===----------------------------------------------------------------------===//
+// Ops whose result type follows from their operands
+//===----------------------------------------------------------------------===//
+
+/// An op with shape inference. Its verifier runs the inference and reports
+/// any broken invariant once, with the op's own message; the generic verifier
+/// of InferTypeOpInterface is bypassed (refineReturnTypes) because it would
+/// add a second, vaguer diagnostic. A declared result may be more or less
+/// refined than the inferred one, as long as they agree where both are static.
+class Dfg_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Dfg_Op<mnemonic, traits # [Pure, SameOperandsAndResultElementType,
+                                 InferTypeOpAdaptorWithIsCompatible]> {
+  let hasVerifier = 1;
+  code inferredOpDeclarations = [{
+    static ::llvm::LogicalResult refineReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        ::mlir::ValueRange, ::mlir::DictionaryAttr, ::mlir::OpaqueProperties,
+        ::mlir::RegionRange, ::llvm::SmallVectorImpl<::mlir::Type> &) {
+      return ::mlir::success(); // checked by verify()
+    }
+  }];
+  code inferredOpDefinitions = [{
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return ::meshc::dfg::areCompatibleTensorTypes(l, r);
+    }
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::meshc::dfg::verifyInferredTypes(*this);
+    }
+  }];
+  let extraClassDeclaration = inferredOpDeclarations;
+  let extraClassDefinition = inferredOpDefinitions;
+}
+
+//===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Dfg_MatMulOp : Dfg_Op<"matmul", [Pure, SameOperandsAndResultElementType,
-                                     InferTypeOpAdaptorWithIsCompatible]> {
+def Dfg_MatMulOp : Dfg_InferredOp<"matmul"> {
   let summary = "Matrix product with numpy semantics (ONNX MatMul)";
   let description = [{
     Multiplies the last two dimensions of `lhs` (M×K) and `rhs` (K×N); leading
@@ -124,8 +157,7 @@ def Dfg_MatMulOp : Dfg_Op<"matmul", [Pure, SameOperandsAndResultElementType,
 
 class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
                             list<Trait> traits = []>
-    : Dfg_Op<mnemonic, traits # [Pure, SameOperandsAndResultElementType,
-                                 InferTypeOpAdaptorWithIsCompatible]> {
+    : Dfg_InferredOp<mnemonic, traits> {
   let summary = "Elementwise " # onnxName # " with numpy broadcasting";
   let description = [{
     Applies the operation elementwise after broadcasting both operands to a
@@ -149,16 +181,12 @@ class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
-  let extraClassDefinition = [{
+  let extraClassDefinition = inferredOpDefinitions # [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
-      return ::meshc::dfg::inferBroadcastBinary(loc, adaptor.getLhs(),
-                                                adaptor.getRhs(), types);
-    }
-    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
-                                            ::mlir::TypeRange r) {
-      return ::meshc::dfg::areCompatibleTensorTypes(l, r);
+      return ::meshc::dfg::inferBroadcastBinary(
+          loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(), types);
     }
   }];
 }
@@ -172,8 +200,7 @@ def Dfg_DivOp : Dfg_BroadcastBinaryOp<"div", "Div">;
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Dfg_ReshapeOp : Dfg_Op<"reshape", [Pure, SameOperandsAndResultElementType,
-                                       InferTypeOpAdaptorWithIsCompatible]> {
+def Dfg_ReshapeOp : Dfg_InferredOp<"reshape"> {
   let summary = "Reinterpret a tensor with a new shape (ONNX Reshape)";
   let description = [{
     `shape` gives the result shape with ONNX's conventions (allowzero = 0):
@@ -204,8 +231,7 @@ def Dfg_ReshapeOp : Dfg_Op<"reshape", [Pure, SameOperandsAndResultElementType,
   let hasFolder = 1;
 }
 
-def Dfg_TransposeOp : Dfg_Op<"transpose", [Pure,
-    SameOperandsAndResultElementType, InferTypeOpAdaptorWithIsCompatible]> {
+def Dfg_TransposeOp : Dfg_InferredOp<"transpose"> {
   let summary = "Permute the dimensions of a tensor (ONNX Transpose)";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -234,8 +260,7 @@ def Dfg_TransposeOp : Dfg_Op<"transpose", [Pure,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-def Dfg_SoftmaxOp : Dfg_Op<"softmax", [Pure, SameOperandsAndResultElementType,
-                                       InferTypeOpAdaptorWithIsCompatible]> {
+def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax"> {
   let summary = "Softmax along one axis (ONNX Softmax, opset 13 and later)";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))`, with max and sum taken
@@ -258,8 +283,7 @@ def Dfg_SoftmaxOp : Dfg_Op<"softmax", [Pure, SameOperandsAndResultElementType,
   let assemblyFormat = [{
     $input `axis` `=` $axis attr-dict `:` functional-type($input, $result)
   }];
-  let hasVerifier = 1;
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = inferredOpDeclarations # [{
     /// `axis` as a non-negative dimension index.
     int64_t getNormalizedAxis() {
       int64_t axis = static_cast<int64_t>(getAxis());

@@ -1,0 +1,267 @@
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics
+
+// One negative test per numbered invariant in DfgOps.td, named
+// <op>_invariant_<n>. Invariants enforced by ODS type constraints have a test
+// too, so that loosening a constraint is caught.
+
+func.func @weight_invariant_1() -> tensor<?x4xf32> {
+  // expected-error @+1 {{'dfg.weight' op weight 'w' must have a static shape, got 'tensor<?x4xf32>'}}
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 16] : tensor<?x4xf32>
+  return %w : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @weight_invariant_2() -> tensor<4xf32> {
+  // expected-error @+1 {{weight 'w' has negative offset -8}}
+  %w = dfg.weight "w" in "w.bin" [offset = -8, length = 16] : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+func.func @weight_invariant_3() -> tensor<4x4xf16> {
+  // expected-error @+1 {{weight 'w' has length 64 bytes but 'tensor<4x4xf16>' needs 32}}
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 64] : tensor<4x4xf16>
+  return %w : tensor<4x4xf16>
+}
+
+// -----
+
+func.func @weight_invariant_3_bool() -> tensor<5xi1> {
+  // expected-error @+1 {{weight 'm' has length 40 bytes but 'tensor<5xi1>' needs 5}}
+  %w = dfg.weight "m" in "w.bin" [offset = 0, length = 40] : tensor<5xi1>
+  return %w : tensor<5xi1>
+}
+
+// -----
+
+func.func @weight_invariant_4_empty() -> tensor<4xf32> {
+  // expected-error @+1 {{weight 'w' has an empty file path}}
+  %w = dfg.weight "w" in "" [offset = 0, length = 16] : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+func.func @weight_invariant_4_absolute() -> tensor<4xf32> {
+  // expected-error @+1 {{weight 'w' refers to '/etc/w.bin', which leaves the model's folder}}
+  %w = dfg.weight "w" in "/etc/w.bin" [offset = 0, length = 16] : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+func.func @weight_invariant_4_dotdot() -> tensor<4xf32> {
+  // expected-error @+1 {{weight 'w' refers to 'data/../../w.bin', which leaves the model's folder}}
+  %w = dfg.weight "w" in "data/../../w.bin" [offset = 0, length = 16] : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+func.func @weight_element_type() -> tensor<4xf64> {
+  // expected-error @+1 {{'dfg.weight' op result #0 must be ranked tensor of}}
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 32] : tensor<4xf64>
+  return %w : tensor<4xf64>
+}
+
+// -----
+
+func.func @constant_invariant_1() -> tensor<65537xf32> {
+  // expected-error @+1 {{'dfg.constant' op holds 65537 elements; literal constants hold at most 65536 (use dfg.weight for larger tensors)}}
+  %c = dfg.constant dense<0.0> : tensor<65537xf32>
+  return %c : tensor<65537xf32>
+}
+
+// -----
+
+func.func @constant_invariant_2() -> tensor<2xi64> {
+  // expected-error @+1 {{'dfg.constant' op failed to verify that all of {value, result} have same type}}
+  %c = "dfg.constant"() {value = dense<[1, 2]> : tensor<2xi32>} : () -> tensor<2xi64>
+  return %c : tensor<2xi64>
+}
+
+// -----
+
+func.func @matmul_invariant_1_rank(%a: tensor<f32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.matmul' op matmul operands must have rank at least 1, got scalar and 4}}
+  %0 = dfg.matmul %a, %b : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @matmul_invariant_1_element_type(%a: tensor<2x4xf32>, %b: tensor<4x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'dfg.matmul' op requires the same element type for all operands and results}}
+  %0 = dfg.matmul %a, %b : (tensor<2x4xf32>, tensor<4x3xf16>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @matmul_invariant_2(%a: tensor<2x4xf32>, %b: tensor<5x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'dfg.matmul' op contracting dimensions differ: lhs 2x4 has K = 4, rhs 5x3 has K = 5}}
+  %0 = dfg.matmul %a, %b : (tensor<2x4xf32>, tensor<5x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @matmul_invariant_3(%a: tensor<2x8x4xf32>, %b: tensor<3x4x5xf32>) -> tensor<2x8x5xf32> {
+  // expected-error @+1 {{'dfg.matmul' op matmul batch dimensions: shapes 2 and 3 do not broadcast}}
+  %0 = dfg.matmul %a, %b : (tensor<2x8x4xf32>, tensor<3x4x5xf32>) -> tensor<2x8x5xf32>
+  return %0 : tensor<2x8x5xf32>
+}
+
+// -----
+
+func.func @matmul_invariant_4(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'dfg.matmul' op result type 'tensor<3x2xf32>' contradicts the inferred 'tensor<2x3xf32>'}}
+  %0 = dfg.matmul %a, %b : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @matmul_bool(%a: tensor<2x4xi1>, %b: tensor<4x3xi1>) -> tensor<2x3xi1> {
+  // expected-error @+1 {{'dfg.matmul' op operand #0 must be ranked tensor of}}
+  %0 = dfg.matmul %a, %b : (tensor<2x4xi1>, tensor<4x3xi1>) -> tensor<2x3xi1>
+  return %0 : tensor<2x3xi1>
+}
+
+// -----
+
+func.func @add_invariant_1(%a: tensor<4xf32>, %b: tensor<4xbf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.add' op requires the same element type for all operands and results}}
+  %0 = dfg.add %a, %b : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @sub_invariant_2(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'dfg.sub' op shapes 2x3 and 4x3 do not broadcast: dimension 2 from the end is 2 vs 4}}
+  %0 = dfg.sub %a, %b : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @mul_invariant_3(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'dfg.mul' op result type 'tensor<3xf32>' contradicts the inferred 'tensor<2x3xf32>'}}
+  %0 = dfg.mul %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @div_unranked(%a: tensor<*xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'dfg.div' op operand #0 must be ranked tensor of}}
+  %0 = dfg.div %a, %b : (tensor<*xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @reshape_invariant_1_below_minus_one(%x: tensor<4xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'dfg.reshape' op reshape entry 0 is -2; entries must be at least -1}}
+  %0 = dfg.reshape %x to [-2, 2] : (tensor<4xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @reshape_invariant_1_two_inferred(%x: tensor<4xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'dfg.reshape' op reshape entries 0 and 1 are both -1; at most one dimension can be inferred}}
+  %0 = dfg.reshape %x to [-1, -1] : (tensor<4xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @reshape_invariant_2(%x: tensor<4xf32>) -> tensor<4x1xf32> {
+  // expected-error @+1 {{'dfg.reshape' op reshape entry 1 is 0 (copy), but the input 4 has only 1 dimension(s)}}
+  %0 = dfg.reshape %x to [4, 0] : (tensor<4xf32>) -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+func.func @reshape_invariant_3_count(%x: tensor<2x3xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'dfg.reshape' op cannot reshape 2x3 (6 elements) to 5 (5 elements)}}
+  %0 = dfg.reshape %x to [5] : (tensor<2x3xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @reshape_invariant_3_indivisible(%x: tensor<2x3xf32>) -> tensor<4x?xf32> {
+  // expected-error @+1 {{'dfg.reshape' op cannot reshape 2x3 (6 elements) to 4x?: the -1 entry does not divide evenly}}
+  %0 = dfg.reshape %x to [4, -1] : (tensor<2x3xf32>) -> tensor<4x?xf32>
+  return %0 : tensor<4x?xf32>
+}
+
+// -----
+
+func.func @reshape_invariant_4(%x: tensor<2x6xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'dfg.reshape' op result type 'tensor<4x3xf32>' contradicts the inferred 'tensor<3x4xf32>'}}
+  %0 = dfg.reshape %x to [3, 4] : (tensor<2x6xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @transpose_invariant_1(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'dfg.transpose' op permutation has 3 entries but the input 2x3 has rank 2}}
+  %0 = dfg.transpose %x perm = [1, 0, 2] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @transpose_invariant_2(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'dfg.transpose' op perm entry 1 is 1; perm must be a permutation of [0, 2)}}
+  %0 = dfg.transpose %x perm = [1, 1] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @transpose_invariant_3(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'dfg.transpose' op result type 'tensor<2x3xf32>' contradicts the inferred 'tensor<3x2xf32>'}}
+  %0 = dfg.transpose %x perm = [1, 0] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @softmax_invariant_1(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'dfg.softmax' op operand #0 must be ranked tensor of}}
+  %0 = dfg.softmax %x axis = 0 : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @softmax_invariant_2(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'dfg.softmax' op axis 2 is out of range for an input of rank 2 (expected [-2, 2))}}
+  %0 = dfg.softmax %x axis = 2 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @softmax_invariant_2_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'dfg.softmax' op axis -1 is out of range for an input of rank 0 (expected [0, 0))}}
+  %0 = dfg.softmax %x axis = -1 : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @softmax_invariant_3(%x: tensor<2x4xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{'dfg.softmax' op result type 'tensor<2x5xf32>' contradicts the inferred 'tensor<2x4xf32>'}}
+  %0 = dfg.softmax %x axis = 1 : (tensor<2x4xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}

@@ -1,0 +1,96 @@
+// RUN: meshc-opt %s --split-input-file | meshc-opt --split-input-file | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --mlir-print-op-generic | meshc-opt --split-input-file | FileCheck %s
+
+// Round trip of every dfg op in its custom form and in the generic form.
+
+// CHECK-LABEL: func.func @weight_and_constant
+func.func @weight_and_constant() -> (tensor<64x192xf32>, tensor<4xbf16>, tensor<3xi1>, tensor<2xi64>) {
+  // CHECK: dfg.weight "h.0.attn.c_attn.weight" in "model.onnx.data" [offset = 4096, length = 49152] : tensor<64x192xf32>
+  %w = dfg.weight "h.0.attn.c_attn.weight" in "model.onnx.data" [offset = 4096, length = 49152] : tensor<64x192xf32>
+  // CHECK: dfg.weight "ln.g" in "weights/part-1.bin" [offset = 0, length = 8] : tensor<4xbf16>
+  %g = dfg.weight "ln.g" in "weights/part-1.bin" [offset = 0, length = 8] : tensor<4xbf16>
+  // CHECK: dfg.weight "mask" in "m.bin" [offset = 16, length = 3] : tensor<3xi1>
+  %m = dfg.weight "mask" in "m.bin" [offset = 16, length = 3] : tensor<3xi1>
+  // CHECK: dfg.constant dense<[0, -1]> : tensor<2xi64>
+  %c = dfg.constant dense<[0, -1]> : tensor<2xi64>
+  return %w, %g, %m, %c : tensor<64x192xf32>, tensor<4xbf16>, tensor<3xi1>, tensor<2xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x64xf32>, %[[W:.+]]: tensor<64x192xf32>, %[[V:.+]]: tensor<64xf16>, %[[M:.+]]: tensor<3x64xf16>)
+func.func @matmul(%x: tensor<2x16x64xf32>, %w: tensor<64x192xf32>, %v: tensor<64xf16>, %m: tensor<3x64xf16>) -> (tensor<2x16x192xf32>, tensor<3xf16>, tensor<f16>) {
+  // CHECK: dfg.matmul %[[X]], %[[W]] : (tensor<2x16x64xf32>, tensor<64x192xf32>) -> tensor<2x16x192xf32>
+  %0 = dfg.matmul %x, %w : (tensor<2x16x64xf32>, tensor<64x192xf32>) -> tensor<2x16x192xf32>
+  // CHECK: dfg.matmul %[[M]], %[[V]] : (tensor<3x64xf16>, tensor<64xf16>) -> tensor<3xf16>
+  %1 = dfg.matmul %m, %v : (tensor<3x64xf16>, tensor<64xf16>) -> tensor<3xf16>
+  // CHECK: dfg.matmul %[[V]], %[[V]] : (tensor<64xf16>, tensor<64xf16>) -> tensor<f16>
+  %2 = dfg.matmul %v, %v : (tensor<64xf16>, tensor<64xf16>) -> tensor<f16>
+  return %0, %1, %2 : tensor<2x16x192xf32>, tensor<3xf16>, tensor<f16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul_batch_broadcast_dynamic
+func.func @matmul_batch_broadcast_dynamic(%a: tensor<?x1x8x16xf32>, %b: tensor<4x16x?xf32>) -> tensor<?x4x8x?xf32> {
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<?x1x8x16xf32>, tensor<4x16x?xf32>) -> tensor<?x4x8x?xf32>
+  %0 = dfg.matmul %a, %b : (tensor<?x1x8x16xf32>, tensor<4x16x?xf32>) -> tensor<?x4x8x?xf32>
+  return %0 : tensor<?x4x8x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x64xf32>, %[[B:.+]]: tensor<64xf32>, %[[S:.+]]: tensor<f32>, %[[I:.+]]: tensor<4x1xi64>, %[[J:.+]]: tensor<3xi64>)
+func.func @elementwise(%x: tensor<2x16x64xf32>, %b: tensor<64xf32>, %s: tensor<f32>, %i: tensor<4x1xi64>, %j: tensor<3xi64>) -> (tensor<2x16x64xf32>, tensor<4x3xi64>) {
+  // CHECK: dfg.add %[[X]], %[[B]] : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  %0 = dfg.add %x, %b : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  // CHECK: dfg.sub %{{.+}}, %[[S]] : (tensor<2x16x64xf32>, tensor<f32>) -> tensor<2x16x64xf32>
+  %1 = dfg.sub %0, %s : (tensor<2x16x64xf32>, tensor<f32>) -> tensor<2x16x64xf32>
+  // CHECK: dfg.mul %[[B]], %{{.+}} : (tensor<64xf32>, tensor<2x16x64xf32>) -> tensor<2x16x64xf32>
+  %2 = dfg.mul %b, %1 : (tensor<64xf32>, tensor<2x16x64xf32>) -> tensor<2x16x64xf32>
+  // CHECK: dfg.div %{{.+}}, %[[S]] : (tensor<2x16x64xf32>, tensor<f32>) -> tensor<2x16x64xf32>
+  %3 = dfg.div %2, %s : (tensor<2x16x64xf32>, tensor<f32>) -> tensor<2x16x64xf32>
+  // Both operands broadcast: 4x1 against 3 gives 4x3.
+  // CHECK: dfg.add %[[I]], %[[J]] : (tensor<4x1xi64>, tensor<3xi64>) -> tensor<4x3xi64>
+  %4 = dfg.add %i, %j : (tensor<4x1xi64>, tensor<3xi64>) -> tensor<4x3xi64>
+  return %3, %4 : tensor<2x16x64xf32>, tensor<4x3xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @elementwise_dynamic
+func.func @elementwise_dynamic(%x: tensor<?x16x64xf32>, %y: tensor<1x?x64xf32>) -> tensor<?x16x64xf32> {
+  // A declared result may be less refined than the inferred 16.
+  // CHECK: dfg.add %{{.+}}, %{{.+}} : (tensor<?x16x64xf32>, tensor<1x?x64xf32>) -> tensor<?x16x64xf32>
+  %0 = dfg.add %x, %y : (tensor<?x16x64xf32>, tensor<1x?x64xf32>) -> tensor<?x16x64xf32>
+  return %0 : tensor<?x16x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layout
+func.func @layout(%x: tensor<2x8x64xf32>, %d: tensor<?x8x64xf32>) -> (tensor<2x4x8x16xf32>, tensor<?x8x4x16xf32>, tensor<16x64xf32>) {
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 4, 16] : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %0 = dfg.reshape %x to [0, 0, 4, 16] : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  // CHECK: dfg.transpose %{{.+}} perm = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  %1 = dfg.transpose %0 perm = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  // A dynamic dimension copied through 0 keeps -1 static.
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 4, -1] : (tensor<?x8x64xf32>) -> tensor<?x8x4x16xf32>
+  %2 = dfg.reshape %d to [0, 0, 4, -1] : (tensor<?x8x64xf32>) -> tensor<?x8x4x16xf32>
+  // CHECK: dfg.reshape %{{.+}} to [-1, 64] : (tensor<2x8x64xf32>) -> tensor<16x64xf32>
+  %3 = dfg.reshape %x to [-1, 64] : (tensor<2x8x64xf32>) -> tensor<16x64xf32>
+  return %1, %2, %3 : tensor<2x4x8x16xf32>, tensor<?x8x4x16xf32>, tensor<16x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax
+func.func @softmax(%s: tensor<2x4x8x8xf32>, %h: tensor<8xf16>) -> (tensor<2x4x8x8xf32>, tensor<8xf16>) {
+  // CHECK: dfg.softmax %{{.+}} axis = -1 : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %0 = dfg.softmax %s axis = -1 : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  // CHECK: dfg.softmax %{{.+}} axis = 0 : (tensor<8xf16>) -> tensor<8xf16>
+  %1 = dfg.softmax %h axis = 0 : (tensor<8xf16>) -> tensor<8xf16>
+  return %0, %1 : tensor<2x4x8x8xf32>, tensor<8xf16>
+}

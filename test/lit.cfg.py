@@ -1,0 +1,26 @@
+# -*- Python -*-
+# lit configuration of meshc's FileCheck suites.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "MESHC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.meshc_obj_root, "test")
+config.excludes = ["Inputs", "CMakeLists.txt", "unit", "lit.cfg.py"]
+
+# Captures must be re-bound in each CHECK-LABEL block (STYLE.md).
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+config.substitutions.append(("%meshc_src", config.meshc_src_root))
+llvm_config.add_tool_substitutions(
+    ["meshc", "meshc-opt"], [config.meshc_tools_dir]
+)

@@ -1,0 +1,128 @@
+//===- DfgOpsTest.cpp - Building and verifying dfg ops from C++ -----------===//
+//
+// Part of meshc. The builders that later passes use: result types inferred
+// from operands, and the verifier's diagnostics for broken invariants.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace meshc::dfg;
+
+namespace {
+
+class DfgOpsTest : public ::testing::Test {
+protected:
+  DfgOpsTest() : builder(&ctx) {
+    ctx.loadDialect<DfgDialect>();
+    module = ModuleOp::create(builder.getUnknownLoc());
+    builder.setInsertionPointToEnd(module->getBody());
+  }
+
+  RankedTensorType f32(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, builder.getF32Type());
+  }
+
+  /// A weight of `type` (f32, so 4 bytes an element).
+  Value weight(RankedTensorType type, StringRef name = "w") {
+    return WeightOp::create(builder, loc(), type, name, "model.onnx.data", 0,
+                            type.getNumElements() * 4);
+  }
+
+  /// The diagnostics of verifying `op`, "" when it verifies.
+  std::string verifyErrors(Operation *op) {
+    std::string text;
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      text += diag.str();
+      return success();
+    });
+    (void)verify(op);
+    return text;
+  }
+
+  Location loc() { return builder.getUnknownLoc(); }
+
+  MLIRContext ctx;
+  OpBuilder builder;
+  OwningOpRef<ModuleOp> module;
+};
+
+TEST_F(DfgOpsTest, BuildersInferResultTypes) {
+  Value x = weight(f32({2, 16, 64}), "x");
+  Value w = weight(f32({64, 192}));
+  Value b = weight(f32({192}), "b");
+  auto mm = MatMulOp::create(builder, loc(), x, w);
+  EXPECT_EQ(mm.getType(), f32({2, 16, 192}));
+  auto add = AddOp::create(builder, loc(), mm, b);
+  EXPECT_EQ(add.getType(), f32({2, 16, 192}));
+  auto r = ReshapeOp::create(builder, loc(), add,
+                             builder.getDenseI64ArrayAttr({0, 0, 12, -1}));
+  EXPECT_EQ(r.getType(), f32({2, 16, 12, 16}));
+  auto t = TransposeOp::create(builder, loc(), r,
+                               builder.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  EXPECT_EQ(t.getType(), f32({2, 12, 16, 16}));
+  auto s = SoftmaxOp::create(builder, loc(), t, /*axis=*/-1);
+  EXPECT_EQ(s.getType(), t.getType());
+  EXPECT_EQ(s.getNormalizedAxis(), 3);
+  EXPECT_EQ(verifyErrors(*module), "");
+}
+
+TEST_F(DfgOpsTest, WeightInvariants) {
+  auto type = f32({4, 4});
+  auto good = WeightOp::create(builder, loc(), type, "w", "d/w.bin", 8, 64);
+  EXPECT_EQ(verifyErrors(good), "");
+  auto shortLength = WeightOp::create(builder, loc(), type, "w", "w.bin", 0, 60);
+  EXPECT_EQ(verifyErrors(shortLength),
+            "'dfg.weight' op weight 'w' has length 60 bytes but "
+            "'tensor<4x4xf32>' needs 64");
+  auto escapes =
+      WeightOp::create(builder, loc(), type, "w", "a/../../w.bin", 0, 64);
+  EXPECT_EQ(verifyErrors(escapes),
+            "'dfg.weight' op weight 'w' refers to 'a/../../w.bin', which "
+            "leaves the model's folder (absolute path or '..')");
+  auto absolute = WeightOp::create(builder, loc(), type, "w", "/w.bin", 0, 64);
+  EXPECT_NE(verifyErrors(absolute), "");
+  auto bf16 = WeightOp::create(
+      builder, loc(), RankedTensorType::get({3}, builder.getBF16Type()), "h",
+      "w.bin", 0, 6);
+  EXPECT_EQ(verifyErrors(bf16), "");
+}
+
+TEST_F(DfgOpsTest, DeclaredResultMustAgreeWithInference) {
+  Value x = weight(f32({2, 8}), "x");
+  Value w = weight(f32({8, 4}));
+  // Less refined than inferred: accepted.
+  auto loose = MatMulOp::create(builder, loc(), f32({ShapedType::kDynamic, 4}),
+                                x, w);
+  EXPECT_EQ(verifyErrors(loose), "");
+  // Contradicting inference: rejected.
+  auto wrong = MatMulOp::create(builder, loc(), f32({2, 5}), x, w);
+  EXPECT_EQ(verifyErrors(wrong),
+            "'dfg.matmul' op result type 'tensor<2x5xf32>' contradicts the "
+            "inferred 'tensor<2x4xf32>'");
+  // An inference failure is one diagnostic, named after the op.
+  Value y = weight(f32({3, 4}), "y");
+  auto mismatch = AddOp::create(builder, loc(), f32({2, 8}), x, y);
+  EXPECT_EQ(verifyErrors(mismatch),
+            "'dfg.add' op shapes 2x8 and 3x4 do not broadcast: dimension 1 "
+            "from the end is 8 vs 4");
+}
+
+TEST_F(DfgOpsTest, ConstantFoldsToItsValue) {
+  auto type = RankedTensorType::get({2}, builder.getI64Type());
+  auto value = DenseElementsAttr::get(type, ArrayRef<int64_t>{4, -1});
+  auto c = ConstantOp::create(builder, loc(), value);
+  SmallVector<OpFoldResult> folded;
+  ASSERT_TRUE(succeeded(c->fold(folded)));
+  ASSERT_EQ(folded.size(), 1u);
+  EXPECT_EQ(dyn_cast<Attribute>(folded[0]), value);
+}
+
+} // namespace
