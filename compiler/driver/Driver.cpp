@@ -25,8 +25,7 @@ using namespace llvm;
 namespace meshc {
 namespace {
 
-constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile",
-                                           "run"};
+constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile", "run"};
 constexpr ArrayRef<StringLiteral> kCommands(kCommandArray);
 
 /// Prints "meshc <command>: error: <msg>" and returns the failure status.
@@ -71,8 +70,8 @@ int runDriver(int argc, char **argv) {
   // An unknown first word would otherwise surface as a confusing
   // "too many positional arguments".
   if (argc < 2)
-    return fail("", "no command given; usage: meshc <" +
-                        join(kCommands, "|") + "> ... (see 'meshc --help')");
+    return fail("", "no command given; usage: meshc <" + join(kCommands, "|") +
+                        "> ... (see 'meshc --help')");
   StringRef first = argv[1];
   if (!first.starts_with("-") && !is_contained(kCommands, first))
     return fail("", "unknown command '" + first + "' (commands: " +
@@ -88,9 +87,9 @@ int runDriver(int argc, char **argv) {
       "o", cl::desc("Write the IR to <file> (default: standard output)"),
       cl::value_desc("file"), cl::init("-"), cl::sub(importCmd),
       cl::cat(category));
-  cl::opt<bool> importOptimize(
-      "optimize", cl::desc("Run the graph pipeline after import"),
-      cl::sub(importCmd), cl::cat(category));
+  cl::opt<bool> importOptimize("optimize",
+                               cl::desc("Run the graph pipeline after import"),
+                               cl::sub(importCmd), cl::cat(category));
 
   cl::SubCommand planCmd("plan", "Print the per-rank cost and memory plan of "
                                  "a model on a device mesh");
@@ -119,8 +118,7 @@ int runDriver(int argc, char **argv) {
   cl::opt<Target> compileTarget(
       "target", cl::desc("Code-generation target (default cpu)"),
       cl::values(clEnumValN(Target::Cpu, "cpu", "OpenBLAS + MPI executables"),
-                 clEnumValN(Target::Cuda, "cuda",
-                            "CUDA + NCCL executables")),
+                 clEnumValN(Target::Cuda, "cuda", "CUDA + NCCL executables")),
       cl::init(Target::Cpu), cl::sub(compileCmd), cl::cat(category));
   cl::opt<std::string> compileOutput(
       "o", cl::desc("Output folder (default: out)"), cl::value_desc("dir"),
@@ -136,13 +134,11 @@ int runDriver(int argc, char **argv) {
       cl::value_desc("NAME=FILE"), cl::sub(runCmd), cl::cat(category));
   cl::opt<std::string> runOutputDir(
       "output-dir", cl::desc("Folder for the outputs (default: .)"),
-      cl::value_desc("dir"), cl::init("."), cl::sub(runCmd),
-      cl::cat(category));
+      cl::value_desc("dir"), cl::init("."), cl::sub(runCmd), cl::cat(category));
 
   // libLLVM registers options of its own; show only meshc's.
-  for (cl::SubCommand *sub :
-       {&cl::SubCommand::getTopLevel(), &importCmd, &planCmd, &compileCmd,
-        &runCmd})
+  for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &importCmd,
+                              &planCmd, &compileCmd, &runCmd})
     cl::HideUnrelatedOptions(category, *sub);
   cl::SetVersionPrinter(printVersion);
   cl::ParseCommandLineOptions(

@@ -117,8 +117,8 @@ LogicalResult InferShapesPass::refine(func::FuncOp func, ModuleOp module) {
         continue;
       }
       OpBuilder b(ret);
-      operand.set(tensor::CastOp::create(b, ret.getLoc(), declared,
-                                         operand.get()));
+      operand.set(
+          tensor::CastOp::create(b, ret.getLoc(), declared, operand.get()));
     }
   });
   func.setFunctionType(

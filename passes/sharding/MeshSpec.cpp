@@ -47,8 +47,8 @@ Expected<MeshSpec> MeshSpec::parse(StringRef text) {
       return meshError(text, "axis '" + name + "' has size '" + size +
                                  "'; sizes must be positive integers");
     if (n > kMaxWorldSize || world * n > kMaxWorldSize)
-      return meshError(text, "the world size exceeds " +
-                                 Twine(kMaxWorldSize) + " ranks");
+      return meshError(text, "the world size exceeds " + Twine(kMaxWorldSize) +
+                                 " ranks");
     world *= n;
     mesh.axes_.push_back({name.str(), n});
   }

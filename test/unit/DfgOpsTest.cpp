@@ -78,7 +78,8 @@ TEST_F(DfgOpsTest, WeightInvariants) {
   auto type = f32({4, 4});
   auto good = WeightOp::create(builder, loc(), type, "w", "d/w.bin", 8, 64);
   EXPECT_EQ(verifyErrors(good), "");
-  auto shortLength = WeightOp::create(builder, loc(), type, "w", "w.bin", 0, 60);
+  auto shortLength =
+      WeightOp::create(builder, loc(), type, "w", "w.bin", 0, 60);
   EXPECT_EQ(verifyErrors(shortLength),
             "'dfg.weight' op weight 'w' has length 60 bytes but "
             "'tensor<4x4xf32>' needs 64");
@@ -99,8 +100,8 @@ TEST_F(DfgOpsTest, DeclaredResultMustAgreeWithInference) {
   Value x = weight(f32({2, 8}), "x");
   Value w = weight(f32({8, 4}));
   // Less refined than inferred: accepted.
-  auto loose = MatMulOp::create(builder, loc(), f32({ShapedType::kDynamic, 4}),
-                                x, w);
+  auto loose =
+      MatMulOp::create(builder, loc(), f32({ShapedType::kDynamic, 4}), x, w);
   EXPECT_EQ(verifyErrors(loose), "");
   // Contradicting inference: rejected.
   auto wrong = MatMulOp::create(builder, loc(), f32({2, 5}), x, w);

@@ -74,7 +74,7 @@ TEST(DfgShapes, Reshape) {
   EXPECT_EQ(result(reshapeShape({2, 8, 64}, {-1, 64})), "16x64");
   EXPECT_EQ(result(reshapeShape({2, 8, 64}, {2, -1})), "2x512");
   EXPECT_EQ(result(reshapeShape({6}, {})), "error: cannot reshape 6 (6 "
-                                            "elements) to scalar (1 elements)");
+                                           "elements) to scalar (1 elements)");
   EXPECT_EQ(result(reshapeShape({1}, {})), "scalar");
 }
 

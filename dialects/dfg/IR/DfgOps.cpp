@@ -42,8 +42,7 @@ LogicalResult verifyInferredTypes(InferTypeOpInterface op) {
     return failure();
   if (!areCompatibleTensorTypes(inferred, op->getResultTypes()))
     return op->emitOpError("result type ")
-           << op->getResultTypes() << " contradicts the inferred "
-           << inferred;
+           << op->getResultTypes() << " contradicts the inferred " << inferred;
   return success();
 }
 
@@ -57,8 +56,8 @@ static LogicalResult inferError(std::optional<Location> loc, StringRef opName,
 
 /// Pushes a tensor of `shape` with `like`'s element type, or reports `shape`'s
 /// error at `loc`.
-static LogicalResult pushInferred(std::optional<Location> loc,
-                                  StringRef opName, llvm::Expected<Shape> shape,
+static LogicalResult pushInferred(std::optional<Location> loc, StringRef opName,
+                                  llvm::Expected<Shape> shape,
                                   RankedTensorType like,
                                   SmallVectorImpl<Type> &types) {
   if (!shape)
@@ -75,8 +74,8 @@ LogicalResult inferBroadcastBinary(std::optional<Location> loc,
   // Invariant 1 is SameOperandsAndResultElementType; checked first so that a
   // type mismatch is not reported as a shape problem.
   if (lt.getElementType() != rt.getElementType())
-    return inferError(loc, opName, "operand element types differ: ", lt,
-                      " vs ", rt);
+    return inferError(loc, opName, "operand element types differ: ", lt, " vs ",
+                      rt);
   return pushInferred(loc, opName,
                       broadcastShapes(lt.getShape(), rt.getShape()), lt,
                       types); // invariants 2 and 3
@@ -113,12 +112,12 @@ LogicalResult WeightOp::verify() {
   if (offset < 0) // 2
     return emitOpError("weight '")
            << getName() << "' has negative offset " << offset;
-  int64_t expected = type.getNumElements() *
-                     elementByteWidth(type.getElementType());
+  int64_t expected =
+      type.getNumElements() * elementByteWidth(type.getElementType());
   if (length != expected) // 3
     return emitOpError("weight '")
-           << getName() << "' has length " << length << " bytes but "
-           << type << " needs " << expected;
+           << getName() << "' has length " << length << " bytes but " << type
+           << " needs " << expected;
   StringRef file = getFile();
   if (file.empty()) // 4
     return emitOpError("weight '") << getName() << "' has an empty file path";
@@ -158,7 +157,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   if (lt.getElementType() != rt.getElementType()) // 1
     return inferError(loc, getOperationName(),
                       "operand element types differ: ", lt, " vs ", rt);
-  return pushInferred(loc, getOperationName(), matmulShape(lt.getShape(), rt.getShape()), lt,
+  return pushInferred(loc, getOperationName(),
+                      matmulShape(lt.getShape(), rt.getShape()), lt,
                       types); // 1 (rank), 2, 3, 4
 }
 
@@ -171,7 +171,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  return pushInferred(loc, getOperationName(), reshapeShape(in.getShape(), adaptor.getShape()), in,
+  return pushInferred(loc, getOperationName(),
+                      reshapeShape(in.getShape(), adaptor.getShape()), in,
                       types); // 1, 2, 3, 4
 }
 
@@ -184,8 +185,9 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  return pushInferred(loc, getOperationName(), transposeShape(in.getShape(), adaptor.getPerm()),
-                      in, types); // 1, 2, 3
+  return pushInferred(loc, getOperationName(),
+                      transposeShape(in.getShape(), adaptor.getPerm()), in,
+                      types); // 1, 2, 3
 }
 
 //===----------------------------------------------------------------------===//
@@ -202,8 +204,8 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
   int64_t axis = static_cast<int64_t>(adaptor.getAxis());
   if (rank == 0 || axis < -rank || axis >= rank) // 2
     return inferError(loc, getOperationName(), "axis ", axis,
-                             " is out of range for an input of rank ", rank,
-                             " (expected [", -rank, ", ", rank, "))");
+                      " is out of range for an input of rank ", rank,
+                      " (expected [", -rank, ", ", rank, "))");
   types.push_back(in); // 3
   return success();
 }

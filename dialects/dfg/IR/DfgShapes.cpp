@@ -84,10 +84,11 @@ Expected<Shape> matmulShape(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
                               "{1}, rhs {2} has K = {3}",
                               formatShape(lhs), ka, formatShape(rhs), kb));
 
-  auto batch = broadcastShapes(ArrayRef(a).drop_back(2),
-                               ArrayRef(b).drop_back(2));
+  auto batch =
+      broadcastShapes(ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2));
   if (!batch)
-    return shapeError("matmul batch dimensions: " + toString(batch.takeError()));
+    return shapeError("matmul batch dimensions: " +
+                      toString(batch.takeError()));
   Shape result = std::move(*batch);
   if (lhs.size() > 1)
     result.push_back(a[a.size() - 2]);
@@ -155,8 +156,8 @@ Expected<Shape> reshapeShape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec) {
   } else if (inStatic != outStatic) {
     return shapeError(formatv("cannot reshape {0} ({1} elements) to {2} ({3} "
                               "elements)",
-                              formatShape(input), inStatic,
-                              formatShape(result), outStatic));
+                              formatShape(input), inStatic, formatShape(result),
+                              outStatic));
   }
   return result;
 }
