@@ -80,9 +80,21 @@ int runDriver(int argc, char **argv) {
   cl::OptionCategory category("meshc options");
 
   cl::SubCommand importCmd("import", "Import an ONNX model into dfg IR");
-  cl::opt<std::string> importModel(cl::Positional, cl::Required,
-                                   cl::desc("<model.onnx>"), cl::sub(importCmd),
-                                   cl::cat(category));
+  cl::SubCommand planCmd("plan", "Print the per-rank cost and memory plan of "
+                                 "a model on a device mesh");
+  cl::SubCommand compileCmd("compile", "Compile a model into per-rank "
+                                       "executables for a device mesh");
+
+  // Shared by the commands that read a model / take a mesh.
+  cl::opt<std::string> model(cl::Positional, cl::Required,
+                             cl::desc("<model.onnx>"), cl::sub(importCmd),
+                             cl::sub(planCmd), cl::sub(compileCmd),
+                             cl::cat(category));
+  cl::opt<std::string> mesh(
+      "mesh", cl::Required, cl::value_desc("axis=size,..."),
+      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp)"),
+      cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
+
   cl::opt<std::string> importOutput(
       "o", cl::desc("Write the IR to <file> (default: standard output)"),
       cl::value_desc("file"), cl::init("-"), cl::sub(importCmd),
@@ -91,29 +103,11 @@ int runDriver(int argc, char **argv) {
                                cl::desc("Run the graph pipeline after import"),
                                cl::sub(importCmd), cl::cat(category));
 
-  cl::SubCommand planCmd("plan", "Print the per-rank cost and memory plan of "
-                                 "a model on a device mesh");
-  cl::opt<std::string> planModel(cl::Positional, cl::Required,
-                                 cl::desc("<model.onnx>"), cl::sub(planCmd),
-                                 cl::cat(category));
-  cl::opt<std::string> planMesh(
-      "mesh", cl::Required, cl::value_desc("axis=size,..."),
-      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp)"),
-      cl::sub(planCmd), cl::cat(category));
   cl::opt<unsigned> planBatch("batch", cl::desc("Batch size (default 1)"),
                               cl::init(1), cl::sub(planCmd), cl::cat(category));
   cl::opt<unsigned> planSeq("seq", cl::desc("Sequence length (default 128)"),
                             cl::init(128), cl::sub(planCmd), cl::cat(category));
 
-  cl::SubCommand compileCmd("compile", "Compile a model into per-rank "
-                                       "executables for a device mesh");
-  cl::opt<std::string> compileModel(cl::Positional, cl::Required,
-                                    cl::desc("<model.onnx>"),
-                                    cl::sub(compileCmd), cl::cat(category));
-  cl::opt<std::string> compileMesh(
-      "mesh", cl::Required, cl::value_desc("axis=size,..."),
-      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp)"),
-      cl::sub(compileCmd), cl::cat(category));
   enum class Target { Cpu, Cuda };
   cl::opt<Target> compileTarget(
       "target", cl::desc("Code-generation target (default cpu)"),
@@ -147,18 +141,17 @@ int runDriver(int argc, char **argv) {
       "device mesh\n");
 
   if (importCmd) {
-    if (Error e = checkReadableFile(importModel, "model"))
+    if (Error e = checkReadableFile(model, "model"))
       return fail("import", toString(std::move(e)));
     return notImplemented("import");
   }
   if (planCmd || compileCmd) {
     StringRef command = planCmd ? "plan" : "compile";
-    StringRef model = planCmd ? planModel : compileModel;
     if (Error e = checkReadableFile(model, "model"))
       return fail(command, toString(std::move(e)));
-    auto mesh = MeshSpec::parse(planCmd ? planMesh : compileMesh);
-    if (!mesh)
-      return fail(command, toString(mesh.takeError()));
+    auto meshSpec = MeshSpec::parse(mesh);
+    if (!meshSpec)
+      return fail(command, toString(meshSpec.takeError()));
     if (planCmd && (planBatch == 0 || planSeq == 0))
       return fail(command, "--batch and --seq must be at least 1");
     return notImplemented(command);
