@@ -8,7 +8,16 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Driver.h"
 
+#include "compiler/import/Importer.h"
+#include "compiler/pipelines/Pipelines.h"
+#include "compiler/tools/init_meshc.h"
 #include "passes/sharding/MeshSpec.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -58,6 +67,84 @@ int notImplemented(StringRef command) {
   return fail(command, "'meshc " + command +
                            "' is not implemented yet in meshc " MESHC_VERSION
                            " (arguments checked: OK)");
+}
+
+/// "model.onnx: node 'MatMul_3' (MatMul, #12)" for the locations the
+/// importer gives; file:line:col for IR files.
+std::string describeLocation(mlir::Location loc) {
+  if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
+    std::string where = describeLocation(name.getChildLoc());
+    return where.empty() ? name.getName().str()
+                         : where + ": " + name.getName().str();
+  }
+  if (auto file = dyn_cast<mlir::FileLineColLoc>(loc)) {
+    std::string where = file.getFilename().str();
+    if (file.getLine() != 0)
+      where += ":" + std::to_string(file.getLine()) + ":" +
+               std::to_string(file.getColumn());
+    return where;
+  }
+  if (auto fused = dyn_cast<mlir::FusedLoc>(loc))
+    if (!fused.getLocations().empty())
+      return describeLocation(fused.getLocations().front());
+  return "";
+}
+
+/// Prints each MLIR diagnostic as one line: "meshc <command>: error: <where>:
+/// <message>"; notes follow on their own lines.
+class DiagnosticPrinter {
+public:
+  DiagnosticPrinter(mlir::MLIRContext &context, StringRef command)
+      : handler(&context, [this, command](mlir::Diagnostic &diag) {
+          print(command, diag);
+          return mlir::success();
+        }) {}
+  bool sawError() const { return errors > 0; }
+
+private:
+  void print(StringRef command, mlir::Diagnostic &diag) {
+    std::string prefix = ("meshc " + command).str();
+    raw_ostream &os = diag.getSeverity() == mlir::DiagnosticSeverity::Error
+                          ? WithColor::error(errs(), prefix)
+                      : diag.getSeverity() == mlir::DiagnosticSeverity::Warning
+                          ? WithColor::warning(errs(), prefix)
+                          : WithColor::note(errs(), prefix);
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+      ++errors;
+    std::string where = describeLocation(diag.getLocation());
+    os << (where.empty() ? "" : where + ": ") << diag.str() << "\n";
+    for (mlir::Diagnostic &note : diag.getNotes())
+      print(command, note);
+  }
+
+  mlir::ScopedDiagnosticHandler handler;
+  int errors = 0;
+};
+
+/// meshc import MODEL [-o FILE] [--optimize]
+int runImport(StringRef model, StringRef output, bool optimize) {
+  mlir::DialectRegistry registry;
+  registerAllMeshcDialects(registry);
+  mlir::MLIRContext context(registry);
+  DiagnosticPrinter diagnostics(context, "import");
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      onnximport::importOnnxModel(context, model);
+  if (!module)
+    return 1;
+  if (optimize) {
+    mlir::PassManager pm(&context);
+    buildGraphPipeline(pm);
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  std::string error;
+  auto out = mlir::openOutputFile(output, &error);
+  if (!out)
+    return fail("import", error);
+  module->print(out->os());
+  out->keep();
+  return diagnostics.sawError() ? 1 : 0;
 }
 
 void printVersion(raw_ostream &os) {
@@ -143,7 +230,7 @@ int runDriver(int argc, char **argv) {
   if (importCmd) {
     if (Error e = checkReadableFile(model, "model"))
       return fail("import", toString(std::move(e)));
-    return notImplemented("import");
+    return runImport(model, importOutput, importOptimize);
   }
   if (planCmd || compileCmd) {
     StringRef command = planCmd ? "plan" : "compile";

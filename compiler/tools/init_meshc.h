@@ -8,6 +8,7 @@
 #ifndef MESHC_COMPILER_TOOLS_INIT_MESHC_H
 #define MESHC_COMPILER_TOOLS_INIT_MESHC_H
 
+#include "compiler/pipelines/Pipelines.h"
 #include "dialects/dfg/IR/DfgOps.h"
 #include "passes/Passes.h"
 
@@ -29,9 +30,11 @@ inline void registerAllMeshcDialects(mlir::DialectRegistry &registry) {
                   mlir::tensor::TensorDialect>();
 }
 
-/// meshc's passes, plus the generic upstream clean-ups its pipelines use.
+/// meshc's passes and pipelines, plus the generic upstream clean-ups its
+/// pipelines use.
 inline void registerAllMeshcPasses() {
   registerMeshcPasses();
+  registerMeshcPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

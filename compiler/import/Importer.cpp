@@ -1,0 +1,445 @@
+//===- Importer.cpp - ONNX model -> dfg IR --------------------------------===//
+//
+// Part of meshc.
+//
+// Algorithm:
+//   1. Parse the model (OnnxModel) and check the opset of the default domain.
+//   2. Graph inputs that are not initializers become function arguments; a
+//      dim_param becomes a dynamic dimension whose name is kept in the
+//      argument's `dfg.dim_names` attribute.
+//   3. Initializers become dfg.weight references (contiguous little-endian
+//      data: raw_data, packed float_data, external data) or, when stored as
+//      varints, small dfg.constant literals.
+//   4. Nodes are ordered topologically (ONNX allows any order); an input that
+//      nothing produces, or a cycle, is an error naming the node.
+//   5. Each node is legalised by the LegalizationTable entry for its domain,
+//      op type and opset version.
+//   6. Graph outputs are returned; the module is verified.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/Importer.h"
+
+#include "compiler/import/Legalization.h"
+#include "compiler/import/OnnxModel.h"
+#include "compiler/import/OnnxTensors.h"
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <onnx/onnx_pb.h>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace meshc::onnximport {
+
+/// Holds the state of one import; NodeContext calls back into it.
+class Importer {
+public:
+  Importer(MLIRContext &context, const OnnxModel &model)
+      : context_(context), model_(model), builder_(&context),
+        fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+  /// The integer values of a constant dfg value (dfg.constant, or a small
+  /// dfg.weight whose bytes are read from its file).
+  FailureOr<SmallVector<int64_t>> constantInts(Value value, Location loc,
+                                               StringRef what);
+
+private:
+  LogicalResult error(const Twine &msg) { return emitError(fileLoc_) << msg; }
+  Location nodeLoc(const onnx::NodeProto &node, int index);
+  LogicalResult checkOpsets();
+  FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
+                                        SmallVectorImpl<Attribute> *dimNames);
+  LogicalResult importInitializers();
+  FailureOr<SmallVector<int>> topologicalOrder();
+  LogicalResult importNode(int index);
+
+  MLIRContext &context_;
+  const OnnxModel &model_;
+  OpBuilder builder_;
+  Location fileLoc_;
+  /// ONNX value name -> dfg value.
+  StringMap<Value> values_;
+  /// Names some node or graph output reads.
+  llvm::StringSet<> consumed_;
+};
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
+                         int index, int64_t opsetVersion, OpBuilder &builder,
+                         Location loc, SmallVector<Value> inputs)
+    : importer_(importer), node_(node), index_(index),
+      opsetVersion_(opsetVersion), builder_(builder), loc_(loc),
+      inputs_(std::move(inputs)) {}
+
+RankedTensorType NodeContext::inputType(unsigned i) const {
+  return cast<RankedTensorType>(input(i).getType());
+}
+
+LogicalResult NodeContext::requireInputs(unsigned n) {
+  for (unsigned i = 0; i < n; ++i)
+    if (!input(i))
+      return error(formatv("expects at least {0} input(s), input {1} is "
+                           "missing",
+                           n, i));
+  return success();
+}
+
+LogicalResult NodeContext::error(const Twine &msg) {
+  return emitError(loc_) << msg;
+}
+
+const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
+  for (const auto &a : node_.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attrInt(StringRef name, int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeContext::attrFloat(StringRef name, float dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::attrInts(StringRef name) const {
+  const onnx::AttributeProto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
+                                                          StringRef what) {
+  if (!input(i))
+    return error(formatv("input {0} ({1}) is missing", i, what));
+  return importer_.constantInts(input(i), loc_, what);
+}
+
+Value NodeContext::scalar(double value, Type elementType) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute element = isa<FloatType>(elementType)
+                          ? Attribute(builder_.getFloatAttr(elementType, value))
+                          : Attribute(builder_.getIntegerAttr(
+                                elementType, static_cast<int64_t>(value)));
+  return dfg::ConstantOp::create(builder_, loc_,
+                                 DenseElementsAttr::get(type, element));
+}
+
+LogicalResult NodeContext::setResults(ArrayRef<Value> values) {
+  results_.assign(values.begin(), values.end());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Importer
+//===----------------------------------------------------------------------===//
+
+Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
+  std::string name = node.name().empty() ? "<unnamed>" : node.name();
+  return NameLoc::get(
+      StringAttr::get(&context_, formatv("node '{0}' ({1}, #{2})", name,
+                                         node.op_type(), index)),
+      fileLoc_);
+}
+
+LogicalResult Importer::checkOpsets() {
+  std::optional<int64_t> version = model_.opsetVersion("");
+  if (!version)
+    return error("the model imports no opset of the default ONNX domain");
+  if (*version < kMinOnnxOpset || *version > kMaxOnnxOpset)
+    return error(formatv("unsupported opset {0} of domain ai.onnx (meshc "
+                         "imports opsets {1} to {2}; convert older models "
+                         "with onnx.version_converter)",
+                         *version, kMinOnnxOpset, kMaxOnnxOpset));
+  return success();
+}
+
+FailureOr<RankedTensorType>
+Importer::valueType(const onnx::ValueInfoProto &info,
+                    SmallVectorImpl<Attribute> *dimNames) {
+  if (!info.type().has_tensor_type())
+    return error("graph value '" + info.name() + "' is not a tensor");
+  const auto &tensorType = info.type().tensor_type();
+  FailureOr<Type> element =
+      elementType(context_, tensorType.elem_type(), info.name(), fileLoc_);
+  if (failed(element))
+    return failure();
+  if (!tensorType.has_shape())
+    return error("graph value '" + info.name() +
+                 "' has no shape; meshc needs at least its rank");
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensorType.shape().dim()) {
+    shape.push_back(dim.has_dim_value() ? dim.dim_value()
+                                        : ShapedType::kDynamic);
+    if (dimNames)
+      dimNames->push_back(StringAttr::get(
+          &context_, dim.has_dim_param() ? dim.dim_param() : ""));
+  }
+  return RankedTensorType::get(shape, *element);
+}
+
+LogicalResult Importer::importInitializers() {
+  const auto &graph = model_.proto().graph();
+  for (auto [index, tensor] : enumerate(graph.initializer())) {
+    FailureOr<RankedTensorType> type = tensorType(context_, tensor, fileLoc_);
+    if (failed(type))
+      return failure();
+    int64_t bytes =
+        type->getNumElements() * ((type->getElementTypeBitWidth() + 7) / 8);
+    auto ref = model_.initializerData(index, bytes);
+    if (!ref)
+      return error(toString(ref.takeError()));
+    Location loc = NameLoc::get(
+        StringAttr::get(&context_, "initializer '" + tensor.name() + "'"),
+        fileLoc_);
+    Value value;
+    if (*ref) {
+      value =
+          dfg::WeightOp::create(builder_, loc, *type, tensor.name(),
+                                (*ref)->file, (*ref)->offset, (*ref)->length);
+    } else {
+      FailureOr<DenseElementsAttr> literal =
+          tensorToAttr(context_, tensor, *type, loc);
+      if (failed(literal))
+        return failure();
+      value = dfg::ConstantOp::create(builder_, loc, *literal);
+    }
+    values_[tensor.name()] = value;
+  }
+  return success();
+}
+
+FailureOr<SmallVector<int>> Importer::topologicalOrder() {
+  const auto &graph = model_.proto().graph();
+  // Producer of each value name; graph inputs and initializers are -1.
+  StringMap<int> producer;
+  for (const auto &entry : values_)
+    producer[entry.getKey()] = -1;
+  for (auto [i, node] : enumerate(graph.node()))
+    for (const std::string &out : node.output())
+      if (!out.empty() && !producer.try_emplace(out, i).second)
+        return emitError(nodeLoc(node, i))
+               << "output '" << out << "' is already produced elsewhere "
+               << "(ONNX graphs are in SSA form)";
+
+  // Kahn's algorithm, taking ready nodes in their original order.
+  SmallVector<int> pending(graph.node_size(), 0);
+  SmallVector<SmallVector<int>> users(graph.node_size());
+  SmallVector<int> ready, order;
+  for (auto [i, node] : enumerate(graph.node())) {
+    for (const std::string &in : node.input()) {
+      if (in.empty())
+        continue; // omitted optional input
+      auto it = producer.find(in);
+      if (it == producer.end())
+        return emitError(nodeLoc(node, i))
+               << "input '" << in << "' is not produced by any node, graph "
+               << "input or initializer";
+      if (it->second >= 0) {
+        ++pending[i];
+        users[it->second].push_back(i);
+      }
+    }
+    if (pending[i] == 0)
+      ready.push_back(i);
+  }
+  for (size_t next = 0; next < ready.size(); ++next) {
+    int n = ready[next];
+    order.push_back(n);
+    for (int user : users[n])
+      if (--pending[user] == 0)
+        ready.push_back(user);
+  }
+  if (order.size() != static_cast<size_t>(graph.node_size())) {
+    for (auto [i, node] : enumerate(graph.node()))
+      if (pending[i] > 0)
+        return emitError(nodeLoc(node, i))
+               << "the graph has a cycle through this node";
+  }
+  return order;
+}
+
+LogicalResult Importer::importNode(int index) {
+  const onnx::NodeProto &node = model_.proto().graph().node(index);
+  Location loc = nodeLoc(node, index);
+  StringRef domain = domainName(node.domain());
+  std::optional<int64_t> version = model_.opsetVersion(node.domain());
+  if (!version)
+    return emitError(loc) << "domain '" << domain
+                          << "' is not imported by the model (no opset_import "
+                          << "entry), so op '" << node.op_type()
+                          << "' cannot be resolved";
+
+  int lowest = 0;
+  LegalizeFn fn = LegalizationTable::get().lookup(domain, node.op_type(),
+                                                  *version, &lowest);
+  if (!fn) {
+    if (lowest == 0)
+      return emitError(loc) << "unsupported op '" << node.op_type()
+                            << "' of domain '" << domain << "'";
+    return emitError(loc) << "op '" << node.op_type() << "' at " << domain
+                          << " opset " << *version
+                          << " is not supported (meshc imports it from opset "
+                          << lowest << ")";
+  }
+
+  SmallVector<Value> inputs;
+  for (const std::string &in : node.input())
+    inputs.push_back(in.empty() ? Value() : values_.lookup(in));
+  NodeContext ctx(*this, node, index, *version, builder_, loc, inputs);
+  if (failed(fn(ctx)))
+    return failure();
+
+  ArrayRef<Value> results = ctx.results();
+  for (auto [i, name] : enumerate(node.output())) {
+    if (name.empty())
+      continue;
+    if (i < results.size()) {
+      values_[name] = results[i];
+    } else if (consumed_.contains(name)) {
+      return emitError(loc) << "output #" << i << " ('" << name
+                            << "') is used, but meshc does not produce it";
+    }
+  }
+  return success();
+}
+
+FailureOr<SmallVector<int64_t>>
+Importer::constantInts(Value value, Location loc, StringRef what) {
+  auto fail = [&](const Twine &why) {
+    return emitError(loc) << what
+                          << " must be a constant integer tensor: " << why;
+  };
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!type.getElementType().isInteger(64) &&
+      !type.getElementType().isInteger(32)) {
+    std::string typeText;
+    llvm::raw_string_ostream(typeText) << type;
+    return fail("its type is " + typeText);
+  }
+  Operation *def = value.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<dfg::ConstantOp>(def)) {
+    SmallVector<int64_t> ints;
+    for (const APInt &v :
+         cast<DenseElementsAttr>(constant.getValue()).getValues<APInt>())
+      ints.push_back(v.getSExtValue());
+    return ints;
+  }
+  if (auto weight = dyn_cast_or_null<dfg::WeightOp>(def))
+    return readWeightInts(weight, model_.folder(), loc);
+  return fail("it is computed by the graph");
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  if (failed(checkOpsets()))
+    return nullptr;
+  const auto &graph = model_.proto().graph();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc_);
+  (*module)->setAttr("dfg.source",
+                     StringAttr::get(&context_, model_.fileName()));
+  builder_.setInsertionPointToEnd(module->getBody());
+
+  // Step 2: arguments (skipping inputs that are initializers, as IR < 4
+  // models list them).
+  llvm::StringSet<> initializerNames;
+  for (const auto &t : graph.initializer())
+    initializerNames.insert(t.name());
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<const onnx::ValueInfoProto *> args;
+  for (const auto &input : graph.input()) {
+    if (initializerNames.contains(input.name()))
+      continue;
+    SmallVector<Attribute> dimNames;
+    FailureOr<RankedTensorType> type = valueType(input, &dimNames);
+    if (failed(type))
+      return nullptr;
+    argTypes.push_back(*type);
+    SmallVector<NamedAttribute> attrs{builder_.getNamedAttr(
+        "onnx.name", builder_.getStringAttr(input.name()))};
+    if (any_of(dimNames, [](Attribute a) {
+          return !cast<StringAttr>(a).getValue().empty();
+        }))
+      attrs.push_back(builder_.getNamedAttr("dfg.dim_names",
+                                            builder_.getArrayAttr(dimNames)));
+    argAttrs.push_back(builder_.getDictionaryAttr(attrs));
+    args.push_back(&input);
+  }
+
+  auto func = func::FuncOp::create(builder_, fileLoc_, "main",
+                                   builder_.getFunctionType(argTypes, {}));
+  func.setAllArgAttrs(argAttrs);
+  Block *body = func.addEntryBlock();
+  builder_.setInsertionPointToEnd(body);
+  for (auto [arg, info] : zip_equal(body->getArguments(), args))
+    values_[info->name()] = arg;
+
+  for (const auto &node : graph.node())
+    for (const std::string &in : node.input())
+      consumed_.insert(in);
+  for (const auto &output : graph.output())
+    consumed_.insert(output.name());
+
+  // Steps 3-5.
+  if (failed(importInitializers()))
+    return nullptr;
+  FailureOr<SmallVector<int>> order = topologicalOrder();
+  if (failed(order))
+    return nullptr;
+  for (int index : *order)
+    if (failed(importNode(index)))
+      return nullptr;
+
+  // Step 6.
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &output : graph.output()) {
+    Value v = values_.lookup(output.name());
+    if (!v) {
+      (void)error("graph output '" + output.name() +
+                  "' is not produced by any node");
+      return nullptr;
+    }
+    results.push_back(v);
+    resultAttrs.push_back(builder_.getDictionaryAttr(builder_.getNamedAttr(
+        "onnx.name", builder_.getStringAttr(output.name()))));
+  }
+  func::ReturnOp::create(builder_, fileLoc_, results);
+  func.setFunctionType(
+      builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path) {
+  context.loadDialect<dfg::DfgDialect, func::FuncDialect>();
+  auto model = OnnxModel::load(path);
+  if (!model) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << toString(model.takeError());
+    return nullptr;
+  }
+  return Importer(context, **model).run();
+}
+
+} // namespace meshc::onnximport

@@ -1,0 +1,29 @@
+//===- Importer.h - ONNX model -> dfg IR ------------------------*- C++ -*-===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_COMPILER_IMPORT_IMPORTER_H
+#define MESHC_COMPILER_IMPORT_IMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace meshc::onnximport {
+
+/// The opset range of the default domain that meshc imports.
+inline constexpr int64_t kMinOnnxOpset = 13;
+inline constexpr int64_t kMaxOnnxOpset = 24;
+
+/// Imports the ONNX model at `path` as one func.func @main of dfg ops.
+/// Initializers become dfg.weight references into the model file or its
+/// external-data files; no weight bytes are copied into the IR. On failure,
+/// reports one diagnostic naming the culprit (file, initializer, or node by
+/// name, op type and position) and returns null.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
+                                                  llvm::StringRef path);
+
+} // namespace meshc::onnximport
+
+#endif // MESHC_COMPILER_IMPORT_IMPORTER_H

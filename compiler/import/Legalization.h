@@ -1,0 +1,131 @@
+//===- Legalization.h - ONNX node -> dfg legalisation table -----*- C++ -*-===//
+//
+// Part of meshc. A legalisation turns one ONNX node into dfg ops. Entries are
+// keyed by (domain, op type, since-version): a node is legalised by the entry
+// with the highest since-version not above the model's opset for its domain,
+// mirroring how ONNX versions its operator schemas. Each family of ops fills
+// the table from its own file (populate*Legalizations).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_COMPILER_IMPORT_LEGALIZATION_H
+#define MESHC_COMPILER_IMPORT_LEGALIZATION_H
+
+#include "dialects/dfg/IR/DfgShapes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <vector>
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+} // namespace onnx
+
+namespace meshc::onnximport {
+
+class Importer;
+
+/// What a legalisation sees of one node: its attributes, its inputs as dfg
+/// values, and the means to report an error that names the node.
+class NodeContext {
+public:
+  NodeContext(Importer &importer, const onnx::NodeProto &node, int index,
+              int64_t opsetVersion, mlir::OpBuilder &builder,
+              mlir::Location loc, llvm::SmallVector<mlir::Value> inputs);
+
+  const onnx::NodeProto &node() const { return node_; }
+  int64_t opsetVersion() const { return opsetVersion_; }
+  mlir::OpBuilder &builder() { return builder_; }
+  mlir::Location loc() const { return loc_; }
+
+  /// Inputs as dfg values; an omitted optional input ("") is a null Value.
+  unsigned numInputs() const { return inputs_.size(); }
+  mlir::Value input(unsigned i) const {
+    return i < inputs_.size() ? inputs_[i] : mlir::Value();
+  }
+  mlir::RankedTensorType inputType(unsigned i) const;
+  /// Fails with a message unless inputs [0, n) are present.
+  mlir::LogicalResult requireInputs(unsigned n);
+
+  /// Reports `msg` at the node ("node 'name' (OpType, #index)"); returns
+  /// failure so a legalisation can `return ctx.error(...)`.
+  mlir::LogicalResult error(const llvm::Twine &msg);
+
+  /// Attributes, with ONNX's defaults supplied by the caller.
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t dflt) const;
+  float attrFloat(llvm::StringRef name, float dflt) const;
+  std::optional<llvm::SmallVector<int64_t>>
+  attrInts(llvm::StringRef name) const;
+
+  /// The values of input `i`, which must be a constant integer tensor (an
+  /// initializer or a Constant node); reports an error otherwise.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  constantInts(unsigned i, llvm::StringRef what);
+
+  /// A scalar dfg.constant of `elementType`.
+  mlir::Value scalar(double value, mlir::Type elementType);
+
+  /// Creates `OpTy` whose result has `shape` (computed by the dfg shape rule
+  /// the op's verifier uses), or reports the rule's error at this node.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<mlir::Value> create(llvm::Expected<dfg::Shape> shape,
+                                      mlir::Type elementType, Args &&...args) {
+    if (!shape)
+      return error(llvm::toString(shape.takeError()));
+    auto type = mlir::RankedTensorType::get(*shape, elementType);
+    return OpTy::create(builder_, loc_, type, std::forward<Args>(args)...)
+        .getResult();
+  }
+
+  /// Binds the node's outputs, in order; the importer rejects a node whose
+  /// further outputs are read by the graph.
+  mlir::LogicalResult setResults(llvm::ArrayRef<mlir::Value> values);
+  llvm::ArrayRef<mlir::Value> results() const { return results_; }
+
+private:
+  Importer &importer_;
+  const onnx::NodeProto &node_;
+  int index_;
+  int64_t opsetVersion_;
+  mlir::OpBuilder &builder_;
+  mlir::Location loc_;
+  llvm::SmallVector<mlir::Value> inputs_;
+  llvm::SmallVector<mlir::Value> results_;
+};
+
+using LegalizeFn = mlir::LogicalResult (*)(NodeContext &);
+
+/// (domain, op type, since-version) -> legalisation.
+class LegalizationTable {
+public:
+  /// The default table: every family meshc imports.
+  static const LegalizationTable &get();
+
+  void add(llvm::StringRef domain, llvm::StringRef opType, int sinceVersion,
+           LegalizeFn fn);
+
+  /// The entry for `opType` at opset `version`, or nullptr; `lowest` is set
+  /// to the lowest since-version the op has (0 if meshc does not know it).
+  LegalizeFn lookup(llvm::StringRef domain, llvm::StringRef opType,
+                    int64_t version, int *lowest = nullptr) const;
+
+private:
+  struct Entry {
+    int sinceVersion;
+    LegalizeFn fn;
+  };
+  /// "domain/OpType" -> entries sorted by since-version.
+  llvm::StringMap<std::vector<Entry>> entries_;
+};
+
+void populateElementwiseLegalizations(LegalizationTable &table);
+void populateContractionLegalizations(LegalizationTable &table);
+void populateLayoutLegalizations(LegalizationTable &table);
+
+} // namespace meshc::onnximport
+
+#endif // MESHC_COMPILER_IMPORT_LEGALIZATION_H

@@ -1,0 +1,197 @@
+//===- OnnxModel.cpp - A parsed ONNX model and where its bytes are --------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/OnnxModel.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+
+#include <climits>
+
+using namespace llvm;
+using google::protobuf::io::CodedInputStream;
+using WireFormat = google::protobuf::internal::WireFormatLite;
+
+namespace meshc::onnximport {
+
+namespace {
+
+Error modelError(StringRef path, const Twine &why) {
+  return createStringError(inconvertibleErrorCode(), "'" + path + "': " + why);
+}
+
+// Field numbers of onnx.proto that the offset scan follows.
+constexpr int kModelGraph = 7;       // ModelProto.graph
+constexpr int kGraphInitializer = 5; // GraphProto.initializer
+constexpr int kTensorFloatData = 4;  // TensorProto.float_data (packed)
+constexpr int kTensorRawData = 9;    // TensorProto.raw_data
+
+/// Visits the length-delimited fields numbered `field` of the message that
+/// fills `in`; `fn(offset, length)` gets each payload's absolute file offset.
+/// Stops at the first malformed tag.
+template <typename Fn>
+bool forEachField(CodedInputStream &in, int64_t base, int field, Fn fn) {
+  while (uint32_t tag = in.ReadTag()) {
+    if (WireFormat::GetTagFieldNumber(tag) == field &&
+        WireFormat::GetTagWireType(tag) ==
+            WireFormat::WIRETYPE_LENGTH_DELIMITED) {
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length))
+        return false;
+      int64_t offset = base + in.CurrentPosition();
+      if (!fn(offset, static_cast<int64_t>(length)) || !in.Skip(length))
+        return false;
+    } else if (!WireFormat::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+StringRef domainName(StringRef domain) {
+  return domain.empty() ? "ai.onnx" : domain;
+}
+
+OnnxModel::OnnxModel() : proto_(std::make_unique<onnx::ModelProto>()) {}
+OnnxModel::~OnnxModel() = default;
+
+Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                      /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return modelError(path, "cannot open: " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.empty())
+    return modelError(path, "the file is empty, not an ONNX model");
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return modelError(path, "larger than 2 GB; protobuf cannot hold it "
+                            "(store the weights as external data)");
+
+  std::unique_ptr<OnnxModel> model(new OnnxModel());
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), bytes.size());
+  CodedInputStream in(&stream);
+  in.SetTotalBytesLimit(INT_MAX);
+  if (!model->proto_->ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    return modelError(path, "not a valid ONNX model (the protobuf is "
+                            "truncated or corrupt)");
+  if (!model->proto_->has_graph())
+    return modelError(path, "the model has no graph");
+
+  model->path_ = path.str();
+  model->folder_ = sys::path::parent_path(path).str();
+  model->fileName_ = sys::path::filename(path).str();
+  if (Error e = model->scanInitializerOffsets(bytes))
+    return std::move(e);
+  return std::move(model);
+}
+
+/// Walks ModelProto.graph.initializer[i].{raw_data,float_data} on the wire to
+/// learn the file offset of each payload; the parsed proto does not keep it.
+Error OnnxModel::scanInitializerOffsets(StringRef bytes) {
+  const auto *data = reinterpret_cast<const uint8_t *>(bytes.data());
+  auto stream = [&](int64_t offset, int64_t length) {
+    return CodedInputStream(data + offset, static_cast<int>(length));
+  };
+  int index = 0;
+  auto scanTensor = [&](int64_t offset, int64_t length) {
+    auto record = [&](int64_t o, int64_t l) {
+      embedded_[index] = {o, l};
+      return true;
+    };
+    CodedInputStream raw = stream(offset, length);
+    bool ok = forEachField(raw, offset, kTensorRawData, record);
+    if (ok && !embedded_.count(index)) {
+      CodedInputStream packed = stream(offset, length);
+      ok = forEachField(packed, offset, kTensorFloatData, record);
+    }
+    ++index;
+    return ok;
+  };
+  auto scanGraph = [&](int64_t offset, int64_t length) {
+    CodedInputStream graph = stream(offset, length);
+    return forEachField(graph, offset, kGraphInitializer, scanTensor);
+  };
+  CodedInputStream model = stream(0, bytes.size());
+  if (!forEachField(model, 0, kModelGraph, scanGraph) ||
+      index != proto_->graph().initializer_size())
+    return modelError(path_, "could not locate the initializer data in the "
+                             "protobuf");
+  return Error::success();
+}
+
+std::optional<int64_t> OnnxModel::opsetVersion(StringRef domain) const {
+  StringRef wanted = domainName(domain);
+  for (const auto &opset : proto_->opset_import())
+    if (domainName(opset.domain()) == wanted)
+      return opset.version();
+  return std::nullopt;
+}
+
+Expected<std::optional<DataRef>>
+OnnxModel::initializerData(int index, int64_t expectedBytes) const {
+  const onnx::TensorProto &t = proto_->graph().initializer(index);
+  auto tensorError = [&](const Twine &why) {
+    return modelError(path_, "initializer '" + t.name() + "': " + why);
+  };
+
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    DataRef ref;
+    int64_t length = -1;
+    for (const auto &entry : t.external_data()) {
+      StringRef key = entry.key(), value = entry.value();
+      if (key == "location")
+        ref.file = value.str();
+      else if ((key == "offset" && value.getAsInteger(10, ref.offset)) ||
+               (key == "length" && value.getAsInteger(10, length)))
+        return tensorError("external-data " + key + " '" + value +
+                           "' is not an integer");
+    }
+    if (ref.file.empty())
+      return tensorError("external data without a 'location'");
+    if (sys::path::is_absolute(ref.file) ||
+        is_contained(
+            make_range(sys::path::begin(ref.file), sys::path::end(ref.file)),
+            ".."))
+      return tensorError("external-data location '" + ref.file +
+                         "' leaves the model's folder (absolute path or "
+                         "'..'); refusing to read it");
+    if (length >= 0 && length != expectedBytes)
+      return tensorError("external-data length " + Twine(length) +
+                         " does not match its type (" + Twine(expectedBytes) +
+                         " bytes)");
+    ref.length = expectedBytes;
+
+    SmallString<256> full(folder_);
+    sys::path::append(full, ref.file);
+    uint64_t size = 0;
+    if (std::error_code ec = sys::fs::file_size(full, size))
+      return tensorError("external-data file '" + ref.file +
+                         "' cannot be opened: " + ec.message());
+    if (ref.offset < 0 || static_cast<uint64_t>(ref.offset + ref.length) > size)
+      return tensorError("external-data file '" + ref.file + "' holds " +
+                         Twine(size) + " bytes, too few for offset " +
+                         Twine(ref.offset) + " + length " + Twine(ref.length));
+    return std::optional<DataRef>(ref);
+  }
+
+  auto it = embedded_.find(index);
+  if (it == embedded_.end())
+    return std::optional<DataRef>(); // varint-packed, or no data at all
+  auto [offset, length] = it->second;
+  if (length != expectedBytes)
+    return tensorError("holds " + Twine(length) + " bytes but its type needs " +
+                       Twine(expectedBytes));
+  return std::optional<DataRef>(DataRef{fileName_, offset, length});
+}
+
+} // namespace meshc::onnximport

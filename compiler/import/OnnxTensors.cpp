@@ -1,0 +1,154 @@
+//===- OnnxTensors.cpp - ONNX tensor types and literals -------------------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/OnnxTensors.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <onnx/onnx_pb.h>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace meshc::onnximport {
+
+FailureOr<Type> elementType(MLIRContext &context, int onnxType, StringRef what,
+                            Location loc) {
+  Builder b(&context);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return Type(b.getF32Type());
+  case onnx::TensorProto::FLOAT16:
+    return Type(b.getF16Type());
+  case onnx::TensorProto::BFLOAT16:
+    return Type(b.getBF16Type());
+  case onnx::TensorProto::INT64:
+    return Type(b.getI64Type());
+  case onnx::TensorProto::INT32:
+    return Type(b.getI32Type());
+  case onnx::TensorProto::BOOL:
+    return Type(b.getI1Type());
+  default:
+    break;
+  }
+  std::string name =
+      onnx::TensorProto::DataType_IsValid(onnxType)
+          ? onnx::TensorProto::DataType_Name(
+                static_cast<onnx::TensorProto::DataType>(onnxType))
+          : "#" + std::to_string(onnxType);
+  return emitError(loc) << what << " has element type " << name
+                        << ", which meshc does not support (supported: FLOAT, "
+                        << "FLOAT16, BFLOAT16, INT64, INT32, BOOL)";
+}
+
+FailureOr<RankedTensorType> tensorType(MLIRContext &context,
+                                       const onnx::TensorProto &tensor,
+                                       Location loc) {
+  FailureOr<Type> element = elementType(context, tensor.data_type(),
+                                        "tensor '" + tensor.name() + "'", loc);
+  if (failed(element))
+    return failure();
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  for (int64_t d : shape)
+    if (d < 0)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has a negative dimension " << d;
+  return RankedTensorType::get(shape, *element);
+}
+
+FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,
+                                          const onnx::TensorProto &tensor,
+                                          RankedTensorType type, Location loc) {
+  int64_t n = type.getNumElements();
+  if (n > dfg::ConstantOp::kMaxConstantElements)
+    return emitError(loc)
+           << "tensor '" << tensor.name() << "' (" << n
+           << " elements) is stored inside the protobuf in a form meshc "
+           << "cannot refer to in place; save it as raw_data or external "
+           << "data";
+  auto countError = [&](int64_t have) {
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds " << have
+                          << " values but its shape needs " << n;
+  };
+  Type element = type.getElementType();
+
+  if (tensor.has_raw_data()) {
+    StringRef raw = tensor.raw_data();
+    int64_t width =
+        element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+    if (static_cast<int64_t>(raw.size()) != n * width)
+      return countError(raw.size() / std::max<int64_t>(width, 1));
+    if (element.isInteger(1)) {
+      SmallVector<bool> bits;
+      for (char c : raw)
+        bits.push_back(c != 0);
+      return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+    }
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(raw.data(), raw.size()));
+  }
+
+  if (element.isF32()) {
+    if (tensor.float_data_size() != n)
+      return countError(tensor.float_data_size());
+    return DenseElementsAttr::get(
+        type, ArrayRef<float>(tensor.float_data().data(), n));
+  }
+  if (element.isInteger(64)) {
+    if (tensor.int64_data_size() != n)
+      return countError(tensor.int64_data_size());
+    return DenseElementsAttr::get(
+        type, ArrayRef<int64_t>(tensor.int64_data().data(), n));
+  }
+  // INT32, BOOL, FLOAT16 and BFLOAT16 travel in int32_data.
+  if (tensor.int32_data_size() != n)
+    return countError(tensor.int32_data_size());
+  if (element.isInteger(32))
+    return DenseElementsAttr::get(
+        type, ArrayRef<int32_t>(tensor.int32_data().data(), n));
+  if (element.isInteger(1)) {
+    SmallVector<bool> bits;
+    for (int32_t v : tensor.int32_data())
+      bits.push_back(v != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+  }
+  auto &semantics = cast<FloatType>(element).getFloatSemantics();
+  SmallVector<APFloat> values;
+  for (int32_t v : tensor.int32_data())
+    values.emplace_back(semantics, APInt(16, static_cast<uint16_t>(v)));
+  return DenseElementsAttr::get(type, values);
+}
+
+FailureOr<SmallVector<int64_t>> readWeightInts(dfg::WeightOp weight,
+                                               StringRef folder, Location loc) {
+  auto type = weight.getType();
+  if (type.getNumElements() > dfg::ConstantOp::kMaxConstantElements)
+    return emitError(loc) << "weight '" << weight.getName() << "' has "
+                          << type.getNumElements()
+                          << " elements, too many for a shape operand";
+  SmallString<256> path(folder);
+  sys::path::append(path, weight.getFile());
+  auto buffer = MemoryBuffer::getFileSlice(
+      path, weight.getLength(), weight.getOffset(), /*IsVolatile=*/false);
+  if (!buffer)
+    return emitError(loc) << "cannot read weight '" << weight.getName()
+                          << "' from '" << path
+                          << "': " << buffer.getError().message();
+  StringRef bytes = (*buffer)->getBuffer();
+  bool is64 = type.getElementType().isInteger(64);
+  SmallVector<int64_t> ints;
+  for (int64_t i = 0, n = type.getNumElements(); i < n; ++i)
+    ints.push_back(is64 ? support::endian::read64le(bytes.data() + 8 * i)
+                        : static_cast<int32_t>(
+                              support::endian::read32le(bytes.data() + 4 * i)));
+  return ints;
+}
+
+} // namespace meshc::onnximport

@@ -1,0 +1,46 @@
+//===- OnnxTensors.h - ONNX tensor types and literals -----------*- C++ -*-===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_COMPILER_IMPORT_ONNXTENSORS_H
+#define MESHC_COMPILER_IMPORT_ONNXTENSORS_H
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace onnx {
+class TensorProto;
+} // namespace onnx
+
+namespace meshc::onnximport {
+
+/// The dfg element type of ONNX TensorProto.DataType `onnxType` (f32, f16,
+/// bf16, i64, i32, bool); reports an unsupported one, naming `what`.
+mlir::FailureOr<mlir::Type> elementType(mlir::MLIRContext &context,
+                                        int onnxType, llvm::StringRef what,
+                                        mlir::Location loc);
+
+/// The static tensor type of an initializer or Constant value.
+mlir::FailureOr<mlir::RankedTensorType>
+tensorType(mlir::MLIRContext &context, const onnx::TensorProto &tensor,
+           mlir::Location loc);
+
+/// The value of a small tensor stored in the protobuf (raw_data or typed
+/// fields), at most dfg::ConstantOp::kMaxConstantElements elements.
+mlir::FailureOr<mlir::DenseElementsAttr>
+tensorToAttr(mlir::MLIRContext &context, const onnx::TensorProto &tensor,
+             mlir::RankedTensorType type, mlir::Location loc);
+
+/// Reads the integers of a small i32/i64 weight from its file (folder is the
+/// model's); used for shape operands stored as initializers.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+readWeightInts(dfg::WeightOp weight, llvm::StringRef folder,
+               mlir::Location loc);
+
+} // namespace meshc::onnximport
+
+#endif // MESHC_COMPILER_IMPORT_ONNXTENSORS_H

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX models the import lit tests read.
+
+Usage: make_onnx.py CASE OUT.onnx
+
+Each case is a function below, named after what it exercises; models are
+deterministic (fixed seeds) and tiny. External-data files, where a case has
+them, are written next to OUT.onnx.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(0)
+
+
+def weight(name, *shape, dtype=np.float32):
+    return numpy_helper.from_array(RNG.standard_normal(shape).astype(dtype), name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17, extra_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid("", opset)] + list(extra_opsets)
+    return helper.make_model(graph, opset_imports=opsets, producer_name="meshc-test")
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def case_mlp(path):
+    """MatMul + Add + Reshape + Transpose + Softmax, weights embedded."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Add", ["h", "b"], ["hb"], name="bias"),
+        helper.make_node("Reshape", ["hb", "shape"], ["r"], name="split_heads"),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3], name="tr"),
+        helper.make_node("Softmax", ["t"], ["y"], axis=-1, name="sm"),
+    ]
+    inits = [weight("w", 16, 32), weight("b", 32), ints("shape", [0, 0, 4, 8])]
+    return model(nodes, [f32("x", ["batch", "seq", 16])], [f32("y", None)], inits)
+
+
+def case_gemm(path):
+    """Gemm (GPT-2 Conv1D style) with transB, alpha and beta, plus Flatten."""
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"], axis=1, name="flat"),
+        helper.make_node("Gemm", ["f", "w", "c"], ["y"], transB=1, alpha=0.5,
+                         beta=2.0, name="gemm"),
+    ]
+    inits = [weight("w", 8, 12), weight("c", 8)]
+    return model(nodes, [f32("x", [2, 3, 4])], [f32("y", None)], inits, opset=13)
+
+
+def case_external(path):
+    """Weights as external data in weights.bin next to the model."""
+    m = case_mlp(path)
+    onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    return None
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
+        sys.exit("usage: make_onnx.py {%s} OUT.onnx" % "|".join(sorted(CASES)))
+    path = sys.argv[2]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    m = CASES[sys.argv[1]](path)
+    if m is not None:
+        onnx.save_model(m, path)
+
+
+if __name__ == "__main__":
+    main()
