@@ -21,6 +21,18 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%meshc_src", config.meshc_src_root))
+
+# Tests that write ONNX models need the bootstrap environment; without it they
+# would fail confusingly, so stop here with the remedy.
+import subprocess
+
+try:
+    subprocess.run([config.meshc_python, "-c", "import onnx, numpy"], check=True,
+                   capture_output=True)
+except (OSError, subprocess.CalledProcessError):
+    lit_config.fatal(f"{config.meshc_python} cannot import onnx/numpy; run "
+                     "scripts/bootstrap.sh (or `make test`, which runs it)")
+config.substitutions.append(("%meshc_python", config.meshc_python))
 llvm_config.add_tool_substitutions(
     ["meshc", "meshc-opt"], [config.meshc_tools_dir]
 )

@@ -100,6 +100,11 @@ LogicalResult NodeContext::error(const Twine &msg) {
   return emitError(loc_) << msg;
 }
 
+LogicalResult NodeContext::mismatchedTypes() {
+  return emitError(loc_) << "operand element types differ: " << inputType(0)
+                         << " vs " << inputType(1);
+}
+
 const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
   for (const auto &a : node_.attribute())
     if (a.name() == name)
@@ -178,7 +183,8 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     return error("graph value '" + info.name() + "' is not a tensor");
   const auto &tensorType = info.type().tensor_type();
   FailureOr<Type> element =
-      elementType(context_, tensorType.elem_type(), info.name(), fileLoc_);
+      elementType(context_, tensorType.elem_type(),
+                  "graph value '" + info.name() + "'", fileLoc_);
   if (failed(element))
     return failure();
   if (!tensorType.has_shape())

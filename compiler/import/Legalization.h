@@ -53,6 +53,9 @@ public:
   /// Reports `msg` at the node ("node 'name' (OpType, #index)"); returns
   /// failure so a legalisation can `return ctx.error(...)`.
   mlir::LogicalResult error(const llvm::Twine &msg);
+  /// Reports that inputs 0 and 1 have different element types (ONNX's type
+  /// constraint T for both), printing both types.
+  mlir::LogicalResult mismatchedTypes();
 
   /// Attributes, with ONNX's defaults supplied by the caller.
   const onnx::AttributeProto *attr(llvm::StringRef name) const;

@@ -20,7 +20,7 @@ LogicalResult legalizeMatMul(NodeContext &ctx) {
     return failure();
   RankedTensorType a = ctx.inputType(0), b = ctx.inputType(1);
   if (a.getElementType() != b.getElementType())
-    return ctx.error("operand element types differ");
+    return ctx.mismatchedTypes();
   FailureOr<Value> result =
       ctx.create<dfg::MatMulOp>(dfg::matmulShape(a.getShape(), b.getShape()),
                                 a.getElementType(), ctx.input(0), ctx.input(1));

@@ -19,10 +19,7 @@ LogicalResult legalizeBroadcastBinary(NodeContext &ctx) {
     return failure();
   RankedTensorType lhs = ctx.inputType(0), rhs = ctx.inputType(1);
   if (lhs.getElementType() != rhs.getElementType())
-    return ctx.error(
-        "operand element types differ: " + dfg::formatShape(lhs.getShape()) +
-        " vs " + dfg::formatShape(rhs.getShape()) +
-        " of different element types");
+    return ctx.mismatchedTypes();
   FailureOr<Value> result =
       ctx.create<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
                        lhs.getElementType(), ctx.input(0), ctx.input(1));

@@ -24,8 +24,10 @@ namespace meshc::onnximport {
 
 namespace {
 
-Error modelError(StringRef path, const Twine &why) {
-  return createStringError(inconvertibleErrorCode(), "'" + path + "': " + why);
+/// The importer reports these at the model file's location, so the message
+/// does not repeat the path.
+Error modelError(StringRef /*path*/, const Twine &why) {
+  return createStringError(inconvertibleErrorCode(), why);
 }
 
 // Field numbers of onnx.proto that the offset scan follows.

@@ -67,6 +67,125 @@ def case_external(path):
     return None
 
 
+# --- Invalid inputs: each must give one diagnostic naming the culprit. ---
+
+
+def raw(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def case_empty(path):
+    raw(path, b"")
+
+
+def case_truncated(path):
+    data = case_mlp(path).SerializeToString()
+    raw(path, data[: len(data) * 3 // 5])
+
+
+def case_garbage(path):
+    raw(path, b"\xff" * 64)
+
+
+def case_missing_external(path):
+    case_external(path)
+    os.remove(os.path.join(os.path.dirname(path), "weights.bin"))
+
+
+def case_external_short(path):
+    case_external(path)
+    with open(os.path.join(os.path.dirname(path), "weights.bin"), "r+b") as f:
+        f.truncate(1000)
+
+
+def external_at(location):
+    t = helper.make_tensor("w", TensorProto.FLOAT, [4], vals=[])
+    t.data_location = TensorProto.EXTERNAL
+    t.external_data.add(key="location", value=location)
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    return model([node], [f32("x", [4])], [f32("y", [4])], [t])
+
+
+def case_external_dotdot(path):
+    return external_at("../w.bin")
+
+
+def case_external_absolute(path):
+    return external_at("/etc/passwd")
+
+
+def case_unknown_op(path):
+    node = helper.make_node("FancyOp", ["x"], ["y"], name="fancy")
+    return model([node], [f32("x", [4])], [f32("y", [4])])
+
+
+def case_unknown_domain(path):
+    node = helper.make_node("Gelu", ["x"], ["y"], name="g", domain="com.example")
+    return model([node], [f32("x", [4])], [f32("y", [4])])
+
+
+def case_old_opset(path):
+    node = helper.make_node("Identity", ["x"], ["y"], name="id")
+    return model([node], [f32("x", [4])], [f32("y", [4])], opset=11)
+
+
+def case_type_mismatch(path):
+    node = helper.make_node("Add", ["x", "h"], ["y"], name="mixed_add")
+    h = helper.make_tensor_value_info("h", TensorProto.FLOAT16, [4])
+    return model([node], [f32("x", [4]), h], [f32("y", [4])])
+
+
+def case_shape_mismatch(path):
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
+    return model([node], [f32("x", [2, 3])], [f32("y", None)], [weight("w", 4, 5)])
+
+
+def case_cycle(path):
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["a"], name="first"),
+        helper.make_node("Add", ["a", "x"], ["b"], name="second"),
+    ]
+    return model(nodes, [f32("x", [4])], [f32("a", [4])])
+
+
+def case_missing_input(path):
+    node = helper.make_node("Add", ["x", "nothere"], ["y"], name="add")
+    return model([node], [f32("x", [4])], [f32("y", [4])])
+
+
+def case_double_input(path):
+    node = helper.make_node("Identity", ["x"], ["y"], name="id")
+    x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])
+    return model([node], [x], [x])
+
+
+def case_no_shape(path):
+    node = helper.make_node("Identity", ["x"], ["y"], name="id")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    return model([node], [x], [f32("y", None)])
+
+
+def case_dropout_mask_used(path):
+    nodes = [
+        helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop"),
+        helper.make_node("Identity", ["mask"], ["m"], name="id"),
+    ]
+    m = helper.make_tensor_value_info("m", TensorProto.BOOL, [4])
+    return model(nodes, [f32("x", [4])], [f32("y", [4]), m])
+
+
+def case_computed_shape(path):
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    return model([node], [f32("x", [4]), s], [f32("y", None)])
+
+
+def case_reshape_allowzero(path):
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1, name="rz")
+    return model([node], [f32("x", [4])], [f32("y", None)], [ints("s", [0, 4])], opset=14)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
