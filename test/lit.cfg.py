@@ -21,6 +21,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%meshc_src", config.meshc_src_root))
+config.substitutions.append(("%meshc_bin", config.meshc_tools_dir))
 
 # Tests that write ONNX models need the bootstrap environment; without it they
 # would fail confusingly, so stop here with the remedy.

@@ -9,6 +9,7 @@
 #include "compiler/driver/Driver.h"
 
 #include "compiler/import/Importer.h"
+#include "compiler/import/Legalization.h"
 #include "compiler/pipelines/Pipelines.h"
 #include "compiler/tools/init_meshc.h"
 #include "passes/sharding/MeshSpec.h"
@@ -166,6 +167,12 @@ int runDriver(int argc, char **argv) {
 
   cl::OptionCategory category("meshc options");
 
+  cl::opt<bool> supportedOps(
+      "supported-ops",
+      cl::desc("List the ONNX ops meshc imports: domain, op type and the "
+               "opset versions from which each legalisation applies"),
+      cl::cat(category));
+
   cl::SubCommand importCmd("import", "Import an ONNX model into dfg IR");
   cl::SubCommand planCmd("plan", "Print the per-rank cost and memory plan of "
                                  "a model on a device mesh");
@@ -227,6 +234,12 @@ int runDriver(int argc, char **argv) {
       "meshc: compiles ONNX transformers into per-rank executables for a "
       "device mesh\n");
 
+  if (supportedOps) {
+    for (const auto &[domain, opType, since] :
+         onnximport::LegalizationTable::get().entries())
+      outs() << domain << " " << opType << " " << since << "\n";
+    return 0;
+  }
   if (importCmd) {
     if (Error e = checkReadableFile(model, "model"))
       return fail("import", toString(std::move(e)));

@@ -331,11 +331,13 @@ FailureOr<SmallVector<int64_t>>
 Importer::constantInts(Value value, Location loc, StringRef what) {
   auto fail = [&](const Twine &why) {
     return emitError(loc) << what
-                          << " must be a constant integer tensor: " << why;
+                          << " must be a constant integer or bool tensor: "
+                          << why;
   };
   auto type = cast<RankedTensorType>(value.getType());
-  if (!type.getElementType().isInteger(64) &&
-      !type.getElementType().isInteger(32)) {
+  Type element = type.getElementType();
+  if (!element.isInteger(64) && !element.isInteger(32) &&
+      !element.isInteger(1)) {
     std::string typeText;
     llvm::raw_string_ostream(typeText) << type;
     return fail("its type is " + typeText);
@@ -343,9 +345,11 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
   Operation *def = value.getDefiningOp();
   if (auto constant = dyn_cast_or_null<dfg::ConstantOp>(def)) {
     SmallVector<int64_t> ints;
+    // Bools read as 0/1 (getSExtValue would give -1 for true).
     for (const APInt &v :
          cast<DenseElementsAttr>(constant.getValue()).getValues<APInt>())
-      ints.push_back(v.getSExtValue());
+      ints.push_back(element.isInteger(1) ? v.getZExtValue()
+                                          : v.getSExtValue());
     return ints;
   }
   if (auto weight = dyn_cast_or_null<dfg::WeightOp>(def))

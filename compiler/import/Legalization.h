@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace onnx {
@@ -64,8 +65,8 @@ public:
   std::optional<llvm::SmallVector<int64_t>>
   attrInts(llvm::StringRef name) const;
 
-  /// The values of input `i`, which must be a constant integer tensor (an
-  /// initializer or a Constant node); reports an error otherwise.
+  /// The values of input `i`, which must be a constant integer or bool tensor
+  /// (an initializer or a Constant node); reports an error otherwise.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(unsigned i, llvm::StringRef what);
 
@@ -110,6 +111,9 @@ public:
 
   void add(llvm::StringRef domain, llvm::StringRef opType, int sinceVersion,
            LegalizeFn fn);
+
+  /// Every (domain, op type, since-version) in the table, sorted.
+  std::vector<std::tuple<std::string, std::string, int>> entries() const;
 
   /// The entry for `opType` at opset `version`, or nullptr; `lowest` is set
   /// to the lowest since-version the op has (0 if meshc does not know it).

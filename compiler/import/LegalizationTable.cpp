@@ -37,6 +37,18 @@ void LegalizationTable::add(StringRef domain, StringRef opType,
   });
 }
 
+std::vector<std::tuple<std::string, std::string, int>>
+LegalizationTable::entries() const {
+  std::vector<std::tuple<std::string, std::string, int>> all;
+  for (const auto &entry : entries_) {
+    auto [domain, opType] = entry.getKey().split('/');
+    for (const Entry &e : entry.getValue())
+      all.emplace_back(domain.str(), opType.str(), e.sinceVersion);
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 LegalizeFn LegalizationTable::lookup(StringRef domain, StringRef opType,
                                      int64_t version, int *lowest) const {
   if (lowest)
