@@ -33,6 +33,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <queue>
+
 using namespace mlir;
 using namespace llvm;
 
@@ -245,10 +247,12 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
                << "output '" << out << "' is already produced elsewhere "
                << "(ONNX graphs are in SSA form)";
 
-  // Kahn's algorithm, taking ready nodes in their original order.
+  // Kahn's algorithm; among ready nodes the lowest index goes first, so a
+  // graph that is already sorted keeps the exporter's order exactly.
   SmallVector<int> pending(graph.node_size(), 0);
   SmallVector<SmallVector<int>> users(graph.node_size());
-  SmallVector<int> ready, order;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  SmallVector<int> order;
   for (auto [i, node] : enumerate(graph.node())) {
     for (const std::string &in : node.input()) {
       if (in.empty())
@@ -264,14 +268,15 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
       }
     }
     if (pending[i] == 0)
-      ready.push_back(i);
+      ready.push(i);
   }
-  for (size_t next = 0; next < ready.size(); ++next) {
-    int n = ready[next];
+  while (!ready.empty()) {
+    int n = ready.top();
+    ready.pop();
     order.push_back(n);
     for (int user : users[n])
       if (--pending[user] == 0)
-        ready.push_back(user);
+        ready.push(user);
   }
   if (order.size() != static_cast<size_t>(graph.node_size())) {
     for (auto [i, node] : enumerate(graph.node()))

@@ -34,6 +34,7 @@ def Dfg_FloatType : AnyTypeOf<[F32, F16, BF16]>;
 def Dfg_Tensor : RankedTensorOf<[Dfg_ElementType]>;
 def Dfg_NumericTensor : RankedTensorOf<[Dfg_NumericType]>;
 def Dfg_FloatTensor : RankedTensorOf<[Dfg_FloatType]>;
+def Dfg_BoolTensor : RankedTensorOf<[I1]>;
 def Dfg_StaticTensor : StaticShapeTensorOf<[Dfg_ElementType]>;
 
 class Dfg_Op<string mnemonic, list<Trait> traits = []>

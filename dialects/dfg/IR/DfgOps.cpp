@@ -68,16 +68,18 @@ static LogicalResult pushInferred(std::optional<Location> loc, StringRef opName,
 
 LogicalResult inferBroadcastBinary(std::optional<Location> loc,
                                    StringRef opName, Value lhs, Value rhs,
-                                   SmallVectorImpl<Type> &types) {
+                                   SmallVectorImpl<Type> &types,
+                                   Type resultElement) {
   auto lt = cast<RankedTensorType>(lhs.getType());
   auto rt = cast<RankedTensorType>(rhs.getType());
-  // Invariant 1 is SameOperandsAndResultElementType; checked first so that a
-  // type mismatch is not reported as a shape problem.
+  // Invariant 1 (same element types) is checked first so that a type mismatch
+  // is not reported as a shape problem.
   if (lt.getElementType() != rt.getElementType())
     return inferError(loc, opName, "operand element types differ: ", lt, " vs ",
                       rt);
+  auto like = resultElement ? RankedTensorType::get({}, resultElement) : lt;
   return pushInferred(loc, opName,
-                      broadcastShapes(lt.getShape(), rt.getShape()), lt,
+                      broadcastShapes(lt.getShape(), rt.getShape()), like,
                       types); // invariants 2 and 3
 }
 
@@ -207,6 +209,47 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
                       " is out of range for an input of rank ", rank,
                       " (expected [", -rank, ", ", rank, "))");
   types.push_back(in); // 3
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WhereOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto ct = cast<RankedTensorType>(adaptor.getCondition().getType());
+  auto lt = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rt = cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lt.getElementType() != rt.getElementType()) // 1
+    return inferError(loc, getOperationName(),
+                      "selected operands have different element types: ", lt,
+                      " vs ", rt);
+  auto values = broadcastShapes(lt.getShape(), rt.getShape()); // 2
+  if (!values)
+    return pushInferred(loc, getOperationName(), std::move(values), lt, types);
+  return pushInferred(loc, getOperationName(),
+                      broadcastShapes(ct.getShape(), *values), lt,
+                      types); // 2, 3
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  Type to = adaptor.getTo();
+  if (!to.isF32() && !to.isF16() && !to.isBF16() && !to.isInteger(64) &&
+      !to.isInteger(32) && !to.isInteger(1)) // 1
+    return inferError(loc, getOperationName(), "cannot cast to ", to,
+                      "; dfg element types are f32, f16, bf16, i64, i32, i1");
+  types.push_back(RankedTensorType::get(in.getShape(), to)); // 2
   return success();
 }
 

@@ -17,12 +17,14 @@
 
 namespace meshc::dfg {
 
-/// Infers the result type of a broadcasting elementwise op; emits the reason
-/// at `loc` when the operand shapes do not broadcast.
+/// Infers the result type of a broadcasting elementwise op (element type:
+/// the operands', or `resultElement` when given, as for comparisons); emits
+/// the reason at `loc` when the operand shapes do not broadcast.
 llvm::LogicalResult
 inferBroadcastBinary(std::optional<mlir::Location> loc, llvm::StringRef opName,
                      mlir::Value lhs, mlir::Value rhs,
-                     llvm::SmallVectorImpl<mlir::Type> &types);
+                     llvm::SmallVectorImpl<mlir::Type> &types,
+                     mlir::Type resultElement = {});
 
 /// Result types agree with inferred ones when element types are equal and
 /// every dimension is equal or dynamic on one side: an op's declared result

@@ -93,8 +93,7 @@ def Dfg_ConstantOp : Dfg_Op<"constant",
 /// add a second, vaguer diagnostic. A declared result may be more or less
 /// refined than the inferred one, as long as they agree where both are static.
 class Dfg_InferredOp<string mnemonic, list<Trait> traits = []>
-    : Dfg_Op<mnemonic, traits # [Pure, SameOperandsAndResultElementType,
-                                 InferTypeOpAdaptorWithIsCompatible]> {
+    : Dfg_Op<mnemonic, traits # [Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let hasVerifier = 1;
   code inferredOpDeclarations = [{
     static ::llvm::LogicalResult refineReturnTypes(
@@ -121,7 +120,7 @@ class Dfg_InferredOp<string mnemonic, list<Trait> traits = []>
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Dfg_MatMulOp : Dfg_InferredOp<"matmul"> {
+def Dfg_MatMulOp : Dfg_InferredOp<"matmul", [SameOperandsAndResultElementType]> {
   let summary = "Matrix product with numpy semantics (ONNX MatMul)";
   let description = [{
     Multiplies the last two dimensions of `lhs` (M×K) and `rhs` (K×N); leading
@@ -156,8 +155,9 @@ def Dfg_MatMulOp : Dfg_InferredOp<"matmul"> {
 //===----------------------------------------------------------------------===//
 
 class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
-                            list<Trait> traits = []>
-    : Dfg_InferredOp<mnemonic, traits> {
+                            list<Trait> traits = [],
+                            Type tensorType = Dfg_NumericTensor>
+    : Dfg_InferredOp<mnemonic, traits # [SameOperandsAndResultElementType]> {
   let summary = "Elementwise " # onnxName # " with numpy broadcasting";
   let description = [{
     Applies the operation elementwise after broadcasting both operands to a
@@ -176,8 +176,8 @@ class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
                                    -> tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Dfg_NumericTensor:$lhs, Dfg_NumericTensor:$rhs);
-  let results = (outs Dfg_NumericTensor:$result);
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
@@ -195,12 +195,156 @@ def Dfg_AddOp : Dfg_BroadcastBinaryOp<"add", "Add", [Commutative]>;
 def Dfg_SubOp : Dfg_BroadcastBinaryOp<"sub", "Sub">;
 def Dfg_MulOp : Dfg_BroadcastBinaryOp<"mul", "Mul", [Commutative]>;
 def Dfg_DivOp : Dfg_BroadcastBinaryOp<"div", "Div">;
+def Dfg_PowOp : Dfg_BroadcastBinaryOp<"pow", "Pow">;
+def Dfg_MinOp : Dfg_BroadcastBinaryOp<"min", "Min", [Commutative]>;
+def Dfg_MaxOp : Dfg_BroadcastBinaryOp<"max", "Max", [Commutative]>;
+def Dfg_AndOp : Dfg_BroadcastBinaryOp<"and", "And", [Commutative],
+                                      Dfg_BoolTensor>;
+def Dfg_OrOp : Dfg_BroadcastBinaryOp<"or", "Or", [Commutative], Dfg_BoolTensor>;
+
+/// Comparisons: numeric operands, bool result, broadcasting as above.
+class Dfg_CompareOp<string mnemonic, string onnxName, string relation,
+                    list<Trait> traits = []>
+    : Dfg_InferredOp<mnemonic, traits # [SameOperandsElementType]> {
+  let summary = "Elementwise " # onnxName # " comparison with numpy broadcasting";
+  let description = [{
+    `result = lhs }] # relation # [{ rhs` elementwise, after broadcasting both
+    operands to a common shape.
+
+    Invariants:
+    1. Both operands have the same element type; the result is bool (i1).
+    2. The operand shapes broadcast.
+    3. The result shape is the broadcast shape.
+
+    Example:
+
+    ```mlir
+    %m = dfg.}] # mnemonic # [{ %a, %b : (tensor<8x8xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+    ```
+  }];
+  let arguments = (ins Dfg_NumericTensor:$lhs, Dfg_NumericTensor:$rhs);
+  let results = (outs Dfg_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = inferredOpDefinitions # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::meshc::dfg::inferBroadcastBinary(
+          loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(), types,
+          ::mlir::IntegerType::get(context, 1));
+    }
+  }];
+}
+
+def Dfg_EqualOp : Dfg_CompareOp<"equal", "Equal", "==", [Commutative]>;
+def Dfg_LessOp : Dfg_CompareOp<"less", "Less", "<">;
+def Dfg_GreaterOp : Dfg_CompareOp<"greater", "Greater", ">">;
+def Dfg_LessOrEqualOp : Dfg_CompareOp<"less_or_equal", "LessOrEqual", "<=">;
+
+def Dfg_WhereOp : Dfg_InferredOp<"where"> {
+  let summary = "Select elementwise between two tensors (ONNX Where)";
+  let description = [{
+    `result = condition ? lhs : rhs` elementwise, after broadcasting all three
+    operands to a common shape.
+
+    Invariants:
+    1. `condition` is bool; `lhs`, `rhs` and the result share an element type.
+    2. The three shapes broadcast.
+    3. The result shape is the broadcast shape.
+
+    Example:
+
+    ```mlir
+    %s = dfg.where %mask, %scores, %neg_inf
+           : (tensor<1x1x8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_BoolTensor:$condition, Dfg_Tensor:$lhs,
+                       Dfg_Tensor:$rhs);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Dfg_CastOp : Dfg_InferredOp<"cast"> {
+  let summary = "Convert elements to another type (ONNX Cast)";
+  let description = [{
+    Converts each element to `to` as ONNX Cast does: floats round to nearest
+    even, float to integer truncates toward zero, to bool is `x != 0`.
+
+    Invariants:
+    1. `to` is a dfg element type.
+    2. The result has the input's shape and element type `to`.
+
+    Example:
+
+    ```mlir
+    %h = dfg.cast %x to f16 : (tensor<2x8xf32>) -> tensor<2x8xf16>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, TypeAttr:$to);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `to` $to attr-dict `:` functional-type($input, $result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary functions
+//===----------------------------------------------------------------------===//
+
+class Dfg_UnaryOp<string mnemonic, string onnxName, string formula,
+                  Type tensorType = Dfg_FloatTensor, list<Trait> traits = []>
+    : Dfg_InferredOp<mnemonic, traits # [SameOperandsAndResultElementType]> {
+  let summary = "Elementwise " # onnxName;
+  let description = [{
+    `result = }] # formula # [{` for each element.
+
+    Invariants:
+    1. The operand and result have the same element type, one this op
+       accepts.
+    2. The result has the operand's shape.
+
+    Example:
+
+    ```mlir
+    %y = dfg.}] # mnemonic # [{ %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type($input, $result)
+  }];
+  let extraClassDefinition = inferredOpDefinitions # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(adaptor.getInput().getType()); // 2
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Dfg_SqrtOp : Dfg_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
+def Dfg_ReciprocalOp : Dfg_UnaryOp<"reciprocal", "Reciprocal", "1 / x">;
+def Dfg_NegOp : Dfg_UnaryOp<"neg", "Neg", "-x", Dfg_NumericTensor>;
+def Dfg_ErfOp : Dfg_UnaryOp<"erf", "Erf", "erf(x)">;
+def Dfg_TanhOp : Dfg_UnaryOp<"tanh", "Tanh", "tanh(x)">;
+def Dfg_SigmoidOp : Dfg_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))">;
+def Dfg_ExpOp : Dfg_UnaryOp<"exp", "Exp", "exp(x)">;
+def Dfg_CosOp : Dfg_UnaryOp<"cos", "Cos", "cos(x)">;
+def Dfg_SinOp : Dfg_UnaryOp<"sin", "Sin", "sin(x)">;
+def Dfg_NotOp : Dfg_UnaryOp<"not", "Not", "!x", Dfg_BoolTensor>;
 
 //===----------------------------------------------------------------------===//
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Dfg_ReshapeOp : Dfg_InferredOp<"reshape"> {
+def Dfg_ReshapeOp : Dfg_InferredOp<"reshape", [SameOperandsAndResultElementType]> {
   let summary = "Reinterpret a tensor with a new shape (ONNX Reshape)";
   let description = [{
     `shape` gives the result shape with ONNX's conventions (allowzero = 0):
@@ -231,7 +375,7 @@ def Dfg_ReshapeOp : Dfg_InferredOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def Dfg_TransposeOp : Dfg_InferredOp<"transpose"> {
+def Dfg_TransposeOp : Dfg_InferredOp<"transpose", [SameOperandsAndResultElementType]> {
   let summary = "Permute the dimensions of a tensor (ONNX Transpose)";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -260,7 +404,7 @@ def Dfg_TransposeOp : Dfg_InferredOp<"transpose"> {
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax"> {
+def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax", [SameOperandsAndResultElementType]> {
   let summary = "Softmax along one axis (ONNX Softmax, opset 13 and later)";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))`, with max and sum taken

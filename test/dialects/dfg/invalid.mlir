@@ -265,3 +265,131 @@ func.func @softmax_invariant_3(%x: tensor<2x4xf32>) -> tensor<2x5xf32> {
   %0 = dfg.softmax %x axis = 1 : (tensor<2x4xf32>) -> tensor<2x5xf32>
   return %0 : tensor<2x5xf32>
 }
+
+// -----
+
+func.func @and_not_bool(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'dfg.and' op operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = dfg.and %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @pow_invariant_2(%a: tensor<3xf32>, %b: tensor<4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'dfg.pow' op shapes 3 and 4 do not broadcast}}
+  %0 = dfg.pow %a, %b : (tensor<3xf32>, tensor<4xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @equal_invariant_1_operands(%a: tensor<4xi64>, %b: tensor<4xi32>) -> tensor<4xi1> {
+  // expected-error @+1 {{'dfg.equal' op requires the same element type for all operands}}
+  %0 = dfg.equal %a, %b : (tensor<4xi64>, tensor<4xi32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @less_invariant_1_result(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'dfg.less' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = dfg.less %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @greater_invariant_2(%a: tensor<4xi64>, %b: tensor<5xi64>) -> tensor<4xi1> {
+  // expected-error @+1 {{'dfg.greater' op shapes 4 and 5 do not broadcast}}
+  %0 = dfg.greater %a, %b : (tensor<4xi64>, tensor<5xi64>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @less_or_equal_invariant_3(%a: tensor<4x1xi64>, %b: tensor<5xi64>) -> tensor<4xi1> {
+  // expected-error @+1 {{'dfg.less_or_equal' op result type 'tensor<4xi1>' contradicts the inferred 'tensor<4x5xi1>'}}
+  %0 = dfg.less_or_equal %a, %b : (tensor<4x1xi64>, tensor<5xi64>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @where_invariant_1_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.where' op operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = dfg.where %c, %a, %a : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @where_invariant_1_values(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.where' op selected operands have different element types: 'tensor<4xf32>' vs 'tensor<4xf16>'}}
+  %0 = dfg.where %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @where_invariant_2(%c: tensor<3xi1>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.where' op shapes 3 and 4 do not broadcast}}
+  %0 = dfg.where %c, %a, %a : (tensor<3xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @where_invariant_3(%c: tensor<2x1xi1>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.where' op result type 'tensor<4xf32>' contradicts the inferred 'tensor<2x4xf32>'}}
+  %0 = dfg.where %c, %a, %a : (tensor<2x1xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @cast_invariant_1(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'dfg.cast' op result #0 must be ranked tensor of}}
+  %0 = dfg.cast %x to f64 : (tensor<4xf32>) -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @cast_invariant_1_attr(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.cast' op cannot cast to 'f64'; dfg element types are f32, f16, bf16, i64, i32, i1}}
+  %0 = dfg.cast %x to f64 : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @cast_invariant_2(%x: tensor<4xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'dfg.cast' op result type 'tensor<4xi32>' contradicts the inferred 'tensor<4xf16>'}}
+  %0 = dfg.cast %x to f16 : (tensor<4xf32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @sqrt_invariant_1(%x: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'dfg.sqrt' op operand #0 must be ranked tensor of}}
+  %0 = dfg.sqrt %x : (tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @exp_invariant_2(%x: tensor<4xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'dfg.exp' op result type 'tensor<5xf32>' contradicts the inferred 'tensor<4xf32>'}}
+  %0 = dfg.exp %x : (tensor<4xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @not_invariant_1(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.not' op operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = dfg.not %x : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

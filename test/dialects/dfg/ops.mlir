@@ -94,3 +94,72 @@ func.func @softmax(%s: tensor<2x4x8x8xf32>, %h: tensor<8xf16>) -> (tensor<2x4x8x
   %1 = dfg.softmax %h axis = 0 : (tensor<8xf16>) -> tensor<8xf16>
   return %0, %1 : tensor<2x4x8x8xf32>, tensor<8xf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @more_binary
+func.func @more_binary(%x: tensor<2x8xf32>, %e: tensor<f32>, %a: tensor<8xi1>, %b: tensor<2x1xi1>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi1>, tensor<2x8xi1>) {
+  // CHECK: dfg.pow %{{.+}}, %{{.+}} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %0 = dfg.pow %x, %e : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: dfg.min %{{.+}}, %{{.+}} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %1 = dfg.min %x, %e : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: dfg.max %{{.+}}, %{{.+}} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %2 = dfg.max %x, %e : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: dfg.and %{{.+}}, %{{.+}} : (tensor<8xi1>, tensor<2x1xi1>) -> tensor<2x8xi1>
+  %3 = dfg.and %a, %b : (tensor<8xi1>, tensor<2x1xi1>) -> tensor<2x8xi1>
+  // CHECK: dfg.or %{{.+}}, %{{.+}} : (tensor<8xi1>, tensor<2x1xi1>) -> tensor<2x8xi1>
+  %4 = dfg.or %a, %b : (tensor<8xi1>, tensor<2x1xi1>) -> tensor<2x8xi1>
+  return %0, %1, %2, %3, %4 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi1>, tensor<2x8xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @compare_where_cast
+func.func @compare_where_cast(%i: tensor<8x1xi64>, %j: tensor<8xi64>, %s: tensor<2x4x8x8xf32>, %m: tensor<f32>) -> (tensor<8x8xi1>, tensor<8x8xi1>, tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf16>, tensor<8xi1>) {
+  // CHECK: dfg.equal %{{.+}}, %{{.+}} : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  %0 = dfg.equal %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  // CHECK: dfg.less %{{.+}}, %{{.+}} : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  %1 = dfg.less %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  // CHECK: dfg.greater %{{.+}}, %{{.+}}
+  %g = dfg.greater %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  // CHECK: %[[LE:.+]] = dfg.less_or_equal %{{.+}}, %{{.+}} : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  %2 = dfg.less_or_equal %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  // CHECK: dfg.where %[[LE]], %{{.+}}, %{{.+}} : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %3 = dfg.where %2, %s, %m : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  // CHECK: dfg.cast %{{.+}} to f16 : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf16>
+  %4 = dfg.cast %3 to f16 : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf16>
+  // CHECK: dfg.cast %{{.+}} to i1 : (tensor<8xi64>) -> tensor<8xi1>
+  %5 = dfg.cast %j to i1 : (tensor<8xi64>) -> tensor<8xi1>
+  return %0, %1, %g, %3, %4, %5 : tensor<8x8xi1>, tensor<8x8xi1>, tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf16>, tensor<8xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unary
+func.func @unary(%x: tensor<2x8xf32>, %h: tensor<4xbf16>, %i: tensor<3xi64>, %b: tensor<3xi1>) -> (tensor<2x8xf32>, tensor<4xbf16>, tensor<3xi64>, tensor<3xi1>) {
+  // CHECK: dfg.sqrt %{{.+}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %0 = dfg.sqrt %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.reciprocal
+  %1 = dfg.reciprocal %0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.erf
+  %2 = dfg.erf %1 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.tanh
+  %3 = dfg.tanh %2 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.sigmoid
+  %4 = dfg.sigmoid %3 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.exp
+  %5 = dfg.exp %4 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.cos
+  %6 = dfg.cos %5 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.sin
+  %7 = dfg.sin %6 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.neg %{{.+}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %8 = dfg.neg %7 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.sqrt %{{.+}} : (tensor<4xbf16>) -> tensor<4xbf16>
+  %9 = dfg.sqrt %h : (tensor<4xbf16>) -> tensor<4xbf16>
+  // CHECK: dfg.neg %{{.+}} : (tensor<3xi64>) -> tensor<3xi64>
+  %10 = dfg.neg %i : (tensor<3xi64>) -> tensor<3xi64>
+  // CHECK: dfg.not %{{.+}} : (tensor<3xi1>) -> tensor<3xi1>
+  %11 = dfg.not %b : (tensor<3xi1>) -> tensor<3xi1>
+  return %8, %9, %10, %11 : tensor<2x8xf32>, tensor<4xbf16>, tensor<3xi64>, tensor<3xi1>
+}

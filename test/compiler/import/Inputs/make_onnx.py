@@ -67,6 +67,38 @@ def case_external(path):
     return None
 
 
+def case_elementwise(path):
+    """gelu_new-like chain, masked scores through Where, casts, comparisons."""
+    nodes = [
+        helper.make_node("Pow", ["x", "three"], ["x3"], name="cube"),
+        helper.make_node("Mul", ["x3", "k"], ["kx3"], name="scale"),
+        helper.make_node("Add", ["x", "kx3"], ["inner"], name="inner"),
+        helper.make_node("Tanh", ["inner"], ["t"], name="tanh"),
+        helper.make_node("Sigmoid", ["t"], ["s"], name="sigmoid"),
+        helper.make_node("Min", ["s", "t", "x"], ["lo"], name="min3"),
+        helper.make_node("Less", ["i", "j"], ["causal"], name="causal"),
+        helper.make_node("Not", ["causal"], ["keep"], name="keep"),
+        helper.make_node("Where", ["keep", "lo", "neg"], ["masked"], name="mask"),
+        helper.make_node("Cast", ["masked"], ["y"], to=TensorProto.FLOAT16, name="to_half"),
+        helper.make_node("Equal", ["i", "j"], ["eq"], name="eq"),
+    ]
+    inits = [ints("three", 3), numpy_helper.from_array(np.array(0.044715, np.float32), "k"),
+             numpy_helper.from_array(np.array(-1e4, np.float32), "neg"),
+             ints("i", [[0], [1], [2], [3]]), ints("j", [0, 1, 2, 3])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None),
+            helper.make_tensor_value_info("eq", TensorProto.BOOL, None)]
+    return model(nodes, [f32("x", [4, 4])], outs, inits)
+
+
+def case_unsorted(path):
+    """The mlp model with its nodes listed in reverse (ONNX allows any order)."""
+    m = case_mlp(path)
+    nodes = list(m.graph.node)[::-1]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
