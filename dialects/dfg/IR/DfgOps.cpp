@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -41,8 +42,11 @@ LogicalResult verifyInferredTypes(InferTypeOpInterface op) {
                                  inferred)))
     return failure();
   if (!areCompatibleTensorTypes(inferred, op->getResultTypes()))
-    return op->emitOpError("result type ")
-           << op->getResultTypes() << " contradicts the inferred " << inferred;
+    return op->emitOpError(op->getNumResults() == 1 ? "result type "
+                                                    : "result types ")
+           << op->getResultTypes()
+           << (op->getNumResults() == 1 ? " contradicts" : " contradict")
+           << " the inferred " << inferred;
   return success();
 }
 
@@ -250,6 +254,129 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
     return inferError(loc, getOperationName(), "cannot cast to ", to,
                       "; dfg element types are f32, f16, bf16, i64, i32, i1");
   types.push_back(RankedTensorType::get(in.getShape(), to)); // 2
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layout ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  return pushInferred(loc, getOperationName(),
+                      unsqueezeShape(in.getShape(), adaptor.getAxes()), in,
+                      types); // 1, 2
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  return pushInferred(loc, getOperationName(),
+                      squeezeShape(in.getShape(), adaptor.getAxes()), in,
+                      types); // 1, 2, 3
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : adaptor.getInputs())
+    shapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
+  if (shapes.empty()) // 1
+    return inferError(loc, getOperationName(), "needs at least one input");
+  auto first = cast<RankedTensorType>(adaptor.getInputs().front().getType());
+  return pushInferred(
+      loc, getOperationName(),
+      concatShape(shapes, static_cast<int64_t>(adaptor.getAxis())), first,
+      types); // 1 (rank), 2, 3
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  return pushInferred(loc, getOperationName(),
+                      gatherShape(data.getShape(), indices.getShape(),
+                                  static_cast<int64_t>(adaptor.getAxis())),
+                      data, types); // 2, 3
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  return pushInferred(loc, getOperationName(),
+                      sliceShape(in.getShape(), adaptor.getStarts(),
+                                 adaptor.getEnds(), adaptor.getAxes(),
+                                 adaptor.getSteps()),
+                      in, types); // 1, 2, 3
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto axis = normalizeAxes({static_cast<int64_t>(adaptor.getAxis())},
+                            in.getRank());
+  if (!axis) // 1
+    return inferError(loc, getOperationName(),
+                      llvm::toString(axis.takeError()));
+  int64_t a = axis->front(), total = 0;
+  for (int64_t size : adaptor.getSizes()) {
+    if (size < 0) // 1
+      return inferError(loc, getOperationName(), "split size ", size,
+                        " is negative");
+    total += size;
+  }
+  int64_t dim = in.getDimSize(a);
+  if (!ShapedType::isDynamic(dim) && total != dim) // 2
+    return inferError(loc, getOperationName(), "split sizes add up to ",
+                      total, " but dimension ", a, " of ", in, " is ", dim);
+  for (int64_t size : adaptor.getSizes()) { // 3
+    SmallVector<int64_t> shape(in.getShape());
+    shape[a] = size;
+    types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  }
+  return success();
+}
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  return pushInferred(loc, getOperationName(),
+                      expandShape(in.getShape(), adaptor.getShape()), in,
+                      types); // 1, 2
+}
+
+LogicalResult inferReduction(std::optional<Location> loc, StringRef opName,
+                             Value input, ArrayRef<int64_t> axes,
+                             bool keepDims, SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(input.getType());
+  for (auto [i, axis] : llvm::enumerate(axes)) // 1
+    if (axis < 0 || axis >= in.getRank() || (i > 0 && axes[i - 1] >= axis))
+      return inferError(loc, opName, "axes [",
+                        llvm::join(llvm::map_range(axes,
+                                                   [](int64_t a) {
+                                                     return std::to_string(a);
+                                                   }),
+                                   ", "),
+                        "] must be distinct, increasing and in [0, ",
+                        in.getRank(), ")");
+  types.push_back(RankedTensorType::get(reduceShape(in.getShape(), axes,
+                                                    keepDims),
+                                        in.getElementType())); // 2
   return success();
 }
 

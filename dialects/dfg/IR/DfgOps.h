@@ -26,6 +26,12 @@ inferBroadcastBinary(std::optional<mlir::Location> loc, llvm::StringRef opName,
                      llvm::SmallVectorImpl<mlir::Type> &types,
                      mlir::Type resultElement = {});
 
+/// Infers the result of a reduction; reports invalid axes at `loc`.
+llvm::LogicalResult inferReduction(std::optional<mlir::Location> loc,
+                                   llvm::StringRef opName, mlir::Value input,
+                                   llvm::ArrayRef<int64_t> axes, bool keepDims,
+                                   llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Result types agree with inferred ones when element types are equal and
 /// every dimension is equal or dynamic on one side: an op's declared result
 /// may be more or less refined than what inference derives.

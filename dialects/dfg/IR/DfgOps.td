@@ -400,6 +400,232 @@ def Dfg_TransposeOp : Dfg_InferredOp<"transpose", [SameOperandsAndResultElementT
   let hasFolder = 1;
 }
 
+def Dfg_UnsqueezeOp : Dfg_InferredOp<"unsqueeze",
+                                     [SameOperandsAndResultElementType]> {
+  let summary = "Insert dimensions of size 1 (ONNX Unsqueeze)";
+  let description = [{
+    `axes` index the result, whose rank is the input's plus `axes.size()`.
+
+    Invariants:
+    1. Every axis lies in `[-r, r)` for the result rank `r`, and none repeats.
+    2. The result is the input's shape with a 1 at each axis.
+
+    Example:
+
+    ```mlir
+    %m = dfg.unsqueeze %mask axes = [1, 2] : (tensor<2x8xi1>) -> tensor<2x1x1x8xi1>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes attr-dict `:` functional-type($input, $result)
+  }];
+}
+
+def Dfg_SqueezeOp : Dfg_InferredOp<"squeeze",
+                                   [SameOperandsAndResultElementType]> {
+  let summary = "Remove dimensions of size 1 (ONNX Squeeze)";
+  let description = [{
+    Invariants:
+    1. Every axis lies in `[-rank, rank)` of the input, and none repeats.
+    2. Each squeezed dimension is 1 (or dynamic, then it must be 1 at run
+       time).
+    3. The result is the input's shape without the squeezed dimensions.
+
+    Example:
+
+    ```mlir
+    %v = dfg.squeeze %x axes = [0] : (tensor<1x8xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes attr-dict `:` functional-type($input, $result)
+  }];
+}
+
+def Dfg_ConcatOp : Dfg_InferredOp<"concat", [SameOperandsAndResultElementType]> {
+  let summary = "Join tensors along one axis (ONNX Concat)";
+  let description = [{
+    Invariants:
+    1. There is at least one input; all share the element type and the rank.
+    2. `axis` lies in `[-rank, rank)`.
+    3. Off the axis, the inputs' dimensions agree; on it, the result's is
+       their sum.
+
+    Example:
+
+    ```mlir
+    %kv = dfg.concat %past, %new axis = 2
+            : (tensor<1x4x7x8xf32>, tensor<1x4x1x8xf32>) -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dfg_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` functional-type($inputs, $result)
+  }];
+}
+
+def Dfg_GatherOp : Dfg_InferredOp<"gather"> {
+  let summary = "Take slices of `data` at `indices` along an axis (ONNX Gather)";
+  let description = [{
+    `result[i..., j..., k...] = data[i..., indices[j...], k...]` with `axis`
+    choosing where `indices` goes; a negative index counts from the end. An
+    embedding lookup is a gather on axis 0 of the weight.
+
+    Invariants:
+    1. `data` and the result share an element type; `indices` are i32 or i64.
+    2. `axis` lies in `[-rank, rank)` of `data`.
+    3. The result shape is `data[:axis] + indices + data[axis+1:]`.
+
+    Example:
+
+    ```mlir
+    %h = dfg.gather %wte, %ids axis = 0
+           : (tensor<50257x768xf32>, tensor<1x16xi64>) -> tensor<1x16x768xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$data,
+                       RankedTensorOf<[I32, I64]>:$indices, I64Attr:$axis);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` `=` $axis attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Dfg_SliceOp : Dfg_InferredOp<"slice", [SameOperandsAndResultElementType]> {
+  let summary = "A strided slice with constant bounds (ONNX Slice)";
+  let description = [{
+    For each listed axis, takes `start:end:step` as ONNX Slice does: negative
+    bounds count from the end and are clamped to the dimension.
+
+    Invariants:
+    1. `starts`, `ends`, `axes` and `steps` have the same length.
+    2. Each axis lies in `[-rank, rank)` and appears once; no step is 0.
+    3. Each sliced static dimension has the clamped slice length; other
+       dimensions are unchanged.
+
+    Example:
+
+    ```mlir
+    %q = dfg.slice %qkv starts = [0] ends = [64] axes = [2] steps = [1]
+           : (tensor<1x8x192xf32>) -> tensor<1x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` `=` $starts `ends` `=` $ends `axes` `=` $axes
+    `steps` `=` $steps attr-dict `:` functional-type($input, $result)
+  }];
+}
+
+def Dfg_SplitOp : Dfg_InferredOp<"split", [SameOperandsAndResultElementType]> {
+  let summary = "Cut a tensor into pieces along an axis (ONNX Split)";
+  let description = [{
+    Result `i` holds `sizes[i]` consecutive slices of `axis`.
+
+    Invariants:
+    1. `axis` lies in `[-rank, rank)`; there is one size per result, each
+       non-negative.
+    2. The sizes add up to the input's dimension (when it is static).
+    3. Each result is the input's shape with `sizes[i]` on the axis.
+
+    Example:
+
+    ```mlir
+    %q, %k, %v = dfg.split %qkv axis = 2 sizes = [64, 64, 64]
+        : (tensor<1x8x192xf32>) -> (tensor<1x8x64xf32>, tensor<1x8x64xf32>, tensor<1x8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Dfg_Tensor>:$results);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `sizes` `=` $sizes attr-dict `:`
+    functional-type($input, $results)
+  }];
+}
+
+def Dfg_ExpandOp : Dfg_InferredOp<"expand", [SameOperandsAndResultElementType]> {
+  let summary = "Broadcast a tensor to a shape (ONNX Expand)";
+  let description = [{
+    The result shape is the numpy broadcast of the input's shape and `shape`
+    (so a 1 in `shape` keeps the input's dimension, as ONNX specifies).
+
+    Invariants:
+    1. `shape` has no negative entries.
+    2. The input shape and `shape` broadcast, and the result has the
+       broadcast shape.
+
+    Example:
+
+    ```mlir
+    %kv = dfg.expand %k shape = [1, 4, 2, 8, 16]
+            : (tensor<1x1x2x8x16xf32>) -> tensor<1x4x2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `shape` `=` $shape attr-dict `:` functional-type($input, $result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Dfg_ReduceOp<string mnemonic, string onnxName, string formula>
+    : Dfg_InferredOp<mnemonic, [SameOperandsAndResultElementType]> {
+  let summary = onnxName # " over a set of axes";
+  let description = [{
+    `result = }] # formula # [{` over `axes`; with `keep_dims` the reduced
+    dimensions stay as 1. The importer resolves ONNX's defaults (no axes:
+    all of them), so `axes` is always explicit here.
+
+    Invariants:
+    1. Each axis lies in `[0, rank)` of the input and appears once, in
+       increasing order.
+    2. The result is the input's shape with the axes removed (or 1 with
+       `keep_dims`).
+
+    Example:
+
+    ```mlir
+    %m = dfg.}] # mnemonic # [{ %x axes = [2] keep_dims = true
+           : (tensor<1x8x64xf32>) -> tensor<1x8x1xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keep_dims);
+  let results = (outs Dfg_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes `keep_dims` `=` $keep_dims attr-dict `:`
+    functional-type($input, $result)
+  }];
+  let extraClassDefinition = inferredOpDefinitions # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::meshc::dfg::inferReduction(loc, getOperationName(),
+                                          adaptor.getInput(),
+                                          adaptor.getAxes(),
+                                          adaptor.getKeepDims(), types);
+    }
+  }];
+}
+
+def Dfg_ReduceMeanOp : Dfg_ReduceOp<"reduce_mean", "Mean", "mean(x)">;
+def Dfg_ReduceSumOp : Dfg_ReduceOp<"reduce_sum", "Sum", "sum(x)">;
+def Dfg_ReduceMaxOp : Dfg_ReduceOp<"reduce_max", "Maximum", "max(x)">;
+
 //===----------------------------------------------------------------------===//
 // Normalisation
 //===----------------------------------------------------------------------===//

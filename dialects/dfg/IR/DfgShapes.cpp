@@ -181,4 +181,163 @@ Expected<Shape> transposeShape(ArrayRef<int64_t> input,
   return result;
 }
 
+Expected<Shape> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank) {
+  Shape result;
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return shapeError(formatv("axis {0} is out of range for rank {1} "
+                                "(expected [{2}, {1}))",
+                                axis, rank, -rank));
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (is_contained(result, a))
+      return shapeError(formatv("axis {0} is given more than once", a));
+    result.push_back(a);
+  }
+  llvm::sort(result);
+  return result;
+}
+
+Expected<Shape> unsqueezeShape(ArrayRef<int64_t> input,
+                               ArrayRef<int64_t> axes) {
+  int64_t rank = input.size() + axes.size();
+  auto normalized = normalizeAxes(axes, rank);
+  if (!normalized)
+    return normalized.takeError();
+  Shape result;
+  auto in = input.begin();
+  for (int64_t i = 0; i < rank; ++i)
+    result.push_back(is_contained(*normalized, i) ? 1 : *in++);
+  return result;
+}
+
+Expected<Shape> squeezeShape(ArrayRef<int64_t> input, ArrayRef<int64_t> axes) {
+  auto normalized = normalizeAxes(axes, input.size());
+  if (!normalized)
+    return normalized.takeError();
+  Shape result;
+  for (auto [i, d] : enumerate(input)) {
+    if (!is_contained(*normalized, static_cast<int64_t>(i))) {
+      result.push_back(d);
+      continue;
+    }
+    if (d != 1 && d != kDynamic)
+      return shapeError(formatv("cannot squeeze dimension {0} of {1}: its "
+                                "size is {2}, not 1",
+                                i, formatShape(input), d));
+  }
+  return result;
+}
+
+Expected<Shape> concatShape(ArrayRef<ArrayRef<int64_t>> inputs, int64_t axis) {
+  if (inputs.empty())
+    return shapeError("concat needs at least one input");
+  int64_t rank = inputs.front().size();
+  auto normalized = normalizeAxes({axis}, rank);
+  if (!normalized)
+    return normalized.takeError();
+  int64_t a = normalized->front();
+  Shape result(inputs.front());
+  for (auto [n, shape] : enumerate(inputs.drop_front())) {
+    if (static_cast<int64_t>(shape.size()) != rank)
+      return shapeError(formatv("concat input {0} has rank {1}, input 0 has "
+                                "rank {2}",
+                                n + 1, shape.size(), rank));
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t &r = result[i];
+      int64_t d = shape[i];
+      if (i == a) {
+        r = (r == kDynamic || d == kDynamic) ? kDynamic : r + d;
+      } else if (r == kDynamic) {
+        r = d;
+      } else if (d != kDynamic && d != r) {
+        return shapeError(formatv("concat input {0} ({1}) differs from the "
+                                  "others in dimension {2}, which is not the "
+                                  "concatenation axis {3}",
+                                  n + 1, formatShape(shape), i, a));
+      }
+    }
+  }
+  return result;
+}
+
+Expected<Shape> gatherShape(ArrayRef<int64_t> data, ArrayRef<int64_t> indices,
+                            int64_t axis) {
+  auto normalized = normalizeAxes({axis}, data.size());
+  if (!normalized)
+    return normalized.takeError();
+  int64_t a = normalized->front();
+  Shape result(data.take_front(a));
+  result.append(indices.begin(), indices.end());
+  result.append(data.begin() + a + 1, data.end());
+  return result;
+}
+
+Shape reduceShape(ArrayRef<int64_t> input, ArrayRef<int64_t> axes,
+                  bool keepDims) {
+  Shape result;
+  for (auto [i, d] : enumerate(input)) {
+    if (!is_contained(axes, static_cast<int64_t>(i)))
+      result.push_back(d);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return result;
+}
+
+/// The number of elements ONNX Slice takes from a dimension of size `dim`.
+static int64_t sliceLength(int64_t dim, int64_t start, int64_t end,
+                           int64_t step) {
+  auto clamp = [](int64_t v, int64_t lo, int64_t hi) {
+    return std::max(lo, std::min(v, hi));
+  };
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = clamp(start, 0, dim);
+    end = clamp(end, 0, dim);
+    return end > start ? (end - start + step - 1) / step : 0;
+  }
+  start = clamp(start, 0, dim - 1);
+  end = clamp(end, -1, dim - 1);
+  return start > end ? (start - end - step - 1) / -step : 0;
+}
+
+Expected<Shape> sliceShape(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,
+                           ArrayRef<int64_t> ends, ArrayRef<int64_t> axes,
+                           ArrayRef<int64_t> steps) {
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return shapeError(formatv("slice has {0} starts, {1} ends, {2} axes and "
+                              "{3} steps; all must have the same length",
+                              starts.size(), ends.size(), axes.size(),
+                              steps.size()));
+  int64_t rank = input.size();
+  Shape seen;
+  Shape result(input);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    auto normalized = normalizeAxes({axes[i]}, rank);
+    if (!normalized)
+      return normalized.takeError();
+    int64_t a = normalized->front();
+    if (is_contained(seen, a))
+      return shapeError(formatv("axis {0} is sliced more than once", a));
+    seen.push_back(a);
+    if (steps[i] == 0)
+      return shapeError(formatv("slice step for axis {0} is 0", a));
+    if (input[a] != kDynamic)
+      result[a] = sliceLength(input[a], starts[i], ends[i], steps[i]);
+  }
+  return result;
+}
+
+Expected<Shape> expandShape(ArrayRef<int64_t> input, ArrayRef<int64_t> shape) {
+  for (int64_t d : shape)
+    if (d < 0 && d != kDynamic)
+      return shapeError(formatv("expand target {0} has a negative dimension",
+                                formatShape(shape)));
+  return broadcastShapes(input, shape);
+}
+
 } // namespace meshc::dfg

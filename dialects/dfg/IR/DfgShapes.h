@@ -44,6 +44,42 @@ llvm::Expected<Shape> reshapeShape(llvm::ArrayRef<int64_t> input,
 llvm::Expected<Shape> transposeShape(llvm::ArrayRef<int64_t> input,
                                      llvm::ArrayRef<int64_t> perm);
 
+/// Normalises `axes` (negative counts from the back) against `rank`; fails
+/// on an axis out of [-rank, rank) or a repeated axis. Sorted on success.
+llvm::Expected<Shape> normalizeAxes(llvm::ArrayRef<int64_t> axes, int64_t rank);
+
+/// ONNX Unsqueeze: `axes` index the result (rank + axes.size()).
+llvm::Expected<Shape> unsqueezeShape(llvm::ArrayRef<int64_t> input,
+                                     llvm::ArrayRef<int64_t> axes);
+
+/// ONNX Squeeze with explicit axes: each must be 1 (or dynamic).
+llvm::Expected<Shape> squeezeShape(llvm::ArrayRef<int64_t> input,
+                                   llvm::ArrayRef<int64_t> axes);
+
+/// ONNX Concat: equal ranks, equal dimensions off `axis`, summed on it.
+llvm::Expected<Shape>
+concatShape(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputs, int64_t axis);
+
+/// ONNX Gather: data[:axis] + indices + data[axis+1:].
+llvm::Expected<Shape> gatherShape(llvm::ArrayRef<int64_t> data,
+                                  llvm::ArrayRef<int64_t> indices,
+                                  int64_t axis);
+
+/// Reduction over `axes` (already normalised), keeping them as 1 or not.
+Shape reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
+                  bool keepDims);
+
+/// ONNX Slice with constant starts/ends/axes/steps (clamped as ONNX does).
+llvm::Expected<Shape> sliceShape(llvm::ArrayRef<int64_t> input,
+                                 llvm::ArrayRef<int64_t> starts,
+                                 llvm::ArrayRef<int64_t> ends,
+                                 llvm::ArrayRef<int64_t> axes,
+                                 llvm::ArrayRef<int64_t> steps);
+
+/// ONNX Expand: bidirectional broadcast of the input against `shape`.
+llvm::Expected<Shape> expandShape(llvm::ArrayRef<int64_t> input,
+                                  llvm::ArrayRef<int64_t> shape);
+
 } // namespace meshc::dfg
 
 #endif // MESHC_DIALECTS_DFG_IR_DFGSHAPES_H

@@ -393,3 +393,195 @@ func.func @not_invariant_1(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = dfg.not %x : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @unsqueeze_invariant_1(%x: tensor<2x8xf32>) -> tensor<2x8x1xf32> {
+  // expected-error @+1 {{'dfg.unsqueeze' op axis 3 is out of range for rank 3 (expected [-3, 3))}}
+  %0 = dfg.unsqueeze %x axes = [3] : (tensor<2x8xf32>) -> tensor<2x8x1xf32>
+  return %0 : tensor<2x8x1xf32>
+}
+
+// -----
+
+func.func @unsqueeze_invariant_1_repeat(%x: tensor<8xf32>) -> tensor<1x1x8xf32> {
+  // expected-error @+1 {{'dfg.unsqueeze' op axis 0 is given more than once}}
+  %0 = dfg.unsqueeze %x axes = [0, -3] : (tensor<8xf32>) -> tensor<1x1x8xf32>
+  return %0 : tensor<1x1x8xf32>
+}
+
+// -----
+
+func.func @unsqueeze_invariant_2(%x: tensor<2x8xf32>) -> tensor<2x8x1xf32> {
+  // expected-error @+1 {{'dfg.unsqueeze' op result type 'tensor<2x8x1xf32>' contradicts the inferred 'tensor<1x2x8xf32>'}}
+  %0 = dfg.unsqueeze %x axes = [0] : (tensor<2x8xf32>) -> tensor<2x8x1xf32>
+  return %0 : tensor<2x8x1xf32>
+}
+
+// -----
+
+func.func @squeeze_invariant_1(%x: tensor<1x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dfg.squeeze' op axis 2 is out of range for rank 2}}
+  %0 = dfg.squeeze %x axes = [2] : (tensor<1x8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @squeeze_invariant_2(%x: tensor<2x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dfg.squeeze' op cannot squeeze dimension 0 of 2x8: its size is 2, not 1}}
+  %0 = dfg.squeeze %x axes = [0] : (tensor<2x8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @squeeze_invariant_3(%x: tensor<1x8xf32>) -> tensor<1x8xf32> {
+  // expected-error @+1 {{'dfg.squeeze' op result type 'tensor<1x8xf32>' contradicts the inferred 'tensor<8xf32>'}}
+  %0 = dfg.squeeze %x axes = [0] : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  return %0 : tensor<1x8xf32>
+}
+
+// -----
+
+func.func @concat_invariant_1(%a: tensor<2x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.concat' op concat input 1 has rank 1, input 0 has rank 2}}
+  %0 = dfg.concat %a, %b axis = 0 : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @concat_invariant_2(%a: tensor<2x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.concat' op axis 2 is out of range for rank 2}}
+  %0 = dfg.concat %a, %a axis = 2 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @concat_invariant_3(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.concat' op concat input 1 (2x4) differs from the others in dimension 1, which is not the concatenation axis 0}}
+  %0 = dfg.concat %a, %b axis = 0 : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gather_invariant_1(%w: tensor<16x8xf32>, %ids: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.gather' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = dfg.gather %w, %ids axis = 0 : (tensor<16x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gather_invariant_2(%w: tensor<16x8xf32>, %ids: tensor<4xi64>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.gather' op axis 2 is out of range for rank 2}}
+  %0 = dfg.gather %w, %ids axis = 2 : (tensor<16x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gather_invariant_3(%w: tensor<16x8xf32>, %ids: tensor<4xi64>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.gather' op result type 'tensor<4x8xf32>' contradicts the inferred 'tensor<16x4xf32>'}}
+  %0 = dfg.gather %w, %ids axis = 1 : (tensor<16x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @slice_invariant_1(%x: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.slice' op slice has 1 starts, 2 ends, 1 axes and 1 steps; all must have the same length}}
+  %0 = dfg.slice %x starts = [0] ends = [4, 4] axes = [0] steps = [1] : (tensor<8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @slice_invariant_2_step(%x: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.slice' op slice step for axis 0 is 0}}
+  %0 = dfg.slice %x starts = [0] ends = [4] axes = [0] steps = [0] : (tensor<8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @slice_invariant_2_repeat(%x: tensor<8xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'dfg.slice' op axis 0 is sliced more than once}}
+  %0 = dfg.slice %x starts = [0, 0] ends = [4, 2] axes = [0, -1] steps = [1, 1] : (tensor<8xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @slice_invariant_3(%x: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.slice' op result type 'tensor<4xf32>' contradicts the inferred 'tensor<3xf32>'}}
+  %0 = dfg.slice %x starts = [5] ends = [100] axes = [0] steps = [1] : (tensor<8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @split_invariant_1(%x: tensor<8xf32>) -> (tensor<9xf32>, tensor<0xf32>) {
+  // expected-error @+1 {{'dfg.split' op split size -1 is negative}}
+  %0:2 = dfg.split %x axis = 0 sizes = [9, -1] : (tensor<8xf32>) -> (tensor<9xf32>, tensor<0xf32>)
+  return %0#0, %0#1 : tensor<9xf32>, tensor<0xf32>
+}
+
+// -----
+
+func.func @split_invariant_2(%x: tensor<8xf32>) -> (tensor<4xf32>, tensor<5xf32>) {
+  // expected-error @+1 {{'dfg.split' op split sizes add up to 9 but dimension 0 of 'tensor<8xf32>' is 8}}
+  %0:2 = dfg.split %x axis = 0 sizes = [4, 5] : (tensor<8xf32>) -> (tensor<4xf32>, tensor<5xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<5xf32>
+}
+
+// -----
+
+func.func @split_invariant_3(%x: tensor<8xf32>) -> (tensor<4xf32>, tensor<3xf32>) {
+  // expected-error @+1 {{'dfg.split' op result types 'tensor<4xf32>', 'tensor<3xf32>' contradict the inferred 'tensor<4xf32>', 'tensor<4xf32>'}}
+  %0:2 = dfg.split %x axis = 0 sizes = [4, 4] : (tensor<8xf32>) -> (tensor<4xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3xf32>
+}
+
+// -----
+
+func.func @expand_invariant_1(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dfg.expand' op expand target -2x8 has a negative dimension}}
+  %0 = dfg.expand %x shape = [-2, 8] : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @expand_invariant_2(%x: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'dfg.expand' op shapes 3 and 2x4 do not broadcast}}
+  %0 = dfg.expand %x shape = [2, 4] : (tensor<3xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @reduce_mean_invariant_1(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.reduce_mean' op axes [1, 0] must be distinct, increasing and in [0, 2)}}
+  %0 = dfg.reduce_mean %x axes = [1, 0] keep_dims = false : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_sum_invariant_2(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.reduce_sum' op result type 'tensor<4xf32>' contradicts the inferred 'tensor<4x1xf32>'}}
+  %0 = dfg.reduce_sum %x axes = [1] keep_dims = true : (tensor<4x8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_max_bool(%x: tensor<4xi1>) -> tensor<i1> {
+  // expected-error @+1 {{'dfg.reduce_max' op operand #0 must be ranked tensor of}}
+  %0 = dfg.reduce_max %x axes = [0] keep_dims = false : (tensor<4xi1>) -> tensor<i1>
+  return %0 : tensor<i1>
+}

@@ -163,3 +163,41 @@ func.func @unary(%x: tensor<2x8xf32>, %h: tensor<4xbf16>, %i: tensor<3xi64>, %b:
   %11 = dfg.not %b : (tensor<3xi1>) -> tensor<3xi1>
   return %8, %9, %10, %11 : tensor<2x8xf32>, tensor<4xbf16>, tensor<3xi64>, tensor<3xi1>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @structure
+func.func @structure(%x: tensor<2x8xf32>, %ids: tensor<1x4xi64>, %w: tensor<16x8xf32>, %qkv: tensor<1x8x192xf32>, %d: tensor<?x8x64xf32>) -> (tensor<2x1x1x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<1x4x8xf32>, tensor<1x8x64xf32>, tensor<1x8x64xf32>, tensor<?x8x32xf32>, tensor<3x2x8xf32>) {
+  // CHECK: dfg.unsqueeze %{{.+}} axes = [1, 2] : (tensor<2x8xf32>) -> tensor<2x1x1x8xf32>
+  %0 = dfg.unsqueeze %x axes = [1, 2] : (tensor<2x8xf32>) -> tensor<2x1x1x8xf32>
+  %row = dfg.slice %x starts = [0] ends = [1] axes = [0] steps = [1] : (tensor<2x8xf32>) -> tensor<1x8xf32>
+  // CHECK: dfg.squeeze %{{.+}} axes = [0] : (tensor<1x8xf32>) -> tensor<8xf32>
+  %1 = dfg.squeeze %row axes = [0] : (tensor<1x8xf32>) -> tensor<8xf32>
+  // CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 0 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  %2 = dfg.concat %x, %x axis = 0 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  // CHECK: dfg.gather %{{.+}}, %{{.+}} axis = 0 : (tensor<16x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+  %3 = dfg.gather %w, %ids axis = 0 : (tensor<16x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+  // CHECK: %{{.+}}:3 = dfg.split %{{.+}} axis = 2 sizes = [64, 64, 64] : (tensor<1x8x192xf32>) -> (tensor<1x8x64xf32>, tensor<1x8x64xf32>, tensor<1x8x64xf32>)
+  %q:3 = dfg.split %qkv axis = 2 sizes = [64, 64, 64] : (tensor<1x8x192xf32>) -> (tensor<1x8x64xf32>, tensor<1x8x64xf32>, tensor<1x8x64xf32>)
+  // CHECK: dfg.slice %{{.+}} starts = [64] ends = [128] axes = [-1] steps = [1] : (tensor<1x8x192xf32>) -> tensor<1x8x64xf32>
+  %5 = dfg.slice %qkv starts = [64] ends = [128] axes = [-1] steps = [1] : (tensor<1x8x192xf32>) -> tensor<1x8x64xf32>
+  // Reversed, strided and clamped slices.
+  // CHECK: dfg.slice %{{.+}} starts = [-1] ends = [-9223372036854775807] axes = [2] steps = [-2] : (tensor<?x8x64xf32>) -> tensor<?x8x32xf32>
+  %6 = dfg.slice %d starts = [-1] ends = [-9223372036854775807] axes = [2] steps = [-2] : (tensor<?x8x64xf32>) -> tensor<?x8x32xf32>
+  // CHECK: dfg.expand %{{.+}} shape = [3, 1, 1] : (tensor<2x8xf32>) -> tensor<3x2x8xf32>
+  %7 = dfg.expand %x shape = [3, 1, 1] : (tensor<2x8xf32>) -> tensor<3x2x8xf32>
+  return %0, %1, %2, %3, %q#0, %5, %6, %7 : tensor<2x1x1x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<1x4x8xf32>, tensor<1x8x64xf32>, tensor<1x8x64xf32>, tensor<?x8x32xf32>, tensor<3x2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<1x8x64xf32>, %i: tensor<4x5xi64>) -> (tensor<1x8x1xf32>, tensor<1xf32>, tensor<5xi64>) {
+  // CHECK: dfg.reduce_mean %{{.+}} axes = [2] keep_dims = true : (tensor<1x8x64xf32>) -> tensor<1x8x1xf32>
+  %0 = dfg.reduce_mean %x axes = [2] keep_dims = true : (tensor<1x8x64xf32>) -> tensor<1x8x1xf32>
+  // CHECK: dfg.reduce_sum %{{.+}} axes = [1, 2] keep_dims = false : (tensor<1x8x64xf32>) -> tensor<1xf32>
+  %1 = dfg.reduce_sum %x axes = [1, 2] keep_dims = false : (tensor<1x8x64xf32>) -> tensor<1xf32>
+  // CHECK: dfg.reduce_max %{{.+}} axes = [0] keep_dims = false : (tensor<4x5xi64>) -> tensor<5xi64>
+  %2 = dfg.reduce_max %i axes = [0] keep_dims = false : (tensor<4x5xi64>) -> tensor<5xi64>
+  return %0, %1, %2 : tensor<1x8x1xf32>, tensor<1xf32>, tensor<5xi64>
+}
