@@ -85,6 +85,8 @@ NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
       opsetVersion_(opsetVersion), builder_(builder), loc_(loc),
       inputs_(std::move(inputs)) {}
 
+unsigned NodeContext::numOutputs() const { return node_.output_size(); }
+
 RankedTensorType NodeContext::inputType(unsigned i) const {
   return cast<RankedTensorType>(input(i).getType());
 }
@@ -359,6 +361,8 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
   }
   if (auto weight = dyn_cast_or_null<dfg::WeightOp>(def))
     return readWeightInts(weight, model_.folder(), loc);
+  if (isa<BlockArgument>(value))
+    return fail("it is a graph input, known only at run time");
   return fail("it is computed by the graph");
 }
 

@@ -42,6 +42,9 @@ public:
   mlir::OpBuilder &builder() { return builder_; }
   mlir::Location loc() const { return loc_; }
 
+  /// The number of outputs the node declares.
+  unsigned numOutputs() const;
+
   /// Inputs as dfg values; an omitted optional input ("") is a null Value.
   unsigned numInputs() const { return inputs_.size(); }
   mlir::Value input(unsigned i) const {
@@ -132,6 +135,7 @@ private:
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);
+void populateStructureLegalizations(LegalizationTable &table);
 
 } // namespace meshc::onnximport
 

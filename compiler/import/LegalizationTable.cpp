@@ -23,6 +23,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateElementwiseLegalizations(t);
     populateContractionLegalizations(t);
     populateLayoutLegalizations(t);
+    populateStructureLegalizations(t);
     return t;
   }();
   return table;

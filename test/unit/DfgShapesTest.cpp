@@ -114,4 +114,49 @@ TEST(DfgShapes, Transpose) {
             "error: perm entry 1 is 2; perm must be a permutation of [0, 2)");
 }
 
+TEST(DfgShapes, NormalizeAxes) {
+  EXPECT_EQ(result(normalizeAxes({-1, 0}, 3)), "0x2");
+  EXPECT_EQ(result(normalizeAxes({3}, 3)),
+            "error: axis 3 is out of range for rank 3 (expected [-3, 3))");
+  EXPECT_EQ(result(normalizeAxes({1, -2}, 3)),
+            "error: axis 1 is given more than once");
+}
+
+TEST(DfgShapes, UnsqueezeSqueeze) {
+  EXPECT_EQ(result(unsqueezeShape({2, 8}, {1, 2})), "2x1x1x8");
+  EXPECT_EQ(result(unsqueezeShape({8}, {-1})), "8x1");
+  EXPECT_EQ(result(squeezeShape({1, D, 1}, {0, 2})), "?");
+  EXPECT_EQ(result(squeezeShape({2, 1}, {0})),
+            "error: cannot squeeze dimension 0 of 2x1: its size is 2, not 1");
+}
+
+TEST(DfgShapes, ConcatGather) {
+  EXPECT_EQ(result(concatShape({{1, 4, 7, 8}, {1, 4, 1, 8}}, 2)), "1x4x8x8");
+  EXPECT_EQ(result(concatShape({{D, 4}, {2, 4}}, 0)), "?x4");
+  EXPECT_EQ(result(concatShape({{D, 4}, {2, 4}}, 1)), "2x8");
+  EXPECT_EQ(result(gatherShape({50, 12}, {1, 4}, 0)), "1x4x12");
+  EXPECT_EQ(result(gatherShape({3, 5}, {}, 1)), "3");
+}
+
+TEST(DfgShapes, SliceMatchesNumpy) {
+  // numpy: np.zeros(8)[5:100].shape == (3,), [-3:] == (3,), [::-2] == (4,),
+  // [6:1:-2] == (3,), [10:] == (0,).
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min() + 1;
+  EXPECT_EQ(result(sliceShape({8}, {5}, {100}, {0}, {1})), "3");
+  EXPECT_EQ(result(sliceShape({8}, {-3}, {8}, {0}, {1})), "3");
+  EXPECT_EQ(result(sliceShape({8}, {-1}, {kMin}, {0}, {-2})), "4");
+  EXPECT_EQ(result(sliceShape({8}, {6}, {1}, {0}, {-2})), "3");
+  EXPECT_EQ(result(sliceShape({8}, {10}, {20}, {0}, {1})), "0");
+  EXPECT_EQ(result(sliceShape({D, 8}, {0}, {2}, {0}, {1})), "?x8");
+}
+
+TEST(DfgShapes, ReduceAndExpand) {
+  EXPECT_EQ(formatShape(reduceShape({1, 8, 64}, {2}, true)), "1x8x1");
+  EXPECT_EQ(formatShape(reduceShape({1, 8, 64}, {0, 2}, false)), "8");
+  EXPECT_EQ(result(expandShape({1, 4, 1}, {2, 1, 1, 6})), "2x1x4x6");
+  EXPECT_EQ(result(expandShape({3}, {2, 4})),
+            "error: shapes 3 and 2x4 do not broadcast: dimension 1 from the "
+            "end is 3 vs 4");
+}
+
 } // namespace

@@ -326,8 +326,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  auto axis = normalizeAxes({static_cast<int64_t>(adaptor.getAxis())},
-                            in.getRank());
+  auto axis =
+      normalizeAxes({static_cast<int64_t>(adaptor.getAxis())}, in.getRank());
   if (!axis) // 1
     return inferError(loc, getOperationName(),
                       llvm::toString(axis.takeError()));
@@ -340,8 +340,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   }
   int64_t dim = in.getDimSize(a);
   if (!ShapedType::isDynamic(dim) && total != dim) // 2
-    return inferError(loc, getOperationName(), "split sizes add up to ",
-                      total, " but dimension ", a, " of ", in, " is ", dim);
+    return inferError(loc, getOperationName(), "split sizes add up to ", total,
+                      " but dimension ", a, " of ", in, " is ", dim);
   for (int64_t size : adaptor.getSizes()) { // 3
     SmallVector<int64_t> shape(in.getShape());
     shape[a] = size;
@@ -361,22 +361,20 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult inferReduction(std::optional<Location> loc, StringRef opName,
-                             Value input, ArrayRef<int64_t> axes,
-                             bool keepDims, SmallVectorImpl<Type> &types) {
+                             Value input, ArrayRef<int64_t> axes, bool keepDims,
+                             SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(input.getType());
   for (auto [i, axis] : llvm::enumerate(axes)) // 1
     if (axis < 0 || axis >= in.getRank() || (i > 0 && axes[i - 1] >= axis))
-      return inferError(loc, opName, "axes [",
-                        llvm::join(llvm::map_range(axes,
-                                                   [](int64_t a) {
-                                                     return std::to_string(a);
-                                                   }),
-                                   ", "),
-                        "] must be distinct, increasing and in [0, ",
-                        in.getRank(), ")");
-  types.push_back(RankedTensorType::get(reduceShape(in.getShape(), axes,
-                                                    keepDims),
-                                        in.getElementType())); // 2
+      return inferError(
+          loc, opName, "axes [",
+          llvm::join(llvm::map_range(
+                         axes, [](int64_t a) { return std::to_string(a); }),
+                     ", "),
+          "] must be distinct, increasing and in [0, ", in.getRank(), ")");
+  types.push_back(
+      RankedTensorType::get(reduceShape(in.getShape(), axes, keepDims),
+                            in.getElementType())); // 2
   return success();
 }
 

@@ -99,6 +99,45 @@ def case_unsorted(path):
     return m
 
 
+def structure_model(opset):
+    """GPT-2-like plumbing: qkv Split, head Unsqueeze/Concat, embedding Gather,
+    a mean over the last axis, a Slice of a causal-mask buffer, Expand."""
+    reduce_axes = dict(axes=[-1]) if opset < 18 else {}
+    reduce_inputs = ["h"] if opset < 18 else ["h", "last"]
+    split_kw = dict(num_outputs=3) if opset >= 18 else {}
+    nodes = [
+        helper.make_node("Gather", ["wte", "ids"], ["h"], axis=0, name="embed"),
+        helper.make_node("ReduceMean", reduce_inputs, ["mu"], keepdims=1, name="mean",
+                         **reduce_axes),
+        helper.make_node("Split", ["h"], ["q", "k", "v"], axis=2, name="qkv", **split_kw),
+        helper.make_node("Unsqueeze", ["q", "zero"], ["q4"], name="q4"),
+        helper.make_node("Concat", ["q4", "q4"], ["qq"], axis=0, name="cat"),
+        helper.make_node("Slice", ["bias", "start", "end", "axes23"], ["mask"], name="mask"),
+        helper.make_node("Squeeze", ["mask", "zero"], ["mask3"], name="sq"),
+        helper.make_node("Expand", ["mask3", "target"], ["maskx"], name="ex"),
+        helper.make_node("ReduceSum", ["k", "last"], ["ks"], keepdims=0, name="ksum"),
+        helper.make_node("ReduceMax", ["v"] if opset < 18 else ["v", "last"], ["vm"],
+                         keepdims=0, name="vmax", **reduce_axes),
+    ]
+    inits = [weight("wte", 50, 12), ints("zero", [0]), ints("last", [-1]),
+             numpy_helper.from_array(np.tril(np.ones((1, 1, 8, 8), dtype=bool)), "bias"),
+             ints("start", [0, 0]), ints("end", [4, 4]), ints("axes23", [2, 3]),
+             ints("target", [2, 4, 4])]
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])
+    outs = [f32("mu", None), f32("qq", None),
+            helper.make_tensor_value_info("maskx", TensorProto.BOOL, None),
+            f32("ks", None), f32("vm", None)]
+    return model(nodes, [ids], outs, inits, opset=opset)
+
+
+def case_structure13(path):
+    return structure_model(13)
+
+
+def case_structure18(path):
+    return structure_model(18)
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 

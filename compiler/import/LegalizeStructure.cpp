@@ -1,0 +1,244 @@
+//===- LegalizeStructure.cpp - Structural ONNX ops -> dfg -----------------===//
+//
+// Part of meshc. Unsqueeze, Squeeze, Concat, Gather, Slice, Split, Expand and
+// the reductions. Operands that ONNX passes as tensors but that must be known
+// at compile time (axes, starts, sizes, shapes) are read as constants.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/Legalization.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace meshc::onnximport {
+namespace {
+
+/// Unsqueeze-13(x, axes) -> dfg.unsqueeze(x) axes
+LogicalResult legalizeUnsqueeze(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes = ctx.constantInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  FailureOr<Value> result = ctx.create<dfg::UnsqueezeOp>(
+      dfg::unsqueezeShape(in.getShape(), *axes), in.getElementType(),
+      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(*axes));
+  return failed(result) ? failure() : ctx.setResults(*result);
+}
+
+/// Squeeze-13(x, axes?) -> dfg.squeeze(x) axes; no axes: every 1-dimension.
+LogicalResult legalizeSqueeze(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  SmallVector<int64_t> axes;
+  if (ctx.input(1)) {
+    FailureOr<SmallVector<int64_t>> given = ctx.constantInts(1, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else {
+    for (auto [i, d] : llvm::enumerate(in.getShape())) {
+      if (ShapedType::isDynamic(d))
+        return ctx.error("Squeeze without axes on " +
+                         dfg::formatShape(in.getShape()) + ": dimension " +
+                         std::to_string(i) +
+                         " is dynamic, so whether it is 1 is unknown");
+      if (d == 1)
+        axes.push_back(i);
+    }
+  }
+  FailureOr<Value> result = ctx.create<dfg::SqueezeOp>(
+      dfg::squeezeShape(in.getShape(), axes), in.getElementType(), ctx.input(0),
+      ctx.builder().getDenseI64ArrayAttr(axes));
+  return failed(result) ? failure() : ctx.setResults(*result);
+}
+
+/// Concat(x0, ..., xn) axis -> dfg.concat
+LogicalResult legalizeConcat(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  if (!ctx.attr("axis"))
+    return ctx.error("Concat without the required 'axis' attribute");
+  SmallVector<Value> inputs;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    if (ctx.inputType(i).getElementType() != ctx.inputType(0).getElementType())
+      return ctx.error("input " + std::to_string(i) +
+                       " has a different element type from input 0");
+    inputs.push_back(ctx.input(i));
+    shapes.push_back(ctx.inputType(i).getShape());
+  }
+  int64_t axis = ctx.attrInt("axis", 0);
+  FailureOr<Value> result = ctx.create<dfg::ConcatOp>(
+      dfg::concatShape(shapes, axis), ctx.inputType(0).getElementType(), inputs,
+      axis);
+  return failed(result) ? failure() : ctx.setResults(*result);
+}
+
+/// Gather(data, indices) axis -> dfg.gather
+LogicalResult legalizeGather(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType data = ctx.inputType(0), indices = ctx.inputType(1);
+  int64_t axis = ctx.attrInt("axis", 0);
+  FailureOr<Value> result = ctx.create<dfg::GatherOp>(
+      dfg::gatherShape(data.getShape(), indices.getShape(), axis),
+      data.getElementType(), ctx.input(0), ctx.input(1), axis);
+  return failed(result) ? failure() : ctx.setResults(*result);
+}
+
+/// Slice-13(x, starts, ends, axes?, steps?) -> dfg.slice with constants.
+LogicalResult legalizeSlice(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(3)))
+    return failure();
+  auto starts = ctx.constantInts(1, "starts");
+  auto ends = ctx.constantInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  if (ctx.input(3)) {
+    auto given = ctx.constantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else {
+    for (int64_t i = 0, e = starts->size(); i < e; ++i)
+      axes.push_back(i);
+  }
+  if (ctx.input(4)) {
+    auto given = ctx.constantInts(4, "steps");
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  RankedTensorType in = ctx.inputType(0);
+  OpBuilder &b = ctx.builder();
+  FailureOr<Value> result = ctx.create<dfg::SliceOp>(
+      dfg::sliceShape(in.getShape(), *starts, *ends, axes, steps),
+      in.getElementType(), ctx.input(0), b.getDenseI64ArrayAttr(*starts),
+      b.getDenseI64ArrayAttr(*ends), b.getDenseI64ArrayAttr(axes),
+      b.getDenseI64ArrayAttr(steps));
+  return failed(result) ? failure() : ctx.setResults(*result);
+}
+
+/// Split(x, split?) -> dfg.split. Without `split`, Split-13 cuts into equal
+/// pieces, one per output; Split-18 cuts into `num_outputs` pieces of
+/// ceil(dim / n), the last one smaller.
+LogicalResult legalizeSplit(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  int64_t axis = ctx.attrInt("axis", 0);
+  SmallVector<int64_t> sizes;
+  if (ctx.input(1)) {
+    auto given = ctx.constantInts(1, "split");
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else {
+    auto normalized = dfg::normalizeAxes({axis}, in.getRank());
+    if (!normalized)
+      return ctx.error(llvm::toString(normalized.takeError()));
+    int64_t dim = in.getDimSize(normalized->front());
+    int64_t pieces = ctx.opsetVersion() >= 18
+                         ? ctx.attrInt("num_outputs", 0)
+                         : static_cast<int64_t>(ctx.numOutputs());
+    if (pieces <= 0)
+      return ctx.error("Split needs 'split' sizes or 'num_outputs'");
+    if (ShapedType::isDynamic(dim))
+      return ctx.error("Split of dynamic dimension " + std::to_string(axis) +
+                       " needs explicit 'split' sizes");
+    if (ctx.opsetVersion() < 18 && dim % pieces != 0)
+      return ctx.error("dimension of size " + std::to_string(dim) +
+                       " does not split evenly into " + std::to_string(pieces) +
+                       " outputs");
+    int64_t piece = (dim + pieces - 1) / pieces;
+    for (int64_t i = 0; i < pieces; ++i)
+      sizes.push_back(std::min(piece, dim - i * piece));
+  }
+  if (sizes.size() != static_cast<size_t>(ctx.numOutputs()))
+    return ctx.error(std::to_string(sizes.size()) + " split sizes for " +
+                     std::to_string(ctx.numOutputs()) + " outputs");
+  auto op = dfg::SplitOp::create(ctx.builder(), ctx.loc(), ctx.input(0), axis,
+                                 ctx.builder().getDenseI64ArrayAttr(sizes));
+  SmallVector<Value> results(op.getResults());
+  return ctx.setResults(results);
+}
+
+/// Expand(x, shape) -> dfg.expand with a constant shape.
+LogicalResult legalizeExpand(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  auto shape = ctx.constantInts(1, "the shape");
+  if (failed(shape))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  FailureOr<Value> result = ctx.create<dfg::ExpandOp>(
+      dfg::expandShape(in.getShape(), *shape), in.getElementType(),
+      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(*shape));
+  return failed(result) ? failure() : ctx.setResults(*result);
+}
+
+/// Reduce(x, axes) keepdims -> dfg.reduce_*; `axesFromInput` selects the
+/// opset-18 form (axes as the second input) over the attribute form.
+template <typename OpTy, bool axesFromInput>
+LogicalResult legalizeReduce(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  SmallVector<int64_t> axes;
+  if (axesFromInput) {
+    if (ctx.input(1)) {
+      auto given = ctx.constantInts(1, "axes");
+      if (failed(given))
+        return failure();
+      axes = *given;
+    }
+  } else if (auto given = ctx.attrInts("axes")) {
+    axes = *given;
+  }
+  if (axes.empty()) {
+    // noop_with_empty_axes (an attribute of the input-axes forms).
+    if (axesFromInput && ctx.attrInt("noop_with_empty_axes", 0))
+      return ctx.setResults(ctx.input(0));
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      axes.push_back(i);
+  }
+  auto normalized = dfg::normalizeAxes(axes, in.getRank());
+  if (!normalized)
+    return ctx.error(llvm::toString(normalized.takeError()));
+  bool keepDims = ctx.attrInt("keepdims", 1) != 0;
+  Value result = OpTy::create(
+      ctx.builder(), ctx.loc(),
+      RankedTensorType::get(
+          dfg::reduceShape(in.getShape(), *normalized, keepDims),
+          in.getElementType()),
+      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(*normalized), keepDims);
+  return ctx.setResults(result);
+}
+
+} // namespace
+
+void populateStructureLegalizations(LegalizationTable &table) {
+  table.add("", "Unsqueeze", 13, legalizeUnsqueeze);
+  table.add("", "Squeeze", 13, legalizeSqueeze);
+  table.add("", "Concat", 13, legalizeConcat);
+  table.add("", "Gather", 13, legalizeGather);
+  table.add("", "Slice", 13, legalizeSlice);
+  table.add("", "Split", 13, legalizeSplit);
+  table.add("", "Split", 18, legalizeSplit); // + num_outputs
+  table.add("", "Expand", 13, legalizeExpand);
+  // Axes moved from attribute to input: ReduceSum at 13, the others at 18.
+  table.add("", "ReduceMean", 13, legalizeReduce<dfg::ReduceMeanOp, false>);
+  table.add("", "ReduceMean", 18, legalizeReduce<dfg::ReduceMeanOp, true>);
+  table.add("", "ReduceMax", 13, legalizeReduce<dfg::ReduceMaxOp, false>);
+  table.add("", "ReduceMax", 18, legalizeReduce<dfg::ReduceMaxOp, true>);
+  table.add("", "ReduceSum", 13, legalizeReduce<dfg::ReduceSumOp, true>);
+}
+
+} // namespace meshc::onnximport
