@@ -79,11 +79,10 @@ private:
 //===----------------------------------------------------------------------===//
 
 NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
-                         int index, int64_t opsetVersion, OpBuilder &builder,
-                         Location loc, SmallVector<Value> inputs)
-    : importer_(importer), node_(node), index_(index),
-      opsetVersion_(opsetVersion), builder_(builder), loc_(loc),
-      inputs_(std::move(inputs)) {}
+                         int64_t opsetVersion, OpBuilder &builder, Location loc,
+                         SmallVector<Value> inputs)
+    : importer_(importer), node_(node), opsetVersion_(opsetVersion),
+      builder_(builder), loc_(loc), inputs_(std::move(inputs)) {}
 
 unsigned NodeContext::numOutputs() const { return node_.output_size(); }
 
@@ -100,8 +99,34 @@ LogicalResult NodeContext::requireInputs(unsigned n) {
   return success();
 }
 
+LogicalResult NodeContext::requireAllInputs() {
+  for (unsigned i = 0; i < inputs_.size(); ++i)
+    if (!inputs_[i])
+      return error(formatv("input {0} is empty; this op takes no optional "
+                           "inputs there",
+                           i));
+  return requireInputs(1);
+}
+
 LogicalResult NodeContext::error(const Twine &msg) {
+  hadError_ = true;
   return emitError(loc_) << msg;
+}
+
+/// The attribute `name` if present with type `type`; a present attribute of
+/// another type is reported (ONNX's typed accessors would read it as 0).
+static const onnx::AttributeProto *
+typedAttr(NodeContext &ctx, StringRef name,
+          onnx::AttributeProto::AttributeType type) {
+  const onnx::AttributeProto *a = ctx.attr(name);
+  if (a && a->type() != type) {
+    (void)ctx.error("attribute '" + name + "' has type " +
+                    onnx::AttributeProto::AttributeType_Name(a->type()) +
+                    ", expected " +
+                    onnx::AttributeProto::AttributeType_Name(type));
+    return nullptr;
+  }
+  return a;
 }
 
 LogicalResult NodeContext::mismatchedTypes() {
@@ -116,19 +141,21 @@ const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
   return nullptr;
 }
 
-int64_t NodeContext::attrInt(StringRef name, int64_t dflt) const {
-  const onnx::AttributeProto *a = attr(name);
+int64_t NodeContext::attrInt(StringRef name, int64_t dflt) {
+  const onnx::AttributeProto *a =
+      typedAttr(*this, name, onnx::AttributeProto::INT);
   return a ? a->i() : dflt;
 }
 
-float NodeContext::attrFloat(StringRef name, float dflt) const {
-  const onnx::AttributeProto *a = attr(name);
+float NodeContext::attrFloat(StringRef name, float dflt) {
+  const onnx::AttributeProto *a =
+      typedAttr(*this, name, onnx::AttributeProto::FLOAT);
   return a ? a->f() : dflt;
 }
 
-std::optional<SmallVector<int64_t>>
-NodeContext::attrInts(StringRef name) const {
-  const onnx::AttributeProto *a = attr(name);
+std::optional<SmallVector<int64_t>> NodeContext::attrInts(StringRef name) {
+  const onnx::AttributeProto *a =
+      typedAttr(*this, name, onnx::AttributeProto::INTS);
   if (!a)
     return std::nullopt;
   return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
@@ -316,8 +343,10 @@ LogicalResult Importer::importNode(int index) {
   SmallVector<Value> inputs;
   for (const std::string &in : node.input())
     inputs.push_back(in.empty() ? Value() : values_.lookup(in));
-  NodeContext ctx(*this, node, index, *version, builder_, loc, inputs);
-  if (failed(fn(ctx)))
+  NodeContext ctx(*this, node, *version, builder_, loc, inputs);
+  // A legalisation may report a problem (a mistyped attribute) and carry
+  // on with a default; the node still fails.
+  if (failed(fn(ctx)) || ctx.hadError())
     return failure();
 
   ArrayRef<Value> results = ctx.results();

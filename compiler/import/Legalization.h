@@ -33,7 +33,7 @@ class Importer;
 /// values, and the means to report an error that names the node.
 class NodeContext {
 public:
-  NodeContext(Importer &importer, const onnx::NodeProto &node, int index,
+  NodeContext(Importer &importer, const onnx::NodeProto &node,
               int64_t opsetVersion, mlir::OpBuilder &builder,
               mlir::Location loc, llvm::SmallVector<mlir::Value> inputs);
 
@@ -53,20 +53,24 @@ public:
   mlir::RankedTensorType inputType(unsigned i) const;
   /// Fails with a message unless inputs [0, n) are present.
   mlir::LogicalResult requireInputs(unsigned n);
+  /// For variadic ops: at least one input and none of them omitted.
+  mlir::LogicalResult requireAllInputs();
 
   /// Reports `msg` at the node ("node 'name' (OpType, #index)"); returns
   /// failure so a legalisation can `return ctx.error(...)`.
   mlir::LogicalResult error(const llvm::Twine &msg);
+  bool hadError() const { return hadError_; }
   /// Reports that inputs 0 and 1 have different element types (ONNX's type
   /// constraint T for both), printing both types.
   mlir::LogicalResult mismatchedTypes();
 
-  /// Attributes, with ONNX's defaults supplied by the caller.
+  /// Attributes, with ONNX's defaults supplied by the caller. An attribute
+  /// of the wrong type is reported (the node then fails) and the default is
+  /// returned.
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
-  int64_t attrInt(llvm::StringRef name, int64_t dflt) const;
-  float attrFloat(llvm::StringRef name, float dflt) const;
-  std::optional<llvm::SmallVector<int64_t>>
-  attrInts(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t dflt);
+  float attrFloat(llvm::StringRef name, float dflt);
+  std::optional<llvm::SmallVector<int64_t>> attrInts(llvm::StringRef name);
 
   /// The values of input `i`, which must be a constant integer or bool tensor
   /// (an initializer or a Constant node); reports an error otherwise.
@@ -88,6 +92,15 @@ public:
         .getResult();
   }
 
+  /// create<OpTy>(...) bound as the node's single output.
+  template <typename OpTy, typename... Args>
+  mlir::LogicalResult emit(llvm::Expected<dfg::Shape> shape,
+                           mlir::Type elementType, Args &&...args) {
+    mlir::FailureOr<mlir::Value> result = create<OpTy>(
+        std::move(shape), elementType, std::forward<Args>(args)...);
+    return mlir::failed(result) ? mlir::failure() : setResults(*result);
+  }
+
   /// Binds the node's outputs, in order; the importer rejects a node whose
   /// further outputs are read by the graph.
   mlir::LogicalResult setResults(llvm::ArrayRef<mlir::Value> values);
@@ -96,8 +109,8 @@ public:
 private:
   Importer &importer_;
   const onnx::NodeProto &node_;
-  int index_;
   int64_t opsetVersion_;
+  bool hadError_ = false;
   mlir::OpBuilder &builder_;
   mlir::Location loc_;
   llvm::SmallVector<mlir::Value> inputs_;

@@ -21,10 +21,9 @@ LogicalResult legalizeMatMul(NodeContext &ctx) {
   RankedTensorType a = ctx.inputType(0), b = ctx.inputType(1);
   if (a.getElementType() != b.getElementType())
     return ctx.mismatchedTypes();
-  FailureOr<Value> result =
-      ctx.create<dfg::MatMulOp>(dfg::matmulShape(a.getShape(), b.getShape()),
-                                a.getElementType(), ctx.input(0), ctx.input(1));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::MatMulOp>(dfg::matmulShape(a.getShape(), b.getShape()),
+                                 a.getElementType(), ctx.input(0),
+                                 ctx.input(1));
 }
 
 /// Gemm(A, B, C) = alpha * A' * B' + beta * C
@@ -78,9 +77,7 @@ LogicalResult legalizeGemm(NodeContext &ctx) {
     return ctx.error("Gemm bias C " + dfg::formatShape(shapeOf(*c)) +
                      " does not broadcast to the product " +
                      dfg::formatShape(shapeOf(*y)));
-  FailureOr<Value> result =
-      ctx.create<dfg::AddOp>(std::move(sum), element, *y, *c);
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::AddOp>(std::move(sum), element, *y, *c);
 }
 
 } // namespace

@@ -24,10 +24,8 @@ LogicalResult legalizeBroadcastBinary(NodeContext &ctx) {
   RankedTensorType lhs = ctx.inputType(0), rhs = ctx.inputType(1);
   if (lhs.getElementType() != rhs.getElementType())
     return ctx.mismatchedTypes();
-  FailureOr<Value> result =
-      ctx.create<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
-                       lhs.getElementType(), ctx.input(0), ctx.input(1));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
+                        lhs.getElementType(), ctx.input(0), ctx.input(1));
 }
 
 /// Compare(a, b) -> dfg.<compare>(a, b) : bool with the broadcast shape.
@@ -37,15 +35,13 @@ template <typename OpTy> LogicalResult legalizeCompare(NodeContext &ctx) {
   RankedTensorType lhs = ctx.inputType(0), rhs = ctx.inputType(1);
   if (lhs.getElementType() != rhs.getElementType())
     return ctx.mismatchedTypes();
-  FailureOr<Value> result =
-      ctx.create<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
-                       ctx.builder().getI1Type(), ctx.input(0), ctx.input(1));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
+                        ctx.builder().getI1Type(), ctx.input(0), ctx.input(1));
 }
 
 /// Min/Max(x0, x1, ..., xn) -> dfg.<op>(...dfg.<op>(x0, x1)..., xn)
 template <typename OpTy> LogicalResult legalizeVariadic(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
+  if (failed(ctx.requireAllInputs()))
     return failure();
   Value acc = ctx.input(0);
   for (unsigned i = 1; i < ctx.numInputs(); ++i) {
@@ -76,10 +72,9 @@ LogicalResult legalizePow(NodeContext &ctx) {
         ctx.builder(), ctx.loc(),
         RankedTensorType::get(exponent.getShape(), base.getElementType()), y,
         base.getElementType());
-  FailureOr<Value> result = ctx.create<dfg::PowOp>(
+  return ctx.emit<dfg::PowOp>(
       dfg::broadcastShapes(base.getShape(), exponent.getShape()),
       base.getElementType(), ctx.input(0), y);
-  return failed(result) ? failure() : ctx.setResults(*result);
 }
 
 /// Where(c, x, y) -> dfg.where(c, x, y)
@@ -93,10 +88,9 @@ LogicalResult legalizeWhere(NodeContext &ctx) {
   auto values = dfg::broadcastShapes(x.getShape(), y.getShape());
   if (!values)
     return ctx.error(llvm::toString(values.takeError()));
-  FailureOr<Value> result = ctx.create<dfg::WhereOp>(
-      dfg::broadcastShapes(c.getShape(), *values), x.getElementType(),
-      ctx.input(0), ctx.input(1), ctx.input(2));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::WhereOp>(dfg::broadcastShapes(c.getShape(), *values),
+                                x.getElementType(), ctx.input(0), ctx.input(1),
+                                ctx.input(2));
 }
 
 /// Cast(x, to) -> dfg.cast(x) to type(to)

@@ -20,10 +20,9 @@ namespace {
 
 LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> spec) {
   RankedTensorType in = ctx.inputType(0);
-  FailureOr<Value> result = ctx.create<dfg::ReshapeOp>(
-      dfg::reshapeShape(in.getShape(), spec), in.getElementType(), ctx.input(0),
-      ctx.builder().getDenseI64ArrayAttr(spec));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::ReshapeOp>(dfg::reshapeShape(in.getShape(), spec),
+                                  in.getElementType(), ctx.input(0),
+                                  ctx.builder().getDenseI64ArrayAttr(spec));
 }
 
 /// Reshape-13(data, shape) -> dfg.reshape(data) to shape  (0 copies, -1 infers)
@@ -59,10 +58,9 @@ LogicalResult legalizeTranspose(NodeContext &ctx) {
   else
     for (int64_t i = in.getRank() - 1; i >= 0; --i)
       perm.push_back(i);
-  FailureOr<Value> result = ctx.create<dfg::TransposeOp>(
-      dfg::transposeShape(in.getShape(), perm), in.getElementType(),
-      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(perm));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::TransposeOp>(dfg::transposeShape(in.getShape(), perm),
+                                    in.getElementType(), ctx.input(0),
+                                    ctx.builder().getDenseI64ArrayAttr(perm));
 }
 
 /// Flatten(x, axis) -> reshape to [prod(dims[:axis]), prod(dims[axis:])].

@@ -24,10 +24,9 @@ LogicalResult legalizeUnsqueeze(NodeContext &ctx) {
   if (failed(axes))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  FailureOr<Value> result = ctx.create<dfg::UnsqueezeOp>(
-      dfg::unsqueezeShape(in.getShape(), *axes), in.getElementType(),
-      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(*axes));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::UnsqueezeOp>(dfg::unsqueezeShape(in.getShape(), *axes),
+                                    in.getElementType(), ctx.input(0),
+                                    ctx.builder().getDenseI64ArrayAttr(*axes));
 }
 
 /// Squeeze-13(x, axes?) -> dfg.squeeze(x) axes; no axes: every 1-dimension.
@@ -52,15 +51,14 @@ LogicalResult legalizeSqueeze(NodeContext &ctx) {
         axes.push_back(i);
     }
   }
-  FailureOr<Value> result = ctx.create<dfg::SqueezeOp>(
-      dfg::squeezeShape(in.getShape(), axes), in.getElementType(), ctx.input(0),
-      ctx.builder().getDenseI64ArrayAttr(axes));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::SqueezeOp>(dfg::squeezeShape(in.getShape(), axes),
+                                  in.getElementType(), ctx.input(0),
+                                  ctx.builder().getDenseI64ArrayAttr(axes));
 }
 
 /// Concat(x0, ..., xn) axis -> dfg.concat
 LogicalResult legalizeConcat(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
+  if (failed(ctx.requireAllInputs()))
     return failure();
   if (!ctx.attr("axis"))
     return ctx.error("Concat without the required 'axis' attribute");
@@ -74,10 +72,9 @@ LogicalResult legalizeConcat(NodeContext &ctx) {
     shapes.push_back(ctx.inputType(i).getShape());
   }
   int64_t axis = ctx.attrInt("axis", 0);
-  FailureOr<Value> result = ctx.create<dfg::ConcatOp>(
-      dfg::concatShape(shapes, axis), ctx.inputType(0).getElementType(), inputs,
-      axis);
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::ConcatOp>(dfg::concatShape(shapes, axis),
+                                 ctx.inputType(0).getElementType(), inputs,
+                                 axis);
 }
 
 /// Gather(data, indices) axis -> dfg.gather
@@ -86,10 +83,9 @@ LogicalResult legalizeGather(NodeContext &ctx) {
     return failure();
   RankedTensorType data = ctx.inputType(0), indices = ctx.inputType(1);
   int64_t axis = ctx.attrInt("axis", 0);
-  FailureOr<Value> result = ctx.create<dfg::GatherOp>(
+  return ctx.emit<dfg::GatherOp>(
       dfg::gatherShape(data.getShape(), indices.getShape(), axis),
       data.getElementType(), ctx.input(0), ctx.input(1), axis);
-  return failed(result) ? failure() : ctx.setResults(*result);
 }
 
 /// Slice-13(x, starts, ends, axes?, steps?) -> dfg.slice with constants.
@@ -118,12 +114,11 @@ LogicalResult legalizeSlice(NodeContext &ctx) {
   }
   RankedTensorType in = ctx.inputType(0);
   OpBuilder &b = ctx.builder();
-  FailureOr<Value> result = ctx.create<dfg::SliceOp>(
+  return ctx.emit<dfg::SliceOp>(
       dfg::sliceShape(in.getShape(), *starts, *ends, axes, steps),
       in.getElementType(), ctx.input(0), b.getDenseI64ArrayAttr(*starts),
       b.getDenseI64ArrayAttr(*ends), b.getDenseI64ArrayAttr(axes),
       b.getDenseI64ArrayAttr(steps));
-  return failed(result) ? failure() : ctx.setResults(*result);
 }
 
 /// Split(x, split?) -> dfg.split. Without `split`, Split-13 cuts into equal
@@ -178,10 +173,9 @@ LogicalResult legalizeExpand(NodeContext &ctx) {
   if (failed(shape))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  FailureOr<Value> result = ctx.create<dfg::ExpandOp>(
-      dfg::expandShape(in.getShape(), *shape), in.getElementType(),
-      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(*shape));
-  return failed(result) ? failure() : ctx.setResults(*result);
+  return ctx.emit<dfg::ExpandOp>(dfg::expandShape(in.getShape(), *shape),
+                                 in.getElementType(), ctx.input(0),
+                                 ctx.builder().getDenseI64ArrayAttr(*shape));
 }
 
 /// Reduce(x, axes) keepdims -> dfg.reduce_*; `axesFromInput` selects the

@@ -257,6 +257,17 @@ def case_reshape_allowzero(path):
     return model([node], [f32("x", [4])], [f32("y", None)], [ints("s", [0, 4])], opset=14)
 
 
+def case_empty_variadic_input(path):
+    node = helper.make_node("Concat", ["x", ""], ["y"], axis=0, name="cat")
+    return model([node], [f32("x", [4])], [f32("y", None)])
+
+
+def case_mistyped_attribute(path):
+    node = helper.make_node("Concat", ["x", "x"], ["y"], name="cat")
+    node.attribute.append(helper.make_attribute("axis", 1.0))
+    return model([node], [f32("x", [2, 4])], [f32("y", None)])
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
