@@ -138,6 +138,19 @@ def case_structure18(path):
     return structure_model(18)
 
 
+def case_large_offset(path):
+    """A weight 5 GiB into a sparse external-data file: offsets are 64-bit."""
+    t = helper.make_tensor("w", TensorProto.FLOAT, [4], vals=[])
+    t.data_location = TensorProto.EXTERNAL
+    offset = 5 << 30
+    for k, v in (("location", "big.bin"), ("offset", str(offset)), ("length", "16")):
+        t.external_data.add(key=k, value=v)
+    with open(os.path.join(os.path.dirname(path), "big.bin"), "wb") as f:
+        f.truncate(offset + 16)
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    return model([node], [f32("x", [4])], [f32("y", [4])], [t])
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
