@@ -153,6 +153,12 @@ float NodeContext::attrFloat(StringRef name, float dflt) {
   return a ? a->f() : dflt;
 }
 
+std::string NodeContext::attrString(StringRef name, StringRef dflt) {
+  const onnx::AttributeProto *a =
+      typedAttr(*this, name, onnx::AttributeProto::STRING);
+  return a ? a->s() : dflt.str();
+}
+
 std::optional<SmallVector<int64_t>> NodeContext::attrInts(StringRef name) {
   const onnx::AttributeProto *a =
       typedAttr(*this, name, onnx::AttributeProto::INTS);

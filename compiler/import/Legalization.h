@@ -71,6 +71,7 @@ public:
   int64_t attrInt(llvm::StringRef name, int64_t dflt);
   float attrFloat(llvm::StringRef name, float dflt);
   std::optional<llvm::SmallVector<int64_t>> attrInts(llvm::StringRef name);
+  std::string attrString(llvm::StringRef name, llvm::StringRef dflt = "");
 
   /// The values of input `i`, which must be a constant integer or bool tensor
   /// (an initializer or a Constant node); reports an error otherwise.
@@ -149,6 +150,7 @@ void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);
 void populateStructureLegalizations(LegalizationTable &table);
+void populateNormalizationLegalizations(LegalizationTable &table);
 
 } // namespace meshc::onnximport
 

@@ -24,6 +24,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateContractionLegalizations(t);
     populateLayoutLegalizations(t);
     populateStructureLegalizations(t);
+    populateNormalizationLegalizations(t);
     return t;
   }();
   return table;

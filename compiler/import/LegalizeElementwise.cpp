@@ -111,6 +111,61 @@ LogicalResult legalizeCast(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// CastLike(x, like) -> dfg.cast(x) to element type of like
+LogicalResult legalizeCastLike(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  Type element = ctx.inputType(1).getElementType();
+  RankedTensorType in = ctx.inputType(0);
+  Value result = dfg::CastOp::create(
+      ctx.builder(), ctx.loc(), RankedTensorType::get(in.getShape(), element),
+      ctx.input(0), element);
+  return ctx.setResults(result);
+}
+
+/// Clip(x, lo?, hi?) -> dfg.min(dfg.max(x, lo), hi); an omitted bound is
+/// no bound.
+LogicalResult legalizeClip(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  Value acc = ctx.input(0);
+  RankedTensorType in = ctx.inputType(0);
+  for (unsigned i : {1u, 2u}) {
+    if (!ctx.input(i))
+      continue;
+    RankedTensorType bound = ctx.inputType(i);
+    if (bound.getRank() != 0 || bound.getElementType() != in.getElementType())
+      return ctx.error("Clip bounds must be scalars of the input's type");
+    Value next = i == 1 ? Value(dfg::MaxOp::create(ctx.builder(), ctx.loc(), in,
+                                                   acc, ctx.input(i)))
+                        : Value(dfg::MinOp::create(ctx.builder(), ctx.loc(), in,
+                                                   acc, ctx.input(i)));
+    acc = next;
+  }
+  return ctx.setResults(acc);
+}
+
+/// Trilu(x, k?) upper -> dfg.trilu with a constant diagonal k.
+LogicalResult legalizeTrilu(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  int64_t k = 0;
+  if (ctx.input(1)) {
+    auto given = ctx.constantInts(1, "k");
+    if (failed(given))
+      return failure();
+    if (given->size() != 1)
+      return ctx.error("k must be a scalar");
+    k = given->front();
+  }
+  if (ctx.inputType(0).getRank() < 2)
+    return ctx.error("Trilu needs rank at least 2");
+  Value result =
+      dfg::TriluOp::create(ctx.builder(), ctx.loc(), ctx.inputType(0),
+                           ctx.input(0), ctx.attrInt("upper", 1) != 0, k);
+  return ctx.setResults(result);
+}
+
 /// Unary(x) -> dfg.<op>(x)
 template <typename OpTy> LogicalResult legalizeUnary(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
@@ -141,6 +196,9 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "LessOrEqual", 12, legalizeCompare<dfg::LessOrEqualOp>);
   table.add("", "Where", 9, legalizeWhere);
   table.add("", "Cast", 13, legalizeCast);
+  table.add("", "CastLike", 15, legalizeCastLike);
+  table.add("", "Clip", 13, legalizeClip);
+  table.add("", "Trilu", 14, legalizeTrilu);
   table.add("", "Sqrt", 13, legalizeUnary<dfg::SqrtOp>);
   table.add("", "Reciprocal", 13, legalizeUnary<dfg::ReciprocalOp>);
   table.add("", "Neg", 13, legalizeUnary<dfg::NegOp>);

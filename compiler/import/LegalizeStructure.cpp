@@ -178,6 +178,22 @@ LogicalResult legalizeExpand(NodeContext &ctx) {
                                  ctx.builder().getDenseI64ArrayAttr(*shape));
 }
 
+/// ScatterND(data, indices, updates) -> dfg.scatter_nd (reduction "none").
+LogicalResult legalizeScatterND(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(3)))
+    return failure();
+  std::string reduction = ctx.attrString("reduction", "none");
+  if (reduction != "none")
+    return ctx.error("ScatterND reduction '" + reduction +
+                     "' is not supported (only 'none')");
+  if (!ctx.inputType(1).getElementType().isInteger(64))
+    return ctx.error("ScatterND indices must be int64");
+  Value result =
+      dfg::ScatterNDOp::create(ctx.builder(), ctx.loc(), ctx.inputType(0),
+                               ctx.input(0), ctx.input(1), ctx.input(2));
+  return ctx.setResults(result);
+}
+
 /// Reduce(x, axes) keepdims -> dfg.reduce_*; `axesFromInput` selects the
 /// opset-18 form (axes as the second input) over the attribute form.
 template <typename OpTy, bool axesFromInput>
@@ -227,6 +243,8 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Split", 13, legalizeSplit);
   table.add("", "Split", 18, legalizeSplit); // + num_outputs
   table.add("", "Expand", 13, legalizeExpand);
+  table.add("", "ScatterND", 13, legalizeScatterND);
+  table.add("", "ScatterND", 16, legalizeScatterND); // + reduction
   // Axes moved from attribute to input: ReduceSum at 13, the others at 18.
   table.add("", "ReduceMean", 13, legalizeReduce<dfg::ReduceMeanOp, false>);
   table.add("", "ReduceMean", 18, legalizeReduce<dfg::ReduceMeanOp, true>);

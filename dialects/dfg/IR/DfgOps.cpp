@@ -378,6 +378,73 @@ LogicalResult inferReduction(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (in.getRank() < 2) // 1
+    return inferError(loc, getOperationName(), "needs rank at least 2, got ",
+                      in);
+  types.push_back(in); // 2
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto updates = cast<RankedTensorType>(adaptor.getUpdates().getType());
+  int64_t q = indices.getRank() ? indices.getShape().back() : -1;
+  if (indices.getRank() == 0 || ShapedType::isDynamic(q) ||
+      q > data.getRank()) // 1
+    return inferError(loc, getOperationName(), "indices ", indices,
+                      " must end in a static index length of at most the "
+                      "data rank ",
+                      data.getRank());
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(q));
+  if (failed(verifyCompatibleShape(expected, updates.getShape()))) // 2
+    return inferError(loc, getOperationName(), "updates ", updates,
+                      " should have shape ", formatShape(expected));
+  types.push_back(data); // 3
+  return success();
+}
+
+LogicalResult inferNormalization(std::optional<Location> loc,
+                                 StringRef opName, Value input, Value scale,
+                                 Value bias, int64_t axis, double epsilon,
+                                 SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto normalized = normalizeAxes({axis}, in.getRank());
+  if (!normalized) // 1 (rank), 2
+    return inferError(loc, opName, llvm::toString(normalized.takeError()));
+  if (!(epsilon > 0)) // 2
+    return inferError(loc, opName, "epsilon must be positive, got ",
+                      epsilon);
+  ArrayRef<int64_t> tail = in.getShape().drop_front(normalized->front());
+  for (Value param : {scale, bias}) {
+    if (!param)
+      continue;
+    auto pt = cast<RankedTensorType>(param.getType());
+    if (pt.getElementType() != in.getElementType()) // 1
+      return inferError(loc, opName, "parameter ", pt,
+                        " does not match the input's element type");
+    auto joined = broadcastShapes(pt.getShape(), tail);
+    if (!joined || ArrayRef<int64_t>(*joined) != tail) { // 3
+      if (!joined)
+        llvm::consumeError(joined.takeError());
+      return inferError(loc, opName, "parameter ", pt,
+                        " does not broadcast to the normalised dimensions ",
+                        formatShape(tail));
+    }
+  }
+  types.push_back(in); // 4
+  return success();
+}
+
 } // namespace meshc::dfg
 
 #define GET_OP_CLASSES

@@ -32,6 +32,13 @@ llvm::LogicalResult inferReduction(std::optional<mlir::Location> loc,
                                    llvm::ArrayRef<int64_t> axes, bool keepDims,
                                    llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Infers the result of a normalisation; reports a broken invariant at `loc`.
+llvm::LogicalResult
+inferNormalization(std::optional<mlir::Location> loc, llvm::StringRef opName,
+                   mlir::Value input, mlir::Value scale, mlir::Value bias,
+                   int64_t axis, double epsilon,
+                   llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Result types agree with inferred ones when element types are equal and
 /// every dimension is equal or dynamic on one side: an op's declared result
 /// may be more or less refined than what inference derives.

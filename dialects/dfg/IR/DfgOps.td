@@ -626,9 +626,124 @@ def Dfg_ReduceMeanOp : Dfg_ReduceOp<"reduce_mean", "Mean", "mean(x)">;
 def Dfg_ReduceSumOp : Dfg_ReduceOp<"reduce_sum", "Sum", "sum(x)">;
 def Dfg_ReduceMaxOp : Dfg_ReduceOp<"reduce_max", "Maximum", "max(x)">;
 
+def Dfg_TriluOp : Dfg_InferredOp<"trilu", [SameOperandsAndResultElementType]> {
+  let summary = "Keep the upper or lower triangle of matrices (ONNX Trilu)";
+  let description = [{
+    Over the last two dimensions, keeps elements with `col - row >= diagonal`
+    (`upper`) or `col - row <= diagonal` (lower) and zeroes the rest.
+
+    Invariants:
+    1. The input has rank at least 2.
+    2. The result has the input's type.
+
+    Example:
+
+    ```mlir
+    %causal = dfg.trilu %ones upper = false diagonal = 0
+                : (tensor<8x8xi1>) -> tensor<8x8xi1>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input, BoolAttr:$upper, I64Attr:$diagonal);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `upper` `=` $upper `diagonal` `=` $diagonal attr-dict `:`
+    functional-type($input, $result)
+  }];
+}
+
+def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
+    [AllElementTypesMatch<["data", "updates", "result"]>]> {
+  let summary = "Write slices into a copy of a tensor (ONNX ScatterND)";
+  let description = [{
+    `result = data`, then for every index tuple `i` of `indices[..., :]`,
+    `result[indices[i]] = updates[i]` (reduction "none"); KV-cache updates
+    use it.
+
+    Invariants:
+    1. `indices` are i64; their last dimension `q` is static and at most the
+       rank of `data`.
+    2. `updates` has the shape `indices.shape[:-1] + data.shape[q:]`.
+    3. The result has `data`'s type.
+
+    Example:
+
+    ```mlir
+    %cache = dfg.scatter_nd %past, %pos, %new
+      : (tensor<1x4x16x8xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x8xf32>) -> tensor<1x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$data, RankedTensorOf<[I64]>:$indices,
+                       Dfg_Tensor:$updates);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation
 //===----------------------------------------------------------------------===//
+
+class Dfg_NormOp<string mnemonic, string formula, string onnxName>
+    : Dfg_InferredOp<mnemonic> {
+  let description = [{
+    Normalises over the trailing dimensions `[axis, rank)`:
+    `result = }] # formula # [{`, with the statistics accumulated in f32 or
+    wider. `scale` (and `bias`, when present) have the shape of the
+    normalised dimensions, or broadcast to it. (ONNX }] # onnxName # [{.)
+
+    Invariants:
+    1. The input is a floating-point tensor of rank at least 1; `scale`,
+       `bias` and the result share its element type.
+    2. `axis` lies in `[-rank, rank)`; `epsilon` is positive.
+    3. `scale` (and `bias`) broadcast to the normalised dimensions.
+    4. The result has the input's shape.
+
+    Example:
+
+    ```mlir
+    %y = dfg.}] # mnemonic # [{ %x, %g axis = -1 epsilon = 1.0e-05
+           : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let results = (outs Dfg_FloatTensor:$result);
+  let extraClassDefinition = inferredOpDefinitions # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::meshc::dfg::inferNormalization(
+          loc, getOperationName(), adaptor.getInput(), adaptor.getScale(),
+          adaptor.getBias(), static_cast<int64_t>(adaptor.getAxis()),
+          adaptor.getEpsilon().convertToDouble(), types);
+    }
+  }];
+}
+
+def Dfg_LayerNormOp : Dfg_NormOp<"layer_norm",
+    "(x - mean(x)) / sqrt(var(x) + epsilon) * scale + bias",
+    "LayerNormalization-17"> {
+  let summary = "Layer normalisation over the trailing dimensions";
+  let arguments = (ins Dfg_FloatTensor:$input, Dfg_FloatTensor:$scale,
+                       Optional<Dfg_FloatTensor>:$bias, I64Attr:$axis,
+                       F32Attr:$epsilon);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? `axis` `=` $axis `epsilon` `=` $epsilon
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Dfg_RmsNormOp : Dfg_NormOp<"rms_norm",
+    "x / sqrt(mean(x * x) + epsilon) * scale",
+    "RMSNormalization-23"> {
+  let summary = "Root-mean-square normalisation over the trailing dimensions";
+  let arguments = (ins Dfg_FloatTensor:$input, Dfg_FloatTensor:$scale,
+                       Optional<Dfg_FloatTensor>:$bias, I64Attr:$axis,
+                       F32Attr:$epsilon);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? `axis` `=` $axis `epsilon` `=` $epsilon
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
 
 def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax", [SameOperandsAndResultElementType]> {
   let summary = "Softmax along one axis (ONNX Softmax, opset 13 and later)";

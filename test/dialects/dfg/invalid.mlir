@@ -585,3 +585,67 @@ func.func @reduce_max_bool(%x: tensor<4xi1>) -> tensor<i1> {
   %0 = dfg.reduce_max %x axes = [0] keep_dims = false : (tensor<4xi1>) -> tensor<i1>
   return %0 : tensor<i1>
 }
+
+// -----
+
+func.func @trilu_invariant_1(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dfg.trilu' op needs rank at least 2, got 'tensor<8xf32>'}}
+  %0 = dfg.trilu %x upper = true diagonal = 0 : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @scatter_nd_invariant_1(%d: tensor<4x8xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.scatter_nd' op indices 'tensor<2x3xi64>' must end in a static index length of at most the data rank 2}}
+  %0 = dfg.scatter_nd %d, %i, %u : (tensor<4x8xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scatter_nd_invariant_2(%d: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.scatter_nd' op updates 'tensor<2x4xf32>' should have shape 2x8}}
+  %0 = dfg.scatter_nd %d, %i, %u : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_invariant_1(%x: tensor<2x64xf32>, %g: tensor<64xf16>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'dfg.layer_norm' op parameter 'tensor<64xf16>' does not match the input's element type}}
+  %0 = dfg.layer_norm %x, %g axis = -1 epsilon = 1.0e-05 : (tensor<2x64xf32>, tensor<64xf16>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @layer_norm_invariant_2_axis(%x: tensor<2x64xf32>, %g: tensor<64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'dfg.layer_norm' op axis 2 is out of range for rank 2}}
+  %0 = dfg.layer_norm %x, %g axis = 2 epsilon = 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @rms_norm_invariant_2_epsilon(%x: tensor<2x64xf32>, %g: tensor<64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'dfg.rms_norm' op epsilon must be positive, got 0}}
+  %0 = dfg.rms_norm %x, %g axis = -1 epsilon = 0.0 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @rms_norm_invariant_3(%x: tensor<2x64xf32>, %g: tensor<32xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'dfg.rms_norm' op parameter 'tensor<32xf32>' does not broadcast to the normalised dimensions 64}}
+  %0 = dfg.rms_norm %x, %g axis = -1 epsilon = 1.0e-06 : (tensor<2x64xf32>, tensor<32xf32>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @layer_norm_invariant_4(%x: tensor<2x64xf32>, %g: tensor<64xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'dfg.layer_norm' op result type 'tensor<2x32xf32>' contradicts the inferred 'tensor<2x64xf32>'}}
+  %0 = dfg.layer_norm %x, %g axis = -1 epsilon = 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x32xf32>
+  return %0 : tensor<2x32xf32>
+}

@@ -201,3 +201,20 @@ func.func @reductions(%x: tensor<1x8x64xf32>, %i: tensor<4x5xi64>) -> (tensor<1x
   %2 = dfg.reduce_max %i axes = [0] keep_dims = false : (tensor<4x5xi64>) -> tensor<5xi64>
   return %0, %1, %2 : tensor<1x8x1xf32>, tensor<1xf32>, tensor<5xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @norms_and_masks
+func.func @norms_and_masks(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>, %ones: tensor<8x8xi1>, %past: tensor<1x4x16x8xf32>, %pos: tensor<1x4x1x3xi64>, %new: tensor<1x4x1x8xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1>, tensor<1x4x16x8xf32>) {
+  // CHECK: dfg.layer_norm %{{.+}}, %{{.+}}, %{{.+}} axis = -1 epsilon = 9.99999974E-6 : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %0 = dfg.layer_norm %x, %g, %b axis = -1 epsilon = 1.0e-05 : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: dfg.layer_norm %{{.+}}, %{{.+}} axis = 2 epsilon = 9.99999974E-6 : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %1 = dfg.layer_norm %x, %g axis = 2 epsilon = 1.0e-05 : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: dfg.rms_norm %{{.+}}, %{{.+}} axis = -1 epsilon = 9.99999997E-7 : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %2 = dfg.rms_norm %x, %g axis = -1 epsilon = 1.0e-06 : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: dfg.trilu %{{.+}} upper = false diagonal = 0 : (tensor<8x8xi1>) -> tensor<8x8xi1>
+  %3 = dfg.trilu %ones upper = false diagonal = 0 : (tensor<8x8xi1>) -> tensor<8x8xi1>
+  // CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} : (tensor<1x4x16x8xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x8xf32>) -> tensor<1x4x16x8xf32>
+  %4 = dfg.scatter_nd %past, %pos, %new : (tensor<1x4x16x8xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x8xf32>) -> tensor<1x4x16x8xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1>, tensor<1x4x16x8xf32>
+}

@@ -151,6 +151,29 @@ def case_large_offset(path):
     return model([node], [f32("x", [4])], [f32("y", [4])], [t])
 
 
+def case_norms(path):
+    """LayerNormalization-17 and RMSNormalization-23, Trilu, Clip, CastLike,
+    ScatterND (a KV-cache write), at opset 23."""
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], epsilon=1e-5, name="ln"),
+        helper.make_node("RMSNormalization", ["ln", "g"], ["rms"], epsilon=1e-6, name="rms"),
+        helper.make_node("Clip", ["rms", "lo", ""], ["clipped"], name="clip"),
+        helper.make_node("CastLike", ["clipped", "half"], ["h"], name="castlike"),
+        helper.make_node("Trilu", ["ones", "k"], ["causal"], upper=0, name="tril"),
+        helper.make_node("ScatterND", ["past", "pos", "new"], ["cache"], name="kv_write"),
+    ]
+    inits = [weight("g", 8), weight("b", 8),
+             numpy_helper.from_array(np.array(-1.0, np.float32), "lo"),
+             numpy_helper.from_array(np.zeros((1,), np.float16), "half"),
+             numpy_helper.from_array(np.ones((4, 4), dtype=bool), "ones"), ints("k", 0),
+             ints("pos", [[[0, 0, 3]]])]
+    ins = [f32("x", [2, 8]), f32("past", [1, 2, 4, 8]), f32("new", [1, 1, 8])]
+    outs = [helper.make_tensor_value_info("h", TensorProto.FLOAT16, None),
+            helper.make_tensor_value_info("causal", TensorProto.BOOL, None),
+            f32("cache", None)]
+    return model(nodes, ins, outs, inits, opset=23)
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
