@@ -31,6 +31,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include <queue>
@@ -61,6 +62,9 @@ private:
   FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
                                         SmallVectorImpl<Attribute> *dimNames);
   LogicalResult importInitializers();
+  LogicalResult expandFunctions();
+  LogicalResult expandNode(const onnx::NodeProto &node, int depth,
+                           Location callLoc);
   FailureOr<SmallVector<int>> topologicalOrder();
   LogicalResult importNode(int index);
 
@@ -72,6 +76,10 @@ private:
   StringMap<Value> values_;
   /// Names some node or graph output reads.
   llvm::StringSet<> consumed_;
+  /// The graph's nodes with model-local function calls inlined.
+  std::vector<onnx::NodeProto> nodes_;
+  /// Model-local functions by "domain/name".
+  StringMap<const onnx::FunctionProto *> functions_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -269,13 +277,118 @@ LogicalResult Importer::importInitializers() {
   return success();
 }
 
+/// FunctionProto.attribute_proto (field 11, the attributes' default values)
+/// arrived with ONNX 1.13; Debian's compiled schema (1.12) keeps it among the
+/// unknown fields, where this reads it.
+static std::vector<onnx::AttributeProto>
+attributeDefaults(const onnx::FunctionProto &fn) {
+  constexpr int kAttributeProtoField = 11;
+  std::vector<onnx::AttributeProto> defaults;
+  const auto &unknown = fn.GetReflection()->GetUnknownFields(fn);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    onnx::AttributeProto attr;
+    if (field.number() == kAttributeProtoField &&
+        field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
+        attr.ParseFromString(field.length_delimited()))
+      defaults.push_back(std::move(attr));
+  }
+  return defaults;
+}
+
+/// Calls to model-local functions nest at most this deep (a recursive
+/// function would otherwise never finish expanding).
+static constexpr int kMaxFunctionDepth = 32;
+
+LogicalResult Importer::expandFunctions() {
+  for (const auto &fn : model_.proto().functions())
+    functions_[(domainName(fn.domain()) + "/" + fn.name()).str()] = &fn;
+  for (auto [i, node] : enumerate(model_.proto().graph().node()))
+    if (failed(expandNode(node, 0, nodeLoc(node, i))))
+      return failure();
+  return success();
+}
+
+/// Appends `node` to nodes_, or, if it calls a model-local function, the
+/// function's body (errors are reported at `callLoc`, the graph's own node)
+/// with formal inputs/outputs renamed to the call's actual
+/// ones, internal values made unique under the call's name, and attribute
+/// references (ref_attr_name) replaced by the call's attributes or the
+/// function's defaults.
+LogicalResult Importer::expandNode(const onnx::NodeProto &node, int depth,
+                                   Location callLoc) {
+  auto it =
+      functions_.find((domainName(node.domain()) + "/" + node.op_type()).str());
+  if (it == functions_.end()) {
+    nodes_.push_back(node);
+    return success();
+  }
+  const onnx::FunctionProto &fn = *it->second;
+  if (depth >= kMaxFunctionDepth)
+    return emitError(callLoc)
+           << "model-local function '" << fn.name() << "' nests deeper than "
+           << kMaxFunctionDepth << " calls (is it recursive?)";
+
+  std::string prefix =
+      (node.name().empty() ? node.output(0) : node.name()) + "/";
+  StringMap<std::string> rename;
+  for (auto [i, formal] : enumerate(fn.input()))
+    rename[formal] = i < static_cast<size_t>(node.input_size())
+                         ? node.input(i)
+                         : std::string(); // omitted optional input
+  for (auto [i, formal] : enumerate(fn.output()))
+    rename[formal] = i < static_cast<size_t>(node.output_size())
+                         ? node.output(i)
+                         : prefix + formal;
+  auto renamed = [&](const std::string &name) {
+    if (name.empty())
+      return name;
+    auto r = rename.find(name);
+    return r != rename.end() ? r->second : prefix + name;
+  };
+
+  StringMap<const onnx::AttributeProto *> actual, defaults;
+  for (const auto &a : node.attribute())
+    actual[a.name()] = &a;
+  std::vector<onnx::AttributeProto> defaultValues = attributeDefaults(fn);
+  for (const auto &a : defaultValues)
+    defaults[a.name()] = &a;
+
+  for (const onnx::NodeProto &inner : fn.node()) {
+    onnx::NodeProto copy = inner;
+    copy.set_name(prefix +
+                  (inner.name().empty() ? inner.op_type() : inner.name()));
+    for (auto &in : *copy.mutable_input())
+      in = renamed(in);
+    for (auto &out : *copy.mutable_output())
+      out = renamed(out);
+    copy.clear_attribute();
+    for (const auto &a : inner.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *copy.add_attribute() = a;
+        continue;
+      }
+      const onnx::AttributeProto *value = actual.lookup(a.ref_attr_name());
+      if (!value)
+        value = defaults.lookup(a.ref_attr_name());
+      if (!value)
+        continue; // unset and without default: the attribute is absent
+      onnx::AttributeProto *substituted = copy.add_attribute();
+      *substituted = *value;
+      substituted->set_name(a.name());
+    }
+    if (failed(expandNode(copy, depth + 1, callLoc)))
+      return failure();
+  }
+  return success();
+}
+
 FailureOr<SmallVector<int>> Importer::topologicalOrder() {
-  const auto &graph = model_.proto().graph();
   // Producer of each value name; graph inputs and initializers are -1.
   StringMap<int> producer;
   for (const auto &entry : values_)
     producer[entry.getKey()] = -1;
-  for (auto [i, node] : enumerate(graph.node()))
+  for (auto [i, node] : enumerate(nodes_))
     for (const std::string &out : node.output())
       if (!out.empty() && !producer.try_emplace(out, i).second)
         return emitError(nodeLoc(node, i))
@@ -284,11 +397,11 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
 
   // Kahn's algorithm; among ready nodes the lowest index goes first, so a
   // graph that is already sorted keeps the exporter's order exactly.
-  SmallVector<int> pending(graph.node_size(), 0);
-  SmallVector<SmallVector<int>> users(graph.node_size());
+  SmallVector<int> pending(nodes_.size(), 0);
+  SmallVector<SmallVector<int>> users(nodes_.size());
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   SmallVector<int> order;
-  for (auto [i, node] : enumerate(graph.node())) {
+  for (auto [i, node] : enumerate(nodes_)) {
     for (const std::string &in : node.input()) {
       if (in.empty())
         continue; // omitted optional input
@@ -313,8 +426,8 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
       if (--pending[user] == 0)
         ready.push(user);
   }
-  if (order.size() != static_cast<size_t>(graph.node_size())) {
-    for (auto [i, node] : enumerate(graph.node()))
+  if (order.size() != nodes_.size()) {
+    for (auto [i, node] : enumerate(nodes_))
       if (pending[i] > 0)
         return emitError(nodeLoc(node, i))
                << "the graph has a cycle through this node";
@@ -323,7 +436,7 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
 }
 
 LogicalResult Importer::importNode(int index) {
-  const onnx::NodeProto &node = model_.proto().graph().node(index);
+  const onnx::NodeProto &node = nodes_[index];
   Location loc = nodeLoc(node, index);
   StringRef domain = domainName(node.domain());
   std::optional<int64_t> version = model_.opsetVersion(node.domain());
@@ -445,7 +558,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (auto [arg, info] : zip_equal(body->getArguments(), args))
     values_[info->name()] = arg;
 
-  for (const auto &node : graph.node())
+  if (failed(expandFunctions()))
+    return nullptr;
+  for (const auto &node : nodes_)
     for (const std::string &in : node.input())
       consumed_.insert(in);
   for (const auto &output : graph.output())

@@ -174,6 +174,50 @@ def case_norms(path):
     return model(nodes, ins, outs, inits, opset=23)
 
 
+def ref_attr(name, ref, attr_type):
+    a = onnx.AttributeProto()
+    a.name, a.ref_attr_name, a.type = name, ref, attr_type
+    return a
+
+
+def scaled_tanh():
+    """custom.ScaledTanh(x) = Tanh(x) * alpha, alpha an attribute (default 2)."""
+    const = helper.make_node("Constant", [], ["a"], name="alpha")
+    const.attribute.append(ref_attr("value_float", "alpha", onnx.AttributeProto.FLOAT))
+    nodes = [const, helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
+             helper.make_node("Mul", ["t", "a"], ["y"], name="scale")]
+    return helper.make_function("custom", "ScaledTanh", ["x"], ["y"], nodes,
+                                [helper.make_opsetid("", 17)], attributes=[],
+                                attribute_protos=[helper.make_attribute("alpha", 2.0)])
+
+
+def case_functions(path):
+    """Model-local functions: a call with alpha, a nested call using the default."""
+    twice = helper.make_function(
+        "custom", "Twice", ["x"], ["y"],
+        [helper.make_node("ScaledTanh", ["x"], ["y"], domain="custom", name="inner")],
+        [helper.make_opsetid("", 17), helper.make_opsetid("custom", 1)])
+    nodes = [helper.make_node("ScaledTanh", ["x"], ["h"], domain="custom", alpha=0.5,
+                              name="call1"),
+             helper.make_node("Twice", ["h"], ["y"], domain="custom", name="call2")]
+    m = model(nodes, [f32("x", [4])], [f32("y", None)],
+              extra_opsets=[helper.make_opsetid("custom", 1)])
+    m.functions.extend([scaled_tanh(), twice])
+    return m
+
+
+def case_recursive_function(path):
+    loop = helper.make_function(
+        "custom", "Loop", ["x"], ["y"],
+        [helper.make_node("Loop", ["x"], ["y"], domain="custom", name="again")],
+        [helper.make_opsetid("custom", 1)])
+    node = helper.make_node("Loop", ["x"], ["y"], domain="custom", name="start")
+    m = model([node], [f32("x", [4])], [f32("y", None)],
+              extra_opsets=[helper.make_opsetid("custom", 1)])
+    m.functions.append(loop)
+    return m
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
