@@ -472,7 +472,7 @@ LogicalResult Importer::importNode(int index) {
   for (auto [i, name] : enumerate(node.output())) {
     if (name.empty())
       continue;
-    if (i < results.size()) {
+    if (i < results.size() && results[i]) {
       values_[name] = results[i];
     } else if (consumed_.contains(name)) {
       return emitError(loc) << "output #" << i << " ('" << name

@@ -102,8 +102,9 @@ public:
     return mlir::failed(result) ? mlir::failure() : setResults(*result);
   }
 
-  /// Binds the node's outputs, in order; the importer rejects a node whose
-  /// further outputs are read by the graph.
+  /// Binds the node's outputs, in order; a null Value leaves that output
+  /// unproduced. The importer rejects a node whose unproduced outputs are
+  /// read by the graph.
   mlir::LogicalResult setResults(llvm::ArrayRef<mlir::Value> values);
   llvm::ArrayRef<mlir::Value> results() const { return results_; }
 

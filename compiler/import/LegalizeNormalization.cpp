@@ -1,8 +1,10 @@
 //===- LegalizeNormalization.cpp - Normalisation ONNX ops -> dfg ----------===//
 //
-// Part of meshc. LayerNormalization-17 and RMSNormalization-23. (The
-// decomposed forms exporters also write are raised to the same ops by the
-// graph passes.)
+// Part of meshc. LayerNormalization-17, RMSNormalization-23, onnxruntime's
+// SimplifiedLayerNormalization and the com.microsoft Skip* forms, and the
+// Gelu family (Gelu-20, com.microsoft Gelu and FastGelu). The Skip* forms
+// become an explicit residual add followed by the norm; fusing them again is
+// the graph passes' job.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -36,9 +38,87 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// Skip[Simplified]LayerNormalization(x, skip, gamma, [beta,] bias?)
+///   -> s = x + skip (+ bias); out = norm(s) over the last axis.
+/// Output #3 (input_skip_bias_sum) is `s`; #1 and #2 (statistics) are not
+/// produced.
+template <typename OpTy, bool hasBeta>
+LogicalResult legalizeSkipNorm(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(3)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  auto add = [&](Value a, Value b) -> FailureOr<Value> {
+    return ctx.create<dfg::AddOp>(
+        dfg::broadcastShapes(cast<RankedTensorType>(a.getType()).getShape(),
+                             cast<RankedTensorType>(b.getType()).getShape()),
+        in.getElementType(), a, b);
+  };
+  FailureOr<Value> sum = add(ctx.input(0), ctx.input(1));
+  Value bias = ctx.input(hasBeta ? 4 : 3);
+  if (succeeded(sum) && bias)
+    sum = add(*sum, bias);
+  if (failed(sum))
+    return failure();
+  if (cast<RankedTensorType>(sum->getType()).getShape() != in.getShape())
+    return ctx.error("skip " + dfg::formatShape(ctx.inputType(1).getShape()) +
+                     " changes the shape of the input " +
+                     dfg::formatShape(in.getShape()));
+  Value beta = hasBeta ? ctx.input(3) : Value();
+  Value out = OpTy::create(
+      ctx.builder(), ctx.loc(), in, *sum, ctx.input(2), beta,
+      ctx.builder().getI64IntegerAttr(-1),
+      ctx.builder().getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f)));
+  return ctx.setResults({out, Value(), Value(), *sum});
+}
+
+/// Gelu(x) -> dfg.gelu(x); `approximate` says exact or tanh (Gelu-20).
+LogicalResult legalizeGelu(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  std::string approximate = ctx.attrString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.error("unknown approximate = '" + approximate +
+                     "' (expected 'none' or 'tanh')");
+  Value result = dfg::GeluOp::create(ctx.builder(), ctx.loc(), ctx.inputType(0),
+                                     ctx.input(0), approximate == "none");
+  return ctx.setResults(result);
+}
+
+/// com.microsoft FastGelu(x, bias?) -> dfg.gelu(x + bias) exact = false
+LogicalResult legalizeFastGelu(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Value x = ctx.input(0);
+  if (ctx.input(1)) {
+    FailureOr<Value> biased = ctx.create<dfg::AddOp>(
+        dfg::broadcastShapes(in.getShape(), ctx.inputType(1).getShape()),
+        in.getElementType(), x, ctx.input(1));
+    if (failed(biased))
+      return failure();
+    x = *biased;
+  }
+  Value result = dfg::GeluOp::create(ctx.builder(), ctx.loc(),
+                                     cast<RankedTensorType>(x.getType()), x,
+                                     /*exact=*/false);
+  return ctx.setResults(result);
+}
+
 } // namespace
 
 void populateNormalizationLegalizations(LegalizationTable &table) {
+  // onnxruntime registers SimplifiedLayerNormalization in the default domain.
+  table.add("", "SimplifiedLayerNormalization", 1,
+            legalizeNorm<dfg::RmsNormOp, /*hasBias=*/false>);
+  table.add("com.microsoft", "SimplifiedLayerNormalization", 1,
+            legalizeNorm<dfg::RmsNormOp, /*hasBias=*/false>);
+  table.add("com.microsoft", "SkipLayerNormalization", 1,
+            legalizeSkipNorm<dfg::LayerNormOp, /*hasBeta=*/true>);
+  table.add("com.microsoft", "SkipSimplifiedLayerNormalization", 1,
+            legalizeSkipNorm<dfg::RmsNormOp, /*hasBeta=*/false>);
+  table.add("", "Gelu", 20, legalizeGelu);
+  table.add("com.microsoft", "Gelu", 1, legalizeGelu);
+  table.add("com.microsoft", "FastGelu", 1, legalizeFastGelu);
   table.add("", "LayerNormalization", 17,
             legalizeNorm<dfg::LayerNormOp, /*hasBias=*/true>);
   table.add("", "RMSNormalization", 23,

@@ -378,6 +378,13 @@ LogicalResult inferReduction(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getInput().getType()); // 2
+  return success();
+}
+
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -340,6 +340,30 @@ def Dfg_CosOp : Dfg_UnaryOp<"cos", "Cos", "cos(x)">;
 def Dfg_SinOp : Dfg_UnaryOp<"sin", "Sin", "sin(x)">;
 def Dfg_NotOp : Dfg_UnaryOp<"not", "Not", "!x", Dfg_BoolTensor>;
 
+def Dfg_GeluOp : Dfg_InferredOp<"gelu", [SameOperandsAndResultElementType]> {
+  let summary = "Gaussian error linear unit, exact or tanh-approximated";
+  let description = [{
+    `exact`: `x * 0.5 * (1 + erf(x / sqrt(2)))` (ONNX Gelu, approximate =
+    "none"); otherwise `x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 *
+    x^3)))` (approximate = "tanh", GPT-2's gelu_new, com.microsoft FastGelu).
+
+    Invariants:
+    1. The operand is a floating-point tensor.
+    2. The result has the operand's type.
+
+    Example:
+
+    ```mlir
+    %a = dfg.gelu %h exact = false : (tensor<1x8x256xf32>) -> tensor<1x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$input, BoolAttr:$exact);
+  let results = (outs Dfg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `exact` `=` $exact attr-dict `:` functional-type($input, $result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Layout
 //===----------------------------------------------------------------------===//

@@ -649,3 +649,19 @@ func.func @layer_norm_invariant_4(%x: tensor<2x64xf32>, %g: tensor<64xf32>) -> t
   %0 = dfg.layer_norm %x, %g axis = -1 epsilon = 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x32xf32>
   return %0 : tensor<2x32xf32>
 }
+
+// -----
+
+func.func @gelu_invariant_1(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'dfg.gelu' op operand #0 must be ranked tensor of}}
+  %0 = dfg.gelu %x exact = true : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @gelu_invariant_2(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'dfg.gelu' op requires the same element type for all operands and results}}
+  %0 = dfg.gelu %x exact = true : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}

@@ -218,3 +218,14 @@ func.func @norms_and_masks(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %b: tenso
   %4 = dfg.scatter_nd %past, %pos, %new : (tensor<1x4x16x8xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x8xf32>) -> tensor<1x4x16x8xf32>
   return %0, %1, %2, %3, %4 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1>, tensor<1x4x16x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @gelu
+func.func @gelu(%x: tensor<1x8x256xf32>, %h: tensor<4xf16>) -> (tensor<1x8x256xf32>, tensor<4xf16>) {
+  // CHECK: dfg.gelu %{{.+}} exact = false : (tensor<1x8x256xf32>) -> tensor<1x8x256xf32>
+  %0 = dfg.gelu %x exact = false : (tensor<1x8x256xf32>) -> tensor<1x8x256xf32>
+  // CHECK: dfg.gelu %{{.+}} exact = true : (tensor<4xf16>) -> tensor<4xf16>
+  %1 = dfg.gelu %h exact = true : (tensor<4xf16>) -> tensor<4xf16>
+  return %0, %1 : tensor<1x8x256xf32>, tensor<4xf16>
+}

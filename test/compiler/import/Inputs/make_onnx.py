@@ -218,6 +218,33 @@ def case_recursive_function(path):
     return m
 
 
+def case_contrib(path):
+    """onnxruntime-genai style fused norms and activations (com.microsoft)."""
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["n0"], epsilon=1e-6,
+                         axis=-1, name="input_norm"),
+        helper.make_node("MatMul", ["n0", "w"], ["h"], name="proj"),
+        helper.make_node("SkipSimplifiedLayerNormalization", ["h", "x", "g"],
+                         ["n1", "", "", "resid"], epsilon=1e-6, domain=ms, name="post_norm"),
+        helper.make_node("FastGelu", ["n1", "b"], ["a"], domain=ms, name="act"),
+        helper.make_node("Gelu", ["a"], ["a2"], approximate="tanh", name="gelu20"),
+        helper.make_node("SkipLayerNormalization", ["a2", "resid", "g", "beta"], ["y"],
+                         epsilon=1e-5, domain=ms, name="final_norm"),
+    ]
+    inits = [weight("g", 8), weight("w", 8, 8), weight("b", 8), weight("beta", 8)]
+    return model(nodes, [f32("x", [2, 8])], [f32("y", None)], inits, opset=20,
+                 extra_opsets=[helper.make_opsetid(ms, 1)])
+
+
+def case_contrib_stats_used(path):
+    nodes = [helper.make_node("SkipLayerNormalization", ["x", "x", "g"], ["y", "mean"],
+                              domain="com.microsoft", name="sln")]
+    inits = [weight("g", 8)]
+    return model(nodes, [f32("x", [2, 8])], [f32("y", None), f32("mean", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
