@@ -245,6 +245,26 @@ def case_contrib_stats_used(path):
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def case_einsum(path):
+    """The matmul forms exporters write with Einsum."""
+    nodes = [
+        helper.make_node("Einsum", ["q", "k"], ["s"], equation="bhqd,bhkd->bhqk", name="scores"),
+        helper.make_node("Einsum", ["s", "v"], ["o"], equation="bhqk,bhkd->bhqd", name="mix"),
+        helper.make_node("Einsum", ["x", "w"], ["y"], equation="bsd, dh -> bsh", name="linear"),
+        helper.make_node("Einsum", ["t", "f"], ["freqs"], equation="i,j->ij", name="outer"),
+        helper.make_node("Einsum", ["x", "w"], ["yt"], equation="bsd,dh->hbs", name="permuted"),
+    ]
+    ins = [f32("q", [1, 2, 4, 8]), f32("k", [1, 2, 6, 8]), f32("v", [1, 2, 6, 8]),
+           f32("x", [2, 4, 8]), f32("t", [4]), f32("f", [3])]
+    outs = [f32("o", None), f32("y", None), f32("freqs", None), f32("yt", None)]
+    return model(nodes, ins, outs, [weight("w", 8, 16)])
+
+
+def case_einsum_trace(path):
+    node = helper.make_node("Einsum", ["x", "x"], ["y"], equation="ii,ij->j", name="diag")
+    return model([node], [f32("x", [4, 4])], [f32("y", None)])
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
