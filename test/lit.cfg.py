@@ -35,5 +35,5 @@ except (OSError, subprocess.CalledProcessError):
                      "scripts/bootstrap.sh (or `make test`, which runs it)")
 config.substitutions.append(("%meshc_python", config.meshc_python))
 llvm_config.add_tool_substitutions(
-    ["meshc", "meshc-opt"], [config.meshc_tools_dir]
+    ["meshc", "meshc-opt", "meshc-eval"], [config.meshc_tools_dir]
 )

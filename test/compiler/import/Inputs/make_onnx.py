@@ -28,7 +28,10 @@ def ints(name, values):
 def model(nodes, inputs, outputs, initializers=(), opset=17, extra_opsets=()):
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
     opsets = [helper.make_opsetid("", opset)] + list(extra_opsets)
-    return helper.make_model(graph, opset_imports=opsets, producer_name="meshc-test")
+    # onnx 1.19 defaults to IR 12, which onnxruntime 1.23 cannot load; use
+    # the IR version that goes with the opset (10 up to opset 21, 11 above).
+    return helper.make_model(graph, opset_imports=opsets, producer_name="meshc-test",
+                             ir_version=10 if opset <= 21 else 11)
 
 
 def f32(name, shape):

@@ -1,0 +1,132 @@
+//===- EvalTool.cpp - The meshc-eval command-line tool --------------------===//
+//
+// Part of meshc. `meshc-eval IR.mlir --input NAME=FILE.npy ... --output-dir
+// DIR` runs @main (or --function) with the dfg reference evaluator. Inputs and
+// outputs are matched by their `onnx.name` attributes (or argN / resultN), so
+// the files an onnxruntime run reads and writes can be used as they are.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/driver/EvalTool.h"
+
+#include "compiler/tools/init_meshc.h"
+#include "dialects/dfg/Eval/Evaluator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace llvm;
+
+namespace meshc {
+
+namespace {
+
+int fail(const Twine &msg) {
+  WithColor::error(errs(), "meshc-eval") << msg << "\n";
+  return 1;
+}
+
+/// The name a function argument or result goes by: its onnx.name, else
+/// <prefix><index>.
+std::string portName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>("onnx.name"))
+      return name.str();
+  return (prefix + Twine(index)).str();
+}
+
+} // namespace
+
+int runEvalTool(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::OptionCategory category("meshc-eval options");
+  cl::opt<std::string> input(cl::Positional, cl::Required,
+                             cl::desc("<dfg IR file>"), cl::cat(category));
+  cl::list<std::string> inputs(
+      "input", cl::desc("An input, NAME=FILE.npy (NAME: onnx.name or argN)"),
+      cl::value_desc("NAME=FILE"), cl::cat(category));
+  cl::opt<std::string> outputDir(
+      "output-dir", cl::Required,
+      cl::desc("Folder for the outputs, one NAME.npy each"),
+      cl::value_desc("dir"), cl::cat(category));
+  cl::opt<std::string> weightsDir(
+      "weights-dir",
+      cl::desc("Folder the weight references are relative to (default: the "
+               "IR file's folder)"),
+      cl::value_desc("dir"), cl::cat(category));
+  cl::opt<std::string> function("function",
+                                cl::desc("Function to run (default: main)"),
+                                cl::init("main"), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "meshc-eval: runs a dfg function with meshc's reference evaluator\n");
+
+  DialectRegistry registry;
+  registerAllMeshcDialects(registry);
+  MLIRContext context(registry);
+  SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(input, sourceMgr, &context);
+  if (!module)
+    return 1;
+  auto func = module->lookupSymbol<func::FuncOp>(function);
+  if (!func || func.isExternal())
+    return fail("no function @" + function + " with a body in '" + input + "'");
+
+  StringMap<std::string> files;
+  for (const std::string &spec : inputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return fail("--input '" + spec + "' is not NAME=FILE");
+    files[name] = file.str();
+  }
+  SmallVector<dfg::EvalTensor> args;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    std::string name = portName(func.getArgAttrDict(i), "arg", i);
+    auto it = files.find(name);
+    if (it == files.end())
+      return fail("no --input for argument '" + name + "'");
+    rt::HostTensor host;
+    std::string error;
+    if (!rt::readNpy(it->second, host, error))
+      return fail(error);
+    auto tensor = dfg::fromHostTensor(host, &context);
+    if (failed(tensor))
+      return 1;
+    args.push_back(std::move(*tensor));
+    files.erase(it);
+  }
+  if (!files.empty())
+    return fail("--input '" + files.begin()->getKey() +
+                "' names no argument of @" + function);
+
+  std::string weights = weightsDir.empty() ? sys::path::parent_path(input).str()
+                                           : weightsDir.getValue();
+  auto outputs = dfg::evaluate(func, args, weights);
+  if (failed(outputs))
+    return 1;
+  if (std::error_code ec = sys::fs::create_directories(outputDir))
+    return fail("cannot create '" + outputDir + "': " + ec.message());
+  for (auto [i, tensor] : enumerate(*outputs)) {
+    SmallString<256> path(outputDir);
+    sys::path::append(path, portName(func.getResultAttrDict(i), "result", i) +
+                                ".npy");
+    auto host = dfg::toHostTensor(tensor);
+    std::string error;
+    if (failed(host) || !rt::writeNpy(path.str().str(), *host, error))
+      return fail(error);
+  }
+  return 0;
+}
+
+} // namespace meshc

@@ -1,0 +1,52 @@
+//===- Evaluator.h - Reference evaluator for dfg ----------------*- C++ -*-===//
+//
+// Part of meshc. Runs a dfg function on concrete inputs, one op at a time, in
+// double precision, rounding each result to its element type. It is the
+// numerical reference for meshc's passes (compare a function before and
+// after a transformation) and, through meshc-eval, for import (compare with
+// onnxruntime). Meant for small tensors: clarity over speed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_EVAL_EVALUATOR_H
+#define MESHC_DIALECTS_DFG_EVAL_EVALUATOR_H
+
+#include "meshc/runtime/npy.h"
+
+#include "mlir/IR/Types.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace meshc::dfg {
+
+/// A tensor of the evaluator: its values as doubles (integers and bools
+/// exactly, as long as they stay below 2^53).
+struct EvalTensor {
+  llvm::SmallVector<int64_t, 6> shape;
+  mlir::Type elementType;
+  std::vector<double> values;
+
+  int64_t numElements() const;
+};
+
+/// Evaluates `func` with one tensor per argument. Weight files are found
+/// relative to `weightsDir`. On failure (an op the evaluator does not
+/// support, an input of the wrong shape, an unreadable weight) emits one
+/// diagnostic at the op or function and returns failure.
+mlir::FailureOr<llvm::SmallVector<EvalTensor>>
+evaluate(mlir::func::FuncOp func, llvm::ArrayRef<EvalTensor> inputs,
+         llvm::StringRef weightsDir);
+
+/// Conversions to and from the runtime's host tensors (.npy files).
+mlir::FailureOr<EvalTensor> fromHostTensor(const rt::HostTensor &tensor,
+                                           mlir::MLIRContext *context);
+mlir::FailureOr<rt::HostTensor> toHostTensor(const EvalTensor &tensor);
+
+} // namespace meshc::dfg
+
+#endif // MESHC_DIALECTS_DFG_EVAL_EVALUATOR_H
