@@ -31,7 +31,7 @@ std::string npyDescr(DType dtype) {
   case DType::Bool:
     return "|b1";
   case DType::BF16:
-    return "";
+    return "<u2"; // NumPy has no bfloat16; its bits travel as uint16
   }
   return "";
 }
@@ -123,7 +123,8 @@ bool readNpy(const std::string &path, HostTensor &out, std::string &error) {
     return fail(
         error, path,
         "element type '" + descr +
-            "' is not supported (float32, float16, int64, int32, bool)");
+            "' is not supported (float32, float16, int64, int32, bool, and "
+                    "uint16 holding bfloat16 bits)");
 
   out.shape.clear();
   std::string dims = shape.substr(shape.find('(') + 1);
@@ -146,8 +147,6 @@ bool readNpy(const std::string &path, HostTensor &out, std::string &error) {
 bool writeNpy(const std::string &path, const HostTensor &tensor,
               std::string &error) {
   std::string descr = npyDescr(tensor.dtype);
-  if (descr.empty())
-    return fail(error, path, "bf16 tensors have no standard .npy type");
   std::string header =
       "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
   for (int64_t d : tensor.shape)

@@ -127,6 +127,8 @@ int runImport(StringRef model, StringRef output, bool optimize) {
   mlir::DialectRegistry registry;
   registerAllMeshcDialects(registry);
   mlir::MLIRContext context(registry);
+  // One line per problem: no dump of the operation after each diagnostic.
+  context.printOpOnDiagnostic(false);
   DiagnosticPrinter diagnostics(context, "import");
 
   mlir::OwningOpRef<mlir::ModuleOp> module =

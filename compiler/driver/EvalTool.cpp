@@ -73,6 +73,8 @@ int runEvalTool(int argc, char **argv) {
   DialectRegistry registry;
   registerAllMeshcDialects(registry);
   MLIRContext context(registry);
+  // One line per problem: no dump of the operation after each diagnostic.
+  context.printOpOnDiagnostic(false);
   SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =

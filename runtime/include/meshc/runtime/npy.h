@@ -26,8 +26,9 @@ struct HostTensor {
   int64_t numElements() const;
 };
 
-/// The .npy `descr` of a dtype ("<f4", "<f2", "<i8", "<i4", "|b1"); empty
-/// for bf16, which NumPy has no standard descr for.
+/// The .npy `descr` of a dtype ("<f4", "<f2", "<i8", "<i4", "|b1"). NumPy has
+/// no bfloat16, so bf16 tensors travel as their bits in uint16 ("<u2"), the
+/// form onnx's numpy_helper gives them: a "<u2" file reads as bf16.
 std::string npyDescr(DType dtype);
 
 /// Reads `path`. On failure returns false and sets `error` to one line naming
