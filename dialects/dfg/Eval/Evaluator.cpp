@@ -80,6 +80,33 @@ void roundAll(EvalTensor &t) {
 
 bool isInteger(Type t) { return isa<IntegerType>(t); }
 
+/// Reads `n` little-endian elements of type `t` (as dfg stores them in weight
+/// files and .npy files; bool one byte each) into doubles.
+std::vector<double> decodeElements(Type t, const uint8_t *data, int64_t n) {
+  namespace endian = llvm::support::endian;
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i) {
+    double &v = values[i];
+    if (t.isF32()) {
+      uint32_t bits = endian::read32le(data + 4 * i);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      v = f;
+    } else if (const llvm::fltSemantics *sem = semanticsOf(t)) {
+      v = APFloat(*sem, llvm::APInt(16, endian::read16le(data + 2 * i)))
+              .convertToDouble();
+    } else if (t.isInteger(64)) {
+      v = static_cast<double>(
+          static_cast<int64_t>(endian::read64le(data + 8 * i)));
+    } else if (t.isInteger(32)) {
+      v = static_cast<int32_t>(endian::read32le(data + 4 * i));
+    } else {
+      v = data[i] != 0;
+    }
+  }
+  return values;
+}
+
 //===----------------------------------------------------------------------===//
 // Indexing
 //===----------------------------------------------------------------------===//
@@ -210,29 +237,11 @@ FailureOr<EvalTensor> Evaluator::readWeight(WeightOp op) {
   if (!buffer || (*buffer)->getBufferSize() != op.getLength())
     return op.emitOpError("cannot read weight '")
            << op.getName() << "' from '" << path << "'";
-  const char *data = (*buffer)->getBufferStart();
   EvalTensor t = like(op.getType().getElementType(), op.getType().getShape());
-  Type e = t.elementType;
-  for (int64_t i = 0, n = t.numElements(); i < n; ++i) {
-    double &v = t.values[i];
-    namespace endian = llvm::support::endian;
-    if (e.isF32()) {
-      uint32_t bits = endian::read32le(data + 4 * i);
-      float f;
-      std::memcpy(&f, &bits, 4);
-      v = f;
-    } else if (const llvm::fltSemantics *sem = semanticsOf(e)) {
-      v = APFloat(*sem, llvm::APInt(16, endian::read16le(data + 2 * i)))
-              .convertToDouble();
-    } else if (e.isInteger(64)) {
-      v = static_cast<double>(
-          static_cast<int64_t>(endian::read64le(data + 8 * i)));
-    } else if (e.isInteger(32)) {
-      v = static_cast<int32_t>(endian::read32le(data + 4 * i));
-    } else {
-      v = data[i] != 0;
-    }
-  }
+  t.values = decodeElements(
+      t.elementType,
+      reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
+      t.numElements());
   return t;
 }
 
@@ -740,45 +749,28 @@ FailureOr<EvalTensor> fromHostTensor(const rt::HostTensor &host,
   Builder b(context);
   EvalTensor t;
   t.shape.assign(host.shape.begin(), host.shape.end());
-  const uint8_t *data = host.bytes.data();
-  int64_t n = host.numElements();
-  t.values.resize(n);
-  namespace endian = llvm::support::endian;
   switch (host.dtype) {
   case rt::DType::F32:
     t.elementType = b.getF32Type();
-    for (int64_t i = 0; i < n; ++i) {
-      float f;
-      std::memcpy(&f, data + 4 * i, 4);
-      t.values[i] = f;
-    }
     break;
   case rt::DType::F16:
+    t.elementType = b.getF16Type();
+    break;
   case rt::DType::BF16:
-    t.elementType = host.dtype == rt::DType::F16 ? Type(b.getF16Type())
-                                                 : Type(b.getBF16Type());
-    for (int64_t i = 0; i < n; ++i)
-      t.values[i] = APFloat(*semanticsOf(t.elementType),
-                            llvm::APInt(16, endian::read16le(data + 2 * i)))
-                        .convertToDouble();
+    t.elementType = b.getBF16Type();
     break;
   case rt::DType::I64:
     t.elementType = b.getI64Type();
-    for (int64_t i = 0; i < n; ++i)
-      t.values[i] = static_cast<double>(
-          static_cast<int64_t>(endian::read64le(data + 8 * i)));
     break;
   case rt::DType::I32:
     t.elementType = b.getI32Type();
-    for (int64_t i = 0; i < n; ++i)
-      t.values[i] = static_cast<int32_t>(endian::read32le(data + 4 * i));
     break;
   case rt::DType::Bool:
     t.elementType = b.getI1Type();
-    for (int64_t i = 0; i < n; ++i)
-      t.values[i] = data[i] != 0;
     break;
   }
+  t.values =
+      decodeElements(t.elementType, host.bytes.data(), host.numElements());
   return t;
 }
 
