@@ -1,42 +1,52 @@
 #!/usr/bin/env bash
 # meshc — scripts/demo.sh BUILD_DIR
 #
-# meshc's main job, as far as it exists today: take the bundled model graph
-# (models/tiny_attention.mlir, dfg as an importer emits it), verify it, infer
-# every tensor's shape and clean the graph up, then print the result and a
-# one-line summary. Run by `make demo` after the build.
+# meshc's main job, as far as it exists today, on the bundled tiny GPT-2:
+#   1. models/gpt2_tiny.py writes the ONNX model (TorchScript-export idioms)
+#      and onnxruntime's reference outputs for a prompt;
+#   2. `meshc import --optimize` turns it into verified dfg IR, weights as
+#      references into the model file;
+#   3. `meshc-eval` runs the IR with meshc's reference evaluator;
+#   4. the logits are compared with onnxruntime's, and the next-token
+#      predictions of both printed.
+# Sharding over a mesh and per-rank executables come next; `meshc --help`
+# lists the commands they fill. Run by `make demo` after the build.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$repo/build}
 [[ $build == /* ]] || build=$repo/$build
 bin=$build/bin
-model=$repo/models/tiny_attention.mlir
+python=${MESHC_VENV:-$repo/.venv}/bin/python
+work=$build/demo/gpt2_tiny
 
-for tool in meshc meshc-opt; do
+for tool in meshc meshc-eval; do
   [[ -x $bin/$tool ]] || {
     echo "demo: $bin/$tool is missing; run 'make build' first" >&2
     exit 1
   }
 done
+[[ -x $python ]] || {
+  echo "demo: $python is missing; run scripts/bootstrap.sh first" >&2
+  exit 1
+}
 
 echo "== $("$bin/meshc" --version)"
-echo "== input: models/tiny_attention.mlir ($(grep -c ' = dfg\.' "$model") dfg ops," \
-  "$(grep -o 'tensor<[^>]*?[^>]*>' "$model" | wc -l) tensor types with unknown dimensions)"
-echo "== meshc-opt --meshc-graph-infer-shapes --canonicalize --cse"
-out=$("$bin/meshc-opt" "$model" --meshc-graph-infer-shapes --canonicalize --cse)
-echo "$out"
+echo "== 1. models/gpt2_tiny.py: a 2-layer GPT-2 (d=32, 4 heads, vocabulary 64) as torch.onnx exports it"
+"$python" "$repo/models/gpt2_tiny.py" --out "$work"
 
-dynamic=$(grep -o 'tensor<[^>]*?[^>]*>' <<<"$out" | wc -l || true)
-ops=$(grep -c ' = dfg\.' <<<"$out")
-weights=$(grep -c 'dfg.weight' <<<"$out")
-signature=$(grep -o 'func.func @attention_block.*{' <<<"$out")
-echo "== result: $ops dfg ops ($weights weight references, no weight bytes read)," \
-  "$dynamic tensor types with unknown dimensions"
-echo "== signature: ${signature% \{}"
-if ((dynamic != 0)); then
-  echo "demo: shape inference left $dynamic unknown dimensions" >&2
-  exit 1
-fi
-echo "== next stages (ONNX import, sharding over a mesh, per-rank executables) are"
-echo "   not implemented yet; 'meshc --help' lists the commands they will fill."
+echo "== 2. meshc import --optimize"
+"$bin/meshc" import --optimize "$work/model.onnx" -o "$work/model.mlir"
+ops=$(grep -c ' = dfg\.' "$work/model.mlir")
+weights=$(grep -c 'dfg.weight' "$work/model.mlir")
+echo "   $work/model.mlir: $ops dfg ops, $weights weight references into model.onnx (no weight bytes copied)"
+grep -m1 'func.func @main' "$work/model.mlir" | sed 's/^ */   /'
+
+echo "== 3. meshc-eval (reference evaluator) on the prompt"
+"$bin/meshc-eval" "$work/model.mlir" --weights-dir "$work" \
+  --input "input_ids=$work/inputs/input_ids.npy" --output-dir "$work/meshc_out"
+echo "   prompt: $("$python" -c "import numpy as np; print(np.load('$work/inputs/input_ids.npy').ravel().tolist())")"
+
+echo "== 4. compared with onnxruntime"
+"$python" "$repo/models/compare.py" --reference "$work/reference" --output "$work/meshc_out" |
+  sed 's/^/   /'
