@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Writes a Llama-style ONNX model in the idioms exporters use.
+
+Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--seed 0]
+
+DIR/model.onnx            a tiny Llama (d=32, GQA 4/2 heads, FFN 64,
+                          vocabulary 64; f32 weights embedded)
+DIR/inputs/input_ids.npy  a prompt of `seq` token ids
+DIR/reference/logits.npy  onnxruntime's output for it
+
+The graph: Gather embedding; per layer a decomposed RMSNorm (Pow,
+ReduceMean, Add, Sqrt, Div, Mul), q/k/v projections, heads by Reshape and
+Transpose, RoPE through Slice/Neg/Concat with precomputed cos/sin, GQA
+repeat_kv through Unsqueeze/Expand/Reshape, scores scaled by Div, an additive
+causal mask, Softmax, output projection and residual; SwiGLU (Sigmoid, Mul)
+MLP; final RMSNorm and lm_head. Shapes are static (batch 1, `seq` tokens):
+meshc does not fold symbolic shape chains yet.
+
+`build()` is also what bench/import_llama.py uses, with Llama-3-8B sizes and
+bf16 weights as references into a sparse external-data file.
+"""
+import argparse
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+@dataclass
+class Config:
+    layers: int = 2
+    d: int = 32
+    heads: int = 4
+    kv_heads: int = 2
+    ffn: int = 64
+    vocab: int = 64
+    seq: int = 8
+
+
+class EmbeddedWeights:
+    """Random f32 weights stored in the model (deterministic)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.tensors = []
+
+    def add(self, name, shape, norm=False):
+        values = (1 + 0.1 * self.rng.standard_normal(shape) if norm
+                  else self.rng.standard_normal(shape) / np.sqrt(shape[0]))
+        self.tensors.append(numpy_helper.from_array(values.astype(np.float32), name))
+        return name
+
+
+def build(cfg, weights, matmul_dtype=None):
+    """The model as a ModelProto; `weights.add(name, shape, norm=)` supplies
+    initializers. With matmul_dtype (e.g. BFLOAT16) activations are cast to
+    it around each projection, as mixed-precision exports do."""
+    hd = cfg.d // cfg.heads
+    nodes, consts = [], []
+
+    def const(name, array):
+        consts.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(op, ins, **attrs):
+        out = f"{op.lower()}_{len(nodes)}"
+        nodes.append(helper.make_node(op, ins, [out], name=f"/{op}_{len(nodes)}", **attrs))
+        return out
+
+    two = const("two", np.array(2.0, np.float32))
+    eps = const("eps", np.array(1e-5, np.float32))
+    scale = const("scale", np.array(np.sqrt(hd), np.float32))
+    q_shape = const("q_shape", np.array([1, cfg.seq, cfg.heads, hd], np.int64))
+    kv_shape = const("kv_shape", np.array([1, cfg.seq, cfg.kv_heads, hd], np.int64))
+    rep_shape = const("rep_shape", np.array(
+        [1, cfg.kv_heads, cfg.heads // cfg.kv_heads, cfg.seq, hd], np.int64))
+    merged_kv = const("merged_kv", np.array([1, cfg.heads, cfg.seq, hd], np.int64))
+    out_shape = const("out_shape", np.array([1, cfg.seq, cfg.d], np.int64))
+    axis2 = const("axis2", np.array([2], np.int64))
+    h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
+    h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
+    inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
+    angles = np.outer(np.arange(cfg.seq), inv_freq)
+    angles = np.concatenate([angles, angles], -1)[None, None].astype(np.float32)
+    cos, sin = const("cos", np.cos(angles)), const("sin", np.sin(angles))
+    mask = const("mask", np.triu(np.full((1, 1, cfg.seq, cfg.seq), -1e9, np.float32), 1))
+
+    def rms(x, name):
+        mean = node("ReduceMean", [node("Pow", [x, two])], axes=[-1], keepdims=1)
+        std = node("Sqrt", [node("Add", [mean, eps])])
+        return node("Mul", [node("Div", [x, std]), weights.add(name, [cfg.d], norm=True)])
+
+    def linear(x, name, n_in, n_out):
+        w = weights.add(name, [n_in, n_out])
+        if matmul_dtype is None:
+            return node("MatMul", [x, w])
+        return node("Cast", [node("MatMul", [node("Cast", [x], to=matmul_dtype), w])],
+                    to=TensorProto.FLOAT)
+
+    def rope(x):
+        x1 = node("Slice", [x, h0, h1, ax3])
+        x2 = node("Slice", [x, h1, h2, ax3])
+        rotated = node("Concat", [node("Neg", [x2]), x1], axis=3)
+        return node("Add", [node("Mul", [x, cos]), node("Mul", [rotated, sin])])
+
+    def heads_of(x, shape):
+        return node("Transpose", [node("Reshape", [x, shape])], perm=[0, 2, 1, 3])
+
+    def repeat_kv(x):
+        return node("Reshape", [node("Expand", [node("Unsqueeze", [x, axis2]), rep_shape]),
+                                merged_kv])
+
+    embed = weights.add("embed", [cfg.vocab, cfg.d])
+    h = node("Gather", [embed, "input_ids"], axis=0)
+    if matmul_dtype is not None:
+        h = node("Cast", [h], to=TensorProto.FLOAT)
+    kv = cfg.kv_heads * hd
+    for i in range(cfg.layers):
+        p = f"layers.{i}."
+        x = rms(h, p + "input_norm")
+        q = rope(heads_of(linear(x, p + "q", cfg.d, cfg.d), q_shape))
+        k = repeat_kv(rope(heads_of(linear(x, p + "k", cfg.d, kv), kv_shape)))
+        v = repeat_kv(heads_of(linear(x, p + "v", cfg.d, kv), kv_shape))
+        s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]), scale])
+        attn = node("MatMul", [node("Softmax", [node("Add", [s, mask])], axis=-1), v])
+        attn = node("Reshape", [node("Transpose", [attn], perm=[0, 2, 1, 3]), out_shape])
+        h = node("Add", [h, linear(attn, p + "o", cfg.d, cfg.d)])
+        x = rms(h, p + "post_norm")
+        gate = linear(x, p + "gate", cfg.d, cfg.ffn)
+        act = node("Mul", [gate, node("Sigmoid", [gate])])
+        h = node("Add", [h, linear(node("Mul", [act, linear(x, p + "up", cfg.d, cfg.ffn)]),
+                                   p + "down", cfg.ffn, cfg.d)])
+    linear(rms(h, "final_norm"), "lm_head", cfg.d, cfg.vocab)
+    nodes[-1].output[0] = "logits"
+
+    graph = helper.make_graph(
+        nodes, "llama",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, cfg.seq])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, cfg.seq, cfg.vocab])],
+        consts + weights.tensors)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             producer_name="meshc models/llama.py", ir_version=8)
+
+
+def main():
+    import onnxruntime as ort
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--seq", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
+    cfg = Config(layers=args.layers, seq=args.seq)
+    model = build(cfg, EmbeddedWeights(rng))
+    onnx.checker.check_model(model)
+    for sub in ("inputs", "reference"):
+        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
+    path = os.path.join(args.out, "model.onnx")
+    onnx.save_model(model, path)
+    ids = rng.integers(0, cfg.vocab, (1, cfg.seq)).astype(np.int64)
+    np.save(os.path.join(args.out, "inputs", "input_ids.npy"), ids)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (logits,) = session.run(["logits"], {"input_ids": ids})
+    np.save(os.path.join(args.out, "reference", "logits.npy"), logits)
+    print(f"models/llama.py: wrote {path} ({len(model.graph.node)} nodes, {cfg.layers} layers) "
+          f"with onnxruntime reference outputs")
+
+
+if __name__ == "__main__":
+    main()
