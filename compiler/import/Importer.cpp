@@ -237,6 +237,10 @@ Importer::valueType(const onnx::ValueInfoProto &info,
                  "' has no shape; meshc needs at least its rank");
   SmallVector<int64_t> shape;
   for (const auto &dim : tensorType.shape().dim()) {
+    // MLIR (built without assertions) would accept a negative size silently.
+    if (dim.has_dim_value() && dim.dim_value() < 0)
+      return error("graph value '" + info.name() + "' has a negative " +
+                   "dimension " + std::to_string(dim.dim_value()));
     shape.push_back(dim.has_dim_value() ? dim.dim_value()
                                         : ShapedType::kDynamic);
     if (dimNames)

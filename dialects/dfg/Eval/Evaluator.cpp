@@ -205,6 +205,9 @@ EvalTensor gather(const EvalTensor &in, ArrayRef<int64_t> shape,
 
 class Evaluator {
 public:
+  /// 2 GiB of doubles.
+  static constexpr int64_t kMaxElements = int64_t(1) << 28;
+
   explicit Evaluator(StringRef weightsDir) : weightsDir_(weightsDir) {}
 
   FailureOr<SmallVector<EvalTensor>> run(func::FuncOp func,
@@ -725,6 +728,14 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::run(func::FuncOp func,
     values_[arg] = input;
   }
   for (Operation &op : body.without_terminator()) {
+    // The evaluator is for small tensors; refuse rather than exhaust memory.
+    for (Type t : op.getResultTypes()) {
+      auto type = cast<RankedTensorType>(t);
+      if (type.hasStaticShape() && type.getNumElements() > kMaxElements)
+        return op.emitOpError("result ")
+               << type << " is too large for the reference evaluator (at "
+               << "most " << kMaxElements << " elements)";
+    }
     FailureOr<SmallVector<EvalTensor>> results = evalOp(&op);
     if (failed(results))
       return failure();

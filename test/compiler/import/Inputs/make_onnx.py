@@ -398,6 +398,11 @@ def case_mistyped_attribute(path):
     return model([node], [f32("x", [2, 4])], [f32("y", None)])
 
 
+def case_negative_dim(path):
+    node = helper.make_node("Identity", ["x"], ["y"], name="id")
+    return model([node], [f32("x", [2, -3])], [f32("y", None)])
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
