@@ -152,6 +152,7 @@ void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);
 void populateStructureLegalizations(LegalizationTable &table);
 void populateNormalizationLegalizations(LegalizationTable &table);
+void populateRotaryLegalizations(LegalizationTable &table);
 
 } // namespace meshc::onnximport
 

@@ -25,6 +25,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateLayoutLegalizations(t);
     populateStructureLegalizations(t);
     populateNormalizationLegalizations(t);
+    populateRotaryLegalizations(t);
     return t;
   }();
   return table;

@@ -694,6 +694,41 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
         }
         return one(std::move(result));
       })
+      .Case([&](RotaryOp r) -> FailureOr<SmallVector<EvalTensor>> {
+        const EvalTensor &in = operand(0), &cos = operand(1), &sin = operand(2);
+        const EvalTensor *positions =
+            r.getPositions() ? &get(r.getPositions()) : nullptr;
+        int64_t batch = in.shape[0], heads = in.shape[1], seq = in.shape[2],
+                dim = in.shape[3], rd = r.getRotaryDim(), half = rd / 2;
+        bool interleaved = r.getInterleaved();
+        EvalTensor result = in;
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t s = 0; s < seq; ++s) {
+            // Row of the cos/sin tables for this token.
+            int64_t row = b * seq + s;
+            if (positions) {
+              row = positions->values[b * seq + s];
+              if (row < 0 || row >= cos.shape[0])
+                return r.emitOpError("position ")
+                       << row << " is outside the cos/sin cache of "
+                       << cos.shape[0] << " positions";
+            }
+            const double *c = cos.values.data() + row * half;
+            const double *sn = sin.values.data() + row * half;
+            for (int64_t h = 0; h < heads; ++h) {
+              const double *x = in.values.data() + ((b * heads + h) * seq + s) * dim;
+              double *y = result.values.data() + ((b * heads + h) * seq + s) * dim;
+              for (int64_t i = 0; i < half; ++i) {
+                int64_t a = interleaved ? 2 * i : i;
+                int64_t bIdx = interleaved ? 2 * i + 1 : i + half;
+                y[a] = x[a] * c[i] - x[bIdx] * sn[i];
+                y[bIdx] = x[bIdx] * c[i] + x[a] * sn[i];
+              }
+            }
+          }
+        roundAll(result);
+        return one(std::move(result));
+      })
       .Case([&](LayerNormOp n) {
         const EvalTensor *bias = n.getBias() ? &get(n.getBias()) : nullptr;
         return one(normalize(op, operand(0), operand(1), bias,

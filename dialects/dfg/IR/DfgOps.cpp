@@ -385,6 +385,53 @@ LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
+LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto cos = cast<RankedTensorType>(adaptor.getCos().getType());
+  auto sin = cast<RankedTensorType>(adaptor.getSin().getType());
+  StringRef name = getOperationName();
+  if (in.getRank() != 4) // 1
+    return inferError(loc, name, "input ", in,
+                      " must be [batch, heads, seq, head_dim]");
+  if (cos.getElementType() != in.getElementType() || cos != sin) // 1
+    return inferError(loc, name, "cos ", cos, " and sin ", sin,
+                      " must share one type with the input's element type");
+  int64_t rd = static_cast<int64_t>(adaptor.getRotaryDim());
+  int64_t headDim = in.getDimSize(3);
+  if (rd <= 0 || rd % 2 ||
+      (!ShapedType::isDynamic(headDim) && rd > headDim)) // 2
+    return inferError(loc, name, "rotary_dim ", rd,
+                      " must be even, positive and at most head_dim ",
+                      headDim);
+  int64_t half = cos.getRank() ? cos.getShape().back() : 0;
+  if (cos.getRank() == 0 ||
+      (!ShapedType::isDynamic(half) && half != rd / 2)) // 2
+    return inferError(loc, name, "cos ", cos, " must end in rotary_dim / 2 = ",
+                      rd / 2);
+  Value positions = adaptor.getPositions();
+  SmallVector<int64_t> batchSeq{in.getDimSize(0), in.getDimSize(2)};
+  if (positions) { // 3
+    auto pt = cast<RankedTensorType>(positions.getType());
+    if (cos.getRank() != 2 ||
+        failed(verifyCompatibleShape(pt.getShape(), batchSeq)))
+      return inferError(loc, name, "with positions ", pt,
+                        ", cos must be [max_position, rotary_dim / 2] and "
+                        "positions [batch, seq] = ",
+                        formatShape(batchSeq));
+  } else {
+    SmallVector<int64_t> expected{batchSeq[0], batchSeq[1], rd / 2};
+    if (failed(verifyCompatibleShape(cos.getShape(), expected)))
+      return inferError(loc, name, "without positions, cos ", cos,
+                        " must be [batch, seq, rotary_dim / 2] = ",
+                        formatShape(expected));
+  }
+  types.push_back(in); // 4
+  return success();
+}
+
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

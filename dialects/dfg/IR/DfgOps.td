@@ -704,6 +704,51 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
   }];
 }
 
+def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
+  let summary = "Rotary position embedding of attention heads";
+  let description = [{
+    Rotates the first `rotary_dim` features of every head of `input`
+    (`[batch, heads, seq, head_dim]`) by position-dependent angles, whose
+    cosines and sines come from `cos` and `sin`:
+
+    - with `positions` (`[batch, seq]`, i64), `cos`/`sin` are caches
+      `[max_position, rotary_dim / 2]` indexed by position;
+    - without, they are already per position: `[batch, seq, rotary_dim / 2]`.
+
+    Half-split (`interleaved = false`, Llama/GPT-NeoX): with `x1, x2` the two
+    halves of the rotated features, `out1 = x1 * cos - x2 * sin`,
+    `out2 = x2 * cos + x1 * sin`. Interleaved (GPT-J): the same on the pairs
+    `(x[2i], x[2i+1])`. Features past `rotary_dim` pass through unchanged.
+    (ONNX RotaryEmbedding-23; com.microsoft RotaryEmbedding.)
+
+    Invariants:
+    1. `input` is a 4-D floating-point tensor; `cos` and `sin` have its
+       element type and the same shape as each other.
+    2. `rotary_dim` is even, positive and at most `head_dim`; the last
+       dimension of `cos` is `rotary_dim / 2`.
+    3. With `positions`: `cos` is 2-D and `positions` is `[batch, seq]` of
+       `input`. Without: `cos` is `[batch, seq, rotary_dim / 2]`.
+    4. The result has the input's type.
+
+    Example:
+
+    ```mlir
+    %q = dfg.rotary %x, %cos, %sin, %pos interleaved = false rotary_dim = 8
+      : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x8xi64>)
+        -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$input, Dfg_FloatTensor:$cos,
+                       Dfg_FloatTensor:$sin,
+                       Optional<RankedTensorOf<[I64]>>:$positions,
+                       BoolAttr:$interleaved, I64Attr:$rotary_dim);
+  let results = (outs Dfg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin (`,` $positions^)? `interleaved` `=` $interleaved
+    `rotary_dim` `=` $rotary_dim attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation
 //===----------------------------------------------------------------------===//

@@ -665,3 +665,59 @@ func.func @gelu_invariant_2(%x: tensor<4xf32>) -> tensor<4xf16> {
   %0 = dfg.gelu %x exact = true : (tensor<4xf32>) -> tensor<4xf16>
   return %0 : tensor<4xf16>
 }
+
+// -----
+
+func.func @rotary_invariant_1(%x: tensor<4x8x8xf32>, %c: tensor<16x4xf32>, %p: tensor<4x8xi64>) -> tensor<4x8x8xf32> {
+  // expected-error @+1 {{'dfg.rotary' op input 'tensor<4x8x8xf32>' must be [batch, heads, seq, head_dim]}}
+  %0 = dfg.rotary %x, %c, %c, %p interleaved = false rotary_dim = 8 : (tensor<4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<4x8xi64>) -> tensor<4x8x8xf32>
+  return %0 : tensor<4x8x8xf32>
+}
+
+// -----
+
+func.func @rotary_invariant_1_tables(%x: tensor<1x4x8x8xf32>, %c: tensor<16x4xf32>, %s: tensor<16x4xf16>, %p: tensor<1x8xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.rotary' op cos 'tensor<16x4xf32>' and sin 'tensor<16x4xf16>' must share one type with the input's element type}}
+  %0 = dfg.rotary %x, %c, %s, %p interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf16>, tensor<1x8xi64>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @rotary_invariant_2(%x: tensor<1x4x8x8xf32>, %c: tensor<16x4xf32>, %p: tensor<1x8xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.rotary' op rotary_dim 10 must be even, positive and at most head_dim 8}}
+  %0 = dfg.rotary %x, %c, %c, %p interleaved = false rotary_dim = 10 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x8xi64>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @rotary_invariant_2_half(%x: tensor<1x4x8x8xf32>, %c: tensor<16x3xf32>, %p: tensor<1x8xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.rotary' op cos 'tensor<16x3xf32>' must end in rotary_dim / 2 = 4}}
+  %0 = dfg.rotary %x, %c, %c, %p interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x3xf32>, tensor<16x3xf32>, tensor<1x8xi64>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @rotary_invariant_3_positions(%x: tensor<1x4x8x8xf32>, %c: tensor<16x4xf32>, %p: tensor<1x7xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.rotary' op with positions 'tensor<1x7xi64>', cos must be [max_position, rotary_dim / 2] and positions [batch, seq] = 1x8}}
+  %0 = dfg.rotary %x, %c, %c, %p interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x7xi64>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @rotary_invariant_3_cached(%x: tensor<1x4x8x8xf32>, %c: tensor<16x4xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.rotary' op without positions, cos 'tensor<16x4xf32>' must be [batch, seq, rotary_dim / 2] = 1x8x4}}
+  %0 = dfg.rotary %x, %c, %c interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @rotary_invariant_4(%x: tensor<1x4x8x8xf32>, %c: tensor<16x4xf32>, %p: tensor<1x8xi64>) -> tensor<1x4x8x4xf32> {
+  // expected-error @+1 {{'dfg.rotary' op result type 'tensor<1x4x8x4xf32>' contradicts the inferred 'tensor<1x4x8x8xf32>'}}
+  %0 = dfg.rotary %x, %c, %c, %p interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x8xi64>) -> tensor<1x4x8x4xf32>
+  return %0 : tensor<1x4x8x4xf32>
+}

@@ -229,3 +229,15 @@ func.func @gelu(%x: tensor<1x8x256xf32>, %h: tensor<4xf16>) -> (tensor<1x8x256xf
   %1 = dfg.gelu %h exact = true : (tensor<4xf16>) -> tensor<4xf16>
   return %0, %1 : tensor<1x8x256xf32>, tensor<4xf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @rotary
+func.func @rotary(%x: tensor<1x4x8x8xf32>, %cos: tensor<16x4xf32>, %sin: tensor<16x4xf32>, %pos: tensor<1x8xi64>, %cb: tensor<1x8x2xf16>, %h: tensor<1x4x8x8xf16>) -> (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf16>) {
+  // CHECK: dfg.rotary %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x8xi64>) -> tensor<1x4x8x8xf32>
+  %0 = dfg.rotary %x, %cos, %sin, %pos interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x8xi64>) -> tensor<1x4x8x8xf32>
+  // Per-position caches, interleaved, partial.
+  // CHECK: dfg.rotary %{{.+}}, %{{.+}}, %{{.+}} interleaved = true rotary_dim = 4 : (tensor<1x4x8x8xf16>, tensor<1x8x2xf16>, tensor<1x8x2xf16>) -> tensor<1x4x8x8xf16>
+  %1 = dfg.rotary %h, %cb, %cb interleaved = true rotary_dim = 4 : (tensor<1x4x8x8xf16>, tensor<1x8x2xf16>, tensor<1x8x2xf16>) -> tensor<1x4x8x8xf16>
+  return %0, %1 : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf16>
+}

@@ -268,6 +268,45 @@ def case_einsum_trace(path):
     return model([node], [f32("x", [4, 4])], [f32("y", None)])
 
 
+def rope_cache(name, positions, half):
+    return numpy_helper.from_array(RNG.standard_normal((positions, half)).astype(np.float32), name)
+
+
+def case_rotary23(path):
+    """RotaryEmbedding-23: 4-D with position ids; 3-D, interleaved and partial
+    (rotary_embedding_dim 4 of head_dim 8); 4-D with per-position caches."""
+    nodes = [
+        helper.make_node("RotaryEmbedding", ["x4", "cos", "sin", "pos"], ["y4"], name="rope4"),
+        helper.make_node("RotaryEmbedding", ["x3", "cos2", "sin2", "pos"], ["y3"], num_heads=2,
+                         interleaved=1, rotary_embedding_dim=4, name="rope3"),
+        helper.make_node("RotaryEmbedding", ["x4", "cos_bs", "sin_bs"], ["yc"], name="rope_cached"),
+    ]
+    inits = [rope_cache("cos", 16, 4), rope_cache("sin", 16, 4), rope_cache("cos2", 16, 2),
+             rope_cache("sin2", 16, 2),
+             numpy_helper.from_array(RNG.standard_normal((1, 4, 4)).astype(np.float32), "cos_bs"),
+             numpy_helper.from_array(RNG.standard_normal((1, 4, 4)).astype(np.float32), "sin_bs")]
+    ins = [f32("x4", [1, 2, 4, 8]), f32("x3", [1, 4, 16]),
+           helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 4])]
+    return model(nodes, ins, [f32("y4", None), f32("y3", None), f32("yc", None)], inits,
+                 opset=23)
+
+
+def case_rotary_ms(path):
+    """com.microsoft RotaryEmbedding (input, position_ids, cos, sin): 3-D with
+    position ids, and with a constant offset."""
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], num_heads=2,
+                         domain=ms, name="rope"),
+        helper.make_node("RotaryEmbedding", ["x", "offset", "cos", "sin"], ["yo"], num_heads=2,
+                         domain=ms, name="rope_offset"),
+    ]
+    inits = [rope_cache("cos", 16, 4), rope_cache("sin", 16, 4), ints("offset", [3])]
+    ins = [f32("x", [1, 4, 16]), helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 4])]
+    return model(nodes, ins, [f32("y", None), f32("yo", None)], inits,
+                 extra_opsets=[helper.make_opsetid(ms, 1)])
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
