@@ -153,6 +153,7 @@ void populateLayoutLegalizations(LegalizationTable &table);
 void populateStructureLegalizations(LegalizationTable &table);
 void populateNormalizationLegalizations(LegalizationTable &table);
 void populateRotaryLegalizations(LegalizationTable &table);
+void populateAttentionLegalizations(LegalizationTable &table);
 
 } // namespace meshc::onnximport
 

@@ -26,6 +26,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateStructureLegalizations(t);
     populateNormalizationLegalizations(t);
     populateRotaryLegalizations(t);
+    populateAttentionLegalizations(t);
     return t;
   }();
   return table;

@@ -694,6 +694,91 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
         }
         return one(std::move(result));
       })
+      .Case([&](AttentionOp a) -> FailureOr<SmallVector<EvalTensor>> {
+        const EvalTensor &q = get(a.getQuery());
+        EvalTensor k = get(a.getKey()), v = get(a.getValue());
+        int64_t past = 0;
+        SmallVector<EvalTensor> results;
+        results.emplace_back();
+        if (a.getPastKey()) {
+          // K = concat(past_key, key), V likewise, along the sequence.
+          auto extend = [&](const EvalTensor &old, const EvalTensor &fresh) {
+            Shape shape(fresh.shape);
+            shape[2] = old.shape[2] + fresh.shape[2];
+            EvalTensor joined = like(fresh.elementType, shape);
+            SmallVector<int64_t> strides = stridesOf(shape);
+            forEachIndex(old.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
+              joined.values[dot(i, strides)] = old.values[linear];
+            });
+            forEachIndex(fresh.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
+              SmallVector<int64_t> at(i);
+              at[2] += old.shape[2];
+              joined.values[dot(at, strides)] = fresh.values[linear];
+            });
+            return joined;
+          };
+          const EvalTensor &pk = get(a.getPastKey());
+          past = pk.shape[2];
+          k = extend(pk, k);
+          v = extend(get(a.getPastValue()), v);
+        }
+        int64_t batch = q.shape[0], heads = q.shape[1], seq = q.shape[2],
+                dim = q.shape[3], kvHeads = k.shape[1], total = k.shape[2],
+                vDim = v.shape[3], group = heads / kvHeads;
+        double scale = a.getScale().convertToDouble();
+        double softcap = a.getSoftcap().convertToDouble();
+        const EvalTensor *mask = a.getMask() ? &get(a.getMask()) : nullptr;
+        SmallVector<int64_t> full{batch, heads, seq, total};
+        SmallVector<int64_t> maskStrides =
+            mask ? broadcastStrides(mask->shape, full) : SmallVector<int64_t>();
+        bool boolMask = mask && mask->elementType.isInteger(1);
+        EvalTensor out = like(q.elementType, {batch, heads, seq, vDim});
+        std::vector<double> scores(total);
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t i = 0; i < seq; ++i) {
+              const double *qi =
+                  q.values.data() + ((b * heads + h) * seq + i) * dim;
+              int64_t kvh = h / group;
+              double maxScore = -INFINITY;
+              for (int64_t j = 0; j < total; ++j) {
+                const double *kj =
+                    k.values.data() + ((b * kvHeads + kvh) * total + j) * dim;
+                double sum = 0;
+                for (int64_t d = 0; d < dim; ++d)
+                  sum += qi[d] * kj[d];
+                double score = scale * sum;
+                if (mask) {
+                  double m = mask->values[dot({b, h, i, j}, maskStrides)];
+                  score += boolMask ? (m != 0 ? 0.0 : -INFINITY) : m;
+                }
+                if (a.getCausal() && j > i + past)
+                  score = -INFINITY;
+                if (softcap > 0)
+                  score = softcap * std::tanh(score / softcap);
+                scores[j] = score;
+                maxScore = std::max(maxScore, score);
+              }
+              double denom = 0;
+              for (double &sc : scores)
+                denom += (sc = std::exp(sc - maxScore));
+              double *o =
+                  out.values.data() + ((b * heads + h) * seq + i) * vDim;
+              for (int64_t j = 0; j < total; ++j) {
+                const double *vj =
+                    v.values.data() + ((b * kvHeads + kvh) * total + j) * vDim;
+                for (int64_t d = 0; d < vDim; ++d)
+                  o[d] += scores[j] / denom * vj[d];
+              }
+            }
+        roundAll(out);
+        results[0] = std::move(out);
+        if (a.getPastKey()) {
+          results.push_back(std::move(k));
+          results.push_back(std::move(v));
+        }
+        return results;
+      })
       .Case([&](RotaryOp r) -> FailureOr<SmallVector<EvalTensor>> {
         const EvalTensor &in = operand(0), &cos = operand(1), &sin = operand(2);
         const EvalTensor *positions =
@@ -716,8 +801,10 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
             const double *c = cos.values.data() + row * half;
             const double *sn = sin.values.data() + row * half;
             for (int64_t h = 0; h < heads; ++h) {
-              const double *x = in.values.data() + ((b * heads + h) * seq + s) * dim;
-              double *y = result.values.data() + ((b * heads + h) * seq + s) * dim;
+              const double *x =
+                  in.values.data() + ((b * heads + h) * seq + s) * dim;
+              double *y =
+                  result.values.data() + ((b * heads + h) * seq + s) * dim;
               for (int64_t i = 0; i < half; ++i) {
                 int64_t a = interleaved ? 2 * i : i;
                 int64_t bIdx = interleaved ? 2 * i + 1 : i + half;

@@ -385,6 +385,89 @@ LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
+  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+  Value pastK = adaptor.getPastKey(), pastV = adaptor.getPastValue();
+  SmallVector<RankedTensorType> all{q, k, v};
+  if (pastK)
+    all.push_back(cast<RankedTensorType>(pastK.getType()));
+  if (pastV)
+    all.push_back(cast<RankedTensorType>(pastV.getType()));
+  for (RankedTensorType t : all) // 1
+    if (t.getRank() != 4 || t.getElementType() != q.getElementType())
+      return inferError(loc, name,
+                        "query, key, value and past tensors must be "
+                        "4-D of one element type, got ",
+                        t, " with query ", q);
+  auto agree = [](int64_t a, int64_t b) {
+    return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+  };
+  auto dims = [](RankedTensorType t, int i) { return t.getDimSize(i); };
+  if (!agree(dims(q, 0), dims(k, 0)) || !agree(dims(k, 0), dims(v, 0)) ||
+      !agree(dims(q, 3), dims(k, 3)) || !agree(dims(k, 1), dims(v, 1)) ||
+      !agree(dims(k, 2), dims(v, 2))) // 2
+    return inferError(loc, name, "query ", q, ", key ", k, " and value ", v,
+                      " disagree in batch, head_dim, kv_heads or kv_seq");
+  int64_t heads = dims(q, 1), kvHeads = dims(k, 1);
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
+      (kvHeads == 0 || heads % kvHeads)) // 3
+    return inferError(loc, name, kvHeads, " kv heads do not divide ", heads,
+                      " query heads");
+  double scale = adaptor.getScale().convertToDouble();
+  double softcap = adaptor.getSoftcap().convertToDouble();
+  if (!(scale > 0) || softcap < 0) // 4
+    return inferError(loc, name,
+                      "scale must be positive and softcap not "
+                      "negative, got ",
+                      scale, " and ", softcap);
+  if (bool(pastK) != bool(pastV)) // 4
+    return inferError(loc, name, "past_key and past_value come together");
+  int64_t total = dims(k, 2);
+  SmallVector<Type> present;
+  if (pastK) {
+    auto pk = cast<RankedTensorType>(pastK.getType());
+    auto pv = cast<RankedTensorType>(pastV.getType());
+    for (int i : {0, 1, 3}) // 2
+      if (!agree(dims(pk, i), dims(k, i)) || !agree(dims(pv, i), dims(v, i)))
+        return inferError(loc, name, "past ", pk, " / ", pv, " must match key ",
+                          k, " / value ", v, " except in length");
+    total = ShapedType::isDynamic(total) || pk.isDynamicDim(2)
+                ? ShapedType::kDynamic
+                : total + dims(pk, 2);
+    auto extend = [&](RankedTensorType t) { // 6
+      SmallVector<int64_t> shape(t.getShape());
+      shape[2] = total;
+      return RankedTensorType::get(shape, t.getElementType());
+    };
+    present = {extend(k), extend(v)};
+  }
+  if (Value mask = adaptor.getMask()) { // 1, 5
+    auto mt = cast<RankedTensorType>(mask.getType());
+    SmallVector<int64_t> full{dims(q, 0), heads, dims(q, 2), total};
+    auto joined = broadcastShapes(mt.getShape(), full);
+    if (!mt.getElementType().isInteger(1) &&
+        mt.getElementType() != q.getElementType())
+      return inferError(loc, name, "mask ", mt,
+                        " must be bool or of the query's element type");
+    if (!joined || failed(verifyCompatibleShape(*joined, full))) {
+      if (!joined)
+        llvm::consumeError(joined.takeError());
+      return inferError(loc, name, "mask ", mt, " does not broadcast to ",
+                        formatShape(full));
+    }
+  }
+  types.push_back(RankedTensorType::get(
+      {dims(q, 0), heads, dims(q, 2), dims(v, 3)}, q.getElementType())); // 6
+  llvm::append_range(types, present);
+  return success();
+}
+
 LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
@@ -404,13 +487,12 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
   if (rd <= 0 || rd % 2 ||
       (!ShapedType::isDynamic(headDim) && rd > headDim)) // 2
     return inferError(loc, name, "rotary_dim ", rd,
-                      " must be even, positive and at most head_dim ",
-                      headDim);
+                      " must be even, positive and at most head_dim ", headDim);
   int64_t half = cos.getRank() ? cos.getShape().back() : 0;
   if (cos.getRank() == 0 ||
       (!ShapedType::isDynamic(half) && half != rd / 2)) // 2
-    return inferError(loc, name, "cos ", cos, " must end in rotary_dim / 2 = ",
-                      rd / 2);
+    return inferError(loc, name, "cos ", cos,
+                      " must end in rotary_dim / 2 = ", rd / 2);
   Value positions = adaptor.getPositions();
   SmallVector<int64_t> batchSeq{in.getDimSize(0), in.getDimSize(2)};
   if (positions) { // 3
@@ -424,9 +506,9 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
   } else {
     SmallVector<int64_t> expected{batchSeq[0], batchSeq[1], rd / 2};
     if (failed(verifyCompatibleShape(cos.getShape(), expected)))
-      return inferError(loc, name, "without positions, cos ", cos,
-                        " must be [batch, seq, rotary_dim / 2] = ",
-                        formatShape(expected));
+      return inferError(
+          loc, name, "without positions, cos ", cos,
+          " must be [batch, seq, rotary_dim / 2] = ", formatShape(expected));
   }
   types.push_back(in); // 4
   return success();
@@ -467,17 +549,16 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult inferNormalization(std::optional<Location> loc,
-                                 StringRef opName, Value input, Value scale,
-                                 Value bias, int64_t axis, double epsilon,
+LogicalResult inferNormalization(std::optional<Location> loc, StringRef opName,
+                                 Value input, Value scale, Value bias,
+                                 int64_t axis, double epsilon,
                                  SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(input.getType());
   auto normalized = normalizeAxes({axis}, in.getRank());
   if (!normalized) // 1 (rank), 2
     return inferError(loc, opName, llvm::toString(normalized.takeError()));
   if (!(epsilon > 0)) // 2
-    return inferError(loc, opName, "epsilon must be positive, got ",
-                      epsilon);
+    return inferError(loc, opName, "epsilon must be positive, got ", epsilon);
   ArrayRef<int64_t> tail = in.getShape().drop_front(normalized->front());
   for (Value param : {scale, bias}) {
     if (!param)

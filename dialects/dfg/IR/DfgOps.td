@@ -704,6 +704,64 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
   }];
 }
 
+def Dfg_AttentionOp : Dfg_InferredOp<"attention",
+                                     [AttrSizedOperandSegments]> {
+  let summary = "Scaled dot-product attention with grouped heads and a KV cache";
+  let description = [{
+    With `past_key`/`past_value`, the keys and values are first extended:
+    `K = concat(past_key, key)`, `V = concat(past_value, value)` along the
+    sequence (the `present` results are these two); otherwise `K = key`,
+    `V = value`. Query head `h` uses KV head `h / (heads / kv_heads)`
+    (grouped-query attention; multi-query when kv_heads = 1). Then
+
+      scores = scale * Q K^T + bias,  bias from `mask` (bool: 0 where true,
+               -inf where false; float: added) and, with `causal`, -inf where
+               key j > query i + P (P = past length: the new keys line up
+               with the queries, as in ONNX Attention-23)
+      scores = softcap * tanh(scores / softcap)     (when softcap > 0)
+      result = softmax(scores over keys) V
+
+    Layout: `query` `[batch, heads, seq, head_dim]`, `key`/`value`
+    `[batch, kv_heads, kv_seq, head_dim | v_dim]`, result
+    `[batch, heads, seq, v_dim]`. (ONNX Attention-23; the com.microsoft
+    attention ops map here too.)
+
+    Invariants:
+    1. query, key, value (and the past tensors) are 4-D and share a
+       floating-point element type; the mask is bool or of that type.
+    2. Batch sizes agree; query and key share head_dim; key and value share
+       kv_heads and kv_seq; the past tensors match key/value except in length.
+    3. kv_heads divides heads.
+    4. `scale` is positive and `softcap` is not negative; past_key and
+       past_value come together, with two `present` results, or not at all.
+    5. The mask broadcasts to `[batch, heads, seq, total kv_seq]`.
+    6. The result is `[batch, heads, seq, v_dim]`; each present tensor is its
+       past extended by the new keys or values.
+
+    Example:
+
+    ```mlir
+    %o = dfg.attention %q, %k, %v scale = 0.353553385 causal = true
+           : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>)
+             -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$query, Dfg_FloatTensor:$key,
+                       Dfg_FloatTensor:$value, Optional<Dfg_Tensor>:$mask,
+                       Optional<Dfg_FloatTensor>:$past_key,
+                       Optional<Dfg_FloatTensor>:$past_value, F32Attr:$scale,
+                       BoolAttr:$causal,
+                       DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+  let results = (outs Dfg_FloatTensor:$result,
+                      Variadic<Dfg_FloatTensor>:$present);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `)`)?
+    (`past` `(` $past_key^ `,` $past_value `)`)?
+    `scale` `=` $scale `causal` `=` $causal attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
   let summary = "Rotary position embedding of attention heads";
   let description = [{

@@ -721,3 +721,67 @@ func.func @rotary_invariant_4(%x: tensor<1x4x8x8xf32>, %c: tensor<16x4xf32>, %p:
   %0 = dfg.rotary %x, %c, %c, %p interleaved = false rotary_dim = 8 : (tensor<1x4x8x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<1x8xi64>) -> tensor<1x4x8x4xf32>
   return %0 : tensor<1x4x8x4xf32>
 }
+
+// -----
+
+func.func @attention_invariant_1(%q: tensor<4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op query, key, value and past tensors must be 4-D of one element type, got 'tensor<4x8x8xf32>' with query 'tensor<4x8x8xf32>'}}
+  %0 = dfg.attention %q, %k, %k scale = 1.0 causal = false : (tensor<4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_2(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x4xf32>) -> tensor<1x4x8x4xf32> {
+  // expected-error @+1 {{'dfg.attention' op query 'tensor<1x4x8x8xf32>', key 'tensor<1x2x8x4xf32>' and value 'tensor<1x2x8x4xf32>' disagree in batch, head_dim, kv_heads or kv_seq}}
+  %0 = dfg.attention %q, %k, %k scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) -> tensor<1x4x8x4xf32>
+  return %0 : tensor<1x4x8x4xf32>
+}
+
+// -----
+
+func.func @attention_invariant_3(%q: tensor<1x4x8x8xf32>, %k: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op 3 kv heads do not divide 4 query heads}}
+  %0 = dfg.attention %q, %k, %k scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_4_scale(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op scale must be positive and softcap not negative, got 0.000000e+00 and 0.000000e+00}}
+  %0 = dfg.attention %q, %k, %k scale = 0.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_4_present(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %p: tensor<1x2x2x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op result type 'tensor<1x4x8x8xf32>' contradicts the inferred 'tensor<1x4x8x8xf32>', 'tensor<1x2x10x8xf32>', 'tensor<1x2x10x8xf32>'}}
+  %0 = dfg.attention %q, %k, %k past(%p, %p) scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_5(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %m: tensor<8x7xi1>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op mask 'tensor<8x7xi1>' does not broadcast to 1x4x8x8}}
+  %0 = dfg.attention %q, %k, %k mask(%m) scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<8x7xi1>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_1_mask_type(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %m: tensor<8x8xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op mask 'tensor<8x8xi64>' must be bool or of the query's element type}}
+  %0 = dfg.attention %q, %k, %k mask(%m) scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<8x8xi64>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_6(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op result type 'tensor<1x4x8x8xf32>' contradicts the inferred 'tensor<1x4x8x16xf32>'}}
+  %0 = dfg.attention %q, %k, %v scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}

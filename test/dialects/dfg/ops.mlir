@@ -241,3 +241,18 @@ func.func @rotary(%x: tensor<1x4x8x8xf32>, %cos: tensor<16x4xf32>, %sin: tensor<
   %1 = dfg.rotary %h, %cb, %cb interleaved = true rotary_dim = 4 : (tensor<1x4x8x8xf16>, tensor<1x8x2xf16>, tensor<1x8x2xf16>) -> tensor<1x4x8x8xf16>
   return %0, %1 : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x16xf32>, %m: tensor<8x8xi1>, %pk: tensor<1x2x?x8xf32>, %pv: tensor<1x2x?x16xf32>, %a: tensor<1x1x1x10xf32>, %pk2: tensor<1x2x2x8xf32>, %pv2: tensor<1x2x2x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x4x8x16xf32>) {
+  // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<8x8xi1>) -> tensor<1x4x8x16xf32>
+  %0 = dfg.attention %q, %k, %v mask(%m) scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<8x8xi1>) -> tensor<1x4x8x16xf32>
+  // A KV cache of dynamic length: the present tensors are dynamic too.
+  // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} past(%{{.+}}, %{{.+}}) scale = 1.250000e-01 causal = true {softcap = 3.000000e+01 : f32} : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x16xf32>)
+  %1:3 = dfg.attention %q, %k, %v past(%pk, %pv) scale = 0.125 causal = true {softcap = 30.0 : f32} : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x16xf32>)
+  // A mask over past and new keys (2 + 8 = 10).
+  // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 1.250000e-01 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x1x1x10xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
+  %2:3 = dfg.attention %q, %k, %v mask(%a) past(%pk2, %pv2) scale = 0.125 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x1x1x10xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
+  return %0, %1#0, %1#1, %2#0 : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x4x8x16xf32>
+}

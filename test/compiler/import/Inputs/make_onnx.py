@@ -307,6 +307,34 @@ def case_rotary_ms(path):
                  extra_opsets=[helper.make_opsetid(ms, 1)])
 
 
+def case_attention23(path):
+    """Attention-23: GQA 4/2 heads, causal with S != T (upper-left), additive
+    and boolean masks, a KV cache with causal, 3-D inputs, scale + softcap."""
+    B, HQ, HK, S, T, D = 1, 4, 2, 3, 5, 8
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v"], ["causal"], is_causal=1, name="causal"),
+        helper.make_node("Attention", ["q", "k", "v", "add"], ["added"], name="additive"),
+        helper.make_node("Attention", ["q", "k", "v", "keep"], ["kept"], name="boolean"),
+        helper.make_node("Attention", ["q", "kn", "vn", "", "pk", "pv"],
+                         ["cached", "present_k", "present_v"], is_causal=1, name="cached"),
+        helper.make_node("Attention", ["q3", "k3", "v3"], ["flat"], q_num_heads=HQ,
+                         kv_num_heads=HK, name="three_d"),
+        helper.make_node("Attention", ["q", "k", "v"], ["capped"], scale=0.5, softcap=2.0,
+                         is_causal=1, name="softcap"),
+    ]
+    keep = RNG.random((S, T)) < 0.7
+    keep[:, 0] = True
+    inits = [numpy_helper.from_array(RNG.standard_normal((S, T)).astype(np.float32), "add"),
+             numpy_helper.from_array(keep, "keep")]
+    ins = [f32("q", [B, HQ, S, D]), f32("k", [B, HK, T, D]), f32("v", [B, HK, T, D]),
+           f32("kn", [B, HK, S, D]), f32("vn", [B, HK, S, D]), f32("pk", [B, HK, 2, D]),
+           f32("pv", [B, HK, 2, D]), f32("q3", [B, S, HQ * D]), f32("k3", [B, T, HK * D]),
+           f32("v3", [B, T, HK * D])]
+    outs = [f32(n, None) for n in ("causal", "added", "kept", "cached", "present_k",
+                                   "present_v", "flat", "capped")]
+    return model(nodes, ins, outs, inits, opset=23)
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
