@@ -192,6 +192,13 @@ Value NodeContext::scalar(double value, Type elementType) {
                                  DenseElementsAttr::get(type, element));
 }
 
+FailureOr<Value> NodeContext::swapDims12(Value v) {
+  SmallVector<int64_t> perm{0, 2, 1, 3};
+  return create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), perm),
+                                  elementOf(v), v,
+                                  builder_.getDenseI64ArrayAttr(perm));
+}
+
 LogicalResult NodeContext::setResults(ArrayRef<Value> values) {
   results_.assign(values.begin(), values.end());
   return success();

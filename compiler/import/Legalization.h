@@ -93,6 +93,10 @@ public:
         .getResult();
   }
 
+  /// [a, b, c, d] -> [a, c, b, d]: between [batch, seq, heads, dim] and
+  /// [batch, heads, seq, dim].
+  mlir::FailureOr<mlir::Value> swapDims12(mlir::Value v);
+
   /// create<OpTy>(...) bound as the node's single output.
   template <typename OpTy, typename... Args>
   mlir::LogicalResult emit(llvm::Expected<dfg::Shape> shape,
@@ -118,6 +122,14 @@ private:
   llvm::SmallVector<mlir::Value> inputs_;
   llvm::SmallVector<mlir::Value> results_;
 };
+
+/// The shape and element type of a ranked tensor value.
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
+inline mlir::Type elementOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType();
+}
 
 using LegalizeFn = mlir::LogicalResult (*)(NodeContext &);
 

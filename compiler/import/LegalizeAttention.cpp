@@ -17,20 +17,6 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-Type elementOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-
-FailureOr<Value> transpose0213(NodeContext &ctx, Value v) {
-  SmallVector<int64_t> perm{0, 2, 1, 3};
-  return ctx.create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), perm),
-                                      elementOf(v), v,
-                                      ctx.builder().getDenseI64ArrayAttr(perm));
-}
-
 /// [batch, seq, heads * d] -> [batch, heads, seq, d]; 4-D passes through.
 FailureOr<Value> toHeads(NodeContext &ctx, Value v, int64_t heads,
                          StringRef attr) {
@@ -45,7 +31,7 @@ FailureOr<Value> toHeads(NodeContext &ctx, Value v, int64_t heads,
   FailureOr<Value> split = ctx.create<dfg::ReshapeOp>(
       dfg::reshapeShape(shapeOf(v), spec), elementOf(v), v,
       ctx.builder().getDenseI64ArrayAttr(spec));
-  return failed(split) ? split : transpose0213(ctx, *split);
+  return failed(split) ? split : ctx.swapDims12(*split);
 }
 
 /// Attention-23(Q, K, V, attn_mask?, past_key?, past_value?)
@@ -117,7 +103,7 @@ LogicalResult legalizeAttention(NodeContext &ctx) {
 
   Value y = op.getResult();
   if (is3D) {
-    FailureOr<Value> back = transpose0213(ctx, y);
+    FailureOr<Value> back = ctx.swapDims12(y);
     if (failed(back))
       return failure();
     SmallVector<int64_t> merge{0, 0, -1};

@@ -52,9 +52,6 @@ LogicalResult legalizeGemm(NodeContext &ctx) {
   FailureOr<Value> b = transposed(1, "transB");
   if (failed(a) || failed(b))
     return failure();
-  auto shapeOf = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape();
-  };
   FailureOr<Value> y = ctx.create<dfg::MatMulOp>(
       dfg::matmulShape(shapeOf(*a), shapeOf(*b)), element, *a, *b);
   if (failed(y))
@@ -165,9 +162,6 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
   if (b.getElementType() != element)
     return ctx.mismatchedTypes();
   OpBuilder &builder = ctx.builder();
-  auto shapeOf = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape();
-  };
   auto transpose = [&](Value v, ArrayRef<int64_t> perm) -> FailureOr<Value> {
     if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
       return v;

@@ -15,21 +15,6 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
-Type elementOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-/// [a, b, c, d] -> [a, c, b, d], the swap between the two layouts.
-FailureOr<Value> swapHeadsAndSeq(NodeContext &ctx, Value v) {
-  SmallVector<int64_t> perm{0, 2, 1, 3};
-  return ctx.create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), perm),
-                                      elementOf(v), v,
-                                      ctx.builder().getDenseI64ArrayAttr(perm));
-}
-
 /// Rotates `x` ([batch, heads, seq, head_dim], or 3-D with `numHeads`) and
 /// binds the result in the input's layout.
 LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
@@ -47,8 +32,8 @@ LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
     SmallVector<int64_t> spec{0, 0, numHeads, -1};
     FailureOr<Value> split = ctx.create<dfg::ReshapeOp>(
         dfg::reshapeShape(in, spec), element, x, b.getDenseI64ArrayAttr(spec));
-    FailureOr<Value> heads = failed(split) ? FailureOr<Value>(failure())
-                                           : swapHeadsAndSeq(ctx, *split);
+    FailureOr<Value> heads =
+        failed(split) ? FailureOr<Value>(failure()) : ctx.swapDims12(*split);
     if (failed(heads))
       return failure();
     x = *heads;
@@ -63,7 +48,7 @@ LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
                                         positions, interleaved, rotaryDim);
   if (!is3D)
     return ctx.setResults(rotated);
-  FailureOr<Value> back = swapHeadsAndSeq(ctx, rotated);
+  FailureOr<Value> back = ctx.swapDims12(rotated);
   if (failed(back))
     return failure();
   SmallVector<int64_t> merge{0, 0, -1};
