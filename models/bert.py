@@ -18,11 +18,9 @@ projection with residual and LayerNormalization, exact GELU spelled with Erf
 (batch 1, `seq` tokens).
 """
 import argparse
-import os
 
 import numpy as np
-import onnx
-import onnxruntime as ort
+from common import save_with_reference
 from onnx import TensorProto, helper, numpy_helper
 
 D, HEADS, FFN, VOCAB, MAX_POS = 32, 4, 64, 64, 16
@@ -110,20 +108,9 @@ def main():
         ap.error(f"--seq must be in [3, {MAX_POS}]")
     rng = np.random.default_rng(args.seed)
     model = build(args.layers, args.seq, rng)
-    onnx.checker.check_model(model)
-    for sub in ("inputs", "reference"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
-    path = os.path.join(args.out, "model.onnx")
-    onnx.save_model(model, path)
     feeds = {"input_ids": rng.integers(0, VOCAB, (1, args.seq)).astype(np.int64),
              "attention_mask": np.array([[1] * (args.seq - 2) + [0, 0]], np.int64)}
-    for name, value in feeds.items():
-        np.save(os.path.join(args.out, "inputs", f"{name}.npy"), value)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    (out,) = session.run(["last_hidden_state"], feeds)
-    np.save(os.path.join(args.out, "reference", "last_hidden_state.npy"), out)
-    print(f"models/bert.py: wrote {path} ({len(model.graph.node)} nodes, {args.layers} layers) "
-          f"with onnxruntime reference outputs")
+    save_with_reference(model, args.out, feeds, "models/bert.py")
 
 
 if __name__ == "__main__":

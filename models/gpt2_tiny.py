@@ -20,11 +20,9 @@ chains yet, so the exporter's Shape/Gather/Concat arithmetic is written as
 the constants it evaluates to.
 """
 import argparse
-import os
 
 import numpy as np
-import onnx
-import onnxruntime as ort
+from common import save_with_reference
 from onnx import TensorProto, helper, numpy_helper
 
 D, HEADS, VOCAB, MAX_POS = 32, 4, 64, 16
@@ -126,18 +124,8 @@ def main():
         ap.error(f"--seq must be in [1, {MAX_POS}]")
     rng = np.random.default_rng(args.seed)
     model = build(args.layers, args.seq, rng)
-    onnx.checker.check_model(model)
-    for sub in ("inputs", "reference"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
-    path = os.path.join(args.out, "model.onnx")
-    onnx.save_model(model, path)
     ids = rng.integers(0, VOCAB, (1, args.seq)).astype(np.int64)
-    np.save(os.path.join(args.out, "inputs", "input_ids.npy"), ids)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    (logits,) = session.run(["logits"], {"input_ids": ids})
-    np.save(os.path.join(args.out, "reference", "logits.npy"), logits)
-    print(f"models/gpt2_tiny.py: wrote {path} ({len(model.graph.node)} nodes, "
-          f"{args.layers} layers) with onnxruntime reference outputs")
+    save_with_reference(model, args.out, {"input_ids": ids}, "models/gpt2_tiny.py")
 
 
 if __name__ == "__main__":

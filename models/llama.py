@@ -20,11 +20,9 @@ meshc does not fold symbolic shape chains yet.
 bf16 weights as references into a sparse external-data file.
 """
 import argparse
-import os
 from dataclasses import dataclass
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -145,7 +143,7 @@ def build(cfg, weights, matmul_dtype=None):
 
 
 def main():
-    import onnxruntime as ort
+    from common import save_with_reference
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -156,18 +154,8 @@ def main():
     rng = np.random.default_rng(args.seed)
     cfg = Config(layers=args.layers, seq=args.seq)
     model = build(cfg, EmbeddedWeights(rng))
-    onnx.checker.check_model(model)
-    for sub in ("inputs", "reference"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
-    path = os.path.join(args.out, "model.onnx")
-    onnx.save_model(model, path)
     ids = rng.integers(0, cfg.vocab, (1, cfg.seq)).astype(np.int64)
-    np.save(os.path.join(args.out, "inputs", "input_ids.npy"), ids)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    (logits,) = session.run(["logits"], {"input_ids": ids})
-    np.save(os.path.join(args.out, "reference", "logits.npy"), logits)
-    print(f"models/llama.py: wrote {path} ({len(model.graph.node)} nodes, {cfg.layers} layers) "
-          f"with onnxruntime reference outputs")
+    save_with_reference(model, args.out, {"input_ids": ids}, "models/llama.py")
 
 
 if __name__ == "__main__":
