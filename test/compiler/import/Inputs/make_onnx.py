@@ -335,6 +335,36 @@ def case_attention23(path):
     return model(nodes, ins, outs, inits, opset=23)
 
 
+def case_mha(path):
+    """com.microsoft MultiHeadAttention: plain, causal, key padding mask with
+    attention bias, packed q/k/v bias, and a KV cache with causal."""
+    ms = "com.microsoft"
+    B, H, S, D = 1, 2, 3, 4
+
+    def mha(ins, outs, name, **attrs):
+        return helper.make_node("MultiHeadAttention", ins, outs, domain=ms, num_heads=H,
+                                name=name, **attrs)
+
+    nodes = [
+        mha(["q", "k", "v"], ["plain"], "plain"),
+        mha(["q", "k", "v"], ["causal"], "causal", unidirectional=1),
+        mha(["q", "k", "v", "", "kpm", "abias"], ["masked"], "masked"),
+        mha(["q", "k", "v", "qkv_bias"], ["biased"], "biased", scale=0.3),
+        mha(["q", "k", "v", "", "", "", "pk", "pv"], ["cached", "present_k", "present_v"],
+            "cached", unidirectional=1),
+    ]
+    inits = [numpy_helper.from_array(np.array([[1, 1, 0]], np.int32), "kpm"),
+             numpy_helper.from_array(RNG.standard_normal((1, H, S, S)).astype(np.float32),
+                                     "abias"),
+             numpy_helper.from_array(RNG.standard_normal(3 * H * D).astype(np.float32),
+                                     "qkv_bias")]
+    ins = [f32("q", [B, S, H * D]), f32("k", [B, S, H * D]), f32("v", [B, S, H * D]),
+           f32("pk", [B, H, 2, D]), f32("pv", [B, H, 2, D])]
+    outs = [f32(n, None) for n in ("plain", "causal", "masked", "biased", "cached",
+                                   "present_k", "present_v")]
+    return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid(ms, 1)])
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
