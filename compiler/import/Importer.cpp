@@ -22,6 +22,7 @@
 #include "compiler/import/Legalization.h"
 #include "compiler/import/OnnxModel.h"
 #include "compiler/import/OnnxTensors.h"
+#include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -67,6 +68,8 @@ private:
                            Location callLoc);
   FailureOr<SmallVector<int>> topologicalOrder();
   LogicalResult importNode(int index);
+  LogicalResult foldConstants(ArrayRef<Operation *> ops,
+                              SmallVectorImpl<Value> &results);
 
   MLIRContext &context_;
   const OnnxModel &model_;
@@ -473,13 +476,21 @@ LogicalResult Importer::importNode(int index) {
   SmallVector<Value> inputs;
   for (const std::string &in : node.input())
     inputs.push_back(in.empty() ? Value() : values_.lookup(in));
+  Block *body = builder_.getInsertionBlock();
+  Operation *last = body->empty() ? nullptr : &body->back();
   NodeContext ctx(*this, node, *version, builder_, loc, inputs);
   // A legalisation may report a problem (a mistyped attribute) and carry
   // on with a default; the node still fails.
   if (failed(fn(ctx)) || ctx.hadError())
     return failure();
+  SmallVector<Operation *> created;
+  for (Operation &op : llvm::make_range(
+           last ? std::next(last->getIterator()) : body->begin(), body->end()))
+    created.push_back(&op);
+  SmallVector<Value> results(ctx.results());
+  if (failed(foldConstants(created, results)))
+    return failure();
 
-  ArrayRef<Value> results = ctx.results();
   for (auto [i, name] : enumerate(node.output())) {
     if (name.empty())
       continue;
@@ -489,6 +500,57 @@ LogicalResult Importer::importNode(int index) {
       return emitError(loc) << "output #" << i << " ('" << name
                             << "') is used, but meshc does not produce it";
     }
+  }
+  return success();
+}
+
+/// Folds, with the reference evaluator, each new op whose operands are all
+/// literal constants or integer weights (shape data) and whose results are
+/// small static tensors: the exporter's shape arithmetic (Shape -> Gather ->
+/// Unsqueeze -> Concat, Range, ConstantOfShape, ...) collapses into
+/// constants, which shape-consuming nodes read. Ops on float weights are never
+/// folded, so weight data never enters the IR. `results` (the node's output
+/// values) are updated to the folded constants.
+LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
+                                      SmallVectorImpl<Value> &results) {
+  constexpr int64_t kMaxFolded = dfg::ConstantOp::kMaxConstantElements;
+  auto foldable = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    auto type = cast<RankedTensorType>(v.getType());
+    if (isa_and_nonnull<dfg::ConstantOp>(def))
+      return true;
+    return isa_and_nonnull<dfg::WeightOp>(def) &&
+           !isa<FloatType>(type.getElementType()) &&
+           type.getNumElements() <= kMaxFolded;
+  };
+  for (Operation *op : ops) {
+    if (isa<dfg::ConstantOp, dfg::WeightOp>(op) ||
+        !llvm::all_of(op->getOperands(), foldable) ||
+        !llvm::all_of(op->getResultTypes(), [&](Type t) {
+          auto type = cast<RankedTensorType>(t);
+          return type.hasStaticShape() && type.getNumElements() <= kMaxFolded;
+        }))
+      continue;
+    SmallVector<dfg::EvalTensor> operands;
+    for (Value v : op->getOperands()) {
+      auto value = dfg::evaluateOp(v.getDefiningOp(), {}, model_.folder());
+      if (failed(value))
+        return failure();
+      operands.push_back(std::move(value->front()));
+    }
+    auto folded = dfg::evaluateOp(op, operands, model_.folder());
+    if (failed(folded))
+      return failure(); // e.g. an index out of range, reported at the node
+    OpBuilder b(op);
+    for (auto [result, tensor] : llvm::zip_equal(op->getResults(), *folded)) {
+      Value constant =
+          dfg::ConstantOp::create(b, op->getLoc(), dfg::toDenseAttr(tensor));
+      for (Value &r : results)
+        if (r == result)
+          r = constant;
+      result.replaceAllUsesWith(constant);
+    }
+    op->erase();
   }
   return success();
 }

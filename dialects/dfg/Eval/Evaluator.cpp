@@ -213,6 +213,14 @@ public:
   FailureOr<SmallVector<EvalTensor>> run(func::FuncOp func,
                                          ArrayRef<EvalTensor> inputs);
 
+  /// Evaluates one op whose operands have the given values.
+  FailureOr<SmallVector<EvalTensor>> runOp(Operation *op,
+                                           ArrayRef<EvalTensor> operands) {
+    for (auto [value, tensor] : llvm::zip_equal(op->getOperands(), operands))
+      values_[value] = tensor;
+    return evalOp(op);
+  }
+
 private:
   const EvalTensor &get(Value v) { return values_.find(v)->second; }
   FailureOr<SmallVector<EvalTensor>> evalOp(Operation *op);
@@ -875,6 +883,32 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::run(func::FuncOp func,
 FailureOr<SmallVector<EvalTensor>>
 evaluate(func::FuncOp func, ArrayRef<EvalTensor> inputs, StringRef weightsDir) {
   return Evaluator(weightsDir).run(func, inputs);
+}
+
+FailureOr<SmallVector<EvalTensor>>
+evaluateOp(Operation *op, ArrayRef<EvalTensor> operands, StringRef weightsDir) {
+  return Evaluator(weightsDir).runOp(op, operands);
+}
+
+DenseElementsAttr toDenseAttr(const EvalTensor &t) {
+  auto type = RankedTensorType::get(t.shape, t.elementType);
+  if (auto floatType = dyn_cast<FloatType>(t.elementType)) {
+    SmallVector<APFloat> values;
+    for (double v : t.values) {
+      APFloat f(v);
+      bool losesInfo;
+      f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &losesInfo);
+      values.push_back(f);
+    }
+    return DenseElementsAttr::get(type, values);
+  }
+  unsigned width = t.elementType.getIntOrFloatBitWidth();
+  SmallVector<llvm::APInt> values;
+  for (double v : t.values)
+    values.emplace_back(width, static_cast<uint64_t>(static_cast<int64_t>(v)),
+                        /*isSigned=*/width > 1);
+  return DenseElementsAttr::get(type, values);
 }
 
 FailureOr<EvalTensor> fromHostTensor(const rt::HostTensor &host,

@@ -12,6 +12,7 @@
 
 #include "meshc/runtime/npy.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Types.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -41,6 +42,14 @@ struct EvalTensor {
 mlir::FailureOr<llvm::SmallVector<EvalTensor>>
 evaluate(mlir::func::FuncOp func, llvm::ArrayRef<EvalTensor> inputs,
          llvm::StringRef weightsDir);
+
+/// Evaluates the single op `op` on operand values (constant folding).
+mlir::FailureOr<llvm::SmallVector<EvalTensor>>
+evaluateOp(mlir::Operation *op, llvm::ArrayRef<EvalTensor> operands,
+           llvm::StringRef weightsDir);
+
+/// The value of `tensor` as an attribute of its (static) type.
+mlir::DenseElementsAttr toDenseAttr(const EvalTensor &tensor);
 
 /// Conversions to and from the runtime's host tensors (.npy files).
 mlir::FailureOr<EvalTensor> fromHostTensor(const rt::HostTensor &tensor,

@@ -85,12 +85,14 @@ def case_elementwise(path):
         helper.make_node("Cast", ["masked"], ["y"], to=TensorProto.FLOAT16, name="to_half"),
         helper.make_node("Equal", ["i", "j"], ["eq"], name="eq"),
     ]
+    # i and j are inputs, so that the comparisons are not folded at import.
     inits = [ints("three", 3), numpy_helper.from_array(np.array(0.044715, np.float32), "k"),
-             numpy_helper.from_array(np.array(-1e4, np.float32), "neg"),
-             ints("i", [[0], [1], [2], [3]]), ints("j", [0, 1, 2, 3])]
+             numpy_helper.from_array(np.array(-1e4, np.float32), "neg")]
+    ins = [f32("x", [4, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [4, 1]),
+           helper.make_tensor_value_info("j", TensorProto.INT64, [4])]
     outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None),
             helper.make_tensor_value_info("eq", TensorProto.BOOL, None)]
-    return model(nodes, [f32("x", [4, 4])], outs, inits)
+    return model(nodes, ins, outs, inits)
 
 
 def case_unsorted(path):
@@ -122,15 +124,16 @@ def structure_model(opset):
         helper.make_node("ReduceMax", ["v"] if opset < 18 else ["v", "last"], ["vm"],
                          keepdims=0, name="vmax", **reduce_axes),
     ]
+    # The mask buffer is an input so that slicing it is not folded away.
     inits = [weight("wte", 50, 12), ints("zero", [0]), ints("last", [-1]),
-             numpy_helper.from_array(np.tril(np.ones((1, 1, 8, 8), dtype=bool)), "bias"),
              ints("start", [0, 0]), ints("end", [4, 4]), ints("axes23", [2, 3]),
              ints("target", [2, 4, 4])]
     ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])
+    bias = helper.make_tensor_value_info("bias", TensorProto.BOOL, [1, 1, 8, 8])
     outs = [f32("mu", None), f32("qq", None),
             helper.make_tensor_value_info("maskx", TensorProto.BOOL, None),
             f32("ks", None), f32("vm", None)]
-    return model(nodes, [ids], outs, inits, opset=opset)
+    return model(nodes, [ids, bias], outs, inits, opset=opset)
 
 
 def case_structure13(path):
