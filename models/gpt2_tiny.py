@@ -15,9 +15,13 @@ Transpose, scores scaled by Div, the causal mask as a Slice of the boolean
 Pow/Mul/Add/Tanh; final LayerNorm and an lm_head tied to the token embedding
 (Transpose + MatMul). Sizes: d=32, 4 heads, vocabulary 64.
 
-Shapes are static (batch 1, `seq` tokens): meshc does not fold symbolic shape
-chains yet, so the exporter's Shape/Gather/Concat arithmetic is written as
-the constants it evaluates to.
+The exporter's shape arithmetic is kept as it writes it: x.view(...) through
+Shape -> Slice -> Concat -> Reshape, Conv1D's x.view(-1, x.size(-1)) through
+Shape -> Gather -> Unsqueeze -> Concat, position ids through Range on the
+sequence length, and the causal mask's bounds key_len - query_len : key_len
+through Shape -> Gather -> Sub -> Unsqueeze. Shapes are static (batch 1, `seq`
+tokens), so meshc folds all of it to constants at import; symbolic shapes are
+not supported yet.
 """
 import argparse
 
@@ -59,18 +63,32 @@ def build(layers, seq, rng):
         beta = init(p + ".bias", (0.1 * rng.standard_normal(D)).astype(np.float32))
         return node("Add", [node("Mul", [normed, gamma]), beta])
 
-    def conv1d(x, p, n_in, n_out):
-        flat = ints(p + ".in_shape", [-1, n_in])
-        out_shape = ints(p + ".out_shape", [1, seq, n_out])
-        y = node("Gemm", [node("Reshape", [x, flat]), w(p + ".weight", n_in, n_out),
-                          w(p + ".bias", n_out, scale=0.05)])
-        return node("Reshape", [y, out_shape])
+    minus1, zero1, axis0 = ints("minus1", [-1]), ints("zero1", [0]), ints("axis0", [0])
+    minus2 = ints("minus2", [-2])
 
-    heads = ints("heads_shape", [1, seq, HEADS, HD])
-    merged = ints("merged_shape", [1, seq, D])
+    def size(x, dim):
+        """x.size(dim) as a 1-element tensor: Shape -> Gather -> Unsqueeze."""
+        g = node("Gather", [node("Shape", [x]), init(f"dim{dim}_{len(nodes)}",
+                                                     np.array(dim, np.int64))], axis=0)
+        return node("Unsqueeze", [g, axis0])
+
+    def view_last(x, tail):
+        """x.view(x.size()[:-1] + tail): Shape -> Slice -> Concat -> Reshape."""
+        head = node("Slice", [node("Shape", [x]), zero1, minus1])
+        return node("Reshape", [x, node("Concat", [head, tail], axis=0)])
+
+    def conv1d(x, p, n_in, n_out):
+        # x.view(-1, x.size(-1)) @ W + b, then view(size_out)
+        flat = node("Reshape", [x, node("Concat", [minus1, size(x, -1)], axis=0)])
+        y = node("Gemm", [flat, w(p + ".weight", n_in, n_out), w(p + ".bias", n_out, scale=0.05)])
+        size_out = node("Concat", [node("Slice", [node("Shape", [x]), zero1, minus1]),
+                                   ints(p + ".nf", [n_out])], axis=0)
+        return node("Reshape", [y, size_out])
+
+    heads_tail = ints("heads_tail", [HEADS, HD])
     bias = init("bias", np.tril(np.ones((1, 1, MAX_POS, MAX_POS), dtype=bool)))
-    starts, ends = ints("mask_starts", [0, 0]), ints("mask_ends", [seq, seq])
-    mask_axes = ints("mask_axes", [2, 3])
+    zero_start = ints("zero_start", [0])
+    axis2, axis3 = ints("axis2", [2]), ints("axis3", [3])
     masked = init("masked_bias", np.array(-1e4, np.float32))
     scale = init("scale", np.array(np.sqrt(HD), np.float32))
     c1, c2, c3 = (init(n, np.array(v, np.float32)) for n, v in
@@ -78,9 +96,14 @@ def build(layers, seq, rng):
     one, three = init("one", np.array(1.0, np.float32)), init("three", np.array(3.0, np.float32))
 
     wte = w("wte", VOCAB, D, scale=0.5)
+    # position_ids = arange(0, input_ids.size(-1)).unsqueeze(0)
+    seq_len = node("Gather", [node("Shape", ["input_ids"]), init("last_dim", np.array(-1, np.int64))],
+                   axis=0)
+    positions = node("Unsqueeze", [node("Range", [init("range_start", np.array(0, np.int64)), seq_len,
+                                                  init("range_step", np.array(1, np.int64))]),
+                                   axis0])
     h = node("Add", [node("Gather", [wte, "input_ids"], axis=0),
-                     node("Gather", [w("wpe", MAX_POS, D, scale=0.1), ints("position_ids", [list(range(seq))])],
-                          axis=0)])
+                     node("Gather", [w("wpe", MAX_POS, D, scale=0.1), positions], axis=0)])
     for i in range(layers):
         p = f"h.{i}."
         qkv = conv1d(layer_norm(h, p + "ln_1"), p + "attn.c_attn", D, 3 * D)
@@ -88,15 +111,21 @@ def build(layers, seq, rng):
         nodes.append(helper.make_node("Split", [qkv, ints(p + "split", [D, D, D])],
                                       [split + "_q", split + "_k", split + "_v"], axis=2,
                                       name=f"/{p}Split"))
-        q, k, v = (node("Reshape", [split + s, heads]) for s in ("_q", "_k", "_v"))
+        q, k, v = (view_last(split + s, heads_tail) for s in ("_q", "_k", "_v"))
         q = node("Transpose", [q], perm=[0, 2, 1, 3])
         k = node("Transpose", [k], perm=[0, 2, 3, 1])
         v = node("Transpose", [v], perm=[0, 2, 1, 3])
         scores = node("Div", [node("MatMul", [q, k]), scale])
-        causal = node("Slice", [bias, starts, ends, mask_axes])
+        # bias[:, :, key_len - query_len : key_len, :key_len]
+        query_len, key_len = size(q, -2), size(k, -1)
+        rows = node("Slice", [bias, node("Sub", [key_len, query_len]), key_len, axis2])
+        causal = node("Slice", [rows, zero_start, key_len, axis3])
         probs = node("Softmax", [node("Where", [causal, scores, masked])], axis=-1)
-        attn = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]),
-                                merged])
+        # merge heads: x.view(x.size()[:-2] + (x.size(-2) * x.size(-1),))
+        t = node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        merged = node("Concat", [node("Slice", [node("Shape", [t]), zero1, minus2]),
+                                 node("Mul", [size(t, -2), size(t, -1)])], axis=0)
+        attn = node("Reshape", [t, merged])
         h = node("Add", [h, conv1d(attn, p + "attn.c_proj", D, D)])
         x = conv1d(layer_norm(h, p + "ln_2"), p + "mlp.c_fc", D, 4 * D)
         inner = node("Mul", [c3, node("Add", [x, node("Mul", [c2, node("Pow", [x, three])])])])

@@ -32,14 +32,16 @@ done
 }
 
 echo "== $("$bin/meshc" --version)"
-echo "== 1. models/gpt2_tiny.py: a 2-layer GPT-2 (d=32, 4 heads, vocabulary 64) as torch.onnx exports it"
+echo "== 1. models/gpt2_tiny.py: a 2-layer GPT-2 (d=32, 4 heads, vocabulary 64) as torch.onnx exports it,"
+echo "   shape arithmetic (Shape, Gather, Concat, Range, Slice) included"
 "$python" "$repo/models/gpt2_tiny.py" --out "$work"
 
 echo "== 2. meshc import --optimize"
 "$bin/meshc" import --optimize "$work/model.onnx" -o "$work/model.mlir"
 ops=$(grep -c ' = dfg\.' "$work/model.mlir")
 weights=$(grep -c 'dfg.weight' "$work/model.mlir")
-echo "   $work/model.mlir: $ops dfg ops, $weights weight references into model.onnx (no weight bytes copied)"
+echo "   $work/model.mlir: $ops dfg ops, $weights weight references into model.onnx (no weight bytes copied);"
+echo "   the shape arithmetic folded to constants at import"
 grep -m1 'func.func @main' "$work/model.mlir" | sed 's/^ */   /'
 
 echo "== 3. meshc-eval (reference evaluator) on the prompt"

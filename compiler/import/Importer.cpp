@@ -50,6 +50,7 @@ public:
         fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
+  StringRef modelFolder() const { return model_.folder(); }
 
   /// The integer values of a constant dfg value (dfg.constant, or a small
   /// dfg.weight whose bytes are read from its file).
@@ -96,6 +97,17 @@ NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
       builder_(builder), loc_(loc), inputs_(std::move(inputs)) {}
 
 unsigned NodeContext::numOutputs() const { return node_.output_size(); }
+
+StringRef NodeContext::modelFolder() const { return importer_.modelFolder(); }
+
+FailureOr<DenseElementsAttr>
+NodeContext::tensorAttr(const onnx::AttributeProto &attr) {
+  FailureOr<RankedTensorType> type =
+      tensorType(*builder_.getContext(), attr.t(), loc_);
+  if (failed(type))
+    return failure();
+  return tensorToAttr(*builder_.getContext(), attr.t(), *type, loc_);
+}
 
 RankedTensorType NodeContext::inputType(unsigned i) const {
   return cast<RankedTensorType>(input(i).getType());

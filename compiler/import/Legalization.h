@@ -78,6 +78,14 @@ public:
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(unsigned i, llvm::StringRef what);
 
+  /// The folder the model's weight files are relative to.
+  llvm::StringRef modelFolder() const;
+
+  /// The value of a tensor attribute (a Constant-like `value`), reported at
+  /// this node when meshc cannot hold it.
+  mlir::FailureOr<mlir::DenseElementsAttr>
+  tensorAttr(const onnx::AttributeProto &attr);
+
   /// A scalar dfg.constant of `elementType`.
   mlir::Value scalar(double value, mlir::Type elementType);
 
@@ -166,6 +174,7 @@ void populateStructureLegalizations(LegalizationTable &table);
 void populateNormalizationLegalizations(LegalizationTable &table);
 void populateRotaryLegalizations(LegalizationTable &table);
 void populateAttentionLegalizations(LegalizationTable &table);
+void populateShapeLegalizations(LegalizationTable &table);
 
 } // namespace meshc::onnximport
 

@@ -27,6 +27,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateNormalizationLegalizations(t);
     populateRotaryLegalizations(t);
     populateAttentionLegalizations(t);
+    populateShapeLegalizations(t);
     return t;
   }();
   return table;

@@ -143,12 +143,7 @@ LogicalResult legalizeConstant(NodeContext &ctx) {
   OpBuilder &b = ctx.builder();
   DenseElementsAttr value;
   if (const onnx::AttributeProto *a = ctx.attr("value")) {
-    FailureOr<RankedTensorType> type =
-        tensorType(*b.getContext(), a->t(), ctx.loc());
-    if (failed(type))
-      return failure();
-    FailureOr<DenseElementsAttr> attr =
-        tensorToAttr(*b.getContext(), a->t(), *type, ctx.loc());
+    FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*a);
     if (failed(attr))
       return failure();
     value = *attr;

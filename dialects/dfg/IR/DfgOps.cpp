@@ -143,7 +143,8 @@ LogicalResult WeightOp::verify() {
 
 LogicalResult ConstantOp::verify() {
   int64_t n = getType().getNumElements(); // 2 is ODS (static, same type)
-  if (n > kMaxConstantElements)           // 1
+  auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  if (n > kMaxConstantElements && !(dense && dense.isSplat())) // 1
     return emitOpError("holds ")
            << n << " elements; literal constants hold at most "
            << kMaxConstantElements << " (use dfg.weight for larger tensors)";

@@ -62,8 +62,9 @@ def Dfg_ConstantOp : Dfg_Op<"constant",
     `dfg.weight` references.
 
     Invariants:
-    1. `value` holds at most 65536 elements (`kMaxConstantElements`); larger
-       tensors must be `dfg.weight` references.
+    1. Unless it is a splat (one value repeated, stored once), `value` holds
+       at most 65536 elements (`kMaxConstantElements`); larger tensors must
+       be `dfg.weight` references.
     2. The value's type is the result type and has a static shape.
 
     Example:

@@ -69,8 +69,9 @@ func.func @weight_element_type() -> tensor<4xf64> {
 // -----
 
 func.func @constant_invariant_1() -> tensor<65537xf32> {
+  // A non-splat value (an elided resource blob) of 65537 elements.
   // expected-error @+1 {{'dfg.constant' op holds 65537 elements; literal constants hold at most 65536 (use dfg.weight for larger tensors)}}
-  %c = dfg.constant dense<0.0> : tensor<65537xf32>
+  %c = dfg.constant dense_resource<__elided__> : tensor<65537xf32>
   return %c : tensor<65537xf32>
 }
 

@@ -13,6 +13,9 @@ func.func @weight_and_constant() -> (tensor<64x192xf32>, tensor<4xbf16>, tensor<
   %m = dfg.weight "mask" in "m.bin" [offset = 16, length = 3] : tensor<3xi1>
   // CHECK: dfg.constant dense<[0, -1]> : tensor<2xi64>
   %c = dfg.constant dense<[0, -1]> : tensor<2xi64>
+  // A splat stores one value, so its size is not limited.
+  // CHECK: dfg.constant dense<-1.000000e+04> : tensor<1x1x2048x2048xf32>
+  %s = dfg.constant dense<-1.0e4> : tensor<1x1x2048x2048xf32>
   return %w, %g, %m, %c : tensor<64x192xf32>, tensor<4xbf16>, tensor<3xi1>, tensor<2xi64>
 }
 
