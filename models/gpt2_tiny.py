@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Writes a tiny GPT-2 in the idioms torch.onnx's TorchScript exporter uses.
 
-Usage: models/gpt2_tiny.py --out DIR [--layers 2] [--seq 8] [--seed 0]
+Usage: models/gpt2_tiny.py --out DIR [--layers 2] [--seq 8] [--past 0] [--seed 0]
 
 DIR/model.onnx          the model (opset 17; weights embedded)
-DIR/inputs/input_ids.npy  a prompt of `seq` token ids
-DIR/reference/logits.npy  onnxruntime's output for it (the numerical reference)
+DIR/inputs/*.npy        a prompt of `seq` token ids (and the KV cache, with --past)
+DIR/reference/*.npy     onnxruntime's outputs for them (the numerical reference)
+
+With --past P the model is a cached step as Hugging Face exports it: inputs
+past_key_values.N.key / .value ([1, heads, P, head_dim]) are concatenated in
+front of the new keys and values, which leave as present.N.key / .value
+([1, heads, P + seq, head_dim]); position ids start at P.
 
 The graph: token and position embeddings (Gather); per layer a decomposed
 LayerNorm (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add), Conv1D as
@@ -33,7 +38,7 @@ D, HEADS, VOCAB, MAX_POS = 32, 4, 64, 16
 HD = D // HEADS
 
 
-def build(layers, seq, rng):
+def build(layers, seq, rng, past=0):
     nodes, inits = [], []
 
     def init(name, array):
@@ -96,10 +101,15 @@ def build(layers, seq, rng):
     one, three = init("one", np.array(1.0, np.float32)), init("three", np.array(3.0, np.float32))
 
     wte = w("wte", VOCAB, D, scale=0.5)
-    # position_ids = arange(0, input_ids.size(-1)).unsqueeze(0)
-    seq_len = node("Gather", [node("Shape", ["input_ids"]), init("last_dim", np.array(-1, np.int64))],
-                   axis=0)
-    positions = node("Unsqueeze", [node("Range", [init("range_start", np.array(0, np.int64)), seq_len,
+    # position_ids = arange(past_length, past_length + input_ids.size(-1))
+    last_dim = init("last_dim", np.array(-1, np.int64))
+    seq_len = node("Gather", [node("Shape", ["input_ids"]), last_dim], axis=0)
+    if past:
+        past_len = node("Gather", [node("Shape", ["past_key_values.0.key"]),
+                                   init("dim_m2", np.array(-2, np.int64))], axis=0)
+    else:
+        past_len = init("range_start", np.array(0, np.int64))
+    positions = node("Unsqueeze", [node("Range", [past_len, node("Add", [past_len, seq_len]),
                                                   init("range_step", np.array(1, np.int64))]),
                                    axis0])
     h = node("Add", [node("Gather", [wte, "input_ids"], axis=0),
@@ -113,8 +123,14 @@ def build(layers, seq, rng):
                                       name=f"/{p}Split"))
         q, k, v = (view_last(split + s, heads_tail) for s in ("_q", "_k", "_v"))
         q = node("Transpose", [q], perm=[0, 2, 1, 3])
-        k = node("Transpose", [k], perm=[0, 2, 3, 1])
+        k = node("Transpose", [k], perm=[0, 2, 1, 3])
         v = node("Transpose", [v], perm=[0, 2, 1, 3])
+        if past:
+            k = node("Concat", [f"past_key_values.{i}.key", k], axis=-2)
+            v = node("Concat", [f"past_key_values.{i}.value", v], axis=-2)
+            for name, value in ((f"present.{i}.key", k), (f"present.{i}.value", v)):
+                nodes.append(helper.make_node("Identity", [value], [name], name=f"/{name}"))
+        k = node("Transpose", [k], perm=[0, 1, 3, 2])
         scores = node("Div", [node("MatMul", [q, k]), scale])
         # bias[:, :, key_len - query_len : key_len, :key_len]
         query_len, key_len = size(q, -2), size(k, -1)
@@ -134,10 +150,15 @@ def build(layers, seq, rng):
     logits = node("MatMul", [layer_norm(h, "ln_f"), node("Transpose", [wte], perm=[1, 0])])
     nodes[-1].output[0] = "logits"
 
-    graph = helper.make_graph(
-        nodes, "gpt2_tiny",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, seq, VOCAB])], inits)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, seq, VOCAB])]
+    for i in range(layers if past else 0):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}",
+                                                        TensorProto.FLOAT, [1, HEADS, past, HD]))
+            outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", TensorProto.FLOAT,
+                                                         [1, HEADS, past + seq, HD]))
+    graph = helper.make_graph(nodes, "gpt2_tiny", inputs, outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              producer_name="meshc models/gpt2_tiny.py", ir_version=8)
 
@@ -147,14 +168,20 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--seq", type=int, default=8)
+    ap.add_argument("--past", type=int, default=0,
+                    help="length of the KV cache given as input (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    if not 1 <= args.seq <= MAX_POS:
-        ap.error(f"--seq must be in [1, {MAX_POS}]")
+    if not 1 <= args.seq or args.past < 0 or args.past + args.seq > MAX_POS:
+        ap.error(f"--seq must be at least 1 and --past + --seq at most {MAX_POS}")
     rng = np.random.default_rng(args.seed)
-    model = build(args.layers, args.seq, rng)
-    ids = rng.integers(0, VOCAB, (1, args.seq)).astype(np.int64)
-    save_with_reference(model, args.out, {"input_ids": ids}, "models/gpt2_tiny.py")
+    model = build(args.layers, args.seq, rng, args.past)
+    feeds = {"input_ids": rng.integers(0, VOCAB, (1, args.seq)).astype(np.int64)}
+    for i in range(args.layers if args.past else 0):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
+                (1, HEADS, args.past, HD)).astype(np.float32)
+    save_with_reference(model, args.out, feeds, "models/gpt2_tiny.py")
 
 
 if __name__ == "__main__":
