@@ -214,6 +214,27 @@ FailureOr<Value> NodeContext::swapDims12(Value v) {
                                   builder_.getDenseI64ArrayAttr(perm));
 }
 
+FailureOr<Value> NodeContext::splitHeads(Value v, int64_t heads,
+                                         StringRef attr) {
+  if (heads <= 0)
+    return error("a 3-D input needs the " + attr + " attribute");
+  SmallVector<int64_t> spec{0, 0, heads, -1};
+  FailureOr<Value> split =
+      create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(v), spec), elementOf(v),
+                             v, builder_.getDenseI64ArrayAttr(spec));
+  return failed(split) ? split : swapDims12(*split);
+}
+
+FailureOr<Value> NodeContext::mergeHeads(Value v) {
+  FailureOr<Value> back = swapDims12(v);
+  if (failed(back))
+    return failure();
+  SmallVector<int64_t> spec{0, 0, -1};
+  return create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(*back), spec),
+                                elementOf(v), *back,
+                                builder_.getDenseI64ArrayAttr(spec));
+}
+
 LogicalResult NodeContext::setResults(ArrayRef<Value> values) {
   results_.assign(values.begin(), values.end());
   return success();
@@ -592,6 +613,8 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
                                           : v.getSExtValue());
     return ints;
   }
+  // Not through the reference evaluator: it holds values as doubles, and
+  // exporters write INT64_MAX ("to the end") into shape operands.
   if (auto weight = dyn_cast_or_null<dfg::WeightOp>(def))
     return readWeightInts(weight, model_.folder(), loc);
   if (isa<BlockArgument>(value))

@@ -105,6 +105,13 @@ public:
   /// [batch, heads, seq, dim].
   mlir::FailureOr<mlir::Value> swapDims12(mlir::Value v);
 
+  /// [batch, seq, heads * d] -> [batch, heads, seq, d] (reshape, then
+  /// swapDims12); `attr` names the heads attribute in the error for heads <= 0.
+  mlir::FailureOr<mlir::Value> splitHeads(mlir::Value v, int64_t heads,
+                                          llvm::StringRef attr);
+  /// The inverse: [batch, heads, seq, d] -> [batch, seq, heads * d].
+  mlir::FailureOr<mlir::Value> mergeHeads(mlir::Value v);
+
   /// create<OpTy>(...) bound as the node's single output.
   template <typename OpTy, typename... Args>
   mlir::LogicalResult emit(llvm::Expected<dfg::Shape> shape,

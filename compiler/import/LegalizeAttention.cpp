@@ -26,13 +26,7 @@ FailureOr<Value> toHeads(NodeContext &ctx, Value v, int64_t heads,
   if (shapeOf(v).size() != 3)
     return ctx.error("attention inputs must be 3-D or 4-D, got " +
                      dfg::formatShape(shapeOf(v)));
-  if (heads <= 0)
-    return ctx.error("a 3-D input needs the " + attr + " attribute");
-  SmallVector<int64_t> spec{0, 0, heads, -1};
-  FailureOr<Value> split = ctx.create<dfg::ReshapeOp>(
-      dfg::reshapeShape(shapeOf(v), spec), elementOf(v), v,
-      ctx.builder().getDenseI64ArrayAttr(spec));
-  return failed(split) ? split : ctx.swapDims12(*split);
+  return ctx.splitHeads(v, heads, attr);
 }
 
 /// Creates dfg.attention and binds Y (merged back to 3-D when `merge`),
@@ -59,13 +53,7 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
                                b.getF32FloatAttr(softcap));
   Value y = op.getResult();
   if (merge) {
-    FailureOr<Value> back = ctx.swapDims12(y);
-    if (failed(back))
-      return failure();
-    SmallVector<int64_t> spec{0, 0, -1};
-    FailureOr<Value> merged = ctx.create<dfg::ReshapeOp>(
-        dfg::reshapeShape(shapeOf(*back), spec), element, *back,
-        b.getDenseI64ArrayAttr(spec));
+    FailureOr<Value> merged = ctx.mergeHeads(y);
     if (failed(merged))
       return failure();
     y = *merged;

@@ -21,19 +21,12 @@ LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
                          Value positions, int64_t numHeads, int64_t rotaryDim,
                          bool interleaved) {
   OpBuilder &b = ctx.builder();
-  Type element = elementOf(x);
   ArrayRef<int64_t> in = shapeOf(x);
   bool is3D = in.size() == 3;
   if (in.size() != 3 && in.size() != 4)
     return ctx.error("input " + dfg::formatShape(in) + " must be 3-D or 4-D");
   if (is3D) {
-    if (numHeads <= 0)
-      return ctx.error("a 3-D input needs the num_heads attribute");
-    SmallVector<int64_t> spec{0, 0, numHeads, -1};
-    FailureOr<Value> split = ctx.create<dfg::ReshapeOp>(
-        dfg::reshapeShape(in, spec), element, x, b.getDenseI64ArrayAttr(spec));
-    FailureOr<Value> heads =
-        failed(split) ? FailureOr<Value>(failure()) : ctx.swapDims12(*split);
+    FailureOr<Value> heads = ctx.splitHeads(x, numHeads, "num_heads");
     if (failed(heads))
       return failure();
     x = *heads;
@@ -48,13 +41,8 @@ LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
                                         positions, interleaved, rotaryDim);
   if (!is3D)
     return ctx.setResults(rotated);
-  FailureOr<Value> back = ctx.swapDims12(rotated);
-  if (failed(back))
-    return failure();
-  SmallVector<int64_t> merge{0, 0, -1};
-  return ctx.emit<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(*back), merge),
-                                  element, *back,
-                                  b.getDenseI64ArrayAttr(merge));
+  FailureOr<Value> merged = ctx.mergeHeads(rotated);
+  return failed(merged) ? failure() : ctx.setResults(*merged);
 }
 
 /// RotaryEmbedding-23(X, cos_cache, sin_cache, position_ids?)
