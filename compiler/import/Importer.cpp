@@ -539,7 +539,8 @@ LogicalResult Importer::importNode(int index) {
 
 /// Folds, with the reference evaluator, each new op whose operands are all
 /// literal constants or integer weights (shape data) and whose results are
-/// small static tensors: the exporter's shape arithmetic (Shape -> Gather ->
+/// small static tensors, as long as every integer involved is exact in a
+/// double (below 2^53): the exporter's shape arithmetic (Shape -> Gather ->
 /// Unsqueeze -> Concat, Range, ConstantOfShape, ...) collapses into
 /// constants, which shape-consuming nodes read. Ops on float weights are never
 /// folded, so weight data never enters the IR. `results` (the node's output
@@ -571,9 +572,16 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
         return failure();
       operands.push_back(std::move(value->front()));
     }
+    // The evaluator computes in doubles: integers beyond 2^53 (INT64_MAX
+    // sentinels) would come back wrong, so such ops are left to run time.
+    auto exact = [](const dfg::EvalTensor &t) { return t.isExact(); };
+    if (!llvm::all_of(operands, exact))
+      continue;
     auto folded = dfg::evaluateOp(op, operands, model_.folder());
     if (failed(folded))
       return failure(); // e.g. an index out of range, reported at the node
+    if (!llvm::all_of(*folded, exact))
+      continue;
     OpBuilder b(op);
     for (auto [result, tensor] : llvm::zip_equal(op->getResults(), *folded)) {
       Value constant =

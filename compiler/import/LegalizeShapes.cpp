@@ -106,6 +106,12 @@ LogicalResult legalizeRange(NodeContext &ctx) {
   t.shape = {static_cast<int64_t>(count)};
   for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
     t.values.push_back(*start + i * *delta);
+  t.values.push_back(*limit);
+  bool exact = t.isExact();
+  t.values.pop_back();
+  if (!exact)
+    return ctx.error("the range's bounds are too large to compute exactly "
+                     "(beyond 2^53)");
   return bindConstant(ctx, dfg::toDenseAttr(t));
 }
 

@@ -39,6 +39,12 @@ int64_t EvalTensor::numElements() const {
   return n;
 }
 
+bool EvalTensor::isExact() const {
+  constexpr double kLimit = 9007199254740992.0; // 2^53
+  return !isa<IntegerType>(elementType) ||
+         llvm::all_of(values, [](double v) { return std::abs(v) < kLimit; });
+}
+
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -905,9 +911,14 @@ DenseElementsAttr toDenseAttr(const EvalTensor &t) {
   }
   unsigned width = t.elementType.getIntOrFloatBitWidth();
   SmallVector<llvm::APInt> values;
-  for (double v : t.values)
-    values.emplace_back(width, static_cast<uint64_t>(static_cast<int64_t>(v)),
+  for (double v : t.values) {
+    // Saturate: converting a double beyond int64's range is undefined.
+    double clamped =
+        std::clamp(v, -9223372036854775808.0, 9223372036854774784.0);
+    values.emplace_back(width,
+                        static_cast<uint64_t>(static_cast<int64_t>(clamped)),
                         /*isSigned=*/width > 1);
+  }
   return DenseElementsAttr::get(type, values);
 }
 

@@ -33,6 +33,10 @@ struct EvalTensor {
   std::vector<double> values;
 
   int64_t numElements() const;
+  /// False if an integer element lies outside +-2^53, where a double no
+  /// longer holds every integer (INT64_MAX, exporters' "to the end", is one):
+  /// such a tensor's values are not exact.
+  bool isExact() const;
 };
 
 /// Evaluates `func` with one tensor per argument. Weight files are found

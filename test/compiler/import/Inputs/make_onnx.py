@@ -503,6 +503,24 @@ def case_negative_dim(path):
     return model([node], [f32("x", [2, -3])], [f32("y", None)])
 
 
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def case_int64_max_ends(path):
+    """Slice ends of INT64_MAX ("to the end"), as exporters write them."""
+    node = helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="tail")
+    inits = [ints("starts", [1]), ints("ends", [INT64_MAX]), ints("axes", [0])]
+    return model([node], [f32("x", [4, 3])], [f32("y", None)], inits)
+
+
+def case_int64_max_chain(path):
+    """INT64_MAX passing through Unsqueeze before it reaches Slice."""
+    nodes = [helper.make_node("Unsqueeze", ["end", "axes"], ["ends"], name="unsq"),
+             helper.make_node("Slice", ["x", "axes", "ends", "axes"], ["y"], name="tail")]
+    inits = [ints("end", INT64_MAX), ints("axes", [0])]
+    return model(nodes, [f32("x", [4, 3])], [f32("y", None)], inits)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
