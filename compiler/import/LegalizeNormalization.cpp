@@ -3,8 +3,7 @@
 // Part of meshc. LayerNormalization-17, RMSNormalization-23, onnxruntime's
 // SimplifiedLayerNormalization and the com.microsoft Skip* forms, and the
 // Gelu family (Gelu-20, com.microsoft Gelu and FastGelu). The Skip* forms
-// become an explicit residual add followed by the norm; fusing them again is
-// the graph passes' job.
+// become norms with a fused residual.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -32,42 +31,57 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
   Value bias = hasBias ? ctx.input(2) : Value();
   float epsilon = ctx.attrFloat("epsilon", 1e-5f);
   Value result = OpTy::create(
-      ctx.builder(), ctx.loc(), in, ctx.input(0), ctx.input(1), bias,
+      ctx.builder(), ctx.loc(), in, TypeRange{}, ctx.input(0), ctx.input(1),
+      bias, /*residual=*/Value(),
       ctx.builder().getI64IntegerAttr(ctx.attrInt("axis", -1)),
-      ctx.builder().getF32FloatAttr(epsilon));
+      ctx.builder().getF32FloatAttr(epsilon)).getResult();
   return ctx.setResults(result);
 }
 
 /// Skip[Simplified]LayerNormalization(x, skip, gamma, [beta,] bias?)
-///   -> s = x + skip (+ bias); out = norm(s) over the last axis.
-/// Output #3 (input_skip_bias_sum) is `s`; #1 and #2 (statistics) are not
-/// produced.
+///   -> out, s = norm(x + r) with the fused residual r = skip (+ bias), over
+///   the last axis. Output #3 (input_skip_bias_sum) is the sum `s`; #1 and
+///   #2 (statistics) are not produced.
 template <typename OpTy, bool hasBeta>
 LogicalResult legalizeSkipNorm(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  auto add = [&](Value a, Value b) -> FailureOr<Value> {
-    return ctx.create<dfg::AddOp>(
-        dfg::broadcastShapes(cast<RankedTensorType>(a.getType()).getShape(),
-                             cast<RankedTensorType>(b.getType()).getShape()),
-        in.getElementType(), a, b);
-  };
-  FailureOr<Value> sum = add(ctx.input(0), ctx.input(1));
-  Value bias = ctx.input(hasBeta ? 4 : 3);
-  if (succeeded(sum) && bias)
-    sum = add(*sum, bias);
+  Value residual = ctx.input(1);
+  if (Value bias = ctx.input(hasBeta ? 4 : 3)) {
+    FailureOr<Value> sum = ctx.create<dfg::AddOp>(
+        dfg::broadcastShapes(ctx.inputType(1).getShape(),
+                             cast<RankedTensorType>(bias.getType()).getShape()),
+        in.getElementType(), residual, bias);
+    if (failed(sum))
+      return failure();
+    residual = *sum;
+  }
+  Value input = ctx.input(0), beta = hasBeta ? ctx.input(3) : Value();
+  auto epsilon = ctx.builder().getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f));
+  auto axis = ctx.builder().getI64IntegerAttr(-1);
+  if (cast<RankedTensorType>(residual.getType()).getShape() == in.getShape()) {
+    auto norm = OpTy::create(ctx.builder(), ctx.loc(), in, TypeRange{in},
+                             input, ctx.input(2), beta, residual, axis,
+                             epsilon);
+    return ctx.setResults(
+        {norm.getResult(), Value(), Value(), norm.getSum().front()});
+  }
+  // A skip of shape [seq, hidden] (or [1, seq, hidden]) broadcasts over the
+  // batch: the sum is an explicit add, which must keep the input's shape.
+  FailureOr<Value> sum = ctx.create<dfg::AddOp>(
+      dfg::broadcastShapes(in.getShape(),
+                           cast<RankedTensorType>(residual.getType()).getShape()),
+      in.getElementType(), input, residual);
   if (failed(sum))
     return failure();
   if (cast<RankedTensorType>(sum->getType()).getShape() != in.getShape())
     return ctx.error("skip " + dfg::formatShape(ctx.inputType(1).getShape()) +
                      " changes the shape of the input " +
                      dfg::formatShape(in.getShape()));
-  Value beta = hasBeta ? ctx.input(3) : Value();
-  Value out = OpTy::create(
-      ctx.builder(), ctx.loc(), in, *sum, ctx.input(2), beta,
-      ctx.builder().getI64IntegerAttr(-1),
-      ctx.builder().getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f)));
+  Value out = OpTy::create(ctx.builder(), ctx.loc(), in, TypeRange{}, *sum,
+                           ctx.input(2), beta, Value(), axis, epsilon)
+                  .getResult();
   return ctx.setResults({out, Value(), Value(), *sum});
 }
 

@@ -241,6 +241,33 @@ private:
                                   const EvalTensor &scale,
                                   const EvalTensor *bias, int64_t axis,
                                   double epsilon, bool rms);
+  /// A norm op: the fused residual sum first (rounded, as the unfused add
+  /// would be), then the normalisation; results `(norm[, sum])`.
+  template <typename NormOp>
+  FailureOr<SmallVector<EvalTensor>> normOp(NormOp n, bool rms) {
+    const EvalTensor *x = &get(n.getInput());
+    EvalTensor sum;
+    if (Value residual = n.getResidual()) {
+      sum = *x;
+      const EvalTensor &r = get(residual);
+      for (size_t i = 0; i < sum.values.size(); ++i)
+        sum.values[i] += r.values[i];
+      roundAll(sum);
+      x = &sum;
+    }
+    const EvalTensor *bias = n.getBias() ? &get(n.getBias()) : nullptr;
+    FailureOr<EvalTensor> y =
+        normalize(n, *x, get(n.getScale()), bias,
+                  static_cast<int64_t>(n.getAxis()),
+                  n.getEpsilon().convertToDouble(), rms);
+    if (failed(y))
+      return failure();
+    SmallVector<EvalTensor> results;
+    results.push_back(std::move(*y));
+    if (n.getResidual())
+      results.push_back(std::move(sum));
+    return results;
+  }
 
   std::string weightsDir_;
   llvm::DenseMap<Value, EvalTensor> values_;
@@ -803,8 +830,9 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
         EvalTensor result = in;
         for (int64_t b = 0; b < batch; ++b)
           for (int64_t s = 0; s < seq; ++s) {
-            // Row of the cos/sin tables for this token.
-            int64_t row = b * seq + s;
+            // Row of the cos/sin tables for this token (a [1, seq, rd/2]
+            // table serves every batch row).
+            int64_t row = (cos.shape[0] == 1 ? 0 : b) * seq + s;
             if (positions) {
               row = positions->values[b * seq + s];
               if (row < 0 || row >= cos.shape[0])
@@ -830,17 +858,47 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
         roundAll(result);
         return one(std::move(result));
       })
-      .Case([&](LayerNormOp n) {
-        const EvalTensor *bias = n.getBias() ? &get(n.getBias()) : nullptr;
-        return one(normalize(op, operand(0), operand(1), bias,
-                             static_cast<int64_t>(n.getAxis()),
-                             n.getEpsilon().convertToDouble(), false));
+      .Case([&](LayerNormOp n) { return normOp(n, /*rms=*/false); })
+      .Case([&](RmsNormOp n) { return normOp(n, /*rms=*/true); })
+      .Case([&](SiluOp) {
+        return unary([](double x) { return x / (1 + std::exp(-x)); });
       })
-      .Case([&](RmsNormOp n) {
-        const EvalTensor *bias = n.getBias() ? &get(n.getBias()) : nullptr;
-        return one(normalize(op, operand(0), operand(1), bias,
-                             static_cast<int64_t>(n.getAxis()),
-                             n.getEpsilon().convertToDouble(), true));
+      .Case([&](EmbeddingOp e) -> FailureOr<SmallVector<EvalTensor>> {
+        const EvalTensor &table = operand(0), &ids = operand(1);
+        int64_t vocab = table.shape[0], hidden = table.shape[1];
+        SmallVector<int64_t> shape(ids.shape);
+        shape.push_back(hidden);
+        EvalTensor result = like(table.elementType, shape);
+        for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
+          int64_t id = static_cast<int64_t>(ids.values[i]);
+          if (id < -vocab || id >= vocab)
+            return e.emitOpError("id ")
+                   << id << " is outside the table of " << vocab << " rows";
+          if (id < 0)
+            id += vocab;
+          std::copy_n(table.values.begin() + id * hidden, hidden,
+                      result.values.begin() + i * hidden);
+        }
+        return one(std::move(result));
+      })
+      .Case([&](LinearOp l) {
+        const EvalTensor &in = operand(0), &w = operand(1);
+        bool t = l.getTransposeWeight();
+        int64_t k = in.shape.back(), n = w.shape[t ? 0 : 1];
+        int64_t rows = in.numElements() / std::max<int64_t>(k, 1);
+        SmallVector<int64_t> shape(in.shape);
+        shape.back() = n;
+        EvalTensor result = like(in.elementType, shape);
+        const EvalTensor *bias = l.getBias() ? &get(l.getBias()) : nullptr;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            double acc = bias ? bias->values[j] : 0.0;
+            for (int64_t i = 0; i < k; ++i)
+              acc += in.values[r * k + i] * w.values[t ? j * k + i : i * n + j];
+            result.values[r * n + j] = acc;
+          }
+        roundAll(result);
+        return one(std::move(result));
       })
       .Default([&](Operation *) -> FailureOr<SmallVector<EvalTensor>> {
         return op->emitOpError("is not supported by the reference evaluator");

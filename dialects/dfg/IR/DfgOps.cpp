@@ -41,6 +41,10 @@ LogicalResult verifyInferredTypes(InferTypeOpInterface op) {
                                  op->getPropertiesStorage(), op->getRegions(),
                                  inferred)))
     return failure();
+  if (inferred.size() != op->getNumResults())
+    return op->emitOpError("has ")
+           << op->getNumResults() << " result(s), but its operands give "
+           << inferred.size() << ": " << TypeRange(inferred);
   if (!areCompatibleTensorTypes(inferred, op->getResultTypes()))
     return op->emitOpError(op->getNumResults() == 1 ? "result type "
                                                     : "result types ")
@@ -310,6 +314,57 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                       data, types); // 2, 3
 }
 
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto table = cast<RankedTensorType>(adaptor.getTable().getType());
+  auto ids = cast<RankedTensorType>(adaptor.getIds().getType());
+  if (table.getRank() != 2) // 1
+    return inferError(loc, getOperationName(), "table ", table,
+                      " must be [vocab, hidden]");
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  types.push_back(RankedTensorType::get(shape, table.getElementType())); // 2
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  StringRef name = getOperationName();
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto w = cast<RankedTensorType>(adaptor.getWeight().getType());
+  Value bias = adaptor.getBias();
+  if (in.getRank() < 1 || w.getRank() != 2) // 1
+    return inferError(loc, name, "needs an input of rank at least 1 and a 2-D "
+                      "weight, got ", in, " and ", w);
+  if (w.getElementType() != in.getElementType() ||
+      (bias && getElementTypeOrSelf(bias.getType()) != in.getElementType()))
+    return inferError(loc, name, "operands must share the input's element "
+                      "type ", in.getElementType()); // 1
+  bool transposed = adaptor.getTransposeWeight();
+  int64_t inF = w.getDimSize(transposed ? 1 : 0);
+  int64_t outF = w.getDimSize(transposed ? 0 : 1);
+  int64_t k = in.getShape().back();
+  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(inF) && k != inF)
+    return inferError(loc, name, "input ", in, " does not match the weight ",
+                      w, transposed ? " stored [out, in]" : " stored [in, out]",
+                      ": ", k, " vs ", inF); // 2
+  if (bias) {
+    auto bt = cast<RankedTensorType>(bias.getType());
+    if (bt.getRank() != 1 ||
+        failed(verifyCompatibleShape(bt.getShape(), ArrayRef<int64_t>{outF})))
+      return inferError(loc, name, "bias ", bt, " must be [", outF,
+                        "], the weight's out dimension"); // 3
+  }
+  SmallVector<int64_t> shape(in.getShape());
+  shape.back() = outF;
+  types.push_back(RankedTensorType::get(shape, in.getElementType())); // 4
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
@@ -505,7 +560,10 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
                         "positions [batch, seq] = ",
                         formatShape(batchSeq));
   } else {
+    // A table shared by every batch row ([1, seq, rd/2]) is accepted too.
     SmallVector<int64_t> expected{batchSeq[0], batchSeq[1], rd / 2};
+    if (cos.getRank() == 3 && cos.getDimSize(0) == 1)
+      expected[0] = 1;
     if (failed(verifyCompatibleShape(cos.getShape(), expected)))
       return inferError(
           loc, name, "without positions, cos ", cos,
@@ -552,7 +610,7 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult inferNormalization(std::optional<Location> loc, StringRef opName,
                                  Value input, Value scale, Value bias,
-                                 int64_t axis, double epsilon,
+                                 Value residual, int64_t axis, double epsilon,
                                  SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(input.getType());
   auto normalized = normalizeAxes({axis}, in.getRank());
@@ -578,6 +636,14 @@ LogicalResult inferNormalization(std::optional<Location> loc, StringRef opName,
     }
   }
   types.push_back(in); // 4
+  if (residual) {
+    auto rt = cast<RankedTensorType>(residual.getType());
+    if (rt.getElementType() != in.getElementType() ||
+        failed(verifyCompatibleShape(rt.getShape(), in.getShape()))) // 1, 5
+      return inferError(loc, opName, "residual ", residual.getType(),
+                        " must have the input's type ", in);
+    types.push_back(in); // 5
+  }
   return success();
 }
 

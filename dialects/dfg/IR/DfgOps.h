@@ -32,11 +32,12 @@ llvm::LogicalResult inferReduction(std::optional<mlir::Location> loc,
                                    llvm::ArrayRef<int64_t> axes, bool keepDims,
                                    llvm::SmallVectorImpl<mlir::Type> &types);
 
-/// Infers the result of a normalisation; reports a broken invariant at `loc`.
+/// Infers the results of a normalisation (the normalised tensor, and the
+/// sum when a residual is fused); reports a broken invariant at `loc`.
 llvm::LogicalResult
 inferNormalization(std::optional<mlir::Location> loc, llvm::StringRef opName,
                    mlir::Value input, mlir::Value scale, mlir::Value bias,
-                   int64_t axis, double epsilon,
+                   mlir::Value residual, int64_t axis, double epsilon,
                    llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// Result types agree with inferred ones when element types are equal and

@@ -333,6 +333,8 @@ class Dfg_UnaryOp<string mnemonic, string onnxName, string formula,
 def Dfg_SqrtOp : Dfg_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
 def Dfg_ReciprocalOp : Dfg_UnaryOp<"reciprocal", "Reciprocal", "1 / x">;
 def Dfg_NegOp : Dfg_UnaryOp<"neg", "Neg", "-x", Dfg_NumericTensor>;
+def Dfg_SiluOp : Dfg_UnaryOp<"silu", "SiLU (swish, x times its sigmoid)",
+                             "x / (1 + exp(-x))">;
 def Dfg_ErfOp : Dfg_UnaryOp<"erf", "Erf", "erf(x)">;
 def Dfg_TanhOp : Dfg_UnaryOp<"tanh", "Tanh", "tanh(x)">;
 def Dfg_SigmoidOp : Dfg_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))">;
@@ -705,6 +707,83 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
   }];
 }
 
+def Dfg_EmbeddingOp : Dfg_InferredOp<"embedding"> {
+  let summary = "Rows of an embedding table picked by token ids";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]`; a negative id counts from the
+    end of the table, as in ONNX Gather (an id outside `[-vocab, vocab)` is
+    an error at run time). The table is `[vocab, hidden]`; sharding may split
+    it along the vocabulary (each rank looks up the ids it owns and the
+    partial rows are summed) or along the hidden dimension.
+
+    Invariants:
+    1. `table` is a 2-D floating-point tensor and the result has its element
+       type; `ids` are i32 or i64.
+    2. The result shape is the ids' shape followed by the table's `hidden`.
+
+    Example:
+
+    ```mlir
+    %h = dfg.embedding %wte, %ids
+           : (tensor<50257x768xf32>, tensor<1x16xi64>) -> tensor<1x16x768xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$table,
+                       RankedTensorOf<[I32, I64]>:$ids);
+  let results = (outs Dfg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Dfg_LinearOp : Dfg_InferredOp<"linear"> {
+  let summary = "A dense layer: input times a 2-D weight, plus an optional bias";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * W[k, n] + bias[n]`, where the
+    weight operand is stored as `W` (`[in, out]`: ONNX MatMul, GPT-2's
+    Conv1D) or, with `transpose_weight`, as `W^T` (`[out, in]`: PyTorch
+    nn.Linear, Gemm with transB, a tied lm_head that reads the embedding
+    table). The layout is an attribute so that no transpose of a weight is
+    ever materialised; sharding splits `out` (column parallel) or `in` (row
+    parallel) of whichever layout is stored.
+
+    Invariants:
+    1. `input`, `weight`, `bias` and the result share a floating-point element
+       type; `input` has rank at least 1 and `weight` is 2-D.
+    2. `input`'s last dimension equals the weight's `in` dimension.
+    3. `bias`, when present, is 1-D of the weight's `out` dimension.
+    4. The result is `input`'s shape with the last dimension replaced by
+       `out`.
+
+    Example:
+
+    ```mlir
+    %y = dfg.linear %x, %w, %b transpose_weight = false
+           : (tensor<1x8x32xf32>, tensor<32x96xf32>, tensor<96xf32>)
+             -> tensor<1x8x96xf32>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$input, Dfg_FloatTensor:$weight,
+                       Optional<Dfg_FloatTensor>:$bias,
+                       BoolAttr:$transpose_weight);
+  let results = (outs Dfg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `transpose_weight` `=` $transpose_weight
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = inferredOpDeclarations # [{
+    /// The weight's `in` (contracted) and `out` dimensions.
+    int64_t getInFeatures() {
+      auto w = ::llvm::cast<::mlir::RankedTensorType>(getWeight().getType());
+      return w.getDimSize(getTransposeWeight() ? 1 : 0);
+    }
+    int64_t getOutFeatures() {
+      auto w = ::llvm::cast<::mlir::RankedTensorType>(getWeight().getType());
+      return w.getDimSize(getTransposeWeight() ? 0 : 1);
+    }
+  }];
+}
+
 def Dfg_AttentionOp : Dfg_InferredOp<"attention",
                                      [AttrSizedOperandSegments]> {
   let summary = "Scaled dot-product attention with grouped heads and a KV cache";
@@ -772,7 +851,8 @@ def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
 
     - with `positions` (`[batch, seq]`, i64), `cos`/`sin` are caches
       `[max_position, rotary_dim / 2]` indexed by position;
-    - without, they are already per position: `[batch, seq, rotary_dim / 2]`.
+    - without, they are already per position: `[batch, seq, rotary_dim / 2]`
+      (or `[1, seq, rotary_dim / 2]`, the same for every batch row).
 
     Half-split (`interleaved = false`, Llama/GPT-NeoX): with `x1, x2` the two
     halves of the rotated features, `out1 = x1 * cos - x2 * sin`,
@@ -786,7 +866,8 @@ def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
     2. `rotary_dim` is even, positive and at most `head_dim`; the last
        dimension of `cos` is `rotary_dim / 2`.
     3. With `positions`: `cos` is 2-D and `positions` is `[batch, seq]` of
-       `input`. Without: `cos` is `[batch, seq, rotary_dim / 2]`.
+       `input`. Without: `cos` is `[batch, seq, rotary_dim / 2]`, or
+       `[1, seq, rotary_dim / 2]` shared by every batch row.
     4. The result has the input's type.
 
     Example:
@@ -813,35 +894,46 @@ def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
 //===----------------------------------------------------------------------===//
 
 class Dfg_NormOp<string mnemonic, string formula, string onnxName>
-    : Dfg_InferredOp<mnemonic> {
+    : Dfg_InferredOp<mnemonic, [AttrSizedOperandSegments]> {
   let description = [{
     Normalises over the trailing dimensions `[axis, rank)`:
     `result = }] # formula # [{`, with the statistics accumulated in f32 or
     wider. `scale` (and `bias`, when present) have the shape of the
     normalised dimensions, or broadcast to it. (ONNX }] # onnxName # [{.)
 
+    With a fused `residual`, `x = input + residual` is normalised and also
+    returned as the second result `sum`: the pre-norm transformer's
+    `h = h + sublayer(h); y = norm(h)` in one op (com.microsoft
+    SkipLayerNormalization / SkipSimplifiedLayerNormalization).
+
     Invariants:
     1. The input is a floating-point tensor of rank at least 1; `scale`,
-       `bias` and the result share its element type.
+       `bias`, `residual` and the results share its element type.
     2. `axis` lies in `[-rank, rank)`; `epsilon` is positive.
     3. `scale` (and `bias`) broadcast to the normalised dimensions.
     4. The result has the input's shape.
+    5. `residual` has the input's shape, and comes with exactly one `sum`
+       result of that shape; without it there is no `sum`.
 
     Example:
 
     ```mlir
     %y = dfg.}] # mnemonic # [{ %x, %g axis = -1 epsilon = 1.0e-05
            : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+    %n, %h = dfg.}] # mnemonic # [{ %x, %g residual(%r) axis = -1 epsilon = 1.0e-05
+           : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<2x8x64xf32>)
+             -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>)
     ```
   }];
-  let results = (outs Dfg_FloatTensor:$result);
+  let results = (outs Dfg_FloatTensor:$result, Variadic<Dfg_FloatTensor>:$sum);
   let extraClassDefinition = inferredOpDefinitions # [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
       return ::meshc::dfg::inferNormalization(
           loc, getOperationName(), adaptor.getInput(), adaptor.getScale(),
-          adaptor.getBias(), static_cast<int64_t>(adaptor.getAxis()),
+          adaptor.getBias(), adaptor.getResidual(),
+          static_cast<int64_t>(adaptor.getAxis()),
           adaptor.getEpsilon().convertToDouble(), types);
     }
   }];
@@ -852,10 +944,12 @@ def Dfg_LayerNormOp : Dfg_NormOp<"layer_norm",
     "LayerNormalization-17"> {
   let summary = "Layer normalisation over the trailing dimensions";
   let arguments = (ins Dfg_FloatTensor:$input, Dfg_FloatTensor:$scale,
-                       Optional<Dfg_FloatTensor>:$bias, I64Attr:$axis,
+                       Optional<Dfg_FloatTensor>:$bias,
+                       Optional<Dfg_FloatTensor>:$residual, I64Attr:$axis,
                        F32Attr:$epsilon);
   let assemblyFormat = [{
-    $input `,` $scale (`,` $bias^)? `axis` `=` $axis `epsilon` `=` $epsilon
+    $input `,` $scale (`,` $bias^)? (`residual` `(` $residual^ `)`)?
+    `axis` `=` $axis `epsilon` `=` $epsilon
     attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -865,10 +959,12 @@ def Dfg_RmsNormOp : Dfg_NormOp<"rms_norm",
     "RMSNormalization-23"> {
   let summary = "Root-mean-square normalisation over the trailing dimensions";
   let arguments = (ins Dfg_FloatTensor:$input, Dfg_FloatTensor:$scale,
-                       Optional<Dfg_FloatTensor>:$bias, I64Attr:$axis,
+                       Optional<Dfg_FloatTensor>:$bias,
+                       Optional<Dfg_FloatTensor>:$residual, I64Attr:$axis,
                        F32Attr:$epsilon);
   let assemblyFormat = [{
-    $input `,` $scale (`,` $bias^)? `axis` `=` $axis `epsilon` `=` $epsilon
+    $input `,` $scale (`,` $bias^)? (`residual` `(` $residual^ `)`)?
+    `axis` `=` $axis `epsilon` `=` $epsilon
     attr-dict `:` functional-type(operands, results)
   }];
 }

@@ -758,7 +758,7 @@ func.func @attention_invariant_4_scale(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8
 // -----
 
 func.func @attention_invariant_4_present(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %p: tensor<1x2x2x8xf32>) -> tensor<1x4x8x8xf32> {
-  // expected-error @+1 {{'dfg.attention' op result type 'tensor<1x4x8x8xf32>' contradicts the inferred 'tensor<1x4x8x8xf32>', 'tensor<1x2x10x8xf32>', 'tensor<1x2x10x8xf32>'}}
+  // expected-error @+1 {{'dfg.attention' op has 1 result(s), but its operands give 3: 'tensor<1x4x8x8xf32>', 'tensor<1x2x10x8xf32>', 'tensor<1x2x10x8xf32>'}}
   %0 = dfg.attention %q, %k, %k past(%p, %p) scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>) -> tensor<1x4x8x8xf32>
   return %0 : tensor<1x4x8x8xf32>
 }
@@ -785,4 +785,76 @@ func.func @attention_invariant_6(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32
   // expected-error @+1 {{'dfg.attention' op result type 'tensor<1x4x8x8xf32>' contradicts the inferred 'tensor<1x4x8x16xf32>'}}
   %0 = dfg.attention %q, %k, %v scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x8xf32>
   return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_invariant_5(%x: tensor<2x64xf32>, %g: tensor<64xf32>, %r: tensor<1x64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'dfg.layer_norm' op residual 'tensor<1x64xf32>' must have the input's type 'tensor<2x64xf32>'}}
+  %0, %1 = dfg.layer_norm %x, %g residual(%r) axis = -1 epsilon = 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>, tensor<1x64xf32>) -> (tensor<2x64xf32>, tensor<2x64xf32>)
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @rms_norm_invariant_5_sum(%x: tensor<2x64xf32>, %g: tensor<64xf32>, %r: tensor<2x64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'dfg.rms_norm' op has 1 result(s), but its operands give 2: 'tensor<2x64xf32>', 'tensor<2x64xf32>'}}
+  %0 = dfg.rms_norm %x, %g residual(%r) axis = -1 epsilon = 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @embedding_invariant_1(%t: tensor<64xf32>, %ids: tensor<8xi64>) -> tensor<8x1xf32> {
+  // expected-error @+1 {{'dfg.embedding' op table 'tensor<64xf32>' must be [vocab, hidden]}}
+  %0 = dfg.embedding %t, %ids : (tensor<64xf32>, tensor<8xi64>) -> tensor<8x1xf32>
+  return %0 : tensor<8x1xf32>
+}
+
+// -----
+
+func.func @embedding_invariant_2(%t: tensor<64x32xf32>, %ids: tensor<8xi64>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'dfg.embedding' op result type 'tensor<8x16xf32>' contradicts the inferred 'tensor<8x32xf32>'}}
+  %0 = dfg.embedding %t, %ids : (tensor<64x32xf32>, tensor<8xi64>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @linear_invariant_1(%x: tensor<2x32xf32>, %w: tensor<32x96xf16>) -> tensor<2x96xf32> {
+  // expected-error @+1 {{'dfg.linear' op operands must share the input's element type 'f32'}}
+  %0 = dfg.linear %x, %w transpose_weight = false : (tensor<2x32xf32>, tensor<32x96xf16>) -> tensor<2x96xf32>
+  return %0 : tensor<2x96xf32>
+}
+
+// -----
+
+func.func @linear_invariant_2(%x: tensor<2x32xf32>, %w: tensor<32x96xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'dfg.linear' op input 'tensor<2x32xf32>' does not match the weight 'tensor<32x96xf32>' stored [out, in]: 32 vs 96}}
+  %0 = dfg.linear %x, %w transpose_weight = true : (tensor<2x32xf32>, tensor<32x96xf32>) -> tensor<2x32xf32>
+  return %0 : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @linear_invariant_3(%x: tensor<2x32xf32>, %w: tensor<32x96xf32>, %b: tensor<32xf32>) -> tensor<2x96xf32> {
+  // expected-error @+1 {{'dfg.linear' op bias 'tensor<32xf32>' must be [96], the weight's out dimension}}
+  %0 = dfg.linear %x, %w, %b transpose_weight = false : (tensor<2x32xf32>, tensor<32x96xf32>, tensor<32xf32>) -> tensor<2x96xf32>
+  return %0 : tensor<2x96xf32>
+}
+
+// -----
+
+func.func @linear_invariant_4(%x: tensor<2x32xf32>, %w: tensor<32x96xf32>) -> tensor<2x32xf32> {
+  // expected-error @+1 {{'dfg.linear' op result type 'tensor<2x32xf32>' contradicts the inferred 'tensor<2x96xf32>'}}
+  %0 = dfg.linear %x, %w transpose_weight = false : (tensor<2x32xf32>, tensor<32x96xf32>) -> tensor<2x32xf32>
+  return %0 : tensor<2x32xf32>
+}
+
+// -----
+
+func.func @silu_invariant_1(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'dfg.silu' op operand #0 must be ranked tensor of}}
+  %0 = dfg.silu %x : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
 }

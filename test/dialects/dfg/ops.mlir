@@ -259,3 +259,25 @@ func.func @attention(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tenso
   %2:3 = dfg.attention %q, %k, %v mask(%a) past(%pk2, %pv2) scale = 0.125 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x1x1x10xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
   return %0, %1#0, %1#1, %2#0 : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @transformer_layer_ops
+func.func @transformer_layer_ops(%table: tensor<64x32xf32>, %ids: tensor<2x8xi64>, %w: tensor<32x96xf32>, %wt: tensor<96x32xf32>, %b: tensor<96xf32>, %g: tensor<32xf32>, %r: tensor<2x8x32xf32>, %cos: tensor<1x8x4xf32>, %q: tensor<2x4x8x8xf32>) -> (tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x4x8x8xf32>) {
+  // CHECK: %[[H:.+]] = dfg.embedding %{{.+}}, %{{.+}} : (tensor<64x32xf32>, tensor<2x8xi64>) -> tensor<2x8x32xf32>
+  %h = dfg.embedding %table, %ids : (tensor<64x32xf32>, tensor<2x8xi64>) -> tensor<2x8x32xf32>
+  // CHECK: %[[N:.+]], %[[S:.+]] = dfg.rms_norm %[[H]], %{{.+}} residual(%{{.+}}) axis = -1 epsilon = 9.99999997E-7 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  %n, %s = dfg.rms_norm %h, %g residual(%r) axis = -1 epsilon = 1.0e-06 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  // CHECK: dfg.layer_norm %[[H]], %{{.+}}, %{{.+}} residual(%{{.+}}) axis = -1
+  %ln, %ls = dfg.layer_norm %h, %g, %g residual(%r) axis = -1 epsilon = 1.0e-05 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  // CHECK: dfg.linear %[[N]], %{{.+}}, %{{.+}} transpose_weight = false : (tensor<2x8x32xf32>, tensor<32x96xf32>, tensor<96xf32>) -> tensor<2x8x96xf32>
+  %y = dfg.linear %n, %w, %b transpose_weight = false : (tensor<2x8x32xf32>, tensor<32x96xf32>, tensor<96xf32>) -> tensor<2x8x96xf32>
+  // CHECK: dfg.linear %[[N]], %{{.+}} transpose_weight = true : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+  %yt = dfg.linear %n, %wt transpose_weight = true : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+  // CHECK: dfg.silu %[[S]] : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %a = dfg.silu %s : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  // A cos/sin table shared by the batch rows.
+  // CHECK: dfg.rotary %{{.+}}, %{{.+}}, %{{.+}} interleaved = false rotary_dim = 8 : (tensor<2x4x8x8xf32>, tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> tensor<2x4x8x8xf32>
+  %rq = dfg.rotary %q, %cos, %cos interleaved = false rotary_dim = 8 : (tensor<2x4x8x8xf32>, tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> tensor<2x4x8x8xf32>
+  return %y, %yt, %a, %ln, %rq : tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x4x8x8xf32>
+}
