@@ -9,7 +9,8 @@
 //      argument's `dfg.dim_names` attribute.
 //   3. Initializers become dfg.weight references (contiguous little-endian
 //      data: raw_data, packed float_data, external data) or, when stored as
-//      varints, small dfg.constant literals.
+//      varints or holding a single element (an epsilon, a scale), small
+//      dfg.constant literals.
 //   4. Nodes are ordered topologically (ONNX allows any order); an input that
 //      nothing produces, or a cycle, is an error naming the node.
 //   5. Each node is legalised by the LegalizationTable entry for its domain,
@@ -309,9 +310,21 @@ LogicalResult Importer::importInitializers() {
         fileLoc_);
     Value value;
     if (*ref) {
-      value =
+      auto weight =
           dfg::WeightOp::create(builder_, loc, *type, tensor.name(),
                                 (*ref)->file, (*ref)->offset, (*ref)->length);
+      value = weight;
+      // A one-element initializer is a scalar of the computation (epsilon,
+      // 1/sqrt(d), a mask fill value), not a weight: it becomes a literal,
+      // so that passes can read it.
+      if (type->getNumElements() == 1) {
+        auto scalar = dfg::evaluateOp(weight, {}, model_.folder());
+        if (failed(scalar))
+          return failure();
+        value = dfg::ConstantOp::create(builder_, loc,
+                                        dfg::toDenseAttr(scalar->front()));
+        weight->erase();
+      }
     } else {
       FailureOr<DenseElementsAttr> literal =
           tensorToAttr(context_, tensor, *type, loc);
