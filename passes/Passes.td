@@ -48,4 +48,50 @@ def InferShapesPass : Pass<"meshc-graph-infer-shapes", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def RaisePass : Pass<"meshc-graph-raise", "mlir::ModuleOp"> {
+  let summary = "Raise exporter idioms to transformer-level dfg ops";
+  let description = [{
+    Recognises the decomposed spellings that torch.onnx (TorchScript and
+    dynamo) and Optimum write for the layers of a transformer and replaces
+    each by one transformer-level op, so that sharding and code generation
+    see the layers whole:
+
+    - LayerNorm / RMSNorm statistics with their scale, bias and preceding
+      residual add -> `dfg.layer_norm` / `dfg.rms_norm` (fused residual);
+    - GELU (erf and tanh formulas) -> `dfg.gelu`; `x * sigmoid(x)` ->
+      `dfg.silu`;
+    - MatMul with a weight (plus bias, through GPT-2's flattening reshapes,
+      or through a transposed weight) -> `dfg.linear`; row gathers of a
+      weight -> `dfg.embedding`; reshapes of weights fold into the reference;
+    - `x * cos + rotate_half(x) * sin` -> `dfg.rotary`;
+    - `softmax(mask(scale * Q K^T)) V`, with KV-cache concats and GQA head
+      repetition -> `dfg.attention` (causal when the mask is proven causal).
+
+    Near misses never fire: a normalisation over a non-trailing axis, a
+    softmax not over the keys, a cos table whose halves differ, a mask that is
+    not causal (which stays an operand). Patterns that need data read
+    literals, and weights under `weights-dir`.
+
+    Before:
+
+    ```mlir
+    %s = dfg.sigmoid %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %y = dfg.mul %x, %s : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = dfg.silu %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"weightsDir", "weights-dir", "std::string", /*default=*/"\"\"",
+           "Folder the weight references' files are relative to (the "
+           "model's folder); without it, patterns that must read a weight's "
+           "values (a causal mask, a cos table) do not fire">,
+  ];
+  let dependentDialects = ["meshc::dfg::DfgDialect"];
+}
+
 #endif // MESHC_PASSES_PASSES_TD

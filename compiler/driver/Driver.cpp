@@ -137,7 +137,8 @@ int runImport(StringRef model, StringRef output, bool optimize) {
     return 1;
   if (optimize) {
     mlir::PassManager pm(&context);
-    buildGraphPipeline(pm);
+    SmallString<256> folder = sys::path::parent_path(model);
+    buildGraphPipeline(pm, folder.empty() ? StringRef(".") : folder.str());
     if (failed(pm.run(*module)))
       return 1;
   }

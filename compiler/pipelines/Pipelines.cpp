@@ -13,18 +13,34 @@
 
 namespace meshc {
 
-void buildGraphPipeline(mlir::OpPassManager &pm) {
+namespace {
+struct GraphPipelineOptions
+    : mlir::PassPipelineOptions<GraphPipelineOptions> {
+  Option<std::string> weightsDir{
+      *this, "weights-dir",
+      llvm::cl::desc("Folder of the model's weight files (for patterns that "
+                     "read weight values)"),
+      llvm::cl::init("")};
+};
+} // namespace
+
+void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   pm.addPass(createInferShapesPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createRaisePass(RaisePassOptions{weightsDir.str()}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createSymbolDCEPass());
 }
 
 void registerMeshcPipelines() {
-  mlir::PassPipelineRegistration<>(
+  mlir::PassPipelineRegistration<GraphPipelineOptions>(
       "meshc-graph-pipeline",
-      "Clean up imported dfg IR: shape inference, canonicalize, CSE",
-      buildGraphPipeline);
+      "Imported dfg IR to transformer-level IR: shape inference, "
+      "canonicalize, raise exporter idioms, CSE",
+      [](mlir::OpPassManager &pm, const GraphPipelineOptions &options) {
+        buildGraphPipeline(pm, options.weightsDir);
+      });
 }
 
 } // namespace meshc

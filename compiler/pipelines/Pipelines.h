@@ -6,6 +6,8 @@
 #ifndef MESHC_COMPILER_PIPELINES_PIPELINES_H
 #define MESHC_COMPILER_PIPELINES_PIPELINES_H
 
+#include "llvm/ADT/StringRef.h"
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -13,9 +15,11 @@ class OpPassManager;
 namespace meshc {
 
 /// meshc-graph-pipeline: what `meshc import --optimize` and `meshc compile`
-/// run on freshly imported IR. Today: shape inference, canonicalisation, CSE
-/// and removal of dead symbols.
-void buildGraphPipeline(mlir::OpPassManager &pm);
+/// run on freshly imported IR: shape inference, canonicalisation, raising of
+/// exporter idioms to transformer-level ops (meshc-graph-raise, reading
+/// weights under `weightsDir` where a pattern needs their values),
+/// canonicalisation again, CSE and removal of dead symbols.
+void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir);
 
 /// Registers the pipelines with the pass registry (for meshc-opt).
 void registerMeshcPipelines();

@@ -1,0 +1,55 @@
+//===- Raise.cpp - Raise exporter idioms to transformer-level dfg ops -----===//
+//
+// Part of meshc.
+//
+// Algorithm:
+//   1. Collect the pattern families of RaisePatterns.h: norms, activations,
+//      dense layers and embeddings, rotary embeddings, attention.
+//   2. Apply them greedily to every function until nothing changes. Each
+//      pattern rewrites the root of a decomposed idiom; the ops it no longer
+//      needs die and are removed by the driver.
+//   3. Patterns that must see data (a causal mask, a cos table) read
+//      literals, and weights from `weights-dir` when it is given.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "passes/graph/Matchers.h"
+#include "passes/graph/RaisePatterns.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace meshc {
+#define GEN_PASS_DEF_RAISEPASS
+#include "passes/Passes.h.inc"
+} // namespace meshc
+
+using namespace mlir;
+
+namespace meshc {
+namespace {
+
+struct RaisePass : impl::RaisePassBase<RaisePass> {
+  using RaisePassBase::RaisePassBase;
+
+  void runOnOperation() override {
+    graph::ConstantReader reader(weightsDir);
+    RewritePatternSet patterns(&getContext());
+    graph::populateRaiseNormPatterns(patterns, reader);
+    graph::populateRaiseActivationPatterns(patterns, reader);
+    graph::populateRaiseLinearPatterns(patterns);
+    graph::populateRaiseRotaryPatterns(patterns, reader);
+    graph::populateRaiseAttentionPatterns(patterns, reader);
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    if (failed(applyPatternsGreedily(getOperation(), frozen)))
+      getOperation().emitWarning(
+          "meshc-graph-raise did not reach a fixed point");
+  }
+};
+
+} // namespace
+} // namespace meshc

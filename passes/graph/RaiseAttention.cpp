@@ -1,0 +1,287 @@
+//===- RaiseAttention.cpp - matmul-softmax-matmul -> dfg.attention --------===//
+//
+// Part of meshc. Every exporter writes scaled dot-product attention as
+//
+//   softmax(mask(scale * Q K^T)) V
+//
+// with variations: the scale as Div or Mul, on the scores or on Q and K
+// separately; the mask as Where(bool, scores, fill) (GPT-2's causal buffer)
+// or an additive tensor (Llama's); K and V extended by a KV cache through
+// Concat; GQA's K and V heads repeated by Unsqueeze/Expand/Reshape. The
+// pattern starts at the second matmul and walks back:
+//
+//   1. P = softmax(S) over the last axis (the keys); anything else is not
+//      attention.
+//   2. From S down to the score matmul: splat Mul/Div are the scale; one
+//      Where with a fill below -1000 is a bool mask; one Add whose other side
+//      does not lead to the scores is an additive mask (only if no scale is
+//      applied after it, which would scale the mask too).
+//   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
+//      on Q or K folded into the scale.
+//   4. K and V lose their GQA repetition (the same factor on both), then a
+//      Concat of a past and new tensor along the sequence becomes the op's
+//      past input, and the Concat results its `present` results.
+//   5. A mask whose values are known (a literal, or a weight when the model's
+//      folder is known) and equal to "key j visible to query i iff
+//      j <= i + past length" becomes `causal = true`; any other mask stays an
+//      operand. A Where fill of -1e4 instead of -inf changes nothing except
+//      on rows where every key is masked, which only padding queries have.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/graph/RaisePatterns.h"
+
+#include "passes/graph/Matchers.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace meshc::graph {
+namespace {
+
+/// True if the score matmul of the attention is reachable from `v` through
+/// the ops that step 2 walks.
+bool reachesScores(Value v, int depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 8)
+    return false;
+  if (auto mm = dyn_cast<dfg::MatMulOp>(op))
+    return mm.getType().getRank() == 4;
+  if (isa<dfg::MulOp, dfg::DivOp, dfg::AddOp>(op))
+    return reachesScores(op->getOperand(0), depth + 1) ||
+           reachesScores(op->getOperand(1), depth + 1);
+  if (auto where = dyn_cast<dfg::WhereOp>(op))
+    return reachesScores(where.getLhs(), depth + 1);
+  return false;
+}
+
+/// Strips multiplications and divisions by splat constants, folding them
+/// into `scale`.
+Value stripScale(Value v, double &scale, const ConstantReader &reader) {
+  while (true) {
+    if (auto mul = defining<dfg::MulOp>(v)) {
+      if (auto c = reader.splat(mul.getRhs());
+          c && mul.getLhs().getType() == mul.getType()) {
+        scale *= *c;
+        v = mul.getLhs();
+        continue;
+      }
+      if (auto c = reader.splat(mul.getLhs());
+          c && mul.getRhs().getType() == mul.getType()) {
+        scale *= *c;
+        v = mul.getRhs();
+        continue;
+      }
+    }
+    if (auto div = defining<dfg::DivOp>(v)) {
+      if (auto c = reader.splat(div.getRhs());
+          c && *c != 0.0 && div.getLhs().getType() == div.getType()) {
+        scale /= *c;
+        v = div.getLhs();
+        continue;
+      }
+    }
+    return v;
+  }
+}
+
+/// GQA's repeat_kv: reshape(expand(unsqueeze(x, [2]), [b, g, n, s, d]),
+/// [b, g * n, s, d]) -> (x, n); any other value -> (value, 1).
+std::pair<Value, int64_t> stripRepeat(Value v) {
+  auto reshape = defining<dfg::ReshapeOp>(v);
+  auto expand =
+      reshape ? defining<dfg::ExpandOp>(reshape.getInput()) : dfg::ExpandOp();
+  auto unsqueeze = expand ? defining<dfg::UnsqueezeOp>(expand.getInput())
+                          : dfg::UnsqueezeOp();
+  if (!unsqueeze || unsqueeze.getAxes() != ArrayRef<int64_t>{2})
+    return {v, 1};
+  Value x = unsqueeze.getInput();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto et = expand.getType();
+  if (xt.getRank() != 4 || !xt.hasStaticShape() || !et.hasStaticShape())
+    return {v, 1};
+  int64_t n = et.getDimSize(2);
+  SmallVector<int64_t> expanded{xt.getDimSize(0), xt.getDimSize(1), n,
+                                xt.getDimSize(2), xt.getDimSize(3)};
+  SmallVector<int64_t> merged{xt.getDimSize(0), xt.getDimSize(1) * n,
+                              xt.getDimSize(2), xt.getDimSize(3)};
+  if (et.getShape() != ArrayRef<int64_t>(expanded) ||
+      reshape.getType().getShape() != ArrayRef<int64_t>(merged))
+    return {v, 1};
+  return {x, n};
+}
+
+/// A concat of two 4-D tensors along the sequence axis (2): a KV cache
+/// extended by the new keys or values.
+dfg::ConcatOp cacheConcat(Value v) {
+  auto concat = defining<dfg::ConcatOp>(v);
+  if (!concat || concat.getInputs().size() != 2 ||
+      concat.getType().getRank() != 4)
+    return {};
+  int64_t axis = static_cast<int64_t>(concat.getAxis());
+  return axis == 2 || axis == -2 ? concat : dfg::ConcatOp();
+}
+
+/// True if the known values of `mask` (bool: true keeps; float: 0 keeps,
+/// below -1000 masks) are exactly "key j visible to query i iff
+/// j <= i + offset", with every leading dimension 1.
+bool isCausalMask(Value mask, int64_t queries, int64_t keys, int64_t offset,
+                  const ConstantReader &reader) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (type.getRank() < 2 || !type.hasStaticShape() ||
+      type.getDimSize(type.getRank() - 2) != queries ||
+      type.getDimSize(type.getRank() - 1) != keys ||
+      type.getNumElements() != queries * keys)
+    return false;
+  std::optional<dfg::EvalTensor> values = reader.read(mask);
+  if (!values)
+    return false;
+  bool isBool = type.getElementType().isInteger(1);
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < keys; ++j) {
+      double m = values->values[i * keys + j];
+      bool keep = isBool ? m != 0 : m == 0;
+      bool masked = isBool ? m == 0 : m <= -1000.0;
+      if (j <= i + offset ? !keep : !masked)
+        return false;
+    }
+  return true;
+}
+
+/// softmax(mask(scale * Q K^T)) V -> attention(Q, K, V)   (see the outline)
+struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
+  SoftmaxAttention(MLIRContext *ctx, const ConstantReader &reader)
+      : OpRewritePattern(ctx), reader(reader) {}
+
+  LogicalResult matchAndRewrite(dfg::MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    // 1. Probabilities over the keys.
+    auto softmax = defining<dfg::SoftmaxOp>(op.getLhs());
+    if (!softmax || op.getType().getRank() != 4 ||
+        softmax.getNormalizedAxis() != 3)
+      return failure();
+    Type element = op.getType().getElementType();
+
+    // 2. Scale and mask down to the score matmul.
+    double scale = 1.0, scaleAbove = 1.0;
+    Value mask;
+    Value s = softmax.getInput();
+    for (int step = 0; step < 8; ++step) {
+      Value stripped = stripScale(s, scaleAbove, reader);
+      if (stripped != s) {
+        s = stripped;
+        continue;
+      }
+      if (auto where = defining<dfg::WhereOp>(s)) {
+        std::optional<double> fill = reader.splat(where.getRhs());
+        if (mask || !fill || !(*fill * scaleAbove <= -1000.0) ||
+            where.getType() != where.getLhs().getType())
+          return failure();
+        mask = where.getCondition();
+        s = where.getLhs();
+        continue;
+      }
+      if (auto add = defining<dfg::AddOp>(s)) {
+        bool lhsScores = reachesScores(add.getLhs());
+        if (mask || scaleAbove != 1.0 ||
+            lhsScores == reachesScores(add.getRhs()))
+          return failure();
+        Value scores = lhsScores ? add.getLhs() : add.getRhs();
+        if (scores.getType() != add.getType())
+          return failure();
+        mask = lhsScores ? add.getRhs() : add.getLhs();
+        s = scores;
+        continue;
+      }
+      break;
+    }
+    scale *= scaleAbove;
+
+    // 3. Scores = Q K^T.
+    auto scores = defining<dfg::MatMulOp>(s);
+    if (!scores)
+      return failure();
+    Value q = stripScale(scores.getLhs(), scale, reader);
+    auto kT = defining<dfg::TransposeOp>(
+        stripScale(scores.getRhs(), scale, reader));
+    if (!kT || kT.getPerm() != ArrayRef<int64_t>{0, 1, 3, 2})
+      return failure();
+    Value k = stripScale(kT.getInput(), scale, reader);
+
+    // 4. GQA repetition and KV cache.
+    auto [key, kRepeat] = stripRepeat(k);
+    auto [value, vRepeat] = stripRepeat(op.getRhs());
+    if (kRepeat != vRepeat || !(scale > 0))
+      return failure();
+    auto qt = cast<RankedTensorType>(q.getType());
+    auto kt = cast<RankedTensorType>(key.getType());
+    auto vt = cast<RankedTensorType>(value.getType());
+    if (qt.getRank() != 4 || kt.getRank() != 4 || vt.getRank() != 4 ||
+        qt.getElementType() != element || !qt.hasStaticShape() ||
+        !kt.hasStaticShape() || qt.getDimSize(1) != kt.getDimSize(1) * kRepeat)
+      return failure();
+    Value pastK, pastV, newK = key, newV = value;
+    auto kCat = cacheConcat(key), vCat = cacheConcat(value);
+    if (kCat && vCat) {
+      pastK = kCat.getInputs()[0];
+      pastV = vCat.getInputs()[0];
+      newK = kCat.getInputs()[1];
+      newV = vCat.getInputs()[1];
+      auto pk = cast<RankedTensorType>(pastK.getType());
+      auto pv = cast<RankedTensorType>(pastV.getType());
+      if (pk.getDimSize(2) != pv.getDimSize(2) ||
+          cast<RankedTensorType>(newK.getType()).getDimSize(2) !=
+              cast<RankedTensorType>(newV.getType()).getDimSize(2)) {
+        pastK = pastV = Value();
+        newK = key;
+        newV = value;
+      }
+    }
+
+    // 5. A causal mask becomes the flag.
+    int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
+    int64_t past = pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2)
+                         : 0;
+    bool causal = mask && keys - queries == past &&
+                  isCausalMask(mask, queries, keys, past, reader);
+    if (causal)
+      mask = Value();
+    if (mask) {
+      auto mt = cast<RankedTensorType>(mask.getType());
+      if (!mt.getElementType().isInteger(1) && mt.getElementType() != element)
+        return failure();
+    }
+
+    SmallVector<Type> present;
+    if (pastK)
+      present = {key.getType(), value.getType()};
+    auto attention = dfg::AttentionOp::create(
+        rewriter, op.getLoc(), op.getType(), present, q, newK, newV, mask,
+        pastK, pastV, rewriter.getF32FloatAttr(static_cast<float>(scale)),
+        rewriter.getBoolAttr(causal), rewriter.getF32FloatAttr(0.0f));
+    if (pastK) {
+      // Later readers of the extended cache (the present outputs) read the
+      // op's results; the decomposed chain before it dies with the root.
+      auto later = [&](OpOperand &use) {
+        return attention->isBeforeInBlock(use.getOwner());
+      };
+      rewriter.replaceUsesWithIf(key, attention.getPresent()[0], later);
+      rewriter.replaceUsesWithIf(value, attention.getPresent()[1], later);
+    }
+    rewriter.replaceOp(op, attention.getResult());
+    return success();
+  }
+
+  const ConstantReader &reader;
+};
+
+} // namespace
+
+void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
+                                    const ConstantReader &reader) {
+  patterns.add<SoftmaxAttention>(patterns.getContext(), reader);
+}
+
+} // namespace meshc::graph

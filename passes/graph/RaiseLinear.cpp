@@ -1,0 +1,140 @@
+//===- RaiseLinear.cpp - Dense layers and embeddings -> dfg ops -----------===//
+//
+// Part of meshc. A dense layer reaches meshc as MatMul(x, W) (+ bias), as
+// Gemm with transB (a transpose of W), or as GPT-2's Conv1D: x flattened to
+// [tokens, in], Gemm, reshaped back. All become one dfg.linear whose weight
+// operand is the weight reference itself, in whichever layout it is stored,
+// so that no transpose or reshape of a weight is ever materialised.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/graph/RaisePatterns.h"
+
+#include "passes/graph/Matchers.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace meshc::graph {
+namespace {
+
+/// reshape(weight) -> weight with the new shape (the same row-major bytes).
+struct ReshapeOfWeight : OpRewritePattern<dfg::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto weight = defining<dfg::WeightOp>(op.getInput());
+    if (!weight || !op.getType().hasStaticShape())
+      return failure();
+    rewriter.replaceOpWithNewOp<dfg::WeightOp>(
+        op, op.getType(), weight.getName(), weight.getFile(),
+        weight.getOffset(), weight.getLength());
+    return success();
+  }
+};
+
+/// matmul(x, W)            -> linear(x, W)                  (W stored [in, out])
+/// matmul(x, transpose(W)) -> linear(x, W, transposed)      (W stored [out, in])
+struct MatMulOfWeight : OpRewritePattern<dfg::MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    Value w = op.getRhs();
+    bool transposed = false;
+    if (auto t = defining<dfg::TransposeOp>(w)) {
+      if (t.getPerm() != ArrayRef<int64_t>{1, 0})
+        return failure();
+      w = t.getInput();
+      transposed = true;
+    }
+    auto wt = cast<RankedTensorType>(w.getType());
+    if (!defining<dfg::WeightOp>(w) || wt.getRank() != 2 ||
+        cast<RankedTensorType>(op.getLhs().getType()).getRank() < 2)
+      return failure();
+    rewriter.replaceOpWithNewOp<dfg::LinearOp>(op, op.getType(), op.getLhs(),
+                                               w, Value(), transposed);
+    return success();
+  }
+};
+
+/// linear(x, W) + b -> linear(x, W, b)          (b of shape [out])
+struct LinearBias : OpRewritePattern<dfg::AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
+                        std::pair(op.getRhs(), op.getLhs())}) {
+      auto linear = defining<dfg::LinearOp>(a);
+      auto bt = cast<RankedTensorType>(b.getType());
+      if (!linear || linear.getBias() || !linear->hasOneUse() ||
+          op.getType() != linear.getType() || bt.getRank() != 1 ||
+          bt.getDimSize(0) != linear.getOutFeatures())
+        continue;
+      rewriter.replaceOpWithNewOp<dfg::LinearOp>(
+          op, op.getType(), linear.getInput(), linear.getWeight(), b,
+          linear.getTransposeWeight());
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// reshape(linear(reshape(x, [tokens, in])), x.shape[:-1] + [out])
+///   -> linear(x)                          (a linear acts on the last dim)
+struct LinearThroughFlatten : OpRewritePattern<dfg::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto linear = defining<dfg::LinearOp>(op.getInput());
+    auto flatten = linear ? defining<dfg::ReshapeOp>(linear.getInput())
+                          : dfg::ReshapeOp();
+    if (!flatten || !linear->hasOneUse())
+      return failure();
+    Value x = flatten.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto ft = cast<RankedTensorType>(flatten.getType());
+    if (!xt.hasStaticShape() || !op.getType().hasStaticShape() ||
+        xt.getRank() < 1 || ft.getShape().back() != xt.getShape().back())
+      return failure();
+    SmallVector<int64_t> expected(xt.getShape());
+    expected.back() = linear.getType().getShape().back();
+    if (op.getType().getShape() != ArrayRef<int64_t>(expected))
+      return failure();
+    rewriter.replaceOpWithNewOp<dfg::LinearOp>(
+        op, op.getType(), x, linear.getWeight(), linear.getBias(),
+        linear.getTransposeWeight());
+    return success();
+  }
+};
+
+/// gather(W, ids, axis = 0) -> embedding(W, ids)     (W a 2-D float weight)
+struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    auto table = cast<RankedTensorType>(op.getData().getType());
+    if (!defining<dfg::WeightOp>(op.getData()) || table.getRank() != 2 ||
+        !isa<FloatType>(table.getElementType()) || op.getAxis() != 0)
+      return failure();
+    rewriter.replaceOpWithNewOp<dfg::EmbeddingOp>(op, op.getType(),
+                                                  op.getData(), op.getIndices());
+    return success();
+  }
+};
+
+} // namespace
+
+void populateRaiseLinearPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias,
+               LinearThroughFlatten, GatherRowsOfWeight>(
+      patterns.getContext());
+}
+
+} // namespace meshc::graph

@@ -1,0 +1,44 @@
+//===- RaisePatterns.h - Exporter idioms -> transformer-level dfg ops -*- C++ -*-===//
+//
+// Part of meshc. One pattern set per family, each in its own Raise*.cpp;
+// meshc-graph-raise (Raise.cpp) runs them all. Every pattern carries a
+// one-line algebraic comment and never fires on a near miss (a norm over a
+// non-trailing axis, a mask that is not causal, a softmax not over keys).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_PASSES_GRAPH_RAISEPATTERNS_H
+#define MESHC_PASSES_GRAPH_RAISEPATTERNS_H
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace meshc::graph {
+
+class ConstantReader;
+
+/// LayerNorm and RMSNorm from their statistics; scale, bias and residual.
+void populateRaiseNormPatterns(mlir::RewritePatternSet &patterns,
+                               const ConstantReader &reader);
+
+/// GELU (exact and tanh) and SiLU from their formulas.
+void populateRaiseActivationPatterns(mlir::RewritePatternSet &patterns,
+                                     const ConstantReader &reader);
+
+/// dfg.linear from matmuls with weights (bias, reshapes, transposed
+/// layouts), dfg.embedding from row gathers of weights, reshapes of weights
+/// folded into the weight reference.
+void populateRaiseLinearPatterns(mlir::RewritePatternSet &patterns);
+
+/// dfg.rotary from the rotate-half spelling of RoPE.
+void populateRaiseRotaryPatterns(mlir::RewritePatternSet &patterns,
+                                 const ConstantReader &reader);
+
+/// dfg.attention from matmul-softmax-matmul chains with their scaling,
+/// masks, KV-cache concatenations and GQA head repetition.
+void populateRaiseAttentionPatterns(mlir::RewritePatternSet &patterns,
+                                    const ConstantReader &reader);
+
+} // namespace meshc::graph
+
+#endif // MESHC_PASSES_GRAPH_RAISEPATTERNS_H

@@ -1,0 +1,220 @@
+//===- RaiseRotary.cpp - Rotate-half RoPE -> dfg.rotary -------------------===//
+//
+// Part of meshc. Llama-family exporters write rotary embeddings as
+// `x * cos + rotate_half(x) * sin` with `rotate_half(x) = concat(-x2, x1)`
+// over the two halves of the head dimension, and cos/sin tables whose two
+// halves repeat the same frequencies (`emb = cat(freqs, freqs)`). The
+// pattern only fires when that repetition is proven: structurally
+// (cos(concat(f, f))) or by reading the table's values.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/graph/RaisePatterns.h"
+
+#include "passes/graph/Matchers.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace meshc::graph {
+namespace {
+
+/// The range [begin, end) that a unit-step slice of the last dimension (of
+/// static size `dim`) takes, or std::nullopt for any other slice.
+std::optional<std::pair<int64_t, int64_t>> lastDimRange(dfg::SliceOp slice,
+                                                        int64_t dim) {
+  int64_t rank = cast<RankedTensorType>(slice.getInput().getType()).getRank();
+  if (slice.getAxes().size() != 1 || slice.getSteps()[0] != 1)
+    return std::nullopt;
+  int64_t axis = slice.getAxes()[0];
+  if (axis != rank - 1 && axis != -1)
+    return std::nullopt;
+  auto clampIndex = [dim](int64_t i) {
+    if (i < 0)
+      i += dim;
+    return std::clamp<int64_t>(i, 0, dim);
+  };
+  return std::make_pair(clampIndex(slice.getStarts()[0]),
+                        clampIndex(slice.getEnds()[0]));
+}
+
+/// The half [lo, lo + half) of the last dimension of `v`, if `v` is such a
+/// slice, or that result of a split of `v` in two equal halves.
+Value halfOf(Value v, Value x, int64_t dim, bool upper) {
+  int64_t half = dim / 2;
+  if (auto slice = defining<dfg::SliceOp>(v)) {
+    auto range = lastDimRange(slice, dim);
+    int64_t lo = upper ? half : 0;
+    if (slice.getInput() == x && range && range->first == lo &&
+        range->second == lo + half)
+      return x;
+    return {};
+  }
+  if (auto split = defining<dfg::SplitOp>(v)) {
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    int64_t axis = static_cast<int64_t>(split.getAxis());
+    if (split.getInput() == x && (axis == rank - 1 || axis == -1) &&
+        split.getSizes() == ArrayRef<int64_t>{half, half} &&
+        v == split.getResult(upper ? 1 : 0))
+      return x;
+  }
+  return {};
+}
+
+/// True if `r = concat(-x2, x1)` over the last dimension: rotate_half(x).
+bool isRotateHalf(Value r, Value x) {
+  auto concat = defining<dfg::ConcatOp>(r);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t dim = xt.getShape().back();
+  if (!concat || concat.getInputs().size() != 2 ||
+      ShapedType::isDynamic(dim) || dim % 2)
+    return false;
+  int64_t axis = static_cast<int64_t>(concat.getAxis());
+  if (axis != xt.getRank() - 1 && axis != -1)
+    return false;
+  auto neg = defining<dfg::NegOp>(concat.getInputs()[0]);
+  return neg && halfOf(neg.getInput(), x, dim, /*upper=*/true) &&
+         halfOf(concat.getInputs()[1], x, dim, /*upper=*/false);
+}
+
+/// A value holding the first half of the table `table` (last dimension
+/// `dim`), provided both halves are equal; null if that is not proven. With
+/// a null `rewriter` it only checks, and returns `table` on success.
+template <typename TrigOp>
+Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
+                       const ConstantReader &reader) {
+  auto type = cast<RankedTensorType>(table.getType());
+  int64_t half = dim / 2;
+  Location loc = table.getLoc();
+  // cos(concat(f, f)) -> cos(f)
+  if (auto trig = defining<TrigOp>(table)) {
+    auto concat = defining<dfg::ConcatOp>(trig.getInput());
+    if (concat && concat.getInputs().size() == 2 &&
+        concat.getInputs()[0] == concat.getInputs()[1] &&
+        (static_cast<int64_t>(concat.getAxis()) == type.getRank() - 1 ||
+         static_cast<int64_t>(concat.getAxis()) == -1)) {
+      Value f = concat.getInputs()[0];
+      return rewriter ? TrigOp::create(*rewriter, loc, f.getType(), f)
+                      : table;
+    }
+  }
+  // unsqueeze(t) -> unsqueeze(first half of t)
+  if (auto unsqueeze = defining<dfg::UnsqueezeOp>(table)) {
+    auto inner = cast<RankedTensorType>(unsqueeze.getInput().getType());
+    if (!inner.getRank() || inner.getShape().back() != dim)
+      return {};
+    Value h = firstHalfOfTable<TrigOp>(unsqueeze.getInput(), dim, rewriter,
+                                       reader);
+    if (!h || !rewriter)
+      return h ? table : Value();
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = half;
+    return dfg::UnsqueezeOp::create(
+        *rewriter, loc, RankedTensorType::get(shape, type.getElementType()), h,
+        unsqueeze.getAxes());
+  }
+  // A literal or weight whose halves are read and compared.
+  std::optional<dfg::EvalTensor> values = reader.read(table);
+  if (!values)
+    return {};
+  for (int64_t row = 0, rows = values->numElements() / dim; row < rows; ++row)
+    for (int64_t i = 0; i < half; ++i)
+      if (values->values[row * dim + i] != values->values[row * dim + half + i])
+        return {};
+  if (!rewriter)
+    return table;
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = half;
+  int64_t last = type.getRank() - 1;
+  auto &b = *rewriter;
+  return dfg::SliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()),
+      table, b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({half}),
+      b.getDenseI64ArrayAttr({last}), b.getDenseI64ArrayAttr({1}));
+}
+
+/// x * cos + rotate_half(x) * sin -> rotary(x, cos[..., :d/2], sin[..., :d/2])
+///   (half-split RoPE over the whole head; cos/sin halves proven equal)
+struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
+  RotateHalfToRotary(MLIRContext *ctx, const ConstantReader &reader)
+      : OpRewritePattern(ctx), reader(reader) {}
+
+  LogicalResult matchAndRewrite(dfg::AddOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    if (type.getRank() != 4 || !type.hasStaticShape())
+      return failure();
+    for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
+                        std::pair(op.getRhs(), op.getLhs())}) {
+      auto direct = defining<dfg::MulOp>(a), rotated = defining<dfg::MulOp>(b);
+      if (!direct || !rotated)
+        continue;
+      for (auto [x, cos] : {std::pair(direct.getLhs(), direct.getRhs()),
+                            std::pair(direct.getRhs(), direct.getLhs())}) {
+        if (x.getType() != type)
+          continue;
+        for (auto [r, sin] : {std::pair(rotated.getLhs(), rotated.getRhs()),
+                              std::pair(rotated.getRhs(), rotated.getLhs())}) {
+          if (!isRotateHalf(r, x) || cos.getType() != sin.getType())
+            continue;
+          if (succeeded(rewrite(op, x, cos, sin, rewriter)))
+            return success();
+        }
+      }
+    }
+    return failure();
+  }
+
+  /// Builds the rotary op once the tables are shown to be [1 | B, 1, S, D]
+  /// (or [S, D]) with equal halves.
+  LogicalResult rewrite(dfg::AddOp op, Value x, Value cos, Value sin,
+                        PatternRewriter &rewriter) const {
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto ct = cast<RankedTensorType>(cos.getType());
+    int64_t batch = xt.getDimSize(0), seq = xt.getDimSize(2),
+            dim = xt.getDimSize(3);
+    if (!ct.hasStaticShape() || ct.getRank() < 2 || ct.getRank() > 4 ||
+        ct.getShape().back() != dim || ct.getShape()[ct.getRank() - 2] != seq)
+      return failure();
+    // Per-row tables: [b, 1, S, D] with b in {1, B}, or [1, S, D] / [S, D].
+    int64_t rows = 1;
+    if (ct.getRank() == 4) {
+      if (ct.getDimSize(1) != 1 ||
+          (ct.getDimSize(0) != 1 && ct.getDimSize(0) != batch))
+        return failure();
+      rows = ct.getDimSize(0);
+    } else if (ct.getRank() == 3 && ct.getDimSize(0) != 1) {
+      return failure();
+    }
+    // Check both tables before creating anything for either.
+    if (!firstHalfOfTable<dfg::CosOp>(cos, dim, nullptr, reader) ||
+        !firstHalfOfTable<dfg::SinOp>(sin, dim, nullptr, reader))
+      return failure();
+    Value cosHalf = firstHalfOfTable<dfg::CosOp>(cos, dim, &rewriter, reader);
+    Value sinHalf = firstHalfOfTable<dfg::SinOp>(sin, dim, &rewriter, reader);
+    auto tableType =
+        RankedTensorType::get({rows, seq, dim / 2}, ct.getElementType());
+    auto flat = [&](Value half) -> Value {
+      SmallVector<int64_t> shape(tableType.getShape());
+      return dfg::ReshapeOp::create(rewriter, op.getLoc(), tableType, half,
+                                    rewriter.getDenseI64ArrayAttr(shape));
+    };
+    rewriter.replaceOpWithNewOp<dfg::RotaryOp>(
+        op, op.getType(), x, flat(cosHalf), flat(sinHalf), Value(),
+        /*interleaved=*/false, dim);
+    return success();
+  }
+
+  const ConstantReader &reader;
+};
+
+} // namespace
+
+void populateRaiseRotaryPatterns(RewritePatternSet &patterns,
+                                 const ConstantReader &reader) {
+  patterns.add<RotateHalfToRotary>(patterns.getContext(), reader);
+}
+
+} // namespace meshc::graph
