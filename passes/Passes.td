@@ -48,6 +48,38 @@ def InferShapesPass : Pass<"meshc-graph-infer-shapes", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def FoldConstantsPass : Pass<"meshc-graph-fold-constants", "mlir::ModuleOp"> {
+  let summary = "Evaluate dfg ops whose operands are constants";
+  let description = [{
+    Replaces every dfg op whose operands are literals (or integer weights,
+    which hold shape data, under `weights-dir`) and whose results are small
+    static tensors by `dfg.constant` literals computed with the reference
+    evaluator. Float weights are never read, so weight data never enters the
+    IR; integers beyond 2^53 (exporters' INT64_MAX "to the end") are left
+    alone because the evaluator computes in doubles.
+
+    Before:
+
+    ```mlir
+    %c = dfg.constant dense<[[1.0, 2.0, 3.0, 4.0]]> : tensor<1x4xf32>
+    %h = dfg.slice %c starts = [0] ends = [2] axes = [1] steps = [1]
+           : (tensor<1x4xf32>) -> tensor<1x2xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %h = dfg.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+    ```
+  }];
+  let options = [
+    Option<"weightsDir", "weights-dir", "std::string", /*default=*/"\"\"",
+           "Folder the weight references' files are relative to; without "
+           "it only literals are folded">,
+  ];
+  let dependentDialects = ["meshc::dfg::DfgDialect"];
+}
+
 def RaisePass : Pass<"meshc-graph-raise", "mlir::ModuleOp"> {
   let summary = "Raise exporter idioms to transformer-level dfg ops";
   let description = [{

@@ -24,6 +24,7 @@
 #include "compiler/import/OnnxModel.h"
 #include "compiler/import/OnnxTensors.h"
 #include "dialects/dfg/Eval/Evaluator.h"
+#include "dialects/dfg/Eval/Folding.h"
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -560,45 +561,15 @@ LogicalResult Importer::importNode(int index) {
 /// values) are updated to the folded constants.
 LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
                                       SmallVectorImpl<Value> &results) {
-  constexpr int64_t kMaxFolded = dfg::ConstantOp::kMaxConstantElements;
-  auto foldable = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    auto type = cast<RankedTensorType>(v.getType());
-    if (isa_and_nonnull<dfg::ConstantOp>(def))
-      return true;
-    return isa_and_nonnull<dfg::WeightOp>(def) &&
-           !isa<FloatType>(type.getElementType()) &&
-           type.getNumElements() <= kMaxFolded;
-  };
   for (Operation *op : ops) {
-    if (isa<dfg::ConstantOp, dfg::WeightOp>(op) ||
-        !llvm::all_of(op->getOperands(), foldable) ||
-        !llvm::all_of(op->getResultTypes(), [&](Type t) {
-          auto type = cast<RankedTensorType>(t);
-          return type.hasStaticShape() && type.getNumElements() <= kMaxFolded;
-        }))
-      continue;
-    SmallVector<dfg::EvalTensor> operands;
-    for (Value v : op->getOperands()) {
-      auto value = dfg::evaluateOp(v.getDefiningOp(), {}, model_.folder());
-      if (failed(value))
-        return failure();
-      operands.push_back(std::move(value->front()));
-    }
-    // The evaluator computes in doubles: integers beyond 2^53 (INT64_MAX
-    // sentinels) would come back wrong, so such ops are left to run time.
-    auto exact = [](const dfg::EvalTensor &t) { return t.isExact(); };
-    if (!llvm::all_of(operands, exact))
-      continue;
-    auto folded = dfg::evaluateOp(op, operands, model_.folder());
-    if (failed(folded))
-      return failure(); // e.g. an index out of range, reported at the node
-    if (!llvm::all_of(*folded, exact))
-      continue;
     OpBuilder b(op);
-    for (auto [result, tensor] : llvm::zip_equal(op->getResults(), *folded)) {
-      Value constant =
-          dfg::ConstantOp::create(b, op->getLoc(), dfg::toDenseAttr(tensor));
+    auto constants = dfg::foldWithEvaluator(op, model_.folder(), b);
+    if (failed(constants))
+      return failure(); // e.g. an index out of range, reported at the node
+    if (constants->empty())
+      continue;
+    for (auto [result, constant] :
+         llvm::zip_equal(op->getResults(), *constants)) {
       for (Value &r : results)
         if (r == result)
           r = constant;

@@ -26,8 +26,11 @@ struct GraphPipelineOptions
 
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   pm.addPass(createInferShapesPass());
+  pm.addPass(createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(createRaisePass(RaisePassOptions{weightsDir.str()}));
+  // Raising slices literal tables (half of a cos table): fold them again.
+  pm.addPass(createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createSymbolDCEPass());

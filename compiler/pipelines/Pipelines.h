@@ -15,10 +15,11 @@ class OpPassManager;
 namespace meshc {
 
 /// meshc-graph-pipeline: what `meshc import --optimize` and `meshc compile`
-/// run on freshly imported IR: shape inference, canonicalisation, raising of
-/// exporter idioms to transformer-level ops (meshc-graph-raise, reading
-/// weights under `weightsDir` where a pattern needs their values),
-/// canonicalisation again, CSE and removal of dead symbols.
+/// run on freshly imported IR: shape inference, constant folding,
+/// canonicalisation, raising of exporter idioms to transformer-level ops
+/// (meshc-graph-raise, reading weights under `weightsDir` where a pattern
+/// needs their values), folding and canonicalisation again, CSE and removal
+/// of dead symbols.
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir);
 
 /// Registers the pipelines with the pass registry (for meshc-opt).

@@ -1,0 +1,323 @@
+// RUN: meshc-opt %s --split-input-file --meshc-graph-raise --meshc-graph-fold-constants --canonicalize | FileCheck %s
+
+// LayerNorm as torch.onnx writes it: mean, centre, pow 2, mean, eps, sqrt,
+// div, scale, bias.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x32xf32>, %[[G:.+]]: tensor<32xf32>, %[[B:.+]]: tensor<32xf32>)
+// CHECK-NEXT: %[[Y:.+]] = dfg.layer_norm %[[X]], %[[G]], %[[B]] axis = 2 epsilon = 9.99999974E-6 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @layer_norm(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %eps = dfg.constant dense<1.0e-5> : tensor<f32>
+  %m = dfg.reduce_mean %x axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %d = dfg.sub %x, %m : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %p = dfg.pow %d, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %p axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %ve = dfg.add %v, %eps : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %s = dfg.sqrt %ve : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %n = dfg.div %d, %s : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %ng = dfg.mul %n, %g : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %y = dfg.add %ng, %b : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
+// RMSNorm as the dynamo exporter writes it (x * x, reciprocal of the root,
+// scale on the left), after a residual add that is also used later: the
+// add becomes the norm's fused residual and its `sum` result.
+// CHECK-LABEL: func.func @rms_norm_residual
+// CHECK-SAME: (%[[H:.+]]: tensor<2x8x32xf32>, %[[R:.+]]: tensor<2x8x32xf32>, %[[G:.+]]: tensor<32xf32>)
+// CHECK-NEXT: %[[Y:.+]], %[[S:.+]] = dfg.rms_norm %[[H]], %[[G]] residual(%[[R]]) axis = 2 epsilon = 9.99999997E-7
+// CHECK-NEXT: return %[[Y]], %[[S]]
+func.func @rms_norm_residual(%h: tensor<2x8x32xf32>, %r: tensor<2x8x32xf32>, %g: tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  %eps = dfg.constant dense<1.0e-6> : tensor<f32>
+  %x = dfg.add %h, %r : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %sq = dfg.mul %x, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %sq axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %ve = dfg.add %eps, %v : (tensor<f32>, tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %s = dfg.sqrt %ve : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %inv = dfg.reciprocal %s : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %n = dfg.mul %x, %inv : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %y = dfg.mul %g, %n : (tensor<32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %y, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
+
+// -----
+
+// Near miss: statistics over a non-trailing axis are not a layer norm.
+// CHECK-LABEL: func.func @norm_over_middle_axis
+// CHECK-NOT: dfg.rms_norm
+// CHECK: dfg.reduce_mean %{{.+}} axes = [1]
+func.func @norm_over_middle_axis(%x: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
+  %eps = dfg.constant dense<1.0e-6> : tensor<f32>
+  %sq = dfg.mul %x, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %sq axes = [1] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x1x32xf32>
+  %ve = dfg.add %v, %eps : (tensor<2x1x32xf32>, tensor<f32>) -> tensor<2x1x32xf32>
+  %s = dfg.sqrt %ve : (tensor<2x1x32xf32>) -> tensor<2x1x32xf32>
+  %n = dfg.div %x, %s : (tensor<2x8x32xf32>, tensor<2x1x32xf32>) -> tensor<2x8x32xf32>
+  return %n : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Near miss: the square is of another value than the numerator.
+// CHECK-LABEL: func.func @norm_of_other_value
+// CHECK-NOT: dfg.rms_norm
+// CHECK: dfg.div
+func.func @norm_of_other_value(%x: tensor<4x32xf32>, %z: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %eps = dfg.constant dense<1.0e-6> : tensor<f32>
+  %sq = dfg.mul %z, %z : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %v = dfg.reduce_mean %sq axes = [1] keep_dims = true : (tensor<4x32xf32>) -> tensor<4x1xf32>
+  %ve = dfg.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = dfg.sqrt %ve : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = dfg.div %x, %s : (tensor<4x32xf32>, tensor<4x1xf32>) -> tensor<4x32xf32>
+  return %n : tensor<4x32xf32>
+}
+
+// -----
+
+// GPT-2's gelu_new in the exporter's order, and exact GELU through erf with
+// a division by sqrt(2).
+// CHECK-LABEL: func.func @gelus
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16xf32>)
+// CHECK-NEXT: %[[T:.+]] = dfg.gelu %[[X]] exact = false
+// CHECK-NEXT: %[[E:.+]] = dfg.gelu %[[T]] exact = true
+// CHECK-NEXT: return %[[E]]
+func.func @gelus(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %one = dfg.constant dense<1.0> : tensor<f32>
+  %three = dfg.constant dense<3.0> : tensor<f32>
+  %k = dfg.constant dense<0.044715> : tensor<f32>
+  %c = dfg.constant dense<0.797884583> : tensor<f32>
+  %x3 = dfg.pow %x, %three : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %kx3 = dfg.mul %k, %x3 : (tensor<f32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %in = dfg.add %x, %kx3 : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %arg = dfg.mul %c, %in : (tensor<f32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %hx = dfg.mul %half, %x : (tensor<f32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %t = dfg.tanh %arg : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %onet = dfg.add %one, %t : (tensor<f32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %y = dfg.mul %hx, %onet : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %sqrt2 = dfg.constant dense<1.41421354> : tensor<f32>
+  %xs = dfg.div %y, %sqrt2 : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %e = dfg.erf %xs : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ep = dfg.add %e, %one : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %ye = dfg.mul %y, %ep : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %z = dfg.mul %ye, %half : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  return %z : tensor<2x16xf32>
+}
+
+// -----
+
+// Near miss: a cubic coefficient other than 0.044715 is not GELU.
+// CHECK-LABEL: func.func @not_gelu
+// CHECK-NOT: dfg.gelu
+// CHECK: dfg.tanh
+func.func @not_gelu(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %one = dfg.constant dense<1.0> : tensor<f32>
+  %three = dfg.constant dense<3.0> : tensor<f32>
+  %k = dfg.constant dense<0.05> : tensor<f32>
+  %c = dfg.constant dense<0.797884583> : tensor<f32>
+  %x3 = dfg.pow %x, %three : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %kx3 = dfg.mul %k, %x3 : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+  %in = dfg.add %x, %kx3 : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %arg = dfg.mul %c, %in : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+  %hx = dfg.mul %half, %x : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+  %t = dfg.tanh %arg : (tensor<16xf32>) -> tensor<16xf32>
+  %onet = dfg.add %one, %t : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+  %y = dfg.mul %hx, %onet : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
+
+// -----
+
+// SiLU, and its near miss x * sigmoid(z).
+// CHECK-LABEL: func.func @silu
+// CHECK-SAME: (%[[X:.+]]: tensor<8xf32>, %[[Z:.+]]: tensor<8xf32>)
+// CHECK-NEXT: %[[S:.+]] = dfg.silu %[[X]]
+// CHECK-NEXT: %[[SZ:.+]] = dfg.sigmoid %[[Z]]
+// CHECK-NEXT: dfg.mul %[[S]], %[[SZ]]
+func.func @silu(%x: tensor<8xf32>, %z: tensor<8xf32>) -> tensor<8xf32> {
+  %s = dfg.sigmoid %x : (tensor<8xf32>) -> tensor<8xf32>
+  %y = dfg.mul %s, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %sz = dfg.sigmoid %z : (tensor<8xf32>) -> tensor<8xf32>
+  %w = dfg.mul %y, %sz : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %w : tensor<8xf32>
+}
+
+// -----
+
+// GPT-2's Conv1D (flatten, matmul, bias, unflatten), Gemm's transposed
+// weight, an embedding lookup; a reshaped weight folds into its reference.
+// A matmul of two activations and a gather along axis 1 stay as they are.
+// CHECK-LABEL: func.func @dense_layers
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x32xf32>, %[[IDS:.+]]: tensor<2x8xi64>, %[[A:.+]]: tensor<32x4xf32>)
+// CHECK-DAG: %[[W:.+]] = dfg.weight "w" in "m.bin" [offset = 0, length = 12288] : tensor<32x96xf32>
+// CHECK-DAG: %[[B:.+]] = dfg.weight "b" in "m.bin" [offset = 12288, length = 384] : tensor<96xf32>
+// CHECK-DAG: %[[WT:.+]] = dfg.weight "wt" in "m.bin" [offset = 12672, length = 12288] : tensor<96x32xf32>
+// CHECK-DAG: %[[E:.+]] = dfg.weight "emb" in "m.bin" [offset = 24960, length = 8192] : tensor<64x32xf32>
+// CHECK-DAG: %[[Y:.+]] = dfg.linear %[[X]], %[[W]], %[[B]] transpose_weight = false : (tensor<2x8x32xf32>, tensor<32x96xf32>, tensor<96xf32>) -> tensor<2x8x96xf32>
+// CHECK-DAG: %[[YT:.+]] = dfg.linear %[[X]], %[[WT]] transpose_weight = true : (tensor<2x8x32xf32>, tensor<96x32xf32>) -> tensor<2x8x96xf32>
+// CHECK-DAG: %[[H:.+]] = dfg.embedding %[[E]], %[[IDS]]
+// CHECK-DAG: dfg.gather %[[E]], %{{.+}} axis = 1
+// CHECK-DAG: dfg.matmul %{{.+}}, %[[A]]
+func.func @dense_layers(%x: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>, %a: tensor<32x4xf32>) -> (tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<64x2x8xf32>, tensor<16x4xf32>) {
+  %w = dfg.weight "w" in "m.bin" [offset = 0, length = 12288] : tensor<3072xf32>
+  %w2 = dfg.reshape %w to [32, 96] : (tensor<3072xf32>) -> tensor<32x96xf32>
+  %b = dfg.weight "b" in "m.bin" [offset = 12288, length = 384] : tensor<96xf32>
+  %flat = dfg.reshape %x to [-1, 32] : (tensor<2x8x32xf32>) -> tensor<16x32xf32>
+  %mm = dfg.matmul %flat, %w2 : (tensor<16x32xf32>, tensor<32x96xf32>) -> tensor<16x96xf32>
+  %mb = dfg.add %mm, %b : (tensor<16x96xf32>, tensor<96xf32>) -> tensor<16x96xf32>
+  %y = dfg.reshape %mb to [2, 8, 96] : (tensor<16x96xf32>) -> tensor<2x8x96xf32>
+  %wt = dfg.weight "wt" in "m.bin" [offset = 12672, length = 12288] : tensor<96x32xf32>
+  %t = dfg.transpose %wt perm = [1, 0] : (tensor<96x32xf32>) -> tensor<32x96xf32>
+  %yt = dfg.matmul %x, %t : (tensor<2x8x32xf32>, tensor<32x96xf32>) -> tensor<2x8x96xf32>
+  %e = dfg.weight "emb" in "m.bin" [offset = 24960, length = 8192] : tensor<64x32xf32>
+  %h = dfg.gather %e, %ids axis = 0 : (tensor<64x32xf32>, tensor<2x8xi64>) -> tensor<2x8x32xf32>
+  %cols = dfg.gather %e, %ids axis = 1 : (tensor<64x32xf32>, tensor<2x8xi64>) -> tensor<64x2x8xf32>
+  %act = dfg.matmul %flat, %a : (tensor<16x32xf32>, tensor<32x4xf32>) -> tensor<16x4xf32>
+  return %y, %yt, %h, %cols, %act : tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<64x2x8xf32>, tensor<16x4xf32>
+}
+
+// -----
+
+// Rotate-half RoPE with literal cos/sin tables whose halves are equal; the
+// same spelling with a table whose halves differ is left alone.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: (%[[X:.+]]: tensor<1x2x2x4xf32>)
+// CHECK-DAG: %[[C:.+]] = dfg.constant dense<{{\[\[\[}}1.000000e+00, 5.000000e-01], [2.500000e-01, 1.250000e-01]]]> : tensor<1x2x2xf32>
+// CHECK-DAG: %[[S:.+]] = dfg.constant dense<{{\[\[\[}}0.000000e+00, 7.500000e-01], [5.000000e-01, 2.500000e-01]]]> : tensor<1x2x2xf32>
+// CHECK-DAG: %[[R:.+]] = dfg.rotary %[[X]], %[[C]], %[[S]] interleaved = false rotary_dim = 4 : (tensor<1x2x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> tensor<1x2x2x4xf32>
+// CHECK-DAG: dfg.neg
+// CHECK: return %[[R]]
+func.func @rotary(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) {
+  %cos = dfg.constant dense<[[[[1.0, 0.5, 1.0, 0.5], [0.25, 0.125, 0.25, 0.125]]]]> : tensor<1x1x2x4xf32>
+  %sin = dfg.constant dense<[[[[0.0, 0.75, 0.0, 0.75], [0.5, 0.25, 0.5, 0.25]]]]> : tensor<1x1x2x4xf32>
+  %bad = dfg.constant dense<[[[[0.0, 0.75, 0.1, 0.75], [0.5, 0.25, 0.5, 0.25]]]]> : tensor<1x1x2x4xf32>
+  %x1 = dfg.slice %x starts = [0] ends = [2] axes = [3] steps = [1] : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x2xf32>
+  %x2 = dfg.slice %x starts = [2] ends = [9223372036854775807] axes = [-1] steps = [1] : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x2xf32>
+  %n = dfg.neg %x2 : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %rot = dfg.concat %n, %x1 axis = -1 : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x2x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x2x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %bb = dfg.mul %rot, %bad : (tensor<1x2x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %z = dfg.add %a, %bb : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  return %y, %z : tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>
+}
+
+// -----
+
+// GPT-2 attention: scores divided by sqrt(d), the causal bool buffer through
+// Where with -1e4, softmax over the keys: one causal dfg.attention.
+// CHECK-LABEL: func.func @causal_where
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x2x3x4xf32>, %[[K:.+]]: tensor<1x2x3x4xf32>, %[[V:.+]]: tensor<1x2x3x4xf32>)
+// CHECK-NEXT: %[[O:.+]] = dfg.attention %[[Q]], %[[K]], %[[V]] scale = 5.000000e-01 causal = true : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @causal_where(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %mask = dfg.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %fill = dfg.constant dense<-1.0e4> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %ss = dfg.div %s, %two : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = dfg.where %mask, %ss, %fill : (tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Llama attention: GQA repeat_kv on K and V (2 KV heads for 4 query heads),
+// the scale split over Q and K (the dynamo exporter's sqrt(scale) on each),
+// an additive mask that is an argument: it stays an operand.
+// CHECK-LABEL: func.func @gqa_additive_mask
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x4x3x4xf32>, %[[K:.+]]: tensor<1x2x3x4xf32>, %[[V:.+]]: tensor<1x2x3x4xf32>, %[[M:.+]]: tensor<1x1x3x3xf32>)
+// CHECK-NEXT: %[[O:.+]] = dfg.attention %[[Q]], %[[K]], %[[V]] mask(%[[M]]) scale = 2.500000e-01 causal = false : (tensor<1x4x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x4xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @gqa_additive_mask(%q: tensor<1x4x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %mask: tensor<1x1x3x3xf32>) -> tensor<1x4x3x4xf32> {
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %ku = dfg.unsqueeze %k axes = [2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x1x3x4xf32>
+  %ke = dfg.expand %ku shape = [1, 2, 2, 3, 4] : (tensor<1x2x1x3x4xf32>) -> tensor<1x2x2x3x4xf32>
+  %kr = dfg.reshape %ke to [1, 4, 3, 4] : (tensor<1x2x2x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %vu = dfg.unsqueeze %v axes = [2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x1x3x4xf32>
+  %ve = dfg.expand %vu shape = [1, 2, 2, 3, 4] : (tensor<1x2x1x3x4xf32>) -> tensor<1x2x2x3x4xf32>
+  %vr = dfg.reshape %ve to [1, 4, 3, 4] : (tensor<1x2x2x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %qs = dfg.mul %q, %half : (tensor<1x4x3x4xf32>, tensor<f32>) -> tensor<1x4x3x4xf32>
+  %kt = dfg.transpose %kr perm = [0, 1, 3, 2] : (tensor<1x4x3x4xf32>) -> tensor<1x4x4x3xf32>
+  %kts = dfg.mul %kt, %half : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %s = dfg.matmul %qs, %kts : (tensor<1x4x3x4xf32>, tensor<1x4x4x3xf32>) -> tensor<1x4x3x3xf32>
+  %sm = dfg.add %s, %mask : (tensor<1x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = dfg.softmax %sm axis = 3 : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = dfg.matmul %p, %vr : (tensor<1x4x3x3xf32>, tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  return %o : tensor<1x4x3x4xf32>
+}
+
+// -----
+
+// A literal additive mask with zeros on and below the diagonal and -inf
+// above is causal; one that hides the diagonal is not, and stays an operand.
+// CHECK-LABEL: func.func @additive_masks
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} scale = 1.000000e+00 causal = true
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 1.000000e+00 causal = false
+func.func @additive_masks(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x2x4xf32>, %v: tensor<1x1x2x4xf32>) -> (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) {
+  %causal = dfg.constant dense<[[0.0, 0xFF800000], [0.0, 0.0]]> : tensor<2x2xf32>
+  %strict = dfg.constant dense<[[0xFF800000, 0xFF800000], [0.0, 0xFF800000]]> : tensor<2x2xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
+  %a = dfg.add %s, %causal : (tensor<1x1x2x2xf32>, tensor<2x2xf32>) -> tensor<1x1x2x2xf32>
+  %pa = dfg.softmax %a axis = -1 : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %oa = dfg.matmul %pa, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %b = dfg.add %strict, %s : (tensor<2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %pb = dfg.softmax %b axis = -1 : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %ob = dfg.matmul %pb, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  return %oa, %ob : tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>
+}
+
+// -----
+
+// A KV cache extended by Concat: the past tensors become operands and the
+// concatenations the op's present results; the single new query sees every
+// key (causal relative to the past length).
+// CHECK-LABEL: func.func @kv_cache
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x2x1x4xf32>, %[[K:.+]]: tensor<1x2x1x4xf32>, %[[V:.+]]: tensor<1x2x1x4xf32>, %[[PK:.+]]: tensor<1x2x3x4xf32>, %[[PV:.+]]: tensor<1x2x3x4xf32>)
+// CHECK-NEXT: %[[O:.+]], %[[P:.+]]:2 = dfg.attention %[[Q]], %[[K]], %[[V]] past(%[[PK]], %[[PV]]) scale = 5.000000e-01 causal = true
+// CHECK-NEXT: return %[[O]], %[[P]]#0, %[[P]]#1
+func.func @kv_cache(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %pk: tensor<1x2x3x4xf32>, %pv: tensor<1x2x3x4xf32>) -> (tensor<1x2x1x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %mask = dfg.constant dense<true> : tensor<1x1x1x4xi1>
+  %fill = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %scale = dfg.constant dense<0.5> : tensor<f32>
+  %kk = dfg.concat %pk, %k axis = -2 : (tensor<1x2x3x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x4x4xf32>
+  %vv = dfg.concat %pv, %v axis = 2 : (tensor<1x2x3x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x4x4xf32>
+  %kt = dfg.transpose %kk perm = [0, 1, 3, 2] : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x1x4xf32>
+  %ss = dfg.mul %s, %scale : (tensor<1x2x1x4xf32>, tensor<f32>) -> tensor<1x2x1x4xf32>
+  %m = dfg.where %mask, %ss, %fill : (tensor<1x1x1x4xi1>, tensor<1x2x1x4xf32>, tensor<f32>) -> tensor<1x2x1x4xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<1x2x1x4xf32>) -> tensor<1x2x1x4xf32>
+  %o = dfg.matmul %p, %vv : (tensor<1x2x1x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x1x4xf32>
+  return %o, %kk, %vv : tensor<1x2x1x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Near misses: a softmax over the queries (axis 2), and a Where whose fill
+// (-1) is not a mask value, are not attention.
+// CHECK-LABEL: func.func @not_attention
+// CHECK-NOT: dfg.attention
+// CHECK: dfg.softmax %{{.+}} axis = 2
+// CHECK-NOT: dfg.attention
+// CHECK: dfg.where
+// CHECK-NOT: dfg.attention
+func.func @not_attention(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x2x4xf32>, %v: tensor<1x1x2x4xf32>, %mask: tensor<1x1x2x2xi1>) -> (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) {
+  %fill = dfg.constant dense<-1.0> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
+  %pq = dfg.softmax %s axis = 2 : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %oq = dfg.matmul %pq, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %m = dfg.where %mask, %s, %fill : (tensor<1x1x2x2xi1>, tensor<1x1x2x2xf32>, tensor<f32>) -> tensor<1x1x2x2xf32>
+  %pm = dfg.softmax %m axis = -1 : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %om = dfg.matmul %pm, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  return %oq, %om : tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>
+}
