@@ -5,7 +5,8 @@
 #   1. models/gpt2_tiny.py writes the ONNX model (TorchScript-export idioms)
 #      and onnxruntime's reference outputs for a prompt;
 #   2. `meshc import --optimize` turns it into verified dfg IR, weights as
-#      references into the model file;
+#      references into the model file, the exporter's idioms raised to
+#      transformer-level ops (one dfg.attention per layer, ...);
 #   3. `meshc-eval` runs the IR with meshc's reference evaluator;
 #   4. the logits are compared with onnxruntime's, and the next-token
 #      predictions of both printed.
@@ -41,7 +42,10 @@ echo "== 2. meshc import --optimize"
 ops=$(grep -c ' = dfg\.' "$work/model.mlir")
 weights=$(grep -c 'dfg.weight' "$work/model.mlir")
 echo "   $work/model.mlir: $ops dfg ops, $weights weight references into model.onnx (no weight bytes copied);"
-echo "   the shape arithmetic folded to constants at import"
+echo "   the shape arithmetic folded to constants at import; transformer-level ops:"
+for op in embedding layer_norm attention linear gelu; do
+  echo "     dfg.$op: $(grep -c " = dfg\.$op " "$work/model.mlir")"
+done
 grep -m1 'func.func @main' "$work/model.mlir" | sed 's/^ */   /'
 
 echo "== 3. meshc-eval (reference evaluator) on the prompt"

@@ -6,15 +6,17 @@ Usage: check_numerics.py --bin DIR CASE WORKDIR
 Writes the make_onnx.py model CASE to WORKDIR, draws inputs (float: standard
 normal; integers: 0..3, valid indices for the test models; bool: coin flips;
 each dim_param becomes 3), runs onnxruntime (CPU) and `meshc import` followed
-by `meshc-eval` (the dfg reference evaluator), and compares every output:
+by `meshc-eval` (the dfg reference evaluator), once as imported and once
+after the graph pipeline (`--optimize`: folding and raising to
+transformer-level ops), and compares every output:
 
   float32   |meshc - ort| <= 1e-5 + 1e-4 * |ort| elementwise (ort computes
             in f32, the evaluator in f64 rounded to f32 after each op)
   float16   |meshc - ort| <= 2e-3 + 1e-2 * |ort| elementwise
   int, bool equal
 
-Prints one line per output and "numerics: N/N outputs match"; exits 1 on any
-mismatch or failure.
+Prints one line per output and "numerics: N/N outputs match", then the same
+after the graph pipeline; exits 1 on any mismatch or failure.
 """
 import argparse
 import os
@@ -64,22 +66,35 @@ def main():
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(names, feeds)))
 
-    ir = os.path.join(args.workdir, "model.mlir")
-    out_dir = os.path.join(args.workdir, "meshc_out")
-    subprocess.run([os.path.join(args.bin, "meshc"), "import", path, "-o", ir], check=True)
-    cmd = [os.path.join(args.bin, "meshc-eval"), ir, "--weights-dir", args.workdir,
-           "--output-dir", out_dir]
+    inputs = []
     for name, value in feeds.items():
         file = os.path.join(args.workdir, f"in_{name}.npy")
         np.save(file, value)
-        cmd += ["--input", f"{name}={file}"]
-    subprocess.run(cmd, check=True)
+        inputs += ["--input", f"{name}={file}"]
 
+    all_ok = True
+    for optimize in (False, True):
+        suffix = "-optimized" if optimize else ""
+        ir = os.path.join(args.workdir, f"model{suffix}.mlir")
+        out_dir = os.path.join(args.workdir, f"meshc_out{suffix}")
+        subprocess.run([os.path.join(args.bin, "meshc"), "import", path, "-o", ir]
+                       + (["--optimize"] if optimize else []), check=True)
+        subprocess.run([os.path.join(args.bin, "meshc-eval"), ir, "--weights-dir",
+                        args.workdir, "--output-dir", out_dir] + inputs, check=True)
+        good = compare(expected, out_dir, " (after the graph pipeline)" if optimize else "")
+        print(f"numerics{' after the graph pipeline' if optimize else ''}: "
+              f"{good}/{len(expected)} outputs match")
+        all_ok = all_ok and good == len(expected)
+    sys.exit(0 if all_ok else 1)
+
+
+def compare(expected, out_dir, label):
+    """Prints one line per output; returns how many match."""
     good = 0
     for name, want in expected.items():
         got = np.load(os.path.join(out_dir, f"{name}.npy"))
         if got.shape != want.shape or got.dtype != want.dtype:
-            print(f"{name}: MISMATCH shape/dtype {got.shape} {got.dtype} vs "
+            print(f"{name}{label}: MISMATCH shape/dtype {got.shape} {got.dtype} vs "
                   f"{want.shape} {want.dtype}")
             continue
         if want.dtype.type in TOLERANCE:
@@ -88,15 +103,14 @@ def main():
             bound = atol + rtol * np.abs(want.astype(np.float64))
             ok = bool(np.all(diff <= bound))
             worst = float(np.max(diff / bound, initial=0.0))
-            print(f"{name}: {'match' if ok else 'MISMATCH'} (max |diff| "
+            print(f"{name}{label}: {'match' if ok else 'MISMATCH'} (max |diff| "
                   f"{float(np.max(diff, initial=0.0)):.3g}, {worst:.2f} of the "
                   f"tolerance, {want.dtype})")
         else:
             ok = np.array_equal(got, want)
-            print(f"{name}: {'match' if ok else 'MISMATCH'} (exact, {want.dtype})")
+            print(f"{name}{label}: {'match' if ok else 'MISMATCH'} (exact, {want.dtype})")
         good += ok
-    print(f"numerics: {good}/{len(expected)} outputs match")
-    sys.exit(0 if good == len(expected) else 1)
+    return good
 
 
 if __name__ == "__main__":
