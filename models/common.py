@@ -25,6 +25,9 @@ def save_with_reference(model, out, feeds, label):
     names = [o.name for o in session.get_outputs()]
     for name, value in zip(names, session.run(names, feeds)):
         np.save(os.path.join(out, "reference", f"{name}.npy"), value)
-    layers = sum(1 for n in model.graph.node if n.op_type == "Softmax")
+    # One attention per layer: a Softmax, or an attention operator.
+    layers = sum(1 for n in model.graph.node
+                 if n.op_type in ("Softmax", "Attention", "MultiHeadAttention",
+                                  "GroupQueryAttention"))
     print(f"{label}: wrote {path} ({len(model.graph.node)} nodes, {layers} layers) "
           f"with onnxruntime reference outputs")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a Llama-style ONNX model in the idioms exporters use.
 
-Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--seed 0]
+Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--seed 0] [--opset23]
 
 DIR/model.onnx            a tiny Llama (d=32, GQA 4/2 heads, FFN 64,
                           vocabulary 64; f32 weights embedded)
@@ -13,7 +13,8 @@ ReduceMean, Add, Sqrt, Div, Mul), q/k/v projections, heads by Reshape and
 Transpose, RoPE through Slice/Neg/Concat with precomputed cos/sin, GQA
 repeat_kv through Unsqueeze/Expand/Reshape, scores scaled by Div, an additive
 causal mask, Softmax, output projection and residual; SwiGLU (Sigmoid, Mul)
-MLP; final RMSNorm and lm_head. Shapes are static (batch 1, `seq` tokens):
+MLP; final RMSNorm and lm_head. With --opset23 the norms, RoPE and attention
+are the opset-23 operators instead (the same function). Shapes are static (batch 1, `seq` tokens):
 meshc does not fold symbolic shape chains yet.
 
 `build()` is also what bench/import_llama.py uses, with Llama-3-8B sizes and
@@ -51,10 +52,14 @@ class EmbeddedWeights:
         return name
 
 
-def build(cfg, weights, matmul_dtype=None):
+def build(cfg, weights, matmul_dtype=None, opset23=False):
     """The model as a ModelProto; `weights.add(name, shape, norm=)` supplies
     initializers. With matmul_dtype (e.g. BFLOAT16) activations are cast to
-    it around each projection, as mixed-precision exports do."""
+    it around each projection, as mixed-precision exports do. With opset23,
+    the norms, rotary embeddings and attention are the opset-23 operators
+    RMSNormalization, RotaryEmbedding (position ids into [seq, head_dim / 2]
+    caches) and Attention (4-D, GQA, is_causal) instead of their
+    decompositions."""
     hd = cfg.d // cfg.heads
     nodes, consts = [], []
 
@@ -67,25 +72,33 @@ def build(cfg, weights, matmul_dtype=None):
         nodes.append(helper.make_node(op, ins, [out], name=f"/{op}_{len(nodes)}", **attrs))
         return out
 
-    two = const("two", np.array(2.0, np.float32))
-    eps = const("eps", np.array(1e-5, np.float32))
-    scale = const("scale", np.array(np.sqrt(hd), np.float32))
-    q_shape = const("q_shape", np.array([1, cfg.seq, cfg.heads, hd], np.int64))
-    kv_shape = const("kv_shape", np.array([1, cfg.seq, cfg.kv_heads, hd], np.int64))
-    rep_shape = const("rep_shape", np.array(
-        [1, cfg.kv_heads, cfg.heads // cfg.kv_heads, cfg.seq, hd], np.int64))
-    merged_kv = const("merged_kv", np.array([1, cfg.heads, cfg.seq, hd], np.int64))
-    out_shape = const("out_shape", np.array([1, cfg.seq, cfg.d], np.int64))
-    axis2 = const("axis2", np.array([2], np.int64))
-    h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
-    h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
     angles = np.outer(np.arange(cfg.seq), inv_freq)
-    angles = np.concatenate([angles, angles], -1)[None, None].astype(np.float32)
-    cos, sin = const("cos", np.cos(angles)), const("sin", np.sin(angles))
-    mask = const("mask", np.triu(np.full((1, 1, cfg.seq, cfg.seq), -1e9, np.float32), 1))
+    out_shape = const("out_shape", np.array([1, cfg.seq, cfg.d], np.int64))
+    q_shape = const("q_shape", np.array([1, cfg.seq, cfg.heads, hd], np.int64))
+    kv_shape = const("kv_shape", np.array([1, cfg.seq, cfg.kv_heads, hd], np.int64))
+    if opset23:
+        positions = const("positions", np.arange(cfg.seq, dtype=np.int64)[None])
+        cos_cache = const("cos_cache", np.cos(angles).astype(np.float32))
+        sin_cache = const("sin_cache", np.sin(angles).astype(np.float32))
+    else:
+        two = const("two", np.array(2.0, np.float32))
+        eps = const("eps", np.array(1e-5, np.float32))
+        scale = const("scale", np.array(np.sqrt(hd), np.float32))
+        rep_shape = const("rep_shape", np.array(
+            [1, cfg.kv_heads, cfg.heads // cfg.kv_heads, cfg.seq, hd], np.int64))
+        merged_kv = const("merged_kv", np.array([1, cfg.heads, cfg.seq, hd], np.int64))
+        axis2 = const("axis2", np.array([2], np.int64))
+        h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
+        h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
+        full = np.concatenate([angles, angles], -1)[None, None].astype(np.float32)
+        cos, sin = const("cos", np.cos(full)), const("sin", np.sin(full))
+        mask = const("mask", np.triu(np.full((1, 1, cfg.seq, cfg.seq), -1e9, np.float32), 1))
 
     def rms(x, name):
+        if opset23:
+            return node("RMSNormalization", [x, weights.add(name, [cfg.d], norm=True)],
+                        axis=-1, epsilon=1e-5)
         mean = node("ReduceMean", [node("Pow", [x, two])], axes=[-1], keepdims=1)
         std = node("Sqrt", [node("Add", [mean, eps])])
         return node("Mul", [node("Div", [x, std]), weights.add(name, [cfg.d], norm=True)])
@@ -98,6 +111,8 @@ def build(cfg, weights, matmul_dtype=None):
                     to=TensorProto.FLOAT)
 
     def rope(x):
+        if opset23:
+            return node("RotaryEmbedding", [x, cos_cache, sin_cache, positions])
         x1 = node("Slice", [x, h0, h1, ax3])
         x2 = node("Slice", [x, h1, h2, ax3])
         rotated = node("Concat", [node("Neg", [x2]), x1], axis=3)
@@ -119,10 +134,15 @@ def build(cfg, weights, matmul_dtype=None):
         p = f"layers.{i}."
         x = rms(h, p + "input_norm")
         q = rope(heads_of(linear(x, p + "q", cfg.d, cfg.d), q_shape))
-        k = repeat_kv(rope(heads_of(linear(x, p + "k", cfg.d, kv), kv_shape)))
-        v = repeat_kv(heads_of(linear(x, p + "v", cfg.d, kv), kv_shape))
-        s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]), scale])
-        attn = node("MatMul", [node("Softmax", [node("Add", [s, mask])], axis=-1), v])
+        k = rope(heads_of(linear(x, p + "k", cfg.d, kv), kv_shape))
+        v = heads_of(linear(x, p + "v", cfg.d, kv), kv_shape)
+        if opset23:
+            attn = node("Attention", [q, k, v], is_causal=1)
+        else:
+            k, v = repeat_kv(k), repeat_kv(v)
+            s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]),
+                             scale])
+            attn = node("MatMul", [node("Softmax", [node("Add", [s, mask])], axis=-1), v])
         attn = node("Reshape", [node("Transpose", [attn], perm=[0, 2, 1, 3]), out_shape])
         h = node("Add", [h, linear(attn, p + "o", cfg.d, cfg.d)])
         x = rms(h, p + "post_norm")
@@ -138,8 +158,10 @@ def build(cfg, weights, matmul_dtype=None):
         [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, cfg.seq])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, cfg.seq, cfg.vocab])],
         consts + weights.tensors)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                             producer_name="meshc models/llama.py", ir_version=8)
+    # onnxruntime 1.23 reads IR version 11 at most (opset 23 needs 11).
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
+                             producer_name="meshc models/llama.py",
+                             ir_version=11 if opset23 else 8)
 
 
 def main():
@@ -150,10 +172,12 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--opset23", action="store_true",
+                    help="use the opset-23 RMSNormalization, RotaryEmbedding and Attention")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     cfg = Config(layers=args.layers, seq=args.seq)
-    model = build(cfg, EmbeddedWeights(rng))
+    model = build(cfg, EmbeddedWeights(rng), opset23=args.opset23)
     ids = rng.integers(0, cfg.vocab, (1, cfg.seq)).astype(np.int64)
     save_with_reference(model, args.out, {"input_ids": ids}, "models/llama.py")
 
