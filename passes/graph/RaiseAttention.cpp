@@ -11,7 +11,8 @@
 // pattern starts at the second matmul and walks back:
 //
 //   1. P = softmax(S) over the last axis (the keys); anything else is not
-//      attention.
+//      attention. A softmax taken in f32 between casts (mixed-precision
+//      exports) counts too: the op's softmax accumulates in f32.
 //   2. From S down to the score matmul: splat Mul/Div are the scale; one
 //      Where with a fill below -1000 is a bool mask; one Add whose other side
 //      does not lead to the scores is an additive mask (only if no scale is
@@ -157,17 +158,31 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
 
   LogicalResult matchAndRewrite(dfg::MatMulOp op,
                                 PatternRewriter &rewriter) const override {
-    // 1. Probabilities over the keys.
-    auto softmax = defining<dfg::SoftmaxOp>(op.getLhs());
+    // 1. Probabilities over the keys (computed in f32 and narrowed back in
+    //    mixed-precision exports: cast(softmax(cast(S, f32)), f16)).
+    Type element = op.getType().getElementType();
+    Value probabilities = op.getLhs();
+    auto narrow = defining<dfg::CastOp>(probabilities);
+    if (narrow)
+      probabilities = narrow.getInput();
+    auto softmax = defining<dfg::SoftmaxOp>(probabilities);
     if (!softmax || op.getType().getRank() != 4 ||
         softmax.getNormalizedAxis() != 3)
       return failure();
-    Type element = op.getType().getElementType();
+    Value s = softmax.getInput();
+    if (narrow) {
+      auto widen = defining<dfg::CastOp>(s);
+      if (!widen ||
+          cast<RankedTensorType>(widen.getInput().getType()).getElementType() !=
+              element ||
+          !isa<FloatType>(softmax.getType().getElementType()))
+        return failure();
+      s = widen.getInput();
+    }
 
     // 2. Scale and mask down to the score matmul.
     double scale = 1.0, scaleAbove = 1.0;
     Value mask;
-    Value s = softmax.getInput();
     for (int step = 0; step < 8; ++step) {
       Value stripped = stripScale(s, scaleAbove, reader);
       if (stripped != s) {

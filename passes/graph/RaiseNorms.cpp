@@ -5,7 +5,8 @@
 // Sqrt, (Reciprocal,) Div or Mul, Mul. The statistics pattern recognises the
 // normalisation itself with a unit scale; the scale, bias and residual
 // patterns then absorb the Mul, the Add and the preceding residual Add one
-// at a time, so every spelling meets the same ops.
+// at a time, so every spelling meets the same ops; casts to f32 and back
+// around the statistics (mixed-precision exports) are absorbed too.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -252,6 +253,50 @@ struct FuseNormResidual : OpRewritePattern<NormOp> {
   }
 };
 
+/// True if `wide` is a float type at least as wide as the float `narrow`.
+bool widens(Type narrow, Type wide) {
+  auto n = dyn_cast<FloatType>(narrow), w = dyn_cast<FloatType>(wide);
+  return n && w && w.getWidth() >= n.getWidth() && n != w;
+}
+
+/// cast(norm(cast(x, f32), 1), f16) -> norm(x, 1)   (statistics in f32)
+///   Mixed-precision exports (Optimum's fp16 Llama) widen the input of a
+///   norm and narrow its result; a dfg norm already accumulates in f32 or
+///   wider and rounds its result to the input's type.
+template <typename NormOp>
+struct NormInWiderType : OpRewritePattern<dfg::CastOp> {
+  NormInWiderType(MLIRContext *ctx, const ConstantReader &reader)
+      : OpRewritePattern<dfg::CastOp>(ctx), reader(reader) {}
+
+  LogicalResult matchAndRewrite(dfg::CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto norm = defining<NormOp>(op.getInput());
+    auto widen = norm ? defining<dfg::CastOp>(norm.getInput()) : dfg::CastOp();
+    if (!widen || norm.getBias() || norm.getResidual() ||
+        !norm.getResult().hasOneUse())
+      return failure();
+    Value x = widen.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    std::optional<double> unit = reader.splat(norm.getScale());
+    if (op.getType() != type || !unit || *unit != 1.0 ||
+        !widens(type.getElementType(),
+                norm.getResult().getType().getElementType()))
+      return failure();
+    auto scaleType = cast<RankedTensorType>(norm.getScale().getType());
+    auto ones = dfg::ConstantOp::create(
+        rewriter, op.getLoc(),
+        DenseElementsAttr::get(scaleType.clone(type.getElementType()),
+                               FloatAttr::get(type.getElementType(), 1.0)));
+    auto narrow = createNorm<NormOp>(rewriter, norm.getLoc(), x, ones, {}, {},
+                                     static_cast<int64_t>(norm.getAxis()),
+                                     norm.getEpsilon());
+    rewriter.replaceOp(op, narrow.getResult());
+    return success();
+  }
+
+  const ConstantReader &reader;
+};
+
 } // namespace
 
 void populateRaiseNormPatterns(RewritePatternSet &patterns,
@@ -264,6 +309,8 @@ void populateRaiseNormPatterns(RewritePatternSet &patterns,
                AbsorbNormParameter<dfg::RmsNormOp, dfg::AddOp>>(ctx, reader);
   patterns.add<FuseNormResidual<dfg::LayerNormOp>,
                FuseNormResidual<dfg::RmsNormOp>>(ctx);
+  patterns.add<NormInWiderType<dfg::LayerNormOp>,
+               NormInWiderType<dfg::RmsNormOp>>(ctx, reader);
 }
 
 } // namespace meshc::graph

@@ -321,3 +321,33 @@ func.func @not_attention(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x2x4xf32>, %v: t
   %om = dfg.matmul %pm, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
   return %oq, %om : tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>
 }
+
+// -----
+
+// Mixed precision (Optimum's fp16 Llama): the norm's statistics and the
+// softmax are taken in f32 between casts; both raise to f16 ops.
+// CHECK-LABEL: func.func @fp16_with_f32_statistics
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8xf16>, %[[G:.+]]: tensor<8xf16>, %[[Q:.+]]: tensor<1x1x2x4xf16>, %[[K:.+]]: tensor<1x1x2x4xf16>, %[[V:.+]]: tensor<1x1x2x4xf16>)
+// CHECK-NEXT: %[[N:.+]] = dfg.rms_norm %[[X]], %[[G]] axis = 1 epsilon = 9.99999997E-7 : (tensor<2x8xf16>, tensor<8xf16>) -> tensor<2x8xf16>
+// CHECK-NEXT: %[[O:.+]] = dfg.attention %[[Q]], %[[K]], %[[V]] scale = 1.000000e+00 causal = false : (tensor<1x1x2x4xf16>, tensor<1x1x2x4xf16>, tensor<1x1x2x4xf16>) -> tensor<1x1x2x4xf16>
+// CHECK-NEXT: return %[[N]], %[[O]]
+func.func @fp16_with_f32_statistics(%x: tensor<2x8xf16>, %g: tensor<8xf16>, %q: tensor<1x1x2x4xf16>, %k: tensor<1x1x2x4xf16>, %v: tensor<1x1x2x4xf16>) -> (tensor<2x8xf16>, tensor<1x1x2x4xf16>) {
+  %eps = dfg.constant dense<1.0e-6> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %xw = dfg.cast %x to f32 : (tensor<2x8xf16>) -> tensor<2x8xf32>
+  %sq = dfg.pow %xw, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = dfg.reduce_mean %sq axes = [1] keep_dims = true : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  %me = dfg.add %m, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %r = dfg.sqrt %me : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %ir = dfg.reciprocal %r : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = dfg.mul %xw, %ir : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %nn = dfg.cast %n to f16 : (tensor<2x8xf32>) -> tensor<2x8xf16>
+  %y = dfg.mul %g, %nn : (tensor<8xf16>, tensor<2x8xf16>) -> tensor<2x8xf16>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x1x2x4xf16>) -> tensor<1x1x4x2xf16>
+  %s = dfg.matmul %q, %kt : (tensor<1x1x2x4xf16>, tensor<1x1x4x2xf16>) -> tensor<1x1x2x2xf16>
+  %sw = dfg.cast %s to f32 : (tensor<1x1x2x2xf16>) -> tensor<1x1x2x2xf32>
+  %p = dfg.softmax %sw axis = -1 : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %pn = dfg.cast %p to f16 : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf16>
+  %o = dfg.matmul %pn, %v : (tensor<1x1x2x2xf16>, tensor<1x1x2x4xf16>) -> tensor<1x1x2x4xf16>
+  return %y, %o : tensor<2x8xf16>, tensor<1x1x2x4xf16>
+}
