@@ -5,7 +5,9 @@
 // over the two halves of the head dimension, and cos/sin tables whose two
 // halves repeat the same frequencies (`emb = cat(freqs, freqs)`). The
 // pattern only fires when that repetition is proven: structurally
-// (cos(concat(f, f))) or by reading the table's values.
+// (cos(concat(f, f))) or by reading the table's values. Partial rotary
+// (GPT-NeoX, Phi: only the first r features of a head turn) is the same on
+// a slice of the head, concatenated with the rest.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -210,11 +212,45 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
   const ConstantReader &reader;
 };
 
+/// concat(rotary(x[..., :r]), x[..., r:]) -> rotary(x, rotary_dim = r)
+///   (partial rotary: only the first r features of each head turn)
+struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (op.getInputs().size() != 2 || type.getRank() != 4 ||
+        (axis != 3 && axis != -1) || !type.hasStaticShape())
+      return failure();
+    auto rotary = defining<dfg::RotaryOp>(op.getInputs()[0]);
+    auto rotated = rotary ? defining<dfg::SliceOp>(rotary.getInput())
+                          : dfg::SliceOp();
+    auto pass = defining<dfg::SliceOp>(op.getInputs()[1]);
+    if (!rotated || !pass || rotated.getInput() != pass.getInput() ||
+        rotated.getInput().getType() != type)
+      return failure();
+    int64_t dim = type.getDimSize(3);
+    int64_t r = static_cast<int64_t>(rotary.getRotaryDim());
+    auto head = lastDimRange(rotated, dim), tail = lastDimRange(pass, dim);
+    if (!head || !tail || *head != std::pair<int64_t, int64_t>(0, r) ||
+        *tail != std::pair<int64_t, int64_t>(r, dim) ||
+        rotary.getType().getDimSize(3) != r)
+      return failure();
+    rewriter.replaceOpWithNewOp<dfg::RotaryOp>(
+        op, type, rotated.getInput(), rotary.getCos(), rotary.getSin(),
+        rotary.getPositions(), rotary.getInterleaved(), r);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateRaiseRotaryPatterns(RewritePatternSet &patterns,
                                  const ConstantReader &reader) {
   patterns.add<RotateHalfToRotary>(patterns.getContext(), reader);
+  patterns.add<PartialRotary>(patterns.getContext());
 }
 
 } // namespace meshc::graph

@@ -351,3 +351,27 @@ func.func @fp16_with_f32_statistics(%x: tensor<2x8xf16>, %g: tensor<8xf16>, %q: 
   %o = dfg.matmul %pn, %v : (tensor<1x1x2x2xf16>, tensor<1x1x2x4xf16>) -> tensor<1x1x2x4xf16>
   return %y, %o : tensor<2x8xf16>, tensor<1x1x2x4xf16>
 }
+
+// -----
+
+// Partial rotary: RoPE on the first 4 of 8 features, the rest passed
+// through, is one rotary op with rotary_dim = 4.
+// CHECK-LABEL: func.func @partial_rotary
+// CHECK-SAME: (%[[X:.+]]: tensor<1x2x2x8xf32>)
+// CHECK: %[[R:.+]] = dfg.rotary %[[X]], %{{.+}}, %{{.+}} interleaved = false rotary_dim = 4 : (tensor<1x2x2x8xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> tensor<1x2x2x8xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @partial_rotary(%in: tensor<1x2x2x8xf32>) -> tensor<1x2x2x8xf32> {
+  %cos = dfg.constant dense<[[[[1.0, 0.5, 1.0, 0.5], [0.25, 0.125, 0.25, 0.125]]]]> : tensor<1x1x2x4xf32>
+  %sin = dfg.constant dense<[[[[0.0, 0.75, 0.0, 0.75], [0.5, 0.25, 0.5, 0.25]]]]> : tensor<1x1x2x4xf32>
+  %x = dfg.slice %in starts = [0] ends = [4] axes = [3] steps = [1] : (tensor<1x2x2x8xf32>) -> tensor<1x2x2x4xf32>
+  %rest = dfg.slice %in starts = [4] ends = [8] axes = [3] steps = [1] : (tensor<1x2x2x8xf32>) -> tensor<1x2x2x4xf32>
+  %x1 = dfg.slice %x starts = [0] ends = [2] axes = [3] steps = [1] : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x2xf32>
+  %x2 = dfg.slice %x starts = [2] ends = [4] axes = [3] steps = [1] : (tensor<1x2x2x4xf32>) -> tensor<1x2x2x2xf32>
+  %n = dfg.neg %x2 : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %rot = dfg.concat %n, %x1 axis = 3 : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x2x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x2x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
+  %out = dfg.concat %y, %rest axis = -1 : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x8xf32>
+  return %out : tensor<1x2x2x8xf32>
+}
