@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a Llama-style ONNX model in the idioms exporters use.
 
-Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--seed 0] [--opset23]
+Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--past 0] [--seed 0] [--opset23]
 
 DIR/model.onnx            a tiny Llama (d=32, GQA 4/2 heads, FFN 64,
                           vocabulary 64; f32 weights embedded)
@@ -14,7 +14,11 @@ Transpose, RoPE through Slice/Neg/Concat with precomputed cos/sin, GQA
 repeat_kv through Unsqueeze/Expand/Reshape, scores scaled by Div, an additive
 causal mask, Softmax, output projection and residual; SwiGLU (Sigmoid, Mul)
 MLP; final RMSNorm and lm_head. With --opset23 the norms, RoPE and attention
-are the opset-23 operators instead (the same function). Shapes are static (batch 1, `seq` tokens):
+are the opset-23 operators instead (the same function). With --past P the
+model is a cached step: past_key_values.N.key / .value ([1, kv_heads, P,
+head_dim]) are concatenated in front of the new keys and values (after RoPE,
+before the GQA repetition) and returned as present.N.key / .value; positions
+and the causal mask start at P. Shapes are static (batch 1, `seq` tokens):
 meshc does not fold symbolic shape chains yet.
 
 `build()` is also what bench/import_llama.py uses, with Llama-3-8B sizes and
@@ -36,6 +40,7 @@ class Config:
     ffn: int = 64
     vocab: int = 64
     seq: int = 8
+    past: int = 0
 
 
 class EmbeddedWeights:
@@ -72,28 +77,32 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
         nodes.append(helper.make_node(op, ins, [out], name=f"/{op}_{len(nodes)}", **attrs))
         return out
 
+    total = cfg.past + cfg.seq
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
-    angles = np.outer(np.arange(cfg.seq), inv_freq)
+    angles = np.outer(np.arange(cfg.past, total), inv_freq)
     out_shape = const("out_shape", np.array([1, cfg.seq, cfg.d], np.int64))
     q_shape = const("q_shape", np.array([1, cfg.seq, cfg.heads, hd], np.int64))
     kv_shape = const("kv_shape", np.array([1, cfg.seq, cfg.kv_heads, hd], np.int64))
     if opset23:
-        positions = const("positions", np.arange(cfg.seq, dtype=np.int64)[None])
-        cos_cache = const("cos_cache", np.cos(angles).astype(np.float32))
-        sin_cache = const("sin_cache", np.sin(angles).astype(np.float32))
+        positions = const("positions", np.arange(cfg.past, total, dtype=np.int64)[None])
+        all_angles = np.outer(np.arange(total), inv_freq)
+        cos_cache = const("cos_cache", np.cos(all_angles).astype(np.float32))
+        sin_cache = const("sin_cache", np.sin(all_angles).astype(np.float32))
     else:
         two = const("two", np.array(2.0, np.float32))
         eps = const("eps", np.array(1e-5, np.float32))
         scale = const("scale", np.array(np.sqrt(hd), np.float32))
         rep_shape = const("rep_shape", np.array(
-            [1, cfg.kv_heads, cfg.heads // cfg.kv_heads, cfg.seq, hd], np.int64))
-        merged_kv = const("merged_kv", np.array([1, cfg.heads, cfg.seq, hd], np.int64))
+            [1, cfg.kv_heads, cfg.heads // cfg.kv_heads, total, hd], np.int64))
+        merged_kv = const("merged_kv", np.array([1, cfg.heads, total, hd], np.int64))
         axis2 = const("axis2", np.array([2], np.int64))
         h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
         h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
         full = np.concatenate([angles, angles], -1)[None, None].astype(np.float32)
         cos, sin = const("cos", np.cos(full)), const("sin", np.sin(full))
-        mask = const("mask", np.triu(np.full((1, 1, cfg.seq, cfg.seq), -1e9, np.float32), 1))
+        # Query i (at position past + i) sees keys 0 .. past + i.
+        mask = const("mask", np.triu(np.full((1, 1, cfg.seq, total), -1e9, np.float32),
+                                     cfg.past + 1))
 
     def rms(x, name):
         if opset23:
@@ -136,9 +145,19 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
         q = rope(heads_of(linear(x, p + "q", cfg.d, cfg.d), q_shape))
         k = rope(heads_of(linear(x, p + "k", cfg.d, kv), kv_shape))
         v = heads_of(linear(x, p + "v", cfg.d, kv), kv_shape)
+        past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        present = [f"present.{i}.key", f"present.{i}.value"]
         if opset23:
-            attn = node("Attention", [q, k, v], is_causal=1)
+            attn = node("Attention", [q, k, v] + (["", *past] if cfg.past else []),
+                        is_causal=1)
+            if cfg.past:
+                nodes[-1].output.extend(present)
         else:
+            if cfg.past:
+                k = node("Concat", [past[0], k], axis=2)
+                nodes[-1].output[0] = k = present[0]
+                v = node("Concat", [past[1], v], axis=2)
+                nodes[-1].output[0] = v = present[1]
             k, v = repeat_kv(k), repeat_kv(v)
             s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]),
                              scale])
@@ -153,11 +172,17 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     linear(rms(h, "final_norm"), "lm_head", cfg.d, cfg.vocab)
     nodes[-1].output[0] = "logits"
 
-    graph = helper.make_graph(
-        nodes, "llama",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, cfg.seq])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, cfg.seq, cfg.vocab])],
-        consts + weights.tensors)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, cfg.seq])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                             [1, cfg.seq, cfg.vocab])]
+    for i in range(cfg.layers if cfg.past else 0):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
+                [1, cfg.kv_heads, cfg.past, hd]))
+            outputs.append(helper.make_tensor_value_info(
+                f"present.{i}.{kind}", TensorProto.FLOAT, [1, cfg.kv_heads, total, hd]))
+    graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     # onnxruntime 1.23 reads IR version 11 at most (opset 23 needs 11).
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
                              producer_name="meshc models/llama.py",
@@ -172,14 +197,23 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--past", type=int, default=0,
+                    help="length of the KV cache given as input (0: none)")
     ap.add_argument("--opset23", action="store_true",
                     help="use the opset-23 RMSNormalization, RotaryEmbedding and Attention")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
-    cfg = Config(layers=args.layers, seq=args.seq)
+    if args.seq < 1 or args.past < 0:
+        ap.error("--seq must be at least 1 and --past at least 0")
+    cfg = Config(layers=args.layers, seq=args.seq, past=args.past)
     model = build(cfg, EmbeddedWeights(rng), opset23=args.opset23)
-    ids = rng.integers(0, cfg.vocab, (1, cfg.seq)).astype(np.int64)
-    save_with_reference(model, args.out, {"input_ids": ids}, "models/llama.py")
+    feeds = {"input_ids": rng.integers(0, cfg.vocab, (1, cfg.seq)).astype(np.int64)}
+    hd = cfg.d // cfg.heads
+    for i in range(cfg.layers if cfg.past else 0):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
+                (1, cfg.kv_heads, cfg.past, hd)).astype(np.float32)
+    save_with_reference(model, args.out, feeds, "models/llama.py")
 
 
 if __name__ == "__main__":
