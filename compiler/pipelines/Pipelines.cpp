@@ -28,6 +28,9 @@ void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   pm.addPass(createInferShapesPass());
   pm.addPass(createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
   pm.addPass(mlir::createCanonicalizerPass());
+  // Patterns compare values: an idiom spelled with duplicated ops (two
+  // identical `x - mean(x)`) must be one value first.
+  pm.addPass(mlir::createCSEPass());
   pm.addPass(createRaisePass(RaisePassOptions{weightsDir.str()}));
   // Raising slices literal tables (half of a cos table): fold them again.
   pm.addPass(createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));

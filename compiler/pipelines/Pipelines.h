@@ -16,7 +16,7 @@ namespace meshc {
 
 /// meshc-graph-pipeline: what `meshc import --optimize` and `meshc compile`
 /// run on freshly imported IR: shape inference, constant folding,
-/// canonicalisation, raising of exporter idioms to transformer-level ops
+/// canonicalisation, CSE, raising of exporter idioms to transformer-level ops
 /// (meshc-graph-raise, reading weights under `weightsDir` where a pattern
 /// needs their values), folding and canonicalisation again, CSE and removal
 /// of dead symbols.
