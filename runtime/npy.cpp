@@ -124,7 +124,7 @@ bool readNpy(const std::string &path, HostTensor &out, std::string &error) {
         error, path,
         "element type '" + descr +
             "' is not supported (float32, float16, int64, int32, bool, and "
-                    "uint16 holding bfloat16 bits)");
+            "uint16 holding bfloat16 bits)");
 
   out.shape.clear();
   std::string dims = shape.substr(shape.find('(') + 1);

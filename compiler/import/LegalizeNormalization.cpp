@@ -30,11 +30,12 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
     return ctx.error("stash_type other than FLOAT (1) is not supported");
   Value bias = hasBias ? ctx.input(2) : Value();
   float epsilon = ctx.attrFloat("epsilon", 1e-5f);
-  Value result = OpTy::create(
-      ctx.builder(), ctx.loc(), in, TypeRange{}, ctx.input(0), ctx.input(1),
-      bias, /*residual=*/Value(),
-      ctx.builder().getI64IntegerAttr(ctx.attrInt("axis", -1)),
-      ctx.builder().getF32FloatAttr(epsilon)).getResult();
+  Value result =
+      OpTy::create(ctx.builder(), ctx.loc(), in, TypeRange{}, ctx.input(0),
+                   ctx.input(1), bias, /*residual=*/Value(),
+                   ctx.builder().getI64IntegerAttr(ctx.attrInt("axis", -1)),
+                   ctx.builder().getF32FloatAttr(epsilon))
+          .getResult();
   return ctx.setResults(result);
 }
 
@@ -61,17 +62,16 @@ LogicalResult legalizeSkipNorm(NodeContext &ctx) {
   auto epsilon = ctx.builder().getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f));
   auto axis = ctx.builder().getI64IntegerAttr(-1);
   if (cast<RankedTensorType>(residual.getType()).getShape() == in.getShape()) {
-    auto norm = OpTy::create(ctx.builder(), ctx.loc(), in, TypeRange{in},
-                             input, ctx.input(2), beta, residual, axis,
-                             epsilon);
+    auto norm = OpTy::create(ctx.builder(), ctx.loc(), in, TypeRange{in}, input,
+                             ctx.input(2), beta, residual, axis, epsilon);
     return ctx.setResults(
         {norm.getResult(), Value(), Value(), norm.getSum().front()});
   }
   // A skip of shape [seq, hidden] (or [1, seq, hidden]) broadcasts over the
   // batch: the sum is an explicit add, which must keep the input's shape.
   FailureOr<Value> sum = ctx.create<dfg::AddOp>(
-      dfg::broadcastShapes(in.getShape(),
-                           cast<RankedTensorType>(residual.getType()).getShape()),
+      dfg::broadcastShapes(
+          in.getShape(), cast<RankedTensorType>(residual.getType()).getShape()),
       in.getElementType(), input, residual);
   if (failed(sum))
     return failure();

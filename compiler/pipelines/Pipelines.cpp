@@ -14,8 +14,7 @@
 namespace meshc {
 
 namespace {
-struct GraphPipelineOptions
-    : mlir::PassPipelineOptions<GraphPipelineOptions> {
+struct GraphPipelineOptions : mlir::PassPipelineOptions<GraphPipelineOptions> {
   Option<std::string> weightsDir{
       *this, "weights-dir",
       llvm::cl::desc("Folder of the model's weight files (for patterns that "
@@ -26,14 +25,16 @@ struct GraphPipelineOptions
 
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   pm.addPass(createInferShapesPass());
-  pm.addPass(createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
+  pm.addPass(
+      createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
   pm.addPass(mlir::createCanonicalizerPass());
   // Patterns compare values: an idiom spelled with duplicated ops (two
   // identical `x - mean(x)`) must be one value first.
   pm.addPass(mlir::createCSEPass());
   pm.addPass(createRaisePass(RaisePassOptions{weightsDir.str()}));
   // Raising slices literal tables (half of a cos table): fold them again.
-  pm.addPass(createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
+  pm.addPass(
+      createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createSymbolDCEPass());

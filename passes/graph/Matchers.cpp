@@ -20,8 +20,8 @@ namespace meshc::graph {
 
 std::optional<dfg::EvalTensor> ConstantReader::read(Value value) const {
   Operation *op = value ? value.getDefiningOp() : nullptr;
-  auto type = value ? dyn_cast<RankedTensorType>(value.getType())
-                    : RankedTensorType();
+  auto type =
+      value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
   if (!op || !type || !type.hasStaticShape() ||
       type.getNumElements() > kMaxElements)
     return std::nullopt;
@@ -46,14 +46,24 @@ std::optional<dfg::EvalTensor> ConstantReader::read(Value value) const {
 }
 
 std::optional<double> ConstantReader::splat(Value value) const {
-  auto constant = value ? value.getDefiningOp<dfg::ConstantOp>()
-                        : dfg::ConstantOp();
+  auto constant =
+      value ? value.getDefiningOp<dfg::ConstantOp>() : dfg::ConstantOp();
   if (!constant)
     return std::nullopt;
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   if (!dense || dense.empty())
     return std::nullopt;
-  if (!dense.isSplat() && dense.getNumElements() > 64)
+  // A splat is read from its one stored element: the patterns ask this of
+  // every operand they look at, and a splat may stand for millions.
+  if (dense.isSplat()) {
+    Type element = dense.getElementType();
+    if (isa<FloatType>(element))
+      return dense.getSplatValue<APFloat>().convertToDouble();
+    APInt v = dense.getSplatValue<APInt>();
+    return static_cast<double>(element.isInteger(1) ? v.getZExtValue()
+                                                    : v.getSExtValue());
+  }
+  if (dense.getNumElements() > 64)
     return std::nullopt;
   auto values = read(value);
   if (!values || values->values.empty())
@@ -73,11 +83,6 @@ bool isNear(double actual, double expected, Type element) {
     ulp = 7.9e-3;
   return std::abs(actual - expected) <=
          4 * ulp * std::max(std::abs(expected), 1e-30);
-}
-
-bool isMaskFill(const ConstantReader &reader, Value value) {
-  std::optional<double> fill = reader.splat(value);
-  return fill && *fill <= -1000.0;
 }
 
 namespace {
@@ -184,8 +189,8 @@ void collectProduct(Value value, const ConstantReader &reader, Product &p,
   p.terms.push_back(value);
 }
 
-void collectSum(Value value, const ConstantReader &reader, Sum &s,
-                double sign, int depth) {
+void collectSum(Value value, const ConstantReader &reader, Sum &s, double sign,
+                int depth) {
   if (std::optional<double> c = reader.splat(value)) {
     s.constant += sign * *c;
     return;
@@ -193,8 +198,8 @@ void collectSum(Value value, const ConstantReader &reader, Sum &s,
   Operation *op = value.getDefiningOp();
   if (op && depth < kMaxDepth && isa<dfg::AddOp, dfg::SubOp>(op)) {
     collectSum(op->getOperand(0), reader, s, sign, depth + 1);
-    collectSum(op->getOperand(1), reader, s,
-               isa<dfg::AddOp>(op) ? sign : -sign, depth + 1);
+    collectSum(op->getOperand(1), reader, s, isa<dfg::AddOp>(op) ? sign : -sign,
+               depth + 1);
     return;
   }
   s.terms.push_back({value, sign});
@@ -219,8 +224,7 @@ Sum sumOf(Value value, const ConstantReader &reader) {
   return s;
 }
 
-std::optional<int64_t> trailingAxesStart(ArrayRef<int64_t> axes,
-                                         int64_t rank) {
+std::optional<int64_t> trailingAxesStart(ArrayRef<int64_t> axes, int64_t rank) {
   if (axes.empty())
     return std::nullopt;
   int64_t first = rank - static_cast<int64_t>(axes.size());

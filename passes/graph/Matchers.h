@@ -47,11 +47,11 @@ private:
 /// `element` (f32, f16 or bf16 spellings of the same constant all match).
 bool isNear(double actual, double expected, mlir::Type element);
 
-/// True if `value` is a splat literal lower than -1000 (or -inf): a fill
-/// value that softmax turns into an exact zero weight for any score within
-/// 1000 of the row's maximum (exp(-1000) underflows even a double), as
-/// exporters use -1e4, finfo.min or -inf.
-bool isMaskFill(const ConstantReader &reader, mlir::Value value);
+/// True if `v` hides a score: below -1000 (or -inf). Softmax turns such a
+/// score into an exact zero weight for any score within 1000 of the row's
+/// maximum (exp(-1000) underflows even a double), as exporters' -1e4,
+/// finfo.min and -inf fills do.
+inline bool isMaskValue(double v) { return v <= -1000.0; }
 
 /// `expr` as a polynomial in `x` of degree at most 4 (coefficients by
 /// degree), read through add, sub, mul, neg, pow by a small integer and

@@ -144,7 +144,7 @@ bool isCausalMask(Value mask, int64_t queries, int64_t keys, int64_t offset,
     for (int64_t j = 0; j < keys; ++j) {
       double m = values->values[i * keys + j];
       bool keep = isBool ? m != 0 : m == 0;
-      bool masked = isBool ? m == 0 : m <= -1000.0;
+      bool masked = isBool ? m == 0 : isMaskValue(m);
       if (j <= i + offset ? !keep : !masked)
         return false;
     }
@@ -191,7 +191,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
       if (auto where = defining<dfg::WhereOp>(s)) {
         std::optional<double> fill = reader.splat(where.getRhs());
-        if (mask || !fill || !(*fill * scaleAbove <= -1000.0) ||
+        if (mask || !fill || !isMaskValue(*fill * scaleAbove) ||
             where.getType() != where.getLhs().getType())
           return failure();
         mask = where.getCondition();
@@ -219,8 +219,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     if (!scores)
       return failure();
     Value q = stripScale(scores.getLhs(), scale, reader);
-    auto kT = defining<dfg::TransposeOp>(
-        stripScale(scores.getRhs(), scale, reader));
+    auto kT =
+        defining<dfg::TransposeOp>(stripScale(scores.getRhs(), scale, reader));
     if (!kT || kT.getPerm() != ArrayRef<int64_t>{0, 1, 3, 2})
       return failure();
     Value k = stripScale(kT.getInput(), scale, reader);
@@ -257,8 +257,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
 
     // 5. A causal mask becomes the flag.
     int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
-    int64_t past = pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2)
-                         : 0;
+    int64_t past =
+        pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2) : 0;
     bool causal = mask && keys - queries == past &&
                   isCausalMask(mask, queries, keys, past, reader);
     if (causal)

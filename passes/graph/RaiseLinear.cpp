@@ -36,8 +36,9 @@ struct ReshapeOfWeight : OpRewritePattern<dfg::ReshapeOp> {
   }
 };
 
-/// matmul(x, W)            -> linear(x, W)                  (W stored [in, out])
-/// matmul(x, transpose(W)) -> linear(x, W, transposed)      (W stored [out, in])
+/// matmul(x, W)            -> linear(x, W)                  (W stored [in,
+/// out]) matmul(x, transpose(W)) -> linear(x, W, transposed)      (W stored
+/// [out, in])
 struct MatMulOfWeight : OpRewritePattern<dfg::MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -55,8 +56,8 @@ struct MatMulOfWeight : OpRewritePattern<dfg::MatMulOp> {
     if (!defining<dfg::WeightOp>(w) || wt.getRank() != 2 ||
         cast<RankedTensorType>(op.getLhs().getType()).getRank() < 2)
       return failure();
-    rewriter.replaceOpWithNewOp<dfg::LinearOp>(op, op.getType(), op.getLhs(),
-                                               w, Value(), transposed);
+    rewriter.replaceOpWithNewOp<dfg::LinearOp>(op, op.getType(), op.getLhs(), w,
+                                               Value(), transposed);
     return success();
   }
 };
@@ -92,8 +93,8 @@ struct LinearThroughFlatten : OpRewritePattern<dfg::ReshapeOp> {
   LogicalResult matchAndRewrite(dfg::ReshapeOp op,
                                 PatternRewriter &rewriter) const override {
     auto linear = defining<dfg::LinearOp>(op.getInput());
-    auto flatten = linear ? defining<dfg::ReshapeOp>(linear.getInput())
-                          : dfg::ReshapeOp();
+    auto flatten =
+        linear ? defining<dfg::ReshapeOp>(linear.getInput()) : dfg::ReshapeOp();
     if (!flatten || !linear->hasOneUse())
       return failure();
     Value x = flatten.getInput();
@@ -123,8 +124,8 @@ struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
     if (!defining<dfg::WeightOp>(op.getData()) || table.getRank() != 2 ||
         !isa<FloatType>(table.getElementType()) || op.getAxis() != 0)
       return failure();
-    rewriter.replaceOpWithNewOp<dfg::EmbeddingOp>(op, op.getType(),
-                                                  op.getData(), op.getIndices());
+    rewriter.replaceOpWithNewOp<dfg::EmbeddingOp>(
+        op, op.getType(), op.getData(), op.getIndices());
     return success();
   }
 };
@@ -133,8 +134,7 @@ struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
 
 void populateRaiseLinearPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias,
-               LinearThroughFlatten, GatherRowsOfWeight>(
-      patterns.getContext());
+               LinearThroughFlatten, GatherRowsOfWeight>(patterns.getContext());
 }
 
 } // namespace meshc::graph

@@ -157,14 +157,13 @@ struct NormFromStatistics : RewritePattern {
             RankedTensorType::get(tail, type.getElementType()),
             FloatAttr::get(type.getElementType(), 1.0)));
     APFloat epsilon(static_cast<float>(*eps));
-    Value norm =
-        centred
-            ? createNorm<dfg::LayerNormOp>(rewriter, op->getLoc(), x, ones,
-                                           {}, {}, axis, epsilon)
-                  .getResult()
-            : createNorm<dfg::RmsNormOp>(rewriter, op->getLoc(), x, ones, {},
-                                         {}, axis, epsilon)
-                  .getResult();
+    Value norm = centred
+                     ? createNorm<dfg::LayerNormOp>(rewriter, op->getLoc(), x,
+                                                    ones, {}, {}, axis, epsilon)
+                           .getResult()
+                     : createNorm<dfg::RmsNormOp>(rewriter, op->getLoc(), x,
+                                                  ones, {}, {}, axis, epsilon)
+                           .getResult();
     rewriter.replaceOp(op, norm);
     return success();
   }
@@ -233,15 +232,13 @@ struct AbsorbNormParameter : OpRewritePattern<BinaryOp> {
 
 /// norm(a + r) -> norm(a, residual r), whose second result is a + r
 /// (the pre-norm residual stream, fused as the Skip* ops do).
-template <typename NormOp>
-struct FuseNormResidual : OpRewritePattern<NormOp> {
+template <typename NormOp> struct FuseNormResidual : OpRewritePattern<NormOp> {
   using OpRewritePattern<NormOp>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
     auto add = defining<dfg::AddOp>(norm.getInput());
-    if (!add || norm.getResidual() ||
-        add.getLhs().getType() != add.getType() ||
+    if (!add || norm.getResidual() || add.getLhs().getType() != add.getType() ||
         add.getRhs().getType() != add.getType())
       return failure();
     auto fused = createNorm<NormOp>(
@@ -309,8 +306,9 @@ void populateRaiseNormPatterns(RewritePatternSet &patterns,
                AbsorbNormParameter<dfg::RmsNormOp, dfg::AddOp>>(ctx, reader);
   patterns.add<FuseNormResidual<dfg::LayerNormOp>,
                FuseNormResidual<dfg::RmsNormOp>>(ctx);
-  patterns.add<NormInWiderType<dfg::LayerNormOp>,
-               NormInWiderType<dfg::RmsNormOp>>(ctx, reader);
+  patterns
+      .add<NormInWiderType<dfg::LayerNormOp>, NormInWiderType<dfg::RmsNormOp>>(
+          ctx, reader);
 }
 
 } // namespace meshc::graph

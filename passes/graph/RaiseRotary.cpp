@@ -23,6 +23,11 @@ using namespace mlir;
 namespace meshc::graph {
 namespace {
 
+/// True if `axis` (possibly negative) names the last of `rank` dimensions.
+bool isLastAxis(int64_t axis, int64_t rank) {
+  return axis == rank - 1 || axis == -1;
+}
+
 /// The range [begin, end) that a unit-step slice of the last dimension (of
 /// static size `dim`) takes, or std::nullopt for any other slice.
 std::optional<std::pair<int64_t, int64_t>> lastDimRange(dfg::SliceOp slice,
@@ -30,8 +35,7 @@ std::optional<std::pair<int64_t, int64_t>> lastDimRange(dfg::SliceOp slice,
   int64_t rank = cast<RankedTensorType>(slice.getInput().getType()).getRank();
   if (slice.getAxes().size() != 1 || slice.getSteps()[0] != 1)
     return std::nullopt;
-  int64_t axis = slice.getAxes()[0];
-  if (axis != rank - 1 && axis != -1)
+  if (!isLastAxis(slice.getAxes()[0], rank))
     return std::nullopt;
   auto clampIndex = [dim](int64_t i) {
     if (i < 0)
@@ -42,27 +46,22 @@ std::optional<std::pair<int64_t, int64_t>> lastDimRange(dfg::SliceOp slice,
                         clampIndex(slice.getEnds()[0]));
 }
 
-/// The half [lo, lo + half) of the last dimension of `v`, if `v` is such a
-/// slice, or that result of a split of `v` in two equal halves.
-Value halfOf(Value v, Value x, int64_t dim, bool upper) {
+/// True if `v` is the half [lo, lo + half) of the last dimension of `x`
+/// (lower or upper): such a slice, or that result of a split in two halves.
+bool isHalfOf(Value v, Value x, int64_t dim, bool upper) {
   int64_t half = dim / 2;
   if (auto slice = defining<dfg::SliceOp>(v)) {
     auto range = lastDimRange(slice, dim);
     int64_t lo = upper ? half : 0;
-    if (slice.getInput() == x && range && range->first == lo &&
-        range->second == lo + half)
-      return x;
-    return {};
+    return slice.getInput() == x && range && range->first == lo &&
+           range->second == lo + half;
   }
-  if (auto split = defining<dfg::SplitOp>(v)) {
-    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-    int64_t axis = static_cast<int64_t>(split.getAxis());
-    if (split.getInput() == x && (axis == rank - 1 || axis == -1) &&
-        split.getSizes() == ArrayRef<int64_t>{half, half} &&
-        v == split.getResult(upper ? 1 : 0))
-      return x;
-  }
-  return {};
+  auto split = defining<dfg::SplitOp>(v);
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  return split && split.getInput() == x &&
+         isLastAxis(static_cast<int64_t>(split.getAxis()), rank) &&
+         split.getSizes() == ArrayRef<int64_t>{half, half} &&
+         v == split.getResult(upper ? 1 : 0);
 }
 
 /// True if `r = concat(-x2, x1)` over the last dimension: rotate_half(x).
@@ -70,15 +69,14 @@ bool isRotateHalf(Value r, Value x) {
   auto concat = defining<dfg::ConcatOp>(r);
   auto xt = cast<RankedTensorType>(x.getType());
   int64_t dim = xt.getShape().back();
-  if (!concat || concat.getInputs().size() != 2 ||
-      ShapedType::isDynamic(dim) || dim % 2)
+  if (!concat || concat.getInputs().size() != 2 || ShapedType::isDynamic(dim) ||
+      dim % 2)
     return false;
-  int64_t axis = static_cast<int64_t>(concat.getAxis());
-  if (axis != xt.getRank() - 1 && axis != -1)
+  if (!isLastAxis(static_cast<int64_t>(concat.getAxis()), xt.getRank()))
     return false;
   auto neg = defining<dfg::NegOp>(concat.getInputs()[0]);
-  return neg && halfOf(neg.getInput(), x, dim, /*upper=*/true) &&
-         halfOf(concat.getInputs()[1], x, dim, /*upper=*/false);
+  return neg && isHalfOf(neg.getInput(), x, dim, /*upper=*/true) &&
+         isHalfOf(concat.getInputs()[1], x, dim, /*upper=*/false);
 }
 
 /// A value holding the first half of the table `table` (last dimension
@@ -95,11 +93,9 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
     auto concat = defining<dfg::ConcatOp>(trig.getInput());
     if (concat && concat.getInputs().size() == 2 &&
         concat.getInputs()[0] == concat.getInputs()[1] &&
-        (static_cast<int64_t>(concat.getAxis()) == type.getRank() - 1 ||
-         static_cast<int64_t>(concat.getAxis()) == -1)) {
+        isLastAxis(static_cast<int64_t>(concat.getAxis()), type.getRank())) {
       Value f = concat.getInputs()[0];
-      return rewriter ? TrigOp::create(*rewriter, loc, f.getType(), f)
-                      : table;
+      return rewriter ? TrigOp::create(*rewriter, loc, f.getType(), f) : table;
     }
   }
   // unsqueeze(t) -> unsqueeze(first half of t)
@@ -107,8 +103,8 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
     auto inner = cast<RankedTensorType>(unsqueeze.getInput().getType());
     if (!inner.getRank() || inner.getShape().back() != dim)
       return {};
-    Value h = firstHalfOfTable<TrigOp>(unsqueeze.getInput(), dim, rewriter,
-                                       reader);
+    Value h =
+        firstHalfOfTable<TrigOp>(unsqueeze.getInput(), dim, rewriter, reader);
     if (!h || !rewriter)
       return h ? table : Value();
     SmallVector<int64_t> shape(type.getShape());
@@ -132,8 +128,8 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
   int64_t last = type.getRank() - 1;
   auto &b = *rewriter;
   return dfg::SliceOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()),
-      table, b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({half}),
+      b, loc, RankedTensorType::get(shape, type.getElementType()), table,
+      b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({half}),
       b.getDenseI64ArrayAttr({last}), b.getDenseI64ArrayAttr({1}));
 }
 
@@ -222,11 +218,11 @@ struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
     auto type = op.getType();
     int64_t axis = static_cast<int64_t>(op.getAxis());
     if (op.getInputs().size() != 2 || type.getRank() != 4 ||
-        (axis != 3 && axis != -1) || !type.hasStaticShape())
+        !isLastAxis(axis, 4) || !type.hasStaticShape())
       return failure();
     auto rotary = defining<dfg::RotaryOp>(op.getInputs()[0]);
-    auto rotated = rotary ? defining<dfg::SliceOp>(rotary.getInput())
-                          : dfg::SliceOp();
+    auto rotated =
+        rotary ? defining<dfg::SliceOp>(rotary.getInput()) : dfg::SliceOp();
     auto pass = defining<dfg::SliceOp>(op.getInputs()[1]);
     if (!rotated || !pass || rotated.getInput() != pass.getInput() ||
         rotated.getInput().getType() != type)

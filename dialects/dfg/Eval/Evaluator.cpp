@@ -256,10 +256,9 @@ private:
       x = &sum;
     }
     const EvalTensor *bias = n.getBias() ? &get(n.getBias()) : nullptr;
-    FailureOr<EvalTensor> y =
-        normalize(n, *x, get(n.getScale()), bias,
-                  static_cast<int64_t>(n.getAxis()),
-                  n.getEpsilon().convertToDouble(), rms);
+    FailureOr<EvalTensor> y = normalize(n, *x, get(n.getScale()), bias,
+                                        static_cast<int64_t>(n.getAxis()),
+                                        n.getEpsilon().convertToDouble(), rms);
     if (failed(y))
       return failure();
     SmallVector<EvalTensor> results;

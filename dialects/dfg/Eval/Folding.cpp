@@ -12,9 +12,8 @@ using namespace mlir;
 
 namespace meshc::dfg {
 
-FailureOr<SmallVector<Value>> foldWithEvaluator(Operation *op,
-                                                StringRef weightsDir,
-                                                OpBuilder &builder) {
+FailureOr<SmallVector<Value>>
+foldWithEvaluator(Operation *op, StringRef weightsDir, OpBuilder &builder) {
   constexpr int64_t kMaxFolded = ConstantOp::kMaxConstantElements;
   auto foldable = [&](Value v) {
     Operation *def = v.getDefiningOp();

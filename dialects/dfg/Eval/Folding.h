@@ -1,4 +1,5 @@
-//===- Folding.h - Constant folding with the reference evaluator -*- C++ -*-===//
+//===- Folding.h - Constant folding with the reference evaluator -*- C++
+//-*-===//
 //
 // Part of meshc. Shared by the importer (which folds each node's ops as it
 // creates them) and the meshc-graph-fold-constants pass.

@@ -338,19 +338,23 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   auto w = cast<RankedTensorType>(adaptor.getWeight().getType());
   Value bias = adaptor.getBias();
   if (in.getRank() < 1 || w.getRank() != 2) // 1
-    return inferError(loc, name, "needs an input of rank at least 1 and a 2-D "
-                      "weight, got ", in, " and ", w);
+    return inferError(loc, name,
+                      "needs an input of rank at least 1 and a 2-D "
+                      "weight, got ",
+                      in, " and ", w);
   if (w.getElementType() != in.getElementType() ||
       (bias && getElementTypeOrSelf(bias.getType()) != in.getElementType()))
-    return inferError(loc, name, "operands must share the input's element "
-                      "type ", in.getElementType()); // 1
+    return inferError(loc, name,
+                      "operands must share the input's element "
+                      "type ",
+                      in.getElementType()); // 1
   bool transposed = adaptor.getTransposeWeight();
   int64_t inF = w.getDimSize(transposed ? 1 : 0);
   int64_t outF = w.getDimSize(transposed ? 0 : 1);
   int64_t k = in.getShape().back();
   if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(inF) && k != inF)
-    return inferError(loc, name, "input ", in, " does not match the weight ",
-                      w, transposed ? " stored [out, in]" : " stored [in, out]",
+    return inferError(loc, name, "input ", in, " does not match the weight ", w,
+                      transposed ? " stored [out, in]" : " stored [in, out]",
                       ": ", k, " vs ", inF); // 2
   if (bias) {
     auto bt = cast<RankedTensorType>(bias.getType());
