@@ -1,5 +1,4 @@
-//===- RaisePatterns.h - Exporter idioms -> transformer-level dfg ops -*- C++
-//-*-===//
+//===- RaisePatterns.h - Exporter idioms -> transformer ops -----*- C++ -*-===//
 //
 // Part of meshc. One pattern set per family, each in its own Raise*.cpp;
 // meshc-graph-raise (Raise.cpp) runs them all. Every pattern carries a
