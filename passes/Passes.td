@@ -126,4 +126,118 @@ def RaisePass : Pass<"meshc-graph-raise", "mlir::ModuleOp"> {
   let dependentDialects = ["meshc::dfg::DfgDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Sharding passes (passes/sharding/)
+//===----------------------------------------------------------------------===//
+
+def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
+  let summary = "Choose a sharding for every tensor of a transformer graph";
+  let description = [{
+    Creates the module's `shard.grid @mesh` from `mesh` (or the module's
+    `meshc.mesh` attribute; axes dp, pp, tp, named in `meshc.axes`) and plans
+    Megatron-style parallelism on the transformer-level graph:
+
+    - dp splits the batch (dimension 0 of every argument);
+    - tp splits the heads of every attention (the KV heads with them), the
+      hidden features of every MLP (column-parallel up/gate projections,
+      row-parallel down projection) and, when tp divides it, the lm_head's
+      vocabulary. Q/K/V and output projections follow from the heads:
+      column-parallel before the attention, row-parallel after it.
+      A packed QKV projection (a linear split into parts) is first split
+      into one linear per part, on slices of its weight.
+
+    The seeds propagate through every op's factor rule. The plan is written
+    as `meshc.sharding` (a `#shard.axisarray` per result: the grid axes each
+    dimension is split over) on ops, arguments and results;
+    `meshc-shard-partition` turns it into the SPMD program.
+
+    Refused with a message naming the op and the numbers: heads or KV heads
+    that tp does not divide, MLP features that tp does not divide, a batch
+    that dp does not divide.
+
+    Before (mesh = "tp=2"):
+
+    ```mlir
+    %h = dfg.linear %x, %w1 transpose_weight = false
+           : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+    %g = dfg.gelu %h exact = true : (tensor<2x16xf32>) -> tensor<2x16xf32>
+    %y = dfg.linear %g, %w2 transpose_weight = false
+           : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    shard.grid @mesh(shape = 2) {meshc.axes = ["tp"]}
+    %h = dfg.linear %x, %w1 transpose_weight = false
+           {meshc.sharding = [#shard<axisarray[[], [0]]>]} : ...
+    %g = dfg.gelu %h exact = true {meshc.sharding = [#shard<axisarray[[], [0]]>]} : ...
+    %y = dfg.linear %g, %w2 transpose_weight = false : ...
+    ```
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "Device mesh, e.g. dp=2,tp=2 (default: the module's meshc.mesh "
+           "attribute or shard.grid)">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect"];
+}
+
+def ShardPartitionPass : Pass<"meshc-shard-partition", "mlir::ModuleOp"> {
+  let summary = "Turn a planned graph into its SPMD program with collectives";
+  let description = [{
+    Rewrites every function planned by `meshc-shard-plan` into the program
+    each rank runs: tensors take their local (per-rank) types, weights are
+    sliced per use (`shard.all_slice` of a `dfg.weight`: the rank's weight
+    shard), operands a factor needs whole are gathered (`shard.all_gather`),
+    and sharded contractions are completed by `shard.all_reduce` (a linear's
+    bias is added after it, once). Arguments and results keep their
+    `meshc.sharding`, which says how the global tensors split across ranks.
+
+    Before (tp=2; the plan splits `in_features`):
+
+    ```mlir
+    %y = dfg.linear %g, %w2, %b2 transpose_weight = false
+           : (tensor<2x16xf32>, tensor<16x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %ws = shard.all_slice %w2 on @mesh grid_axes = [0] slice_axis = 0
+            : tensor<16x8xf32> -> tensor<8x8xf32>
+    %p = dfg.linear %g, %ws transpose_weight = false
+           : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+    %s = shard.all_reduce %p on @mesh grid_axes = [0]
+           : tensor<2x8xf32> -> tensor<2x8xf32>
+    %y = dfg.add %s, %b2 : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect",
+                           "meshc::dfg::DfgDialect"];
+}
+
+def ShardVerifyPass : Pass<"meshc-shard-verify", "mlir::ModuleOp"> {
+  let summary = "Check that a partitioned program is consistent on every rank";
+  let description = [{
+    Runs after `meshc-shard-partition`. Every rank runs the same SPMD
+    program, so the ranks agree on shapes and on the order of collectives
+    when the program is consistent: collectives at the top level of the
+    function, on the module's grid, over distinct axes of size > 1, with
+    shapes that match their groups; every dfg op's local result types as its
+    operands infer them; no planning annotation left. Any violation is a
+    compile error naming the op, never a program that hangs or computes the
+    wrong thing.
+
+    Example of a rejected program (tp=2):
+
+    ```mlir
+    %g = shard.all_gather %x on @mesh grid_axes = [0] gather_axis = 1
+           : tensor<2x4xf32> -> tensor<2x4xf32>
+    // error: 'shard.all_gather' op maps 'tensor<2x4xf32>' to
+    // 'tensor<2x4xf32>', but its group of 2 ranks gives dimension 1 = 4 * 2 / 1
+    ```
+  }];
+}
+
 #endif // MESHC_PASSES_PASSES_TD

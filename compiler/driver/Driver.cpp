@@ -12,7 +12,7 @@
 #include "compiler/import/Legalization.h"
 #include "compiler/pipelines/Pipelines.h"
 #include "compiler/tools/init_meshc.h"
-#include "passes/sharding/MeshSpec.h"
+#include "dialects/dfg/Sharding/MeshSpec.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

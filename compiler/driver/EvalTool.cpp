@@ -3,13 +3,17 @@
 // Part of meshc. `meshc-eval IR.mlir --input NAME=FILE.npy ... --output-dir
 // DIR` runs @main (or --function) with the dfg reference evaluator. Inputs and
 // outputs are matched by their `onnx.name` attributes (or argN / resultN), so
-// the files an onnxruntime run reads and writes can be used as they are.
+// the files an onnxruntime run reads and writes can be used as they are. A
+// partitioned program (one with a shard.grid) runs on every rank of the grid,
+// in process, with global inputs and outputs.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/EvalTool.h"
 
 #include "compiler/tools/init_meshc.h"
 #include "dialects/dfg/Eval/Evaluator.h"
+#include "dialects/dfg/Eval/SpmdEvaluator.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -114,7 +118,11 @@ int runEvalTool(int argc, char **argv) {
 
   std::string weights = weightsDir.empty() ? sys::path::parent_path(input).str()
                                            : weightsDir.getValue();
-  auto outputs = dfg::evaluate(func, args, weights);
+  // A partitioned program runs on every rank of its grid.
+  auto grids = module->getOps<shard::GridOp>();
+  auto outputs = grids.empty() ? dfg::evaluate(func, args, weights)
+                               : dfg::evaluateSpmd(func, *grids.begin(), args,
+                                                   weights);
   if (failed(outputs))
     return 1;
   if (std::error_code ec = sys::fs::create_directories(outputDir))

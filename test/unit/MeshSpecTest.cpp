@@ -3,7 +3,7 @@
 // Part of meshc.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/sharding/MeshSpec.h"
+#include "dialects/dfg/Sharding/MeshSpec.h"
 
 #include "gtest/gtest.h"
 

@@ -953,6 +953,8 @@ evaluateOp(Operation *op, ArrayRef<EvalTensor> operands, StringRef weightsDir) {
   return Evaluator(weightsDir).runOp(op, operands);
 }
 
+void roundToElementType(EvalTensor &tensor) { roundAll(tensor); }
+
 DenseElementsAttr toDenseAttr(const EvalTensor &t) {
   auto type = RankedTensorType::get(t.shape, t.elementType);
   if (auto floatType = dyn_cast<FloatType>(t.elementType)) {

@@ -52,6 +52,10 @@ mlir::FailureOr<llvm::SmallVector<EvalTensor>>
 evaluateOp(mlir::Operation *op, llvm::ArrayRef<EvalTensor> operands,
            llvm::StringRef weightsDir);
 
+/// Rounds every value of `tensor` to its element type (f16, bf16, f32
+/// precision; integers truncated; bools to 0/1).
+void roundToElementType(EvalTensor &tensor);
+
 /// The value of `tensor` as an attribute of its (static) type.
 mlir::DenseElementsAttr toDenseAttr(const EvalTensor &tensor);
 

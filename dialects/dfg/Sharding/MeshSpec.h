@@ -5,8 +5,8 @@
 // their product. The sharding passes turn it into a shard.grid.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MESHC_PASSES_SHARDING_MESHSPEC_H
-#define MESHC_PASSES_SHARDING_MESHSPEC_H
+#ifndef MESHC_DIALECTS_DFG_SHARDING_MESHSPEC_H
+#define MESHC_DIALECTS_DFG_SHARDING_MESHSPEC_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -54,4 +54,4 @@ private:
 
 } // namespace meshc
 
-#endif // MESHC_PASSES_SHARDING_MESHSPEC_H
+#endif // MESHC_DIALECTS_DFG_SHARDING_MESHSPEC_H

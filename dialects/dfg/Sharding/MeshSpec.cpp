@@ -3,7 +3,7 @@
 // Part of meshc.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/sharding/MeshSpec.h"
+#include "dialects/dfg/Sharding/MeshSpec.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

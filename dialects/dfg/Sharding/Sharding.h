@@ -1,0 +1,74 @@
+//===- Sharding.h - Shardings of tensors on a named grid --------*- C++ -*-===//
+//
+// Part of meshc. What the sharding passes share: the module's grid (a
+// shard.grid whose axes carry the user's names), the sharding of a tensor
+// (per dimension, the grid axes it is split over, major to minor: the
+// split_axes of shard.sharding) and its attribute form, and the local type a
+// sharding gives each rank.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_SHARDING_SHARDING_H
+#define MESHC_DIALECTS_DFG_SHARDING_SHARDING_H
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace meshc {
+
+/// Discardable attributes of the sharding passes.
+/// On the module: the mesh as text ("dp=2,tp=2"), an alternative to
+/// shard.grid for hand-written tests.
+inline constexpr llvm::StringLiteral kMeshAttr = "meshc.mesh";
+/// On the shard.grid: the axis names, in grid-axis order.
+inline constexpr llvm::StringLiteral kAxisNamesAttr = "meshc.axes";
+/// On ops (one entry per result), function arguments and results: the
+/// planned sharding, a #shard.axisarray per tensor.
+inline constexpr llvm::StringLiteral kShardingAttr = "meshc.sharding";
+/// The symbol of the grid the passes create.
+inline constexpr llvm::StringLiteral kGridName = "mesh";
+
+using DimAxes = llvm::SmallVector<mlir::shard::GridAxis, 2>;
+/// Per dimension, the grid axes it is split over (empty: whole).
+using TensorSharding = llvm::SmallVector<DimAxes, 4>;
+
+/// The module's grid: the existing shard.grid (there must be at most one),
+/// or one built from `mesh` (text, "dp=2,tp=2") or from the module's
+/// `meshc.mesh` attribute. Reports a missing, malformed or contradictory
+/// mesh at the module and fails.
+mlir::FailureOr<mlir::shard::GridOp> resolveGrid(mlir::ModuleOp module,
+                                                 llvm::StringRef mesh);
+
+/// The module's existing grid, or failure with an error at the module.
+mlir::FailureOr<mlir::shard::GridOp> lookupGrid(mlir::ModuleOp module);
+
+/// The grid axis named `name`, if the grid has one of size > 1.
+std::optional<mlir::shard::GridAxis> findAxis(mlir::shard::GridOp grid,
+                                              llvm::StringRef name);
+/// The name of grid axis `axis` ("axis 1" when the grid carries no names).
+std::string axisName(mlir::shard::GridOp grid, mlir::shard::GridAxis axis);
+/// "tp=2" or "dp=2×tp=2" for the axes of one dimension.
+std::string describeAxes(mlir::shard::GridOp grid, llvm::ArrayRef<int16_t> a);
+/// The number of ranks in a group spanning `axes`.
+int64_t groupSize(mlir::shard::GridOp grid,
+                  llvm::ArrayRef<mlir::shard::GridAxis> axes);
+
+bool isReplicated(const TensorSharding &sharding);
+mlir::Attribute toAttr(mlir::MLIRContext *context,
+                       const TensorSharding &sharding);
+/// The sharding an attribute holds; a null attribute is `rank` whole dims.
+TensorSharding fromAttr(mlir::Attribute attr, int64_t rank);
+
+/// The per-rank type of a tensor of type `global` sharded as `sharding`:
+/// split dimensions divided by their group size (dynamic ones stay
+/// dynamic). Fails where a static dimension does not divide.
+mlir::FailureOr<mlir::RankedTensorType>
+localType(mlir::shard::GridOp grid, mlir::RankedTensorType global,
+          const TensorSharding &sharding);
+
+} // namespace meshc
+
+#endif // MESHC_DIALECTS_DFG_SHARDING_SHARDING_H

@@ -1,0 +1,315 @@
+//===- Partition.cpp - The SPMD program of a planned graph ----------------===//
+//
+// Part of meshc.
+//
+// Algorithm (per function, in program order):
+//   1. Arguments take their local types from their planned shardings.
+//   2. For each dfg op, from its factor rule (ShardingRules.h): factors that
+//      reach a result take the result's planned sharding; the others
+//      (contractions) take their operands'. Pinned factors stay whole.
+//   3. Each operand is brought to the sharding its factors ask for:
+//      shard.all_gather where it is split but must not be, shard.all_slice
+//      where it is whole but must be split (weights and constants are whole
+//      on every rank, so each use slices them: that slice is the rank's
+//      weight shard).
+//   4. The op is rebuilt on the local operands (shape attributes of reshape
+//      and expand made local) and its result types re-inferred.
+//   5. A sharded contraction leaves partial sums: shard.all_reduce over its
+//      axes completes them. A linear's bias is added after the reduction,
+//      once.
+//   6. Results are brought to their planned shardings; returned values to
+//      the function's result shardings.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/Sharding/ShardingRules.h"
+#include "dialects/dfg/Sharding/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace meshc {
+#define GEN_PASS_DEF_SHARDPARTITIONPASS
+#include "passes/Passes.h.inc"
+} // namespace meshc
+
+using namespace mlir;
+
+namespace meshc {
+namespace {
+
+struct Local {
+  Value value;
+  TensorSharding sharding;
+};
+
+class Partitioner {
+public:
+  Partitioner(shard::GridOp grid, func::FuncOp func)
+      : grid_(grid), func_(func), b_(func.getContext()) {}
+
+  LogicalResult run() {
+    Block &body = func_.getBody().front();
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : body.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      TensorSharding s = fromAttr(
+          func_.getArgAttr(arg.getArgNumber(), kShardingAttr), type.getRank());
+      FailureOr<RankedTensorType> local = localType(grid_, type, s);
+      if (failed(local))
+        return func_.emitError("argument #")
+               << arg.getArgNumber() << " of type " << type
+               << " does not divide into its sharding "
+               << toAttr(func_.getContext(), s);
+      arg.setType(*local);
+      locals_[arg] = {arg, s};
+    }
+    SmallVector<Operation *> old;
+    for (Operation &op : body.without_terminator())
+      old.push_back(&op);
+    for (Operation *op : old) {
+      if (isa<dfg::WeightOp, dfg::ConstantOp>(op)) {
+        locals_[op->getResult(0)] = {op->getResult(0), whole(op->getResult(0))};
+        continue;
+      }
+      if (!isa<dfg::DfgDialect>(op->getDialect()))
+        return op->emitOpError("cannot be partitioned: meshc partitions "
+                               "graphs of dfg ops only");
+      if (failed(partition(op)))
+        return failure();
+    }
+    Operation *ret = body.getTerminator();
+    b_.setInsertionPoint(ret);
+    SmallVector<Type> resultTypes;
+    for (OpOperand &operand : ret->getOpOperands()) {
+      auto type = cast<RankedTensorType>(operand.get().getType());
+      TensorSharding s =
+          fromAttr(func_.getResultAttr(operand.getOperandNumber(),
+                                       kShardingAttr),
+                   type.getRank());
+      Value v = reshard(operand.get(), s, ret->getLoc());
+      operand.set(v);
+      resultTypes.push_back(v.getType());
+    }
+    for (Operation *op : llvm::reverse(old))
+      if (!isa<dfg::WeightOp, dfg::ConstantOp>(op))
+        op->erase();
+    func_.setFunctionType(FunctionType::get(
+        func_.getContext(), body.getArgumentTypes(), resultTypes));
+    return success();
+  }
+
+private:
+  static TensorSharding whole(Value v) {
+    return TensorSharding(cast<RankedTensorType>(v.getType()).getRank());
+  }
+
+  TensorSharding planned(Operation *op, unsigned result) {
+    auto attr = op->getAttrOfType<ArrayAttr>(kShardingAttr);
+    int64_t rank =
+        cast<RankedTensorType>(op->getResult(result).getType()).getRank();
+    return fromAttr(attr && result < attr.size() ? attr[result] : Attribute(),
+                    rank);
+  }
+
+  /// The local value of `global` with sharding `target`.
+  Value reshard(Value global, const TensorSharding &target, Location loc) {
+    Local &local = locals_[global];
+    bool source = global.getDefiningOp() &&
+                  isa<dfg::WeightOp, dfg::ConstantOp>(global.getDefiningOp());
+    if (source) {
+      // One slice per (weight, sharding), placed right after the weight.
+      auto key = std::make_pair(global, toAttr(global.getContext(), target));
+      auto it = sourceSlices_.find(key);
+      if (it != sourceSlices_.end())
+        return it->second;
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointAfter(global.getDefiningOp());
+      Value v = convert(local.value, local.sharding, target, loc);
+      sourceSlices_[key] = v;
+      return v;
+    }
+    return convert(local.value, local.sharding, target, loc);
+  }
+
+  /// Gathers the dimensions split otherwise than `to`, then slices those
+  /// `to` splits.
+  Value convert(Value v, TensorSharding from, const TensorSharding &to,
+                Location loc) {
+    StringRef grid = grid_.getSymName();
+    for (size_t d = 0; d < from.size(); ++d) {
+      if (from[d].empty() || from[d] == to[d])
+        continue;
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      if (!ShapedType::isDynamic(shape[d]))
+        shape[d] *= groupSize(grid_, from[d]);
+      v = shard::AllGatherOp::create(
+          b_, loc, RankedTensorType::get(shape, type.getElementType()), grid,
+          from[d], v, APInt(64, d));
+      from[d].clear();
+    }
+    for (size_t d = 0; d < from.size(); ++d) {
+      if (to[d].empty() || from[d] == to[d])
+        continue;
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      if (!ShapedType::isDynamic(shape[d]))
+        shape[d] /= groupSize(grid_, to[d]);
+      v = shard::AllSliceOp::create(
+          b_, loc, RankedTensorType::get(shape, type.getElementType()), v,
+          grid, to[d], d);
+    }
+    return v;
+  }
+
+  LogicalResult partition(Operation *op) {
+    FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(op);
+    if (failed(rule))
+      return failure();
+    size_t n = rule->factors.size();
+    SmallVector<DimAxes> factors(n);
+    SmallVector<bool> inResult(n, false);
+    for (auto [r, tf] : llvm::enumerate(rule->results)) {
+      TensorSharding s = planned(op, r);
+      for (auto [axes, dims] : llvm::zip_equal(s, tf))
+        for (auto [k, f] : llvm::enumerate(dims)) {
+          inResult[f] = true;
+          if (k == 0 && rule->factors[f].kind != dfg::FactorKind::Pinned)
+            factors[f] = axes;
+        }
+    }
+    // Contractions: sharded as their operands are, when that is consistent.
+    for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands)) {
+      const TensorSharding &s = locals_[v].sharding;
+      for (auto [axes, dims] : llvm::zip_equal(s, tf)) {
+        if (axes.empty() || dims.empty() || inResult[dims.front()])
+          continue;
+        const dfg::Factor &f = rule->factors[dims.front()];
+        if (f.kind == dfg::FactorKind::Pinned || !factors[dims.front()].empty())
+          continue;
+        bool clash = llvm::any_of(factors, [&](const DimAxes &other) {
+          return llvm::any_of(
+              axes, [&](int16_t a) { return llvm::is_contained(other, a); });
+        });
+        if (!clash)
+          factors[dims.front()] = axes;
+      }
+    }
+    auto shardingOf = [&](const dfg::TensorFactors &tf) {
+      TensorSharding s(tf.size());
+      for (auto [axes, dims] : llvm::zip_equal(s, tf))
+        if (!dims.empty())
+          axes = factors[dims.front()];
+      return s;
+    };
+
+    b_.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    IRMapping mapping;
+    for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
+      mapping.map(v, reshard(v, shardingOf(tf), loc));
+
+    DimAxes partialAxes;
+    for (auto [f, axes] : llvm::enumerate(factors))
+      if (rule->factors[f].kind == dfg::FactorKind::Reduction)
+        partialAxes.append(axes.begin(), axes.end());
+
+    Operation *local;
+    Value bias;
+    auto linear = dyn_cast<dfg::LinearOp>(op);
+    if (linear && linear.getBias() && !partialAxes.empty()) {
+      // x W + b with x and W split along `in`: sum the partial products,
+      // then add b once.
+      bias = mapping.lookup(linear.getBias());
+      local = dfg::LinearOp::create(
+          b_, loc, mapping.lookup(linear.getInput()),
+          mapping.lookup(linear.getWeight()), Value(),
+          linear.getTransposeWeight());
+    } else {
+      local = b_.clone(*op, mapping);
+      local->removeAttr(kShardingAttr);
+    }
+
+    // Local result types, and the shape attributes that spell them.
+    SmallVector<RankedTensorType> expected;
+    for (auto [r, tf] : llvm::enumerate(rule->results)) {
+      auto global = cast<RankedTensorType>(op->getResult(r).getType());
+      FailureOr<RankedTensorType> t = localType(grid_, global, shardingOf(tf));
+      if (failed(t))
+        return op->emitOpError("result #")
+               << r << " of type " << global << " does not divide into "
+               << toAttr(op->getContext(), shardingOf(tf));
+      expected.push_back(*t);
+    }
+    if (isa<dfg::ReshapeOp, dfg::ExpandOp>(local))
+      local->setAttr("shape",
+                     b_.getDenseI64ArrayAttr(expected.front().getShape()));
+    if (failed(refineTypes(local)))
+      return failure();
+    for (auto [r, t] : llvm::enumerate(expected)) {
+      // Inference may know less than the sharding (a dynamic dimension).
+      if (dfg::areCompatibleTensorTypes(local->getResult(r).getType(), t))
+        local->getResult(r).setType(t);
+      if (local->getResult(r).getType() != t)
+        return op->emitOpError("partitions to a result #")
+               << r << " of type " << local->getResult(r).getType()
+               << ", but its sharding gives " << t;
+    }
+
+    for (auto [r, tf] : llvm::enumerate(rule->results)) {
+      Value v = local->getResult(r);
+      if (!partialAxes.empty())
+        v = shard::AllReduceOp::create(b_, loc, v.getType(),
+                                       grid_.getSymName(), partialAxes, v);
+      if (bias)
+        v = dfg::AddOp::create(b_, loc, v, bias);
+      TensorSharding have = shardingOf(tf);
+      TensorSharding want = planned(op, r);
+      locals_[op->getResult(r)] = {convert(v, have, want, loc), want};
+    }
+    return success();
+  }
+
+  /// Re-infers the result types of a rebuilt op from its local operands.
+  LogicalResult refineTypes(Operation *op) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      return success();
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)))
+      return failure();
+    for (auto [result, type] : llvm::zip_equal(op->getResults(), types))
+      result.setType(type);
+    return success();
+  }
+
+  shard::GridOp grid_;
+  func::FuncOp func_;
+  OpBuilder b_;
+  llvm::DenseMap<Value, Local> locals_;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> sourceSlices_;
+};
+
+class ShardPartitionPass
+    : public impl::ShardPartitionPassBase<ShardPartitionPass> {
+public:
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<shard::GridOp> grid = lookupGrid(module);
+    if (failed(grid))
+      return signalPassFailure();
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(Partitioner(*grid, func).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace meshc

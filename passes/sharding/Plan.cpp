@@ -1,0 +1,338 @@
+//===- Plan.cpp - Choose a sharding for every tensor ----------------------===//
+//
+// Part of meshc.
+//
+// Algorithm:
+//   1. Resolve the mesh into the module's shard.grid (axes named dp, pp, tp).
+//   2. With a tp axis, split packed projections: a linear whose only user
+//      splits its features into parts becomes one linear per part, each on a
+//      slice of the weight, so that every part can be column-parallel.
+//   3. Seed shardings, Megatron style:
+//      - dp: dimension 0 (the batch) of every function argument;
+//      - tp: the heads of every attention (so the KV heads when there are
+//        several: each rank keeps the KV heads of its queries); the
+//        hidden features of every MLP (the linears whose outputs reach
+//        another linear through elementwise ops only); the vocabulary of the
+//        lm_head (a linear whose result is returned), when tp divides it.
+//   4. Propagate through the ops' factor rules (ShardingRules.h) until
+//      nothing changes: a sharded dimension shards its outermost factor,
+//      which shards every other dimension that factor leads. Pinned factors
+//      stop propagation; reduction factors reach the other operands but no
+//      result. Weights and constants neither receive nor give shardings:
+//      each use slices them as it needs (partition).
+//   5. Record the shardings as `meshc.sharding` on ops, arguments and
+//      results.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/Sharding/ShardingRules.h"
+#include "dialects/dfg/Sharding/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace meshc {
+#define GEN_PASS_DEF_SHARDPLANPASS
+#include "passes/Passes.h.inc"
+} // namespace meshc
+
+using namespace mlir;
+
+namespace meshc {
+namespace {
+
+bool isSource(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && isa<dfg::WeightOp, dfg::ConstantOp>(def);
+}
+
+/// linear(x, W, b) -> split(axis=-1) into N parts  ==>  N linears on slices
+/// of W and b (column blocks), one per part.
+void splitPackedProjections(func::FuncOp func) {
+  SmallVector<dfg::LinearOp> packed;
+  func.walk([&](dfg::LinearOp linear) {
+    if (!linear->hasOneUse())
+      return;
+    auto split = dyn_cast<dfg::SplitOp>(*linear->getUsers().begin());
+    int64_t rank = linear.getType().getRank();
+    int64_t axis = split ? static_cast<int64_t>(split.getAxis()) : 0;
+    if (split && (axis == -1 || axis == rank - 1))
+      packed.push_back(linear);
+  });
+  for (dfg::LinearOp linear : packed) {
+    auto split = cast<dfg::SplitOp>(*linear->getUsers().begin());
+    OpBuilder b(split);
+    Location loc = linear.getLoc();
+    int64_t weightAxis = linear.getTransposeWeight() ? 0 : 1;
+    int64_t start = 0;
+    for (auto [size, part] : llvm::zip_equal(split.getSizes(),
+                                             split.getResults())) {
+      auto cut = [&](Value v, int64_t axis) {
+        return dfg::SliceOp::create(b, loc, v, {start}, {start + size}, {axis},
+                                    {1})
+            .getResult();
+      };
+      Value weight = cut(linear.getWeight(), weightAxis);
+      Value bias = linear.getBias() ? cut(linear.getBias(), 0) : Value();
+      auto piece = dfg::LinearOp::create(b, loc, part.getType(),
+                                         linear.getInput(), weight, bias,
+                                         linear.getTransposeWeight());
+      part.replaceAllUsesWith(piece.getResult());
+      start += size;
+    }
+    split.erase();
+    linear.erase();
+  }
+}
+
+class Planner {
+public:
+  Planner(shard::GridOp grid, func::FuncOp func) : grid_(grid), func_(func) {}
+
+  LogicalResult run() {
+    if (failed(seed()) || failed(propagate()))
+      return failure();
+    annotate();
+    return success();
+  }
+
+private:
+  TensorSharding &stateOf(Value v) {
+    auto [it, inserted] = state_.try_emplace(v);
+    if (inserted)
+      it->second.resize(cast<RankedTensorType>(v.getType()).getRank());
+    return it->second;
+  }
+
+  /// Shards dimension `dim` of `v` over `axes` if it is whole, divisible,
+  /// and the axes shard no other dimension of `v`; queues its neighbours.
+  void shard(Value v, int64_t dim, const DimAxes &axes) {
+    if (isSource(v))
+      return;
+    TensorSharding &s = stateOf(v);
+    if (!s[dim].empty())
+      return;
+    for (const DimAxes &other : s)
+      for (shard::GridAxis a : axes)
+        if (llvm::is_contained(other, a))
+          return;
+    int64_t size = cast<RankedTensorType>(v.getType()).getDimSize(dim);
+    if (!ShapedType::isDynamic(size) && size % groupSize(grid_, axes) != 0)
+      return;
+    s[dim] = axes;
+    if (Operation *def = v.getDefiningOp())
+      worklist_.insert(def);
+    for (Operation *user : v.getUsers())
+      worklist_.insert(user);
+  }
+
+  LogicalResult seed() {
+    if (std::optional<shard::GridAxis> dp = findAxis(grid_, "dp"))
+      for (BlockArgument arg : func_.getArguments()) {
+        auto type = cast<RankedTensorType>(arg.getType());
+        if (type.getRank() == 0)
+          continue;
+        int64_t batch = type.getDimSize(0), n = grid_.getShape()[*dp];
+        if (!ShapedType::isDynamic(batch) && batch % n != 0)
+          return func_.emitError("input '")
+                 << inputName(arg) << "' has batch " << batch
+                 << ", which dp=" << n << " does not divide";
+        shard(arg, 0, {*dp});
+      }
+    if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp"))
+      if (failed(seedTensorParallel(*tp)))
+        return failure();
+    return success();
+  }
+
+  std::string inputName(BlockArgument arg) {
+    if (auto name = func_.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       "onnx.name"))
+      return name.str();
+    return "#" + std::to_string(arg.getArgNumber());
+  }
+
+  LogicalResult seedTensorParallel(shard::GridAxis tp) {
+    int64_t n = grid_.getShape()[tp];
+    WalkResult walk = func_.walk([&](Operation *op) {
+      if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
+        if (failed(seedHeads(attention, tp, n)))
+          return WalkResult::interrupt();
+      } else if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
+        if (failed(seedMlp(linear, tp, n)))
+          return WalkResult::interrupt();
+        seedLmHead(linear, tp, n);
+      }
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  LogicalResult seedHeads(dfg::AttentionOp op, shard::GridAxis tp, int64_t n) {
+    auto q = cast<RankedTensorType>(op.getQuery().getType());
+    auto k = cast<RankedTensorType>(op.getKey().getType());
+    int64_t heads = q.getDimSize(1), kvHeads = k.getDimSize(1);
+    if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
+      return op.emitOpError("has a dynamic head count; tp=")
+             << n << " needs it static";
+    if (heads % n != 0)
+      return op.emitOpError("has ")
+             << heads << " heads, which tp=" << n << " does not divide";
+    if (kvHeads > 1 && kvHeads % n != 0)
+      return op.emitOpError("has ")
+             << kvHeads << " KV heads, which tp=" << n
+             << " does not divide (replicating KV heads in groups is not "
+                "supported yet; use a tp that divides "
+             << kvHeads << ")";
+    shard(op.getResult(), 1, {tp});
+    return success();
+  }
+
+  /// A linear fed through elementwise ops by linears of its in_features:
+  /// the features between them are the MLP's hidden features.
+  LogicalResult seedMlp(dfg::LinearOp down, shard::GridAxis tp, int64_t n) {
+    SmallVector<dfg::LinearOp> ups;
+    SmallVector<Value> stack = {down.getInput()};
+    llvm::SmallPtrSet<Value, 8> seen;
+    while (!stack.empty()) {
+      Value v = stack.pop_back_val();
+      if (!seen.insert(v).second || isSource(v))
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return success();
+      if (auto up = dyn_cast<dfg::LinearOp>(def)) {
+        if (up.getOutFeatures() != down.getInFeatures())
+          return success();
+        ups.push_back(up);
+        continue;
+      }
+      if (!isa<dfg::GeluOp, dfg::SiluOp, dfg::MulOp, dfg::AddOp, dfg::CastOp,
+               dfg::TanhOp, dfg::SigmoidOp, dfg::ErfOp>(def) ||
+          def->getResult(0).getType() != v.getType())
+        return success();
+      for (Value operand : def->getOperands())
+        if (operand.getType() == v.getType())
+          stack.push_back(operand);
+    }
+    for (dfg::LinearOp up : ups) {
+      int64_t features = up.getOutFeatures();
+      if (features % n != 0)
+        return up.emitOpError("has ")
+               << features << " MLP features, which tp=" << n
+               << " does not divide";
+      shard(up.getResult(), up.getType().getRank() - 1, {tp});
+    }
+    return success();
+  }
+
+  /// Vocabulary-parallel lm_head: each rank computes its slice of the
+  /// logits, when tp divides the vocabulary (otherwise it is replicated).
+  void seedLmHead(dfg::LinearOp op, shard::GridAxis tp, int64_t n) {
+    bool returned = llvm::any_of(op->getUsers(), [](Operation *user) {
+      return isa<func::ReturnOp>(user);
+    });
+    if (returned && op.getOutFeatures() % n == 0)
+      shard(op.getResult(), op.getType().getRank() - 1, {tp});
+  }
+
+  LogicalResult propagate() {
+    while (!worklist_.empty()) {
+      Operation *op = worklist_.pop_back_val();
+      if (!isa<dfg::DfgDialect>(op->getDialect()) ||
+          isa<dfg::WeightOp, dfg::ConstantOp>(op))
+        continue;
+      FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(op);
+      if (failed(rule))
+        return failure();
+      SmallVector<DimAxes> factors(rule->factors.size());
+      auto gather = [&](Value v, const dfg::TensorFactors &tf) {
+        if (isSource(v))
+          return;
+        const TensorSharding &s = stateOf(v);
+        for (auto [axes, dims] : llvm::zip_equal(s, tf)) {
+          if (axes.empty() || dims.empty())
+            continue;
+          const dfg::Factor &f = rule->factors[dims.front()];
+          int64_t size = f.size;
+          if (f.kind == dfg::FactorKind::Pinned ||
+              !factors[dims.front()].empty() ||
+              (!ShapedType::isDynamic(size) &&
+               size % groupSize(grid_, axes) != 0))
+            continue;
+          factors[dims.front()] = axes;
+        }
+      };
+      auto scatter = [&](Value v, const dfg::TensorFactors &tf) {
+        for (auto [dim, dims] : llvm::enumerate(tf))
+          if (!dims.empty() && !factors[dims.front()].empty())
+            shard(v, dim, factors[dims.front()]);
+      };
+      for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
+        gather(v, tf);
+      for (auto [v, tf] : llvm::zip_equal(op->getResults(), rule->results))
+        gather(v, tf);
+      for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
+        scatter(v, tf);
+      for (auto [v, tf] : llvm::zip_equal(op->getResults(), rule->results))
+        scatter(v, tf);
+    }
+    return success();
+  }
+
+  void annotate() {
+    MLIRContext *context = func_.getContext();
+    for (BlockArgument arg : func_.getArguments())
+      if (state_.count(arg) && !isReplicated(state_[arg]))
+        func_.setArgAttr(arg.getArgNumber(), kShardingAttr,
+                         toAttr(context, state_[arg]));
+    func_.walk([&](Operation *op) {
+      if (isa<func::ReturnOp>(op)) {
+        for (auto [i, v] : llvm::enumerate(op->getOperands()))
+          if (state_.count(v) && !isReplicated(state_[v]))
+            func_.setResultAttr(i, kShardingAttr, toAttr(context, state_[v]));
+        return;
+      }
+      bool any = llvm::any_of(op->getResults(), [&](Value v) {
+        return state_.count(v) && !isReplicated(state_[v]);
+      });
+      if (!any)
+        return;
+      SmallVector<Attribute> perResult;
+      for (Value v : op->getResults())
+        perResult.push_back(toAttr(context, stateOf(v)));
+      op->setAttr(kShardingAttr, ArrayAttr::get(context, perResult));
+    });
+  }
+
+  shard::GridOp grid_;
+  func::FuncOp func_;
+  llvm::DenseMap<Value, TensorSharding> state_;
+  llvm::SetVector<Operation *> worklist_;
+};
+
+class ShardPlanPass : public impl::ShardPlanPassBase<ShardPlanPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<shard::GridOp> grid = resolveGrid(module, mesh);
+    if (failed(grid))
+      return signalPassFailure();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      if (findAxis(*grid, "tp"))
+        splitPackedProjections(func);
+      if (failed(Planner(*grid, func).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace meshc
