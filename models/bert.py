@@ -15,7 +15,7 @@ is built from the attention_mask input as torch exports it (Unsqueeze,
 Cast, Sub from 1, Mul by -10000, Add to the scores), Softmax, output
 projection with residual and LayerNormalization, exact GELU spelled with Erf
 (x * 0.5 * (1 + erf(x / sqrt 2))), and the FFN residual. Shapes are static
-(batch 1, `seq` tokens).
+(`batch`, default 1, by `seq` tokens).
 """
 import argparse
 
@@ -27,7 +27,7 @@ D, HEADS, FFN, VOCAB, MAX_POS = 32, 4, 64, 64, 16
 HD = D // HEADS
 
 
-def build(layers, seq, rng):
+def build(layers, seq, rng, batch=1):
     nodes, inits = [], []
 
     def init(name, array):
@@ -56,8 +56,8 @@ def build(layers, seq, rng):
 
     one, neg, sqrt2 = scalar("one", 1.0), scalar("neg_inf", -10000.0), scalar("sqrt2", np.sqrt(2))
     half, scale = scalar("half", 0.5), scalar("scale", np.sqrt(HD))
-    heads = init("heads_shape", np.array([1, seq, HEADS, HD], np.int64))
-    merged = init("merged_shape", np.array([1, seq, D], np.int64))
+    heads = init("heads_shape", np.array([batch, seq, HEADS, HD], np.int64))
+    merged = init("merged_shape", np.array([batch, seq, D], np.int64))
     axes12 = init("axes12", np.array([1, 2], np.int64))
 
     # Padding mask as torch exports it: (1 - mask[:, None, None, :]) * -10000
@@ -69,7 +69,7 @@ def build(layers, seq, rng):
                                      init("position_ids", np.arange(seq)[None].astype(np.int64))],
                           axis=0)])
     h = node("Add", [h, node("Gather", [w("token_type_embeddings", 2, D),
-                                        init("token_type_ids", np.zeros((1, seq), np.int64))],
+                                        init("token_type_ids", np.zeros((batch, seq), np.int64))],
                              axis=0)])
     h = layer_norm(h, "embeddings.LayerNorm")
     for i in range(layers):
@@ -90,9 +90,9 @@ def build(layers, seq, rng):
 
     graph = helper.make_graph(
         nodes, "bert_tiny",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [1, seq])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, seq, D])], inits)
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [batch, seq])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [batch, seq, D])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              producer_name="meshc models/bert.py", ir_version=8)
 
@@ -103,13 +103,17 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=1)
     args = ap.parse_args()
-    if not 3 <= args.seq <= MAX_POS:
-        ap.error(f"--seq must be in [3, {MAX_POS}]")
+    if not 3 <= args.seq <= MAX_POS or args.batch < 1:
+        ap.error(f"--seq must be in [3, {MAX_POS}] and --batch at least 1")
     rng = np.random.default_rng(args.seed)
-    model = build(args.layers, args.seq, rng)
-    feeds = {"input_ids": rng.integers(0, VOCAB, (1, args.seq)).astype(np.int64),
-             "attention_mask": np.array([[1] * (args.seq - 2) + [0, 0]], np.int64)}
+    model = build(args.layers, args.seq, rng, args.batch)
+    # Row b pads its last 2 + b tokens (at least one token stays visible).
+    mask = [[1] * max(1, args.seq - 2 - b) + [0] * min(args.seq - 1, 2 + b)
+            for b in range(args.batch)]
+    feeds = {"input_ids": rng.integers(0, VOCAB, (args.batch, args.seq)).astype(np.int64),
+             "attention_mask": np.array(mask, np.int64)}
     save_with_reference(model, args.out, feeds, "models/bert.py")
 
 

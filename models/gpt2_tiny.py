@@ -24,7 +24,7 @@ The exporter's shape arithmetic is kept as it writes it: x.view(...) through
 Shape -> Slice -> Concat -> Reshape, Conv1D's x.view(-1, x.size(-1)) through
 Shape -> Gather -> Unsqueeze -> Concat, position ids through Range on the
 sequence length, and the causal mask's bounds key_len - query_len : key_len
-through Shape -> Gather -> Sub -> Unsqueeze. Shapes are static (batch 1, `seq`
+through Shape -> Gather -> Sub -> Unsqueeze. Shapes are static (`batch`, default 1, by `seq`
 tokens), so meshc folds all of it to constants at import; symbolic shapes are
 not supported yet.
 """
@@ -38,7 +38,7 @@ D, HEADS, VOCAB, MAX_POS = 32, 4, 64, 16
 HD = D // HEADS
 
 
-def build(layers, seq, rng, past=0):
+def build(layers, seq, rng, past=0, batch=1):
     nodes, inits = [], []
 
     def init(name, array):
@@ -150,14 +150,14 @@ def build(layers, seq, rng, past=0):
     logits = node("MatMul", [layer_norm(h, "ln_f"), node("Transpose", [wte], perm=[1, 0])])
     nodes[-1].output[0] = "logits"
 
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])]
-    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, seq, VOCAB])]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, seq, VOCAB])]
     for i in range(layers if past else 0):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}",
-                                                        TensorProto.FLOAT, [1, HEADS, past, HD]))
+                                                        TensorProto.FLOAT, [batch, HEADS, past, HD]))
             outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", TensorProto.FLOAT,
-                                                         [1, HEADS, past + seq, HD]))
+                                                         [batch, HEADS, past + seq, HD]))
     graph = helper.make_graph(nodes, "gpt2_tiny", inputs, outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              producer_name="meshc models/gpt2_tiny.py", ir_version=8)
@@ -171,16 +171,17 @@ def main():
     ap.add_argument("--past", type=int, default=0,
                     help="length of the KV cache given as input (0: none)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=1)
     args = ap.parse_args()
     if not 1 <= args.seq or args.past < 0 or args.past + args.seq > MAX_POS:
         ap.error(f"--seq must be at least 1 and --past + --seq at most {MAX_POS}")
     rng = np.random.default_rng(args.seed)
-    model = build(args.layers, args.seq, rng, args.past)
-    feeds = {"input_ids": rng.integers(0, VOCAB, (1, args.seq)).astype(np.int64)}
+    model = build(args.layers, args.seq, rng, args.past, args.batch)
+    feeds = {"input_ids": rng.integers(0, VOCAB, (args.batch, args.seq)).astype(np.int64)}
     for i in range(args.layers if args.past else 0):
         for kind in ("key", "value"):
             feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
-                (1, HEADS, args.past, HD)).astype(np.float32)
+                (args.batch, HEADS, args.past, HD)).astype(np.float32)
     save_with_reference(model, args.out, feeds, "models/gpt2_tiny.py")
 
 

@@ -18,7 +18,7 @@ are the opset-23 operators instead (the same function). With --past P the
 model is a cached step: past_key_values.N.key / .value ([1, kv_heads, P,
 head_dim]) are concatenated in front of the new keys and values (after RoPE,
 before the GQA repetition) and returned as present.N.key / .value; positions
-and the causal mask start at P. Shapes are static (batch 1, `seq` tokens):
+and the causal mask start at P. Shapes are static (`batch`, default 1, by `seq` tokens):
 meshc does not fold symbolic shape chains yet.
 
 `build()` is also what bench/import_llama.py uses, with Llama-3-8B sizes and
@@ -41,6 +41,7 @@ class Config:
     vocab: int = 64
     seq: int = 8
     past: int = 0
+    batch: int = 1
 
 
 class EmbeddedWeights:
@@ -80,9 +81,9 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     total = cfg.past + cfg.seq
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
     angles = np.outer(np.arange(cfg.past, total), inv_freq)
-    out_shape = const("out_shape", np.array([1, cfg.seq, cfg.d], np.int64))
-    q_shape = const("q_shape", np.array([1, cfg.seq, cfg.heads, hd], np.int64))
-    kv_shape = const("kv_shape", np.array([1, cfg.seq, cfg.kv_heads, hd], np.int64))
+    out_shape = const("out_shape", np.array([cfg.batch, cfg.seq, cfg.d], np.int64))
+    q_shape = const("q_shape", np.array([cfg.batch, cfg.seq, cfg.heads, hd], np.int64))
+    kv_shape = const("kv_shape", np.array([cfg.batch, cfg.seq, cfg.kv_heads, hd], np.int64))
     if opset23:
         positions = const("positions", np.arange(cfg.past, total, dtype=np.int64)[None])
         all_angles = np.outer(np.arange(total), inv_freq)
@@ -93,8 +94,8 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
         eps = const("eps", np.array(1e-5, np.float32))
         scale = const("scale", np.array(np.sqrt(hd), np.float32))
         rep_shape = const("rep_shape", np.array(
-            [1, cfg.kv_heads, cfg.heads // cfg.kv_heads, total, hd], np.int64))
-        merged_kv = const("merged_kv", np.array([1, cfg.heads, total, hd], np.int64))
+            [cfg.batch, cfg.kv_heads, cfg.heads // cfg.kv_heads, total, hd], np.int64))
+        merged_kv = const("merged_kv", np.array([cfg.batch, cfg.heads, total, hd], np.int64))
         axis2 = const("axis2", np.array([2], np.int64))
         h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
         h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
@@ -172,16 +173,16 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     linear(rms(h, "final_norm"), "lm_head", cfg.d, cfg.vocab)
     nodes[-1].output[0] = "logits"
 
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, cfg.seq])]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [cfg.batch, cfg.seq])]
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                             [1, cfg.seq, cfg.vocab])]
+                                             [cfg.batch, cfg.seq, cfg.vocab])]
     for i in range(cfg.layers if cfg.past else 0):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(
                 f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
-                [1, cfg.kv_heads, cfg.past, hd]))
+                [cfg.batch, cfg.kv_heads, cfg.past, hd]))
             outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", TensorProto.FLOAT, [1, cfg.kv_heads, total, hd]))
+                f"present.{i}.{kind}", TensorProto.FLOAT, [cfg.batch, cfg.kv_heads, total, hd]))
     graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     # onnxruntime 1.23 reads IR version 11 at most (opset 23 needs 11).
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
@@ -197,22 +198,23 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--past", type=int, default=0,
                     help="length of the KV cache given as input (0: none)")
     ap.add_argument("--opset23", action="store_true",
                     help="use the opset-23 RMSNormalization, RotaryEmbedding and Attention")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
-    if args.seq < 1 or args.past < 0:
-        ap.error("--seq must be at least 1 and --past at least 0")
-    cfg = Config(layers=args.layers, seq=args.seq, past=args.past)
+    if args.seq < 1 or args.past < 0 or args.batch < 1:
+        ap.error("--seq and --batch must be at least 1 and --past at least 0")
+    cfg = Config(layers=args.layers, seq=args.seq, past=args.past, batch=args.batch)
     model = build(cfg, EmbeddedWeights(rng), opset23=args.opset23)
-    feeds = {"input_ids": rng.integers(0, cfg.vocab, (1, cfg.seq)).astype(np.int64)}
+    feeds = {"input_ids": rng.integers(0, cfg.vocab, (cfg.batch, cfg.seq)).astype(np.int64)}
     hd = cfg.d // cfg.heads
     for i in range(cfg.layers if cfg.past else 0):
         for kind in ("key", "value"):
             feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
-                (1, cfg.kv_heads, cfg.past, hd)).astype(np.float32)
+                (cfg.batch, cfg.kv_heads, cfg.past, hd)).astype(np.float32)
     save_with_reference(model, args.out, feeds, "models/llama.py")
 
 

@@ -145,6 +145,9 @@ def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
       column-parallel before the attention, row-parallel after it.
       A packed QKV projection (a linear split into parts) is first split
       into one linear per part, on slices of its weight.
+    - with `sequence-parallel`, the residual stream (every norm's input,
+      residual and results, and the elementwise ops between them) is split
+      along the sequence over tp as well.
 
     The seeds propagate through every op's factor rule. The plan is written
     as `meshc.sharding` (a `#shard.axisarray` per result: the grid axes each
@@ -179,6 +182,11 @@ def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
            "Device mesh, e.g. dp=2,tp=2 (default: the module's meshc.mesh "
            "attribute or shard.grid)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Split the residual stream (norms and the elementwise ops around "
+           "them) along the sequence over tp: reduce_scatter / all_gather "
+           "around the norms instead of all_reduce">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }

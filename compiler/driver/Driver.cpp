@@ -151,6 +151,35 @@ int runImport(StringRef model, StringRef output, bool optimize) {
   return diagnostics.sawError() ? 1 : 0;
 }
 
+/// meshc compile MODEL --mesh M --emit sharded [-o FILE]: import, the graph
+/// pipeline, then the sharding pipeline; writes the SPMD program.
+int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
+                      StringRef output) {
+  mlir::DialectRegistry registry;
+  registerAllMeshcDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  DiagnosticPrinter diagnostics(context, "compile");
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      onnximport::importOnnxModel(context, model);
+  if (!module)
+    return 1;
+  mlir::PassManager pm(&context);
+  SmallString<256> folder = sys::path::parent_path(model);
+  buildGraphPipeline(pm, folder.empty() ? StringRef(".") : folder.str());
+  buildShardingPipeline(pm, mesh, sequenceParallel);
+  if (failed(pm.run(*module)))
+    return 1;
+  std::string error;
+  auto out = mlir::openOutputFile(output, &error);
+  if (!out)
+    return fail("compile", error);
+  module->print(out->os());
+  out->keep();
+  return diagnostics.sawError() ? 1 : 0;
+}
+
 void printVersion(raw_ostream &os) {
   os << "meshc " MESHC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
 }
@@ -212,8 +241,27 @@ int runDriver(int argc, char **argv) {
                  clEnumValN(Target::Cuda, "cuda", "CUDA + NCCL executables")),
       cl::init(Target::Cpu), cl::sub(compileCmd), cl::cat(category));
   cl::opt<std::string> compileOutput(
-      "o", cl::desc("Output folder (default: out)"), cl::value_desc("dir"),
-      cl::init("out"), cl::sub(compileCmd), cl::cat(category));
+      "o",
+      cl::desc("Output folder (default: out); with --emit sharded, the IR "
+               "file (default: standard output)"),
+      cl::value_desc("path"), cl::init("out"), cl::sub(compileCmd),
+      cl::cat(category));
+  enum class Emit { Executables, Sharded };
+  cl::opt<Emit> compileEmit(
+      "emit", cl::desc("What to write (default exe)"),
+      cl::values(clEnumValN(Emit::Executables, "exe",
+                            "Per-rank executables, weight shards and a "
+                            "manifest"),
+                 clEnumValN(Emit::Sharded, "sharded",
+                            "The partitioned SPMD program (dfg + shard "
+                            "collectives), as MLIR")),
+      cl::init(Emit::Executables), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<bool> sequenceParallel(
+      "sequence-parallel",
+      cl::desc("Split the residual stream along the sequence over tp "
+               "(reduce_scatter / all_gather around the norms instead of "
+               "all_reduce)"),
+      cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
 
   cl::SubCommand runCmd("run", "Launch a compiled model's ranks and write "
                                "its outputs");
@@ -257,6 +305,11 @@ int runDriver(int argc, char **argv) {
       return fail(command, toString(meshSpec.takeError()));
     if (planCmd && (planBatch == 0 || planSeq == 0))
       return fail(command, "--batch and --seq must be at least 1");
+    if (compileCmd && compileEmit == Emit::Sharded)
+      return runCompileSharded(
+          model, meshSpec->str(), sequenceParallel,
+          compileOutput.getNumOccurrences() ? StringRef(compileOutput)
+                                            : StringRef("-"));
     return notImplemented(command);
   }
   if (runCmd) {

@@ -21,7 +21,27 @@ struct GraphPipelineOptions : mlir::PassPipelineOptions<GraphPipelineOptions> {
                      "read weight values)"),
       llvm::cl::init("")};
 };
+struct ShardingPipelineOptions
+    : mlir::PassPipelineOptions<ShardingPipelineOptions> {
+  Option<std::string> mesh{
+      *this, "mesh", llvm::cl::desc("Device mesh, e.g. dp=2,tp=2"),
+      llvm::cl::init("")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Split the residual stream along the sequence over tp"),
+      llvm::cl::init(false)};
+};
 } // namespace
+
+void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
+                           bool sequenceParallel) {
+  pm.addPass(
+      createShardPlanPass(ShardPlanPassOptions{mesh.str(), sequenceParallel}));
+  pm.addPass(createShardPartitionPass());
+  pm.addPass(createShardVerifyPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
 
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   pm.addPass(createInferShapesPass());
@@ -47,6 +67,13 @@ void registerMeshcPipelines() {
       "canonicalize, raise exporter idioms, CSE",
       [](mlir::OpPassManager &pm, const GraphPipelineOptions &options) {
         buildGraphPipeline(pm, options.weightsDir);
+      });
+  mlir::PassPipelineRegistration<ShardingPipelineOptions>(
+      "meshc-shard-pipeline",
+      "Transformer-level IR to the verified SPMD program for a mesh: plan, "
+      "partition, verify, canonicalize, CSE",
+      [](mlir::OpPassManager &pm, const ShardingPipelineOptions &options) {
+        buildShardingPipeline(pm, options.mesh, options.sequenceParallel);
       });
 }
 

@@ -22,6 +22,12 @@ namespace meshc {
 /// of dead symbols.
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir);
 
+/// meshc-shard-pipeline: transformer-level IR to the SPMD program for
+/// `mesh` ("dp=2,tp=2"): plan the shardings, partition into the per-rank
+/// program with collectives, verify it, and clean up (canonicalize, CSE).
+void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
+                           bool sequenceParallel);
+
 /// Registers the pipelines with the pass registry (for meshc-opt).
 void registerMeshcPipelines();
 

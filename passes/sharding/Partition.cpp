@@ -5,8 +5,9 @@
 // Algorithm (per function, in program order):
 //   1. Arguments take their local types from their planned shardings.
 //   2. For each dfg op, from its factor rule (ShardingRules.h): factors that
-//      reach a result take the result's planned sharding; the others
-//      (contractions) take their operands'. Pinned factors stay whole.
+//      reach no result (contractions) take their operands' sharding; the
+//      others take the result's planned sharding where its axes are still
+//      free. Pinned factors stay whole.
 //   3. Each operand is brought to the sharding its factors ask for:
 //      shard.all_gather where it is split but must not be, shard.all_slice
 //      where it is whole but must be split (weights and constants are whole
@@ -15,8 +16,9 @@
 //   4. The op is rebuilt on the local operands (shape attributes of reshape
 //      and expand made local) and its result types re-inferred.
 //   5. A sharded contraction leaves partial sums: shard.all_reduce over its
-//      axes completes them. A linear's bias is added after the reduction,
-//      once.
+//      axes completes them, or shard.reduce_scatter where the planned result
+//      is split over those same axes (sequence parallelism). A linear's bias
+//      is added after the reduction, once.
 //   6. Results are brought to their planned shardings; returned values to
 //      the function's result shardings.
 //
@@ -53,7 +55,18 @@ public:
 
   LogicalResult run() {
     Block &body = func_.getBody().front();
-    SmallVector<Type> argTypes;
+    // Rules read operand shapes: take them while the arguments are global.
+    for (Operation &op : body.without_terminator()) {
+      if (isa<dfg::WeightOp, dfg::ConstantOp>(op))
+        continue;
+      if (!isa<dfg::DfgDialect>(op.getDialect()))
+        return op.emitOpError("cannot be partitioned: meshc partitions "
+                              "graphs of dfg ops only");
+      FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(&op);
+      if (failed(rule))
+        return failure();
+      rules_[&op] = std::move(*rule);
+    }
     for (BlockArgument arg : body.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
       TensorSharding s = fromAttr(
@@ -75,9 +88,6 @@ public:
         locals_[op->getResult(0)] = {op->getResult(0), whole(op->getResult(0))};
         continue;
       }
-      if (!isa<dfg::DfgDialect>(op->getDialect()))
-        return op->emitOpError("cannot be partitioned: meshc partitions "
-                               "graphs of dfg ops only");
       if (failed(partition(op)))
         return failure();
     }
@@ -115,24 +125,24 @@ private:
                     rank);
   }
 
-  /// The local value of `global` with sharding `target`.
+  /// The local value of `global` with sharding `target`. Conversions are
+  /// shared by all uses (three projections of one normed input gather it
+  /// once); a weight's or constant's slices sit right after it.
   Value reshard(Value global, const TensorSharding &target, Location loc) {
     Local &local = locals_[global];
-    bool source = global.getDefiningOp() &&
-                  isa<dfg::WeightOp, dfg::ConstantOp>(global.getDefiningOp());
-    if (source) {
-      // One slice per (weight, sharding), placed right after the weight.
-      auto key = std::make_pair(global, toAttr(global.getContext(), target));
-      auto it = sourceSlices_.find(key);
-      if (it != sourceSlices_.end())
-        return it->second;
-      OpBuilder::InsertionGuard guard(b_);
-      b_.setInsertionPointAfter(global.getDefiningOp());
-      Value v = convert(local.value, local.sharding, target, loc);
-      sourceSlices_[key] = v;
-      return v;
-    }
-    return convert(local.value, local.sharding, target, loc);
+    if (local.sharding == target)
+      return local.value;
+    auto key = std::make_pair(global, toAttr(global.getContext(), target));
+    auto it = conversions_.find(key);
+    if (it != conversions_.end())
+      return it->second;
+    OpBuilder::InsertionGuard guard(b_);
+    Operation *def = global.getDefiningOp();
+    if (def && isa<dfg::WeightOp, dfg::ConstantOp>(def))
+      b_.setInsertionPointAfter(def);
+    Value v = convert(local.value, local.sharding, target, loc);
+    conversions_[key] = v;
+    return v;
   }
 
   /// Gathers the dimensions split otherwise than `to`, then slices those
@@ -167,37 +177,43 @@ private:
   }
 
   LogicalResult partition(Operation *op) {
-    FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(op);
-    if (failed(rule))
-      return failure();
+    const dfg::ShardingRule *rule = &rules_[op];
     size_t n = rule->factors.size();
     SmallVector<DimAxes> factors(n);
     SmallVector<bool> inResult(n, false);
-    for (auto [r, tf] : llvm::enumerate(rule->results)) {
-      TensorSharding s = planned(op, r);
-      for (auto [axes, dims] : llvm::zip_equal(s, tf))
-        for (auto [k, f] : llvm::enumerate(dims)) {
+    auto clashes = [&](const DimAxes &axes) {
+      return llvm::any_of(factors, [&](const DimAxes &other) {
+        return llvm::any_of(
+            axes, [&](int16_t a) { return llvm::is_contained(other, a); });
+      });
+    };
+    for (const dfg::TensorFactors &tf : rule->results)
+      for (const dfg::DimFactors &dims : tf)
+        for (int f : dims)
           inResult[f] = true;
-          if (k == 0 && rule->factors[f].kind != dfg::FactorKind::Pinned)
-            factors[f] = axes;
-        }
-    }
-    // Contractions: sharded as their operands are, when that is consistent.
+    // Contractions first: sharded as their operands are.
     for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands)) {
       const TensorSharding &s = locals_[v].sharding;
       for (auto [axes, dims] : llvm::zip_equal(s, tf)) {
         if (axes.empty() || dims.empty() || inResult[dims.front()])
           continue;
         const dfg::Factor &f = rule->factors[dims.front()];
-        if (f.kind == dfg::FactorKind::Pinned || !factors[dims.front()].empty())
+        if (f.kind == dfg::FactorKind::Pinned ||
+            !factors[dims.front()].empty() || clashes(axes))
           continue;
-        bool clash = llvm::any_of(factors, [&](const DimAxes &other) {
-          return llvm::any_of(
-              axes, [&](int16_t a) { return llvm::is_contained(other, a); });
-        });
-        if (!clash)
-          factors[dims.front()] = axes;
+        factors[dims.front()] = axes;
       }
+    }
+    // Then the results' planned shardings, where the axes are free (with a
+    // contraction over tp, a result split over tp is reached by a
+    // reduce_scatter after the op instead).
+    for (auto [r, tf] : llvm::enumerate(rule->results)) {
+      TensorSharding s = planned(op, r);
+      for (auto [axes, dims] : llvm::zip_equal(s, tf))
+        if (!dims.empty() && !axes.empty() &&
+            rule->factors[dims.front()].kind != dfg::FactorKind::Pinned &&
+            factors[dims.front()].empty() && !clashes(axes))
+          factors[dims.front()] = axes;
     }
     auto shardingOf = [&](const dfg::TensorFactors &tf) {
       TensorSharding s(tf.size());
@@ -262,13 +278,36 @@ private:
 
     for (auto [r, tf] : llvm::enumerate(rule->results)) {
       Value v = local->getResult(r);
-      if (!partialAxes.empty())
-        v = shard::AllReduceOp::create(b_, loc, v.getType(),
-                                       grid_.getSymName(), partialAxes, v);
-      if (bias)
-        v = dfg::AddOp::create(b_, loc, v, bias);
       TensorSharding have = shardingOf(tf);
       TensorSharding want = planned(op, r);
+      if (!partialAxes.empty()) {
+        // Partial sums: reduce_scatter where the result is to be split over
+        // exactly the contraction's axes, all_reduce otherwise.
+        auto type = cast<RankedTensorType>(v.getType());
+        int64_t n = groupSize(grid_, partialAxes);
+        auto scatter = llvm::find_if(llvm::seq<size_t>(0, want.size()),
+                                     [&](size_t d) {
+                                       return want[d] == partialAxes &&
+                                              have[d].empty() &&
+                                              !type.isDynamicDim(d) &&
+                                              type.getDimSize(d) % n == 0;
+                                     });
+        if (scatter != llvm::seq<size_t>(0, want.size()).end()) {
+          size_t d = *scatter;
+          SmallVector<int64_t> shape(type.getShape());
+          shape[d] /= n;
+          v = shard::ReduceScatterOp::create(
+              b_, loc, RankedTensorType::get(shape, type.getElementType()),
+              grid_.getSymName(), partialAxes, v, shard::ReductionKind::Sum,
+              APInt(64, d));
+          have[d] = partialAxes;
+        } else {
+          v = shard::AllReduceOp::create(b_, loc, v.getType(),
+                                         grid_.getSymName(), partialAxes, v);
+        }
+      }
+      if (bias)
+        v = dfg::AddOp::create(b_, loc, v, bias);
       locals_[op->getResult(r)] = {convert(v, have, want, loc), want};
     }
     return success();
@@ -294,7 +333,8 @@ private:
   func::FuncOp func_;
   OpBuilder b_;
   llvm::DenseMap<Value, Local> locals_;
-  llvm::DenseMap<std::pair<Value, Attribute>, Value> sourceSlices_;
+  llvm::DenseMap<Operation *, dfg::ShardingRule> rules_;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> conversions_;
 };
 
 class ShardPartitionPass

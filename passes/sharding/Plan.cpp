@@ -90,11 +90,22 @@ void splitPackedProjections(func::FuncOp func) {
 
 class Planner {
 public:
-  Planner(shard::GridOp grid, func::FuncOp func) : grid_(grid), func_(func) {}
+  Planner(shard::GridOp grid, func::FuncOp func, bool sequenceParallel)
+      : grid_(grid), func_(func), sequenceParallel_(sequenceParallel) {}
 
   LogicalResult run() {
     if (failed(seed()) || failed(propagate()))
       return failure();
+    if (sequenceParallel_)
+      if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp")) {
+        seedSequence(*tp);
+        // Only along the residual stream: norms and elementwise ops.
+        if (failed(propagate([](Operation *op) {
+              return isa<dfg::LayerNormOp, dfg::RmsNormOp, dfg::AddOp,
+                         dfg::SubOp, dfg::MulOp, dfg::DivOp, dfg::CastOp>(op);
+            })))
+          return failure();
+      }
     annotate();
     return success();
   }
@@ -239,11 +250,37 @@ private:
       shard(op.getResult(), op.getType().getRank() - 1, {tp});
   }
 
-  LogicalResult propagate() {
+  /// Sequence parallelism: the residual stream (every norm's input,
+  /// residual and results) is split along the sequence over tp, so the
+  /// row-parallel projections end in a reduce_scatter and the column-parallel
+  /// ones start with an all_gather.
+  void seedSequence(shard::GridAxis tp) {
+    func_.walk([&](Operation *op) {
+      if (!isa<dfg::LayerNormOp, dfg::RmsNormOp>(op))
+        return;
+      auto seq = [&](Value v) {
+        int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+        if (rank >= 3)
+          shard(v, rank - 2, {tp});
+      };
+      seq(op->getOperand(0));
+      if (auto n = dyn_cast<dfg::LayerNormOp>(op); n && n.getResidual())
+        seq(n.getResidual());
+      if (auto n = dyn_cast<dfg::RmsNormOp>(op); n && n.getResidual())
+        seq(n.getResidual());
+      for (Value r : op->getResults())
+        seq(r);
+    });
+  }
+
+  LogicalResult propagate(
+      llvm::function_ref<bool(Operation *)> allowed = [](Operation *) {
+        return true;
+      }) {
     while (!worklist_.empty()) {
       Operation *op = worklist_.pop_back_val();
       if (!isa<dfg::DfgDialect>(op->getDialect()) ||
-          isa<dfg::WeightOp, dfg::ConstantOp>(op))
+          isa<dfg::WeightOp, dfg::ConstantOp>(op) || !allowed(op))
         continue;
       FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(op);
       if (failed(rule))
@@ -310,6 +347,7 @@ private:
 
   shard::GridOp grid_;
   func::FuncOp func_;
+  bool sequenceParallel_;
   llvm::DenseMap<Value, TensorSharding> state_;
   llvm::SetVector<Operation *> worklist_;
 };
@@ -328,7 +366,7 @@ public:
         continue;
       if (findAxis(*grid, "tp"))
         splitPackedProjections(func);
-      if (failed(Planner(*grid, func).run()))
+      if (failed(Planner(*grid, func, sequenceParallel).run()))
         return signalPassFailure();
     }
   }
