@@ -12,8 +12,9 @@
 //      - tp: the heads of every attention (so the KV heads when there are
 //        several: each rank keeps the KV heads of its queries); the
 //        hidden features of every MLP (the linears whose outputs reach
-//        another linear through elementwise ops only); the vocabulary of the
-//        lm_head (a linear whose result is returned), when tp divides it.
+//        another linear through elementwise ops only); then, once those
+//        have propagated, the vocabulary of the lm_head (a returned linear
+//        whose input is whole), when tp divides it.
 //   4. Propagate through the ops' factor rules (ShardingRules.h) until
 //      nothing changes: a sharded dimension shards its outermost factor,
 //      which shards every other dimension that factor leads. Pinned factors
@@ -44,8 +45,12 @@ using namespace mlir;
 namespace meshc {
 namespace {
 
+/// A weight, a constant, or a slice, reshape or transpose of one: the same
+/// on every rank, so each use slices it as it needs.
 bool isSource(Value v) {
   Operation *def = v.getDefiningOp();
+  if (def && isa<dfg::SliceOp, dfg::ReshapeOp, dfg::TransposeOp>(def))
+    return isSource(def->getOperand(0));
   return def && isa<dfg::WeightOp, dfg::ConstantOp>(def);
 }
 
@@ -96,6 +101,11 @@ public:
   LogicalResult run() {
     if (failed(seed()) || failed(propagate()))
       return failure();
+    if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp")) {
+      seedLmHeads(*tp);
+      if (failed(propagate()))
+        return failure();
+    }
     if (sequenceParallel_)
       if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp")) {
         seedSequence(*tp);
@@ -175,7 +185,6 @@ private:
       } else if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
         if (failed(seedMlp(linear, tp, n)))
           return WalkResult::interrupt();
-        seedLmHead(linear, tp, n);
       }
       return WalkResult::advance();
     });
@@ -240,14 +249,19 @@ private:
     return success();
   }
 
-  /// Vocabulary-parallel lm_head: each rank computes its slice of the
-  /// logits, when tp divides the vocabulary (otherwise it is replicated).
-  void seedLmHead(dfg::LinearOp op, shard::GridAxis tp, int64_t n) {
-    bool returned = llvm::any_of(op->getUsers(), [](Operation *user) {
-      return isa<func::ReturnOp>(user);
+  /// Vocabulary-parallel lm_head: a returned linear whose input is whole
+  /// (not a row-parallel projection) computes its slice of the logits on
+  /// each rank, when tp divides the vocabulary (else it is replicated).
+  void seedLmHeads(shard::GridAxis tp) {
+    int64_t n = grid_.getShape()[tp];
+    func_.walk([&](dfg::LinearOp op) {
+      bool returned = llvm::any_of(op->getUsers(), [](Operation *user) {
+        return isa<func::ReturnOp>(user);
+      });
+      const TensorSharding &in = stateOf(op.getInput());
+      if (returned && isReplicated(in) && op.getOutFeatures() % n == 0)
+        shard(op.getResult(), op.getType().getRank() - 1, {tp});
     });
-    if (returned && op.getOutFeatures() % n == 0)
-      shard(op.getResult(), op.getType().getRank() - 1, {tp});
   }
 
   /// Sequence parallelism: the residual stream (every norm's input,

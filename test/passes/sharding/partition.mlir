@@ -1,0 +1,89 @@
+// RUN: meshc-opt %s --split-input-file --meshc-shard-plan --meshc-shard-partition --meshc-shard-verify | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --meshc-shard-plan=sequence-parallel=true --meshc-shard-partition --meshc-shard-verify | FileCheck %s --check-prefix=SP
+
+// Megatron MLP on dp=2 x tp=2 (grid axes 0 = dp, 1 = tp): each rank holds its
+// batch half and its half of the features; the weights are sliced per use
+// (the rank's weight shards); the down projection's partial sums meet in one
+// all_reduce over tp, and its bias is added once, after it. dp needs no
+// communication.
+module attributes {meshc.mesh = "dp=2,tp=2"} {
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: (%{{.+}}: tensor<2x4x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}0], [], []]>})
+// CHECK-SAME: -> (tensor<2x4x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}0], [], []]>})
+// CHECK-DAG: %[[W1:.+]] = shard.all_slice %{{.+}} on @mesh grid_axes = [1] slice_axis = 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-DAG: %[[B1:.+]] = shard.all_slice %{{.+}} on @mesh grid_axes = [1] slice_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+// CHECK-DAG: %[[W2:.+]] = shard.all_slice %{{.+}} on @mesh grid_axes = [1] slice_axis = 0 : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[H:.+]] = dfg.linear %{{.+}}, %[[W1]], %[[B1]] transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[G:.+]] = dfg.gelu %[[H]]
+// CHECK: %[[P:.+]] = dfg.linear %[[G]], %[[W2]] transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[S:.+]] = shard.all_reduce %[[P]] on @mesh grid_axes = [1] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+// CHECK: %[[Y:.+]] = dfg.add %[[S]], %{{.+}} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[Z:.+]], %{{.+}} = dfg.rms_norm %{{.+}} residual(%[[Y]])
+// CHECK: return %[[Z]]
+// CHECK-NOT: shard.all_gather
+
+// With sequence parallelism the norm runs on a quarter of the tokens per
+// rank (dp splits the batch, tp the sequence); the up projection starts with
+// an all_gather of the sequence and the down projection ends in a
+// reduce_scatter back to it.
+// SP-LABEL: func.func @mlp
+// SP: dfg.rms_norm {{.*}} -> tensor<2x2x8xf32>
+// SP: shard.all_gather %{{.+}} on @mesh grid_axes = [1] gather_axis = 1 : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+// SP: dfg.linear
+// SP: dfg.linear
+// SP: shard.reduce_scatter %{{.+}} on @mesh grid_axes = [1] scatter_axis = 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP: dfg.add {{.*}} -> tensor<2x2x8xf32>
+// SP: dfg.rms_norm {{.*}} -> (tensor<2x2x8xf32>, tensor<2x2x8xf32>)
+// SP-NOT: shard.all_reduce
+func.func @mlp(%x: tensor<4x4x8xf32>) -> tensor<4x4x8xf32> {
+  %g0 = dfg.weight "ln.w" in "w.bin" [offset = 0, length = 32] : tensor<8xf32>
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %b1 = dfg.weight "b1" in "w.bin" [offset = 512, length = 64] : tensor<16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 576, length = 512] : tensor<16x8xf32>
+  %b2 = dfg.weight "b2" in "w.bin" [offset = 1088, length = 32] : tensor<8xf32>
+  %n = dfg.rms_norm %x, %g0 axis = -1 epsilon = 1.0e-05 : (tensor<4x4x8xf32>, tensor<8xf32>) -> tensor<4x4x8xf32>
+  %h = dfg.linear %n, %w1, %b1 transpose_weight = false : (tensor<4x4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<4x4x16xf32>
+  %g = dfg.gelu %h exact = false : (tensor<4x4x16xf32>) -> tensor<4x4x16xf32>
+  %y = dfg.linear %g, %w2, %b2 transpose_weight = false : (tensor<4x4x16xf32>, tensor<16x8xf32>, tensor<8xf32>) -> tensor<4x4x8xf32>
+  %z, %sum = dfg.rms_norm %x, %g0 residual(%y) axis = -1 epsilon = 1.0e-05 : (tensor<4x4x8xf32>, tensor<8xf32>, tensor<4x4x8xf32>) -> (tensor<4x4x8xf32>, tensor<4x4x8xf32>)
+  return %z : tensor<4x4x8xf32>
+}
+}
+
+// -----
+
+// Attention block on tp=2: column-parallel Q/K/V, heads split, row-parallel
+// output projection: one all_reduce. The reshape's target shape is made
+// local (4 heads -> 2 per rank).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @attention
+// SP-LABEL: func.func @attention
+// CHECK-COUNT-3: dfg.linear {{.*}} -> tensor<1x8x16xf32>
+// CHECK-COUNT-3: dfg.reshape %{{.+}} to [1, 8, 2, 8] : (tensor<1x8x16xf32>) -> tensor<1x8x2x8xf32>
+// CHECK: dfg.attention {{.*}} -> tensor<1x2x8x8xf32>
+// CHECK: dfg.reshape %{{.+}} to [1, 8, 16]
+// CHECK: dfg.linear {{.*}} : (tensor<1x8x16xf32>, tensor<16x32xf32>) -> tensor<1x8x32xf32>
+// CHECK: shard.all_reduce
+// CHECK-NOT: shard.all_reduce
+// CHECK: return
+func.func @attention(%x: tensor<1x8x32xf32>) -> tensor<1x8x32xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 4096] : tensor<32x32xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 4096, length = 4096] : tensor<32x32xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 8192, length = 4096] : tensor<32x32xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 12288, length = 4096] : tensor<32x32xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %k = dfg.linear %x, %wk transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %v = dfg.linear %x, %wv transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %qr = dfg.reshape %q to [1, 8, 4, 8] : (tensor<1x8x32xf32>) -> tensor<1x8x4x8xf32>
+  %kr = dfg.reshape %k to [1, 8, 4, 8] : (tensor<1x8x32xf32>) -> tensor<1x8x4x8xf32>
+  %vr = dfg.reshape %v to [1, 8, 4, 8] : (tensor<1x8x32xf32>) -> tensor<1x8x4x8xf32>
+  %qt = dfg.transpose %qr perm = [0, 2, 1, 3] : (tensor<1x8x4x8xf32>) -> tensor<1x4x8x8xf32>
+  %kt = dfg.transpose %kr perm = [0, 2, 1, 3] : (tensor<1x8x4x8xf32>) -> tensor<1x4x8x8xf32>
+  %vt = dfg.transpose %vr perm = [0, 2, 1, 3] : (tensor<1x8x4x8xf32>) -> tensor<1x4x8x8xf32>
+  %o = dfg.attention %qt, %kt, %vt scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %ot = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x8x8xf32>) -> tensor<1x8x4x8xf32>
+  %om = dfg.reshape %ot to [1, 8, 32] : (tensor<1x8x4x8xf32>) -> tensor<1x8x32xf32>
+  %y = dfg.linear %om, %wo transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  return %y : tensor<1x8x32xf32>
+}
+}

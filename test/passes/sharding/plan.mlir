@@ -1,0 +1,147 @@
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan | FileCheck %s
+
+// Megatron MLP on tp=2: the up projection's features are split (column
+// parallel), so is the gelu between; the down projection's result stays whole
+// (its contraction is split: partition adds the all_reduce).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK: shard.grid @mesh(shape = 2) {meshc.axes = ["tp"]}
+// CHECK-LABEL: func.func @mlp
+func.func @mlp(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0]]>]}
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  // CHECK: dfg.gelu {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0]]>]}
+  %g = dfg.gelu %h exact = true : (tensor<2x16xf32>) -> tensor<2x16xf32>
+  // CHECK: dfg.linear
+  // CHECK-NOT: meshc.sharding
+  // CHECK-SAME: -> tensor<2x8xf32>
+  %y = dfg.linear %g, %w2 transpose_weight = false : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+}
+
+// -----
+
+// Attention on tp=2 with GQA (4 heads over 2 KV heads): the KV heads are
+// split, the query heads with them, and the split reaches back through the
+// transpose and reshape to the projection's output features.
+module attributes {meshc.mesh = "tp=2"} {
+// The KV arguments (a cache, say) and the result are split by heads too.
+// CHECK-LABEL: func.func @heads
+// CHECK-SAME: %{{.*}}: tensor<1x2x8x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}], [0], [], []]>}
+// CHECK-SAME: -> (tensor<1x4x8x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}], [0], [], []]>})
+func.func @heads(%x: tensor<1x8x32xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 4096] : tensor<32x32xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  // CHECK: dfg.reshape {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+  %r = dfg.reshape %q to [1, 8, 4, 8] : (tensor<1x8x32xf32>) -> tensor<1x8x4x8xf32>
+  // CHECK: dfg.transpose {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]}
+  %t = dfg.transpose %r perm = [0, 2, 1, 3] : (tensor<1x8x4x8xf32>) -> tensor<1x4x8x8xf32>
+  // CHECK: dfg.attention {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]}
+  %o = dfg.attention %t, %k, %v scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %o : tensor<1x4x8x8xf32>
+}
+}
+
+// -----
+
+// dp=2: the batch of every argument is split, and with it every activation.
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @batch
+// CHECK-SAME: (%{{.*}}: tensor<4x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}0], []]>})
+// CHECK-SAME: -> (tensor<4x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}0], []]>})
+func.func @batch(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: dfg.softmax {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}0], []]>]}
+  %s = dfg.softmax %x axis = 1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+}
+
+// -----
+
+// A packed QKV projection (a linear split in three) becomes three linears
+// on slices of the weight, each column parallel.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @packed
+func.func @packed(%x: tensor<1x8x8xf32>) -> (tensor<1x8x8xf32>, tensor<1x8x8xf32>) {
+  %w = dfg.weight "qkv" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  // CHECK: %[[W0:.+]] = dfg.slice %{{.+}} starts = [0] ends = [8] axes = [1]
+  // CHECK: dfg.linear %{{.+}}, %[[W0]] {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]
+  // CHECK: %[[W1:.+]] = dfg.slice %{{.+}} starts = [8] ends = [16] axes = [1]
+  // CHECK: dfg.linear %{{.+}}, %[[W1]] {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]
+  // CHECK-NOT: dfg.split
+  %y = dfg.linear %x, %w transpose_weight = false : (tensor<1x8x8xf32>, tensor<8x16xf32>) -> tensor<1x8x16xf32>
+  %a, %b = dfg.split %y axis = 2 sizes = [8, 8] : (tensor<1x8x16xf32>) -> (tensor<1x8x8xf32>, tensor<1x8x8xf32>)
+  %ra = dfg.reshape %a to [1, 8, 2, 4] : (tensor<1x8x8xf32>) -> tensor<1x8x2x4xf32>
+  %ta = dfg.transpose %ra perm = [0, 2, 1, 3] : (tensor<1x8x2x4xf32>) -> tensor<1x2x8x4xf32>
+  %o = dfg.attention %ta, %ta, %ta scale = 0.5 causal = true : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  %to = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x2x8x4xf32>) -> tensor<1x8x2x4xf32>
+  %m = dfg.reshape %to to [1, 8, 8] : (tensor<1x8x2x4xf32>) -> tensor<1x8x8xf32>
+  %s = dfg.add %m, %b : (tensor<1x8x8xf32>, tensor<1x8x8xf32>) -> tensor<1x8x8xf32>
+  return %s, %b : tensor<1x8x8xf32>, tensor<1x8x8xf32>
+}
+}
+
+// -----
+
+module attributes {meshc.mesh = "tp=4"} {
+func.func @heads_do_not_divide(%q: tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op has 6 heads, which tp=4 does not divide}}
+  %o = dfg.attention %q, %q, %q scale = 0.353553385 causal = true : (tensor<1x6x8x8xf32>, tensor<1x6x8x8xf32>, tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32>
+  return %o : tensor<1x6x8x8xf32>
+}
+}
+
+// -----
+
+module attributes {meshc.mesh = "tp=4"} {
+func.func @kv_heads_do_not_divide(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op has 2 KV heads, which tp=4 does not divide}}
+  %o = dfg.attention %q, %k, %k scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %o : tensor<1x4x8x8xf32>
+}
+}
+
+// -----
+
+module attributes {meshc.mesh = "tp=4"} {
+func.func @mlp_features_do_not_divide(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 320] : tensor<8x10xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 320, length = 320] : tensor<10x8xf32>
+  // expected-error @+1 {{'dfg.linear' op has 10 MLP features, which tp=4 does not divide}}
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<2x8xf32>, tensor<8x10xf32>) -> tensor<2x10xf32>
+  %g = dfg.silu %h : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  %y = dfg.linear %g, %w2 transpose_weight = false : (tensor<2x10xf32>, tensor<10x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+}
+
+// -----
+
+module attributes {meshc.mesh = "dp=2"} {
+// expected-error @+1 {{input '#0' has batch 3, which dp=2 does not divide}}
+func.func @batch_does_not_divide(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
+  %s = dfg.softmax %x axis = 1 : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  return %s : tensor<3x8xf32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{invalid mesh 'tp=2,tp=2': axis 'tp' is given more than once}}
+module attributes {meshc.mesh = "tp=2,tp=2"} {
+func.func @bad_mesh(%x: tensor<2xf32>) -> tensor<2xf32> {
+  return %x : tensor<2xf32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{no device mesh: run meshc-shard-plan with mesh=...}}
+module {
+func.func @no_mesh(%x: tensor<2xf32>) -> tensor<2xf32> {
+  return %x : tensor<2xf32>
+}
+}
