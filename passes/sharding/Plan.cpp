@@ -259,7 +259,7 @@ private:
         return isa<func::ReturnOp>(user);
       });
       const TensorSharding &in = stateOf(op.getInput());
-      if (returned && isReplicated(in) && op.getOutFeatures() % n == 0)
+      if (returned && in.back().empty() && op.getOutFeatures() % n == 0)
         shard(op.getResult(), op.getType().getRank() - 1, {tp});
     });
   }
