@@ -306,10 +306,10 @@ int runDriver(int argc, char **argv) {
     if (planCmd && (planBatch == 0 || planSeq == 0))
       return fail(command, "--batch and --seq must be at least 1");
     if (compileCmd && compileEmit == Emit::Sharded)
-      return runCompileSharded(
-          model, meshSpec->str(), sequenceParallel,
-          compileOutput.getNumOccurrences() ? StringRef(compileOutput)
-                                            : StringRef("-"));
+      return runCompileSharded(model, meshSpec->str(), sequenceParallel,
+                               compileOutput.getNumOccurrences()
+                                   ? StringRef(compileOutput)
+                                   : StringRef("-"));
     return notImplemented(command);
   }
   if (runCmd) {

@@ -120,9 +120,9 @@ int runEvalTool(int argc, char **argv) {
                                            : weightsDir.getValue();
   // A partitioned program runs on every rank of its grid.
   auto grids = module->getOps<shard::GridOp>();
-  auto outputs = grids.empty() ? dfg::evaluate(func, args, weights)
-                               : dfg::evaluateSpmd(func, *grids.begin(), args,
-                                                   weights);
+  auto outputs = grids.empty()
+                     ? dfg::evaluate(func, args, weights)
+                     : dfg::evaluateSpmd(func, *grids.begin(), args, weights);
   if (failed(outputs))
     return 1;
   if (std::error_code ec = sys::fs::create_directories(outputDir))

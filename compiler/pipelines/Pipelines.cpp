@@ -23,9 +23,9 @@ struct GraphPipelineOptions : mlir::PassPipelineOptions<GraphPipelineOptions> {
 };
 struct ShardingPipelineOptions
     : mlir::PassPipelineOptions<ShardingPipelineOptions> {
-  Option<std::string> mesh{
-      *this, "mesh", llvm::cl::desc("Device mesh, e.g. dp=2,tp=2"),
-      llvm::cl::init("")};
+  Option<std::string> mesh{*this, "mesh",
+                           llvm::cl::desc("Device mesh, e.g. dp=2,tp=2"),
+                           llvm::cl::init("")};
   Option<bool> sequenceParallel{
       *this, "sequence-parallel",
       llvm::cl::desc("Split the residual stream along the sequence over tp"),

@@ -26,8 +26,8 @@
 #include "passes/Passes.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
-#include "dialects/dfg/Sharding/ShardingRules.h"
 #include "dialects/dfg/Sharding/Sharding.h"
+#include "dialects/dfg/Sharding/ShardingRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -96,10 +96,9 @@ public:
     SmallVector<Type> resultTypes;
     for (OpOperand &operand : ret->getOpOperands()) {
       auto type = cast<RankedTensorType>(operand.get().getType());
-      TensorSharding s =
-          fromAttr(func_.getResultAttr(operand.getOperandNumber(),
-                                       kShardingAttr),
-                   type.getRank());
+      TensorSharding s = fromAttr(
+          func_.getResultAttr(operand.getOperandNumber(), kShardingAttr),
+          type.getRank());
       Value v = reshard(operand.get(), s, ret->getLoc());
       operand.set(v);
       resultTypes.push_back(v.getType());
@@ -170,8 +169,8 @@ private:
       if (!ShapedType::isDynamic(shape[d]))
         shape[d] /= groupSize(grid_, to[d]);
       v = shard::AllSliceOp::create(
-          b_, loc, RankedTensorType::get(shape, type.getElementType()), v,
-          grid, to[d], d);
+          b_, loc, RankedTensorType::get(shape, type.getElementType()), v, grid,
+          to[d], d);
     }
     return v;
   }
@@ -241,10 +240,9 @@ private:
       // x W + b with x and W split along `in`: sum the partial products,
       // then add b once.
       bias = mapping.lookup(linear.getBias());
-      local = dfg::LinearOp::create(
-          b_, loc, mapping.lookup(linear.getInput()),
-          mapping.lookup(linear.getWeight()), Value(),
-          linear.getTransposeWeight());
+      local = dfg::LinearOp::create(b_, loc, mapping.lookup(linear.getInput()),
+                                    mapping.lookup(linear.getWeight()), Value(),
+                                    linear.getTransposeWeight());
     } else {
       local = b_.clone(*op, mapping);
       local->removeAttr(kShardingAttr);
@@ -285,13 +283,11 @@ private:
         // exactly the contraction's axes, all_reduce otherwise.
         auto type = cast<RankedTensorType>(v.getType());
         int64_t n = groupSize(grid_, partialAxes);
-        auto scatter = llvm::find_if(llvm::seq<size_t>(0, want.size()),
-                                     [&](size_t d) {
-                                       return want[d] == partialAxes &&
-                                              have[d].empty() &&
-                                              !type.isDynamicDim(d) &&
-                                              type.getDimSize(d) % n == 0;
-                                     });
+        auto scatter =
+            llvm::find_if(llvm::seq<size_t>(0, want.size()), [&](size_t d) {
+              return want[d] == partialAxes && have[d].empty() &&
+                     !type.isDynamicDim(d) && type.getDimSize(d) % n == 0;
+            });
         if (scatter != llvm::seq<size_t>(0, want.size()).end()) {
           size_t d = *scatter;
           SmallVector<int64_t> shape(type.getShape());

@@ -28,8 +28,8 @@
 #include "passes/Passes.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
-#include "dialects/dfg/Sharding/ShardingRules.h"
 #include "dialects/dfg/Sharding/Sharding.h"
+#include "dialects/dfg/Sharding/ShardingRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -73,8 +73,8 @@ void splitPackedProjections(func::FuncOp func) {
     Location loc = linear.getLoc();
     int64_t weightAxis = linear.getTransposeWeight() ? 0 : 1;
     int64_t start = 0;
-    for (auto [size, part] : llvm::zip_equal(split.getSizes(),
-                                             split.getResults())) {
+    for (auto [size, part] :
+         llvm::zip_equal(split.getSizes(), split.getResults())) {
       auto cut = [&](Value v, int64_t axis) {
         return dfg::SliceOp::create(b, loc, v, {start}, {start + size}, {axis},
                                     {1})
@@ -82,9 +82,9 @@ void splitPackedProjections(func::FuncOp func) {
       };
       Value weight = cut(linear.getWeight(), weightAxis);
       Value bias = linear.getBias() ? cut(linear.getBias(), 0) : Value();
-      auto piece = dfg::LinearOp::create(b, loc, part.getType(),
-                                         linear.getInput(), weight, bias,
-                                         linear.getTransposeWeight());
+      auto piece =
+          dfg::LinearOp::create(b, loc, part.getType(), linear.getInput(),
+                                weight, bias, linear.getTransposeWeight());
       part.replaceAllUsesWith(piece.getResult());
       start += size;
     }
@@ -170,8 +170,8 @@ private:
   }
 
   std::string inputName(BlockArgument arg) {
-    if (auto name = func_.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                       "onnx.name"))
+    if (auto name =
+            func_.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name"))
       return name.str();
     return "#" + std::to_string(arg.getArgNumber());
   }
@@ -287,10 +287,8 @@ private:
     });
   }
 
-  LogicalResult propagate(
-      llvm::function_ref<bool(Operation *)> allowed = [](Operation *) {
-        return true;
-      }) {
+  LogicalResult propagate(llvm::function_ref<bool(Operation *)> allowed =
+                              [](Operation *) { return true; }) {
     while (!worklist_.empty()) {
       Operation *op = worklist_.pop_back_val();
       if (!isa<dfg::DfgDialect>(op->getDialect()) ||

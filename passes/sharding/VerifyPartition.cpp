@@ -38,8 +38,8 @@ LogicalResult verifyAxes(Operation *op, shard::GridOp grid,
   int64_t rank = grid.getShape().size();
   for (auto [i, a] : llvm::enumerate(axes)) {
     if (a < 0 || a >= rank)
-      return op->emitOpError(what) << " names grid axis " << a
-                                   << ", but the grid has " << rank;
+      return op->emitOpError(what)
+             << " names grid axis " << a << ", but the grid has " << rank;
     if (llvm::is_contained(axes.take_front(i), a))
       return op->emitOpError(what) << " names grid axis " << a << " twice";
     if (grid.getShape()[a] <= 1)
@@ -72,7 +72,8 @@ LogicalResult verifyResize(Operation *op, Value in, Value out, int64_t dim,
 }
 
 LogicalResult verifyCollective(Operation *op, shard::GridOp grid) {
-  auto check = [&](StringRef gridName, ArrayRef<int16_t> axes) -> LogicalResult {
+  auto check = [&](StringRef gridName,
+                   ArrayRef<int16_t> axes) -> LogicalResult {
     if (gridName != grid.getSymName())
       return op->emitOpError("names grid @")
              << gridName << "; the module's grid is @" << grid.getSymName();
@@ -82,24 +83,23 @@ LogicalResult verifyCollective(Operation *op, shard::GridOp grid) {
   };
   if (auto g = dyn_cast<shard::AllGatherOp>(op)) {
     int64_t n = groupSize(grid, g.getGridAxes());
-    return failure(failed(check(g.getGrid(), g.getGridAxes())) ||
-                   failed(verifyResize(op, g.getInput(), g.getResult(),
-                                       g.getGatherAxis().getSExtValue(), n,
-                                       1)));
+    return failure(
+        failed(check(g.getGrid(), g.getGridAxes())) ||
+        failed(verifyResize(op, g.getInput(), g.getResult(),
+                            g.getGatherAxis().getSExtValue(), n, 1)));
   }
   if (auto s = dyn_cast<shard::AllSliceOp>(op)) {
     int64_t n = groupSize(grid, s.getGridAxes());
     return failure(failed(check(s.getGrid(), s.getGridAxes())) ||
                    failed(verifyResize(op, s.getInput(), s.getResult(),
-                                       s.getSliceAxis().getSExtValue(), 1,
-                                       n)));
+                                       s.getSliceAxis().getSExtValue(), 1, n)));
   }
   if (auto r = dyn_cast<shard::ReduceScatterOp>(op)) {
     int64_t n = groupSize(grid, r.getGridAxes());
-    return failure(failed(check(r.getGrid(), r.getGridAxes())) ||
-                   failed(verifyResize(op, r.getInput(), r.getResult(),
-                                       r.getScatterAxis().getSExtValue(), 1,
-                                       n)));
+    return failure(
+        failed(check(r.getGrid(), r.getGridAxes())) ||
+        failed(verifyResize(op, r.getInput(), r.getResult(),
+                            r.getScatterAxis().getSExtValue(), 1, n)));
   }
   if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
     if (r.getInput().getType() != r.getResult().getType())

@@ -187,8 +187,8 @@ SpmdEvaluator::run(func::FuncOp func, ArrayRef<EvalTensor> inputs) {
         failed(verifyCompatibleShape(type.getShape(), perRank[0].shape)))
       return func.emitError("input #")
              << arg.getArgNumber() << " gives each rank a "
-             << perRank[0].shape.size() << "-d block of "
-             << input.elementType << " that does not match " << type;
+             << perRank[0].shape.size() << "-d block of " << input.elementType
+             << " that does not match " << type;
     values_[arg] = std::move(perRank);
   }
 

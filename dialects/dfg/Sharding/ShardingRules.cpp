@@ -31,8 +31,9 @@ public:
   TensorFactors fresh(ArrayRef<int64_t> shape, FactorKind kind) {
     TensorFactors t;
     for (auto [i, size] : llvm::enumerate(shape))
-      t.push_back(size == 1 ? DimFactors{}
-                            : DimFactors{factor(size, kind, "dim " + Twine(i))});
+      t.push_back(size == 1
+                      ? DimFactors{}
+                      : DimFactors{factor(size, kind, "dim " + Twine(i))});
     return t;
   }
 
@@ -240,9 +241,8 @@ ShardingRule slice(SliceOp op) {
   ArrayRef<int64_t> out = shapeOf(op.getResult());
   // A dimension the slice keeps whole stays shardable.
   SmallVector<int64_t> sliced;
-  for (auto [axis, start, end, step] :
-       llvm::zip_equal(op.getAxes(), op.getStarts(), op.getEnds(),
-                       op.getSteps())) {
+  for (auto [axis, start, end, step] : llvm::zip_equal(
+           op.getAxes(), op.getStarts(), op.getEnds(), op.getSteps())) {
     int64_t a = normalizeAxis(axis, in.size());
     bool whole = start == 0 && step == 1 && in[a] == out[a] &&
                  !ShapedType::isDynamic(in[a]);
@@ -387,8 +387,7 @@ ShardingRule gather(GatherOp op) {
 }
 
 /// Normalised dimensions [axis, rank) whole; leading ones parallel.
-template <typename NormOp>
-ShardingRule norm(NormOp op) {
+template <typename NormOp> ShardingRule norm(NormOp op) {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(op.getInput());
   int64_t axis = normalizeAxis(static_cast<int64_t>(op.getAxis()), in.size());
@@ -397,9 +396,8 @@ ShardingRule norm(NormOp op) {
     for (int f : x[d])
       b.at(f).kind = FactorKind::Pinned;
   auto trailing = [&](Value v) {
-    return RuleBuilder::broadcastTo(
-        shapeOf(v), in.drop_front(axis),
-        TensorFactors(x.begin() + axis, x.end()));
+    return RuleBuilder::broadcastTo(shapeOf(v), in.drop_front(axis),
+                                    TensorFactors(x.begin() + axis, x.end()));
   };
   b.operand(x);
   b.operand(trailing(op.getScale()));
