@@ -122,44 +122,17 @@ private:
   int errors = 0;
 };
 
-/// meshc import MODEL [-o FILE] [--optimize]
-int runImport(StringRef model, StringRef output, bool optimize) {
+/// Imports `model`, runs the pipelines `build` adds (given the model's
+/// folder, where its weights are) and writes the IR to `output`.
+int runFrontEnd(
+    StringRef command, StringRef model, StringRef output,
+    llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
   mlir::DialectRegistry registry;
   registerAllMeshcDialects(registry);
   mlir::MLIRContext context(registry);
   // One line per problem: no dump of the operation after each diagnostic.
   context.printOpOnDiagnostic(false);
-  DiagnosticPrinter diagnostics(context, "import");
-
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      onnximport::importOnnxModel(context, model);
-  if (!module)
-    return 1;
-  if (optimize) {
-    mlir::PassManager pm(&context);
-    SmallString<256> folder = sys::path::parent_path(model);
-    buildGraphPipeline(pm, folder.empty() ? StringRef(".") : folder.str());
-    if (failed(pm.run(*module)))
-      return 1;
-  }
-  std::string error;
-  auto out = mlir::openOutputFile(output, &error);
-  if (!out)
-    return fail("import", error);
-  module->print(out->os());
-  out->keep();
-  return diagnostics.sawError() ? 1 : 0;
-}
-
-/// meshc compile MODEL --mesh M --emit sharded [-o FILE]: import, the graph
-/// pipeline, then the sharding pipeline; writes the SPMD program.
-int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
-                      StringRef output) {
-  mlir::DialectRegistry registry;
-  registerAllMeshcDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
-  DiagnosticPrinter diagnostics(context, "compile");
+  DiagnosticPrinter diagnostics(context, command);
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       onnximport::importOnnxModel(context, model);
@@ -167,17 +140,36 @@ int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
     return 1;
   mlir::PassManager pm(&context);
   SmallString<256> folder = sys::path::parent_path(model);
-  buildGraphPipeline(pm, folder.empty() ? StringRef(".") : folder.str());
-  buildShardingPipeline(pm, mesh, sequenceParallel);
-  if (failed(pm.run(*module)))
+  build(pm, folder.empty() ? StringRef(".") : folder.str());
+  if (!pm.getPasses().empty() && failed(pm.run(*module)))
     return 1;
   std::string error;
   auto out = mlir::openOutputFile(output, &error);
   if (!out)
-    return fail("compile", error);
+    return fail(command, error);
   module->print(out->os());
   out->keep();
   return diagnostics.sawError() ? 1 : 0;
+}
+
+/// meshc import MODEL [-o FILE] [--optimize]
+int runImport(StringRef model, StringRef output, bool optimize) {
+  return runFrontEnd("import", model, output,
+                     [&](mlir::OpPassManager &pm, StringRef folder) {
+                       if (optimize)
+                         buildGraphPipeline(pm, folder);
+                     });
+}
+
+/// meshc compile MODEL --mesh M --emit sharded [-o FILE]: import, the graph
+/// pipeline, then the sharding pipeline; writes the SPMD program.
+int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
+                      StringRef output) {
+  return runFrontEnd("compile", model, output,
+                     [&](mlir::OpPassManager &pm, StringRef folder) {
+                       buildGraphPipeline(pm, folder);
+                       buildShardingPipeline(pm, mesh, sequenceParallel);
+                     });
 }
 
 void printVersion(raw_ostream &os) {

@@ -337,13 +337,11 @@ class ShardPartitionPass
     : public impl::ShardPartitionPassBase<ShardPartitionPass> {
 public:
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<shard::GridOp> grid = lookupGrid(module);
-    if (failed(grid))
-      return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(Partitioner(*grid, func).run()))
-        return signalPassFailure();
+    if (failed(forEachFunctionOnGrid(getOperation(),
+                                     [](func::FuncOp func, shard::GridOp grid) {
+                                       return Partitioner(grid, func).run();
+                                     })))
+      signalPassFailure();
   }
 };
 

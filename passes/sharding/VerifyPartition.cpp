@@ -113,13 +113,11 @@ LogicalResult verifyCollective(Operation *op, shard::GridOp grid) {
 class ShardVerifyPass : public impl::ShardVerifyPassBase<ShardVerifyPass> {
 public:
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<shard::GridOp> grid = lookupGrid(module);
-    if (failed(grid))
-      return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(verify(func, *grid)))
-        return signalPassFailure();
+    if (failed(forEachFunctionOnGrid(
+            getOperation(), [&](func::FuncOp func, shard::GridOp grid) {
+              return verify(func, grid);
+            })))
+      signalPassFailure();
   }
 
 private:

@@ -25,6 +25,18 @@ FailureOr<shard::GridOp> lookupGrid(ModuleOp module) {
   return *grids.begin();
 }
 
+LogicalResult forEachFunctionOnGrid(
+    ModuleOp module,
+    function_ref<LogicalResult(func::FuncOp, shard::GridOp)> fn) {
+  FailureOr<shard::GridOp> grid = lookupGrid(module);
+  if (failed(grid))
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && failed(fn(func, *grid)))
+      return failure();
+  return success();
+}
+
 FailureOr<shard::GridOp> resolveGrid(ModuleOp module, StringRef mesh) {
   std::string text = mesh.str();
   if (text.empty())

@@ -10,6 +10,7 @@
 #ifndef MESHC_DIALECTS_DFG_SHARDING_SHARDING_H
 #define MESHC_DIALECTS_DFG_SHARDING_SHARDING_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -44,6 +45,14 @@ mlir::FailureOr<mlir::shard::GridOp> resolveGrid(mlir::ModuleOp module,
 
 /// The module's existing grid, or failure with an error at the module.
 mlir::FailureOr<mlir::shard::GridOp> lookupGrid(mlir::ModuleOp module);
+
+/// Runs `fn` on every function with a body in `module`, with the module's
+/// grid; stops at the first failure (also when there is no grid).
+mlir::LogicalResult forEachFunctionOnGrid(
+    mlir::ModuleOp module,
+    llvm::function_ref<mlir::LogicalResult(mlir::func::FuncOp,
+                                           mlir::shard::GridOp)>
+        fn);
 
 /// The grid axis named `name`, if the grid has one of size > 1.
 std::optional<mlir::shard::GridAxis> findAxis(mlir::shard::GridOp grid,

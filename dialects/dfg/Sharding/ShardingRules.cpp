@@ -50,6 +50,14 @@ public:
     return t;
   }
 
+  /// A pinned factor of its own for dimension `d` of `shape` (none when the
+  /// dimension has size 1).
+  DimFactors pinned(ArrayRef<int64_t> shape, int64_t d) {
+    return shape[d] == 1 ? DimFactors{}
+                         : DimFactors{factor(shape[d], FactorKind::Pinned,
+                                             "dim " + Twine(d))};
+  }
+
   void operand(TensorFactors t) { rule_.operands.push_back(std::move(t)); }
   void result(TensorFactors t) { rule_.results.push_back(std::move(t)); }
   Factor &at(int f) { return rule_.factors[f]; }
@@ -179,22 +187,18 @@ ShardingRule reshape(ReshapeOp op) {
       (split ? inF[i] : outF[o]) = whole;
     } else {
       for (size_t k = i; k < i1; ++k)
-        if (in[k] != 1)
-          inF[k] = {b.factor(in[k], FactorKind::Pinned, "dim " + Twine(k))};
+        inF[k] = b.pinned(in, k);
       for (size_t k = o; k < o1; ++k)
-        if (out[k] != 1)
-          outF[k] = {b.factor(out[k], FactorKind::Pinned, "dim " + Twine(k))};
+        outF[k] = b.pinned(out, k);
     }
     i = i1;
     o = o1;
   }
   // Whatever did not pair is pinned.
   for (; i < in.size(); ++i)
-    if (in[i] != 1)
-      inF[i] = {b.factor(in[i], FactorKind::Pinned, "dim " + Twine(i))};
+    inF[i] = b.pinned(in, i);
   for (; o < out.size(); ++o)
-    if (out[o] != 1)
-      outF[o] = {b.factor(out[o], FactorKind::Pinned, "dim " + Twine(o))};
+    outF[o] = b.pinned(out, o);
   b.operand(inF);
   b.result(outF);
   return b.take();
@@ -219,10 +223,7 @@ ShardingRule alongAxis(Operation *op, int64_t axis) {
   TensorFactors shared = b.fresh(shape, FactorKind::Parallel);
   auto own = [&](Value v) {
     TensorFactors t = shared;
-    int64_t size = shapeOf(v)[axis];
-    t[axis] = size == 1 ? DimFactors{}
-                        : DimFactors{b.factor(size, FactorKind::Pinned,
-                                              "dim " + Twine(axis))};
+    t[axis] = b.pinned(shapeOf(v), axis);
     return t;
   };
   for (Value v : op->getOperands())
@@ -253,12 +254,8 @@ ShardingRule slice(SliceOp op) {
   TensorFactors tin = b.fresh(in, FactorKind::Parallel);
   TensorFactors tout = tin;
   for (int64_t a : sliced) {
-    tin[a] = in[a] == 1 ? DimFactors{}
-                        : DimFactors{b.factor(in[a], FactorKind::Pinned,
-                                              "dim " + Twine(a))};
-    tout[a] = out[a] == 1 ? DimFactors{}
-                          : DimFactors{b.factor(out[a], FactorKind::Pinned,
-                                                "dim " + Twine(a))};
+    tin[a] = b.pinned(in, a);
+    tout[a] = b.pinned(out, a);
   }
   b.operand(tin);
   b.result(tout);
