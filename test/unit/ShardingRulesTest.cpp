@@ -1,0 +1,131 @@
+//===- ShardingRulesTest.cpp - Factor rules of dfg ops ---------------------===//
+//
+// Part of meshc. The factor rules that planning and partition read: which
+// factors make up each dimension, and which may be sharded how.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/Sharding/ShardingRules.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace meshc::dfg;
+
+namespace {
+
+class ShardingRulesTest : public ::testing::Test {
+protected:
+  ShardingRulesTest() : builder(&ctx) {
+    ctx.loadDialect<DfgDialect>();
+    module = ModuleOp::create(builder.getUnknownLoc());
+    builder.setInsertionPointToEnd(module->getBody());
+  }
+
+  RankedTensorType f32(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, builder.getF32Type());
+  }
+  Value weight(ArrayRef<int64_t> shape) {
+    RankedTensorType type = f32(shape);
+    return WeightOp::create(builder, builder.getUnknownLoc(), type, "w",
+                            "w.bin", 0, type.getNumElements() * 4);
+  }
+  ShardingRule rule(Operation *op) {
+    FailureOr<ShardingRule> r = getShardingRule(op);
+    EXPECT_TRUE(succeeded(r));
+    return succeeded(r) ? *r : ShardingRule();
+  }
+
+  MLIRContext ctx;
+  OpBuilder builder;
+  OwningOpRef<ModuleOp> module;
+};
+
+// [B, S, H*D] -> [B, S, H, D]: the merged dimension is (h, d), outermost
+// first, so splitting it splits the heads.
+TEST_F(ShardingRulesTest, ReshapeSplitsADimensionIntoFactors) {
+  Value x = weight({2, 8, 32});
+  auto op = ReshapeOp::create(builder, builder.getUnknownLoc(), x,
+                              ArrayRef<int64_t>{2, 8, 4, 8});
+  ShardingRule r = rule(op);
+  ASSERT_EQ(r.operands.size(), 1u);
+  const TensorFactors &in = r.operands[0], &out = r.results[0];
+  ASSERT_EQ(in[2].size(), 2u);
+  EXPECT_EQ(in[2][0], out[2][0]);
+  EXPECT_EQ(in[2][1], out[3][0]);
+  EXPECT_EQ(in[0], out[0]);
+  EXPECT_EQ(r.factors[out[2][0]].size, 4);
+  EXPECT_EQ(r.factors[out[2][0]].kind, FactorKind::Parallel);
+}
+
+// A reshape that regroups dimensions ([6, 4] -> [4, 6]) pins them.
+TEST_F(ShardingRulesTest, ReshapeThatRegroupsIsPinned) {
+  Value x = weight({6, 4});
+  auto op = ReshapeOp::create(builder, builder.getUnknownLoc(), x,
+                              ArrayRef<int64_t>{4, 6});
+  ShardingRule r = rule(op);
+  for (const DimFactors &d : r.operands[0])
+    for (int f : d)
+      EXPECT_EQ(r.factors[f].kind, FactorKind::Pinned);
+  EXPECT_NE(r.operands[0][0], r.results[0][0]);
+}
+
+// linear: `in` is a reduction shared by input and weight; `out` by weight,
+// bias and result; with transpose_weight the weight is [out, in].
+TEST_F(ShardingRulesTest, LinearContractsInFeatures) {
+  Value x = weight({2, 8}), w = weight({16, 8}), bias = weight({16});
+  auto op = LinearOp::create(builder, builder.getUnknownLoc(), x, w, bias,
+                             /*transpose_weight=*/true);
+  ShardingRule r = rule(op);
+  int in = r.operands[0][1][0], out = r.results[0][1][0];
+  EXPECT_EQ(r.factors[in].kind, FactorKind::Reduction);
+  EXPECT_EQ(r.factors[out].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.operands[1][0], DimFactors{out});
+  EXPECT_EQ(r.operands[1][1], DimFactors{in});
+  EXPECT_EQ(r.operands[2][0], DimFactors{out});
+  EXPECT_EQ(r.results[0][0], r.operands[0][0]);
+}
+
+// GQA: query heads are (kv_heads, group), so the KV heads lead them; the key
+// sequence is pinned.
+TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
+  Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
+  auto op = AttentionOp::create(builder, builder.getUnknownLoc(),
+                                TypeRange{f32({1, 4, 8, 8})}, q, k, k, Value(),
+                                Value(), Value(), builder.getF32FloatAttr(0.5),
+                                builder.getBoolAttr(true),
+                                builder.getF32FloatAttr(0.0));
+  ShardingRule r = rule(op);
+  const DimFactors &qHeads = r.operands[0][1], &kHeads = r.operands[1][1];
+  ASSERT_EQ(qHeads.size(), 2u);
+  EXPECT_EQ(qHeads[0], kHeads[0]);
+  EXPECT_EQ(r.factors[qHeads[0]].size, 2);
+  EXPECT_EQ(r.factors[qHeads[1]].size, 2);
+  EXPECT_EQ(r.factors[r.operands[1][2][0]].kind, FactorKind::Pinned);
+  EXPECT_EQ(r.results[0][1], qHeads);
+}
+
+// Broadcast operands carry no factor on their size-1 dimensions; summing
+// over an axis makes it a reduction, a mean pins it.
+TEST_F(ShardingRulesTest, BroadcastAndReductions) {
+  Value a = weight({4, 8}), b = weight({1, 8});
+  auto add = AddOp::create(builder, builder.getUnknownLoc(), a, b);
+  ShardingRule r = rule(add);
+  EXPECT_TRUE(r.operands[1][0].empty());
+  EXPECT_EQ(r.operands[1][1], r.results[0][1]);
+
+  auto sum = ReduceSumOp::create(builder, builder.getUnknownLoc(), a,
+                                 ArrayRef<int64_t>{1}, false);
+  ShardingRule s = rule(sum);
+  EXPECT_EQ(s.factors[s.operands[0][1][0]].kind, FactorKind::Reduction);
+  auto mean = ReduceMeanOp::create(builder, builder.getUnknownLoc(), a,
+                                   ArrayRef<int64_t>{1}, false);
+  ShardingRule m = rule(mean);
+  EXPECT_EQ(m.factors[m.operands[0][1][0]].kind, FactorKind::Pinned);
+}
+
+} // namespace
