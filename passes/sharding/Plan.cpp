@@ -230,12 +230,16 @@ private:
         ups.push_back(up);
         continue;
       }
+      // Elementwise only, in any element type (bf16 matmuls often have
+      // their activation computed in f32 between casts).
+      auto shape = [](Value x) {
+        return cast<RankedTensorType>(x.getType()).getShape();
+      };
       if (!isa<dfg::GeluOp, dfg::SiluOp, dfg::MulOp, dfg::AddOp, dfg::CastOp,
-               dfg::TanhOp, dfg::SigmoidOp, dfg::ErfOp>(def) ||
-          def->getResult(0).getType() != v.getType())
+               dfg::TanhOp, dfg::SigmoidOp, dfg::ErfOp>(def))
         return success();
       for (Value operand : def->getOperands())
-        if (operand.getType() == v.getType())
+        if (shape(operand) == shape(v))
           stack.push_back(operand);
     }
     for (dfg::LinearOp up : ups) {
@@ -255,11 +259,16 @@ private:
   void seedLmHeads(shard::GridAxis tp) {
     int64_t n = grid_.getShape()[tp];
     func_.walk([&](dfg::LinearOp op) {
-      bool returned = llvm::any_of(op->getUsers(), [](Operation *user) {
-        return isa<func::ReturnOp>(user);
-      });
+      // Returned, directly or through casts (bf16 logits widened to f32).
+      std::function<bool(Value)> returned = [&](Value v) {
+        return llvm::any_of(v.getUsers(), [&](Operation *user) {
+          return isa<func::ReturnOp>(user) ||
+                 (isa<dfg::CastOp>(user) && returned(user->getResult(0)));
+        });
+      };
       const TensorSharding &in = stateOf(op.getInput());
-      if (returned && in.back().empty() && op.getOutFeatures() % n == 0)
+      if (returned(op.getResult()) && in.back().empty() &&
+          op.getOutFeatures() % n == 0)
         shard(op.getResult(), op.getType().getRank() - 1, {tp});
     });
   }
