@@ -156,7 +156,8 @@ def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
 
     Refused with a message naming the op and the numbers: heads or KV heads
     that tp does not divide, MLP features that tp does not divide, a batch
-    that dp does not divide.
+    that dp does not divide; and, until pipeline parallelism exists, a mesh
+    with a pp axis.
 
     Before (mesh = "tp=2"):
 

@@ -382,6 +382,12 @@ public:
     FailureOr<shard::GridOp> grid = resolveGrid(module, mesh);
     if (failed(grid))
       return signalPassFailure();
+    if (findAxis(*grid, "pp")) {
+      module.emitError("pipeline parallelism (pp=")
+          << grid->getShape()[*findAxis(*grid, "pp")]
+          << ") is not implemented yet; use dp and tp";
+      return signalPassFailure();
+    }
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
