@@ -341,23 +341,26 @@ private:
     return success();
   }
 
+  bool isSharded(Value v) const {
+    auto it = state_.find(v);
+    return it != state_.end() && !isReplicated(it->second);
+  }
+
   void annotate() {
     MLIRContext *context = func_.getContext();
     for (BlockArgument arg : func_.getArguments())
-      if (state_.count(arg) && !isReplicated(state_[arg]))
+      if (isSharded(arg))
         func_.setArgAttr(arg.getArgNumber(), kShardingAttr,
                          toAttr(context, state_[arg]));
     func_.walk([&](Operation *op) {
       if (isa<func::ReturnOp>(op)) {
         for (auto [i, v] : llvm::enumerate(op->getOperands()))
-          if (state_.count(v) && !isReplicated(state_[v]))
+          if (isSharded(v))
             func_.setResultAttr(i, kShardingAttr, toAttr(context, state_[v]));
         return;
       }
-      bool any = llvm::any_of(op->getResults(), [&](Value v) {
-        return state_.count(v) && !isReplicated(state_[v]);
-      });
-      if (!any)
+      if (llvm::none_of(op->getResults(),
+                        [&](Value v) { return isSharded(v); }))
         return;
       SmallVector<Attribute> perResult;
       for (Value v : op->getResults())

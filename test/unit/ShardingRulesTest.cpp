@@ -1,4 +1,5 @@
-//===- ShardingRulesTest.cpp - Factor rules of dfg ops ---------------------===//
+//===- ShardingRulesTest.cpp - Factor rules of dfg ops
+//---------------------===//
 //
 // Part of meshc. The factor rules that planning and partition read: which
 // factors make up each dimension, and which may be sharded how.
@@ -94,11 +95,10 @@ TEST_F(ShardingRulesTest, LinearContractsInFeatures) {
 // sequence is pinned.
 TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
   Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
-  auto op = AttentionOp::create(builder, builder.getUnknownLoc(),
-                                TypeRange{f32({1, 4, 8, 8})}, q, k, k, Value(),
-                                Value(), Value(), builder.getF32FloatAttr(0.5),
-                                builder.getBoolAttr(true),
-                                builder.getF32FloatAttr(0.0));
+  auto op = AttentionOp::create(
+      builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
+      Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
+      builder.getBoolAttr(true), builder.getF32FloatAttr(0.0));
   ShardingRule r = rule(op);
   const DimFactors &qHeads = r.operands[0][1], &kHeads = r.operands[1][1];
   ASSERT_EQ(qHeads.size(), 2u);

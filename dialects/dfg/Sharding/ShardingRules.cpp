@@ -515,14 +515,9 @@ FailureOr<ShardingRule> getShardingRule(Operation *op) {
           .Case<GatherOp>([](GatherOp o) { return gather(o); })
           .Case<SliceOp>([](SliceOp o) { return slice(o); })
           .Case<ExpandOp>([](ExpandOp o) { return expand(o); })
-          .Case<ReduceSumOp>([](ReduceSumOp o) {
-            return reduction(o, o.getAxes(), o.getKeepDims(), /*isSum=*/true);
-          })
-          .Case<ReduceMeanOp, ReduceMaxOp>([](Operation *o) {
-            auto axes = o->getAttrOfType<DenseI64ArrayAttr>("axes");
-            auto keep = o->getAttrOfType<BoolAttr>("keep_dims");
-            return reduction(o, axes.asArrayRef(), keep.getValue(),
-                             /*isSum=*/false);
+          .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([](auto o) {
+            return reduction(o, o.getAxes(), o.getKeepDims(),
+                             /*isSum=*/isa<ReduceSumOp>(o.getOperation()));
           })
           .Case<TriluOp>([](TriluOp o) {
             int64_t rank = shapeOf(o.getInput()).size();
