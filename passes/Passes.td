@@ -154,10 +154,16 @@ def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
     dimension is split over) on ops, arguments and results;
     `meshc-shard-partition` turns it into the SPMD program.
 
+    With `microbatches` N > 1 (which needs a pp axis) the batch of each dp
+    block is split N ways as well, over a planning axis `mb` appended to
+    the grid; `meshc-pipeline-split` turns that axis into a loop over
+    microbatches. The pp axis itself is not planned here: every pipeline
+    stage holds whole (dp/tp-sharded) tensors, and `meshc-pipeline-split`
+    assigns the layers to stages after partitioning.
+
     Refused with a message naming the op and the numbers: heads or KV heads
     that tp does not divide, MLP features that tp does not divide, a batch
-    that dp does not divide; and, until pipeline parallelism exists, a mesh
-    with a pp axis.
+    that dp (times the microbatches) does not divide.
 
     Before (mesh = "tp=2"):
 
@@ -188,6 +194,10 @@ def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
            "Split the residual stream (norms and the elementwise ops around "
            "them) along the sequence over tp: reduce_scatter / all_gather "
            "around the norms instead of all_reduce">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Split each dp block of the batch into this many microbatches "
+           "that flow through the pipeline stages one after another (needs "
+           "a pp axis)">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }
@@ -224,6 +234,56 @@ def ShardPartitionPass : Pass<"meshc-shard-partition", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::shard::ShardDialect",
                            "meshc::dfg::DfgDialect"];
+}
+
+def PipelineSplitPass : Pass<"meshc-pipeline-split", "mlir::ModuleOp"> {
+  let summary = "Split a partitioned program into pipeline stages joined by "
+                "send/recv";
+  let description = [{
+    Runs after `meshc-shard-partition` when the grid has a pp axis. The
+    layers are cut into pp stages: between consecutive attentions the cut
+    carries the fewest bytes (the residual stream), and the cuts are chosen
+    to balance the stages' time under meshc's cost model. Light ops that
+    depend only on the inputs, weights and constants (masks, rotary tables,
+    weight slices) are computed by every stage that needs them.
+
+    Each stage becomes a private function `@<name>_stage<k>`
+    (`meshc.stage = k`); the function itself becomes the schedule that
+    calls them, each call run by the ranks whose pp coordinate is its
+    `meshc.stage`. A value a later stage needs goes by `shard.send` (on the
+    sender's stage) and `shard.recv` of that send (on the receiver's
+    stage). Results carry `meshc.stage`: the stage whose ranks hold them.
+
+    With microbatches (planned by `meshc-shard-plan`, on its planning axis
+    `mb`), the stages take one microbatch each: the schedule slices the
+    arguments, calls the stages once per microbatch and concatenates the
+    results; `mb` then leaves the grid.
+
+    Refused: pp larger than the number of layers (dfg.attention ops), and
+    microbatches when some op needs the whole batch.
+
+    After (pp=2, two layers):
+
+    ```mlir
+    func.func private @main_stage0(%ids: tensor<1x8xi64>) -> tensor<1x8x32xf32>
+        attributes {meshc.stage = 0 : i64} { ... }
+    func.func private @main_stage1(%h: tensor<1x8x32xf32>) -> tensor<1x8x64xf32>
+        attributes {meshc.stage = 1 : i64} { ... }
+    func.func @main(%ids: tensor<1x8xi64>)
+        -> (tensor<1x8x64xf32> {meshc.stage = 1 : i64}) {
+      %0 = call @main_stage0(%ids) {meshc.stage = 0 : i64} : ...
+      %1 = shard.send %0 on @mesh grid_axes = [0] destination = [1]
+             {meshc.stage = 0 : i64} : ...
+      %2 = shard.recv %1 on @mesh grid_axes = [0] source = [0]
+             {meshc.stage = 1 : i64} : ...
+      %3 = call @main_stage1(%2) {meshc.stage = 1 : i64} : ...
+      return %3 : tensor<1x8x64xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect",
+                           "meshc::dfg::DfgDialect",
+                           "mlir::func::FuncDialect"];
 }
 
 def ShardVerifyPass : Pass<"meshc-shard-verify", "mlir::ModuleOp"> {

@@ -164,12 +164,12 @@ int runImport(StringRef model, StringRef output, bool optimize) {
 /// meshc compile MODEL --mesh M --emit sharded [-o FILE]: import, the graph
 /// pipeline, then the sharding pipeline; writes the SPMD program.
 int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
-                      StringRef output) {
-  return runFrontEnd("compile", model, output,
-                     [&](mlir::OpPassManager &pm, StringRef folder) {
-                       buildGraphPipeline(pm, folder);
-                       buildShardingPipeline(pm, mesh, sequenceParallel);
-                     });
+                      int64_t microbatches, StringRef output) {
+  return runFrontEnd(
+      "compile", model, output, [&](mlir::OpPassManager &pm, StringRef folder) {
+        buildGraphPipeline(pm, folder);
+        buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
+      });
 }
 
 void printVersion(raw_ostream &os) {
@@ -254,6 +254,13 @@ int runDriver(int argc, char **argv) {
                "(reduce_scatter / all_gather around the norms instead of "
                "all_reduce)"),
       cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<unsigned> microbatches(
+      "microbatches",
+      cl::desc("With a pp axis: split each dp block of the batch into N "
+               "microbatches that flow through the pipeline stages one after "
+               "another (default 1)"),
+      cl::value_desc("N"), cl::init(1), cl::sub(planCmd), cl::sub(compileCmd),
+      cl::cat(category));
 
   cl::SubCommand runCmd("run", "Launch a compiled model's ranks and write "
                                "its outputs");
@@ -297,11 +304,17 @@ int runDriver(int argc, char **argv) {
       return fail(command, toString(meshSpec.takeError()));
     if (planCmd && (planBatch == 0 || planSeq == 0))
       return fail(command, "--batch and --seq must be at least 1");
+    if (microbatches == 0)
+      return fail(command, "--microbatches must be at least 1");
+    if (microbatches > 1 && meshSpec->axisSize("pp").value_or(1) <= 1)
+      return fail(command, "--microbatches " + std::to_string(microbatches) +
+                               " needs a pp axis in --mesh (microbatches keep "
+                               "pipeline stages busy)");
     if (compileCmd && compileEmit == Emit::Sharded)
-      return runCompileSharded(model, meshSpec->str(), sequenceParallel,
-                               compileOutput.getNumOccurrences()
-                                   ? StringRef(compileOutput)
-                                   : StringRef("-"));
+      return runCompileSharded(
+          model, meshSpec->str(), sequenceParallel, microbatches,
+          compileOutput.getNumOccurrences() ? StringRef(compileOutput)
+                                            : StringRef("-"));
     return notImplemented(command);
   }
   if (runCmd) {

@@ -90,7 +90,11 @@ Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
     return modelError(path, "the model has no graph");
 
   model->path_ = path.str();
+  // "model.onnx" lies in the working folder: ".", not "" (which would read
+  // as "no folder" where weights are looked up).
   model->folder_ = sys::path::parent_path(path).str();
+  if (model->folder_.empty())
+    model->folder_ = ".";
   model->fileName_ = sys::path::filename(path).str();
   if (Error e = model->scanInitializerOffsets(bytes))
     return std::move(e);

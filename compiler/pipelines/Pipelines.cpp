@@ -30,14 +30,19 @@ struct ShardingPipelineOptions
       *this, "sequence-parallel",
       llvm::cl::desc("Split the residual stream along the sequence over tp"),
       llvm::cl::init(false)};
+  Option<int64_t> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("Microbatches per dp block through the pipeline stages"),
+      llvm::cl::init(1)};
 };
 } // namespace
 
 void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
-                           bool sequenceParallel) {
-  pm.addPass(
-      createShardPlanPass(ShardPlanPassOptions{mesh.str(), sequenceParallel}));
+                           bool sequenceParallel, int64_t microbatches) {
+  pm.addPass(createShardPlanPass(
+      ShardPlanPassOptions{mesh.str(), sequenceParallel, microbatches}));
   pm.addPass(createShardPartitionPass());
+  pm.addPass(createPipelineSplitPass());
   pm.addPass(createShardVerifyPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
@@ -71,9 +76,10 @@ void registerMeshcPipelines() {
   mlir::PassPipelineRegistration<ShardingPipelineOptions>(
       "meshc-shard-pipeline",
       "Transformer-level IR to the verified SPMD program for a mesh: plan, "
-      "partition, verify, canonicalize, CSE",
+      "partition, pipeline stages, verify, canonicalize, CSE",
       [](mlir::OpPassManager &pm, const ShardingPipelineOptions &options) {
-        buildShardingPipeline(pm, options.mesh, options.sequenceParallel);
+        buildShardingPipeline(pm, options.mesh, options.sequenceParallel,
+                              options.microbatches);
       });
 }
 

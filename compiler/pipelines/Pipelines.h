@@ -23,10 +23,12 @@ namespace meshc {
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir);
 
 /// meshc-shard-pipeline: transformer-level IR to the SPMD program for
-/// `mesh` ("dp=2,tp=2"): plan the shardings, partition into the per-rank
-/// program with collectives, verify it, and clean up (canonicalize, CSE).
+/// `mesh` ("dp=2,pp=2,tp=2"): plan the shardings, partition into the
+/// per-rank program with collectives, split it into pipeline stages joined
+/// by send/recv (with `microbatches` per dp block), verify it, and clean up
+/// (canonicalize, CSE).
 void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
-                           bool sequenceParallel);
+                           bool sequenceParallel, int64_t microbatches = 1);
 
 /// Registers the pipelines with the pass registry (for meshc-opt).
 void registerMeshcPipelines();

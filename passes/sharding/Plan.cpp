@@ -151,22 +151,43 @@ private:
   }
 
   LogicalResult seed() {
-    if (std::optional<shard::GridAxis> dp = findAxis(grid_, "dp"))
+    // The batch splits over dp and, with microbatches, over the planning
+    // axis mb inside each dp block (meshc-pipeline-split turns it into a
+    // loop over microbatches).
+    DimAxes batchAxes;
+    for (StringRef name : {StringRef("dp"), StringRef(kMicrobatchAxis)})
+      if (std::optional<shard::GridAxis> a = findAxis(grid_, name))
+        batchAxes.push_back(*a);
+    if (!batchAxes.empty())
       for (BlockArgument arg : func_.getArguments()) {
         auto type = cast<RankedTensorType>(arg.getType());
         if (type.getRank() == 0)
           continue;
-        int64_t batch = type.getDimSize(0), n = grid_.getShape()[*dp];
+        int64_t batch = type.getDimSize(0), n = groupSize(grid_, batchAxes);
         if (!ShapedType::isDynamic(batch) && batch % n != 0)
           return func_.emitError("input '")
-                 << inputName(arg) << "' has batch " << batch
-                 << ", which dp=" << n << " does not divide";
-        shard(arg, 0, {*dp});
+                 << inputName(arg) << "' has batch " << batch << ", which "
+                 << describeBatchSplit(batchAxes) << " does not divide";
+        shard(arg, 0, batchAxes);
       }
     if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp"))
       if (failed(seedTensorParallel(*tp)))
         return failure();
     return success();
+  }
+
+  /// "dp=2", "4 microbatches" or "dp=2 x 4 microbatches".
+  std::string describeBatchSplit(ArrayRef<shard::GridAxis> axes) {
+    std::string s;
+    for (shard::GridAxis a : axes) {
+      if (!s.empty())
+        s += " x ";
+      int64_t n = grid_.getShape()[a];
+      s += axisName(grid_, a) == kMicrobatchAxis
+               ? std::to_string(n) + " microbatches"
+               : axisName(grid_, a) + "=" + std::to_string(n);
+    }
+    return s;
   }
 
   std::string inputName(BlockArgument arg) {
@@ -376,6 +397,22 @@ private:
   llvm::SetVector<Operation *> worklist_;
 };
 
+/// Appends the planning axis `mb` of `n` microbatches to the grid. Being
+/// last, it leaves the other axes' indices as they are when
+/// meshc-pipeline-split removes it again.
+void addMicrobatchAxis(shard::GridOp grid, int64_t n) {
+  SmallVector<int64_t> shape(grid.getShape());
+  SmallVector<Attribute> names;
+  if (auto attr = grid->getAttrOfType<ArrayAttr>(kAxisNamesAttr))
+    names.assign(attr.begin(), attr.end());
+  while (names.size() < shape.size())
+    names.push_back(StringAttr::get(grid.getContext(), ""));
+  shape.push_back(n);
+  names.push_back(StringAttr::get(grid.getContext(), kMicrobatchAxis));
+  grid.setShape(shape);
+  grid->setAttr(kAxisNamesAttr, ArrayAttr::get(grid.getContext(), names));
+}
+
 class ShardPlanPass : public impl::ShardPlanPassBase<ShardPlanPass> {
 public:
   using Base::Base;
@@ -385,11 +422,18 @@ public:
     FailureOr<shard::GridOp> grid = resolveGrid(module, mesh);
     if (failed(grid))
       return signalPassFailure();
-    if (findAxis(*grid, "pp")) {
-      module.emitError("pipeline parallelism (pp=")
-          << grid->getShape()[*findAxis(*grid, "pp")]
-          << ") is not implemented yet; use dp and tp";
+    if (microbatches < 1) {
+      module.emitError("microbatches must be at least 1, not ") << microbatches;
       return signalPassFailure();
+    }
+    if (microbatches > 1) {
+      if (!findAxis(*grid, "pp")) {
+        module.emitError("microbatches=")
+            << microbatches
+            << " needs a pp axis: microbatches keep pipeline stages busy";
+        return signalPassFailure();
+      }
+      addMicrobatchAxis(*grid, microbatches);
     }
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())

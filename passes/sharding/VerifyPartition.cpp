@@ -71,6 +71,51 @@ LogicalResult verifyResize(Operation *op, Value in, Value out, int64_t dim,
   return success();
 }
 
+std::optional<int64_t> stageOf(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(kStageAttr))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+/// A send and its receive: one pp peer each, on their stages; the receive
+/// takes the send's result (what arrives is what was sent).
+LogicalResult verifyTransfer(Operation *op, shard::GridOp grid) {
+  std::optional<shard::GridAxis> pp = findAxis(grid, "pp");
+  auto send = dyn_cast<shard::SendOp>(op);
+  auto recv = dyn_cast<shard::RecvOp>(op);
+  StringRef gridName = send ? send.getGrid() : recv.getGrid();
+  ArrayRef<int16_t> axes = send ? send.getGridAxes() : recv.getGridAxes();
+  if (!pp || gridName != grid.getSymName() || axes != ArrayRef<int16_t>{*pp})
+    return op->emitOpError("must run over the pp axis of @")
+           << grid.getSymName();
+  std::optional<int64_t> stage = stageOf(op);
+  if (!stage || *stage < 0 || *stage >= grid.getShape()[*pp])
+    return op->emitOpError("has no pipeline stage (meshc.stage) of the grid");
+  if (send) {
+    if (send.getDestination().size() != 1 ||
+        send.getDestination()[0] == *stage || send.getDestination()[0] < 0 ||
+        send.getDestination()[0] >= grid.getShape()[*pp])
+      return op->emitOpError("sends from stage ")
+             << *stage << " to no other stage of pp=" << grid.getShape()[*pp];
+    if (!send->hasOneUse() || !isa<shard::RecvOp>(*send->getUsers().begin()))
+      return op->emitOpError("must be received by exactly one shard.recv");
+    return success();
+  }
+  auto from = recv.getInput().getDefiningOp<shard::SendOp>();
+  std::optional<ArrayRef<int64_t>> source = recv.getSource();
+  if (!from || !source || source->size() != 1 ||
+      (*source)[0] != stageOf(from) ||
+      from.getDestination() != ArrayRef<int64_t>{*stage})
+    return op->emitOpError("must receive the shard.send of stage ")
+           << (source && source->size() == 1 ? (*source)[0] : -1)
+           << " addressed to stage " << *stage;
+  if (recv.getResult().getType() != from.getInput().getType())
+    return op->emitOpError("receives ")
+           << recv.getResult().getType() << ", but "
+           << from.getInput().getType() << " is sent";
+  return success();
+}
+
 LogicalResult verifyCollective(Operation *op, shard::GridOp grid) {
   auto check = [&](StringRef gridName,
                    ArrayRef<int16_t> axes) -> LogicalResult {
@@ -107,7 +152,65 @@ LogicalResult verifyCollective(Operation *op, shard::GridOp grid) {
              << r.getInput().getType() << " to " << r.getResult().getType();
     return check(r.getGrid(), r.getGridAxes());
   }
+  if (isa<shard::SendOp, shard::RecvOp>(op))
+    return verifyTransfer(op, grid);
   return op->emitOpError("is not a collective meshc's runtime implements");
+}
+
+/// Pipeline stages: a stage function (`meshc.stage`) neither calls nor
+/// sends; in the function that runs the schedule, every op runs on the
+/// stage whose ranks hold its operands (a value is held by every stage, or
+/// by the one that made or received it), and each result is held where its
+/// `meshc.stage` says.
+LogicalResult verifyStages(func::FuncOp func) {
+  bool isStage = func->hasAttr(kStageAttr);
+  // std::nullopt: every stage holds the value.
+  llvm::DenseMap<Value, std::optional<int64_t>> held;
+  auto holder = [&](Value v) -> std::optional<int64_t> {
+    auto it = held.find(v);
+    return it == held.end() ? std::nullopt : it->second;
+  };
+  for (Operation &op : func.getBody().front()) {
+    bool staged = isa<func::CallOp, shard::SendOp, shard::RecvOp>(op);
+    if (isStage && staged)
+      return op.emitOpError("sits in pipeline stage function @")
+             << func.getSymName() << "; stages neither call nor send";
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        auto attr = func.getResultAttrOfType<IntegerAttr>(i, kStageAttr);
+        std::optional<int64_t> h = holder(v);
+        if (h && (!attr || attr.getInt() != *h))
+          return ret.emitOpError("returns as result #")
+                 << i << " a value held by stage " << *h
+                 << ", but the result says "
+                 << (attr ? "stage " + std::to_string(attr.getInt())
+                          : std::string("every stage"));
+      }
+      continue;
+    }
+    std::optional<int64_t> stage = stageOf(&op);
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || !stage || stageOf(callee) != stage)
+        return call.emitOpError("must call the pipeline stage function of "
+                                "its own meshc.stage");
+    }
+    for (Value v : op.getOperands()) {
+      if (isa<shard::RecvOp>(op))
+        break; // its operand lives on the sender
+      std::optional<int64_t> h = holder(v);
+      if (!h)
+        continue;
+      if (stage && *stage != *h)
+        return op.emitOpError("runs on stage ")
+               << *stage << " but reads a value held by stage " << *h;
+      stage = h;
+    }
+    for (Value r : op.getResults())
+      held[r] = stage;
+  }
+  return success();
 }
 
 class ShardVerifyPass : public impl::ShardVerifyPassBase<ShardVerifyPass> {
@@ -141,6 +244,8 @@ private:
                                func.getResultTypes()[i])))
         return failure();
 
+    if (failed(verifyStages(func)))
+      return failure();
     WalkResult walk = func.walk([&](Operation *op) {
       if (op->hasAttr(kShardingAttr)) {
         op->emitOpError("still carries a planned sharding: run "

@@ -2,7 +2,11 @@
 //
 // Part of meshc. Ranks run in lockstep, one op at a time: an SPMD program
 // has no control flow, so every rank reaches each collective at the same
-// point. Ranks are numbered row-major over the grid's axes.
+// point. Ranks are numbered row-major over the grid's axes. With pipeline
+// stages, an op with `meshc.stage` runs on the ranks of that pp coordinate
+// (a call runs the stage function on them), other ops on the ranks that
+// hold their operands, and shard.recv takes what the peer of the source
+// stage sent.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/dfg/Eval/SpmdEvaluator.h"
@@ -62,7 +66,8 @@ EvalTensor concatBlocks(ArrayRef<const EvalTensor *> blocks, int64_t dim) {
 class SpmdEvaluator {
 public:
   SpmdEvaluator(shard::GridOp grid, StringRef weightsDir)
-      : grid_(grid), shape_(grid.getShape()), weightsDir_(weightsDir.str()) {
+      : grid_(grid), shape_(grid.getShape()), weightsDir_(weightsDir.str()),
+        pp_(findAxis(grid, "pp")) {
     world_ = 1;
     for (int64_t n : shape_)
       world_ *= n;
@@ -104,60 +109,179 @@ private:
     return members;
   }
 
-  LogicalResult collective(Operation *op);
+  /// Ranks run the ops of `body` in order, each op on the ranks of `active`
+  /// that run it: those of its pipeline stage (`meshc.stage`), or else those
+  /// that hold all its operands.
+  LogicalResult execute(Block &body, const std::vector<bool> &active);
+  LogicalResult collective(Operation *op, const std::vector<bool> &ranks);
+  LogicalResult call(func::CallOp op, const std::vector<bool> &ranks);
+
+  static bool holds(const EvalTensor &t) { return bool(t.elementType); }
 
   shard::GridOp grid_;
   SmallVector<int64_t> shape_;
   std::string weightsDir_;
+  std::optional<shard::GridAxis> pp_;
   int64_t world_;
+  /// Per value, each rank's tensor; a rank that does not hold the value
+  /// (another pipeline stage's) has an empty one.
   llvm::DenseMap<Value, PerRank> values_;
 };
 
-LogicalResult SpmdEvaluator::collective(Operation *op) {
+LogicalResult SpmdEvaluator::collective(Operation *op,
+                                        const std::vector<bool> &ranks) {
   const PerRank &in = values_[op->getOperand(0)];
   PerRank out(world_);
-  if (auto s = dyn_cast<shard::AllSliceOp>(op)) {
-    int64_t n = groupSize(grid_, s.getGridAxes());
-    int64_t dim = s.getSliceAxis().getSExtValue();
-    for (int64_t r = 0; r < world_; ++r)
-      out[r] = sliceBlock(in[r], dim, n, groupIndex(r, s.getGridAxes()));
-  } else if (auto g = dyn_cast<shard::AllGatherOp>(op)) {
-    int64_t dim = g.getGatherAxis().getSExtValue();
-    for (int64_t r = 0; r < world_; ++r) {
+  // Every member of a group must take part: a group that spans ranks
+  // that do not run the op would hang on a real machine.
+  auto members =
+      [&](int64_t r,
+          ArrayRef<int16_t> axes) -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> group = this->group(r, axes);
+    for (int64_t m : group)
+      if (!ranks[m] || !holds(in[m]))
+        return op->emitOpError("groups rank ")
+               << r << " with rank " << m << ", which does not run it";
+    return group;
+  };
+  for (int64_t r = 0; r < world_; ++r) {
+    if (!ranks[r])
+      continue;
+    if (!isa<shard::RecvOp>(op) && !holds(in[r]))
+      return op->emitOpError("runs on rank ")
+             << r << ", which does not hold its operand";
+    if (auto s = dyn_cast<shard::AllSliceOp>(op)) {
+      int64_t n = groupSize(grid_, s.getGridAxes());
+      out[r] = sliceBlock(in[r], s.getSliceAxis().getSExtValue(), n,
+                          groupIndex(r, s.getGridAxes()));
+    } else if (auto g = dyn_cast<shard::AllGatherOp>(op)) {
+      auto group = members(r, g.getGridAxes());
+      if (failed(group))
+        return failure();
       SmallVector<const EvalTensor *> blocks;
-      for (int64_t m : group(r, g.getGridAxes()))
+      for (int64_t m : *group)
         blocks.push_back(&in[m]);
-      out[r] = concatBlocks(blocks, dim);
-    }
-  } else if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(op)) {
-    ArrayRef<int16_t> axes =
-        isa<shard::AllReduceOp>(op)
-            ? cast<shard::AllReduceOp>(op).getGridAxes()
-            : cast<shard::ReduceScatterOp>(op).getGridAxes();
-    auto kind = isa<shard::AllReduceOp>(op)
-                    ? cast<shard::AllReduceOp>(op).getReduction()
-                    : cast<shard::ReduceScatterOp>(op).getReduction();
-    if (kind != shard::ReductionKind::Sum)
-      return op->emitOpError("reduction ")
-             << shard::stringifyReductionKind(kind)
-             << " is not supported by the reference evaluator (sum only)";
-    for (int64_t r = 0; r < world_; ++r) {
+      out[r] = concatBlocks(blocks, g.getGatherAxis().getSExtValue());
+    } else if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(op)) {
+      ArrayRef<int16_t> axes =
+          isa<shard::AllReduceOp>(op)
+              ? cast<shard::AllReduceOp>(op).getGridAxes()
+              : cast<shard::ReduceScatterOp>(op).getGridAxes();
+      auto kind = isa<shard::AllReduceOp>(op)
+                      ? cast<shard::AllReduceOp>(op).getReduction()
+                      : cast<shard::ReduceScatterOp>(op).getReduction();
+      if (kind != shard::ReductionKind::Sum)
+        return op->emitOpError("reduction ")
+               << shard::stringifyReductionKind(kind)
+               << " is not supported by the reference evaluator (sum only)";
+      auto group = members(r, axes);
+      if (failed(group))
+        return failure();
       // Members summed in group order, so every member gets the same bits.
-      SmallVector<int64_t> members = group(r, axes);
-      EvalTensor sum = in[members.front()];
-      for (int64_t m : ArrayRef(members).drop_front())
+      EvalTensor sum = in[group->front()];
+      for (int64_t m : ArrayRef(*group).drop_front())
         for (size_t i = 0; i < sum.values.size(); ++i)
           sum.values[i] += in[m].values[i];
       roundToElementType(sum);
       if (auto rs = dyn_cast<shard::ReduceScatterOp>(op))
-        sum = sliceBlock(sum, rs.getScatterAxis().getSExtValue(),
-                         members.size(), groupIndex(r, axes));
+        sum = sliceBlock(sum, rs.getScatterAxis().getSExtValue(), group->size(),
+                         groupIndex(r, axes));
       out[r] = std::move(sum);
+    } else if (isa<shard::SendOp>(op)) {
+      out[r] = in[r]; // what the receiver gets
+    } else if (auto recv = dyn_cast<shard::RecvOp>(op)) {
+      // The sender: this rank's peer on the source stage.
+      std::optional<ArrayRef<int64_t>> source = recv.getSource();
+      if (!pp_ || !source || source->size() != 1)
+        return op->emitOpError("needs a static source stage on the pp axis");
+      int64_t stride = 1;
+      for (int64_t a = shape_.size() - 1; a > *pp_; --a)
+        stride *= shape_[a];
+      int64_t peer = r + ((*source)[0] - coord(r, *pp_)) * stride;
+      if (!holds(in[peer]))
+        return op->emitOpError("receives on rank ")
+               << r << " from rank " << peer << ", which sent nothing";
+      out[r] = in[peer];
+    } else {
+      return op->emitOpError("is not supported by the reference evaluator");
     }
-  } else {
-    return op->emitOpError("is not supported by the reference evaluator");
   }
   values_[op->getResult(0)] = std::move(out);
+  return success();
+}
+
+LogicalResult SpmdEvaluator::call(func::CallOp op,
+                                  const std::vector<bool> &ranks) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, op.getCalleeAttr());
+  if (!callee || callee.isExternal())
+    return op.emitOpError("calls no function with a body");
+  Block &body = callee.getBody().front();
+  for (auto [arg, operand] :
+       llvm::zip_equal(body.getArguments(), op.getOperands()))
+    values_[arg] = values_[operand];
+  if (failed(execute(body, ranks)))
+    return failure();
+  for (auto [result, v] :
+       llvm::zip_equal(op.getResults(), body.getTerminator()->getOperands()))
+    values_[result] = values_[v];
+  return success();
+}
+
+LogicalResult SpmdEvaluator::execute(Block &body,
+                                     const std::vector<bool> &active) {
+  for (Operation &op : body.without_terminator()) {
+    std::vector<bool> ranks = active;
+    auto stage = op.getAttrOfType<IntegerAttr>(kStageAttr);
+    for (int64_t r = 0; r < world_; ++r) {
+      if (stage)
+        ranks[r] = ranks[r] && pp_ && coord(r, *pp_) == stage.getInt();
+      else if (!isa<shard::RecvOp>(op))
+        for (Value v : op.getOperands())
+          ranks[r] = ranks[r] && holds(values_[v][r]);
+    }
+    if (auto c = dyn_cast<func::CallOp>(op)) {
+      if (failed(call(c, ranks)))
+        return failure();
+      continue;
+    }
+    if (isa<shard::ShardDialect>(op.getDialect())) {
+      if (failed(collective(&op, ranks)))
+        return failure();
+      continue;
+    }
+    if (isa<WeightOp, ConstantOp>(op)) {
+      // The same on every rank: evaluated once.
+      auto results = evaluateOp(&op, {}, weightsDir_);
+      if (failed(results))
+        return failure();
+      PerRank perRank(world_);
+      for (int64_t r = 0; r < world_; ++r)
+        if (ranks[r])
+          perRank[r] = (*results)[0];
+      values_[op.getResult(0)] = std::move(perRank);
+      continue;
+    }
+    SmallVector<PerRank> results(op.getNumResults(), PerRank(world_));
+    for (int64_t r = 0; r < world_; ++r) {
+      if (!ranks[r])
+        continue;
+      SmallVector<EvalTensor> operands;
+      for (Value v : op.getOperands()) {
+        if (!holds(values_[v][r]))
+          return op.emitOpError("runs on rank ")
+                 << r << ", which does not hold its operands";
+        operands.push_back(values_[v][r]);
+      }
+      auto out = evaluateOp(&op, operands, weightsDir_);
+      if (failed(out))
+        return failure();
+      for (auto [i, t] : llvm::enumerate(*out))
+        results[i][r] = std::move(t);
+    }
+    for (auto [v, perRank] : llvm::zip_equal(op.getResults(), results))
+      values_[v] = std::move(perRank);
+  }
   return success();
 }
 
@@ -192,34 +316,8 @@ SpmdEvaluator::run(func::FuncOp func, ArrayRef<EvalTensor> inputs) {
     values_[arg] = std::move(perRank);
   }
 
-  for (Operation &op : body.without_terminator()) {
-    if (isa<shard::ShardDialect>(op.getDialect())) {
-      if (failed(collective(&op)))
-        return failure();
-      continue;
-    }
-    if (isa<WeightOp, ConstantOp>(op)) {
-      // Replicated: evaluated once, shared by every rank.
-      auto results = evaluateOp(&op, {}, weightsDir_);
-      if (failed(results))
-        return failure();
-      values_[op.getResult(0)] = PerRank(world_, (*results)[0]);
-      continue;
-    }
-    SmallVector<PerRank> results(op.getNumResults(), PerRank(world_));
-    for (int64_t r = 0; r < world_; ++r) {
-      SmallVector<EvalTensor> operands;
-      for (Value v : op.getOperands())
-        operands.push_back(values_[v][r]);
-      auto out = evaluateOp(&op, operands, weightsDir_);
-      if (failed(out))
-        return failure();
-      for (auto [i, t] : llvm::enumerate(*out))
-        results[i][r] = std::move(t);
-    }
-    for (auto [v, perRank] : llvm::zip_equal(op.getResults(), results))
-      values_[v] = std::move(perRank);
-  }
+  if (failed(execute(body, std::vector<bool>(world_, true))))
+    return failure();
 
   // Assemble each result: concatenate the blocks of the split dimensions,
   // checking that the ranks holding the same block agree.
@@ -229,28 +327,40 @@ SpmdEvaluator::run(func::FuncOp func, ArrayRef<EvalTensor> inputs) {
     TensorSharding s =
         fromAttr(func.getResultAttr(i, kShardingAttr), type.getRank());
     PerRank blocks = values_[v];
-    std::vector<int64_t> owners(world_);
-    for (int64_t r = 0; r < world_; ++r)
-      owners[r] = r;
-    // Gather dimension by dimension, as all_gather would.
+    // Gather dimension by dimension, as all_gather would, on the ranks
+    // that hold the result (its pipeline stage's).
     for (auto [dim, axes] : llvm::enumerate(s)) {
       if (axes.empty())
         continue;
       PerRank next(world_);
       for (int64_t r = 0; r < world_; ++r) {
+        if (!holds(blocks[r]))
+          continue;
         SmallVector<const EvalTensor *> parts;
-        for (int64_t m : group(r, axes))
+        for (int64_t m : group(r, axes)) {
+          if (!holds(blocks[m]))
+            return func.emitError("result #")
+                   << i << ": rank " << m << " holds no block of it";
           parts.push_back(&blocks[m]);
+        }
         next[r] = concatBlocks(parts, dim);
       }
       blocks = std::move(next);
     }
-    for (int64_t r = 1; r < world_; ++r)
-      if (blocks[r].values != blocks[0].values)
+    int64_t first = -1;
+    for (int64_t r = 0; r < world_; ++r) {
+      if (!holds(blocks[r]))
+        continue;
+      if (first < 0)
+        first = r;
+      else if (blocks[r].values != blocks[first].values)
         return func.emitError("result #")
-               << i << ": rank " << r
-               << " disagrees with rank 0 on a block both should hold";
-    outputs.push_back(std::move(blocks[0]));
+               << i << ": rank " << r << " disagrees with rank " << first
+               << " on a block both should hold";
+    }
+    if (first < 0)
+      return func.emitError("result #") << i << " is held by no rank";
+    outputs.push_back(std::move(blocks[first]));
   }
   return outputs;
 }

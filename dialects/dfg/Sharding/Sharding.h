@@ -31,6 +31,13 @@ inline constexpr llvm::StringLiteral kAxisNamesAttr = "meshc.axes";
 inline constexpr llvm::StringLiteral kShardingAttr = "meshc.sharding";
 /// The symbol of the grid the passes create.
 inline constexpr llvm::StringLiteral kGridName = "mesh";
+/// Between meshc-shard-plan and meshc-pipeline-split only: the last grid
+/// axis, of one entry per microbatch, splits the batch inside each dp block.
+inline constexpr llvm::StringLiteral kMicrobatchAxis = "mb";
+/// On pipeline stage functions, on the calls, sends and receives of the
+/// function that runs them, and on its results: the pipeline stage (the pp
+/// coordinate) whose ranks run the op or hold the result.
+inline constexpr llvm::StringLiteral kStageAttr = "meshc.stage";
 
 using DimAxes = llvm::SmallVector<mlir::shard::GridAxis, 2>;
 /// Per dimension, the grid axes it is split over (empty: whole).

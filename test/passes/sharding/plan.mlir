@@ -145,12 +145,3 @@ func.func @no_mesh(%x: tensor<2xf32>) -> tensor<2xf32> {
   return %x : tensor<2xf32>
 }
 }
-
-// -----
-
-// expected-error @+1 {{pipeline parallelism (pp=2) is not implemented yet; use dp and tp}}
-module attributes {meshc.mesh = "pp=2,tp=2"} {
-func.func @pipeline(%x: tensor<2xf32>) -> tensor<2xf32> {
-  return %x : tensor<2xf32>
-}
-}

@@ -64,3 +64,58 @@ func.func @no_grid(%x: tensor<2xf32>) -> tensor<2xf32> {
   return %x : tensor<2xf32>
 }
 }
+
+// -----
+
+// Pipeline stages: a receive must take the send addressed to its stage.
+shard.grid @mesh(shape = 2) {meshc.axes = ["pp"]}
+func.func private @f_stage0(%x: tensor<2xf32>) -> tensor<2xf32> attributes {meshc.stage = 0 : i64} {
+  return %x : tensor<2xf32>
+}
+func.func @wrong_source(%x: tensor<2xf32>) -> (tensor<2xf32> {meshc.stage = 1 : i64}) {
+  %a = call @f_stage0(%x) {meshc.stage = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  %s = shard.send %a on @mesh grid_axes = [0] destination = [1] {meshc.stage = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  // expected-error @+1 {{'shard.recv' op must receive the shard.send of stage 1 addressed to stage 1}}
+  %r = shard.recv %s on @mesh grid_axes = [0] source = [1] {meshc.stage = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}
+
+// -----
+
+// A stage cannot read what another stage holds without a receive.
+shard.grid @mesh(shape = 2) {meshc.axes = ["pp"]}
+func.func private @g_stage0(%x: tensor<2xf32>) -> tensor<2xf32> attributes {meshc.stage = 0 : i64} {
+  return %x : tensor<2xf32>
+}
+func.func private @g_stage1(%x: tensor<2xf32>) -> tensor<2xf32> attributes {meshc.stage = 1 : i64} {
+  return %x : tensor<2xf32>
+}
+func.func @no_transfer(%x: tensor<2xf32>) -> (tensor<2xf32> {meshc.stage = 1 : i64}) {
+  %a = call @g_stage0(%x) {meshc.stage = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  // expected-error @+1 {{'func.call' op runs on stage 1 but reads a value held by stage 0}}
+  %b = call @g_stage1(%a) {meshc.stage = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %b : tensor<2xf32>
+}
+
+// -----
+
+// A result is held where its meshc.stage says.
+shard.grid @mesh(shape = 2) {meshc.axes = ["pp"]}
+func.func private @h_stage0(%x: tensor<2xf32>) -> tensor<2xf32> attributes {meshc.stage = 0 : i64} {
+  return %x : tensor<2xf32>
+}
+func.func @wrong_owner(%x: tensor<2xf32>) -> (tensor<2xf32> {meshc.stage = 1 : i64}) {
+  %a = call @h_stage0(%x) {meshc.stage = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  // expected-error @+1 {{'func.return' op returns as result #0 a value held by stage 0, but the result says stage 1}}
+  return %a : tensor<2xf32>
+}
+
+// -----
+
+// Stage functions neither call nor send.
+shard.grid @mesh(shape = 2) {meshc.axes = ["pp"]}
+func.func private @k_stage0(%x: tensor<2xf32>) -> tensor<2xf32> attributes {meshc.stage = 0 : i64} {
+  // expected-error @+1 {{'shard.send' op sits in pipeline stage function @k_stage0; stages neither call nor send}}
+  %s = shard.send %x on @mesh grid_axes = [0] destination = [1] {meshc.stage = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %s : tensor<2xf32>
+}

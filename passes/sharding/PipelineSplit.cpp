@@ -1,0 +1,492 @@
+//===- PipelineSplit.cpp - Pipeline stages joined by send/recv ------------===//
+//
+// Part of meshc.
+//
+// Runs on the partitioned (SPMD) program, when the grid has a pp axis.
+// Algorithm, per function:
+//   1. Light ops whose operands come only from the arguments, weights and
+//      constants (masks, rotary tables, the rank's weight slices) are
+//      *free*: each stage that needs one computes its own copy. The others
+//      (from the embedding lookup on: every linear, matmul, attention and
+//      norm, and what depends on them) are *chain* ops, kept in program
+//      order.
+//   2. A cut between two chain ops carries the chain values defined before
+//      it and used after it. Between consecutive attentions (layers), the
+//      candidate cut is the position that carries the fewest bytes (the
+//      residual stream), the latest on ties.
+//   3. Dynamic programming picks pp - 1 candidates minimising the slowest
+//      stage under the cost model (CostModel.h).
+//   4. Each stage becomes a private function `<name>_stage<k>` with
+//      `meshc.stage = k`: its arguments are the function arguments it reads
+//      and the values it receives; its results the values later stages or
+//      the caller need.
+//   5. The function itself now runs the schedule: per microbatch, each
+//      stage's call (`meshc.stage = k`: run by the ranks whose pp
+//      coordinate is k), then each value a later stage needs sent
+//      (shard.send, on the sender's stage) and received (shard.recv of the
+//      send's result, on the receiver's stage) right after. Every rank runs
+//      the ops of its stage in this one order, so the sends and receives
+//      pair up without deadlock.
+//   6. With microbatches (the planning axis `mb` of meshc-shard-plan), the
+//      stages take one microbatch; the function slices its arguments along
+//      the dimension mb split, calls the stages once per microbatch and
+//      concatenates the results. The mb axis then leaves the grid.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/Sharding/CostModel.h"
+#include "dialects/dfg/Sharding/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <limits>
+
+namespace meshc {
+#define GEN_PASS_DEF_PIPELINESPLITPASS
+#include "passes/Passes.h.inc"
+} // namespace meshc
+
+using namespace mlir;
+
+namespace meshc {
+namespace {
+
+ArrayRef<int16_t> collectiveAxes(Operation *op) {
+  if (auto o = dyn_cast<shard::AllReduceOp>(op))
+    return o.getGridAxes();
+  if (auto o = dyn_cast<shard::AllGatherOp>(op))
+    return o.getGridAxes();
+  if (auto o = dyn_cast<shard::AllSliceOp>(op))
+    return o.getGridAxes();
+  if (auto o = dyn_cast<shard::ReduceScatterOp>(op))
+    return o.getGridAxes();
+  return {};
+}
+
+/// The dimension of a sharding split over `axis`, if any.
+std::optional<int64_t> dimSplitOver(const TensorSharding &s,
+                                    shard::GridAxis axis) {
+  for (auto [d, axes] : llvm::enumerate(s))
+    if (llvm::is_contained(axes, axis))
+      return d;
+  return std::nullopt;
+}
+
+class PipelineSplitter {
+public:
+  PipelineSplitter(shard::GridOp grid, func::FuncOp func)
+      : grid_(grid), func_(func), b_(func.getContext()) {}
+
+  LogicalResult run() {
+    std::optional<shard::GridAxis> pp = findAxis(grid_, "pp");
+    mb_ = findAxis(grid_, kMicrobatchAxis);
+    if (!pp)
+      return success();
+    pp_ = *pp;
+    stages_ = grid_.getShape()[pp_];
+    microbatches_ = mb_ ? grid_.getShape()[*mb_] : 1;
+    Block &body = func_.getBody().front();
+    for (Operation &op : body.without_terminator())
+      if (mb_ && llvm::is_contained(collectiveAxes(&op), *mb_))
+        return op.emitOpError("needs the whole batch, so the batch cannot "
+                              "be split into ")
+               << microbatches_ << " microbatches";
+
+    classify(body);
+    if (failed(chooseCuts()))
+      return failure();
+    buildStages(body);
+    buildSchedule(body);
+    return success();
+  }
+
+private:
+  /// Step 1: free ops and chain ops.
+  void classify(Block &body) {
+    for (Operation &op : body.without_terminator()) {
+      bool heavy = isa<dfg::EmbeddingOp, dfg::LinearOp, dfg::MatMulOp,
+                       dfg::AttentionOp, dfg::LayerNormOp, dfg::RmsNormOp>(op);
+      bool free = !heavy && llvm::all_of(op.getOperands(), [&](Value v) {
+        return isa<BlockArgument>(v) || free_.contains(v.getDefiningOp());
+      });
+      if (free)
+        free_.insert(&op);
+      else {
+        index_[&op] = chain_.size();
+        chain_.push_back(&op);
+      }
+    }
+  }
+
+  /// Steps 2 and 3.
+  LogicalResult chooseCuts() {
+    SmallVector<size_t> attentions;
+    for (auto [i, op] : llvm::enumerate(chain_))
+      if (isa<dfg::AttentionOp>(op))
+        attentions.push_back(i);
+    if (stages_ > static_cast<int64_t>(attentions.size()))
+      return func_.emitError("pp=")
+             << stages_ << " exceeds the " << attentions.size()
+             << " layers of the model (its dfg.attention ops); use pp <= "
+             << std::max<size_t>(1, attentions.size());
+
+    // carried[p]: bytes of chain values live across a cut before chain_[p].
+    size_t n = chain_.size();
+    std::vector<double> delta(n + 1, 0.0);
+    for (auto [i, op] : llvm::enumerate(chain_))
+      for (Value v : op->getResults()) {
+        size_t last = i;
+        for (Operation *user : v.getUsers())
+          if (auto it = index_.find(user); it != index_.end())
+            last = std::max(last, it->second);
+        if (last > i) {
+          delta[i + 1] += tensorBytes(v.getType());
+          delta[last + 1] -= tensorBytes(v.getType());
+        }
+      }
+    std::vector<double> carried(n + 1, 0.0);
+    for (size_t p = 1; p <= n; ++p)
+      carried[p] = carried[p - 1] + delta[p];
+
+    SmallVector<size_t> candidates;
+    for (size_t l = 0; l + 1 < attentions.size(); ++l) {
+      size_t best = attentions[l + 1];
+      for (size_t p = attentions[l] + 1; p <= attentions[l + 1]; ++p)
+        if (carried[p] <= carried[best])
+          best = p;
+      candidates.push_back(best);
+    }
+
+    DeviceModel device;
+    LinkModel link;
+    std::vector<double> prefix(n + 1, 0.0);
+    for (auto [i, op] : llvm::enumerate(chain_))
+      prefix[i + 1] = prefix[i] + estimateOpCost(op, grid_, device, link).seconds;
+    // Bounds: 0, the candidates, n. best[k][j]: the slowest of k + 1
+    // stages covering chain ops [0, bounds[j]).
+    SmallVector<size_t> bounds = {0};
+    bounds.append(candidates.begin(), candidates.end());
+    bounds.push_back(n);
+    size_t m = bounds.size();
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    std::vector<std::vector<double>> best(stages_,
+                                          std::vector<double>(m, kInf));
+    std::vector<std::vector<size_t>> from(stages_, std::vector<size_t>(m, 0));
+    for (size_t j = 1; j < m; ++j)
+      best[0][j] = prefix[bounds[j]];
+    for (int64_t k = 1; k < stages_; ++k)
+      for (size_t j = 1; j < m; ++j)
+        for (size_t i = 1; i < j; ++i) {
+          double t = std::max(best[k - 1][i],
+                              prefix[bounds[j]] - prefix[bounds[i]]);
+          if (t < best[k][j]) {
+            best[k][j] = t;
+            from[k][j] = i;
+          }
+        }
+    SmallVector<size_t> cuts(stages_ + 1, n);
+    cuts[0] = 0;
+    for (size_t k = stages_ - 1, j = m - 1; k > 0; --k) {
+      j = from[k][j];
+      cuts[k] = bounds[j];
+    }
+    for (int64_t k = 0; k < stages_; ++k)
+      for (size_t i = cuts[k]; i < cuts[k + 1]; ++i)
+        stageOf_[chain_[i]] = k;
+    return success();
+  }
+
+  /// The stage that computes `v` (chain values only).
+  std::optional<int64_t> stageOfValue(Value v) {
+    Operation *def = v.getDefiningOp();
+    auto it = def ? stageOf_.find(def) : stageOf_.end();
+    if (it == stageOf_.end())
+      return std::nullopt;
+    return it->second;
+  }
+
+  /// Step 4.
+  void buildStages(Block &body) {
+    Operation *ret = body.getTerminator();
+    int64_t last = stages_ - 1;
+    // Per stage: its ops (chain ops and the free ops they need), the
+    // arguments it reads, the values it receives and those it yields.
+    stageOps_.resize(stages_);
+    stageArgs_.resize(stages_);
+    received_.resize(stages_);
+    yielded_.resize(stages_);
+    SmallVector<llvm::SetVector<Operation *>> needed(stages_);
+    std::function<void(Value, int64_t)> need = [&](Value v, int64_t s) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        stageArgs_[s].insert(arg);
+        return;
+      }
+      Operation *def = v.getDefiningOp();
+      if (free_.contains(def)) {
+        if (needed[s].insert(def))
+          for (Value operand : def->getOperands())
+            need(operand, s);
+        return;
+      }
+      int64_t from = stageOf_.lookup(def);
+      if (from != s) {
+        received_[s].insert(v);
+        yielded_[from].insert(v);
+      }
+    };
+    for (Operation *op : chain_)
+      for (Value operand : op->getOperands())
+        need(operand, stageOf_.lookup(op));
+    for (Value v : ret->getOperands()) {
+      std::optional<int64_t> s = stageOfValue(v);
+      if (s)
+        yielded_[*s].insert(v);
+      else if (!isa<BlockArgument>(v))
+        need(v, last); // a free result: the last stage computes it
+    }
+    for (Operation &op : body.without_terminator()) {
+      auto it = stageOf_.find(&op);
+      for (int64_t s = 0; s < stages_; ++s)
+        if ((it != stageOf_.end() && it->second == s) ||
+            needed[s].contains(&op))
+          stageOps_[s].push_back(&op);
+    }
+    // Free results of the last stage are yielded by it too.
+    for (Value v : ret->getOperands())
+      if (!isa<BlockArgument>(v) && !stageOfValue(v))
+        yielded_[last].insert(v);
+
+    OpBuilder mb(func_);
+    for (int64_t s = 0; s < stages_; ++s) {
+      SmallVector<Type> inputs, outputs;
+      for (BlockArgument a : stageArgs_[s])
+        inputs.push_back(a.getType());
+      for (Value v : received_[s])
+        inputs.push_back(v.getType());
+      for (Value v : yielded_[s])
+        outputs.push_back(v.getType());
+      std::string name =
+          (func_.getSymName() + "_stage" + std::to_string(s)).str();
+      auto stage = func::FuncOp::create(
+          mb, func_.getLoc(), name,
+          FunctionType::get(func_.getContext(), inputs, outputs));
+      stage.setPrivate();
+      stage->setAttr(kStageAttr, mb.getI64IntegerAttr(s));
+      Block *entry = stage.addEntryBlock();
+      IRMapping mapping;
+      unsigned i = 0;
+      for (BlockArgument a : stageArgs_[s])
+        mapping.map(a, entry->getArgument(i++));
+      for (Value v : received_[s])
+        mapping.map(v, entry->getArgument(i++));
+      OpBuilder sb = OpBuilder::atBlockEnd(entry);
+      for (Operation *op : stageOps_[s])
+        sb.clone(*op, mapping);
+      SmallVector<Value> results;
+      for (Value v : yielded_[s])
+        results.push_back(mapping.lookup(v));
+      func::ReturnOp::create(sb, func_.getLoc(), results);
+      stageFuncs_.push_back(stage);
+    }
+  }
+
+  /// Step 5 (and 6).
+  void buildSchedule(Block &body) {
+    MLIRContext *context = func_.getContext();
+    Operation *ret = body.getTerminator();
+    SmallVector<Value> returned(ret->getOperands());
+    ret->erase();
+    // Everything below the arguments is rebuilt.
+    SmallVector<Operation *> old;
+    for (Operation &op : body)
+      old.push_back(&op);
+
+    // Arguments and results: the dimension mb splits, which grows back to
+    // the rank's whole block; mb leaves the shardings.
+    SmallVector<std::optional<int64_t>> argDim(body.getNumArguments());
+    for (BlockArgument arg : body.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      TensorSharding s = fromAttr(
+          func_.getArgAttr(arg.getArgNumber(), kShardingAttr), type.getRank());
+      if (!mb_)
+        continue;
+      argDim[arg.getArgNumber()] = dimSplitOver(s, *mb_);
+      if (argDim[arg.getArgNumber()])
+        arg.setType(grow(type, *argDim[arg.getArgNumber()]));
+      setSharding(arg.getArgNumber(), /*result=*/false, withoutMicrobatch(s));
+    }
+    SmallVector<std::optional<int64_t>> resultDim(returned.size());
+    for (auto [i, v] : llvm::enumerate(returned)) {
+      auto type = cast<RankedTensorType>(v.getType());
+      TensorSharding s =
+          fromAttr(func_.getResultAttr(i, kShardingAttr), type.getRank());
+      if (!mb_)
+        continue;
+      resultDim[i] = dimSplitOver(s, *mb_);
+      setSharding(i, /*result=*/true, withoutMicrobatch(s));
+    }
+
+    b_.setInsertionPointToEnd(&body);
+    Location loc = func_.getLoc();
+    auto stageAttr = [&](int64_t s) { return b_.getI64IntegerAttr(s); };
+    SmallVector<SmallVector<Value>> perMicrobatch(returned.size());
+    for (int64_t m = 0; m < microbatches_; ++m) {
+      // This microbatch's slice of each argument, made once.
+      llvm::DenseMap<Value, Value> argSlice;
+      auto sliceOf = [&](BlockArgument arg) -> Value {
+        std::optional<int64_t> d = argDim[arg.getArgNumber()];
+        if (!d)
+          return arg;
+        auto [it, inserted] = argSlice.try_emplace(arg);
+        if (inserted) {
+          int64_t size =
+              cast<RankedTensorType>(arg.getType()).getDimSize(*d) /
+              microbatches_;
+          it->second = dfg::SliceOp::create(b_, loc, arg, {m * size},
+                                            {(m + 1) * size}, {*d}, {1});
+        }
+        return it->second;
+      };
+      llvm::DenseMap<std::pair<Value, int64_t>, Value> arrived;
+      llvm::DenseMap<Value, Value> produced;
+      for (int64_t s = 0; s < stages_; ++s) {
+        SmallVector<Value> operands;
+        for (BlockArgument a : stageArgs_[s])
+          operands.push_back(sliceOf(a));
+        for (Value v : received_[s])
+          operands.push_back(arrived.lookup({v, s}));
+        auto call = func::CallOp::create(b_, loc, stageFuncs_[s], operands);
+        call->setAttr(kStageAttr, stageAttr(s));
+        for (auto [v, r] : llvm::zip_equal(yielded_[s], call.getResults())) {
+          produced[v] = r;
+          for (int64_t t = s + 1; t < stages_; ++t) {
+            if (!received_[t].contains(v))
+              continue;
+            auto send = shard::SendOp::create(
+                b_, loc, r.getType(), grid_.getSymName(), {pp_}, r,
+                ArrayRef<int64_t>{t}, ValueRange());
+            send->setAttr(kStageAttr, stageAttr(s));
+            auto recv = shard::RecvOp::create(
+                b_, loc, r.getType(), grid_.getSymName(), {pp_},
+                send.getResult(), b_.getDenseI64ArrayAttr({s}), ValueRange());
+            recv->setAttr(kStageAttr, stageAttr(t));
+            arrived[{v, t}] = recv.getResult();
+          }
+        }
+      }
+      for (auto [i, v] : llvm::enumerate(returned))
+        perMicrobatch[i].push_back(isa<BlockArgument>(v)
+                                       ? sliceOf(cast<BlockArgument>(v))
+                                       : produced.lookup(v));
+    }
+
+    SmallVector<Value> results;
+    for (auto [i, v] : llvm::enumerate(returned)) {
+      int64_t owner = isa<BlockArgument>(v)
+                          ? stages_ - 1
+                          : stageOfValue(v).value_or(stages_ - 1);
+      Value r = perMicrobatch[i].back();
+      if (resultDim[i] && microbatches_ > 1) {
+        auto concat = dfg::ConcatOp::create(b_, loc, perMicrobatch[i],
+                                            *resultDim[i]);
+        concat->setAttr(kStageAttr, stageAttr(owner));
+        r = concat.getResult();
+      }
+      results.push_back(r);
+      func_.setResultAttr(i, kStageAttr, stageAttr(owner));
+    }
+    func::ReturnOp::create(b_, loc, results);
+    for (Operation *op : llvm::reverse(old)) {
+      op->dropAllUses();
+      op->erase();
+    }
+    func_.setFunctionType(FunctionType::get(context, body.getArgumentTypes(),
+                                            ValueRange(results).getTypes()));
+  }
+
+  void setSharding(unsigned i, bool result, const TensorSharding &s) {
+    if (isReplicated(s)) {
+      if (result)
+        func_.removeResultAttr(i, StringAttr::get(func_.getContext(),
+                                                  kShardingAttr));
+      else
+        func_.removeArgAttr(i, StringAttr::get(func_.getContext(),
+                                               kShardingAttr));
+      return;
+    }
+    Attribute attr = toAttr(func_.getContext(), s);
+    if (result)
+      func_.setResultAttr(i, kShardingAttr, attr);
+    else
+      func_.setArgAttr(i, kShardingAttr, attr);
+  }
+
+  RankedTensorType grow(RankedTensorType type, int64_t dim) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] *= microbatches_;
+    return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  TensorSharding withoutMicrobatch(TensorSharding s) {
+    for (DimAxes &axes : s)
+      llvm::erase(axes, *mb_);
+    return s;
+  }
+
+  shard::GridOp grid_;
+  func::FuncOp func_;
+  OpBuilder b_;
+  shard::GridAxis pp_ = 0;
+  std::optional<shard::GridAxis> mb_;
+  int64_t stages_ = 1, microbatches_ = 1;
+  llvm::SmallPtrSet<Operation *, 32> free_;
+  SmallVector<Operation *> chain_;
+  llvm::DenseMap<Operation *, size_t> index_;
+  llvm::DenseMap<Operation *, int64_t> stageOf_;
+  SmallVector<SmallVector<Operation *>> stageOps_;
+  SmallVector<llvm::SetVector<BlockArgument>> stageArgs_;
+  SmallVector<llvm::SetVector<Value>> received_, yielded_;
+  SmallVector<func::FuncOp> stageFuncs_;
+};
+
+/// Drops the planning axis mb (the grid's last) once no function uses it.
+void removeMicrobatchAxis(shard::GridOp grid) {
+  std::optional<shard::GridAxis> mb = findAxis(grid, kMicrobatchAxis);
+  if (!mb)
+    return;
+  SmallVector<int64_t> shape(grid.getShape());
+  shape.erase(shape.begin() + *mb);
+  grid.setShape(shape);
+  if (auto names = grid->getAttrOfType<ArrayAttr>(kAxisNamesAttr)) {
+    SmallVector<Attribute> kept(names.begin(), names.end());
+    kept.erase(kept.begin() + *mb);
+    grid->setAttr(kAxisNamesAttr, ArrayAttr::get(grid.getContext(), kept));
+  }
+}
+
+class PipelineSplitPass
+    : public impl::PipelineSplitPassBase<PipelineSplitPass> {
+public:
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<shard::GridOp> grid = lookupGrid(module);
+    if (failed(grid))
+      return signalPassFailure();
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && !func->hasAttr(kStageAttr))
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs)
+      if (failed(PipelineSplitter(*grid, func).run()))
+        return signalPassFailure();
+    removeMicrobatchAxis(*grid);
+  }
+};
+
+} // namespace
+} // namespace meshc

@@ -1,0 +1,139 @@
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-shard-verify | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan=microbatches=2 --meshc-shard-partition --meshc-pipeline-split --meshc-shard-verify | FileCheck %s --check-prefix=MB
+
+// Two layers on pp=2, tp=2: one stage each. Stage 0 runs the embedding and
+// layer 0 and yields the residual stream; the schedule sends it to stage 1
+// and receives it there. Inside each stage, tp as usual: one all_reduce per
+// row-parallel projection. Results are held by the last stage.
+module attributes {meshc.mesh = "pp=2,tp=2"} {
+// CHECK: shard.grid @mesh(shape = 2x2) {meshc.axes = ["pp", "tp"]}
+// CHECK-LABEL: func.func private @two_layers_stage0(
+// CHECK-SAME: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {meshc.stage = 0 : i64}
+// CHECK: dfg.embedding
+// CHECK: dfg.attention {{.*}} -> tensor<2x1x4x4xf32>
+// CHECK: shard.all_reduce {{.*}} grid_axes = [1]
+// CHECK-NOT: dfg.attention
+// CHECK: return
+// CHECK-LABEL: func.func private @two_layers_stage1(
+// CHECK-SAME: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {meshc.stage = 1 : i64}
+// CHECK-NOT: dfg.embedding
+// CHECK: dfg.attention {{.*}} -> tensor<2x1x4x4xf32>
+// CHECK: shard.all_reduce {{.*}} grid_axes = [1]
+// CHECK: return
+// CHECK-LABEL: func.func @two_layers(
+// CHECK-SAME: -> (tensor<2x4x8xf32> {meshc.stage = 1 : i64})
+// CHECK-NEXT: %[[A:.+]] = call @two_layers_stage0(%arg0) {meshc.stage = 0 : i64}
+// CHECK-NEXT: %[[S:.+]] = shard.send %[[A]] on @mesh grid_axes = [0] destination = [1] {meshc.stage = 0 : i64}
+// CHECK-NEXT: %[[R:.+]] = shard.recv %[[S]] on @mesh grid_axes = [0] source = [0] {meshc.stage = 1 : i64}
+// CHECK-NEXT: %[[B:.+]] = call @two_layers_stage1(%[[R]]) {meshc.stage = 1 : i64}
+// CHECK-NEXT: return %[[B]]
+
+// With two microbatches the stages take one batch row each; the schedule
+// slices the input, runs both microbatches through both stages in order and
+// concatenates the results on stage 1. The planning axis mb is gone.
+// MB: shard.grid @mesh(shape = 2x2) {meshc.axes = ["pp", "tp"]}
+// MB-LABEL: func.func private @two_layers_stage0(
+// MB-SAME: tensor<1x4xi64>) -> tensor<1x4x8xf32>
+// MB-LABEL: func.func @two_layers(
+// MB-SAME: %arg0: tensor<2x4xi64>) -> (tensor<2x4x8xf32> {meshc.stage = 1 : i64})
+// MB: dfg.slice %arg0 starts = [0] ends = [1] axes = [0]
+// MB: call @two_layers_stage0
+// MB: shard.send
+// MB: shard.recv
+// MB: call @two_layers_stage1
+// MB: dfg.slice %arg0 starts = [1] ends = [2] axes = [0]
+// MB: call @two_layers_stage0
+// MB: shard.send
+// MB: shard.recv
+// MB: call @two_layers_stage1
+// MB: dfg.concat {{.*}} axis = 0 {meshc.stage = 1 : i64} : (tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<2x4x8xf32>
+func.func @two_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 8192, length = 512] : tensor<16x8xf32>
+  %wq0 = dfg.weight "l0.q" in "w.bin" [offset = 0, length = 256] : tensor<8x8xf32>
+  %wk0 = dfg.weight "l0.k" in "w.bin" [offset = 256, length = 256] : tensor<8x8xf32>
+  %wv0 = dfg.weight "l0.v" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %wo0 = dfg.weight "l0.o" in "w.bin" [offset = 768, length = 256] : tensor<8x8xf32>
+  %wq1 = dfg.weight "l1.q" in "w.bin" [offset = 1024, length = 256] : tensor<8x8xf32>
+  %wk1 = dfg.weight "l1.k" in "w.bin" [offset = 1280, length = 256] : tensor<8x8xf32>
+  %wv1 = dfg.weight "l1.v" in "w.bin" [offset = 1536, length = 256] : tensor<8x8xf32>
+  %wo1 = dfg.weight "l1.o" in "w.bin" [offset = 1792, length = 256] : tensor<8x8xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %q0 = dfg.linear %e, %wq0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k0 = dfg.linear %e, %wk0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %v0 = dfg.linear %e, %wv0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %qr0 = dfg.reshape %q0 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %kr0 = dfg.reshape %k0 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %vr0 = dfg.reshape %v0 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %qt0 = dfg.transpose %qr0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt0 = dfg.transpose %kr0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt0 = dfg.transpose %vr0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %a0 = dfg.attention %qt0, %kt0, %vt0 scale = 0.5 causal = true : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %at0 = dfg.transpose %a0 perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
+  %am0 = dfg.reshape %at0 to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
+  %o0 = dfg.linear %am0, %wo0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h0 = dfg.add %e, %o0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %q1 = dfg.linear %h0, %wq1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k1 = dfg.linear %h0, %wk1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %v1 = dfg.linear %h0, %wv1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %qr1 = dfg.reshape %q1 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %kr1 = dfg.reshape %k1 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %vr1 = dfg.reshape %v1 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %qt1 = dfg.transpose %qr1 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt1 = dfg.transpose %kr1 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt1 = dfg.transpose %vr1 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %a1 = dfg.attention %qt1, %kt1, %vt1 scale = 0.5 causal = true : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %at1 = dfg.transpose %a1 perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
+  %am1 = dfg.reshape %at1 to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
+  %o1 = dfg.linear %am1, %wo1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = dfg.add %h0, %o1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %h1 : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// More stages than layers.
+// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (its dfg.attention ops); use pp <= 2}}
+module attributes {meshc.mesh = "pp=4"} {
+func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 8192, length = 512] : tensor<16x8xf32>
+  %wq0 = dfg.weight "l0.q" in "w.bin" [offset = 0, length = 256] : tensor<8x8xf32>
+  %wk0 = dfg.weight "l0.k" in "w.bin" [offset = 256, length = 256] : tensor<8x8xf32>
+  %wv0 = dfg.weight "l0.v" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %wo0 = dfg.weight "l0.o" in "w.bin" [offset = 768, length = 256] : tensor<8x8xf32>
+  %wq1 = dfg.weight "l1.q" in "w.bin" [offset = 1024, length = 256] : tensor<8x8xf32>
+  %wk1 = dfg.weight "l1.k" in "w.bin" [offset = 1280, length = 256] : tensor<8x8xf32>
+  %wv1 = dfg.weight "l1.v" in "w.bin" [offset = 1536, length = 256] : tensor<8x8xf32>
+  %wo1 = dfg.weight "l1.o" in "w.bin" [offset = 1792, length = 256] : tensor<8x8xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %q0 = dfg.linear %e, %wq0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k0 = dfg.linear %e, %wk0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %v0 = dfg.linear %e, %wv0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %qr0 = dfg.reshape %q0 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %kr0 = dfg.reshape %k0 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %vr0 = dfg.reshape %v0 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %qt0 = dfg.transpose %qr0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt0 = dfg.transpose %kr0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt0 = dfg.transpose %vr0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %a0 = dfg.attention %qt0, %kt0, %vt0 scale = 0.5 causal = true : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %at0 = dfg.transpose %a0 perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
+  %am0 = dfg.reshape %at0 to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
+  %o0 = dfg.linear %am0, %wo0 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h0 = dfg.add %e, %o0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %q1 = dfg.linear %h0, %wq1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k1 = dfg.linear %h0, %wk1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %v1 = dfg.linear %h0, %wv1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %qr1 = dfg.reshape %q1 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %kr1 = dfg.reshape %k1 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %vr1 = dfg.reshape %v1 to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %qt1 = dfg.transpose %qr1 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt1 = dfg.transpose %kr1 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt1 = dfg.transpose %vr1 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %a1 = dfg.attention %qt1, %kt1, %vt1 scale = 0.5 causal = true : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %at1 = dfg.transpose %a1 perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
+  %am1 = dfg.reshape %at1 to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
+  %o1 = dfg.linear %am1, %wo1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = dfg.add %h0, %o1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %h1 : tensor<2x4x8xf32>
+}
+}
