@@ -6,8 +6,10 @@ Usage: bench/shard_llama.py --meshc build/bin/meshc [--layers 80] [--out DIR]
 Builds the Llama graph of models/llama.py with Llama-3-70B sizes (80 layers,
 d=8192, GQA 64/8 heads, FFN 28672, vocabulary 128256, bf16 weights as a
 sparse external-data file, batch 2, sequence 128) and times import, the graph
-pipeline and the sharding pipeline (plan, partition, verify) for each mesh,
-printing wall time, peak RSS and the collectives of the SPMD program.
+pipeline and the sharding pipeline (plan, partition, pipeline stages,
+verify) for each mesh, printing wall time, peak RSS, the collectives of the
+SPMD program (each stage function's counted once) and, with pp, the layers
+(attentions) of each pipeline stage.
 """
 import argparse
 import collections
@@ -24,7 +26,8 @@ import llama  # noqa: E402
 from import_llama import SparseWeights, measure  # noqa: E402
 
 LLAMA3_70B = dict(d=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256, seq=128, batch=2)
-MESHES = ["tp=8", "dp=2,tp=8", "tp=8 --sequence-parallel"]
+MESHES = ["tp=8", "dp=2,tp=8", "tp=8 --sequence-parallel", "pp=2,tp=8",
+          "pp=2,tp=8 --microbatches 2", "dp=2,pp=4,tp=8"]
 
 
 def main():
@@ -51,9 +54,14 @@ def main():
                "--mesh"] + mesh.split()
         secs, rss = measure(cmd)
         with open(spmd) as f:
-            counts = collections.Counter(re.findall(r"= shard\.([a-z_]+)", f.read()))
+            text = f.read()
+        counts = collections.Counter(re.findall(r"= shard\.([a-z_]+)", text))
+        # Layers (attentions) per pipeline stage function.
+        stages = [part.count("dfg.attention ")
+                  for part in re.split(r"func\.func private @main_stage\d+", text)[1:]]
         print(f"{mesh:<26} {secs:>8.2f} {rss:>8.0f}  "
-              + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+              + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+              + (f"; layers per stage {'/'.join(map(str, stages))}" if stages else ""))
 
 
 if __name__ == "__main__":

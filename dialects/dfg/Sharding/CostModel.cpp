@@ -86,13 +86,22 @@ OpCost estimateOpCost(Operation *op, shard::GridOp grid,
                    cost.commBytes / link.bandwidth;
     return cost;
   }
-  for (Value v : op->getOperands())
-    cost.bytes += tensorBytes(v.getType());
+  if (isa<dfg::EmbeddingOp, dfg::GatherOp>(op)) {
+    // A lookup reads the rows it returns, not the whole table.
+    for (Value v : op->getOperands().drop_front())
+      cost.bytes += tensorBytes(v.getType());
+    for (Value v : op->getResults())
+      cost.bytes += tensorBytes(v.getType());
+  } else {
+    for (Value v : op->getOperands())
+      cost.bytes += tensorBytes(v.getType());
+  }
   double out = 0;
   for (Value v : op->getResults())
     out += elements(v.getType());
-  for (Value v : op->getResults())
-    cost.bytes += tensorBytes(v.getType());
+  if (!isa<dfg::EmbeddingOp, dfg::GatherOp>(op))
+    for (Value v : op->getResults())
+      cost.bytes += tensorBytes(v.getType());
   if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
     cost.flops = 2 * out * linear.getInFeatures();
   } else if (auto matmul = dyn_cast<dfg::MatMulOp>(op)) {
