@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Driver.h"
 
+#include "compiler/driver/PlanTool.h"
 #include "compiler/import/Importer.h"
 #include "compiler/import/Legalization.h"
 #include "compiler/pipelines/Pipelines.h"
@@ -123,10 +124,11 @@ private:
 };
 
 /// Imports `model`, runs the pipelines `build` adds (given the model's
-/// folder, where its weights are) and writes the IR to `output`.
-int runFrontEnd(
-    StringRef command, StringRef model, StringRef output,
-    llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
+/// folder, where its weights are) and hands the module to `use`.
+int withFrontEnd(
+    StringRef command, StringRef model,
+    llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build,
+    llvm::function_ref<int(mlir::ModuleOp)> use) {
   mlir::DialectRegistry registry;
   registerAllMeshcDialects(registry);
   mlir::MLIRContext context(registry);
@@ -143,13 +145,35 @@ int runFrontEnd(
   build(pm, folder.empty() ? StringRef(".") : folder.str());
   if (!pm.getPasses().empty() && failed(pm.run(*module)))
     return 1;
-  std::string error;
-  auto out = mlir::openOutputFile(output, &error);
-  if (!out)
-    return fail(command, error);
-  module->print(out->os());
-  out->keep();
-  return diagnostics.sawError() ? 1 : 0;
+  int status = use(*module);
+  return status ? status : diagnostics.sawError() ? 1 : 0;
+}
+
+/// Imports `model`, runs the pipelines `build` adds and writes the IR to
+/// `output`.
+int runFrontEnd(
+    StringRef command, StringRef model, StringRef output,
+    llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
+  return withFrontEnd(command, model, build, [&](mlir::ModuleOp module) {
+    std::string error;
+    auto out = mlir::openOutputFile(output, &error);
+    if (!out)
+      return fail(command, error);
+    module.print(out->os());
+    out->keep();
+    return 0;
+  });
+}
+
+/// meshc plan MODEL --mesh M|auto ...: the graph pipeline once, then the
+/// plan tool (PlanTool.h).
+int runPlanCommand(PlanRequest request) {
+  return withFrontEnd(
+      "plan", request.model,
+      [&](mlir::OpPassManager &pm, StringRef folder) {
+        buildGraphPipeline(pm, folder);
+      },
+      [&](mlir::ModuleOp module) { return runPlan(module, request, outs()); });
 }
 
 /// meshc import MODEL [-o FILE] [--optimize]
@@ -210,7 +234,8 @@ int runDriver(int argc, char **argv) {
                              cl::cat(category));
   cl::opt<std::string> mesh(
       "mesh", cl::Required, cl::value_desc("axis=size,..."),
-      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp)"),
+      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp); for "
+               "'meshc plan' also 'auto' (with --devices)"),
       cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
 
   cl::opt<std::string> importOutput(
@@ -221,10 +246,32 @@ int runDriver(int argc, char **argv) {
                                cl::desc("Run the graph pipeline after import"),
                                cl::sub(importCmd), cl::cat(category));
 
-  cl::opt<unsigned> planBatch("batch", cl::desc("Batch size (default 1)"),
-                              cl::init(1), cl::sub(planCmd), cl::cat(category));
-  cl::opt<unsigned> planSeq("seq", cl::desc("Sequence length (default 128)"),
-                            cl::init(128), cl::sub(planCmd), cl::cat(category));
+  cl::opt<unsigned> planBatch(
+      "batch",
+      cl::desc("Batch size to plan for (default: the model's; its shapes are "
+               "static, so a different size is refused)"),
+      cl::init(0), cl::sub(planCmd), cl::cat(category));
+  cl::opt<unsigned> planSeq(
+      "seq",
+      cl::desc("Sequence length to plan for (default: the model's; as "
+               "--batch)"),
+      cl::init(0), cl::sub(planCmd), cl::cat(category));
+  cl::opt<unsigned> planDevices(
+      "devices",
+      cl::desc("Number of GPUs: required with --mesh auto (which searches "
+               "their dp x pp x tp factorisations), else checked against the "
+               "mesh"),
+      cl::value_desc("N"), cl::init(0), cl::sub(planCmd), cl::cat(category));
+  cl::opt<std::string> planTopology(
+      "topology",
+      cl::desc("Where the ranks sit, e.g. nodes=2,gpus-per-node=8; optional "
+               "link figures nvlink-gbps, nvlink-us, network-gbps, network-us "
+               "(defaults 450 GB/s, 4 us; 50 GB/s, 8 us). Default: one node"),
+      cl::value_desc("spec"), cl::sub(planCmd), cl::cat(category));
+  cl::opt<double> planDeviceMemory(
+      "device-memory",
+      cl::desc("Memory per GPU in GiB that a plan must fit (default 80)"),
+      cl::value_desc("GiB"), cl::init(80), cl::sub(planCmd), cl::cat(category));
 
   enum class Target { Cpu, Cuda };
   cl::opt<Target> compileTarget(
@@ -299,13 +346,41 @@ int runDriver(int argc, char **argv) {
     StringRef command = planCmd ? "plan" : "compile";
     if (Error e = checkReadableFile(model, "model"))
       return fail(command, toString(std::move(e)));
+    if (microbatches == 0)
+      return fail(command, "--microbatches must be at least 1");
+    if (planCmd) {
+      if (planDeviceMemory <= 0)
+        return fail(command, "--device-memory must be positive (GiB)");
+      if ((planBatch.getNumOccurrences() && planBatch == 0) ||
+          (planSeq.getNumOccurrences() && planSeq == 0))
+        return fail(command, "--batch and --seq must be at least 1");
+      PlanRequest request;
+      request.model = model;
+      request.mesh = mesh;
+      request.devices = planDevices;
+      request.sequenceParallel = sequenceParallel;
+      request.microbatches =
+          microbatches.getNumOccurrences() ? int64_t(microbatches) : 0;
+      request.batch = planBatch;
+      request.seq = planSeq;
+      request.topology = planTopology;
+      request.deviceMemoryBytes = planDeviceMemory * double(1ull << 30);
+      if (mesh != "auto") {
+        auto spec = MeshSpec::parse(mesh);
+        if (!spec)
+          return fail(command, toString(spec.takeError()));
+        if (microbatches > 1 && spec->axisSize("pp").value_or(1) <= 1)
+          return fail(command, "--microbatches " +
+                                   std::to_string(microbatches) +
+                                   " needs a pp axis in --mesh (microbatches "
+                                   "keep pipeline stages busy)");
+        request.mesh = spec->str();
+      }
+      return runPlanCommand(request);
+    }
     auto meshSpec = MeshSpec::parse(mesh);
     if (!meshSpec)
       return fail(command, toString(meshSpec.takeError()));
-    if (planCmd && (planBatch == 0 || planSeq == 0))
-      return fail(command, "--batch and --seq must be at least 1");
-    if (microbatches == 0)
-      return fail(command, "--microbatches must be at least 1");
     if (microbatches > 1 && meshSpec->axisSize("pp").value_or(1) <= 1)
       return fail(command, "--microbatches " + std::to_string(microbatches) +
                                " needs a pp axis in --mesh (microbatches keep "

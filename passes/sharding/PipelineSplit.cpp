@@ -166,7 +166,8 @@ private:
     LinkModel link;
     std::vector<double> prefix(n + 1, 0.0);
     for (auto [i, op] : llvm::enumerate(chain_))
-      prefix[i + 1] = prefix[i] + estimateOpCost(op, grid_, device, link).seconds;
+      prefix[i + 1] =
+          prefix[i] + estimateOpCost(op, grid_, device, link).seconds;
     // Bounds: 0, the candidates, n. best[k][j]: the slowest of k + 1
     // stages covering chain ops [0, bounds[j]).
     SmallVector<size_t> bounds = {0};
@@ -182,8 +183,8 @@ private:
     for (int64_t k = 1; k < stages_; ++k)
       for (size_t j = 1; j < m; ++j)
         for (size_t i = 1; i < j; ++i) {
-          double t = std::max(best[k - 1][i],
-                              prefix[bounds[j]] - prefix[bounds[i]]);
+          double t =
+              std::max(best[k - 1][i], prefix[bounds[j]] - prefix[bounds[i]]);
           if (t < best[k][j]) {
             best[k][j] = t;
             from[k][j] = i;
@@ -344,9 +345,8 @@ private:
           return arg;
         auto [it, inserted] = argSlice.try_emplace(arg);
         if (inserted) {
-          int64_t size =
-              cast<RankedTensorType>(arg.getType()).getDimSize(*d) /
-              microbatches_;
+          int64_t size = cast<RankedTensorType>(arg.getType()).getDimSize(*d) /
+                         microbatches_;
           it->second = dfg::SliceOp::create(b_, loc, arg, {m * size},
                                             {(m + 1) * size}, {*d}, {1});
         }
@@ -392,8 +392,8 @@ private:
                           : stageOfValue(v).value_or(stages_ - 1);
       Value r = perMicrobatch[i].back();
       if (resultDim[i] && microbatches_ > 1) {
-        auto concat = dfg::ConcatOp::create(b_, loc, perMicrobatch[i],
-                                            *resultDim[i]);
+        auto concat =
+            dfg::ConcatOp::create(b_, loc, perMicrobatch[i], *resultDim[i]);
         concat->setAttr(kStageAttr, stageAttr(owner));
         r = concat.getResult();
       }
@@ -412,11 +412,11 @@ private:
   void setSharding(unsigned i, bool result, const TensorSharding &s) {
     if (isReplicated(s)) {
       if (result)
-        func_.removeResultAttr(i, StringAttr::get(func_.getContext(),
-                                                  kShardingAttr));
+        func_.removeResultAttr(
+            i, StringAttr::get(func_.getContext(), kShardingAttr));
       else
-        func_.removeArgAttr(i, StringAttr::get(func_.getContext(),
-                                               kShardingAttr));
+        func_.removeArgAttr(i,
+                            StringAttr::get(func_.getContext(), kShardingAttr));
       return;
     }
     Attribute attr = toAttr(func_.getContext(), s);

@@ -11,7 +11,10 @@
 #ifndef MESHC_DIALECTS_DFG_SHARDING_COSTMODEL_H
 #define MESHC_DIALECTS_DFG_SHARDING_COSTMODEL_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
+
+#include <string>
 
 namespace mlir::shard {
 class GridOp;
@@ -33,10 +36,58 @@ struct LinkModel {
 /// The work of one op on its (local) types.
 struct OpCost {
   double flops = 0;
-  double bytes = 0; ///< read and written
+  double bytes = 0;     ///< read and written
   double commBytes = 0; ///< sent per rank (collectives, send/recv)
   double seconds = 0;
 };
+
+/// Where the ranks sit: `nodes` nodes of `gpusPerNode` GPUs each, ranks
+/// numbered row-major over the grid (the mesh's last axis varies fastest)
+/// and filled node by node. A collective whose group stays on one node runs
+/// over `intraNode`, others over `interNode`.
+struct Topology {
+  int64_t nodes = 1;
+  int64_t gpusPerNode = 0;          ///< 0: every rank on the one node
+  LinkModel intraNode{450e9, 4e-6}; ///< NVLink (H100)
+  LinkModel interNode{50e9, 8e-6};  ///< InfiniBand NDR, per port
+};
+
+/// What one pipeline stage's ranks hold and do (every rank of a stage runs
+/// the same program on equal shards, so one row describes them all).
+struct StageReport {
+  int64_t stage = 0;
+  llvm::SmallVector<int64_t> ranks;
+  int64_t layers = 0; ///< dfg.attention ops
+  double weightBytes = 0;
+  double activationBytes = 0; ///< peak live activations, one microbatch
+  double kvCacheBytes = 0;    ///< present.* outputs the stage holds
+  double computeSeconds = 0;  ///< per microbatch
+  double commBytes = 0;       ///< sent per rank, per microbatch
+  double commSeconds = 0;     ///< per microbatch
+  double memoryBytes() const {
+    return weightBytes + activationBytes + kvCacheBytes;
+  }
+  double seconds() const { return computeSeconds + commSeconds; }
+};
+
+struct PlanReport {
+  llvm::SmallVector<StageReport> stages;
+  int64_t worldSize = 1;
+  int64_t microbatches = 1;
+  /// Per grid axis: its name, size and whether its groups stay on a node.
+  llvm::SmallVector<std::tuple<std::string, int64_t, bool>> axes;
+  double bubble = 0;      ///< idle fraction of a stage, (pp-1)/(m+pp-1)
+  double stepSeconds = 0; ///< (m + pp - 1) x the slowest stage's microbatch
+  double peakMemoryBytes() const;
+};
+
+/// Analyses a module after the sharding pipeline (partitioned, split into
+/// stages): per stage, memory, time and communication under `device` and
+/// `topology`, and the predicted step time of the GPipe schedule (no
+/// overlap of communication with compute is assumed).
+mlir::FailureOr<PlanReport> analyzePlan(mlir::ModuleOp module,
+                                        const DeviceModel &device,
+                                        const Topology &topology);
 
 /// Bytes of a tensor type (dynamic dimensions count as 1).
 double tensorBytes(mlir::Type type);
