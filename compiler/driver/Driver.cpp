@@ -9,6 +9,7 @@
 #include "compiler/driver/Driver.h"
 
 #include "compiler/driver/PlanTool.h"
+#include "compiler/driver/ReportError.h"
 #include "compiler/import/Importer.h"
 #include "compiler/import/Legalization.h"
 #include "compiler/pipelines/Pipelines.h"
@@ -41,9 +42,8 @@ constexpr ArrayRef<StringLiteral> kCommands(kCommandArray);
 
 /// Prints "meshc <command>: error: <msg>" and returns the failure status.
 int fail(StringRef command, const Twine &msg) {
-  std::string prefix = command.empty() ? "meshc" : ("meshc " + command).str();
-  WithColor::error(errs(), prefix) << msg << "\n";
-  return 1;
+  return reportError(command.empty() ? "meshc" : ("meshc " + command).str(),
+                     msg);
 }
 
 /// `path` names a readable regular file (what: "model", "input", ...).

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/EvalTool.h"
+#include "compiler/driver/ReportError.h"
 
 #include "compiler/tools/init_meshc.h"
 #include "dialects/dfg/Eval/Evaluator.h"
@@ -33,10 +34,7 @@ namespace meshc {
 
 namespace {
 
-int fail(const Twine &msg) {
-  WithColor::error(errs(), "meshc-eval") << msg << "\n";
-  return 1;
-}
+int fail(const Twine &msg) { return reportError("meshc-eval", msg); }
 
 /// The name a function argument or result goes by: its onnx.name, else
 /// <prefix><index>.

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/PlanTool.h"
+#include "compiler/driver/ReportError.h"
 
 #include "compiler/pipelines/Pipelines.h"
 #include "dialects/dfg/Sharding/MeshSpec.h"
@@ -24,10 +25,7 @@ using namespace llvm;
 namespace meshc {
 namespace {
 
-int fail(const Twine &msg) {
-  WithColor::error(errs(), "meshc plan") << msg << "\n";
-  return 1;
-}
+int fail(const Twine &msg) { return reportError("meshc plan", msg); }
 
 std::string bytes(double b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -91,8 +89,7 @@ FailureOr<PlanReport> planOne(mlir::ModuleOp graph, const Candidate &c,
   std::optional<mlir::ScopedDiagnosticHandler> capture;
   if (quiet)
     capture.emplace(context, [why](mlir::Diagnostic &diag) {
-      if (why->empty() &&
-          diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+      if (why->empty() && diag.getSeverity() == mlir::DiagnosticSeverity::Error)
         *why = diag.str();
       return mlir::success();
     });
@@ -119,12 +116,11 @@ void printReport(raw_ostream &os, const PlanRequest &request,
   for (auto [name, size, intra] : r.axes)
     os << " " << name << "=" << size << " over "
        << (intra ? "NVLink" : "the network") << ";";
-  os << formatv(" NVLink {0:F0} GB/s, {1:F1} us; network {2:F0} GB/s, "
-                "{3:F1} us\n",
-                topology.intraNode.bandwidth / 1e9,
-                topology.intraNode.latency * 1e6,
-                topology.interNode.bandwidth / 1e9,
-                topology.interNode.latency * 1e6);
+  os << formatv(
+      " NVLink {0:F0} GB/s, {1:F1} us; network {2:F0} GB/s, "
+      "{3:F1} us\n",
+      topology.intraNode.bandwidth / 1e9, topology.intraNode.latency * 1e6,
+      topology.interNode.bandwidth / 1e9, topology.interNode.latency * 1e6);
   os << formatv("device: {0:F0} TFLOP/s, {1:F1} TB/s memory bandwidth\n\n",
                 request.device.flops / 1e12,
                 request.device.memoryBandwidth / 1e12);
@@ -261,8 +257,7 @@ Expected<Topology> parseTopology(StringRef text) {
   return t;
 }
 
-int runPlan(mlir::ModuleOp graph, const PlanRequest &request,
-            raw_ostream &os) {
+int runPlan(mlir::ModuleOp graph, const PlanRequest &request, raw_ostream &os) {
   Expected<Topology> parsed = parseTopology(request.topology);
   if (!parsed)
     return fail(toString(parsed.takeError()));
@@ -351,8 +346,8 @@ int runPlan(mlir::ModuleOp graph, const PlanRequest &request,
   printReport(os, request, best.candidate, best.report, topology);
   os << "\nchose " << best.candidate.label() << ": the fastest of "
      << fits.size() << " plans that fit " << bytes(request.deviceMemoryBytes)
-     << " per rank (" << tried << " tried; " << tooBig.size()
-     << " too large; " << refused.size() << " refused";
+     << " per rank (" << tried << " tried; " << tooBig.size() << " too large; "
+     << refused.size() << " refused";
   if (!refused.empty())
     os << ", e.g. " << refused.front();
   os << ").\n";

@@ -1,4 +1,5 @@
-//===- PlanTool.h - meshc plan: the cost of a mesh, or the best one -*- C++ -*-===//
+//===- PlanTool.h - meshc plan: the cost of a mesh, or the best one -*- C++
+//-*-===//
 //
 // Part of meshc.
 //
@@ -20,7 +21,7 @@ struct PlanRequest {
   std::string mesh;    ///< "dp=2,tp=4", or "auto"
   int64_t devices = 0; ///< with "auto" (required), or a check of the mesh
   bool sequenceParallel = false;
-  int64_t microbatches = 0; ///< 0: 1, or with "auto" the search picks
+  int64_t microbatches = 0;   ///< 0: 1, or with "auto" the search picks
   int64_t batch = 0, seq = 0; ///< 0: the model's
   std::string topology;       ///< "nodes=2,gpus-per-node=8,..." or ""
   double deviceMemoryBytes = 80.0 * (1ull << 30);

@@ -56,18 +56,6 @@ using namespace mlir;
 namespace meshc {
 namespace {
 
-ArrayRef<int16_t> collectiveAxes(Operation *op) {
-  if (auto o = dyn_cast<shard::AllReduceOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::AllGatherOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::AllSliceOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::ReduceScatterOp>(op))
-    return o.getGridAxes();
-  return {};
-}
-
 /// The dimension of a sharding split over `axis`, if any.
 std::optional<int64_t> dimSplitOver(const TensorSharding &s,
                                     shard::GridAxis axis) {
@@ -92,7 +80,7 @@ public:
     microbatches_ = mb_ ? grid_.getShape()[*mb_] : 1;
     Block &body = func_.getBody().front();
     for (Operation &op : body.without_terminator())
-      if (mb_ && llvm::is_contained(collectiveAxes(&op), *mb_))
+      if (mb_ && llvm::is_contained(collectiveGridAxes(&op), *mb_))
         return op.emitOpError("needs the whole batch, so the batch cannot "
                               "be split into ")
                << microbatches_ << " microbatches";

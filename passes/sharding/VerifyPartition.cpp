@@ -84,7 +84,7 @@ LogicalResult verifyTransfer(Operation *op, shard::GridOp grid) {
   auto send = dyn_cast<shard::SendOp>(op);
   auto recv = dyn_cast<shard::RecvOp>(op);
   StringRef gridName = send ? send.getGrid() : recv.getGrid();
-  ArrayRef<int16_t> axes = send ? send.getGridAxes() : recv.getGridAxes();
+  ArrayRef<int16_t> axes = collectiveGridAxes(op);
   if (!pp || gridName != grid.getSymName() || axes != ArrayRef<int16_t>{*pp})
     return op->emitOpError("must run over the pp axis of @")
            << grid.getSymName();

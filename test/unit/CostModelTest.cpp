@@ -78,8 +78,8 @@ TEST_F(CostModelTest, LinearFlopsAndBytes) {
   OwningOpRef<ModuleOp> m = parse(kPipelined);
   ASSERT_TRUE(m);
   auto linear = first<dfg::LinearOp>(*m); // [4,8] x [8,16]
-  OpCost c = estimateOpCost(linear, *lookupGrid(*m), DeviceModel(),
-                            LinkModel());
+  OpCost c =
+      estimateOpCost(linear, *lookupGrid(*m), DeviceModel(), LinkModel());
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 4 * 16 * 8);
   EXPECT_DOUBLE_EQ(c.bytes, (4 * 8 + 8 * 16 + 4 * 16) * 4.0);
   EXPECT_DOUBLE_EQ(c.seconds, c.bytes / DeviceModel().memoryBandwidth);
@@ -91,16 +91,16 @@ TEST_F(CostModelTest, CollectiveVolumes) {
   ASSERT_TRUE(m);
   shard::GridOp grid = *lookupGrid(*m);
   LinkModel link{100e9, 5e-6};
-  OpCost ar = estimateOpCost(first<shard::AllReduceOp>(*m), grid,
-                             DeviceModel(), link);
+  OpCost ar =
+      estimateOpCost(first<shard::AllReduceOp>(*m), grid, DeviceModel(), link);
   EXPECT_DOUBLE_EQ(ar.commBytes, 2.0 * 1 / 2 * 4 * 8 * 4);
   EXPECT_DOUBLE_EQ(ar.seconds, 2 * 5e-6 + ar.commBytes / 100e9);
-  OpCost send = estimateOpCost(first<shard::SendOp>(*m), grid, DeviceModel(),
-                               link);
+  OpCost send =
+      estimateOpCost(first<shard::SendOp>(*m), grid, DeviceModel(), link);
   EXPECT_DOUBLE_EQ(send.commBytes, 4 * 8 * 4.0);
   // The rank's weight slice is loaded, not computed.
-  OpCost slice = estimateOpCost(first<shard::AllSliceOp>(*m), grid,
-                                DeviceModel(), link);
+  OpCost slice =
+      estimateOpCost(first<shard::AllSliceOp>(*m), grid, DeviceModel(), link);
   EXPECT_EQ(slice.seconds, 0.0);
 }
 

@@ -163,10 +163,7 @@ LogicalResult SpmdEvaluator::collective(Operation *op,
         blocks.push_back(&in[m]);
       out[r] = concatBlocks(blocks, g.getGatherAxis().getSExtValue());
     } else if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(op)) {
-      ArrayRef<int16_t> axes =
-          isa<shard::AllReduceOp>(op)
-              ? cast<shard::AllReduceOp>(op).getGridAxes()
-              : cast<shard::ReduceScatterOp>(op).getGridAxes();
+      ArrayRef<int16_t> axes = collectiveGridAxes(op);
       auto kind = isa<shard::AllReduceOp>(op)
                       ? cast<shard::AllReduceOp>(op).getReduction()
                       : cast<shard::ReduceScatterOp>(op).getReduction();

@@ -45,22 +45,6 @@ double ringBytes(Operation *op, int64_t n) {
   return in; // send / recv: the whole tensor
 }
 
-ArrayRef<int16_t> gridAxes(Operation *op) {
-  if (auto o = dyn_cast<shard::AllReduceOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::AllGatherOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::ReduceScatterOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::AllToAllOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::SendOp>(op))
-    return o.getGridAxes();
-  if (auto o = dyn_cast<shard::RecvOp>(op))
-    return o.getGridAxes();
-  return {};
-}
-
 } // namespace
 
 double tensorBytes(Type type) {
@@ -78,7 +62,7 @@ OpCost estimateOpCost(Operation *op, shard::GridOp grid,
       isa<shard::RecvOp>(op)) // a receive is timed at its send
     return cost;
   if (isa<shard::ShardDialect>(op->getDialect())) {
-    int64_t n = groupSize(grid, gridAxes(op));
+    int64_t n = groupSize(grid, collectiveGridAxes(op));
     cost.commBytes = ringBytes(op, n);
     double steps = isa<shard::SendOp>(op) ? 1 : n - 1;
     if (isa<shard::AllReduceOp>(op))
@@ -301,16 +285,8 @@ FailureOr<PlanReport> analyzePlan(ModuleOp module, const DeviceModel &device,
   }
 
   auto costOf = [&](Operation *op) {
-    ArrayRef<int16_t> axes;
-    if (auto o = dyn_cast<shard::AllReduceOp>(op))
-      axes = o.getGridAxes();
-    else if (auto o = dyn_cast<shard::AllGatherOp>(op))
-      axes = o.getGridAxes();
-    else if (auto o = dyn_cast<shard::ReduceScatterOp>(op))
-      axes = o.getGridAxes();
-    else if (auto o = dyn_cast<shard::SendOp>(op))
-      axes = o.getGridAxes();
-    return estimateOpCost(op, *grid, device, placement.link(axes));
+    return estimateOpCost(op, *grid, device,
+                          placement.link(collectiveGridAxes(op)));
   };
 
   std::optional<shard::GridAxis> pp = findAxis(*grid, "pp");

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
@@ -103,6 +104,14 @@ int64_t groupSize(shard::GridOp grid, ArrayRef<shard::GridAxis> axes) {
   for (shard::GridAxis a : axes)
     n *= grid.getShape()[a];
   return n;
+}
+
+ArrayRef<int16_t> collectiveGridAxes(Operation *op) {
+  return TypeSwitch<Operation *, ArrayRef<int16_t>>(op)
+      .Case<shard::AllReduceOp, shard::AllGatherOp, shard::AllSliceOp,
+            shard::ReduceScatterOp, shard::AllToAllOp, shard::SendOp,
+            shard::RecvOp>([](auto o) { return o.getGridAxes(); })
+      .Default([](Operation *) { return ArrayRef<int16_t>(); });
 }
 
 bool isReplicated(const TensorSharding &sharding) {

@@ -72,6 +72,10 @@ std::string describeAxes(mlir::shard::GridOp grid, llvm::ArrayRef<int16_t> a);
 int64_t groupSize(mlir::shard::GridOp grid,
                   llvm::ArrayRef<mlir::shard::GridAxis> axes);
 
+/// The grid axes a shard collective (all_reduce, all_gather, all_slice,
+/// reduce_scatter, all_to_all, send, recv) runs over; empty for other ops.
+llvm::ArrayRef<int16_t> collectiveGridAxes(mlir::Operation *op);
+
 bool isReplicated(const TensorSharding &sharding);
 mlir::Attribute toAttr(mlir::MLIRContext *context,
                        const TensorSharding &sharding);
