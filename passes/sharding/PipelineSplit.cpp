@@ -235,8 +235,10 @@ private:
       std::optional<int64_t> s = stageOfValue(v);
       if (s)
         yielded_[*s].insert(v);
-      else if (!isa<BlockArgument>(v))
-        need(v, last); // a free result: the last stage computes it
+      else if (!isa<BlockArgument>(v)) {
+        need(v, last); // a free result: the last stage computes and yields it
+        yielded_[last].insert(v);
+      }
     }
     for (Operation &op : body.without_terminator()) {
       auto it = stageOf_.find(&op);
@@ -245,11 +247,6 @@ private:
             needed[s].contains(&op))
           stageOps_[s].push_back(&op);
     }
-    // Free results of the last stage are yielded by it too.
-    for (Value v : ret->getOperands())
-      if (!isa<BlockArgument>(v) && !stageOfValue(v))
-        yielded_[last].insert(v);
-
     OpBuilder mb(func_);
     for (int64_t s = 0; s < stages_; ++s) {
       SmallVector<Type> inputs, outputs;

@@ -64,11 +64,9 @@ OpCost estimateOpCost(Operation *op, shard::GridOp grid,
   if (isa<shard::ShardDialect>(op->getDialect())) {
     int64_t n = groupSize(grid, collectiveGridAxes(op));
     cost.commBytes = ringBytes(op, n);
-    double steps = isa<shard::SendOp>(op) ? 1 : n - 1;
-    if (isa<shard::AllReduceOp>(op))
-      steps *= 2;
-    cost.seconds = link.latency * std::max(1.0, steps / (n > 1 ? n - 1 : 1)) +
-                   cost.commBytes / link.bandwidth;
+    // An all-reduce is a reduce-scatter and an all-gather: two latencies.
+    double latencies = isa<shard::AllReduceOp>(op) ? 2 : 1;
+    cost.seconds = link.latency * latencies + cost.commBytes / link.bandwidth;
     return cost;
   }
   if (isa<dfg::EmbeddingOp, dfg::GatherOp>(op)) {
