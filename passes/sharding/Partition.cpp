@@ -190,35 +190,42 @@ private:
       for (const dfg::DimFactors &dims : tf)
         for (int f : dims)
           inResult[f] = true;
+    ArrayRef<int64_t> gridShape = grid_.getShape();
+    // Gives the factors of one dimension the axes it is split over, where
+    // `admit` takes each factor and none is pinned, taken or clashing.
+    auto assign = [&](const DimAxes &axes, const dfg::DimFactors &dims,
+                      llvm::function_ref<bool(int)> admit) {
+      if (axes.empty() || dims.empty() || clashes(axes))
+        return;
+      FailureOr<SmallVector<DimAxes>> split =
+          dfg::distributeAxes(*rule, dims, axes, gridShape);
+      if (failed(split))
+        return;
+      for (auto [f, mine] : llvm::zip(dims, *split))
+        if (!mine.empty() &&
+            (!admit(f) || rule->factors[f].kind == dfg::FactorKind::Pinned ||
+             !factors[f].empty()))
+          return;
+      for (auto [f, mine] : llvm::zip(dims, *split))
+        if (!mine.empty())
+          factors[f] = mine;
+    };
     // Contractions first: sharded as their operands are.
-    for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands)) {
-      const TensorSharding &s = locals_[v].sharding;
-      for (auto [axes, dims] : llvm::zip_equal(s, tf)) {
-        if (axes.empty() || dims.empty() || inResult[dims.front()])
-          continue;
-        const dfg::Factor &f = rule->factors[dims.front()];
-        if (f.kind == dfg::FactorKind::Pinned ||
-            !factors[dims.front()].empty() || clashes(axes))
-          continue;
-        factors[dims.front()] = axes;
-      }
-    }
+    for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
+      for (auto [axes, dims] : llvm::zip_equal(locals_[v].sharding, tf))
+        assign(axes, dims, [&](int f) { return !inResult[f]; });
     // Then the results' planned shardings, where the axes are free (with a
     // contraction over tp, a result split over tp is reached by a
     // reduce_scatter after the op instead).
     for (auto [r, tf] : llvm::enumerate(rule->results)) {
       TensorSharding s = planned(op, r);
       for (auto [axes, dims] : llvm::zip_equal(s, tf))
-        if (!dims.empty() && !axes.empty() &&
-            rule->factors[dims.front()].kind != dfg::FactorKind::Pinned &&
-            factors[dims.front()].empty() && !clashes(axes))
-          factors[dims.front()] = axes;
+        assign(axes, dims, [](int) { return true; });
     }
     auto shardingOf = [&](const dfg::TensorFactors &tf) {
       TensorSharding s(tf.size());
       for (auto [axes, dims] : llvm::zip_equal(s, tf))
-        if (!dims.empty())
-          axes = factors[dims.front()];
+        axes = dfg::dimensionAxes(*rule, dims, factors, gridShape);
       return s;
     };
 

@@ -4,13 +4,17 @@
 //
 // Algorithm:
 //   1. Resolve the mesh into the module's shard.grid (axes named dp, pp, tp).
+//      Where attentions have fewer KV heads than tp (and their count divides
+//      tp), split tp into the sub-axes tp.kv x tp.rep: the KV heads shard
+//      over tp.kv and are replicated over tp.rep, as vLLM does.
 //   2. With a tp axis, split packed projections: a linear whose only user
 //      splits its features into parts becomes one linear per part, each on a
 //      slice of the weight, so that every part can be column-parallel.
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
 //      - tp: the heads of every attention (so the KV heads when there are
-//        several: each rank keeps the KV heads of its queries); the
+//        several: each rank keeps the KV heads of its queries, shared with
+//        the other ranks of its tp.kv group when there are fewer); the
 //        hidden features of every MLP (the linears whose outputs reach
 //        another linear through elementwise ops only); then, once those
 //        have propagated, the vocabulary of the lm_head (a returned linear
@@ -101,21 +105,21 @@ public:
   LogicalResult run() {
     if (failed(seed()) || failed(propagate()))
       return failure();
-    if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp")) {
-      seedLmHeads(*tp);
+    DimAxes tp = findAxes(grid_, "tp");
+    if (!tp.empty()) {
+      seedLmHeads(tp);
       if (failed(propagate()))
         return failure();
     }
-    if (sequenceParallel_)
-      if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp")) {
-        seedSequence(*tp);
-        // Only along the residual stream: norms and elementwise ops.
-        if (failed(propagate([](Operation *op) {
-              return isa<dfg::LayerNormOp, dfg::RmsNormOp, dfg::AddOp,
-                         dfg::SubOp, dfg::MulOp, dfg::DivOp, dfg::CastOp>(op);
-            })))
-          return failure();
-      }
+    if (sequenceParallel_ && !tp.empty()) {
+      seedSequence(tp);
+      // Only along the residual stream: norms and elementwise ops.
+      if (failed(propagate([](Operation *op) {
+            return isa<dfg::LayerNormOp, dfg::RmsNormOp, dfg::AddOp, dfg::SubOp,
+                       dfg::MulOp, dfg::DivOp, dfg::CastOp>(op);
+          })))
+        return failure();
+    }
     annotate();
     return success();
   }
@@ -170,8 +174,8 @@ private:
                  << describeBatchSplit(batchAxes) << " does not divide";
         shard(arg, 0, batchAxes);
       }
-    if (std::optional<shard::GridAxis> tp = findAxis(grid_, "tp"))
-      if (failed(seedTensorParallel(*tp)))
+    if (DimAxes tp = findAxes(grid_, "tp"); !tp.empty())
+      if (failed(seedTensorParallel(tp)))
         return failure();
     return success();
   }
@@ -197,8 +201,8 @@ private:
     return "#" + std::to_string(arg.getArgNumber());
   }
 
-  LogicalResult seedTensorParallel(shard::GridAxis tp) {
-    int64_t n = grid_.getShape()[tp];
+  LogicalResult seedTensorParallel(const DimAxes &tp) {
+    int64_t n = groupSize(grid_, tp);
     WalkResult walk = func_.walk([&](Operation *op) {
       if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
         if (failed(seedHeads(attention, tp, n)))
@@ -212,7 +216,7 @@ private:
     return failure(walk.wasInterrupted());
   }
 
-  LogicalResult seedHeads(dfg::AttentionOp op, shard::GridAxis tp, int64_t n) {
+  LogicalResult seedHeads(dfg::AttentionOp op, const DimAxes &tp, int64_t n) {
     auto q = cast<RankedTensorType>(op.getQuery().getType());
     auto k = cast<RankedTensorType>(op.getKey().getType());
     int64_t heads = q.getDimSize(1), kvHeads = k.getDimSize(1);
@@ -222,19 +226,19 @@ private:
     if (heads % n != 0)
       return op.emitOpError("has ")
              << heads << " heads, which tp=" << n << " does not divide";
-    if (kvHeads > 1 && kvHeads % n != 0)
-      return op.emitOpError("has ")
-             << kvHeads << " KV heads, which tp=" << n
-             << " does not divide (replicating KV heads in groups is not "
-                "supported yet; use a tp that divides "
-             << kvHeads << ")";
-    shard(op.getResult(), 1, {tp});
+    // Fewer KV heads than tp: splitTensorParallel made tp two sub-axes,
+    // and propagation gives the KV heads the outer one.
+    if (kvHeads > 1 && kvHeads % n != 0 &&
+        (tp.size() != 2 || grid_.getShape()[tp[0]] != kvHeads))
+      return op.emitOpError("has ") << kvHeads << " KV heads, which tp=" << n
+                                    << " neither divides nor is a multiple of";
+    shard(op.getResult(), 1, tp);
     return success();
   }
 
   /// A linear fed through elementwise ops by linears of its in_features:
   /// the features between them are the MLP's hidden features.
-  LogicalResult seedMlp(dfg::LinearOp down, shard::GridAxis tp, int64_t n) {
+  LogicalResult seedMlp(dfg::LinearOp down, const DimAxes &tp, int64_t n) {
     SmallVector<dfg::LinearOp> ups;
     SmallVector<Value> stack = {down.getInput()};
     llvm::SmallPtrSet<Value, 8> seen;
@@ -269,7 +273,7 @@ private:
         return up.emitOpError("has ")
                << features << " MLP features, which tp=" << n
                << " does not divide";
-      shard(up.getResult(), up.getType().getRank() - 1, {tp});
+      shard(up.getResult(), up.getType().getRank() - 1, tp);
     }
     return success();
   }
@@ -277,8 +281,8 @@ private:
   /// Vocabulary-parallel lm_head: a returned linear whose input is whole
   /// (not a row-parallel projection) computes its slice of the logits on
   /// each rank, when tp divides the vocabulary (else it is replicated).
-  void seedLmHeads(shard::GridAxis tp) {
-    int64_t n = grid_.getShape()[tp];
+  void seedLmHeads(const DimAxes &tp) {
+    int64_t n = groupSize(grid_, tp);
     func_.walk([&](dfg::LinearOp op) {
       // Returned, directly or through casts (bf16 logits widened to f32).
       std::function<bool(Value)> returned = [&](Value v) {
@@ -290,7 +294,7 @@ private:
       const TensorSharding &in = stateOf(op.getInput());
       if (returned(op.getResult()) && in.back().empty() &&
           op.getOutFeatures() % n == 0)
-        shard(op.getResult(), op.getType().getRank() - 1, {tp});
+        shard(op.getResult(), op.getType().getRank() - 1, tp);
     });
   }
 
@@ -298,14 +302,14 @@ private:
   /// residual and results) is split along the sequence over tp, so the
   /// row-parallel projections end in a reduce_scatter and the column-parallel
   /// ones start with an all_gather.
-  void seedSequence(shard::GridAxis tp) {
+  void seedSequence(const DimAxes &tp) {
     func_.walk([&](Operation *op) {
       if (!isa<dfg::LayerNormOp, dfg::RmsNormOp>(op))
         return;
       auto seq = [&](Value v) {
         int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
         if (rank >= 3)
-          shard(v, rank - 2, {tp});
+          shard(v, rank - 2, tp);
       };
       seq(op->getOperand(0));
       if (auto n = dyn_cast<dfg::LayerNormOp>(op); n && n.getResidual())
@@ -328,6 +332,7 @@ private:
       if (failed(rule))
         return failure();
       SmallVector<DimAxes> factors(rule->factors.size());
+      ArrayRef<int64_t> gridShape = grid_.getShape();
       auto gather = [&](Value v, const dfg::TensorFactors &tf) {
         if (isSource(v))
           return;
@@ -335,20 +340,27 @@ private:
         for (auto [axes, dims] : llvm::zip_equal(s, tf)) {
           if (axes.empty() || dims.empty())
             continue;
-          const dfg::Factor &f = rule->factors[dims.front()];
-          int64_t size = f.size;
-          if (f.kind == dfg::FactorKind::Pinned ||
-              !factors[dims.front()].empty() ||
-              (!ShapedType::isDynamic(size) &&
-               size % groupSize(grid_, axes) != 0))
+          FailureOr<SmallVector<DimAxes>> split =
+              dfg::distributeAxes(*rule, dims, axes, gridShape);
+          if (failed(split) ||
+              llvm::any_of(llvm::zip(dims, *split), [&](auto pair) {
+                auto [f, mine] = pair;
+                return !mine.empty() &&
+                       (rule->factors[f].kind == dfg::FactorKind::Pinned ||
+                        !factors[f].empty());
+              }))
             continue;
-          factors[dims.front()] = axes;
+          for (auto [f, mine] : llvm::zip(dims, *split))
+            if (!mine.empty())
+              factors[f] = mine;
         }
       };
       auto scatter = [&](Value v, const dfg::TensorFactors &tf) {
-        for (auto [dim, dims] : llvm::enumerate(tf))
-          if (!dims.empty() && !factors[dims.front()].empty())
-            shard(v, dim, factors[dims.front()]);
+        for (auto [dim, dims] : llvm::enumerate(tf)) {
+          DimAxes axes = dfg::dimensionAxes(*rule, dims, factors, gridShape);
+          if (!axes.empty())
+            shard(v, dim, axes);
+        }
       };
       for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
         gather(v, tf);
@@ -397,6 +409,63 @@ private:
   llvm::SetVector<Operation *> worklist_;
 };
 
+/// Fewer KV heads than tp ranks (Hkv < tp, Hkv dividing tp): each KV head
+/// is replicated on the tp/Hkv ranks whose query heads it serves, as vLLM
+/// does. The grid's tp axis becomes two sub-axes, tp.kv (Hkv: which KV
+/// head) and tp.rep (tp/Hkv: which of its query groups), so that the KV
+/// heads shard over tp.kv while the query heads, the MLP and the vocabulary
+/// shard over both. Rank numbering stays the same (row major).
+LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
+  std::optional<shard::GridAxis> tp = findAxis(grid, "tp");
+  if (!tp)
+    return success();
+  int64_t n = grid.getShape()[*tp];
+  int64_t kvSplit = 0;
+  dfg::AttentionOp first;
+  WalkResult walk = module.walk([&](dfg::AttentionOp op) {
+    int64_t heads =
+        cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
+    int64_t kvHeads =
+        cast<RankedTensorType>(op.getKey().getType()).getDimSize(1);
+    // Dynamic or indivisible head counts are the planner's to report.
+    if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(heads) ||
+        heads % n != 0 || kvHeads <= 1 || kvHeads % n == 0)
+      return WalkResult::advance();
+    if (n % kvHeads != 0) {
+      op.emitOpError("has ")
+          << kvHeads << " KV heads, which tp=" << n
+          << " neither divides nor is a multiple of (KV heads are split when "
+             "tp divides them, replicated in groups when their count divides "
+             "tp)";
+      return WalkResult::interrupt();
+    }
+    if (kvSplit && kvSplit != kvHeads) {
+      op.emitOpError("has ")
+          << kvHeads << " KV heads, but an earlier attention has " << kvSplit
+          << ": with tp=" << n
+          << " both would replicate in groups, which needs one count";
+      return WalkResult::interrupt();
+    }
+    kvSplit = kvHeads;
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (!kvSplit)
+    return success();
+  SmallVector<int64_t> shape(grid.getShape());
+  SmallVector<Attribute> names(
+      grid->getAttrOfType<ArrayAttr>(kAxisNamesAttr).getValue());
+  MLIRContext *context = grid.getContext();
+  shape[*tp] = n / kvSplit;
+  shape.insert(shape.begin() + *tp, kvSplit);
+  names[*tp] = StringAttr::get(context, "tp.rep");
+  names.insert(names.begin() + *tp, StringAttr::get(context, "tp.kv"));
+  grid.setShape(shape);
+  grid->setAttr(kAxisNamesAttr, ArrayAttr::get(context, names));
+  return success();
+}
+
 /// Appends the planning axis `mb` of `n` microbatches to the grid. Being
 /// last, it leaves the other axes' indices as they are when
 /// meshc-pipeline-split removes it again.
@@ -426,6 +495,8 @@ public:
       module.emitError("microbatches must be at least 1, not ") << microbatches;
       return signalPassFailure();
     }
+    if (failed(splitTensorParallel(module, *grid)))
+      return signalPassFailure();
     if (microbatches > 1) {
       if (!findAxis(*grid, "pp")) {
         module.emitError("microbatches=")
@@ -438,7 +509,7 @@ public:
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      if (findAxis(*grid, "tp"))
+      if (!findAxes(*grid, "tp").empty())
         splitPackedProjections(func);
       if (failed(Planner(*grid, func, sequenceParallel).run()))
         return signalPassFailure();

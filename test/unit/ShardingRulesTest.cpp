@@ -109,6 +109,40 @@ TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
   EXPECT_EQ(r.results[0][1], qHeads);
 }
 
+// Query heads (kv_heads=2, group=2) split over grid axes of sizes (2, 2):
+// the first axis fills the KV heads, so the second reaches the group; read
+// back, the query heads are split over both and the KV heads over the first.
+// Axes that do not fit the factors are refused.
+TEST_F(ShardingRulesTest, AxesDistributeOverADimensionsFactors) {
+  Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
+  auto op = AttentionOp::create(
+      builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
+      Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
+      builder.getBoolAttr(true), builder.getF32FloatAttr(0.0));
+  ShardingRule r = rule(op);
+  const DimFactors &qHeads = r.operands[0][1], &kHeads = r.operands[1][1];
+  SmallVector<int64_t> grid = {2, 2};
+  FailureOr<SmallVector<GridAxes>> split =
+      distributeAxes(r, qHeads, {0, 1}, grid);
+  ASSERT_TRUE(succeeded(split));
+  EXPECT_EQ((*split)[0], GridAxes{0});
+  EXPECT_EQ((*split)[1], GridAxes{1});
+
+  SmallVector<GridAxes> factorAxes(r.factors.size());
+  factorAxes[qHeads[0]] = (*split)[0];
+  factorAxes[qHeads[1]] = (*split)[1];
+  EXPECT_EQ(dimensionAxes(r, qHeads, factorAxes, grid), (GridAxes{0, 1}));
+  EXPECT_EQ(dimensionAxes(r, kHeads, factorAxes, grid), GridAxes{0});
+  // Only the group split: the heads dimension cannot say so.
+  factorAxes[qHeads[0]].clear();
+  EXPECT_TRUE(dimensionAxes(r, qHeads, factorAxes, grid).empty());
+
+  // Axes of sizes (4, 2) over (2, 2): the first overflows the KV heads.
+  EXPECT_TRUE(failed(distributeAxes(r, qHeads, {0, 1}, {4, 2})));
+  // A single axis of 4 fills both factors' product only as one: refused.
+  EXPECT_TRUE(failed(distributeAxes(r, qHeads, {0}, {4})));
+}
+
 // Broadcast operands carry no factor on their size-1 dimensions; summing
 // over an axis makes it a reduction, a mean pins it.
 TEST_F(ShardingRulesTest, BroadcastAndReductions) {

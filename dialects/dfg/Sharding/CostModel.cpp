@@ -248,10 +248,14 @@ FailureOr<PlanReport> analyzePlan(ModuleOp module, const DeviceModel &device,
   Placement placement(*grid, topology);
   PlanReport report;
   report.worldSize = placement.world();
-  for (auto [a, n] : llvm::enumerate(grid->getShape()))
-    if (n > 1)
-      report.axes.emplace_back(axisName(*grid, a), n,
-                               placement.intraNode({static_cast<int16_t>(a)}));
+  // Per mesh axis (tp for its sub-axes tp.kv x tp.rep).
+  for (int16_t a = 0, e = grid->getShape().size(); a < e; ++a) {
+    std::string name = meshAxisName(*grid, a);
+    DimAxes axes = findAxes(*grid, name);
+    if (!axes.empty() && axes.front() == a)
+      report.axes.emplace_back(name, groupSize(*grid, axes),
+                               placement.intraNode(axes));
+  }
 
   func::FuncOp entry;
   llvm::SmallVector<func::FuncOp> stageFuncs;

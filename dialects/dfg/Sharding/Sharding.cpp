@@ -91,11 +91,33 @@ std::string axisName(shard::GridOp grid, shard::GridAxis axis) {
   return "axis " + std::to_string(axis);
 }
 
+DimAxes findAxes(shard::GridOp grid, StringRef name) {
+  DimAxes axes;
+  for (int64_t a = 0, e = grid.getShape().size(); a < e; ++a)
+    if (grid.getShape()[a] > 1 &&
+        meshAxisName(grid, static_cast<shard::GridAxis>(a)) == name)
+      axes.push_back(static_cast<shard::GridAxis>(a));
+  return axes;
+}
+
+std::string meshAxisName(shard::GridOp grid, shard::GridAxis axis) {
+  std::string name = axisName(grid, axis);
+  return name.substr(0, name.find('.'));
+}
+
 std::string describeAxes(shard::GridOp grid, ArrayRef<int16_t> axes) {
   std::string s;
-  for (auto [i, a] : llvm::enumerate(axes))
-    s += (i ? "x" : "") + axisName(grid, a) + "=" +
-         std::to_string(grid.getShape()[a]);
+  for (size_t i = 0; i < axes.size();) {
+    // A run of sub-axes that is the whole of its mesh axis reads as it.
+    std::string base = meshAxisName(grid, axes[i]);
+    DimAxes whole = findAxes(grid, base);
+    bool run = whole.size() > 1 && i + whole.size() <= axes.size() &&
+               llvm::equal(whole, axes.slice(i, whole.size()));
+    ArrayRef<int16_t> part = axes.slice(i, run ? whole.size() : 1);
+    s += (i ? "x" : "") + (run ? base : axisName(grid, axes[i])) + "=" +
+         std::to_string(groupSize(grid, part));
+    i += part.size();
+  }
   return s;
 }
 

@@ -64,9 +64,18 @@ mlir::LogicalResult forEachFunctionOnGrid(
 /// The grid axis named `name`, if the grid has one of size > 1.
 std::optional<mlir::shard::GridAxis> findAxis(mlir::shard::GridOp grid,
                                               llvm::StringRef name);
+/// The grid axes of size > 1 that make up the mesh axis `name`, major to
+/// minor: the axis itself, or the sub-axes `name.<part>` it was split into
+/// (meshc-shard-plan splits tp into tp.kv x tp.rep when KV heads are fewer
+/// than tp and replicate in groups). Row-major rank numbering is the same
+/// either way.
+DimAxes findAxes(mlir::shard::GridOp grid, llvm::StringRef name);
 /// The name of grid axis `axis` ("axis 1" when the grid carries no names).
 std::string axisName(mlir::shard::GridOp grid, mlir::shard::GridAxis axis);
-/// "tp=2" or "dp=2×tp=2" for the axes of one dimension.
+/// The mesh axis a grid axis belongs to: "tp" for tp and for tp.kv.
+std::string meshAxisName(mlir::shard::GridOp grid, mlir::shard::GridAxis axis);
+/// "tp=2" or "dp=2xtp=2" for the axes of one dimension; all the sub-axes of
+/// a mesh axis, in order, read as that axis ("tp=4", not "tp.kv=2xtp.rep=2").
 std::string describeAxes(mlir::shard::GridOp grid, llvm::ArrayRef<int16_t> a);
 /// The number of ranks in a group spanning `axes`.
 int64_t groupSize(mlir::shard::GridOp grid,

@@ -47,6 +47,35 @@ func.func @heads(%x: tensor<1x8x32xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2
 
 // -----
 
+// Fewer KV heads than tp (2 for tp=4): tp becomes the sub-axes tp.kv (2, the
+// KV head) x tp.rep (2, which half of its query group). The KV projection
+// and the cache shard over tp.kv alone, so each KV head lives on the two
+// ranks whose query heads use it; the query heads shard over all of tp.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK: shard.grid @mesh(shape = 2x2) {meshc.axes = ["tp.kv", "tp.rep"]}
+// CHECK-LABEL: func.func @kv_groups
+// CHECK-SAME: %{{.*}}: tensor<1x8x32xf32>, %{{.*}}: tensor<1x2x8x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}], [0], [], []]>}
+// CHECK-SAME: -> (tensor<1x4x8x8xf32> {meshc.sharding = #shard<axisarray{{\[\[}}], [0, 1], [], []]>})
+func.func @kv_groups(%x: tensor<1x8x32xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 4096] : tensor<32x32xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 4096, length = 2048] : tensor<32x16xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0, 1]]>]}
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %qr = dfg.reshape %q to [1, 8, 4, 8] : (tensor<1x8x32xf32>) -> tensor<1x8x4x8xf32>
+  %qt = dfg.transpose %qr perm = [0, 2, 1, 3] : (tensor<1x8x4x8xf32>) -> tensor<1x4x8x8xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  %k = dfg.linear %x, %wk transpose_weight = false : (tensor<1x8x32xf32>, tensor<32x16xf32>) -> tensor<1x8x16xf32>
+  %kr = dfg.reshape %k to [1, 8, 2, 8] : (tensor<1x8x16xf32>) -> tensor<1x8x2x8xf32>
+  // CHECK: dfg.transpose {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]}
+  %kt = dfg.transpose %kr perm = [0, 2, 1, 3] : (tensor<1x8x2x8xf32>) -> tensor<1x2x8x8xf32>
+  // CHECK: dfg.attention {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0, 1], [], []]>]}
+  %o = dfg.attention %qt, %kt, %v scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %o : tensor<1x4x8x8xf32>
+}
+}
+
+// -----
+
 // dp=2: the batch of every argument is split, and with it every activation.
 module attributes {meshc.mesh = "dp=2"} {
 // CHECK-LABEL: func.func @batch
@@ -96,11 +125,11 @@ func.func @heads_do_not_divide(%q: tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32> {
 
 // -----
 
-module attributes {meshc.mesh = "tp=4"} {
-func.func @kv_heads_do_not_divide(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
-  // expected-error @+1 {{'dfg.attention' op has 2 KV heads, which tp=4 does not divide}}
-  %o = dfg.attention %q, %k, %k scale = 0.353553385 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
-  return %o : tensor<1x4x8x8xf32>
+module attributes {meshc.mesh = "tp=2"} {
+func.func @kv_heads_do_not_divide(%q: tensor<1x6x8x8xf32>, %k: tensor<1x3x8x8xf32>) -> tensor<1x6x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op has 3 KV heads, which tp=2 neither divides nor is a multiple of (KV heads are split when tp divides them, replicated in groups when their count divides tp)}}
+  %o = dfg.attention %q, %k, %k scale = 0.353553385 causal = true : (tensor<1x6x8x8xf32>, tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<1x6x8x8xf32>
+  return %o : tensor<1x6x8x8xf32>
 }
 }
 
