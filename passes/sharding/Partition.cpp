@@ -21,6 +21,9 @@
 //      is added after the reduction, once.
 //   6. Results are brought to their planned shardings; returned values to
 //      the function's result shardings.
+//   7. Two sum reductions that are added (or are a norm's input and fused
+//      residual) and used nowhere else become one reduction of the added
+//      partial sums.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -210,6 +213,10 @@ private:
         if (!mine.empty())
           factors[f] = mine;
     };
+    // A vocabulary-parallel embedding: the table's rows, as planned.
+    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr))
+      factors[rule->operands[0][0].front()].assign(axes.asArrayRef().begin(),
+                                                   axes.asArrayRef().end());
     // Contractions first: sharded as their operands are.
     for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
       for (auto [axes, dims] : llvm::zip_equal(locals_[v].sharding, tf))
@@ -243,7 +250,12 @@ private:
     Operation *local;
     Value bias;
     auto linear = dyn_cast<dfg::LinearOp>(op);
-    if (linear && linear.getBias() && !partialAxes.empty()) {
+    auto embedding = dyn_cast<dfg::EmbeddingOp>(op);
+    if (embedding && !partialAxes.empty()) {
+      local =
+          lookupOwnRows(embedding, mapping.lookup(embedding.getTable()),
+                        mapping.lookup(embedding.getIds()), partialAxes, loc);
+    } else if (linear && linear.getBias() && !partialAxes.empty()) {
       // x W + b with x and W split along `in`: sum the partial products,
       // then add b once.
       bias = mapping.lookup(linear.getBias());
@@ -316,6 +328,60 @@ private:
     return success();
   }
 
+  /// A 1-D integer constant of `type`'s element type.
+  Value intConstant(Type elementType, ArrayRef<int64_t> values, Location loc) {
+    unsigned width = elementType.getIntOrFloatBitWidth();
+    SmallVector<APInt> bits;
+    for (int64_t v : values)
+      bits.push_back(APInt(width, v, /*isSigned=*/true));
+    auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                      elementType);
+    return dfg::ConstantOp::create(b_, loc, DenseElementsAttr::get(type, bits));
+  }
+
+  /// The vocabulary-parallel lookup of `op` (Megatron's): `table` holds this
+  /// rank's block of rows, the block at its index in the group over `axes`.
+  /// Ids outside the block give zero rows, so the ranks' results are
+  /// partial sums of the whole lookup (the caller all_reduces them).
+  Operation *lookupOwnRows(dfg::EmbeddingOp op, Value table, Value ids,
+                           ArrayRef<int16_t> axes, Location loc) {
+    auto idsType = cast<RankedTensorType>(ids.getType());
+    Type idType = idsType.getElementType();
+    int64_t n = groupSize(grid_, axes);
+    int64_t vocab =
+        cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+    int64_t rows = vocab / n;
+    // Each rank slices its block's first row out of all of them.
+    SmallVector<int64_t> starts;
+    for (int64_t k = 0; k < n; ++k)
+      starts.push_back(k * rows);
+    Value start = shard::AllSliceOp::create(
+        b_, loc, RankedTensorType::get({1}, idType),
+        intConstant(idType, starts, loc), grid_.getSymName(), axes, 0);
+    // One statement per op: the IR's order does not hang on the order in
+    // which the compiler evaluates arguments.
+    Value zero = intConstant(idType, {0}, loc);
+    Value vocabSize = intConstant(idType, {vocab}, loc);
+    Value blockSize = intConstant(idType, {rows}, loc);
+    // Ids count from the end of the table when negative (ONNX Gather).
+    Value negative = dfg::LessOp::create(b_, loc, ids, zero);
+    Value up = dfg::AddOp::create(b_, loc, ids, vocabSize);
+    Value wrapped = dfg::WhereOp::create(b_, loc, negative, up, ids);
+    Value row = dfg::SubOp::create(b_, loc, wrapped, start);
+    Value above = dfg::LessOrEqualOp::create(b_, loc, zero, row);
+    Value below = dfg::LessOp::create(b_, loc, row, blockSize);
+    Value mine = dfg::AndOp::create(b_, loc, above, below);
+    Value safe = dfg::WhereOp::create(b_, loc, mine, row, zero);
+    Value found = dfg::EmbeddingOp::create(b_, loc, table, safe);
+    Type elementType = op.getType().getElementType();
+    Value none = dfg::ConstantOp::create(
+        b_, loc,
+        DenseElementsAttr::get(RankedTensorType::get({1}, elementType),
+                               b_.getFloatAttr(elementType, 0.0)));
+    Value mask = dfg::UnsqueezeOp::create(b_, loc, mine, ArrayRef<int64_t>{-1});
+    return dfg::WhereOp::create(b_, loc, mask, found, none);
+  }
+
   /// Re-infers the result types of a rebuilt op from its local operands.
   LogicalResult refineTypes(Operation *op) {
     auto infer = dyn_cast<InferTypeOpInterface>(op);
@@ -340,14 +406,109 @@ private:
   llvm::DenseMap<std::pair<Value, Attribute>, Value> conversions_;
 };
 
+/// A sum all_reduce or reduce_scatter whose result has one use.
+Operation *summedOnce(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasOneUse())
+    return nullptr;
+  if (auto r = dyn_cast<shard::AllReduceOp>(def))
+    return r.getReduction() == shard::ReductionKind::Sum ? def : nullptr;
+  if (auto r = dyn_cast<shard::ReduceScatterOp>(def))
+    return r.getReduction() == shard::ReductionKind::Sum ? def : nullptr;
+  return nullptr;
+}
+
+/// reduce(a) + reduce(b) as reduce(a + b), of type `type`, for two alike
+/// reductions used only there; null where they are not.
+Value mergeReductions(Value x, Value y, RankedTensorType type, Location loc) {
+  Operation *lhs = summedOnce(x), *rhs = summedOnce(y);
+  if (!lhs || !rhs || lhs == rhs || lhs->getName() != rhs->getName() ||
+      lhs->getAttrDictionary() != rhs->getAttrDictionary())
+    return Value();
+  Value a = lhs->getOperand(0), b = rhs->getOperand(0);
+  auto shapeOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(lhs)) {
+    // Broadcast anywhere but along the scattered dimension.
+    int64_t d = scatter.getScatterAxis().getSExtValue();
+    if (shapeOf(a)[d] != shapeOf(b)[d])
+      return Value();
+  }
+  // Both partial sums are ready where the later reduction stands.
+  OpBuilder builder(lhs->isBeforeInBlock(rhs) ? rhs : lhs);
+  auto sum = dfg::AddOp::create(builder, loc, a, b);
+  bool fits = isa<shard::ReduceScatterOp>(lhs)
+                  ? sum.getType().getRank() == type.getRank()
+                  : sum.getType() == type;
+  if (!fits) {
+    sum.erase();
+    return Value();
+  }
+  Operation *merged = builder.clone(*lhs);
+  merged->setOperand(0, sum);
+  merged->getResult(0).setType(type);
+  lhs->getResult(0).dropAllUses();
+  rhs->getResult(0).dropAllUses();
+  lhs->erase();
+  rhs->erase();
+  return merged->getResult(0);
+}
+
+/// Two sum reductions that meet in an add (or a norm's fused residual) and
+/// nowhere else become one reduction of the added partial sums, which cross
+/// the wire once. The embeddings that GPT-2 and BERT sum (word, position,
+/// token type), each vocabulary-parallel, need one all_reduce, not three.
+void mergeSummedReductions(func::FuncOp func) {
+  SmallVector<Operation *> sites;
+  func.walk([&](Operation *op) {
+    if (isa<dfg::AddOp, dfg::LayerNormOp, dfg::RmsNormOp>(op))
+      sites.push_back(op);
+  });
+  for (Operation *op : sites) {
+    Location loc = op->getLoc();
+    if (auto add = dyn_cast<dfg::AddOp>(op)) {
+      if (Value v =
+              mergeReductions(add.getLhs(), add.getRhs(),
+                              cast<RankedTensorType>(add.getType()), loc)) {
+        add.replaceAllUsesWith(v);
+        add.erase();
+      }
+      continue;
+    }
+    auto fold = [&](auto norm) {
+      if (!norm.getResidual())
+        return;
+      auto type = cast<RankedTensorType>(norm.getInput().getType());
+      Value v = mergeReductions(norm.getInput(), norm.getResidual(), type, loc);
+      if (!v)
+        return;
+      OpBuilder b(norm);
+      auto plain = decltype(norm)::create(
+          b, loc, type, TypeRange(), v, norm.getScale(), norm.getBias(),
+          Value(), norm.getAxisAttr(), norm.getEpsilonAttr());
+      norm.getResult().replaceAllUsesWith(plain.getResult());
+      norm.getSum().front().replaceAllUsesWith(v);
+      norm.erase();
+    };
+    if (auto norm = dyn_cast<dfg::LayerNormOp>(op))
+      fold(norm);
+    else if (auto norm = dyn_cast<dfg::RmsNormOp>(op))
+      fold(norm);
+  }
+}
+
 class ShardPartitionPass
     : public impl::ShardPartitionPassBase<ShardPartitionPass> {
 public:
   void runOnOperation() override {
-    if (failed(forEachFunctionOnGrid(getOperation(),
-                                     [](func::FuncOp func, shard::GridOp grid) {
-                                       return Partitioner(grid, func).run();
-                                     })))
+    if (failed(forEachFunctionOnGrid(
+            getOperation(), [](func::FuncOp func, shard::GridOp grid) {
+              if (failed(Partitioner(grid, func).run()))
+                return failure();
+              mergeSummedReductions(func);
+              return success();
+            })))
       signalPassFailure();
   }
 };

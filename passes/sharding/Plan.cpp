@@ -18,7 +18,7 @@
 //        hidden features of every MLP (the linears whose outputs reach
 //        another linear through elementwise ops only); then, once those
 //        have propagated, the vocabulary of the lm_head (a returned linear
-//        whose input is whole), when tp divides it.
+//        whose input is whole) and of the embeddings, when tp divides it.
 //   4. Propagate through the ops' factor rules (ShardingRules.h) until
 //      nothing changes: a sharded dimension shards its outermost factor,
 //      which shards every other dimension that factor leads. Pinned factors
@@ -174,9 +174,11 @@ private:
                  << describeBatchSplit(batchAxes) << " does not divide";
         shard(arg, 0, batchAxes);
       }
-    if (DimAxes tp = findAxes(grid_, "tp"); !tp.empty())
+    if (DimAxes tp = findAxes(grid_, "tp"); !tp.empty()) {
       if (failed(seedTensorParallel(tp)))
         return failure();
+      seedEmbeddings(tp);
+    }
     return success();
   }
 
@@ -276,6 +278,21 @@ private:
       shard(up.getResult(), up.getType().getRank() - 1, tp);
     }
     return success();
+  }
+
+  /// Vocabulary-parallel embeddings: each rank holds a block of the
+  /// table's rows when tp divides them (partition builds the masked lookup
+  /// and the all_reduce that sums the ranks' rows).
+  void seedEmbeddings(const DimAxes &tp) {
+    int64_t n = groupSize(grid_, tp);
+    func_.walk([&](dfg::EmbeddingOp op) {
+      int64_t vocab =
+          cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+      if (isSource(op.getTable()) && !ShapedType::isDynamic(vocab) &&
+          vocab % n == 0)
+        op->setAttr(kVocabAxesAttr,
+                    DenseI16ArrayAttr::get(op.getContext(), tp));
+    });
   }
 
   /// Vocabulary-parallel lm_head: a returned linear whose input is whole

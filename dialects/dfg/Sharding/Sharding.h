@@ -29,6 +29,9 @@ inline constexpr llvm::StringLiteral kAxisNamesAttr = "meshc.axes";
 /// On ops (one entry per result), function arguments and results: the
 /// planned sharding, a #shard.axisarray per tensor.
 inline constexpr llvm::StringLiteral kShardingAttr = "meshc.sharding";
+/// On a dfg.embedding, between meshc-shard-plan and partition: the grid
+/// axes its vocabulary (the table's rows) splits over.
+inline constexpr llvm::StringLiteral kVocabAxesAttr = "meshc.vocab_axes";
 /// The symbol of the grid the passes create.
 inline constexpr llvm::StringLiteral kGridName = "mesh";
 /// Between meshc-shard-plan and meshc-pipeline-split only: the last grid

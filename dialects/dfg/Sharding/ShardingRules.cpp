@@ -351,12 +351,15 @@ ShardingRule linear(LinearOp op) {
   return b.take();
 }
 
-/// result[ids..., h] = table[ids..., h]: rows looked up whole.
+/// result[ids..., h] = table[ids..., h]. The vocabulary is a reduction: a
+/// rank holding a block of the table's rows looks up the ids it owns, zero
+/// rows for the others, and the partial rows sum to the result
+/// (vocabulary-parallel, as Megatron's embedding).
 ShardingRule embedding(EmbeddingOp op) {
   RuleBuilder b;
   ArrayRef<int64_t> table = shapeOf(op.getTable());
   TensorFactors ids = b.fresh(shapeOf(op.getIds()), FactorKind::Parallel);
-  int vocab = b.factor(table[0], FactorKind::Pinned, "vocabulary");
+  int vocab = b.factor(table[0], FactorKind::Reduction, "vocabulary");
   int hidden = b.factor(table[1], FactorKind::Parallel, "hidden");
   b.operand({{vocab}, {hidden}});
   b.operand(ids);

@@ -87,3 +87,52 @@ func.func @attention(%x: tensor<1x8x32xf32>) -> tensor<1x8x32xf32> {
   return %y : tensor<1x8x32xf32>
 }
 }
+
+// -----
+
+// Vocabulary-parallel embeddings on tp=2: each rank holds half the rows of
+// each table, at the offset it slices from [0, rows/2]; its ids are moved
+// into its block (negative ids first wrapped, as ONNX Gather counts them),
+// ids outside the block look up row 0 and are zeroed after. The two lookups'
+// partial sums are added before a single all_reduce (with sequence
+// parallelism, a single reduce_scatter).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @embeddings
+// CHECK-DAG: %[[STARTS:.+]] = dfg.constant dense<[0, 8]> : tensor<2xi64>
+// CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0> : tensor<1xi64>
+// CHECK-DAG: %[[ROWS:.+]] = dfg.constant dense<8> : tensor<1xi64>
+// CHECK-DAG: %[[VOCAB:.+]] = dfg.constant dense<16> : tensor<1xi64>
+// CHECK-DAG: %[[T:.+]] = shard.all_slice %{{.+}} on @mesh grid_axes = [0] slice_axis = 0 : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-DAG: %[[START:.+]] = shard.all_slice %[[STARTS]] on @mesh grid_axes = [0] slice_axis = 0 : tensor<2xi64> -> tensor<1xi64>
+// CHECK: %[[NEG:.+]] = dfg.less %[[IDS:.+]], %[[ZERO]]
+// CHECK: %[[UP:.+]] = dfg.add %[[IDS]], %[[VOCAB]]
+// CHECK: %[[WRAPPED:.+]] = dfg.where %[[NEG]], %[[UP]], %[[IDS]]
+// CHECK: %[[ROW:.+]] = dfg.sub %[[WRAPPED]], %[[START]]
+// CHECK: %[[LO:.+]] = dfg.less_or_equal %[[ZERO]], %[[ROW]]
+// CHECK: %[[HI:.+]] = dfg.less %[[ROW]], %[[ROWS]]
+// CHECK: %[[MINE:.+]] = dfg.and %[[LO]], %[[HI]]
+// CHECK: %[[SAFE:.+]] = dfg.where %[[MINE]], %[[ROW]], %[[ZERO]]
+// CHECK: %[[FOUND:.+]] = dfg.embedding %[[T]], %[[SAFE]] : (tensor<8x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+// CHECK: %[[MASK:.+]] = dfg.unsqueeze %[[MINE]] axes = [-1]
+// CHECK: %[[WORDS:.+]] = dfg.where %[[MASK]], %[[FOUND]], %{{.+}} : (tensor<2x4x1xi1>, tensor<2x4x8xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+// CHECK: dfg.embedding {{.*}} : (tensor<4x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+// CHECK: %[[SUM:.+]] = dfg.add %[[WORDS]], %{{.+}} : (tensor<2x4x8xf32>, tensor<1x4x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[H:.+]] = shard.all_reduce %[[SUM]] on @mesh grid_axes = [0] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: dfg.layer_norm %[[H]]
+// SP-LABEL: func.func @embeddings
+// SP: shard.reduce_scatter %{{.+}} on @mesh grid_axes = [0] scatter_axis = 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP-NOT: shard.reduce_scatter
+// SP: dfg.layer_norm {{.*}} -> tensor<2x2x8xf32>
+func.func @embeddings(%ids: tensor<2x4xi64>, %positions: tensor<1x4xi64>) -> tensor<2x4x8xf32> {
+  %wte = dfg.weight "wte" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %wpe = dfg.weight "wpe" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 768, length = 32] : tensor<8xf32>
+  %b = dfg.weight "b" in "w.bin" [offset = 800, length = 32] : tensor<8xf32>
+  %w = dfg.embedding %wte, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %p = dfg.embedding %wpe, %positions : (tensor<8x8xf32>, tensor<1x4xi64>) -> tensor<1x4x8xf32>
+  %h = dfg.add %w, %p : (tensor<2x4x8xf32>, tensor<1x4x8xf32>) -> tensor<2x4x8xf32>
+  %y = dfg.layer_norm %h, %g, %b axis = -1 epsilon = 1.0e-05 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+}
