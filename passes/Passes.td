@@ -286,6 +286,46 @@ def PipelineSplitPass : Pass<"meshc-pipeline-split", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+def SpecializeRankPass : Pass<"meshc-specialize-rank", "mlir::ModuleOp"> {
+  let summary = "The program one rank runs, from a verified SPMD program";
+  let description = [{
+    Runs on the output of `meshc-shard-pipeline`. Keeps what rank `rank`
+    runs and makes its slices concrete:
+
+    - `shard.all_slice` becomes a `dfg.slice` of the rank's block (its
+      index in the group over the slice's axes). A slice of a `dfg.weight`
+      is thereby the rank's weight shard, as a reference: the weight's
+      file, offset and shape, and the box of it the rank reads.
+    - With pipeline stages, the stage functions of other stages go, and the
+      schedule keeps the calls, sends and receives of the rank's stage and
+      the ops whose operands it holds. A receive takes a fresh buffer
+      (`tensor.empty`) instead of the sender's value, which lives on
+      another rank.
+    - The function returns the results the rank holds (its stage's); the
+      others leave its signature.
+
+    Collectives stay as they are: the rank's coordinates (from its number
+    and the grid) say which group each one runs over. The module records
+    the rank as `meshc.rank`.
+
+    Example (tp=2, rank 1):
+
+    ```mlir
+    %s = shard.all_slice %w on @mesh grid_axes = [0] slice_axis = 1
+           : tensor<8x16xf32> -> tensor<8x8xf32>
+    // becomes
+    %s = dfg.slice %w starts = [8] ends = [16] axes = [1] steps = [1]
+           : (tensor<8x16xf32>) -> tensor<8x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", "0", "The rank (row-major over the grid)">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect",
+                           "meshc::dfg::DfgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def ShardVerifyPass : Pass<"meshc-shard-verify", "mlir::ModuleOp"> {
   let summary = "Check that a partitioned program is consistent on every rank";
   let description = [{

@@ -15,6 +15,7 @@
 #include "compiler/pipelines/Pipelines.h"
 #include "compiler/tools/init_meshc.h"
 #include "dialects/dfg/Sharding/MeshSpec.h"
+#include "passes/sharding/RankRoles.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -196,6 +197,44 @@ int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
       });
 }
 
+/// meshc compile MODEL --mesh M --emit ranks [-o FILE]: as --emit sharded,
+/// then one module per distinct rank program (`@role<k>`, with the ranks
+/// that run it as `meshc.ranks`) inside one module.
+int runCompileRanks(StringRef model, StringRef mesh, bool sequenceParallel,
+                    int64_t microbatches, StringRef output) {
+  return withFrontEnd(
+      "compile", model,
+      [&](mlir::OpPassManager &pm, StringRef folder) {
+        buildGraphPipeline(pm, folder);
+        buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
+      },
+      [&](mlir::ModuleOp sharded) {
+        auto roles = buildRankRoles(sharded);
+        if (failed(roles))
+          return 1;
+        mlir::OpBuilder b(sharded.getContext());
+        mlir::OwningOpRef<mlir::ModuleOp> all =
+            mlir::ModuleOp::create(sharded.getLoc());
+        (*all)->setAttrs(sharded->getAttrDictionary());
+        (*all)->setAttr("meshc.mesh", b.getStringAttr(mesh));
+        b.setInsertionPointToEnd(all->getBody());
+        for (auto [k, role] : llvm::enumerate(*roles)) {
+          mlir::ModuleOp program = role.program.release();
+          program.setSymName(("role" + Twine(k)).str());
+          program->setAttr("meshc.ranks", b.getDenseI64ArrayAttr(role.ranks));
+          program->removeAttr("dfg.source");
+          b.insert(program);
+        }
+        std::string error;
+        auto out = mlir::openOutputFile(output, &error);
+        if (!out)
+          return fail("compile", error);
+        all->print(out->os());
+        out->keep();
+        return 0;
+      });
+}
+
 void printVersion(raw_ostream &os) {
   os << "meshc " MESHC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
 }
@@ -281,11 +320,11 @@ int runDriver(int argc, char **argv) {
       cl::init(Target::Cpu), cl::sub(compileCmd), cl::cat(category));
   cl::opt<std::string> compileOutput(
       "o",
-      cl::desc("Output folder (default: out); with --emit sharded, the IR "
-               "file (default: standard output)"),
+      cl::desc("Output folder (default: out); with --emit sharded or "
+               "ranks, the IR file (default: standard output)"),
       cl::value_desc("path"), cl::init("out"), cl::sub(compileCmd),
       cl::cat(category));
-  enum class Emit { Executables, Sharded };
+  enum class Emit { Executables, Sharded, Ranks };
   cl::opt<Emit> compileEmit(
       "emit", cl::desc("What to write (default exe)"),
       cl::values(clEnumValN(Emit::Executables, "exe",
@@ -293,7 +332,11 @@ int runDriver(int argc, char **argv) {
                             "manifest"),
                  clEnumValN(Emit::Sharded, "sharded",
                             "The partitioned SPMD program (dfg + shard "
-                            "collectives), as MLIR")),
+                            "collectives), as MLIR"),
+                 clEnumValN(Emit::Ranks, "ranks",
+                            "One program per distinct rank role (pipeline "
+                            "stage x tp position), with the rank's weight "
+                            "slices as references, as MLIR")),
       cl::init(Emit::Executables), cl::sub(compileCmd), cl::cat(category));
   cl::opt<bool> sequenceParallel(
       "sequence-parallel",
@@ -385,11 +428,15 @@ int runDriver(int argc, char **argv) {
       return fail(command, "--microbatches " + std::to_string(microbatches) +
                                " needs a pp axis in --mesh (microbatches keep "
                                "pipeline stages busy)");
+    StringRef irOutput = compileOutput.getNumOccurrences()
+                             ? StringRef(compileOutput)
+                             : StringRef("-");
     if (compileCmd && compileEmit == Emit::Sharded)
-      return runCompileSharded(
-          model, meshSpec->str(), sequenceParallel, microbatches,
-          compileOutput.getNumOccurrences() ? StringRef(compileOutput)
-                                            : StringRef("-"));
+      return runCompileSharded(model, meshSpec->str(), sequenceParallel,
+                               microbatches, irOutput);
+    if (compileCmd && compileEmit == Emit::Ranks)
+      return runCompileRanks(model, meshSpec->str(), sequenceParallel,
+                             microbatches, irOutput);
     return notImplemented(command);
   }
   if (runCmd) {

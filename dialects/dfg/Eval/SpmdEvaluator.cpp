@@ -80,17 +80,12 @@ private:
   using PerRank = std::vector<EvalTensor>;
 
   int64_t coord(int64_t rank, int64_t axis) const {
-    for (int64_t a = shape_.size() - 1; a > axis; --a)
-      rank /= shape_[a];
-    return rank % shape_[axis];
+    return gridCoordinate(shape_, rank, axis);
   }
 
   /// The rank's index within its group over `axes` (major to minor).
   int64_t groupIndex(int64_t rank, ArrayRef<int16_t> axes) const {
-    int64_t index = 0;
-    for (int16_t a : axes)
-      index = index * shape_[a] + coord(rank, a);
-    return index;
+    return meshc::groupIndex(shape_, rank, axes);
   }
 
   /// The members of `rank`'s group over `axes`, by group index.

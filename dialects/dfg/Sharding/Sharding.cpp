@@ -128,6 +128,21 @@ int64_t groupSize(shard::GridOp grid, ArrayRef<shard::GridAxis> axes) {
   return n;
 }
 
+int64_t gridCoordinate(ArrayRef<int64_t> gridShape, int64_t rank,
+                       int64_t axis) {
+  for (int64_t a = gridShape.size() - 1; a > axis; --a)
+    rank /= gridShape[a];
+  return rank % gridShape[axis];
+}
+
+int64_t groupIndex(ArrayRef<int64_t> gridShape, int64_t rank,
+                   ArrayRef<int16_t> axes) {
+  int64_t index = 0;
+  for (int16_t a : axes)
+    index = index * gridShape[a] + gridCoordinate(gridShape, rank, a);
+  return index;
+}
+
 ArrayRef<int16_t> collectiveGridAxes(Operation *op) {
   return TypeSwitch<Operation *, ArrayRef<int16_t>>(op)
       .Case<shard::AllReduceOp, shard::AllGatherOp, shard::AllSliceOp,

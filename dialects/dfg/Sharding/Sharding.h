@@ -84,6 +84,15 @@ std::string describeAxes(mlir::shard::GridOp grid, llvm::ArrayRef<int16_t> a);
 int64_t groupSize(mlir::shard::GridOp grid,
                   llvm::ArrayRef<mlir::shard::GridAxis> axes);
 
+/// Rank `rank`'s coordinate along grid axis `axis` (ranks are numbered row
+/// major over the grid's shape).
+int64_t gridCoordinate(llvm::ArrayRef<int64_t> gridShape, int64_t rank,
+                       int64_t axis);
+/// Rank `rank`'s index within its group over `axes` (major to minor): the
+/// block of a dimension split over `axes` that the rank holds.
+int64_t groupIndex(llvm::ArrayRef<int64_t> gridShape, int64_t rank,
+                   llvm::ArrayRef<int16_t> axes);
+
 /// The grid axes a shard collective (all_reduce, all_gather, all_slice,
 /// reduce_scatter, all_to_all, send, recv) runs over; empty for other ops.
 llvm::ArrayRef<int16_t> collectiveGridAxes(mlir::Operation *op);

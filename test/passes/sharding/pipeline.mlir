@@ -1,5 +1,7 @@
 // RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-shard-verify | FileCheck %s
 // RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan=microbatches=2 --meshc-shard-partition --meshc-pipeline-split --meshc-shard-verify | FileCheck %s --check-prefix=MB
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-specialize-rank=rank=1 --canonicalize | FileCheck %s --check-prefix=RANK1
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-specialize-rank=rank=3 --canonicalize | FileCheck %s --check-prefix=RANK3
 
 // Two layers on pp=2, tp=2: one stage each. Stage 0 runs the embedding and
 // layer 0 and yields the residual stream; the schedule sends it to stage 1
@@ -27,6 +29,33 @@ module attributes {meshc.mesh = "pp=2,tp=2"} {
 // CHECK-NEXT: %[[R:.+]] = shard.recv %[[S]] on @mesh grid_axes = [0] source = [0] {meshc.stage = 1 : i64}
 // CHECK-NEXT: %[[B:.+]] = call @two_layers_stage1(%[[R]]) {meshc.stage = 1 : i64}
 // CHECK-NEXT: return %[[B]]
+
+// The program of rank 1 (pp=0, tp=1): stage 0 alone, its slices concrete
+// (the second half of each column-parallel weight, the second block of the
+// table's rows), a schedule that calls stage 0 and sends, and no result.
+// RANK1: module attributes {{{.*}}meshc.rank = 1 : i64} {
+// RANK1: func.func private @two_layers_stage0(
+// RANK1-DAG: dfg.slice %{{.+}} starts = [8] ends = [16] axes = [0] steps = [1] : (tensor<16x8xf32>) -> tensor<8x8xf32>
+// RANK1-DAG: dfg.slice %{{.+}} starts = [4] ends = [8] axes = [1] steps = [1] : (tensor<8x8xf32>) -> tensor<8x4xf32>
+// RANK1-NOT: shard.all_slice
+// RANK1-NOT: @two_layers_stage1(
+// RANK1-LABEL: func.func @two_layers(%arg0: tensor<2x4xi64>) {
+// RANK1-NEXT: %[[A:.+]] = call @two_layers_stage0(%arg0) {meshc.stage = 0 : i64}
+// RANK1-NEXT: shard.send %[[A]] on @mesh grid_axes = [0] destination = [1] {meshc.stage = 0 : i64}
+// RANK1-NEXT: return{{$}}
+
+// Rank 3 (pp=1, tp=1): stage 1 alone; the schedule receives into a fresh
+// buffer, calls stage 1 and returns the result it holds.
+// RANK3: module attributes {{{.*}}meshc.rank = 3 : i64} {
+// RANK3-NOT: @two_layers_stage0(
+// RANK3: func.func private @two_layers_stage1(
+// RANK3: dfg.slice %{{.+}} starts = [4] ends = [8] axes = [1] steps = [1] : (tensor<8x8xf32>) -> tensor<8x4xf32>
+// RANK3-LABEL: func.func @two_layers(
+// RANK3-SAME: -> (tensor<2x4x8xf32> {meshc.stage = 1 : i64})
+// RANK3-NEXT: %[[E:.+]] = tensor.empty() : tensor<2x4x8xf32>
+// RANK3-NEXT: %[[R:.+]] = shard.recv %[[E]] on @mesh grid_axes = [0] source = [0] {meshc.stage = 1 : i64}
+// RANK3-NEXT: %[[B:.+]] = call @two_layers_stage1(%[[R]]) {meshc.stage = 1 : i64}
+// RANK3-NEXT: return %[[B]]
 
 // With two microbatches the stages take one batch row each; the schedule
 // slices the input, runs both microbatches through both stages in order and
