@@ -9,7 +9,8 @@ sparse external-data file, batch 2, sequence 128) and times import, the graph
 pipeline and the sharding pipeline (plan, partition, pipeline stages,
 verify) for each mesh, printing wall time, peak RSS, the collectives of the
 SPMD program (each stage function's counted once) and, with pp, the layers
-(attentions) of each pipeline stage.
+(attentions) of each pipeline stage; then `--emit ranks` (every rank's
+program, grouped into roles) for the meshes of RANK_MESHES.
 """
 import argparse
 import collections
@@ -28,6 +29,8 @@ from import_llama import SparseWeights, measure  # noqa: E402
 LLAMA3_70B = dict(d=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256, seq=128, batch=2)
 MESHES = ["tp=8", "dp=2,tp=8", "tp=8 --sequence-parallel", "pp=2,tp=8",
           "pp=2,tp=8 --microbatches 2", "dp=2,pp=4,tp=8"]
+# Also timed with --emit ranks (every rank's program, grouped into roles).
+RANK_MESHES = ["pp=2,tp=8", "dp=2,pp=4,tp=8"]
 
 
 def main():
@@ -62,6 +65,15 @@ def main():
         print(f"{mesh:<26} {secs:>8.2f} {rss:>8.0f}  "
               + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
               + (f"; layers per stage {'/'.join(map(str, stages))}" if stages else ""))
+    ranks = os.path.join(args.out, "ranks.mlir")
+    for mesh in RANK_MESHES:
+        cmd = [args.meshc, "compile", path, "--emit", "ranks", "-o", ranks,
+               "--mesh"] + mesh.split()
+        secs, rss = measure(cmd)
+        with open(ranks) as f:
+            roles = len(re.findall(r"module @role\d+", f.read()))
+        print(f"{mesh + ' --emit ranks':<26} {secs:>8.2f} {rss:>8.0f}  "
+              f"{roles} roles")
 
 
 if __name__ == "__main__":
