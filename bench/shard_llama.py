@@ -51,13 +51,17 @@ def main():
     print(f"{args.layers} layers, {len(model.graph.node)} nodes, "
           f"{weights.offset / 1e9:.0f} GB of weights")
     print(f"{'mesh':<26} {'time (s)':>8} {'RSS (MB)':>8}  collectives")
-    spmd = os.path.join(args.out, "spmd.mlir")
+
+    def compile_(mesh, emit):
+        """Times one `meshc compile --emit EMIT`; returns (s, MB, the IR)."""
+        out = os.path.join(args.out, emit + ".mlir")
+        secs, rss = measure([args.meshc, "compile", path, "--emit", emit,
+                             "-o", out, "--mesh"] + mesh.split())
+        with open(out) as f:
+            return secs, rss, f.read()
+
     for mesh in MESHES:
-        cmd = [args.meshc, "compile", path, "--emit", "sharded", "-o", spmd,
-               "--mesh"] + mesh.split()
-        secs, rss = measure(cmd)
-        with open(spmd) as f:
-            text = f.read()
+        secs, rss, text = compile_(mesh, "sharded")
         counts = collections.Counter(re.findall(r"= shard\.([a-z_]+)", text))
         # Layers (attentions) per pipeline stage function.
         stages = [part.count("dfg.attention ")
@@ -65,13 +69,9 @@ def main():
         print(f"{mesh:<26} {secs:>8.2f} {rss:>8.0f}  "
               + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
               + (f"; layers per stage {'/'.join(map(str, stages))}" if stages else ""))
-    ranks = os.path.join(args.out, "ranks.mlir")
     for mesh in RANK_MESHES:
-        cmd = [args.meshc, "compile", path, "--emit", "ranks", "-o", ranks,
-               "--mesh"] + mesh.split()
-        secs, rss = measure(cmd)
-        with open(ranks) as f:
-            roles = len(re.findall(r"module @role\d+", f.read()))
+        secs, rss, text = compile_(mesh, "ranks")
+        roles = len(re.findall(r"module @role\d+", text))
         print(f"{mesh + ' --emit ranks':<26} {secs:>8.2f} {rss:>8.0f}  "
               f"{roles} roles")
 

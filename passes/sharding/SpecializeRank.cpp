@@ -140,9 +140,9 @@ LogicalResult specializeForRank(ModuleOp module, int64_t rank) {
       keepStage(func, stage);
     }
   }
-  module->setAttr("meshc.rank",
-                  IntegerAttr::get(IntegerType::get(module.getContext(), 64),
-                                   rank));
+  module->setAttr(
+      "meshc.rank",
+      IntegerAttr::get(IntegerType::get(module.getContext(), 64), rank));
   return success();
 }
 

@@ -35,6 +35,14 @@ protected:
     return WeightOp::create(builder, builder.getUnknownLoc(), type, "w",
                             "w.bin", 0, type.getNumElements() * 4);
   }
+  /// Causal attention of 4 query heads over 2 KV heads.
+  Operation *gqaAttention() {
+    Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
+    return AttentionOp::create(
+        builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
+        Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
+        builder.getBoolAttr(true), builder.getF32FloatAttr(0.0));
+  }
   ShardingRule rule(Operation *op) {
     FailureOr<ShardingRule> r = getShardingRule(op);
     EXPECT_TRUE(succeeded(r));
@@ -94,12 +102,7 @@ TEST_F(ShardingRulesTest, LinearContractsInFeatures) {
 // GQA: query heads are (kv_heads, group), so the KV heads lead them; the key
 // sequence is pinned.
 TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
-  Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
-  auto op = AttentionOp::create(
-      builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
-      Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
-      builder.getBoolAttr(true), builder.getF32FloatAttr(0.0));
-  ShardingRule r = rule(op);
+  ShardingRule r = rule(gqaAttention());
   const DimFactors &qHeads = r.operands[0][1], &kHeads = r.operands[1][1];
   ASSERT_EQ(qHeads.size(), 2u);
   EXPECT_EQ(qHeads[0], kHeads[0]);
@@ -114,12 +117,7 @@ TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
 // back, the query heads are split over both and the KV heads over the first.
 // Axes that do not fit the factors are refused.
 TEST_F(ShardingRulesTest, AxesDistributeOverADimensionsFactors) {
-  Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
-  auto op = AttentionOp::create(
-      builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
-      Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
-      builder.getBoolAttr(true), builder.getF32FloatAttr(0.0));
-  ShardingRule r = rule(op);
+  ShardingRule r = rule(gqaAttention());
   const DimFactors &qHeads = r.operands[0][1], &kHeads = r.operands[1][1];
   SmallVector<int64_t> grid = {2, 2};
   FailureOr<SmallVector<GridAxes>> split =
