@@ -257,7 +257,9 @@ def PipelineSplitPass : Pass<"meshc-pipeline-split", "mlir::ModuleOp"> {
     With microbatches (planned by `meshc-shard-plan`, on its planning axis
     `mb`), the stages take one microbatch each: the schedule slices the
     arguments, calls the stages once per microbatch and concatenates the
-    results; `mb` then leaves the grid.
+    results; `mb` then leaves the grid. A weight or constant with a batch
+    dimension (BERT's token_type_ids) is sliced per microbatch in the
+    schedule too, and handed to the stages that read it like an argument.
 
     Refused: pp larger than the number of layers (dfg.attention ops), and
     microbatches when some op needs the whole batch.

@@ -30,7 +30,9 @@
 //   6. With microbatches (the planning axis `mb` of meshc-shard-plan), the
 //      stages take one microbatch; the function slices its arguments along
 //      the dimension mb split, calls the stages once per microbatch and
-//      concatenates the results. The mb axis then leaves the grid.
+//      concatenates the results. The mb axis then leaves the grid. A weight
+//      or constant sliced over mb (a batch-shaped constant) is sliced per
+//      microbatch in the schedule as well, and is an input of the stages.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -79,11 +81,22 @@ public:
     stages_ = grid_.getShape()[pp_];
     microbatches_ = mb_ ? grid_.getShape()[*mb_] : 1;
     Block &body = func_.getBody().front();
-    for (Operation &op : body.without_terminator())
-      if (mb_ && llvm::is_contained(collectiveGridAxes(&op), *mb_))
-        return op.emitOpError("needs the whole batch, so the batch cannot "
-                              "be split into ")
-               << microbatches_ << " microbatches";
+    for (Operation &op : body.without_terminator()) {
+      if (!mb_ || !llvm::is_contained(collectiveGridAxes(&op), *mb_))
+        continue;
+      // A batch-shaped weight or constant sliced per microbatch (BERT's
+      // token_type_ids): an input of the stages, like an argument.
+      auto slice = dyn_cast<shard::AllSliceOp>(op);
+      Operation *source = slice ? slice.getInput().getDefiningOp() : nullptr;
+      if (source && isa<dfg::WeightOp, dfg::ConstantOp>(source) &&
+          slice.getGridAxes().back() == *mb_) {
+        microbatchInputs_.insert(slice.getResult());
+        continue;
+      }
+      return op.emitOpError("needs the whole batch, so the batch cannot "
+                            "be split into ")
+             << microbatches_ << " microbatches";
+    }
 
     classify(body);
     if (failed(chooseCuts()))
@@ -97,10 +110,12 @@ private:
   /// Step 1: free ops and chain ops.
   void classify(Block &body) {
     for (Operation &op : body.without_terminator()) {
+      if (op.getNumResults() == 1 && isInput(op.getResult(0)))
+        continue;
       bool heavy = isa<dfg::EmbeddingOp, dfg::LinearOp, dfg::MatMulOp,
                        dfg::AttentionOp, dfg::LayerNormOp, dfg::RmsNormOp>(op);
       bool free = !heavy && llvm::all_of(op.getOperands(), [&](Value v) {
-        return isa<BlockArgument>(v) || free_.contains(v.getDefiningOp());
+        return isInput(v) || free_.contains(v.getDefiningOp());
       });
       if (free)
         free_.insert(&op);
@@ -211,8 +226,8 @@ private:
     yielded_.resize(stages_);
     SmallVector<llvm::SetVector<Operation *>> needed(stages_);
     std::function<void(Value, int64_t)> need = [&](Value v, int64_t s) {
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        stageArgs_[s].insert(arg);
+      if (isInput(v)) {
+        stageArgs_[s].insert(v);
         return;
       }
       Operation *def = v.getDefiningOp();
@@ -235,7 +250,7 @@ private:
       std::optional<int64_t> s = stageOfValue(v);
       if (s)
         yielded_[*s].insert(v);
-      else if (!isa<BlockArgument>(v)) {
+      else if (!isInput(v)) {
         need(v, last); // a free result: the last stage computes and yields it
         yielded_[last].insert(v);
       }
@@ -250,7 +265,7 @@ private:
     OpBuilder mb(func_);
     for (int64_t s = 0; s < stages_; ++s) {
       SmallVector<Type> inputs, outputs;
-      for (BlockArgument a : stageArgs_[s])
+      for (Value a : stageArgs_[s])
         inputs.push_back(a.getType());
       for (Value v : received_[s])
         inputs.push_back(v.getType());
@@ -266,7 +281,7 @@ private:
       Block *entry = stage.addEntryBlock();
       IRMapping mapping;
       unsigned i = 0;
-      for (BlockArgument a : stageArgs_[s])
+      for (Value a : stageArgs_[s])
         mapping.map(a, entry->getArgument(i++));
       for (Value v : received_[s])
         mapping.map(v, entry->getArgument(i++));
@@ -324,15 +339,21 @@ private:
     for (int64_t m = 0; m < microbatches_; ++m) {
       // This microbatch's slice of each argument, made once.
       llvm::DenseMap<Value, Value> argSlice;
-      auto sliceOf = [&](BlockArgument arg) -> Value {
-        std::optional<int64_t> d = argDim[arg.getArgNumber()];
+      auto sliceOf = [&](Value input) -> Value {
+        Value whole = input;
+        std::optional<int64_t> d;
+        if (auto arg = dyn_cast<BlockArgument>(input))
+          d = argDim[arg.getArgNumber()];
+        else
+          std::tie(whole, d) = microbatchSource(input);
         if (!d)
-          return arg;
-        auto [it, inserted] = argSlice.try_emplace(arg);
+          return whole;
+        auto [it, inserted] = argSlice.try_emplace(input);
         if (inserted) {
-          int64_t size = cast<RankedTensorType>(arg.getType()).getDimSize(*d) /
-                         microbatches_;
-          it->second = dfg::SliceOp::create(b_, loc, arg, {m * size},
+          int64_t size =
+              cast<RankedTensorType>(whole.getType()).getDimSize(*d) /
+              microbatches_;
+          it->second = dfg::SliceOp::create(b_, loc, whole, {m * size},
                                             {(m + 1) * size}, {*d}, {1});
         }
         return it->second;
@@ -341,7 +362,7 @@ private:
       llvm::DenseMap<Value, Value> produced;
       for (int64_t s = 0; s < stages_; ++s) {
         SmallVector<Value> operands;
-        for (BlockArgument a : stageArgs_[s])
+        for (Value a : stageArgs_[s])
           operands.push_back(sliceOf(a));
         for (Value v : received_[s])
           operands.push_back(arrived.lookup({v, s}));
@@ -365,16 +386,14 @@ private:
         }
       }
       for (auto [i, v] : llvm::enumerate(returned))
-        perMicrobatch[i].push_back(isa<BlockArgument>(v)
-                                       ? sliceOf(cast<BlockArgument>(v))
-                                       : produced.lookup(v));
+        perMicrobatch[i].push_back(isInput(v) ? sliceOf(v)
+                                              : produced.lookup(v));
     }
 
     SmallVector<Value> results;
     for (auto [i, v] : llvm::enumerate(returned)) {
-      int64_t owner = isa<BlockArgument>(v)
-                          ? stages_ - 1
-                          : stageOfValue(v).value_or(stages_ - 1);
+      int64_t owner =
+          isInput(v) ? stages_ - 1 : stageOfValue(v).value_or(stages_ - 1);
       Value r = perMicrobatch[i].back();
       if (resultDim[i] && microbatches_ > 1) {
         auto concat =
@@ -392,6 +411,38 @@ private:
     }
     func_.setFunctionType(FunctionType::get(context, body.getArgumentTypes(),
                                             ValueRange(results).getTypes()));
+  }
+
+  /// What the stages take as inputs: the arguments, and the per-microbatch
+  /// slices of batch-shaped weights and constants.
+  bool isInput(Value v) const {
+    return isa<BlockArgument>(v) || microbatchInputs_.contains(v);
+  }
+
+  /// For a microbatch input (an all_slice over axes ending in mb), the
+  /// schedule's value of the rank's block of every microbatch, built once
+  /// from a copy of the weight or constant, and the dimension split.
+  std::pair<Value, std::optional<int64_t>> microbatchSource(Value input) {
+    auto slice = cast<shard::AllSliceOp>(input.getDefiningOp());
+    int64_t d = slice.getSliceAxis().getSExtValue();
+    Value &whole = microbatchWholes_[input];
+    if (!whole) {
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(b_.getInsertionBlock());
+      whole = b_.clone(*slice.getInput().getDefiningOp())->getResult(0);
+      SmallVector<int16_t> axes(slice.getGridAxes());
+      axes.pop_back(); // mb
+      if (!axes.empty()) {
+        auto type = cast<RankedTensorType>(input.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[d] *= microbatches_;
+        whole = shard::AllSliceOp::create(
+            b_, slice.getLoc(),
+            RankedTensorType::get(shape, type.getElementType()), whole,
+            grid_.getSymName(), axes, d);
+      }
+    }
+    return {whole, d};
   }
 
   void setSharding(unsigned i, bool result, const TensorSharding &s) {
@@ -434,7 +485,11 @@ private:
   llvm::DenseMap<Operation *, size_t> index_;
   llvm::DenseMap<Operation *, int64_t> stageOf_;
   SmallVector<SmallVector<Operation *>> stageOps_;
-  SmallVector<llvm::SetVector<BlockArgument>> stageArgs_;
+  SmallVector<llvm::SetVector<Value>> stageArgs_;
+  /// all_slice results of a weight or constant over axes ending in mb.
+  llvm::SetVector<Value> microbatchInputs_;
+  /// Per such input, the rank's block of all microbatches in the schedule.
+  llvm::DenseMap<Value, Value> microbatchWholes_;
   SmallVector<llvm::SetVector<Value>> received_, yielded_;
   SmallVector<func::FuncOp> stageFuncs_;
 };
