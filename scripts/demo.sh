@@ -56,3 +56,13 @@ echo "   prompt: $("$python" -c "import numpy as np; print(np.load('$work/inputs
 echo "== 4. compared with onnxruntime"
 "$python" "$repo/models/compare.py" --reference "$work/reference" --output "$work/meshc_out" |
   sed 's/^/   /'
+
+echo "== 5. meshc compile --mesh tp=2 --emit sharded: the SPMD program of two ranks"
+"$bin/meshc" compile "$work/model.onnx" --mesh tp=2 --emit sharded -o "$work/tp2.mlir"
+echo "   $work/tp2.mlir: per layer two shard.all_reduce, one more for the vocabulary-parallel embeddings:"
+grep -oE '= shard\.[a-z_]+' "$work/tp2.mlir" | sort | uniq -c | sed 's/^ */     /'
+"$bin/meshc-eval" "$work/tp2.mlir" --weights-dir "$work" \
+  --input "input_ids=$work/inputs/input_ids.npy" --output-dir "$work/tp2_out"
+echo "   both ranks run in one process (meshc-eval), with in-memory collectives; compared with onnxruntime:"
+"$python" "$repo/models/compare.py" --reference "$work/reference" --output "$work/tp2_out" |
+  sed 's/^/   /'
