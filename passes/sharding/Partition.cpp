@@ -432,7 +432,8 @@ Value mergeReductions(Value x, Value y, RankedTensorType type, Location loc) {
   if (auto scatter = dyn_cast<shard::ReduceScatterOp>(lhs)) {
     // Broadcast anywhere but along the scattered dimension.
     int64_t d = scatter.getScatterAxis().getSExtValue();
-    if (shapeOf(a)[d] != shapeOf(b)[d])
+    if (shapeOf(a).size() != shapeOf(b).size() ||
+        shapeOf(a)[d] != shapeOf(b)[d])
       return Value();
   }
   // Both partial sums are ready where the later reduction stands.
