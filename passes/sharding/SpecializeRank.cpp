@@ -41,6 +41,14 @@ using namespace mlir;
 namespace meshc {
 namespace {
 
+/// The number of ranks on `grid`.
+int64_t worldSize(shard::GridOp grid) {
+  int64_t n = 1;
+  for (int64_t size : grid.getShape())
+    n *= size;
+  return n;
+}
+
 /// all_slice ==> dfg.slice of the rank's block.
 LogicalResult concretizeSlices(ModuleOp module, ArrayRef<int64_t> gridShape,
                                int64_t rank) {
@@ -119,8 +127,7 @@ LogicalResult specializeForRank(ModuleOp module, int64_t rank) {
   if (failed(grid))
     return failure();
   SmallVector<int64_t> shape(grid->getShape());
-  int64_t world = groupSize(*grid, llvm::to_vector(llvm::seq<int16_t>(
-                                       0, static_cast<int16_t>(shape.size()))));
+  int64_t world = worldSize(*grid);
   if (rank < 0 || rank >= world)
     return module.emitError("rank ")
            << rank << " is not on the grid of " << world << " ranks";
@@ -150,9 +157,7 @@ FailureOr<SmallVector<RankRole>> buildRankRoles(ModuleOp sharded) {
   FailureOr<shard::GridOp> grid = lookupGrid(sharded);
   if (failed(grid))
     return failure();
-  int64_t world = 1;
-  for (int64_t n : grid->getShape())
-    world *= n;
+  int64_t world = worldSize(*grid);
   SmallVector<RankRole> roles;
   llvm::StringMap<size_t> byText;
   for (int64_t rank = 0; rank < world; ++rank) {
