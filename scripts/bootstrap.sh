@@ -45,6 +45,7 @@ apt_packages=(
   libopenblas-dev      # GEMM for the cpu target
   libgtest-dev         # GoogleTest (unit tests)
   nlohmann-json3-dev   # manifest.json reading and writing
+  libxxhash-dev        # xxh64 checksums of weight shards (compiler writes, runtime verifies)
   python3-venv         # the .venv for the Python test packages
   python3-pip          # pip inside the .venv
 )

@@ -8,8 +8,10 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Driver.h"
 
+#include "compiler/codegen/CompileCpu.h"
 #include "compiler/driver/PlanTool.h"
 #include "compiler/driver/ReportError.h"
+#include "compiler/driver/RunTool.h"
 #include "compiler/import/Importer.h"
 #include "compiler/import/Legalization.h"
 #include "compiler/pipelines/Pipelines.h"
@@ -197,11 +199,14 @@ int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
       });
 }
 
-/// meshc compile MODEL --mesh M --emit ranks [-o FILE]: as --emit sharded,
-/// then one module per distinct rank program (`@role<k>`, with the ranks
-/// that run it as `meshc.ranks`) inside one module.
-int runCompileRanks(StringRef model, StringRef mesh, bool sequenceParallel,
-                    int64_t microbatches, StringRef output) {
+/// Imports `model`, runs the graph and sharding pipelines and hands the
+/// rank programs (one module per distinct program) to `use`, inside one
+/// module that holds them all.
+int withRankPrograms(
+    StringRef model, StringRef mesh, bool sequenceParallel,
+    int64_t microbatches,
+    llvm::function_ref<int(mlir::ModuleOp, ArrayRef<codegen::RoleProgram>)>
+        use) {
   return withFrontEnd(
       "compile", model,
       [&](mlir::OpPassManager &pm, StringRef folder) {
@@ -218,19 +223,56 @@ int runCompileRanks(StringRef model, StringRef mesh, bool sequenceParallel,
         (*all)->setAttrs(sharded->getAttrDictionary());
         (*all)->setAttr("meshc.mesh", b.getStringAttr(mesh));
         b.setInsertionPointToEnd(all->getBody());
+        std::vector<codegen::RoleProgram> programs;
         for (auto [k, role] : llvm::enumerate(*roles)) {
           mlir::ModuleOp program = role.program.release();
           program.setSymName(("role" + Twine(k)).str());
           program->setAttr("meshc.ranks", b.getDenseI64ArrayAttr(role.ranks));
           program->removeAttr("dfg.source");
           b.insert(program);
+          programs.push_back({program, std::vector<int64_t>(role.ranks.begin(),
+                                                            role.ranks.end())});
         }
+        return use(*all, programs);
+      });
+}
+
+/// meshc compile MODEL --mesh M --emit ranks [-o FILE]: as --emit sharded,
+/// then one module per distinct rank program (`@role<k>`, with the ranks
+/// that run it as `meshc.ranks`) inside one module.
+int runCompileRanks(StringRef model, StringRef mesh, bool sequenceParallel,
+                    int64_t microbatches, StringRef output) {
+  return withRankPrograms(
+      model, mesh, sequenceParallel, microbatches,
+      [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
         std::string error;
         auto out = mlir::openOutputFile(output, &error);
         if (!out)
           return fail("compile", error);
-        all->print(out->os());
+        all.print(out->os());
         out->keep();
+        return 0;
+      });
+}
+
+/// meshc compile MODEL --mesh M [--target cpu] [-o DIR]: the rank programs,
+/// then per-rank executables, weight shards and the manifest (CompileCpu.h).
+int runCompileCpu(StringRef model, StringRef mesh, bool sequenceParallel,
+                  int64_t microbatches, codegen::CpuCompileOptions options) {
+  SmallString<256> folder = sys::path::parent_path(model);
+  options.weightsDir = folder.empty() ? "." : folder.str().str();
+  options.model = sys::path::filename(model).str();
+  options.mesh = mesh.str();
+  options.version = MESHC_VERSION;
+  return withRankPrograms(
+      model, mesh, sequenceParallel, microbatches,
+      [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
+        if (failed(codegen::compileCpu(roles, all, options)))
+          return 1;
+        outs() << "meshc compile: wrote " << options.outputDir << "/ ("
+               << roles.size() << " rank program(s) for mesh " << mesh
+               << "); run it with 'meshc run " << options.outputDir
+               << " --input NAME=FILE.npy ...'\n";
         return 0;
       });
 }
@@ -338,6 +380,20 @@ int runDriver(int argc, char **argv) {
                             "stage x tp position), with the rank's weight "
                             "slices as references, as MLIR")),
       cl::init(Emit::Executables), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<std::string> compileMarch(
+      "march",
+      cl::desc("Target CPU of the rank executables, as g++ -march (default "
+               "native: the machine compiling)"),
+      cl::value_desc("cpu"), cl::init("native"), cl::sub(compileCmd),
+      cl::cat(category));
+  cl::opt<bool> keepSources(
+      "keep-sources",
+      cl::desc("Keep the generated C++ in <output>/src/ (default: deleted "
+               "once built)"),
+      cl::sub(compileCmd), cl::cat(category));
+  cl::opt<bool> compileVerbose(
+      "verbose", cl::desc("Print the compiler command lines meshc runs"),
+      cl::sub(compileCmd), cl::cat(category));
   cl::opt<bool> sequenceParallel(
       "sequence-parallel",
       cl::desc("Split the residual stream along the sequence over tp "
@@ -363,6 +419,22 @@ int runDriver(int argc, char **argv) {
   cl::opt<std::string> runOutputDir(
       "output-dir", cl::desc("Folder for the outputs (default: .)"),
       cl::value_desc("dir"), cl::init("."), cl::sub(runCmd), cl::cat(category));
+
+  cl::opt<double> runTimeout(
+      "collective-timeout",
+      cl::desc("Seconds a rank waits in a collective before the whole job "
+               "is aborted with a message naming the op (default 300)"),
+      cl::value_desc("s"), cl::init(300), cl::sub(runCmd), cl::cat(category));
+  cl::opt<unsigned> runThreads(
+      "threads",
+      cl::desc("Threads per rank for the kernels (default: the machine's "
+               "cores divided by the ranks, at least 1)"),
+      cl::value_desc("N"), cl::init(0), cl::sub(runCmd), cl::cat(category));
+  cl::opt<std::string> runMpirunArgs(
+      "mpirun-args",
+      cl::desc("Extra arguments for mpirun, e.g. \"--hostfile hosts\" "
+               "(split at spaces)"),
+      cl::value_desc("args"), cl::sub(runCmd), cl::cat(category));
 
   // libLLVM registers options of its own; show only meshc's.
   for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &importCmd,
@@ -437,7 +509,15 @@ int runDriver(int argc, char **argv) {
     if (compileCmd && compileEmit == Emit::Ranks)
       return runCompileRanks(model, meshSpec->str(), sequenceParallel,
                              microbatches, irOutput);
-    return notImplemented(command);
+    if (compileTarget == Target::Cuda)
+      return notImplemented("compile --target cuda");
+    codegen::CpuCompileOptions options;
+    options.outputDir = compileOutput;
+    options.march = compileMarch;
+    options.keepSources = keepSources;
+    options.verbose = compileVerbose;
+    return runCompileCpu(model, meshSpec->str(), sequenceParallel, microbatches,
+                         options);
   }
   if (runCmd) {
     if (!sys::fs::is_directory(runDir))
@@ -454,7 +534,17 @@ int runDriver(int argc, char **argv) {
       if (Error e = checkReadableFile(file, "input"))
         return fail("run", toString(std::move(e)));
     }
-    return notImplemented("run");
+    RunRequest request;
+    request.folder = runDir;
+    request.outputDir = runOutputDir;
+    request.collectiveTimeout = runTimeout;
+    request.threads = runThreads;
+    request.mpirunArgs = runMpirunArgs;
+    for (const std::string &input : runInputs) {
+      auto [name, file] = StringRef(input).split('=');
+      request.inputs.emplace_back(name.str(), file.str());
+    }
+    return runCompiled(request);
   }
   return fail("", "no command given; usage: meshc <" + join(kCommands, "|") +
                       "> ... (see 'meshc --help')");

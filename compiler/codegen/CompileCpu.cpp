@@ -1,0 +1,249 @@
+//===- CompileCpu.cpp - `meshc compile --target cpu` ----------------------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/CompileCpu.h"
+
+#include "compiler/codegen/CpuEmitter.h"
+#include "compiler/codegen/ToolchainConfig.h"
+#include "dialects/dfg/Sharding/Sharding.h"
+#include "meshc/runtime/safetensors.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace mlir;
+using json = nlohmann::ordered_json;
+
+namespace meshc::codegen {
+
+namespace {
+
+std::string dtypeString(Type t) {
+  if (t.isF32())
+    return "F32";
+  if (t.isF16())
+    return "F16";
+  if (t.isBF16())
+    return "BF16";
+  if (t.isInteger(64))
+    return "I64";
+  if (t.isInteger(32))
+    return "I32";
+  return "BOOL";
+}
+
+/// The manifest's view of a signature entry: global shape and, per
+/// dimension, the grid axes it is split over.
+json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
+  int64_t rank = e.localType.getRank();
+  TensorSharding sharding = fromAttr(e.sharding, rank);
+  SmallVector<int64_t> global(e.localType.getShape());
+  json axes = json::array();
+  for (int64_t d = 0; d < rank; ++d) {
+    json dimAxes = json::array();
+    for (shard::GridAxis a : sharding[d]) {
+      global[d] *= grid.getShape()[a];
+      dimAxes.push_back(a);
+    }
+    axes.push_back(dimAxes);
+  }
+  return json{{"name", e.name},
+              {"dtype", dtypeString(e.localType.getElementType())},
+              {"shape", std::vector<int64_t>(global.begin(), global.end())},
+              {"sharding", axes}};
+}
+
+LogicalResult fail(ModuleOp where, const Twine &message) {
+  return emitError(where.getLoc()) << message;
+}
+
+/// Runs `argv`; on failure reports its output.
+LogicalResult runTool(ModuleOp where, ArrayRef<std::string> argv,
+                      bool verbose) {
+  if (verbose)
+    llvm::errs() << "meshc compile: " << llvm::join(argv, " ") << "\n";
+  SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("meshc-cxx", "log", log))
+    return fail(where, "cannot create a temporary file for the compiler log");
+  SmallVector<StringRef> args(argv.begin(), argv.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(argv[0], args, std::nullopt, redirects,
+                                         0, 0, &error);
+  auto text = llvm::MemoryBuffer::getFile(log);
+  llvm::sys::fs::remove(log);
+  if (status == 0)
+    return success();
+  std::string output = text ? (*text)->getBuffer().str() : "";
+  if (output.size() > 4000)
+    output = output.substr(0, 4000) + "\n...";
+  return fail(where, "'" + argv[0] + "' failed" +
+                         (error.empty() ? "" : " (" + error + ")") +
+                         " building a rank executable:\n" + output);
+}
+
+} // namespace
+
+LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
+                         const CpuCompileOptions &options) {
+  namespace fs = llvm::sys::fs;
+  namespace path = llvm::sys::path;
+  SmallString<256> weightsDir(options.outputDir), srcDir(options.outputDir);
+  path::append(weightsDir, "weights");
+  path::append(srcDir, "src");
+  for (StringRef dir :
+       {StringRef(options.outputDir), weightsDir.str(), srcDir.str()})
+    if (std::error_code ec = fs::create_directories(dir))
+      return fail(ranksModule, "cannot create '" + dir + "': " + ec.message());
+
+  std::vector<GroupAxes> groups = collectGroups(ranksModule);
+  ModuleOp first = roles.front().module;
+  auto grid = first.lookupSymbol<shard::GridOp>(kGridName);
+  int64_t world = 1;
+  for (int64_t d : grid.getShape())
+    world *= d;
+
+  json manifest;
+  manifest["format"] = "meshc-manifest";
+  manifest["format_version"] = 1;
+  manifest["meshc_version"] = options.version;
+  manifest["target"] = "cpu";
+  manifest["model"] = options.model;
+  manifest["mesh"] = options.mesh;
+  manifest["world_size"] = world;
+  json axisNames = json::array();
+  for (int64_t a = 0, e = grid.getShape().size(); a < e; ++a)
+    axisNames.push_back(axisName(grid, a));
+  manifest["grid"] = {{"shape", std::vector<int64_t>(grid.getShape().begin(),
+                                                     grid.getShape().end())},
+                      {"axes", axisNames},
+                      {"numbering", "row-major"}};
+  manifest["topology"] = {{"nodes", 1}};
+  json roleList = json::array();
+  std::vector<std::string> rankRole(world);
+  json inputs = json::array();
+  std::map<std::string, json> outputs;
+  std::vector<std::string> outputOrder;
+  std::vector<std::string> sources;
+  bool progress = llvm::sys::Process::StandardErrIsDisplayed();
+
+  for (auto [k, role] : llvm::enumerate(roles)) {
+    std::string name = "role" + std::to_string(k);
+    std::string ranks =
+        llvm::join(llvm::map_range(role.ranks,
+                                   [](int64_t r) { return std::to_string(r); }),
+                   ", ");
+    std::string banner =
+        "//===- " + name + ".cpp - generated by meshc " + options.version +
+        " -----===//\n//\n// Rank program " + name + " of " + options.model +
+        " on mesh " + options.mesh + ", run by rank(s) " + ranks +
+        ".\n// Generated code: edit the model or meshc, not this file.\n//\n"
+        "//===----------------------------------------------------------------"
+        "------===//\n";
+    WeightShards weights;
+    FailureOr<EmittedProgram> program =
+        emitCpuProgram(role.module, name, groups, banner, weights);
+    if (failed(program))
+      return failure();
+
+    SmallString<256> src(srcDir), exe(options.outputDir), shard(weightsDir);
+    path::append(src, name + ".cpp");
+    path::append(exe, name);
+    path::append(shard, name + ".safetensors");
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(src, ec);
+      if (ec)
+        return fail(ranksModule, "cannot write '" + src + "': " + ec.message());
+      os << program->source;
+    }
+    sources.push_back(src.str().str());
+
+    auto written = weights.write(shard.str().str(), options.weightsDir,
+                                 progress ? &llvm::errs() : nullptr);
+    if (!written)
+      return fail(ranksModule, llvm::toString(written.takeError()));
+
+    std::vector<std::string> argv = {
+        MESHC_CXX_COMPILER,        "-std=c++17", "-O3",
+        "-march=" + options.march, "-fopenmp",   "-I" MESHC_RUNTIME_INCLUDE_DIR,
+        src.str().str(),           "-o",         exe.str().str(),
+        MESHC_RUNTIME_CPU_LIBRARY};
+    for (StringRef lib : llvm::split(MESHC_RUNTIME_CPU_LINK, ';'))
+      if (!lib.empty())
+        argv.push_back(lib.str());
+    if (failed(runTool(ranksModule, argv, options.verbose)))
+      return failure();
+
+    for (int64_t r : role.ranks)
+      rankRole[r] = name;
+    roleList.push_back({{"name", name},
+                        {"executable", name},
+                        {"weights", "weights/" + name + ".safetensors"},
+                        {"weights_bytes", written->first},
+                        {"weights_xxh64", rt::hex64(written->second)},
+                        {"weight_tensors", weights.entries().size()},
+                        {"collective_hash", rt::hex64(program->collectiveHash)},
+                        {"arena_bytes", program->arenaBytes},
+                        {"ranks", role.ranks}});
+    if (inputs.empty())
+      for (const SignatureEntry &e : program->inputs)
+        inputs.push_back(signatureJson(e, grid));
+    for (const SignatureEntry &e : program->outputs) {
+      auto [it, inserted] = outputs.emplace(e.name, signatureJson(e, grid));
+      if (inserted) {
+        outputOrder.push_back(e.name);
+        it->second["ranks"] = json::array();
+      }
+      for (int64_t r : role.ranks)
+        it->second["ranks"].push_back(r);
+    }
+  }
+  json rankList = json::array();
+  for (int64_t r = 0; r < world; ++r) {
+    if (rankRole[r].empty())
+      return fail(ranksModule, "rank " + Twine(r) + " runs no program");
+    rankList.push_back({{"rank", r}, {"role", rankRole[r]}});
+  }
+  manifest["roles"] = roleList;
+  manifest["ranks"] = rankList;
+  manifest["inputs"] = inputs;
+  json outputList = json::array();
+  for (const std::string &name : outputOrder) {
+    json &o = outputs[name];
+    std::vector<int64_t> holders = o["ranks"].get<std::vector<int64_t>>();
+    llvm::sort(holders);
+    o["ranks"] = holders;
+    outputList.push_back(o);
+  }
+  manifest["outputs"] = outputList;
+
+  SmallString<256> manifestPath(options.outputDir);
+  path::append(manifestPath, "manifest.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(manifestPath, ec);
+  if (ec)
+    return fail(ranksModule,
+                "cannot write '" + manifestPath + "': " + ec.message());
+  os << manifest.dump(2) << "\n";
+  if (!options.keepSources) {
+    for (const std::string &s : sources)
+      fs::remove(s);
+    fs::remove(srcDir);
+  }
+  return success();
+}
+
+} // namespace meshc::codegen

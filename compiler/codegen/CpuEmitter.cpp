@@ -1,0 +1,814 @@
+//===- CpuEmitter.cpp - C++ for one rank program (cpu target) -------------===//
+//
+// Part of meshc.
+//
+// 1. Weights: every value that folds to a box of a weight or constant
+//    (WeightShards::fold) emits nothing; where a computing op reads it, it
+//    becomes a tensor of the rank's weight file.
+// 2. Liveness, per function: ops are numbered in order; a reshape-like view
+//    (and a send's result) shares its operand's buffer and extends its life.
+//    Every other result gets a buffer from the arena, live from its op to its
+//    last use (through views), placed by planBuffers. `@main`'s frame starts
+//    at offset 0, the stage functions' frames (never live at the same time)
+//    after it.
+// 3. Emission: one statement per op, a comment with the ONNX node it came
+//    from; stage functions take their arguments and the caller's result
+//    buffers; `@main` reads the rank's input pieces and records its outputs.
+// 4. The collective sequence (ops, groups, shapes, in execution order with
+//    stage calls expanded) is hashed for the manifest's start-up check.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/CpuEmitter.h"
+
+#include "compiler/codegen/BufferPlan.h"
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/Sharding/Sharding.h"
+#include "meshc/runtime/safetensors.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+using namespace mlir;
+
+namespace meshc::codegen {
+
+namespace {
+
+std::string cppString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char octal[8];
+      std::snprintf(octal, sizeof(octal), "\\%03o", static_cast<unsigned>(c));
+      out += octal;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string cppFloat(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.9g", v);
+  std::string s = buffer;
+  if (s.find_first_of(".enEN") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+std::string list(ArrayRef<int64_t> values) {
+  std::string s = "{";
+  for (auto [i, v] : llvm::enumerate(values))
+    s += (i ? ", " : "") + std::to_string(v);
+  return s + "}";
+}
+
+std::optional<StringRef> dtypeName(Type t) {
+  if (t.isF32())
+    return StringRef("rt::DType::F32");
+  if (t.isInteger(64))
+    return StringRef("rt::DType::I64");
+  if (t.isInteger(32))
+    return StringRef("rt::DType::I32");
+  if (t.isInteger(1))
+    return StringRef("rt::DType::Bool");
+  if (t.isF16())
+    return StringRef("rt::DType::F16");
+  if (t.isBF16())
+    return StringRef("rt::DType::BF16");
+  return std::nullopt;
+}
+
+uint64_t byteSize(RankedTensorType t) {
+  Type e = t.getElementType();
+  uint64_t width = e.isInteger(1) ? 1 : e.getIntOrFloatBitWidth() / 8;
+  return t.getNumElements() * width;
+}
+
+/// "h.0/attn/MatMul" for the importer's name locations (fused ones joined).
+void describeLoc(Location loc, SmallVectorImpl<std::string> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.push_back(name.getName().str());
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      describeLoc(l, names);
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    describeLoc(callSite.getCallee(), names);
+}
+
+std::string identifier(StringRef s) {
+  std::string out;
+  for (char c : s)
+    out += llvm::isAlnum(c) ? c : '_';
+  return out;
+}
+
+bool isView(Operation *op) {
+  return isa<dfg::ReshapeOp, dfg::SqueezeOp, dfg::UnsqueezeOp, shard::SendOp>(
+      op);
+}
+
+/// Normalised (clamped) full-rank starts and steps of a dfg.slice.
+void sliceBounds(dfg::SliceOp s, SmallVectorImpl<int64_t> &starts,
+                 SmallVectorImpl<int64_t> &steps) {
+  auto type = cast<RankedTensorType>(s.getInput().getType());
+  int64_t rank = type.getRank();
+  starts.assign(rank, 0);
+  steps.assign(rank, 1);
+  for (size_t i = 0; i < s.getAxes().size(); ++i) {
+    int64_t a = s.getAxes()[i] < 0 ? s.getAxes()[i] + rank : s.getAxes()[i];
+    int64_t d = type.getDimSize(a), st = s.getStarts()[i];
+    steps[a] = s.getSteps()[i];
+    if (st < 0)
+      st += d;
+    starts[a] = steps[a] > 0 ? std::clamp<int64_t>(st, 0, d)
+                             : std::clamp<int64_t>(st, 0, d - 1);
+  }
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::string groupKey(ArrayRef<int16_t> axes) {
+  std::string s;
+  for (int16_t a : axes)
+    s += std::to_string(a) + ",";
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// One function
+//===----------------------------------------------------------------------===//
+
+class FunctionEmitter {
+public:
+  FunctionEmitter(func::FuncOp fn, WeightShards &weights,
+                  const llvm::StringMap<int> &groups, uint64_t frameOffset,
+                  int &collectiveCount)
+      : fn_(fn), weights_(weights), groups_(groups), frameOffset_(frameOffset),
+        collectiveCount_(collectiveCount) {}
+
+  /// Plans the frame; returns its peak.
+  FailureOr<uint64_t> plan();
+  LogicalResult emit(llvm::raw_ostream &os);
+  uint64_t unplanned() const { return unplanned_; }
+
+private:
+  std::string operand(Value v, llvm::raw_ostream &os);
+  std::string optionalOperand(Value v, llvm::raw_ostream &os) {
+    return v ? "&" + operand(v, os) : "nullptr";
+  }
+  LogicalResult emitOp(Operation *op, llvm::raw_ostream &os);
+  LogicalResult emitCollective(Operation *op, llvm::raw_ostream &os);
+  std::string declare(Value v, llvm::raw_ostream &os);
+
+  func::FuncOp fn_;
+  WeightShards &weights_;
+  const llvm::StringMap<int> &groups_;
+  uint64_t frameOffset_;
+  int &collectiveCount_;
+  llvm::DenseMap<Value, uint64_t> offsets_; // buffers, frame-relative
+  llvm::DenseMap<Value, std::string> names_;
+  int next_ = 0;
+  uint64_t unplanned_ = 0;
+};
+
+FailureOr<uint64_t> FunctionEmitter::plan() {
+  Block &body = fn_.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> step;
+  int64_t n = 0;
+  for (Operation &op : body)
+    step[&op] = n++;
+  // The buffer each value lives in: its own, or (views) its operand's.
+  llvm::DenseMap<Value, Value> root;
+  llvm::MapVector<Value, std::pair<int64_t, int64_t>> live;
+  for (Operation &op : body) {
+    for (Value r : op.getResults()) {
+      if (weights_.fold(r) || isa<tensor::EmptyOp>(op))
+        continue;
+      if (isView(&op) && !weights_.fold(op.getOperand(0))) {
+        Value in = op.getOperand(0);
+        root[r] = root.count(in) ? root[in] : in;
+        continue;
+      }
+      root[r] = r;
+      live[r] = {step[&op], step[&op]};
+    }
+  }
+  for (Operation &op : body)
+    for (Value v : op.getOperands()) {
+      auto it = root.find(v);
+      if (it == root.end())
+        continue;
+      auto l = live.find(it->second);
+      if (l != live.end())
+        l->second.second = std::max(l->second.second, step[&op]);
+    }
+  std::vector<BufferRequest> requests;
+  std::vector<Value> values;
+  for (auto &[v, range] : live) {
+    requests.push_back({byteSize(cast<RankedTensorType>(v.getType())),
+                        range.first, range.second});
+    values.push_back(v);
+  }
+  BufferPlan plan = planBuffers(requests);
+  for (auto [v, offset] : llvm::zip_equal(values, plan.offsets))
+    offsets_[v] = offset;
+  unplanned_ = plan.total;
+  return plan.peak;
+}
+
+std::string FunctionEmitter::operand(Value v, llvm::raw_ostream &os) {
+  auto it = names_.find(v);
+  if (it != names_.end())
+    return it->second;
+  // A weight or constant, declared where first read.
+  int entry = weights_.entryFor(v);
+  auto type = cast<RankedTensorType>(v.getType());
+  std::string name = "w" + std::to_string(next_++);
+  os << "  const rt::TensorRef " << name << " = ";
+  if (ArrayRef<int64_t>(weights_.entries()[entry].box.shape) == type.getShape())
+    os << "p.weight(" << entry << ");\n";
+  else
+    os << "rt::reshaped(p.weight(" << entry << "), " << list(type.getShape())
+       << ");\n";
+  names_[v] = name;
+  return name;
+}
+
+/// Declares the result `v`: a view of its buffer, or of its operand's.
+std::string FunctionEmitter::declare(Value v, llvm::raw_ostream &os) {
+  auto type = cast<RankedTensorType>(v.getType());
+  std::string name = "v" + std::to_string(next_++);
+  Operation *op = v.getDefiningOp();
+  if (isView(op)) {
+    std::string in = operand(op->getOperand(0), os);
+    os << "  const rt::TensorRef " << name << " = rt::reshaped(" << in << ", "
+       << list(type.getShape()) << ");\n";
+  } else {
+    os << "  const rt::TensorRef " << name << " = rt::view(A + "
+       << offsets_.lookup(v) << ", " << *dtypeName(type.getElementType())
+       << ", " << list(type.getShape()) << ");\n";
+  }
+  names_[v] = name;
+  return name;
+}
+
+LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
+  bool isMain = fn_.getSymName() == "main";
+  if (isMain)
+    os << "void run(rt::Program &p) {\n";
+  else
+    os << "void " << identifier(fn_.getSymName())
+       << "(rt::Program &p, const rt::TensorRef *args, "
+          "const rt::TensorRef *results) {\n";
+  os << "  std::uint8_t *const A = p.arena() + " << frameOffset_
+     << "; // this function's frame\n";
+  (void)os;
+  if (isMain)
+    for (auto [i, g] : llvm::enumerate(groups_.keys()))
+      (void)i, (void)g;
+  for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
+    std::string name = "a" + std::to_string(i);
+    if (isMain) {
+      auto onnx = fn_.getArgAttrOfType<StringAttr>(i, "onnx.name");
+      os << "  const rt::TensorRef " << name << " = p.input(" << i << "); // "
+         << (onnx ? onnx.getValue() : "") << "\n";
+    } else {
+      os << "  const rt::TensorRef &" << name << " = args[" << i << "];\n";
+    }
+    names_[arg] = name;
+  }
+  for (Operation &op : fn_.getBody().front())
+    if (failed(emitOp(&op, os)))
+      return failure();
+  os << "}\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
+  if (op->getNumResults() && llvm::all_of(op->getResults(), [&](Value r) {
+        return weights_.fold(r).has_value();
+      }))
+    return success();
+  if (isa<tensor::EmptyOp>(op))
+    return success();
+  for (Type t : op->getResultTypes())
+    if (auto tt = dyn_cast<RankedTensorType>(t)) {
+      if (!tt.hasStaticShape())
+        return op->emitOpError("has a dynamic shape; the cpu target needs "
+                               "static shapes");
+      Type e = tt.getElementType();
+      if (e.isF16() || e.isBF16())
+        return op->emitOpError("computes in ")
+               << e << "; the cpu target computes in f32 only";
+    }
+
+  SmallVector<std::string> nodes;
+  describeLoc(op->getLoc(), nodes);
+  os << "  // " << op->getName().getStringRef();
+  if (!nodes.empty())
+    os << " <- " << llvm::join(nodes, ", ");
+  os << "\n";
+
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    bool isMain = fn_.getSymName() == "main";
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      std::string in = operand(v, os);
+      if (isMain)
+        os << "  p.output(" << i << ", " << in << ");\n";
+      else
+        os << "  k::copy(" << in << ", results[" << i << "]);\n";
+    }
+    return success();
+  }
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    SmallVector<std::string> args, results;
+    for (Value v : call.getOperands())
+      args.push_back(operand(v, os));
+    for (Value r : call.getResults())
+      results.push_back(declare(r, os));
+    os << "  {\n    const rt::TensorRef args[] = {" << llvm::join(args, ", ")
+       << "};\n    const rt::TensorRef results[] = {"
+       << llvm::join(results, ", ") << "};\n    "
+       << identifier(call.getCallee()) << "(p, args, results);\n  }\n";
+    return success();
+  }
+  if (isa<shard::ShardDialect>(op->getDialect()))
+    return emitCollective(op, os);
+
+  SmallVector<std::string> in;
+  auto get = [&](Value v) { return operand(v, os); };
+  auto opt = [&](Value v) { return optionalOperand(v, os); };
+  auto out = [&](unsigned i = 0) { return declare(op->getResult(i), os); };
+  auto rankOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+
+  auto binary = [&](StringRef kind) -> LogicalResult {
+    std::string l = get(op->getOperand(0)), r = get(op->getOperand(1));
+    std::string o = out();
+    os << "  k::binary(k::BinaryOp::" << kind << ", " << l << ", " << r << ", "
+       << o << ");\n";
+    return success();
+  };
+  auto unary = [&](StringRef kind) -> LogicalResult {
+    std::string i = get(op->getOperand(0));
+    std::string o = out();
+    os << "  k::unary(k::UnaryOp::" << kind << ", " << i << ", " << o << ");\n";
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](dfg::AddOp) { return binary("Add"); })
+      .Case([&](dfg::SubOp) { return binary("Sub"); })
+      .Case([&](dfg::MulOp) { return binary("Mul"); })
+      .Case([&](dfg::DivOp) { return binary("Div"); })
+      .Case([&](dfg::PowOp) { return binary("Pow"); })
+      .Case([&](dfg::MinOp) { return binary("Min"); })
+      .Case([&](dfg::MaxOp) { return binary("Max"); })
+      .Case([&](dfg::AndOp) { return binary("And"); })
+      .Case([&](dfg::OrOp) { return binary("Or"); })
+      .Case([&](dfg::EqualOp) { return binary("Equal"); })
+      .Case([&](dfg::LessOp) { return binary("Less"); })
+      .Case([&](dfg::GreaterOp) { return binary("Greater"); })
+      .Case([&](dfg::LessOrEqualOp) { return binary("LessOrEqual"); })
+      .Case([&](dfg::SqrtOp) { return unary("Sqrt"); })
+      .Case([&](dfg::ReciprocalOp) { return unary("Reciprocal"); })
+      .Case([&](dfg::NegOp) { return unary("Neg"); })
+      .Case([&](dfg::SiluOp) { return unary("Silu"); })
+      .Case([&](dfg::ErfOp) { return unary("Erf"); })
+      .Case([&](dfg::TanhOp) { return unary("Tanh"); })
+      .Case([&](dfg::SigmoidOp) { return unary("Sigmoid"); })
+      .Case([&](dfg::ExpOp) { return unary("Exp"); })
+      .Case([&](dfg::CosOp) { return unary("Cos"); })
+      .Case([&](dfg::SinOp) { return unary("Sin"); })
+      .Case([&](dfg::NotOp) { return unary("Not"); })
+      .Case([&](dfg::GeluOp g) {
+        return unary(g.getExact() ? "Gelu" : "GeluTanh");
+      })
+      .Case([&](dfg::WhereOp w) {
+        std::string c = get(w.getCondition()), l = get(w.getLhs()),
+                    r = get(w.getRhs()), o = out();
+        os << "  k::where(" << c << ", " << l << ", " << r << ", " << o
+           << ");\n";
+        return success();
+      })
+      .Case([&](dfg::CastOp c) {
+        std::string i = get(c.getInput()), o = out();
+        os << "  k::cast(" << i << ", " << o << ");\n";
+        return success();
+      })
+      .Case<dfg::ReshapeOp, dfg::SqueezeOp, dfg::UnsqueezeOp>([&](auto) {
+        out();
+        return success();
+      })
+      .Case([&](dfg::TransposeOp t) {
+        std::string i = get(t.getInput()), o = out();
+        os << "  {\n    const std::int64_t perm[] = " << list(t.getPerm())
+           << ";\n    k::transpose(" << i << ", perm, " << o << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::ConcatOp c) {
+        SmallVector<std::string> ins;
+        for (Value v : c.getInputs())
+          ins.push_back(get(v));
+        std::string o = out();
+        os << "  {\n    const rt::TensorRef in[] = {" << llvm::join(ins, ", ")
+           << "};\n    k::concat(in, " << ins.size() << ", "
+           << normalizeAxis(c.getAxis(), rankOf(c.getResult())) << ", " << o
+           << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::GatherOp g) {
+        std::string d = get(g.getData()), i = get(g.getIndices()), o = out();
+        os << "  k::gather(" << d << ", " << i << ", "
+           << normalizeAxis(g.getAxis(), rankOf(g.getData())) << ", " << o
+           << ");\n";
+        return success();
+      })
+      .Case([&](dfg::SliceOp s) {
+        SmallVector<int64_t> starts, steps;
+        sliceBounds(s, starts, steps);
+        std::string i = get(s.getInput()), o = out();
+        os << "  {\n    const std::int64_t starts[] = " << list(starts)
+           << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
+           << ", starts, steps, " << o << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::SplitOp s) {
+        std::string i = get(s.getInput());
+        int64_t rank = rankOf(s.getInput());
+        int64_t axis = normalizeAxis(s.getAxis(), rank);
+        int64_t start = 0;
+        for (unsigned r = 0; r < s.getNumResults(); ++r) {
+          SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+          starts[axis] = start;
+          start += s.getSizes()[r];
+          std::string o = out(r);
+          os << "  {\n    const std::int64_t starts[] = " << list(starts)
+             << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
+             << ", starts, steps, " << o << ");\n  }\n";
+        }
+        return success();
+      })
+      .Case([&](dfg::ExpandOp e) {
+        std::string i = get(e.getInput()), o = out();
+        os << "  k::expand(" << i << ", " << o << ");\n";
+        return success();
+      })
+      .Case<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>([&](auto r) {
+        StringRef kind = isa<dfg::ReduceMeanOp>(op)  ? "Mean"
+                         : isa<dfg::ReduceSumOp>(op) ? "Sum"
+                                                     : "Max";
+        int64_t rank = rankOf(r.getInput());
+        SmallVector<int64_t> axes;
+        for (int64_t a : r.getAxes())
+          axes.push_back(normalizeAxis(a, rank));
+        if (axes.empty())
+          for (int64_t a = 0; a < rank; ++a)
+            axes.push_back(a);
+        std::string i = get(r.getInput()), o = out();
+        os << "  {\n    const std::int64_t axes[] = " << list(axes)
+           << ";\n    k::reduce(k::ReduceOp::" << kind << ", " << i
+           << ", axes, " << axes.size() << ", " << o << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::TriluOp t) {
+        std::string i = get(t.getInput()), o = out();
+        os << "  k::trilu(" << i << ", " << (t.getUpper() ? "true" : "false")
+           << ", " << t.getDiagonal() << ", " << o << ");\n";
+        return success();
+      })
+      .Case([&](dfg::ScatterNDOp s) {
+        std::string d = get(s.getData()), i = get(s.getIndices()),
+                    u = get(s.getUpdates()), o = out();
+        os << "  k::scatterND(" << d << ", " << i << ", " << u << ", " << o
+           << ");\n";
+        return success();
+      })
+      .Case([&](dfg::EmbeddingOp e) {
+        std::string t = get(e.getTable()), i = get(e.getIds()), o = out();
+        os << "  k::embedding(" << t << ", " << i << ", " << o << ");\n";
+        return success();
+      })
+      .Case([&](dfg::MatMulOp m) {
+        std::string l = get(m.getLhs()), r = get(m.getRhs()), o = out();
+        os << "  k::matmul(" << l << ", " << r << ", " << o << ");\n";
+        return success();
+      })
+      .Case([&](dfg::LinearOp l) {
+        std::string i = get(l.getInput()), w = get(l.getWeight()),
+                    b = opt(l.getBias()), o = out();
+        os << "  k::linear(" << i << ", " << w << ", " << b << ", "
+           << (l.getTransposeWeight() ? "true" : "false") << ", " << o
+           << ");\n";
+        return success();
+      })
+      .Case([&](dfg::AttentionOp a) {
+        std::string q = get(a.getQuery()), kk = get(a.getKey()),
+                    v = get(a.getValue()), m = opt(a.getMask()),
+                    pk = opt(a.getPastKey()), pv = opt(a.getPastValue());
+        std::string o = out(), presentK = "nullptr", presentV = "nullptr";
+        if (a.getPresent().size() == 2) {
+          presentK = "&" + declare(a.getPresent()[0], os);
+          presentV = "&" + declare(a.getPresent()[1], os);
+        }
+        os << "  k::attention(" << q << ", " << kk << ", " << v << ", " << m
+           << ", " << pk << ", " << pv << ", "
+           << cppFloat(a.getScale().convertToDouble()) << ", "
+           << (a.getCausal() ? "true" : "false") << ", "
+           << cppFloat(a.getSoftcap().convertToDouble()) << ", " << o << ", "
+           << presentK << ", " << presentV << ");\n";
+        return success();
+      })
+      .Case([&](dfg::RotaryOp r) {
+        std::string i = get(r.getInput()), c = get(r.getCos()),
+                    s = get(r.getSin()), pos = opt(r.getPositions()), o = out();
+        os << "  k::rotary(" << i << ", " << c << ", " << s << ", " << pos
+           << ", " << (r.getInterleaved() ? "true" : "false") << ", "
+           << r.getRotaryDim() << ", " << o << ");\n";
+        return success();
+      })
+      .Case<dfg::LayerNormOp, dfg::RmsNormOp>([&](auto n) {
+        std::string i = get(n.getInput()), s = get(n.getScale()),
+                    b = opt(n.getBias()), res = opt(n.getResidual());
+        std::string o = out(), sum = "nullptr";
+        if (n.getSum().size() == 1)
+          sum = "&" + declare(n.getSum()[0], os);
+        os << "  k::" << (isa<dfg::LayerNormOp>(op) ? "layerNorm" : "rmsNorm")
+           << "(" << i << ", " << s << ", " << b << ", " << res << ", "
+           << normalizeAxis(n.getAxis(), rankOf(n.getInput())) << ", "
+           << cppFloat(n.getEpsilon().convertToDouble()) << ", " << o << ", "
+           << sum << ");\n";
+        return success();
+      })
+      .Case([&](dfg::SoftmaxOp s) {
+        std::string i = get(s.getInput()), o = out();
+        os << "  k::softmax(" << i << ", " << s.getNormalizedAxis() << ", " << o
+           << ");\n";
+        return success();
+      })
+      .Default([&](Operation *) {
+        return op->emitOpError("has no kernel in the cpu target");
+      });
+}
+
+LogicalResult FunctionEmitter::emitCollective(Operation *op,
+                                              llvm::raw_ostream &os) {
+  ArrayRef<int16_t> axes = collectiveGridAxes(op);
+  std::string what = cppString(
+      (op->getName().getStringRef() + " #" + Twine(++collectiveCount_)).str());
+  SmallVector<int64_t> axes64(axes.begin(), axes.end());
+  auto group = [&]() {
+    return "g" + std::to_string(groups_.lookup(groupKey(axes)));
+  };
+  if (auto send = dyn_cast<shard::SendOp>(op)) {
+    std::string in = operand(send.getInput(), os);
+    os << "  p.comm().send(p.comm().peer(" << list(axes64) << ", "
+       << list(send.getDestination()) << "), " << in << ", " << what << ");\n";
+    declare(send.getResult(), os);
+    return success();
+  }
+  if (auto recv = dyn_cast<shard::RecvOp>(op)) {
+    std::optional<ArrayRef<int64_t>> source = recv.getSource();
+    if (!source)
+      return op->emitOpError("needs a static source for the cpu target");
+    std::string o = declare(recv.getResult(), os);
+    os << "  p.comm().recv(p.comm().peer(" << list(axes64) << ", "
+       << list(*source) << "), " << o << ", " << what << ");\n";
+    return success();
+  }
+  std::string in = operand(op->getOperand(0), os);
+  auto checkSum = [&](shard::ReductionKind kind) -> LogicalResult {
+    if (kind != shard::ReductionKind::Sum)
+      return op->emitOpError("reduction ")
+             << shard::stringifyReductionKind(kind)
+             << " is not supported by the cpu target (sum only)";
+    return success();
+  };
+  if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
+    if (failed(checkSum(ar.getReduction())))
+      return failure();
+    std::string o = declare(ar.getResult(), os);
+    os << "  p.comm().allReduceSum(" << group() << ", " << in << ", " << o
+       << ", " << what << ");\n";
+    return success();
+  }
+  if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {
+    std::string o = declare(ag.getResult(), os);
+    os << "  p.comm().allGather(" << group() << ", " << in << ", " << o << ", "
+       << ag.getGatherAxis().getSExtValue() << ", " << what << ");\n";
+    return success();
+  }
+  if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
+    if (failed(checkSum(rs.getReduction())))
+      return failure();
+    std::string o = declare(rs.getResult(), os);
+    os << "  p.comm().reduceScatterSum(" << group() << ", " << in << ", " << o
+       << ", " << rs.getScatterAxis().getSExtValue() << ", " << what << ");\n";
+    return success();
+  }
+  if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
+    std::string o = declare(a2a.getResult(), os);
+    os << "  p.comm().allToAll(" << group() << ", " << in << ", " << o << ", "
+       << a2a.getSplitAxis().getSExtValue() << ", "
+       << a2a.getConcatAxis().getSExtValue() << ", " << what << ");\n";
+    return success();
+  }
+  return op->emitOpError("is not supported by the cpu target (rank programs "
+                         "hold only all_reduce, all_gather, reduce_scatter, "
+                         "all_to_all, send and recv)");
+}
+
+/// The collective sequence in execution order, stage calls expanded.
+void describeCollectives(func::FuncOp fn, ModuleOp module, std::string &out) {
+  for (Operation &op : fn.getBody().front()) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+        describeCollectives(callee, module, out);
+      continue;
+    }
+    if (!isa<shard::ShardDialect>(op.getDialect()))
+      continue;
+    llvm::raw_string_ostream os(out);
+    os << op.getName().getStringRef() << " axes ";
+    for (int16_t a : collectiveGridAxes(&op))
+      os << a << ",";
+    for (NamedAttribute attr : op.getAttrs())
+      if (attr.getName() != kStageAttr)
+        os << " " << attr.getName().getValue() << "=" << attr.getValue();
+    for (Type t : op.getOperandTypes())
+      os << " " << t;
+    os << ";";
+  }
+}
+
+} // namespace
+
+std::vector<GroupAxes> collectGroups(ModuleOp ranksModule) {
+  std::vector<GroupAxes> groups;
+  llvm::StringSet<> seen;
+  ranksModule.walk([&](Operation *op) {
+    if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllToAllOp>(op))
+      return;
+    ArrayRef<int16_t> axes = collectiveGridAxes(op);
+    if (seen.insert(groupKey(axes)).second)
+      groups.emplace_back(axes.begin(), axes.end());
+  });
+  llvm::sort(groups);
+  return groups;
+}
+
+FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
+                                         ArrayRef<GroupAxes> groups,
+                                         StringRef banner,
+                                         WeightShards &weights) {
+  EmittedProgram result;
+  auto main = role.lookupSymbol<func::FuncOp>("main");
+  auto grid = role.lookupSymbol<shard::GridOp>(kGridName);
+  if (!main || main.isExternal() || !grid)
+    return role.emitError("a rank program needs a grid and a @main function");
+  SmallVector<int64_t> gridShape(grid.getShape());
+  for (int64_t d : gridShape)
+    if (d <= 0)
+      return role.emitError("the cpu target needs a static grid");
+
+  llvm::StringMap<int> groupIndex;
+  for (auto [i, g] : llvm::enumerate(groups))
+    groupIndex[groupKey(g)] = static_cast<int>(i);
+
+  // Frames: @main first, the stage functions after it.
+  SmallVector<func::FuncOp> stages;
+  for (auto fn : role.getOps<func::FuncOp>())
+    if (fn != main && !fn.isExternal())
+      stages.push_back(fn);
+  int collectives = 0;
+  FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives);
+  FailureOr<uint64_t> mainPeak = mainEmitter.plan();
+  if (failed(mainPeak))
+    return failure();
+  uint64_t stagesPeak = 0;
+  std::vector<std::unique_ptr<FunctionEmitter>> stageEmitters;
+  for (func::FuncOp fn : stages) {
+    stageEmitters.push_back(std::make_unique<FunctionEmitter>(
+        fn, weights, groupIndex, *mainPeak, collectives));
+    FailureOr<uint64_t> peak = stageEmitters.back()->plan();
+    if (failed(peak))
+      return failure();
+    stagesPeak = std::max(stagesPeak, *peak);
+    result.unplannedBytes += stageEmitters.back()->unplanned();
+  }
+  result.arenaBytes = *mainPeak + stagesPeak;
+  result.unplannedBytes += mainEmitter.unplanned();
+
+  std::string body;
+  llvm::raw_string_ostream bos(body);
+  for (auto [fn, emitter] : llvm::zip_equal(stages, stageEmitters)) {
+    bos << "\n/// Pipeline stage function @" << fn.getSymName() << ".\n";
+    if (failed(emitter->emit(bos)))
+      return failure();
+  }
+  bos << "\n/// @main: the rank's schedule (its stages, sends and receives) "
+         "over its piece of the inputs.\n";
+  if (failed(mainEmitter.emit(bos)))
+    return failure();
+
+  std::string collectiveText;
+  describeCollectives(main, role, collectiveText);
+  result.collectiveHash =
+      rt::xxh64(collectiveText.data(), collectiveText.size());
+
+  // Signature.
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto name = main.getArgAttrOfType<StringAttr>(i, "onnx.name");
+    result.inputs.push_back(
+        {name ? name.str() : "input" + std::to_string(i),
+         cast<RankedTensorType>(main.getArgument(i).getType()),
+         main.getArgAttr(i, kShardingAttr)});
+  }
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    auto name = main.getResultAttrOfType<StringAttr>(i, "onnx.name");
+    result.outputs.push_back({name ? name.str() : "output" + std::to_string(i),
+                              cast<RankedTensorType>(main.getResultTypes()[i]),
+                              main.getResultAttr(i, kShardingAttr)});
+  }
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << banner;
+  os << "#include \"meshc/runtime/kernels.h\"\n"
+        "#include \"meshc/runtime/program.h\"\n\n"
+        "#include <cstdint>\n\n"
+        "namespace rt = meshc::rt;\nnamespace k = meshc::rt::cpu;\n\n"
+        "namespace {\n\n";
+  os << "const std::int64_t kGrid[] = " << list(gridShape) << ";\n";
+  auto specs = [&](StringRef name, auto &&entries, auto nameOf, auto typeOf) {
+    os << "const rt::TensorSpec " << name << "[] = {\n";
+    size_t n = 0;
+    for (auto &e : entries) {
+      RankedTensorType t = typeOf(e);
+      os << "    {" << cppString(nameOf(e)) << ", "
+         << *dtypeName(t.getElementType()) << ", " << t.getRank() << ", "
+         << list(t.getShape()) << "},\n";
+      ++n;
+    }
+    if (n == 0)
+      os << "    {\"\", rt::DType::F32, 0, {}},\n";
+    os << "};\n";
+    return n;
+  };
+  size_t numWeights = specs(
+      "kWeights", weights.entries(),
+      [](const WeightShards::Entry &e) { return e.name; },
+      [](const WeightShards::Entry &e) { return e.type; });
+  size_t numInputs = specs(
+      "kInputs", result.inputs, [](const SignatureEntry &e) { return e.name; },
+      [](const SignatureEntry &e) { return e.localType; });
+  size_t numOutputs = specs(
+      "kOutputs", result.outputs,
+      [](const SignatureEntry &e) { return e.name; },
+      [](const SignatureEntry &e) { return e.localType; });
+  os << "const rt::ProgramInfo kInfo = {" << cppString(roleName) << ", 0x"
+     << rt::hex64(result.collectiveHash) << "ull, " << result.arenaBytes << ", "
+     << gridShape.size() << ", kGrid, " << numWeights << ", kWeights, "
+     << numInputs << ", kInputs, " << numOutputs << ", kOutputs};\n\n";
+  os << "// Communication groups, opened by every rank in the same order.\n";
+  for (size_t i = 0; i < groups.size(); ++i)
+    os << "int g" << i << " = -1; // grid axes "
+       << list(SmallVector<int64_t>(groups[i].begin(), groups[i].end()))
+       << "\n";
+  os << "\nvoid openGroups(rt::Program &p) {\n";
+  for (size_t i = 0; i < groups.size(); ++i)
+    os << "  g" << i << " = p.comm().openGroup("
+       << list(SmallVector<int64_t>(groups[i].begin(), groups[i].end()))
+       << ");\n";
+  os << "  (void)p;\n}\n";
+  os << body;
+  os << "\n} // namespace\n\n"
+        "int main(int argc, char **argv) {\n"
+        "  rt::Program p(argc, argv, kInfo);\n"
+        "  openGroups(p);\n"
+        "  run(p);\n"
+        "  return p.finish();\n"
+        "}\n";
+  result.source = std::move(text);
+  return result;
+}
+
+} // namespace meshc::codegen

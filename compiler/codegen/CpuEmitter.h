@@ -1,0 +1,54 @@
+//===- CpuEmitter.h - C++ for one rank program (cpu target) -----*- C++ -*-===//
+//
+// Part of meshc. Turns one rank program (a `@role<k>` module of
+// `meshc compile --emit ranks`) into a C++ translation unit against the
+// runtime API (runtime/include/meshc/runtime/): one C++ function per pipeline
+// stage function and one for `@main`'s schedule, every activation a view into
+// one static arena planned by liveness (BufferPlan.h), every weight and
+// constant a tensor of the rank's weight file (WeightShards.h), every
+// collective a call on the MPI backend, comments naming the ONNX nodes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_COMPILER_CODEGEN_CPUEMITTER_H
+#define MESHC_COMPILER_CODEGEN_CPUEMITTER_H
+
+#include "compiler/codegen/WeightShards.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace meshc::codegen {
+
+/// A model input or output as one rank program sees it.
+struct SignatureEntry {
+  std::string name;
+  mlir::RankedTensorType localType;
+  mlir::Attribute sharding; ///< meshc.sharding, or null (replicated)
+};
+
+struct EmittedProgram {
+  std::string source;
+  uint64_t collectiveHash = 0;
+  uint64_t arenaBytes = 0;
+  uint64_t unplannedBytes = 0; ///< activations without reuse, for reports
+  std::vector<SignatureEntry> inputs, outputs;
+};
+
+/// The grid-axis sets every rank's groups are opened for, in one order for
+/// all roles (opening a group is collective over the whole job).
+using GroupAxes = llvm::SmallVector<int16_t, 2>;
+std::vector<GroupAxes> collectGroups(mlir::ModuleOp ranksModule);
+
+/// Emits `role`. Fails with a diagnostic on the op the cpu target cannot run.
+mlir::FailureOr<EmittedProgram> emitCpuProgram(mlir::ModuleOp role,
+                                               llvm::StringRef roleName,
+                                               llvm::ArrayRef<GroupAxes> groups,
+                                               llvm::StringRef banner,
+                                               WeightShards &weights);
+
+} // namespace meshc::codegen
+
+#endif // MESHC_COMPILER_CODEGEN_CPUEMITTER_H

@@ -1,0 +1,597 @@
+//===- mpi_comm.cpp - The MPI communication backend of the cpu target -----===//
+//
+// Part of meshc. Implements rt::Comm (comm.h) on MPI. Each blocking call is
+// issued in its nonblocking form (MPI_Iallreduce, MPI_Isend, MPI_Ibarrier,
+// ...) and completed by a polling loop that sleeps between tests, so that a
+// rank sharing a core with its peers leaves them the cpu, and that gives up
+// after the timeout: a rank whose peer died or took another path reports the
+// op and the group through rt::fatal, which aborts the whole job, instead of
+// hanging. Communicators return their errors (MPI_ERRORS_RETURN) so that an
+// MPI failure, too, becomes one line naming the op.
+//
+// Collectives move dense row-major tensors. A gather, scatter or all-to-all
+// along an axis that is not the outermost one is the MPI collective on
+// contiguous blocks plus a transposition of (outer index, block index) chunks
+// before or after it.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/comm.h"
+
+#include "meshc/runtime/error.h"
+
+// Only MPI's C interface: the deprecated C++ bindings need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <ctime>
+#include <sstream>
+
+namespace meshc::rt {
+
+/// One communicator per group of grid axes, with its members' global ranks
+/// kept for messages (a timeout names the members it waited for).
+struct Comm::Group {
+  MPI_Comm comm = MPI_COMM_NULL;
+  /// Global ranks in group order (member i has group rank i).
+  std::vector<int> members;
+  /// This rank's index in `members`.
+  int index = 0;
+  /// "ranks {0, 1}", ready for messages.
+  std::string label;
+};
+
+namespace {
+
+/// The program's point-to-point channel and the world's collectives: a dup
+/// of MPI_COMM_WORLD, so that nothing a library does on the world can match
+/// the program's messages.
+MPI_Comm worldComm = MPI_COMM_NULL;
+/// sendBytes/recvBytes: a second dup, so that output assembly at the end of a
+/// run can never match a send of the program.
+MPI_Comm bytesComm = MPI_COMM_NULL;
+/// Whether this module called MPI_Init_thread (and so must finalize).
+bool initialised = false;
+/// Packing buffers, kept between calls: collectives run on the main thread
+/// only (MPI_THREAD_FUNNELED).
+std::vector<unsigned char> sendScratch, recvScratch;
+
+/// The fatal handler under MPI: a rank that stops must take the job with it,
+/// or its peers would wait for it until their own timeout.
+void abortJob() { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+std::string name(const char *what) { return what ? what : "collective"; }
+
+std::string mpiErrorString(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, length);
+}
+
+/// Turns an MPI return code into a fatal error naming the op.
+void check(int code, const std::string &what, const char *call) {
+  if (code != MPI_SUCCESS)
+    fatal(what + ": " + call + " failed: " + mpiErrorString(code));
+}
+
+std::string formatSeconds(double seconds) {
+  std::ostringstream os;
+  os << seconds;
+  return os.str();
+}
+
+/// Completes `request`, polling with a growing sleep, and aborts the job when
+/// it takes longer than `timeout` seconds. `where` names the peers ("over
+/// ranks {0, 1}", "to rank 3") for the message.
+MPI_Status wait(MPI_Request &request, const std::string &what,
+                const std::string &where, double timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  MPI_Status status{};
+  long sleepNs = 20000;
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Test(&request, &done, &status), what, "MPI_Test");
+    if (done)
+      return status;
+    // A short spin serves the common case of peers arriving together; past
+    // it, sleep so that oversubscribed peers get the core.
+    if (polls < 64)
+      continue;
+    double elapsed =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (elapsed > timeout)
+      fatal(what + " " + where + " did not complete within " +
+            formatSeconds(timeout) +
+            " s; a peer rank may have died or be stuck");
+    timespec pause{0, sleepNs};
+    nanosleep(&pause, nullptr);
+    sleepNs = std::min(sleepNs * 2, 1000000L);
+  }
+}
+
+/// The MPI type of a summed element; f16/bf16 have no MPI sum here.
+MPI_Datatype sumType(DType dtype, const std::string &what) {
+  switch (dtype) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::I64:
+    return MPI_INT64_T;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::F16:
+  case DType::BF16:
+  case DType::Bool:
+    break;
+  }
+  fatal(what + ": a sum of " + std::string(safetensorsName(dtype)) +
+        " tensors is not supported on the cpu target");
+}
+
+/// An MPI type of the element's width, for collectives that only move data
+/// (counts stay in elements, so a tensor of up to INT_MAX elements fits).
+MPI_Datatype moveType(DType dtype) {
+  switch (byteWidth(dtype)) {
+  case 1:
+    return MPI_UINT8_T;
+  case 2:
+    return MPI_UINT16_T;
+  case 4:
+    return MPI_UINT32_T;
+  default:
+    return MPI_UINT64_T;
+  }
+}
+
+int countOf(std::int64_t elements, const std::string &what) {
+  if (elements > INT_MAX)
+    fatal(what + ": " + std::to_string(elements) +
+          " elements exceed the MPI count limit");
+  return static_cast<int>(elements);
+}
+
+std::string shapeString(const TensorRef &t) {
+  std::string s = std::string(safetensorsName(t.dtype)) + "[";
+  for (int i = 0; i < t.rank; ++i)
+    s += (i ? "x" : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+std::int64_t product(const TensorRef &t, int begin, int end) {
+  std::int64_t n = 1;
+  for (int i = begin; i < end; ++i)
+    n *= t.shape[i];
+  return n;
+}
+
+/// Copies a [rows][cols] matrix of `chunk`-byte chunks into its transpose
+/// [cols][rows]: packs blocks of an inner axis together, and back.
+void transposeChunks(const unsigned char *src, unsigned char *dst,
+                     std::int64_t rows, std::int64_t cols, std::size_t chunk) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      std::memcpy(dst + (c * rows + r) * chunk, src + (r * cols + c) * chunk,
+                  chunk);
+}
+
+unsigned char *bytesOf(const TensorRef &t) {
+  return static_cast<unsigned char *>(t.data);
+}
+
+unsigned char *scratch(std::vector<unsigned char> &buffer, std::size_t bytes) {
+  if (buffer.size() < bytes)
+    buffer.resize(bytes);
+  return buffer.data();
+}
+
+/// Point-to-point transfers go in chunks of 1 GiB: MPI counts are ints.
+constexpr std::size_t kChunkBytes = std::size_t(1) << 30;
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Start-up and the grid
+//===----------------------------------------------------------------------===//
+
+Comm &Comm::init(int *argc, char ***argv) {
+  static Comm instance;
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    int provided = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      fatal("MPI_Init_thread failed");
+    initialised = true;
+    if (provided < MPI_THREAD_FUNNELED)
+      fatal("the MPI library does not provide MPI_THREAD_FUNNELED");
+  }
+  if (worldComm != MPI_COMM_NULL)
+    return instance;
+  MPI_Comm_rank(MPI_COMM_WORLD, &instance.rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &instance.size_);
+  setErrorContext("rank " + std::to_string(instance.rank_));
+  setFatalHandler(abortJob);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &worldComm), "start-up", "MPI_Comm_dup");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &bytesComm), "start-up", "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(worldComm, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(bytesComm, MPI_ERRORS_RETURN);
+  instance.grid_ = {instance.size_};
+  return instance;
+}
+
+void Comm::finalize() {
+  if (worldComm == MPI_COMM_NULL)
+    return;
+  Comm &comm = init(nullptr, nullptr);
+  comm.barrier("finalize");
+  // The communicators are released by MPI_Finalize; freeing them one by one
+  // would be one more collective without a timeout.
+  for (Group *group : comm.groups_)
+    delete group;
+  comm.groups_.clear();
+  worldComm = bytesComm = MPI_COMM_NULL;
+  // MPI_Abort is not allowed after MPI_Finalize.
+  setFatalHandler(nullptr);
+  if (initialised)
+    MPI_Finalize();
+  initialised = false;
+}
+
+void Comm::setGrid(const std::vector<std::int64_t> &shape) {
+  std::int64_t total = 1;
+  std::string text;
+  for (std::int64_t extent : shape) {
+    if (extent < 1)
+      fatal("grid extent " + std::to_string(extent) + " is not positive");
+    total *= extent;
+    text += (text.empty() ? "" : "x") + std::to_string(extent);
+  }
+  if (total != size_)
+    fatal("the program was compiled for a mesh of " + std::to_string(total) +
+          " ranks (grid " + text + ") but runs on " + std::to_string(size_) +
+          " ranks");
+  grid_ = shape;
+}
+
+std::int64_t Comm::coordinate(int axis) const {
+  if (axis < 0 || axis >= static_cast<int>(grid_.size()))
+    fatal("grid axis " + std::to_string(axis) + " out of range (grid of " +
+          std::to_string(grid_.size()) + " axes)");
+  std::int64_t stride = 1;
+  for (std::size_t i = axis + 1; i < grid_.size(); ++i)
+    stride *= grid_[i];
+  return (rank_ / stride) % grid_[axis];
+}
+
+int Comm::peer(const std::vector<std::int64_t> &axes,
+               const std::vector<std::int64_t> &coords) const {
+  if (axes.size() != coords.size())
+    fatal("peer: " + std::to_string(axes.size()) + " axes but " +
+          std::to_string(coords.size()) + " coordinates");
+  std::vector<std::int64_t> mine(grid_.size());
+  for (std::size_t i = 0; i < grid_.size(); ++i)
+    mine[i] = coordinate(static_cast<int>(i));
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= static_cast<std::int64_t>(grid_.size()))
+      fatal("peer: grid axis " + std::to_string(axes[i]) + " out of range");
+    if (coords[i] < 0 || coords[i] >= grid_[axes[i]])
+      fatal("peer: coordinate " + std::to_string(coords[i]) +
+            " out of range along grid axis " + std::to_string(axes[i]) +
+            " of extent " + std::to_string(grid_[axes[i]]));
+    mine[axes[i]] = coords[i];
+  }
+  std::int64_t global = 0;
+  for (std::size_t i = 0; i < grid_.size(); ++i)
+    global = global * grid_[i] + mine[i];
+  return static_cast<int>(global);
+}
+
+int Comm::openGroup(const std::vector<std::int64_t> &axes) {
+  const auto numAxes = static_cast<std::int64_t>(grid_.size());
+  std::vector<bool> inGroup(grid_.size(), false);
+  for (std::int64_t axis : axes) {
+    if (axis < 0 || axis >= numAxes)
+      fatal("openGroup: grid axis " + std::to_string(axis) +
+            " out of range (grid of " + std::to_string(numAxes) + " axes)");
+    if (inGroup[axis])
+      fatal("openGroup: grid axis " + std::to_string(axis) + " listed twice");
+    inGroup[axis] = true;
+  }
+  // color: row-major index over the other axes; key: row-major index over
+  // `axes` in the listed order, which becomes the rank in the group.
+  std::int64_t color = 0, key = 0, groupSize = 1;
+  for (std::int64_t axis = 0; axis < numAxes; ++axis)
+    if (!inGroup[axis])
+      color = color * grid_[axis] + coordinate(static_cast<int>(axis));
+  for (std::int64_t axis : axes) {
+    key = key * grid_[axis] + coordinate(static_cast<int>(axis));
+    groupSize *= grid_[axis];
+  }
+
+  auto *group = new Group;
+  check(MPI_Comm_split(worldComm, static_cast<int>(color),
+                       static_cast<int>(key), &group->comm),
+        "openGroup", "MPI_Comm_split");
+  MPI_Comm_set_errhandler(group->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(group->comm, &group->index);
+  group->label = "ranks {";
+  for (std::int64_t member = 0; member < groupSize; ++member) {
+    std::vector<std::int64_t> coords(axes.size());
+    std::int64_t rest = member;
+    for (std::size_t i = axes.size(); i-- > 0;) {
+      coords[i] = rest % grid_[axes[i]];
+      rest /= grid_[axes[i]];
+    }
+    group->members.push_back(peer(axes, coords));
+    group->label +=
+        (member ? ", " : "") + std::to_string(group->members.back());
+  }
+  group->label += "}";
+  groups_.push_back(group);
+  return static_cast<int>(groups_.size()) - 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives over a group
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks that `in` and `out` have the same dtype, rank and extents except
+/// along `axis`, where in.shape[axis] * inScale == out.shape[axis] * outScale
+/// (a gather multiplies the extent by the group size, a scatter divides it).
+void checkShapes(const std::string &what, const TensorRef &in,
+                 const TensorRef &out, std::int64_t axis, std::int64_t inScale,
+                 std::int64_t outScale) {
+  bool ok = in.rank == out.rank && in.dtype == out.dtype && axis >= 0 &&
+            axis < in.rank;
+  for (int i = 0; ok && i < in.rank; ++i)
+    ok = i == axis ? in.shape[i] * inScale == out.shape[i] * outScale
+                   : in.shape[i] == out.shape[i];
+  if (!ok)
+    fatal(what + ": operand " + shapeString(in) + " and result " +
+          shapeString(out) + " do not match along axis " +
+          std::to_string(axis) + " for a group of " +
+          std::to_string(std::max(inScale, outScale)) + " ranks");
+}
+
+} // namespace
+
+void Comm::allReduceSum(int group, const TensorRef &in, const TensorRef &out,
+                        const char *what) {
+  std::string op = name(what);
+  if (group < 0 || group >= static_cast<int>(groups_.size()))
+    fatal(op + ": no group #" + std::to_string(group));
+  Group &g = *groups_[group];
+  if (in.dtype != out.dtype || in.numElements() != out.numElements())
+    fatal(op + ": operand " + shapeString(in) + " and result " +
+          shapeString(out) + " differ");
+  MPI_Datatype type = sumType(in.dtype, op);
+  MPI_Request request;
+  check(MPI_Iallreduce(in.data, out.data, countOf(in.numElements(), op), type,
+                       MPI_SUM, g.comm, &request),
+        op, "MPI_Iallreduce");
+  wait(request, op, "over " + g.label, timeoutSeconds_);
+}
+
+void Comm::allGather(int group, const TensorRef &in, const TensorRef &out,
+                     std::int64_t axis, const char *what) {
+  std::string op = name(what);
+  if (group < 0 || group >= static_cast<int>(groups_.size()))
+    fatal(op + ": no group #" + std::to_string(group));
+  Group &g = *groups_[group];
+  const auto members = static_cast<std::int64_t>(g.members.size());
+  checkShapes(op, in, out, axis, members, 1);
+  const std::int64_t outer = product(in, 0, static_cast<int>(axis));
+  const std::size_t inBytes = in.byteSize();
+  const std::size_t chunk =
+      product(in, static_cast<int>(axis), in.rank) * byteWidth(in.dtype);
+  // Member t's input lands as block t of a [T][in] buffer; along an inner
+  // axis that buffer is then transposed into [outer][T][inner].
+  unsigned char *gathered =
+      outer == 1 ? bytesOf(out) : scratch(recvScratch, members * inBytes);
+  MPI_Datatype type = moveType(in.dtype);
+  int count = countOf(in.numElements(), op);
+  MPI_Request request;
+  check(MPI_Iallgather(in.data, count, type, gathered, count, type, g.comm,
+                       &request),
+        op, "MPI_Iallgather");
+  wait(request, op, "over " + g.label, timeoutSeconds_);
+  if (outer != 1)
+    transposeChunks(gathered, bytesOf(out), members, outer, chunk);
+}
+
+void Comm::reduceScatterSum(int group, const TensorRef &in,
+                            const TensorRef &out, std::int64_t axis,
+                            const char *what) {
+  std::string op = name(what);
+  if (group < 0 || group >= static_cast<int>(groups_.size()))
+    fatal(op + ": no group #" + std::to_string(group));
+  Group &g = *groups_[group];
+  const auto members = static_cast<std::int64_t>(g.members.size());
+  checkShapes(op, in, out, axis, 1, members);
+  MPI_Datatype type = sumType(in.dtype, op);
+  const std::int64_t outer = product(in, 0, static_cast<int>(axis));
+  const std::size_t chunk =
+      product(out, static_cast<int>(axis), out.rank) * byteWidth(out.dtype);
+  // Block j (slice j along `axis`, out's shape) must be contiguous for
+  // MPI_Reduce_scatter_block: [outer][T][inner] becomes [T][outer][inner].
+  const unsigned char *packed = bytesOf(in);
+  if (outer != 1) {
+    unsigned char *buffer = scratch(sendScratch, in.byteSize());
+    transposeChunks(bytesOf(in), buffer, outer, members, chunk);
+    packed = buffer;
+  }
+  MPI_Request request;
+  check(MPI_Ireduce_scatter_block(packed, out.data,
+                                  countOf(out.numElements(), op), type, MPI_SUM,
+                                  g.comm, &request),
+        op, "MPI_Ireduce_scatter_block");
+  wait(request, op, "over " + g.label, timeoutSeconds_);
+}
+
+void Comm::allToAll(int group, const TensorRef &in, const TensorRef &out,
+                    std::int64_t splitAxis, std::int64_t concatAxis,
+                    const char *what) {
+  std::string op = name(what);
+  if (group < 0 || group >= static_cast<int>(groups_.size()))
+    fatal(op + ": no group #" + std::to_string(group));
+  Group &g = *groups_[group];
+  const auto members = static_cast<std::int64_t>(g.members.size());
+  // The block every member sends to every other: in with splitAxis divided
+  // by the group size; out is that block with concatAxis multiplied by it.
+  TensorRef block = in;
+  bool ok = in.rank == out.rank && in.dtype == out.dtype && splitAxis >= 0 &&
+            splitAxis < in.rank && concatAxis >= 0 && concatAxis < in.rank &&
+            in.shape[splitAxis] % members == 0;
+  if (ok) {
+    block.shape[splitAxis] /= members;
+    for (int i = 0; ok && i < in.rank; ++i)
+      ok = out.shape[i] ==
+           (i == concatAxis ? block.shape[i] * members : block.shape[i]);
+  }
+  if (!ok)
+    fatal(op + ": operand " + shapeString(in) + " and result " +
+          shapeString(out) + " do not match a split along axis " +
+          std::to_string(splitAxis) + " and a concatenation along axis " +
+          std::to_string(concatAxis) + " over a group of " +
+          std::to_string(members) + " ranks");
+  const std::int64_t splitOuter = product(in, 0, static_cast<int>(splitAxis));
+  const std::int64_t concatOuter =
+      product(block, 0, static_cast<int>(concatAxis));
+
+  // Send side: [outer][T][inner] packed into [T][outer][inner].
+  const unsigned char *sendBuffer = bytesOf(in);
+  if (splitOuter != 1) {
+    unsigned char *buffer = scratch(sendScratch, in.byteSize());
+    transposeChunks(bytesOf(in), buffer, splitOuter, members,
+                    product(block, static_cast<int>(splitAxis), block.rank) *
+                        byteWidth(in.dtype));
+    sendBuffer = buffer;
+  }
+  // Receive side: [T][outer][inner] unpacked into [outer][T][inner].
+  unsigned char *recvBuffer =
+      concatOuter == 1 ? bytesOf(out) : scratch(recvScratch, out.byteSize());
+  MPI_Datatype type = moveType(in.dtype);
+  int count = countOf(block.numElements(), op);
+  MPI_Request request;
+  check(MPI_Ialltoall(sendBuffer, count, type, recvBuffer, count, type, g.comm,
+                      &request),
+        op, "MPI_Ialltoall");
+  wait(request, op, "over " + g.label, timeoutSeconds_);
+  if (concatOuter != 1)
+    transposeChunks(recvBuffer, bytesOf(out), members, concatOuter,
+                    product(block, static_cast<int>(concatAxis), block.rank) *
+                        byteWidth(in.dtype));
+}
+
+//===----------------------------------------------------------------------===//
+// Point to point and the world
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void checkPeer(int peerRank, int size, const std::string &what) {
+  if (peerRank < 0 || peerRank >= size)
+    fatal(what + ": rank " + std::to_string(peerRank) +
+          " is not in the world of " + std::to_string(size) + " ranks");
+}
+
+void sendChunks(MPI_Comm comm, int peerRank, const void *data,
+                std::size_t bytes, int tag, const std::string &what,
+                double timeout) {
+  const auto *base = static_cast<const unsigned char *>(data);
+  std::size_t offset = 0;
+  do {
+    std::size_t chunk = std::min(bytes - offset, kChunkBytes);
+    MPI_Request request;
+    check(MPI_Isend(base + offset, static_cast<int>(chunk), MPI_BYTE, peerRank,
+                    tag, comm, &request),
+          what, "MPI_Isend");
+    wait(request, what, "to rank " + std::to_string(peerRank), timeout);
+    offset += chunk;
+  } while (offset < bytes);
+}
+
+void recvChunks(MPI_Comm comm, int peerRank, void *data, std::size_t bytes,
+                int tag, const std::string &what, double timeout) {
+  auto *base = static_cast<unsigned char *>(data);
+  std::size_t offset = 0;
+  do {
+    std::size_t chunk = std::min(bytes - offset, kChunkBytes);
+    MPI_Request request;
+    check(MPI_Irecv(base + offset, static_cast<int>(chunk), MPI_BYTE, peerRank,
+                    tag, comm, &request),
+          what, "MPI_Irecv");
+    MPI_Status status =
+        wait(request, what, "from rank " + std::to_string(peerRank), timeout);
+    int received = 0;
+    MPI_Get_count(&status, MPI_BYTE, &received);
+    if (static_cast<std::size_t>(received) != chunk)
+      fatal(what + ": expected " + std::to_string(bytes) + " bytes from rank " +
+            std::to_string(peerRank) + " but received " +
+            std::to_string(offset + received));
+    offset += chunk;
+  } while (offset < bytes);
+}
+
+} // namespace
+
+void Comm::send(int peerRank, const TensorRef &in, const char *what) {
+  std::string op = name(what);
+  checkPeer(peerRank, size_, op);
+  sendChunks(worldComm, peerRank, in.data, in.byteSize(), 0, op,
+             timeoutSeconds_);
+}
+
+void Comm::recv(int peerRank, const TensorRef &out, const char *what) {
+  std::string op = name(what);
+  checkPeer(peerRank, size_, op);
+  recvChunks(worldComm, peerRank, out.data, out.byteSize(), 0, op,
+             timeoutSeconds_);
+}
+
+void Comm::sendBytes(int peerRank, const void *data, std::size_t bytes, int tag,
+                     const char *what) {
+  std::string op = name(what);
+  checkPeer(peerRank, size_, op);
+  sendChunks(bytesComm, peerRank, data, bytes, tag, op, timeoutSeconds_);
+}
+
+void Comm::recvBytes(int peerRank, void *data, std::size_t bytes, int tag,
+                     const char *what) {
+  std::string op = name(what);
+  checkPeer(peerRank, size_, op);
+  recvChunks(bytesComm, peerRank, data, bytes, tag, op, timeoutSeconds_);
+}
+
+void Comm::barrier(const char *what) {
+  std::string op = name(what);
+  MPI_Request request;
+  check(MPI_Ibarrier(worldComm, &request), op, "MPI_Ibarrier");
+  wait(request, op, "over all " + std::to_string(size_) + " ranks",
+       timeoutSeconds_);
+}
+
+std::vector<std::uint64_t> Comm::allGatherWorld(std::uint64_t value,
+                                                const char *what) {
+  std::string op = name(what);
+  std::vector<std::uint64_t> values(size_);
+  MPI_Request request;
+  check(MPI_Iallgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T,
+                       worldComm, &request),
+        op, "MPI_Iallgather");
+  wait(request, op, "over all " + std::to_string(size_) + " ranks",
+       timeoutSeconds_);
+  return values;
+}
+
+} // namespace meshc::rt

@@ -1,0 +1,302 @@
+//===- attention.cpp - Scaled dot-product attention and rotary ------------===//
+//
+// Part of meshc. attention computes one score row per (batch, head, query):
+//
+//   1. K and V are `present` (past ++ new, written first) or key/value.
+//   2. scores = scale * q . k_j, by a single-threaded sgemm per (batch,
+//      head, block of queries) task when the sequences are long (prefill),
+//      else by direct dot products with every row an independent OpenMP task
+//      (decode, short prompts).
+//   3. Each row: softcap, then the mask and the causal limit (j <= i + P),
+//      then a max-subtracted softmax; a row with no finite score gives zeros.
+//   4. out = P V, by sgemm or by axpy over the value rows.
+//
+// rotary rotates feature pairs per (batch, head, position) row.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/kernels.h"
+
+#include "meshc/runtime/error.h"
+#include "runtime/cpu/KernelsInternal.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace meshc::rt::cpu {
+using namespace detail;
+
+namespace {
+
+/// Queries and keys from which the per-(batch, head) sgemm beats direct dot
+/// products run in parallel over rows.
+constexpr std::int64_t kGemmMinQueries = 32;
+constexpr std::int64_t kGemmMinKeys = 32;
+/// Queries per sgemm task: small enough that B * H * S / kQueryBlock tasks
+/// keep 16 cores busy, large enough for sgemm to reach its speed.
+constexpr std::int64_t kQueryBlock = 32;
+
+/// What one attention call needs to turn a row of raw scores into weights.
+struct RowContext {
+  std::int64_t heads = 0, seq = 0, total = 0, past = 0;
+  bool causal = false;
+  float softcap = 0.0f;
+  const TensorRef *mask = nullptr;
+  bool boolMask = false;
+  std::int64_t maskStrides[4] = {};
+};
+
+/// Keys j < limit are not causally masked for query i.
+inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t i) {
+  return ctx.causal ? std::min(ctx.total, i + ctx.past + 1) : ctx.total;
+}
+
+/// Turns `scores` (scale * q.k for j < limit) into softmax weights over all
+/// `total` keys. Softcap comes before the mask, as ONNX Attention-23 and
+/// Gemma 2 apply it, so masked keys stay at -inf. Returns false (and leaves
+/// the row unspecified) when every key is masked: the caller writes zeros.
+bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
+                std::int64_t h, std::int64_t i, std::int64_t limit) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (ctx.softcap > 0.0f) {
+    const float cap = ctx.softcap, inv = 1.0f / ctx.softcap;
+    for (std::int64_t j = 0; j < limit; ++j)
+      scores[j] = cap * std::tanh(scores[j] * inv);
+  }
+  if (ctx.mask) {
+    const std::int64_t *ms = ctx.maskStrides;
+    const std::int64_t base = b * ms[0] + h * ms[1] + i * ms[2];
+    const std::int64_t sj = ms[3];
+    if (ctx.boolMask) {
+      const auto *m = ctx.mask->as<const std::uint8_t>() + base;
+      for (std::int64_t j = 0; j < limit; ++j)
+        if (!m[j * sj])
+          scores[j] = kNegInf;
+    } else {
+      const float *m = ctx.mask->as<const float>() + base;
+      for (std::int64_t j = 0; j < limit; ++j)
+        scores[j] += m[j * sj];
+    }
+  }
+  float maxScore = kNegInf;
+#pragma omp simd reduction(max : maxScore)
+  for (std::int64_t j = 0; j < limit; ++j)
+    maxScore = std::max(maxScore, scores[j]);
+  if (maxScore == kNegInf || std::isnan(maxScore))
+    return false;
+  for (std::int64_t j = 0; j < limit; ++j)
+    scores[j] = fastExp(scores[j] - maxScore);
+  double denom = 0.0;
+#pragma omp simd reduction(+ : denom)
+  for (std::int64_t j = 0; j < limit; ++j)
+    denom += scores[j];
+  const float inv = static_cast<float>(1.0 / denom);
+  for (std::int64_t j = 0; j < limit; ++j)
+    scores[j] *= inv;
+  for (std::int64_t j = limit; j < ctx.total; ++j)
+    scores[j] = 0.0f;
+  return true;
+}
+
+/// K or V as attention reads them: `present` filled with past ++ fresh when
+/// given (then read from it), else `fresh` itself.
+const float *keysOrValues(const TensorRef &fresh, const TensorRef *past,
+                          const TensorRef *present) {
+  if (!present)
+    return fresh.as<const float>();
+  if (past) {
+    const TensorRef parts[] = {*past, fresh};
+    concat(parts, 2, 2, *present);
+  } else {
+    copy(fresh, *present);
+  }
+  return present->as<const float>();
+}
+
+} // namespace
+
+void attention(const TensorRef &query, const TensorRef &key,
+               const TensorRef &value, const TensorRef *mask,
+               const TensorRef *pastKey, const TensorRef *pastValue,
+               float scale, bool causal, float softcap, const TensorRef &out,
+               const TensorRef *presentKey, const TensorRef *presentValue) {
+  requireF32(query, "attention");
+  requireF32(key, "attention");
+  requireF32(value, "attention");
+  if ((pastKey || pastValue) && !(pastKey && pastValue && presentKey &&
+                                  presentValue))
+    fatal("attention: past key/value need both present outputs");
+  const std::int64_t batch = query.shape[0], heads = query.shape[1],
+                     seq = query.shape[2], dim = query.shape[3];
+  const std::int64_t kvHeads = key.shape[1], vDim = value.shape[3];
+  const std::int64_t past = pastKey ? pastKey->shape[2] : 0;
+  const std::int64_t total = past + key.shape[2];
+  const std::int64_t group = heads / kvHeads;
+  const float *k = keysOrValues(key, pastKey, presentKey);
+  const float *v = keysOrValues(value, pastValue, presentValue);
+  const float *q = query.as<const float>();
+  float *o = out.as<float>();
+
+  RowContext ctx;
+  ctx.heads = heads;
+  ctx.seq = seq;
+  ctx.total = total;
+  ctx.past = past;
+  ctx.causal = causal;
+  ctx.softcap = softcap;
+  if (mask) {
+    if (mask->dtype != DType::Bool)
+      requireF32(*mask, "attention mask");
+    ctx.mask = mask;
+    ctx.boolMask = mask->dtype == DType::Bool;
+    std::int64_t dense[kMaxRank];
+    denseStrides(*mask, dense);
+    const int offset = 4 - mask->rank;
+    for (int d = 0; d < 4; ++d) {
+      const int md = d - offset;
+      ctx.maskStrides[d] = (md < 0 || mask->shape[md] == 1) ? 0 : dense[md];
+    }
+  }
+  const std::int64_t rows = batch * heads * seq;
+  if (rows == 0 || vDim == 0)
+    return;
+
+  auto kHead = [&](std::int64_t b, std::int64_t h) {
+    return k + (b * kvHeads + h / group) * total * dim;
+  };
+  auto vHead = [&](std::int64_t b, std::int64_t h) {
+    return v + (b * kvHeads + h / group) * total * vDim;
+  };
+
+  if (seq >= kGemmMinQueries && total >= kGemmMinKeys && dim > 0) {
+    // Prefill: one task per (batch, head, block of queries), each two
+    // single-threaded sgemms around the row softmaxes. With `causal` a
+    // block only reads the keys its last query may see.
+    const std::int64_t blocksPerHead = (seq + kQueryBlock - 1) / kQueryBlock;
+    const std::int64_t tasks = batch * heads * blocksPerHead;
+#pragma omp parallel
+    {
+      std::vector<float> scores(
+          static_cast<std::size_t>(std::min(seq, kQueryBlock) * total));
+      float *sc = scores.data();
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t t = 0; t < tasks; ++t) {
+        const std::int64_t i0 = (t % blocksPerHead) * kQueryBlock;
+        const std::int64_t h = (t / blocksPerHead) % heads;
+        const std::int64_t b = t / (blocksPerHead * heads);
+        const std::int64_t m = std::min(kQueryBlock, seq - i0);
+        const std::int64_t keys = keyLimit(ctx, i0 + m - 1);
+        const std::int64_t row0 = (b * heads + h) * seq + i0;
+        sgemm(/*transB=*/true, m, keys, dim, scale, q + row0 * dim, dim,
+              kHead(b, h), dim, 0.0f, sc, keys);
+        for (std::int64_t r = 0; r < m; ++r) {
+          const std::int64_t i = i0 + r;
+          float *row = sc + r * keys;
+          RowContext rowCtx = ctx;
+          rowCtx.total = keys;
+          if (!softmaxRow(rowCtx, row, b, h, i, keyLimit(ctx, i)))
+            std::fill(row, row + keys, 0.0f);
+        }
+        sgemm(/*transB=*/false, m, vDim, keys, 1.0f, sc, keys, vHead(b, h),
+              vDim, 0.0f, o + row0 * vDim, vDim);
+      }
+    }
+    return;
+  }
+
+  // Decode and short prompts: every (batch, head, query) row on its own.
+  const std::int64_t work = rows * total * (dim + vDim);
+#pragma omp parallel if (work > kParallelThreshold)
+  {
+    std::vector<float> scores(static_cast<std::size_t>(total));
+    float *sc = scores.data();
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t i = r % seq, h = (r / seq) % heads,
+                         b = r / (seq * heads);
+      const float *qi = q + r * dim;
+      const float *kh = kHead(b, h);
+      const std::int64_t limit = keyLimit(ctx, i);
+      for (std::int64_t j = 0; j < limit; ++j) {
+        const float *kj = kh + j * dim;
+        float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+        for (std::int64_t d = 0; d < dim; ++d)
+          acc += qi[d] * kj[d];
+        sc[j] = scale * acc;
+      }
+      float *oi = o + r * vDim;
+      std::fill(oi, oi + vDim, 0.0f);
+      if (!softmaxRow(ctx, sc, b, h, i, limit))
+        continue;
+      const float *vh = vHead(b, h);
+      for (std::int64_t j = 0; j < limit; ++j) {
+        const float p = sc[j];
+        if (p == 0.0f)
+          continue;
+        const float *vj = vh + j * vDim;
+#pragma omp simd
+        for (std::int64_t d = 0; d < vDim; ++d)
+          oi[d] += p * vj[d];
+      }
+    }
+  }
+}
+
+void rotary(const TensorRef &in, const TensorRef &cos, const TensorRef &sin,
+            const TensorRef *positions, bool interleaved,
+            std::int64_t rotaryDim, const TensorRef &out) {
+  requireF32(in, "rotary");
+  requireF32(cos, "rotary");
+  requireF32(sin, "rotary");
+  const std::int64_t batch = in.shape[0], heads = in.shape[1],
+                     seq = in.shape[2], dim = in.shape[3];
+  const std::int64_t half = rotaryDim / 2;
+  if (positions) {
+    requireIndices(*positions, "rotary");
+    const std::int64_t cacheRows = cos.shape[0];
+    for (std::int64_t i = 0, n = batch * seq; i < n; ++i) {
+      const std::int64_t p = readIndex(*positions, i);
+      if (p < 0 || p >= cacheRows)
+        fatal("rotary: position " + std::to_string(p) +
+              " is outside the cos/sin cache of " + std::to_string(cacheRows) +
+              " positions");
+    }
+  }
+  // Without positions the tables are [batch or 1, seq, half].
+  const bool sharedTable = !positions && cos.shape[0] == 1;
+  const float *cosData = cos.as<const float>();
+  const float *sinData = sin.as<const float>();
+  const float *x = in.as<const float>();
+  float *y = out.as<float>();
+  const std::int64_t rows = batch * heads * seq;
+#pragma omp parallel for schedule(static) if (rows * dim > kParallelThreshold)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t s = r % seq, b = r / (seq * heads);
+    const std::int64_t tableRow =
+        positions ? readIndex(*positions, b * seq + s)
+                  : (sharedTable ? 0 : b) * seq + s;
+    const float *c = cosData + tableRow * half;
+    const float *sn = sinData + tableRow * half;
+    const float *xi = x + r * dim;
+    float *yi = y + r * dim;
+    if (interleaved) {
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float x0 = xi[2 * i], x1 = xi[2 * i + 1];
+        yi[2 * i] = x0 * c[i] - x1 * sn[i];
+        yi[2 * i + 1] = x1 * c[i] + x0 * sn[i];
+      }
+    } else {
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float x0 = xi[i], x1 = xi[i + half];
+        yi[i] = x0 * c[i] - x1 * sn[i];
+        yi[i + half] = x1 * c[i] + x0 * sn[i];
+      }
+    }
+    for (std::int64_t i = rotaryDim; i < dim; ++i)
+      yi[i] = xi[i];
+  }
+}
+
+} // namespace meshc::rt::cpu

@@ -1,0 +1,225 @@
+//===- contraction.cpp - matmul, linear and the sgemm they share ----------===//
+//
+// Part of meshc. f32 products go to OpenBLAS's sgemm through detail::sgemm:
+// linear as one product over all rows, matmul as one product over the folded
+// batch when the right operand is shared by every batch (x @ W), else one per
+// batch matrix (those in parallel when each is small). Integer matmuls (shape
+// arithmetic, rare and small) are plain loops.
+//
+// OpenBLAS is switched to one thread on first use and detail::sgemm splits
+// large products over the OpenMP team instead: the Debian OpenBLAS uses its
+// own pthreads, which busy-wait after each call, and two spinning thread pools
+// on the same cores slow every kernel that follows a GEMM.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/kernels.h"
+
+#include "runtime/cpu/KernelsInternal.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace meshc::rt::cpu {
+using namespace detail;
+
+void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
+                   float alpha, const float *a, std::int64_t lda,
+                   const float *b, std::int64_t ldb, float beta, float *c,
+                   std::int64_t ldc) {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+  if (m == 0 || n == 0)
+    return;
+  const CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+  const double macs = static_cast<double>(m) * static_cast<double>(n) *
+                      static_cast<double>(k);
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads <= 1 || macs <= kSerialGemmMacs) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b,
+                ldb, beta, c, ldc);
+    return;
+  }
+  // Split the longer side of C into one block per thread, rounded to the
+  // kernels' register blocking (16 columns, 4 rows).
+  const bool byRows = m >= n;
+  const std::int64_t extent = byRows ? m : n, align = byRows ? 4 : 16;
+  std::int64_t block = (extent + threads - 1) / threads;
+  block = (block + align - 1) / align * align;
+  const std::int64_t blocks = (extent + block - 1) / block;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t p = 0; p < blocks; ++p) {
+    const std::int64_t begin = p * block;
+    const std::int64_t len = std::min(block, extent - begin);
+    if (byRows)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, len, n, k, alpha,
+                  a + begin * lda, lda, b, ldb, beta, c + begin * ldc, ldc);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, len, k, alpha, a, lda,
+                  transB ? b + begin * ldb : b + begin, ldb, beta, c + begin,
+                  ldc);
+  }
+}
+
+namespace {
+
+/// The shape of a numpy matmul: M, K, N, and the offsets (in elements) of
+/// each batch's lhs and rhs matrices.
+struct MatmulShape {
+  std::int64_t m = 1, k = 1, n = 1;
+  std::vector<std::pair<std::int64_t, std::int64_t>> batches;
+  /// True when every batch reads the same rhs and consecutive lhs matrices,
+  /// so the batch folds into M.
+  bool foldable = false;
+};
+
+MatmulShape matmulShape(const TensorRef &lhs, const TensorRef &rhs) {
+  MatmulShape s;
+  const bool lhsVector = lhs.rank == 1, rhsVector = rhs.rank == 1;
+  s.k = lhs.shape[lhs.rank - 1];
+  s.m = lhsVector ? 1 : lhs.shape[lhs.rank - 2];
+  s.n = rhsVector ? 1 : rhs.shape[rhs.rank - 1];
+  const int lhsBatch = lhsVector ? 0 : lhs.rank - 2;
+  const int rhsBatch = rhsVector ? 0 : rhs.rank - 2;
+  const int rank = std::max(lhsBatch, rhsBatch);
+  // Broadcast strides of each operand over the batch, in matrices.
+  Plan plan;
+  plan.rank = rank;
+  plan.numOperands = 2;
+  const int batchRanks[2] = {lhsBatch, rhsBatch};
+  const TensorRef *operands[2] = {&lhs, &rhs};
+  for (int d = 0; d < rank; ++d)
+    plan.shape[d] = 1;
+  for (int k = 0; k < 2; ++k) {
+    std::int64_t stride = 1;
+    for (int d = rank - 1; d >= rank - batchRanks[k]; --d) {
+      const std::int64_t dim = operands[k]->shape[d - (rank - batchRanks[k])];
+      plan.strides[k][d] = dim == 1 ? 0 : stride;
+      stride *= dim;
+      if (dim != 1)
+        plan.shape[d] = dim;
+    }
+    for (int d = 0; d < rank - batchRanks[k]; ++d)
+      plan.strides[k][d] = 0;
+  }
+  simplify(plan);
+  const std::int64_t count = plan.numElements();
+  s.batches.reserve(count);
+  forEachRun(plan, 0, count,
+             [&](std::int64_t, const std::int64_t *off, std::int64_t len) {
+               for (std::int64_t i = 0; i < len; ++i)
+                 s.batches.emplace_back(
+                     (off[0] + i * plan.innerStride(0)) * s.m * s.k,
+                     (off[1] + i * plan.innerStride(1)) * s.k * s.n);
+             });
+  s.foldable = count == 1 || (plan.rank == 1 && plan.strides[0][0] == 1 &&
+                              plan.strides[1][0] == 0);
+  return s;
+}
+
+template <typename T>
+void integerMatmul(const TensorRef &lhs, const TensorRef &rhs,
+                   const TensorRef &out, const MatmulShape &s) {
+  const T *a = lhs.as<const T>();
+  const T *b = rhs.as<const T>();
+  T *c = out.as<T>();
+  const std::int64_t batches = static_cast<std::int64_t>(s.batches.size());
+  const std::int64_t rows = batches * s.m;
+#pragma omp parallel for schedule(static)                                      \
+    if (rows * s.n * s.k > kParallelThreshold)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t bi = r / s.m, i = r % s.m;
+    const T *arow = a + s.batches[bi].first + i * s.k;
+    const T *bm = b + s.batches[bi].second;
+    T *crow = c + r * s.n;
+    for (std::int64_t j = 0; j < s.n; ++j)
+      crow[j] = 0;
+    for (std::int64_t l = 0; l < s.k; ++l) {
+      const T av = arow[l];
+      const T *brow = bm + l * s.n;
+      for (std::int64_t j = 0; j < s.n; ++j)
+        crow[j] += av * brow[j];
+    }
+  }
+}
+
+} // namespace
+
+void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
+  if (out.numElements() == 0)
+    return;
+  const MatmulShape s = matmulShape(lhs, rhs);
+  switch (lhs.dtype) {
+  case DType::F32:
+    break;
+  case DType::I64:
+    return integerMatmul<std::int64_t>(lhs, rhs, out, s);
+  case DType::I32:
+    return integerMatmul<std::int32_t>(lhs, rhs, out, s);
+  default:
+    unsupportedDType("matmul", lhs.dtype);
+  }
+  const float *a = lhs.as<const float>();
+  const float *b = rhs.as<const float>();
+  float *c = out.as<float>();
+  if (s.k == 0) {
+    std::fill(c, c + out.numElements(), 0.0f);
+    return;
+  }
+  // A 1-D rhs is a K x 1 column: row-major with leading dimension 1.
+  const std::int64_t ldb = s.n;
+  const std::int64_t batches = static_cast<std::int64_t>(s.batches.size());
+  if (s.foldable) {
+    sgemm(false, s.m * batches, s.n, s.k, 1.0f, a + s.batches[0].first, s.k,
+          b + s.batches[0].second, ldb, 0.0f, c, s.n);
+    return;
+  }
+  const double macs = static_cast<double>(s.m) * static_cast<double>(s.n) *
+                      static_cast<double>(s.k);
+  if (macs > kSerialGemmMacs) {
+    for (std::int64_t i = 0; i < batches; ++i)
+      sgemm(false, s.m, s.n, s.k, 1.0f, a + s.batches[i].first, s.k,
+            b + s.batches[i].second, ldb, 0.0f, c + i * s.m * s.n, s.n);
+    return;
+  }
+  // Many small products (attention written as matmuls): one per thread.
+#pragma omp parallel for schedule(static)                                      \
+    if (macs * batches > kSerialGemmMacs)
+  for (std::int64_t i = 0; i < batches; ++i)
+    sgemm(false, s.m, s.n, s.k, 1.0f, a + s.batches[i].first, s.k,
+          b + s.batches[i].second, ldb, 0.0f, c + i * s.m * s.n, s.n);
+}
+
+void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
+            bool transposeWeight, const TensorRef &out) {
+  requireF32(in, "linear");
+  requireF32(weight, "linear");
+  const std::int64_t k = in.shape[in.rank - 1];
+  const std::int64_t n = out.shape[out.rank - 1];
+  const std::int64_t rows = out.numElements() / std::max<std::int64_t>(n, 1);
+  if (rows == 0 || n == 0)
+    return;
+  float *c = out.as<float>();
+  float beta = 0.0f;
+  if (bias) {
+    // Preload every row with the bias; sgemm then adds the product.
+    requireF32(*bias, "linear");
+    const float *b = bias->as<const float>();
+#pragma omp parallel for schedule(static) if (rows * n > kParallelThreshold)
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(c + r * n, b, static_cast<std::size_t>(n) * sizeof(float));
+    beta = 1.0f;
+  }
+  if (k == 0) {
+    if (!bias)
+      std::fill(c, c + rows * n, 0.0f);
+    return;
+  }
+  sgemm(transposeWeight, rows, n, k, 1.0f, in.as<const float>(), k,
+        weight.as<const float>(), transposeWeight ? k : n, beta, c, n);
+}
+
+} // namespace meshc::rt::cpu

@@ -1,0 +1,36 @@
+//===- error.cpp - Fatal errors of rank executables -----------------------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/error.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace meshc::rt {
+namespace {
+FatalHandler handler = nullptr;
+std::string &context() {
+  static std::string value;
+  return value;
+}
+} // namespace
+
+void setFatalHandler(FatalHandler h) { handler = h; }
+
+void setErrorContext(const std::string &value) { context() = value; }
+
+void fatal(const std::string &message) {
+  if (context().empty())
+    std::fprintf(stderr, "meshc: error: %s\n", message.c_str());
+  else
+    std::fprintf(stderr, "meshc: %s: error: %s\n", context().c_str(),
+                 message.c_str());
+  std::fflush(stderr);
+  if (handler)
+    handler();
+  std::exit(1);
+}
+
+} // namespace meshc::rt

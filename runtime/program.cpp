@@ -1,0 +1,418 @@
+//===- program.cpp - The harness of a generated rank executable -----------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/program.h"
+
+#include "meshc/runtime/error.h"
+#include "meshc/runtime/npy.h"
+#include "meshc/runtime/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace meshc::rt {
+
+namespace {
+
+using json = nlohmann::json;
+using Shape = std::vector<std::int64_t>;
+
+std::string shapeString(const Shape &shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Shape specShape(const TensorSpec &spec) {
+  return Shape(spec.shape, spec.shape + spec.rank);
+}
+
+[[noreturn]] void usage(const std::string &message) {
+  fatal(message +
+        "\nusage: <rank executable> --manifest out/manifest.json "
+        "[--input NAME=FILE.npy ...] [--output-dir DIR] "
+        "[--collective-timeout SECONDS] [--threads N]\n(normally started by "
+        "'meshc run out/ ...' or 'mpirun', which pass these)");
+}
+
+/// The per-dimension grid axes of a manifest "sharding" entry.
+std::vector<std::vector<std::int64_t>> parseSharding(const json &entry,
+                                                     std::size_t rank) {
+  std::vector<std::vector<std::int64_t>> axes(rank);
+  if (entry.contains("sharding"))
+    for (std::size_t d = 0; d < rank && d < entry["sharding"].size(); ++d)
+      axes[d] = entry["sharding"][d].get<std::vector<std::int64_t>>();
+  return axes;
+}
+
+std::int64_t coordinateOf(const Shape &grid, std::int64_t rank,
+                          std::int64_t axis) {
+  std::int64_t stride = 1;
+  for (std::size_t a = axis + 1; a < grid.size(); ++a)
+    stride *= grid[a];
+  return (rank / stride) % grid[axis];
+}
+
+/// Where rank `rank`'s piece of a tensor of `global` shape, split as
+/// `sharding`, starts, and its shape.
+void pieceOf(const Shape &grid, std::int64_t rank, const Shape &global,
+             const std::vector<std::vector<std::int64_t>> &sharding,
+             Shape &offsets, Shape &local) {
+  offsets.assign(global.size(), 0);
+  local = global;
+  for (std::size_t d = 0; d < global.size(); ++d) {
+    std::int64_t index = 0, count = 1;
+    for (std::int64_t axis : sharding[d]) {
+      index = index * grid[axis] + coordinateOf(grid, rank, axis);
+      count *= grid[axis];
+    }
+    local[d] = global[d] / count;
+    offsets[d] = index * local[d];
+  }
+}
+
+/// Copies the box `local` at `offsets` of a row-major tensor of `global`
+/// shape to (toPiece) or from a dense buffer.
+void copyBox(std::uint8_t *full, const Shape &global, std::uint8_t *piece,
+             const Shape &offsets, const Shape &local, std::size_t width,
+             bool toPiece) {
+  std::size_t rank = global.size();
+  if (rank == 0) {
+    toPiece ? std::memcpy(piece, full, width) : std::memcpy(full, piece, width);
+    return;
+  }
+  Shape strides(rank, 1);
+  for (std::size_t d = rank - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * global[d];
+  std::int64_t rows = 1;
+  for (std::size_t d = 0; d + 1 < rank; ++d)
+    rows *= local[d];
+  std::size_t run = static_cast<std::size_t>(local[rank - 1]) * width;
+  Shape index(rank, 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t at = offsets[rank - 1];
+    for (std::size_t d = 0; d + 1 < rank; ++d)
+      at += (offsets[d] + index[d]) * strides[d];
+    std::uint8_t *f = full + static_cast<std::size_t>(at) * width;
+    std::uint8_t *p = piece + static_cast<std::size_t>(r) * run;
+    toPiece ? std::memcpy(p, f, run) : std::memcpy(f, p, run);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+std::uint64_t parseHex(const json &value) {
+  return value.is_string()
+             ? std::strtoull(value.get<std::string>().c_str(), nullptr, 16)
+             : 0;
+}
+
+} // namespace
+
+struct Program::State {
+  std::string manifestPath, manifestDir, outputDir = ".";
+  std::map<std::string, std::string> inputFiles;
+  json manifest;
+  MappedSafetensors weights;
+  std::vector<const void *> weightData;
+  std::vector<HostTensor> inputs;  // the rank's pieces
+  std::vector<HostTensor> outputs; // as recorded
+  std::vector<bool> outputSet;
+};
+
+Program::Program(int argc, char **argv, const ProgramInfo &info)
+    : info_(info), state_(std::make_unique<State>()) {
+  comm_ = &Comm::init(&argc, &argv);
+  State &s = *state_;
+  double timeout = 300;
+  int threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage("option " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--manifest")
+      s.manifestPath = value();
+    else if (arg == "--output-dir")
+      s.outputDir = value();
+    else if (arg == "--input") {
+      std::string v = value();
+      std::size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        usage("--input '" + v + "' is not NAME=FILE");
+      s.inputFiles[v.substr(0, eq)] = v.substr(eq + 1);
+    } else if (arg == "--collective-timeout") {
+      std::string v = value();
+      char *end = nullptr;
+      timeout = std::strtod(v.c_str(), &end);
+      if (!end || *end || timeout <= 0)
+        usage("--collective-timeout '" + v + "' is not a positive number");
+    } else if (arg == "--threads") {
+      std::string v = value();
+      threads = std::atoi(v.c_str());
+      if (threads <= 0)
+        usage("--threads '" + v + "' is not a positive number");
+    } else {
+      usage("unknown option '" + arg + "'");
+    }
+  }
+  comm_->setTimeout(timeout);
+  if (threads > 0) {
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+  }
+  if (s.manifestPath.empty())
+    usage("no --manifest given");
+
+  // The manifest.
+  std::ifstream in(s.manifestPath);
+  if (!in)
+    fatal("cannot read manifest '" + s.manifestPath +
+          "': " + std::strerror(errno));
+  s.manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const json &m = s.manifest;
+  if (!m.is_object() || m.value("format", "") != "meshc-manifest" ||
+      !m.contains("grid") || !m.contains("ranks") || !m.contains("roles"))
+    fatal("'" + s.manifestPath +
+          "' is not a meshc manifest (written by 'meshc compile')");
+  std::size_t slash = s.manifestPath.find_last_of('/');
+  s.manifestDir =
+      slash == std::string::npos ? "." : s.manifestPath.substr(0, slash);
+
+  // The mesh: world size, grid, this rank's role.
+  Shape grid = m["grid"]["shape"].get<Shape>();
+  if (grid != Shape(info.grid, info.grid + info.gridRank))
+    fatal("the manifest's grid " + shapeString(grid) +
+          " is not the one this program was compiled for " +
+          shapeString(Shape(info.grid, info.grid + info.gridRank)));
+  std::int64_t world = m.value("world_size", std::int64_t(0));
+  if (world != comm_->size())
+    fatal("the model was compiled for " + std::to_string(world) +
+          " ranks (mesh " + m.value("mesh", std::string("?")) +
+          ") but the job has " + std::to_string(comm_->size()) +
+          " (use 'meshc run', or mpirun -np " + std::to_string(world) + ")");
+  comm_->setGrid(grid);
+  const json &me = m["ranks"][comm_->rank()];
+  std::string role = me.value("role", "");
+  const json *roleEntry = nullptr;
+  for (const json &r : m["roles"])
+    if (r.value("name", "") == role)
+      roleEntry = &r;
+  if (role != info.role || !roleEntry)
+    fatal("this executable is the program of " + std::string(info.role) +
+          ", but the manifest assigns rank " + std::to_string(comm_->rank()) +
+          " " + role + " (executable '" +
+          (roleEntry ? roleEntry->value("executable", "?") : "?") +
+          "'); check the mpirun command line or use 'meshc run'");
+
+  // Every rank runs the collective sequence the manifest records for it.
+  std::vector<std::uint64_t> hashes =
+      comm_->allGatherWorld(info.collectiveHash, "start-up check");
+  for (std::size_t r = 0; r < hashes.size(); ++r) {
+    std::string rRole = m["ranks"][r].value("role", "");
+    for (const json &e : m["roles"])
+      if (e.value("name", "") == rRole &&
+          parseHex(e["collective_hash"]) != hashes[r])
+        fatal("rank " + std::to_string(r) +
+              " runs a program whose collective sequence (hash " +
+              hex64(hashes[r]) + ") differs from the manifest's " + rRole +
+              " (" + e.value("collective_hash", "?") +
+              "): the folder mixes executables of different compilations");
+  }
+
+  // Weights.
+  std::string weightsPath =
+      s.manifestDir + "/" + roleEntry->value("weights", "");
+  std::string error;
+  if (!s.weights.open(weightsPath, roleEntry->value("weights_bytes", 0ull),
+                      parseHex((*roleEntry)["weights_xxh64"]), error))
+    fatal(error);
+  for (int i = 0; i < info.numWeights; ++i) {
+    const TensorSpec &w = info.weights[i];
+    const void *data = s.weights.tensor(w.name, w.dtype, specShape(w), error);
+    if (!data)
+      fatal(error);
+    s.weightData.push_back(data);
+  }
+
+  // Inputs: every name known, every model input given, dtype and shape as
+  // the manifest says; then the rank's piece.
+  std::map<std::string, const json *> declared;
+  std::string names;
+  for (const json &e : m["inputs"]) {
+    declared[e.value("name", "")] = &e;
+    names += (names.empty() ? "" : ", ") + e.value("name", std::string());
+  }
+  for (auto &[name, file] : s.inputFiles)
+    if (!declared.count(name))
+      fatal("unknown input '" + name + "'; the model's inputs are: " + names);
+  for (int i = 0; i < info.numInputs; ++i) {
+    const TensorSpec &spec = info.inputs[i];
+    auto it = s.inputFiles.find(spec.name);
+    if (it == s.inputFiles.end())
+      fatal("input '" + std::string(spec.name) + "' is missing (--input " +
+            spec.name + "=FILE.npy)");
+    const json &entry = *declared.at(spec.name);
+    HostTensor full;
+    if (!readNpy(it->second, full, error))
+      fatal(error);
+    Shape global = entry["shape"].get<Shape>();
+    if (full.dtype != spec.dtype)
+      fatal("input '" + std::string(spec.name) + "' (" + it->second +
+            ") holds " + std::string(safetensorsName(full.dtype)) +
+            ", the model takes " + std::string(safetensorsName(spec.dtype)));
+    if (full.shape != global)
+      fatal("input '" + std::string(spec.name) + "' (" + it->second +
+            ") has shape " + shapeString(full.shape) +
+            ", the model was compiled for " + shapeString(global));
+    Shape offsets, local;
+    pieceOf(grid, comm_->rank(), global, parseSharding(entry, global.size()),
+            offsets, local);
+    HostTensor piece;
+    piece.dtype = full.dtype;
+    piece.shape = local;
+    piece.bytes.resize(static_cast<std::size_t>(piece.numElements()) *
+                       byteWidth(piece.dtype));
+    copyBox(full.bytes.data(), global, piece.bytes.data(), offsets, local,
+            byteWidth(full.dtype), /*toPiece=*/true);
+    if (local != specShape(spec))
+      fatal("input '" + std::string(spec.name) + "': this rank's piece is " +
+            shapeString(local) + ", the program expects " +
+            shapeString(specShape(spec)));
+    s.inputs.push_back(std::move(piece));
+  }
+  s.outputs.resize(info.numOutputs);
+  s.outputSet.assign(info.numOutputs, false);
+
+  void *arena = nullptr;
+  if (posix_memalign(&arena, 64, info.arenaBytes ? info.arenaBytes : 64) != 0)
+    fatal("cannot allocate the " + std::to_string(info.arenaBytes) +
+          "-byte activation arena");
+  arena_ = static_cast<std::uint8_t *>(arena);
+}
+
+Program::~Program() { std::free(arena_); }
+
+TensorRef Program::weight(int index) const {
+  const TensorSpec &spec = info_.weights[index];
+  TensorRef t;
+  t.data = const_cast<void *>(state_->weightData[index]);
+  t.dtype = spec.dtype;
+  t.rank = spec.rank;
+  std::memcpy(t.shape, spec.shape, sizeof(t.shape));
+  return t;
+}
+
+TensorRef Program::input(int index) const {
+  const HostTensor &h = state_->inputs[index];
+  TensorRef t;
+  t.data = const_cast<std::uint8_t *>(h.bytes.data());
+  t.dtype = h.dtype;
+  t.rank = static_cast<int>(h.shape.size());
+  for (int d = 0; d < t.rank; ++d)
+    t.shape[d] = h.shape[d];
+  return t;
+}
+
+void Program::output(int index, const TensorRef &value) {
+  HostTensor &h = state_->outputs[index];
+  h.dtype = value.dtype;
+  h.shape.assign(value.shape, value.shape + value.rank);
+  const auto *p = static_cast<const std::uint8_t *>(value.data);
+  h.bytes.assign(p, p + value.byteSize());
+  state_->outputSet[index] = true;
+}
+
+int Program::finish() {
+  State &s = *state_;
+  const Shape &grid = comm_->grid();
+  std::int64_t me = comm_->rank();
+  int tag = 0;
+  for (const json &entry : s.manifest["outputs"]) {
+    ++tag;
+    std::string name = entry.value("name", "");
+    Shape global = entry["shape"].get<Shape>();
+    auto sharding = parseSharding(entry, global.size());
+    std::vector<std::int64_t> holders =
+        entry["ranks"].get<std::vector<std::int64_t>>();
+    if (holders.empty())
+      continue;
+    // The lowest rank holding each distinct piece sends it; the lowest
+    // holder of all writes the file.
+    std::map<Shape, std::int64_t> senders;
+    for (std::int64_t r : holders) {
+      Shape offsets, local;
+      pieceOf(grid, r, global, sharding, offsets, local);
+      senders.emplace(offsets, r);
+    }
+    std::int64_t writer = holders.front();
+    int index = -1;
+    for (int i = 0; i < info_.numOutputs; ++i)
+      if (name == info_.outputs[i].name)
+        index = i;
+    Shape offsets, local;
+    pieceOf(grid, me, global, sharding, offsets, local);
+    std::string what = "assembling output '" + name + "'";
+    if (me != writer) {
+      if (index >= 0 && senders.at(offsets) == me) {
+        if (!s.outputSet[index])
+          fatal("output '" + name + "' was never computed");
+        const HostTensor &h = s.outputs[index];
+        comm_->sendBytes(static_cast<int>(writer), h.bytes.data(),
+                         h.bytes.size(), tag, what.c_str());
+      }
+      continue;
+    }
+    if (index < 0 || !s.outputSet[index])
+      fatal("output '" + name + "' was never computed");
+    HostTensor full;
+    full.dtype = s.outputs[index].dtype;
+    full.shape = global;
+    std::size_t width = byteWidth(full.dtype);
+    full.bytes.resize(static_cast<std::size_t>(full.numElements()) * width);
+    std::vector<std::uint8_t> buffer;
+    for (auto &[pieceOffsets, sender] : senders) {
+      Shape o, l;
+      pieceOf(grid, sender, global, sharding, o, l);
+      std::int64_t n = 1;
+      for (std::int64_t d : l)
+        n *= d;
+      std::uint8_t *data;
+      if (sender == me) {
+        data = s.outputs[index].bytes.data();
+      } else {
+        buffer.resize(static_cast<std::size_t>(n) * width);
+        comm_->recvBytes(static_cast<int>(sender), buffer.data(), buffer.size(),
+                         tag, what.c_str());
+        data = buffer.data();
+      }
+      copyBox(full.bytes.data(), global, data, o, l, width,
+              /*toPiece=*/false);
+    }
+    std::string path = s.outputDir + "/" + name + ".npy";
+    std::string error;
+    if (!writeNpy(path, full, error))
+      fatal(error);
+  }
+  Comm::finalize();
+  return 0;
+}
+
+} // namespace meshc::rt

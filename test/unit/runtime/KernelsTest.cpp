@@ -1,0 +1,1338 @@
+//===- KernelsTest.cpp - Tests of the CPU kernels -------------------------===//
+//
+// Part of meshc. Every kernel of runtime/include/meshc/runtime/kernels.h
+// against a straightforward float64 reference written here, on small random
+// inputs drawn with a fixed seed. Some cases are sized past the kernels'
+// OpenMP threshold (32k elements) or attention's sgemm threshold (64 queries
+// and keys) so that both code paths of a kernel are compared.
+//
+// Tolerances: f32 results must satisfy |got - want| <= kAtol + kRtol * |want|
+// with kRtol = 1e-5 (a few f32 ulps, allowing for a different summation
+// order in sgemm and the reductions) and kAtol = 1e-5 (for values that cancel
+// to near zero, such as dot products of inputs in [-1, 1] with K <= 80);
+// integer, bool and data-movement results must be exact.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace meshc::rt;
+using namespace meshc::rt::cpu;
+
+namespace {
+
+constexpr double kRtol = 1e-5;
+constexpr double kAtol = 1e-5;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t numElementsOf(const Shape &shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// An owning dense tensor of any dtype, with element access as doubles.
+struct Tensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<unsigned char> bytes;
+
+  Tensor() = default;
+  Tensor(DType t, Shape s)
+      : dtype(t), shape(std::move(s)),
+        bytes(static_cast<std::size_t>(numElementsOf(shape)) * byteWidth(t)) {}
+
+  std::int64_t size() const { return numElementsOf(shape); }
+
+  TensorRef ref() const {
+    TensorRef r;
+    r.data = const_cast<unsigned char *>(bytes.data());
+    r.dtype = dtype;
+    r.rank = static_cast<int>(shape.size());
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      r.shape[i] = shape[i];
+    return r;
+  }
+
+  double at(std::int64_t i) const {
+    const unsigned char *p = bytes.data() + i * byteWidth(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::I64: {
+      std::int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case DType::I32: {
+      std::int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::Bool:
+      return *p;
+    default:
+      return 0;
+    }
+  }
+
+  void set(std::int64_t i, double v) {
+    unsigned char *p = bytes.data() + i * byteWidth(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case DType::I64: {
+      const auto x = static_cast<std::int64_t>(v);
+      std::memcpy(p, &x, 8);
+      return;
+    }
+    case DType::I32: {
+      const auto x = static_cast<std::int32_t>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    case DType::Bool:
+      *p = v != 0;
+      return;
+    default:
+      return;
+    }
+  }
+
+  std::vector<double> values() const {
+    std::vector<double> v(static_cast<std::size_t>(size()));
+    for (std::int64_t i = 0; i < size(); ++i)
+      v[i] = at(i);
+    return v;
+  }
+};
+
+std::mt19937 &rng() {
+  static std::mt19937 engine(20240607);
+  return engine;
+}
+
+/// f32 values uniform in [lo, hi).
+Tensor randomF32(Shape shape, double lo = -1.0, double hi = 1.0) {
+  Tensor t(DType::F32, std::move(shape));
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (std::int64_t i = 0; i < t.size(); ++i)
+    t.set(i, dist(rng()));
+  return t;
+}
+
+/// Integers uniform in [lo, hi] (or 0/1 for bool).
+Tensor randomInt(DType dtype, Shape shape, int lo, int hi) {
+  Tensor t(dtype, std::move(shape));
+  std::uniform_int_distribution<int> dist(lo, hi);
+  for (std::int64_t i = 0; i < t.size(); ++i)
+    t.set(i, dist(rng()));
+  return t;
+}
+
+Tensor fromValues(DType dtype, Shape shape, const std::vector<double> &v) {
+  Tensor t(dtype, std::move(shape));
+  for (std::int64_t i = 0; i < t.size(); ++i)
+    t.set(i, v[i]);
+  return t;
+}
+
+/// Calls fn(linear index, multi-index) for every element of `shape`.
+void forEachIndex(const Shape &shape,
+                  const std::function<void(std::int64_t, const Shape &)> &fn) {
+  Shape index(shape.size(), 0);
+  const std::int64_t n = numElementsOf(shape);
+  for (std::int64_t linear = 0; linear < n; ++linear) {
+    fn(linear, index);
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+/// The linear index in a tensor of `inShape` that numpy broadcasting reads
+/// for the output multi-index `index`.
+std::int64_t broadcastOffset(const Shape &index, const Shape &inShape) {
+  const std::size_t skip = index.size() - inShape.size();
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d < inShape.size(); ++d)
+    offset = offset * inShape[d] + (inShape[d] == 1 ? 0 : index[skip + d]);
+  return offset;
+}
+
+Shape broadcastShape(const Shape &a, const Shape &b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::int64_t da =
+        i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const std::int64_t db =
+        i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Checks `got` against `want` within atol + rtol * |want| (NaN matches NaN,
+/// an infinity itself); reports the first few mismatches.
+void expectNear(const Tensor &got, const std::vector<double> &want,
+                double rtol = kRtol, double atol = kAtol) {
+  ASSERT_EQ(got.size(), static_cast<std::int64_t>(want.size()));
+  int failures = 0;
+  for (std::int64_t i = 0; i < got.size() && failures < 5; ++i) {
+    const double g = got.at(i), w = want[i];
+    if (std::isnan(w) && std::isnan(g))
+      continue;
+    if (std::isinf(w) && g == w)
+      continue;
+    if (!(std::abs(g - w) <= atol + rtol * std::abs(w))) {
+      ADD_FAILURE() << "element " << i << ": got " << g << ", want " << w;
+      ++failures;
+    }
+  }
+}
+
+void expectExact(const Tensor &got, const std::vector<double> &want) {
+  expectNear(got, want, 0.0, 0.0);
+}
+
+/// Death tests fork while OpenMP's threads exist: re-execute instead.
+void useThreadsafeDeathTests() { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+
+//===----------------------------------------------------------------------===//
+// Binary
+//===----------------------------------------------------------------------===//
+
+double refBinary(BinaryOp op, double a, double b, bool integer) {
+  switch (op) {
+  case BinaryOp::Add:
+    return a + b;
+  case BinaryOp::Sub:
+    return a - b;
+  case BinaryOp::Mul:
+    return a * b;
+  case BinaryOp::Div:
+    return integer ? std::trunc(a / b) : a / b;
+  case BinaryOp::Pow:
+    return integer ? std::trunc(std::pow(a, b)) : std::pow(a, b);
+  case BinaryOp::Min:
+    return std::min(a, b);
+  case BinaryOp::Max:
+    return std::max(a, b);
+  case BinaryOp::And:
+    return a != 0 && b != 0;
+  case BinaryOp::Or:
+    return a != 0 || b != 0;
+  case BinaryOp::Equal:
+    return a == b;
+  case BinaryOp::Less:
+    return a < b;
+  case BinaryOp::Greater:
+    return a > b;
+  case BinaryOp::LessOrEqual:
+    return a <= b;
+  }
+  return 0;
+}
+
+bool isComparison(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::Less ||
+         op == BinaryOp::Greater || op == BinaryOp::LessOrEqual;
+}
+
+/// Runs binary(op) on `a` and `b` and checks it against refBinary.
+void checkBinary(BinaryOp op, const Tensor &a, const Tensor &b) {
+  const Shape shape = broadcastShape(a.shape, b.shape);
+  const bool boolResult =
+      isComparison(op) || op == BinaryOp::And || op == BinaryOp::Or;
+  Tensor out(boolResult ? DType::Bool : a.dtype, shape);
+  binary(op, a.ref(), b.ref(), out.ref());
+  const bool integer = a.dtype == DType::I64 || a.dtype == DType::I32;
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    // Operands round to f32 before the reference sees them.
+    want[i] = refBinary(op, a.at(broadcastOffset(index, a.shape)),
+                        b.at(broadcastOffset(index, b.shape)), integer);
+  });
+  if (out.dtype == DType::F32)
+    expectNear(out, want);
+  else
+    expectExact(out, want);
+}
+
+TEST(KernelsTest, BinaryArithmeticF32SameShapeAndBroadcast) {
+  const BinaryOp ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul,
+                          BinaryOp::Div, BinaryOp::Min, BinaryOp::Max};
+  const std::pair<Shape, Shape> shapes[] = {
+      {{2, 3, 4}, {2, 3, 4}}, // same shape
+      {{2, 3, 4}, {4}},       // rhs a contiguous suffix (bias)
+      {{2, 3, 4}, {3, 4}},    // rhs a longer suffix
+      {{4}, {2, 3, 4}},       // lhs broadcast
+      {{2, 1, 4}, {3, 1}},    // both broadcast, general path
+      {{2, 3, 4}, {}},        // scalar rhs
+      {{}, {5}},              // scalar lhs
+      {{2, 3, 1}, {1, 3, 5}}, // outer product-like
+  };
+  for (BinaryOp op : ops)
+    for (const auto &[sa, sb] : shapes) {
+      SCOPED_TRACE(static_cast<int>(op));
+      Tensor a = randomF32(sa), b = randomF32(sb, 0.5, 2.0);
+      checkBinary(op, a, b);
+    }
+}
+
+TEST(KernelsTest, BinaryPowF32) {
+  Tensor a = randomF32({3, 4}, 0.1, 3.0), b = randomF32({4}, -2.0, 2.0);
+  checkBinary(BinaryOp::Pow, a, b);
+}
+
+TEST(KernelsTest, BinaryLargeTensorsTakeTheParallelPath) {
+  Tensor a = randomF32({64, 1024}), bias = randomF32({1024});
+  checkBinary(BinaryOp::Add, a, bias);
+  Tensor c = randomF32({64, 1024});
+  checkBinary(BinaryOp::Mul, a, c);
+  Tensor col = randomF32({64, 1});
+  checkBinary(BinaryOp::Sub, a, col);
+  Tensor x = randomF32({8, 1, 64, 64}), y = randomF32({1, 12, 64, 64});
+  checkBinary(BinaryOp::Add, x, y);
+}
+
+TEST(KernelsTest, BinaryIntegers) {
+  // Division truncates toward zero, also for negative operands.
+  Tensor a = fromValues(DType::I64, {2, 3}, {7, -7, 9, -9, 0, 100});
+  Tensor b = fromValues(DType::I64, {3}, {2, 2, -4});
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul,
+                      BinaryOp::Div, BinaryOp::Min, BinaryOp::Max})
+    checkBinary(op, a, b);
+  Tensor c = randomInt(DType::I32, {2, 3, 4}, -50, 50);
+  Tensor d = randomInt(DType::I32, {3, 1}, 1, 9);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div})
+    checkBinary(op, c, d);
+  Tensor base = fromValues(DType::I64, {4}, {2, 3, -2, 5});
+  Tensor exp = fromValues(DType::I64, {4}, {10, 3, 3, 0});
+  checkBinary(BinaryOp::Pow, base, exp);
+}
+
+TEST(KernelsTest, BinaryComparisonsGiveBool) {
+  const BinaryOp ops[] = {BinaryOp::Equal, BinaryOp::Less, BinaryOp::Greater,
+                          BinaryOp::LessOrEqual};
+  for (BinaryOp op : ops) {
+    Tensor a = randomInt(DType::I64, {8, 8}, 0, 7);
+    Tensor b = randomInt(DType::I64, {8}, 0, 7);
+    checkBinary(op, a, b);
+    Tensor c = randomInt(DType::I32, {2, 1, 4}, -2, 2);
+    Tensor d = randomInt(DType::I32, {3, 1}, -2, 2);
+    checkBinary(op, c, d);
+    Tensor e = randomF32({3, 4});
+    Tensor f = fromValues(DType::F32, {}, {e.at(5)});
+    checkBinary(op, e, f);
+  }
+}
+
+TEST(KernelsTest, BinaryAndOr) {
+  Tensor a = randomInt(DType::Bool, {2, 3, 4}, 0, 1);
+  Tensor b = randomInt(DType::Bool, {3, 1}, 0, 1);
+  checkBinary(BinaryOp::And, a, b);
+  checkBinary(BinaryOp::Or, a, b);
+}
+
+TEST(KernelsTest, IntegerDivisionByZeroIsFatal) {
+  useThreadsafeDeathTests();
+  Tensor a = fromValues(DType::I64, {2}, {1, 2});
+  Tensor b = fromValues(DType::I64, {2}, {1, 0});
+  Tensor out(DType::I64, {2});
+  EXPECT_EXIT(binary(BinaryOp::Div, a.ref(), b.ref(), out.ref()),
+              ::testing::ExitedWithCode(1),
+              "meshc: error: div: integer division by zero");
+}
+
+//===----------------------------------------------------------------------===//
+// Unary, where, cast, copy
+//===----------------------------------------------------------------------===//
+
+double refUnary(UnaryOp op, double x) {
+  switch (op) {
+  case UnaryOp::Sqrt:
+    return std::sqrt(x);
+  case UnaryOp::Reciprocal:
+    return 1 / x;
+  case UnaryOp::Neg:
+    return -x;
+  case UnaryOp::Silu:
+    return x / (1 + std::exp(-x));
+  case UnaryOp::Erf:
+    return std::erf(x);
+  case UnaryOp::Tanh:
+    return std::tanh(x);
+  case UnaryOp::Sigmoid:
+    return 1 / (1 + std::exp(-x));
+  case UnaryOp::Exp:
+    return std::exp(x);
+  case UnaryOp::Cos:
+    return std::cos(x);
+  case UnaryOp::Sin:
+    return std::sin(x);
+  case UnaryOp::Not:
+    return x == 0;
+  case UnaryOp::Gelu:
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  case UnaryOp::GeluTanh: {
+    const double c = std::sqrt(2 / M_PI);
+    return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
+  }
+  }
+  return 0;
+}
+
+void checkUnary(UnaryOp op, const Tensor &in) {
+  Tensor out(in.dtype, in.shape);
+  unary(op, in.ref(), out.ref());
+  std::vector<double> want = in.values();
+  for (double &v : want)
+    v = refUnary(op, v);
+  if (in.dtype == DType::F32)
+    expectNear(out, want);
+  else
+    expectExact(out, want);
+}
+
+TEST(KernelsTest, UnaryF32) {
+  const UnaryOp ops[] = {UnaryOp::Sqrt,    UnaryOp::Reciprocal, UnaryOp::Neg,
+                         UnaryOp::Silu,    UnaryOp::Erf,        UnaryOp::Tanh,
+                         UnaryOp::Sigmoid, UnaryOp::Exp,        UnaryOp::Cos,
+                         UnaryOp::Sin,     UnaryOp::Gelu,       UnaryOp::GeluTanh};
+  for (UnaryOp op : ops) {
+    SCOPED_TRACE(static_cast<int>(op));
+    const bool positive = op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal;
+    checkUnary(op, randomF32({3, 5}, positive ? 0.1 : -4.0, 4.0));
+    checkUnary(op, randomF32({128, 3 * 256}, positive ? 0.1 : -4.0, 4.0));
+  }
+}
+
+TEST(KernelsTest, UnaryIntegersAndBool) {
+  checkUnary(UnaryOp::Neg, randomInt(DType::I64, {7}, -100, 100));
+  checkUnary(UnaryOp::Neg, randomInt(DType::I32, {7}, -100, 100));
+  checkUnary(UnaryOp::Not, randomInt(DType::Bool, {2, 5}, 0, 1));
+}
+
+void checkWhere(const Tensor &c, const Tensor &a, const Tensor &b) {
+  const Shape shape = broadcastShape(broadcastShape(c.shape, a.shape), b.shape);
+  Tensor out(a.dtype, shape);
+  where(c.ref(), a.ref(), b.ref(), out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    want[i] = c.at(broadcastOffset(index, c.shape)) != 0
+                  ? a.at(broadcastOffset(index, a.shape))
+                  : b.at(broadcastOffset(index, b.shape));
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, WhereOnEveryWidth) {
+  Tensor c = randomInt(DType::Bool, {2, 1, 4}, 0, 1);
+  checkWhere(c, randomF32({3, 4}), fromValues(DType::F32, {}, {-1e9}));
+  checkWhere(c, randomInt(DType::I64, {2, 3, 4}, -9, 9),
+             randomInt(DType::I64, {4}, -9, 9));
+  checkWhere(c, randomInt(DType::I32, {3, 1}, -9, 9),
+             randomInt(DType::I32, {1}, -9, 9));
+  checkWhere(c, randomInt(DType::Bool, {3, 4}, 0, 1),
+             randomInt(DType::Bool, {2, 3, 4}, 0, 1));
+  checkWhere(randomInt(DType::Bool, {1, 1, 64, 64}, 0, 1),
+             randomF32({2, 12, 64, 64}),
+             fromValues(DType::F32, {}, {-kInf}));
+}
+
+TEST(KernelsTest, CastBetweenF32IntegersAndBool) {
+  Tensor f = fromValues(DType::F32, {8},
+                        {1.9, -1.9, 0.0, -0.0, 2.5, -3.5, 1e3, 0.25});
+  Tensor toI64(DType::I64, f.shape), toI32(DType::I32, f.shape),
+      toBool(DType::Bool, f.shape);
+  cast(f.ref(), toI64.ref());
+  cast(f.ref(), toI32.ref());
+  cast(f.ref(), toBool.ref());
+  expectExact(toI64, {1, -1, 0, 0, 2, -3, 1000, 0});
+  expectExact(toI32, {1, -1, 0, 0, 2, -3, 1000, 0});
+  expectExact(toBool, {1, 1, 0, 0, 1, 1, 1, 1});
+
+  Tensor nan = fromValues(DType::F32, {1},
+                          {std::numeric_limits<double>::quiet_NaN()});
+  Tensor nanOut(DType::I64, {1});
+  cast(nan.ref(), nanOut.ref());
+  expectExact(nanOut, {0});
+
+  Tensor i = fromValues(DType::I64, {4}, {-5, 0, 7, 1 << 20});
+  Tensor iToF(DType::F32, i.shape), iToI32(DType::I32, i.shape),
+      iToBool(DType::Bool, i.shape);
+  cast(i.ref(), iToF.ref());
+  cast(i.ref(), iToI32.ref());
+  cast(i.ref(), iToBool.ref());
+  expectExact(iToF, {-5, 0, 7, 1 << 20});
+  expectExact(iToI32, {-5, 0, 7, 1 << 20});
+  expectExact(iToBool, {1, 0, 1, 1});
+
+  Tensor b = fromValues(DType::Bool, {3}, {1, 0, 1});
+  Tensor bToF(DType::F32, b.shape), bToI64(DType::I64, b.shape);
+  cast(b.ref(), bToF.ref());
+  cast(b.ref(), bToI64.ref());
+  expectExact(bToF, {1, 0, 1});
+  expectExact(bToI64, {1, 0, 1});
+
+  Tensor same(DType::F32, f.shape);
+  cast(f.ref(), same.ref());
+  expectExact(same, f.values());
+}
+
+TEST(KernelsTest, CopyCopiesBytes) {
+  Tensor in = randomF32({3, 1000, 300});
+  Tensor out(DType::F32, in.shape);
+  copy(in.ref(), out.ref());
+  EXPECT_EQ(in.bytes, out.bytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+void checkTranspose(const Tensor &in, const Shape &perm) {
+  Shape shape(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    shape[i] = in.shape[perm[i]];
+  Tensor out(in.dtype, shape);
+  transpose(in.ref(), perm.data(), out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    Shape src(perm.size());
+    for (std::size_t d = 0; d < perm.size(); ++d)
+      src[perm[d]] = index[d];
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < perm.size(); ++d)
+      offset = offset * in.shape[d] + src[d];
+    want[i] = in.at(offset);
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, Transpose) {
+  checkTranspose(randomF32({2, 3, 4, 5}), {0, 2, 1, 3});
+  checkTranspose(randomF32({2, 3, 4, 5}), {3, 1, 2, 0});
+  checkTranspose(randomF32({2, 3, 4, 5}), {0, 1, 3, 2});
+  checkTranspose(randomInt(DType::I64, {5, 7}, -9, 9), {1, 0});
+  checkTranspose(randomInt(DType::Bool, {3, 1, 4}, 0, 1), {2, 0, 1});
+  checkTranspose(randomInt(DType::I32, {4}, -9, 9), {0});
+  checkTranspose(randomF32({1, 128, 12, 64}), {0, 2, 1, 3});
+  checkTranspose(randomF32({300, 200}), {1, 0});
+}
+
+void checkConcat(const std::vector<Tensor> &inputs, std::int64_t axis) {
+  Shape shape = inputs[0].shape;
+  shape[axis] = 0;
+  for (const Tensor &t : inputs)
+    shape[axis] += t.shape[axis];
+  Tensor out(inputs[0].dtype, shape);
+  std::vector<TensorRef> refs;
+  for (const Tensor &t : inputs)
+    refs.push_back(t.ref());
+  concat(refs.data(), static_cast<int>(refs.size()), axis, out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    std::int64_t at = index[axis];
+    std::size_t which = 0;
+    while (at >= inputs[which].shape[axis])
+      at -= inputs[which++].shape[axis];
+    Shape src = index;
+    src[axis] = at;
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < src.size(); ++d)
+      offset = offset * inputs[which].shape[d] + src[d];
+    want[i] = inputs[which].at(offset);
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, Concat) {
+  checkConcat({randomF32({2, 3, 4}), randomF32({1, 3, 4})}, 0);
+  checkConcat({randomF32({2, 3, 4}), randomF32({2, 1, 4}),
+               randomF32({2, 2, 4})},
+              1);
+  checkConcat({randomInt(DType::I32, {2, 3, 1}, -9, 9),
+               randomInt(DType::I32, {2, 3, 5}, -9, 9)},
+              2);
+  checkConcat({randomInt(DType::I64, {3}, -9, 9),
+               randomInt(DType::I64, {2}, -9, 9)},
+              0);
+  checkConcat({randomF32({1, 12, 100, 64}), randomF32({1, 12, 1, 64})}, 2);
+}
+
+void checkGather(const Tensor &data, const Tensor &indices, std::int64_t axis) {
+  Shape shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  Tensor out(data.dtype, shape);
+  gather(data.ref(), indices.ref(), axis, out.ref());
+  const std::int64_t q = static_cast<std::int64_t>(indices.shape.size());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    std::int64_t flat = 0;
+    for (std::int64_t d = 0; d < q; ++d)
+      flat = flat * indices.shape[d] + index[axis + d];
+    std::int64_t which = static_cast<std::int64_t>(indices.at(flat));
+    if (which < 0)
+      which += data.shape[axis];
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < data.shape.size(); ++d) {
+      const std::int64_t id =
+          static_cast<std::int64_t>(d) < axis   ? index[d]
+          : static_cast<std::int64_t>(d) == axis ? which
+                                                 : index[d - 1 + q];
+      offset = offset * data.shape[d] + id;
+    }
+    want[i] = data.at(offset);
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, GatherWithNegativeIndices) {
+  checkGather(randomF32({5, 3}), fromValues(DType::I64, {4}, {0, -1, 4, -5}),
+              0);
+  checkGather(randomF32({2, 6, 3}),
+              fromValues(DType::I32, {2, 2}, {5, -6, 0, -2}), 1);
+  checkGather(randomInt(DType::I64, {3, 4}, -9, 9),
+              fromValues(DType::I64, {}, {-1}), 1);
+  checkGather(randomInt(DType::Bool, {4, 2}, 0, 1),
+              fromValues(DType::I64, {3}, {3, 3, 0}), 0);
+}
+
+TEST(KernelsTest, GatherOutOfRangeIsFatal) {
+  useThreadsafeDeathTests();
+  Tensor data = randomF32({5, 3});
+  Tensor indices = fromValues(DType::I64, {2}, {0, 5});
+  Tensor out(DType::F32, {2, 3});
+  EXPECT_EXIT(gather(data.ref(), indices.ref(), 0, out.ref()),
+              ::testing::ExitedWithCode(1), "gather: index 5 is outside");
+}
+
+void checkSlice(const Tensor &in, const Shape &starts, const Shape &steps,
+                const Shape &shape) {
+  Tensor out(in.dtype, shape);
+  slice(in.ref(), starts.data(), steps.data(), out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      offset = offset * in.shape[d] + starts[d] + index[d] * steps[d];
+    want[i] = in.at(offset);
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, SliceWithStepsAndNegativeSteps) {
+  Tensor in = randomF32({4, 5, 6});
+  checkSlice(in, {0, 0, 0}, {1, 1, 1}, {4, 5, 6});
+  checkSlice(in, {1, 0, 2}, {1, 1, 1}, {2, 5, 3});
+  checkSlice(in, {0, 4, 5}, {2, -1, -2}, {2, 5, 3});
+  checkSlice(in, {3, 1, 0}, {-1, 2, 3}, {4, 2, 2});
+  checkSlice(randomInt(DType::I64, {10}, -9, 9), {9}, {-3}, {4});
+  checkSlice(randomF32({1, 128, 2304}), {0, 0, 768}, {1, 1, 1},
+             {1, 128, 768});
+}
+
+void checkExpand(const Tensor &in, const Shape &shape) {
+  Tensor out(in.dtype, shape);
+  expand(in.ref(), out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    want[i] = in.at(broadcastOffset(index, in.shape));
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, Expand) {
+  checkExpand(randomF32({3, 1}), {2, 3, 4});
+  checkExpand(fromValues(DType::F32, {}, {2.5}), {5});
+  checkExpand(randomInt(DType::I64, {4}, -9, 9), {3, 4});
+  checkExpand(randomInt(DType::Bool, {1, 1, 4, 1}, 0, 1), {2, 3, 4, 5});
+  checkExpand(randomF32({1, 2, 1, 64, 16}), {1, 2, 4, 64, 16});
+}
+
+void checkTrilu(const Tensor &in, bool upper, std::int64_t diagonal) {
+  Tensor out(in.dtype, in.shape);
+  trilu(in.ref(), upper, diagonal, out.ref());
+  const std::size_t rank = in.shape.size();
+  std::vector<double> want = in.values();
+  forEachIndex(in.shape, [&](std::int64_t i, const Shape &index) {
+    const std::int64_t diff = index[rank - 1] - index[rank - 2];
+    if (upper ? diff < diagonal : diff > diagonal)
+      want[i] = 0;
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, TriluUpperAndLower) {
+  for (std::int64_t diagonal : {-6, -1, 0, 2, 7})
+    for (bool upper : {false, true}) {
+      checkTrilu(randomF32({2, 4, 5}), upper, diagonal);
+      checkTrilu(randomInt(DType::Bool, {5, 3}, 1, 1), upper, diagonal);
+      checkTrilu(randomInt(DType::I64, {3, 3}, 1, 9), upper, diagonal);
+    }
+}
+
+void checkScatterND(const Tensor &data, const Tensor &indices,
+                    const Tensor &updates) {
+  Tensor out(data.dtype, data.shape);
+  scatterND(data.ref(), indices.ref(), updates.ref(), out.ref());
+  std::vector<double> want = data.values();
+  const std::int64_t q = indices.shape.back();
+  std::int64_t slice = 1;
+  for (std::size_t d = q; d < data.shape.size(); ++d)
+    slice *= data.shape[d];
+  for (std::int64_t t = 0; t < indices.size() / q; ++t) {
+    std::int64_t offset = 0;
+    for (std::int64_t d = 0; d < q; ++d) {
+      std::int64_t i = static_cast<std::int64_t>(indices.at(t * q + d));
+      if (i < 0)
+        i += data.shape[d];
+      offset = offset * data.shape[d] + i;
+    }
+    offset *= slice;
+    for (std::int64_t e = 0; e < slice; ++e)
+      want[offset + e] = updates.at(t * slice + e);
+  }
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, ScatterND) {
+  // q = 2 of rank 3: rows of 6 elements; a negative index counts from the
+  // end.
+  checkScatterND(randomF32({4, 5, 6}),
+                 fromValues(DType::I64, {2, 2}, {0, 1, -1, 4}),
+                 randomF32({2, 6}));
+  // q = 3: single elements (a KV-cache position write in i64).
+  checkScatterND(randomInt(DType::I64, {2, 3, 4}, -9, 9),
+                 fromValues(DType::I64, {1, 2, 3}, {1, 2, 3, 0, 0, 0}),
+                 randomInt(DType::I64, {1, 2}, 10, 20));
+  // q = 1: whole slabs.
+  checkScatterND(randomF32({4, 3}), fromValues(DType::I64, {2, 1}, {2, 0}),
+                 randomF32({2, 3}));
+}
+
+TEST(KernelsTest, ScatterNDOutOfRangeIsFatal) {
+  useThreadsafeDeathTests();
+  Tensor data = randomF32({4, 5});
+  Tensor indices = fromValues(DType::I64, {1, 2}, {1, 5});
+  Tensor updates = randomF32({1});
+  Tensor out(DType::F32, data.shape);
+  EXPECT_EXIT(scatterND(data.ref(), indices.ref(), updates.ref(), out.ref()),
+              ::testing::ExitedWithCode(1),
+              "scatter_nd: index 5 is outside dimension 1 of size 5");
+}
+
+TEST(KernelsTest, EmbeddingWithNegativeIds) {
+  Tensor table = randomF32({64, 16});
+  for (DType idType : {DType::I64, DType::I32}) {
+    Tensor ids = fromValues(idType, {2, 3}, {0, 63, -1, -64, 5, 5});
+    Tensor out(DType::F32, {2, 3, 16});
+    embedding(table.ref(), ids.ref(), out.ref());
+    std::vector<double> want;
+    for (std::int64_t i = 0; i < ids.size(); ++i) {
+      std::int64_t id = static_cast<std::int64_t>(ids.at(i));
+      if (id < 0)
+        id += 64;
+      for (std::int64_t h = 0; h < 16; ++h)
+        want.push_back(table.at(id * 16 + h));
+    }
+    expectExact(out, want);
+  }
+}
+
+TEST(KernelsTest, EmbeddingOutOfRangeIdIsFatal) {
+  useThreadsafeDeathTests();
+  Tensor table = randomF32({64, 8});
+  Tensor ids = fromValues(DType::I64, {1, 2}, {3, 70});
+  Tensor out(DType::F32, {1, 2, 8});
+  EXPECT_EXIT(embedding(table.ref(), ids.ref(), out.ref()),
+              ::testing::ExitedWithCode(1),
+              "meshc: error: embedding: token id 70 is outside the table's "
+              "64 rows");
+  Tensor negative = fromValues(DType::I32, {1}, {-65});
+  Tensor out1(DType::F32, {1, 8});
+  EXPECT_EXIT(embedding(table.ref(), negative.ref(), out1.ref()),
+              ::testing::ExitedWithCode(1),
+              "embedding: token id -65 is outside the table's 64 rows");
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+void checkReduce(ReduceOp op, const Tensor &in, const Shape &axes) {
+  Shape kept = in.shape;
+  std::int64_t count = 1;
+  for (std::int64_t a : axes) {
+    kept[a] = 1;
+    count *= in.shape[a];
+  }
+  Tensor out(in.dtype, kept);
+  reduce(op, in.ref(), axes.data(), static_cast<int>(axes.size()), out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()),
+                           op == ReduceOp::Max ? -kInf : 0.0);
+  forEachIndex(in.shape, [&](std::int64_t i, const Shape &index) {
+    double &slot = want[broadcastOffset(index, kept)];
+    slot = op == ReduceOp::Max ? std::max(slot, in.at(i)) : slot + in.at(i);
+  });
+  if (op == ReduceOp::Mean)
+    for (double &v : want)
+      v = in.dtype == DType::F32 ? v / count : std::trunc(v / count);
+  if (in.dtype == DType::F32)
+    expectNear(out, want);
+  else
+    expectExact(out, want);
+}
+
+TEST(KernelsTest, ReduceOverOneOrSeveralAxes) {
+  Tensor in = randomF32({2, 3, 4, 5});
+  const Shape axesSets[] = {{3},    {1},    {0},       {0, 1},
+                            {2, 3}, {0, 2}, {1, 3},    {0, 2, 3},
+                            {0, 1, 2, 3}, {}};
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max})
+    for (const Shape &axes : axesSets) {
+      SCOPED_TRACE(static_cast<int>(op));
+      SCOPED_TRACE(axes.size());
+      checkReduce(op, in, axes);
+    }
+}
+
+TEST(KernelsTest, ReduceLargeAndInteger) {
+  Tensor big = randomF32({64, 2048});
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max}) {
+    checkReduce(op, big, {0});
+    checkReduce(op, big, {1});
+    checkReduce(op, big, {0, 1});
+  }
+  Tensor ints = randomInt(DType::I64, {3, 4, 5}, -100, 100);
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max}) {
+    checkReduce(op, ints, {1});
+    checkReduce(op, ints, {0, 2});
+  }
+  checkReduce(ReduceOp::Sum, randomInt(DType::I32, {6, 2}, -9, 9), {0});
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+void checkMatmul(const Tensor &a, const Tensor &b) {
+  Shape as = a.shape, bs = b.shape;
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  const std::int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  const Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  const Shape batch = broadcastShape(aBatch, bBatch);
+  Shape outShape = batch;
+  if (a.shape.size() > 1)
+    outShape.push_back(m);
+  if (b.shape.size() > 1)
+    outShape.push_back(n);
+  Tensor out(a.dtype, outShape);
+  matmul(a.ref(), b.ref(), out.ref());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  const std::int64_t batches = numElementsOf(batch);
+  forEachIndex(batch, [&](std::int64_t bi, const Shape &index) {
+    const std::int64_t ao = broadcastOffset(index, aBatch) * m * k;
+    const std::int64_t bo = broadcastOffset(index, bBatch) * k * n;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (std::int64_t l = 0; l < k; ++l)
+          sum += a.at(ao + i * k + l) * b.at(bo + l * n + j);
+        want[(bi * m + i) * n + j] = sum;
+      }
+  });
+  ASSERT_EQ(batches * m * n, out.size());
+  if (a.dtype == DType::F32)
+    expectNear(out, want);
+  else
+    expectExact(out, want);
+}
+
+TEST(KernelsTest, MatmulBatchesAndVectors) {
+  checkMatmul(randomF32({3, 4}), randomF32({4, 5}));
+  checkMatmul(randomF32({2, 3, 4}), randomF32({4, 5}));       // folded batch
+  checkMatmul(randomF32({2, 1, 3, 4}), randomF32({3, 4, 5})); // broadcast
+  checkMatmul(randomF32({1, 3, 4}), randomF32({2, 4, 5}));    // lhs shared
+  checkMatmul(randomF32({4}), randomF32({2, 4, 5}));          // 1-D lhs
+  checkMatmul(randomF32({2, 3, 4}), randomF32({4}));          // 1-D rhs
+  checkMatmul(randomF32({4}), randomF32({4}));                // dot
+  checkMatmul(randomF32({2, 12, 64, 32}), randomF32({2, 12, 32, 64}));
+  checkMatmul(randomInt(DType::I64, {2, 3, 4}, -9, 9),
+              randomInt(DType::I64, {4, 2}, -9, 9));
+  checkMatmul(randomInt(DType::I32, {3}, -9, 9),
+              randomInt(DType::I32, {2, 3, 2}, -9, 9));
+}
+
+void checkLinear(const Tensor &in, const Tensor &weight, const Tensor *bias,
+                 bool transposeWeight) {
+  const std::int64_t k = in.shape.back();
+  const std::int64_t n = weight.shape[transposeWeight ? 0 : 1];
+  Shape shape = in.shape;
+  shape.back() = n;
+  Tensor out(DType::F32, shape);
+  TensorRef biasRef;
+  if (bias)
+    biasRef = bias->ref();
+  linear(in.ref(), weight.ref(), bias ? &biasRef : nullptr, transposeWeight,
+         out.ref());
+  const std::int64_t rows = in.size() / k;
+  std::vector<double> want(static_cast<std::size_t>(rows * n));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double acc = bias ? bias->at(j) : 0.0;
+      for (std::int64_t i = 0; i < k; ++i)
+        acc += in.at(r * k + i) *
+               weight.at(transposeWeight ? j * k + i : i * n + j);
+      want[r * n + j] = acc;
+    }
+  expectNear(out, want);
+}
+
+TEST(KernelsTest, LinearWithAndWithoutTransposeAndBias) {
+  Tensor in = randomF32({2, 5, 32});
+  Tensor w = randomF32({32, 24}), wt = randomF32({24, 32});
+  Tensor bias = randomF32({24});
+  checkLinear(in, w, nullptr, false);
+  checkLinear(in, w, &bias, false);
+  checkLinear(in, wt, nullptr, true);
+  checkLinear(in, wt, &bias, true);
+  Tensor vec = randomF32({32});
+  checkLinear(vec, w, &bias, false);
+  Tensor big = randomF32({1, 128, 64});
+  Tensor wBig = randomF32({64, 300}), bBig = randomF32({300});
+  checkLinear(big, wBig, &bBig, false);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention and rotary
+//===----------------------------------------------------------------------===//
+
+struct AttentionCase {
+  std::int64_t batch = 1, heads = 2, kvHeads = 2, seq = 3, past = 0,
+               newKv = 3, dim = 8, vDim = 8;
+  bool causal = false;
+  float softcap = 0.0f;
+  /// The mask: none, bool or f32, of this shape.
+  DType maskType = DType::F32;
+  Shape maskShape;
+  /// Masks out whole query rows (bool masks: every key false of a row).
+  bool maskWholeRows = false;
+};
+
+/// Runs attention on random inputs and compares with a float64 reference:
+/// softcap, then the mask and the causal limit (j > i + past is -inf), then
+/// softmax; a row whose keys are all masked is zeros.
+void checkAttention(const AttentionCase &c) {
+  const std::int64_t total = c.past + c.newKv;
+  Tensor q = randomF32({c.batch, c.heads, c.seq, c.dim}, -2, 2);
+  Tensor k = randomF32({c.batch, c.kvHeads, c.newKv, c.dim}, -2, 2);
+  Tensor v = randomF32({c.batch, c.kvHeads, c.newKv, c.vDim});
+  Tensor pk = randomF32({c.batch, c.kvHeads, c.past, c.dim}, -2, 2);
+  Tensor pv = randomF32({c.batch, c.kvHeads, c.past, c.vDim});
+  Tensor presentK(DType::F32, {c.batch, c.kvHeads, total, c.dim});
+  Tensor presentV(DType::F32, {c.batch, c.kvHeads, total, c.vDim});
+  Tensor mask;
+  const bool hasMask = !c.maskShape.empty();
+  if (hasMask) {
+    if (c.maskType == DType::Bool) {
+      mask = randomInt(DType::Bool, c.maskShape, 0, 1);
+      if (c.maskWholeRows) // clear the first query row of every mask matrix
+        forEachIndex(c.maskShape, [&](std::int64_t i, const Shape &index) {
+          if (index[index.size() - 2] == 0)
+            mask.set(i, 0);
+        });
+    } else {
+      mask = randomF32(c.maskShape, -3, 1);
+    }
+  }
+  Tensor out(DType::F32, {c.batch, c.heads, c.seq, c.vDim});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
+  TensorRef maskRef = mask.ref(), pkRef = pk.ref(), pvRef = pv.ref(),
+            presentKRef = presentK.ref(), presentVRef = presentV.ref();
+  const bool hasPast = c.past > 0;
+  attention(q.ref(), k.ref(), v.ref(), hasMask ? &maskRef : nullptr,
+            hasPast ? &pkRef : nullptr, hasPast ? &pvRef : nullptr, scale,
+            c.causal, c.softcap, out.ref(), hasPast ? &presentKRef : nullptr,
+            hasPast ? &presentVRef : nullptr);
+
+  // K = past ++ key, V likewise.
+  auto join = [&](const Tensor &old, const Tensor &fresh, std::int64_t d) {
+    std::vector<double> joined;
+    for (std::int64_t bh = 0; bh < c.batch * c.kvHeads; ++bh) {
+      for (std::int64_t i = 0; i < c.past * d; ++i)
+        joined.push_back(old.at(bh * c.past * d + i));
+      for (std::int64_t i = 0; i < c.newKv * d; ++i)
+        joined.push_back(fresh.at(bh * c.newKv * d + i));
+    }
+    return joined;
+  };
+  const std::vector<double> kk = join(pk, k, c.dim), vv = join(pv, v, c.vDim);
+  if (hasPast) {
+    expectExact(presentK, kk);
+    expectExact(presentV, vv);
+  }
+  std::vector<double> want(static_cast<std::size_t>(out.size()), 0.0);
+  const std::int64_t group = c.heads / c.kvHeads;
+  std::vector<double> s(static_cast<std::size_t>(total));
+  for (std::int64_t b = 0; b < c.batch; ++b)
+    for (std::int64_t h = 0; h < c.heads; ++h)
+      for (std::int64_t i = 0; i < c.seq; ++i) {
+        const std::int64_t kvh = h / group;
+        double maxScore = -kInf;
+        for (std::int64_t j = 0; j < total; ++j) {
+          double dot = 0;
+          for (std::int64_t d = 0; d < c.dim; ++d)
+            dot += q.at(((b * c.heads + h) * c.seq + i) * c.dim + d) *
+                   kk[((b * c.kvHeads + kvh) * total + j) * c.dim + d];
+          double score = static_cast<double>(scale) * dot;
+          if (c.softcap > 0)
+            score = c.softcap * std::tanh(score / c.softcap);
+          if (hasMask) {
+            const double m = mask.at(broadcastOffset({b, h, i, j}, c.maskShape));
+            score += c.maskType == DType::Bool ? (m != 0 ? 0.0 : -kInf) : m;
+          }
+          if (c.causal && j > i + c.past)
+            score = -kInf;
+          s[j] = score;
+          maxScore = std::max(maxScore, score);
+        }
+        if (maxScore == -kInf)
+          continue; // a fully masked row gives zeros
+        double denom = 0;
+        for (double &x : s)
+          denom += (x = std::exp(x - maxScore));
+        for (std::int64_t j = 0; j < total; ++j)
+          for (std::int64_t d = 0; d < c.vDim; ++d)
+            want[((b * c.heads + h) * c.seq + i) * c.vDim + d] +=
+                s[j] / denom *
+                vv[((b * c.kvHeads + kvh) * total + j) * c.vDim + d];
+      }
+  expectNear(out, want);
+}
+
+TEST(KernelsTest, AttentionPlain) {
+  AttentionCase c;
+  checkAttention(c);
+  c.vDim = 5; // value width differs from the key width
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionGroupedQueryWithPastAndCausal) {
+  AttentionCase c;
+  c.batch = 2;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.seq = 2;
+  c.past = 3;
+  c.newKv = 2;
+  c.causal = true;
+  checkAttention(c);
+  c.kvHeads = 1; // multi-query
+  checkAttention(c);
+  c.seq = 1; // decode: one new token
+  c.newKv = 1;
+  c.past = 7;
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionFloatMask) {
+  AttentionCase c;
+  c.batch = 2;
+  c.seq = 4;
+  c.newKv = 4;
+  c.maskShape = {2, 1, 4, 4}; // broadcast over heads
+  checkAttention(c);
+  c.causal = true;
+  c.maskShape = {4}; // a key-padding bias broadcast to every row
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionBoolMaskAndFullyMaskedRows) {
+  AttentionCase c;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.seq = 3;
+  c.past = 2;
+  c.newKv = 3;
+  c.maskType = DType::Bool;
+  c.maskShape = {3, 5};
+  checkAttention(c);
+  c.maskWholeRows = true; // query 0 sees no key: its output is zeros
+  c.causal = true;
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionSoftcap) {
+  AttentionCase c;
+  c.seq = 4;
+  c.newKv = 4;
+  c.softcap = 0.5f;
+  checkAttention(c);
+  c.causal = true;
+  c.maskType = DType::Bool;
+  c.maskShape = {1, 1, 4, 4};
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionLongSequencesUseGemm) {
+  AttentionCase c;
+  c.batch = 1;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.seq = 80;
+  c.newKv = 80;
+  c.dim = 16;
+  c.vDim = 12;
+  c.causal = true;
+  checkAttention(c);
+  c.maskShape = {1, 1, 80, 80};
+  checkAttention(c);
+  c.maskType = DType::Bool;
+  c.maskShape = {80};
+  c.past = 10;
+  c.seq = 70;
+  c.newKv = 70;
+  c.softcap = 2.0f;
+  checkAttention(c);
+}
+
+struct RotaryCase {
+  std::int64_t batch = 2, heads = 3, seq = 4, dim = 8, rotaryDim = 8;
+  bool interleaved = false;
+  bool withPositions = false;
+  bool sharedTable = false;
+  std::int64_t maxPositions = 10;
+};
+
+void checkRotary(const RotaryCase &c) {
+  const std::int64_t half = c.rotaryDim / 2;
+  Tensor in = randomF32({c.batch, c.heads, c.seq, c.dim});
+  Shape tableShape = c.withPositions
+                         ? Shape{c.maxPositions, half}
+                         : Shape{c.sharedTable ? 1 : c.batch, c.seq, half};
+  Tensor cos = randomF32(tableShape), sin = randomF32(tableShape);
+  Tensor positions = randomInt(DType::I64, {c.batch, c.seq}, 0,
+                               static_cast<int>(c.maxPositions - 1));
+  TensorRef positionsRef = positions.ref();
+  Tensor out(DType::F32, in.shape);
+  rotary(in.ref(), cos.ref(), sin.ref(),
+         c.withPositions ? &positionsRef : nullptr, c.interleaved, c.rotaryDim,
+         out.ref());
+  std::vector<double> want = in.values();
+  for (std::int64_t b = 0; b < c.batch; ++b)
+    for (std::int64_t h = 0; h < c.heads; ++h)
+      for (std::int64_t s = 0; s < c.seq; ++s) {
+        const std::int64_t row =
+            c.withPositions
+                ? static_cast<std::int64_t>(positions.at(b * c.seq + s))
+                : (c.sharedTable ? 0 : b) * c.seq + s;
+        const std::int64_t base = ((b * c.heads + h) * c.seq + s) * c.dim;
+        for (std::int64_t i = 0; i < half; ++i) {
+          const std::int64_t x0 = c.interleaved ? 2 * i : i;
+          const std::int64_t x1 = c.interleaved ? 2 * i + 1 : i + half;
+          const double cv = cos.at(row * half + i), sv = sin.at(row * half + i);
+          want[base + x0] = in.at(base + x0) * cv - in.at(base + x1) * sv;
+          want[base + x1] = in.at(base + x1) * cv + in.at(base + x0) * sv;
+        }
+      }
+  expectNear(out, want);
+}
+
+TEST(KernelsTest, RotaryWithAndWithoutPositions) {
+  for (bool interleaved : {false, true}) {
+    RotaryCase c;
+    c.interleaved = interleaved;
+    checkRotary(c); // per-batch tables
+    c.sharedTable = true;
+    checkRotary(c); // one [1, seq, half] table
+    c.withPositions = true;
+    checkRotary(c); // cos/sin caches indexed by position
+    c.rotaryDim = 4; // features 4..7 pass through
+    checkRotary(c);
+    c.withPositions = false;
+    checkRotary(c);
+  }
+  RotaryCase big;
+  big.batch = 1;
+  big.heads = 12;
+  big.seq = 128;
+  big.dim = 64;
+  big.rotaryDim = 32;
+  big.withPositions = true;
+  big.maxPositions = 256;
+  checkRotary(big);
+}
+
+TEST(KernelsTest, RotaryPositionOutsideTheCacheIsFatal) {
+  useThreadsafeDeathTests();
+  Tensor in = randomF32({1, 1, 2, 4});
+  Tensor cos = randomF32({3, 2}), sin = randomF32({3, 2});
+  Tensor positions = fromValues(DType::I64, {1, 2}, {0, 3});
+  TensorRef positionsRef = positions.ref();
+  Tensor out(DType::F32, in.shape);
+  EXPECT_EXIT(rotary(in.ref(), cos.ref(), sin.ref(), &positionsRef, false, 4,
+                     out.ref()),
+              ::testing::ExitedWithCode(1),
+              "rotary: position 3 is outside the cos/sin cache of 3");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+struct NormCase {
+  Shape shape{2, 3, 16};
+  std::int64_t axis = 2;
+  Shape scaleShape{16};
+  bool withBias = false, withResidual = false, rms = false;
+};
+
+void checkNorm(const NormCase &c) {
+  Tensor in = randomF32(c.shape, -2, 3);
+  Tensor scale = randomF32(c.scaleShape, 0.5, 1.5);
+  Tensor bias = randomF32(c.scaleShape);
+  Tensor residual = randomF32(c.shape);
+  Tensor out(DType::F32, c.shape), sum(DType::F32, c.shape);
+  TensorRef biasRef = bias.ref(), residualRef = residual.ref(),
+            sumRef = sum.ref();
+  const float epsilon = 1e-5f;
+  auto *norm = c.rms ? &rmsNorm : &layerNorm;
+  norm(in.ref(), scale.ref(), c.withBias ? &biasRef : nullptr,
+       c.withResidual ? &residualRef : nullptr, c.axis, epsilon, out.ref(),
+       c.withResidual ? &sumRef : nullptr);
+  // x = in + residual, rounded to f32 as the unfused add would be.
+  std::vector<double> x = in.values();
+  if (c.withResidual) {
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>(x[i] + residual.at(i));
+    expectExact(sum, x);
+  }
+  const Shape tail(c.shape.begin() + c.axis, c.shape.end());
+  const std::int64_t inner = numElementsOf(tail);
+  std::vector<double> want(x.size());
+  for (std::int64_t o = 0; o < in.size() / inner; ++o) {
+    double mean = 0, sq = 0;
+    for (std::int64_t i = 0; i < inner; ++i)
+      mean += x[o * inner + i];
+    mean /= inner;
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const double d = c.rms ? x[o * inner + i] : x[o * inner + i] - mean;
+      sq += d * d;
+    }
+    const double inv = 1 / std::sqrt(sq / inner + epsilon);
+    forEachIndex(tail, [&](std::int64_t i, const Shape &index) {
+      double y = (c.rms ? x[o * inner + i] : x[o * inner + i] - mean) * inv *
+                 scale.at(broadcastOffset(index, c.scaleShape));
+      if (c.withBias)
+        y += bias.at(broadcastOffset(index, c.scaleShape));
+      want[o * inner + i] = y;
+    });
+  }
+  expectNear(out, want);
+}
+
+TEST(KernelsTest, LayerNormWithBiasResidualAndSeveralAxes) {
+  NormCase c;
+  checkNorm(c);
+  c.withBias = true;
+  checkNorm(c);
+  c.withResidual = true;
+  checkNorm(c);
+  c.axis = 1; // normalise [3, 16] with a [16] scale broadcast over it
+  checkNorm(c);
+  c.scaleShape = {3, 16};
+  checkNorm(c);
+  NormCase big;
+  big.shape = {1, 128, 768};
+  big.scaleShape = {768};
+  big.withBias = true;
+  big.withResidual = true;
+  checkNorm(big);
+}
+
+TEST(KernelsTest, RmsNormWithAndWithoutBiasAndResidual) {
+  NormCase c;
+  c.rms = true;
+  checkNorm(c);
+  c.withResidual = true;
+  checkNorm(c);
+  c.withBias = true;
+  checkNorm(c);
+  c.axis = 1;
+  checkNorm(c);
+  NormCase big;
+  big.rms = true;
+  big.shape = {2, 64, 512};
+  big.axis = 2;
+  big.scaleShape = {512};
+  big.withResidual = true;
+  checkNorm(big);
+}
+
+void checkSoftmax(const Tensor &in, std::int64_t axis) {
+  Tensor out(DType::F32, in.shape);
+  softmax(in.ref(), axis, out.ref());
+  const std::int64_t n = in.shape[axis];
+  std::int64_t inner = 1;
+  for (std::size_t d = axis + 1; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  const std::int64_t outer = in.size() / (n * inner);
+  std::vector<double> want(static_cast<std::size_t>(in.size()));
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      auto at = [&](std::int64_t k) { return (o * n + k) * inner + i; };
+      double m = -kInf, denom = 0;
+      for (std::int64_t k = 0; k < n; ++k)
+        m = std::max(m, in.at(at(k)));
+      for (std::int64_t k = 0; k < n; ++k)
+        denom += std::exp(in.at(at(k)) - m);
+      for (std::int64_t k = 0; k < n; ++k)
+        want[at(k)] = std::exp(in.at(at(k)) - m) / denom;
+    }
+  expectNear(out, want);
+}
+
+TEST(KernelsTest, SoftmaxAlongAnyAxis) {
+  Tensor in = randomF32({2, 3, 5}, -5, 5);
+  checkSoftmax(in, 2);
+  checkSoftmax(in, 1);
+  checkSoftmax(in, 0);
+  checkSoftmax(randomF32({12, 64, 64}, -10, 10), 2);
+  checkSoftmax(randomF32({4, 256, 64}, -10, 10), 1);
+}
+
+TEST(KernelsTest, HalfPrecisionIsRefusedOnTheCpu) {
+  useThreadsafeDeathTests();
+  Tensor in(DType::F16, {4});
+  Tensor out(DType::F16, {4});
+  EXPECT_EXIT(unary(UnaryOp::Exp, in.ref(), out.ref()),
+              ::testing::ExitedWithCode(1), "element type f16 is not supported");
+}
+
+} // namespace
