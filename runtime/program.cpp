@@ -11,10 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cblas.h>
 #include <omp.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -174,10 +176,10 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
     }
   }
   comm_->setTimeout(timeout);
-  if (threads > 0) {
+  // The kernels run OpenBLAS single-threaded inside their own OpenMP
+  // threads (runtime/cpu/contraction.cpp), so OpenMP's count is the one.
+  if (threads > 0)
     omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
-  }
   if (s.manifestPath.empty())
     usage("no --manifest given");
 
@@ -301,6 +303,16 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   s.outputs.resize(info.numOutputs);
   s.outputSet.assign(info.numOutputs, false);
 
+  // Fault injection for meshc's own tests (test/e2e/faults.test): a rank
+  // that dies, or stalls, after the start-up checks.
+  if (const char *kill = std::getenv("MESHC_FAULT_KILL_RANK"))
+    if (std::atoi(kill) == comm_->rank())
+      std::raise(SIGKILL);
+  if (const char *stall = std::getenv("MESHC_FAULT_STALL_RANK"))
+    if (std::atoi(stall) == comm_->rank())
+      for (;;)
+        pause();
+
   void *arena = nullptr;
   if (posix_memalign(&arena, 64, info.arenaBytes ? info.arenaBytes : 64) != 0)
     fatal("cannot allocate the " + std::to_string(info.arenaBytes) +
@@ -406,6 +418,9 @@ int Program::finish() {
       copyBox(full.bytes.data(), global, data, o, l, width,
               /*toPiece=*/false);
     }
+    if (mkdir(s.outputDir.c_str(), 0777) != 0 && errno != EEXIST)
+      fatal("cannot create output folder '" + s.outputDir +
+            "': " + std::strerror(errno));
     std::string path = s.outputDir + "/" + name + ".npy";
     std::string error;
     if (!writeNpy(path, full, error))

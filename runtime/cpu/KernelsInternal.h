@@ -123,18 +123,18 @@ template <typename Fn> void parallelRuns(const Plan &plan, Fn &&fn) {
 template <typename T>
 void stridedCopy(const Plan &plan, const T *in, std::int64_t inBase, T *out) {
   const std::int64_t s = plan.innerStride(0);
-  parallelRuns(plan, [&](std::int64_t pos, const std::int64_t *off,
-                         std::int64_t len) {
-    const T *src = in + inBase + off[0];
-    T *dst = out + pos;
-    if (s == 1)
-      std::memcpy(dst, src, static_cast<std::size_t>(len) * sizeof(T));
-    else if (s == 0)
-      std::fill(dst, dst + len, *src);
-    else
-      for (std::int64_t i = 0; i < len; ++i)
-        dst[i] = src[i * s];
-  });
+  parallelRuns(
+      plan, [&](std::int64_t pos, const std::int64_t *off, std::int64_t len) {
+        const T *src = in + inBase + off[0];
+        T *dst = out + pos;
+        if (s == 1)
+          std::memcpy(dst, src, static_cast<std::size_t>(len) * sizeof(T));
+        else if (s == 0)
+          std::fill(dst, dst + len, *src);
+        else
+          for (std::int64_t i = 0; i < len; ++i)
+            dst[i] = src[i * s];
+      });
 }
 
 /// Calls fn(T{}) with T the unsigned integer type of `width` bytes, so that

@@ -7,8 +7,9 @@
 //      head, block of queries) task when the sequences are long (prefill),
 //      else by direct dot products with every row an independent OpenMP task
 //      (decode, short prompts).
-//   3. Each row: softcap, then the mask and the causal limit (j <= i + P),
-//      then a max-subtracted softmax; a row with no finite score gives zeros.
+//   3. Each row: the mask and the causal limit (j <= i + P), then softcap
+//      (ONNX's order), then a max-subtracted softmax; a row with no finite
+//      score gives zeros.
 //   4. out = P V, by sgemm or by axpy over the value rows.
 //
 // rotary rotates feature pairs per (batch, head, position) row.
@@ -39,7 +40,7 @@ constexpr std::int64_t kQueryBlock = 32;
 
 /// What one attention call needs to turn a row of raw scores into weights.
 struct RowContext {
-  std::int64_t heads = 0, seq = 0, total = 0, past = 0;
+  std::int64_t total = 0, past = 0;
   bool causal = false;
   float softcap = 0.0f;
   const TensorRef *mask = nullptr;
@@ -47,23 +48,22 @@ struct RowContext {
   std::int64_t maskStrides[4] = {};
 };
 
-/// Keys j < limit are not causally masked for query i.
+/// Keys j < limit are scored for query i: those not causally masked, or
+/// all of them under a softcap (where a masked key scores -softcap).
 inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t i) {
-  return ctx.causal ? std::min(ctx.total, i + ctx.past + 1) : ctx.total;
+  return ctx.causal && ctx.softcap <= 0.0f
+             ? std::min(ctx.total, i + ctx.past + 1)
+             : ctx.total;
 }
 
 /// Turns `scores` (scale * q.k for j < limit) into softmax weights over all
-/// `total` keys. Softcap comes before the mask, as ONNX Attention-23 and
-/// Gemma 2 apply it, so masked keys stay at -inf. Returns false (and leaves
-/// the row unspecified) when every key is masked: the caller writes zeros.
+/// `total` keys. The mask and the causal limit come first, then the softcap,
+/// as ONNX Attention-23 and onnxruntime order them (a masked key then scores
+/// -softcap). Returns false (and leaves the row unspecified) when every key
+/// is masked: the caller writes zeros.
 bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
                 std::int64_t h, std::int64_t i, std::int64_t limit) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  if (ctx.softcap > 0.0f) {
-    const float cap = ctx.softcap, inv = 1.0f / ctx.softcap;
-    for (std::int64_t j = 0; j < limit; ++j)
-      scores[j] = cap * std::tanh(scores[j] * inv);
-  }
   if (ctx.mask) {
     const std::int64_t *ms = ctx.maskStrides;
     const std::int64_t base = b * ms[0] + h * ms[1] + i * ms[2];
@@ -78,6 +78,14 @@ bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
       for (std::int64_t j = 0; j < limit; ++j)
         scores[j] += m[j * sj];
     }
+  }
+  if (ctx.softcap > 0.0f) {
+    if (ctx.causal)
+      for (std::int64_t j = i + ctx.past + 1; j < limit; ++j)
+        scores[j] = kNegInf;
+    const float cap = ctx.softcap, inv = 1.0f / ctx.softcap;
+    for (std::int64_t j = 0; j < limit; ++j)
+      scores[j] = cap * std::tanh(scores[j] * inv);
   }
   float maxScore = kNegInf;
 #pragma omp simd reduction(max : maxScore)
@@ -124,8 +132,8 @@ void attention(const TensorRef &query, const TensorRef &key,
   requireF32(query, "attention");
   requireF32(key, "attention");
   requireF32(value, "attention");
-  if ((pastKey || pastValue) && !(pastKey && pastValue && presentKey &&
-                                  presentValue))
+  if ((pastKey || pastValue) &&
+      !(pastKey && pastValue && presentKey && presentValue))
     fatal("attention: past key/value need both present outputs");
   const std::int64_t batch = query.shape[0], heads = query.shape[1],
                      seq = query.shape[2], dim = query.shape[3];
@@ -139,8 +147,6 @@ void attention(const TensorRef &query, const TensorRef &key,
   float *o = out.as<float>();
 
   RowContext ctx;
-  ctx.heads = heads;
-  ctx.seq = seq;
   ctx.total = total;
   ctx.past = past;
   ctx.causal = causal;
@@ -274,9 +280,8 @@ void rotary(const TensorRef &in, const TensorRef &cos, const TensorRef &sin,
 #pragma omp parallel for schedule(static) if (rows * dim > kParallelThreshold)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t s = r % seq, b = r / (seq * heads);
-    const std::int64_t tableRow =
-        positions ? readIndex(*positions, b * seq + s)
-                  : (sharedTable ? 0 : b) * seq + s;
+    const std::int64_t tableRow = positions ? readIndex(*positions, b * seq + s)
+                                            : (sharedTable ? 0 : b) * seq + s;
     const float *c = cosData + tableRow * half;
     const float *sn = sinData + tableRow * half;
     const float *xi = x + r * dim;

@@ -35,12 +35,12 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
   if (m == 0 || n == 0)
     return;
   const CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
-  const double macs = static_cast<double>(m) * static_cast<double>(n) *
-                      static_cast<double>(k);
+  const double macs =
+      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads <= 1 || macs <= kSerialGemmMacs) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b,
-                ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb,
+                beta, c, ldc);
     return;
   }
   // Split the longer side of C into one block per thread, rounded to the
@@ -128,8 +128,8 @@ void integerMatmul(const TensorRef &lhs, const TensorRef &rhs,
   T *c = out.as<T>();
   const std::int64_t batches = static_cast<std::int64_t>(s.batches.size());
   const std::int64_t rows = batches * s.m;
-#pragma omp parallel for schedule(static)                                      \
-    if (rows * s.n * s.k > kParallelThreshold)
+#pragma omp parallel for schedule(static) if (rows * s.n * s.k >               \
+                                              kParallelThreshold)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t bi = r / s.m, i = r % s.m;
     const T *arow = a + s.batches[bi].first + i * s.k;
@@ -186,8 +186,7 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
     return;
   }
   // Many small products (attention written as matmuls): one per thread.
-#pragma omp parallel for schedule(static)                                      \
-    if (macs * batches > kSerialGemmMacs)
+#pragma omp parallel for schedule(static) if (macs * batches > kSerialGemmMacs)
   for (std::int64_t i = 0; i < batches; ++i)
     sgemm(false, s.m, s.n, s.k, 1.0f, a + s.batches[i].first, s.k,
           b + s.batches[i].second, ldb, 0.0f, c + i * s.m * s.n, s.n);

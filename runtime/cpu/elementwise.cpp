@@ -59,10 +59,10 @@ void broadcastBinary(const TensorRef &lhs, const TensorRef &rhs,
   const T *b = rhs.as<const T>();
   R *o = out.as<R>();
   const std::int64_t sa = plan.innerStride(0), sb = plan.innerStride(1);
-  parallelRuns(plan, [&](std::int64_t pos, const std::int64_t *off,
-                         std::int64_t len) {
-    binaryRun(a + off[0], sa, b + off[1], sb, o + pos, len, op);
-  });
+  parallelRuns(
+      plan, [&](std::int64_t pos, const std::int64_t *off, std::int64_t len) {
+        binaryRun(a + off[0], sa, b + off[1], sb, o + pos, len, op);
+      });
 }
 
 /// Integer division truncating toward zero (ONNX Div); a zero divisor is
@@ -191,6 +191,38 @@ void map(const TensorRef &in, const TensorRef &out, Op op) {
     y[i] = op(x[i]);
 }
 
+/// The dfg op a UnaryOp implements, for messages.
+const char *unaryName(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Sqrt:
+    return "sqrt";
+  case UnaryOp::Reciprocal:
+    return "reciprocal";
+  case UnaryOp::Neg:
+    return "neg";
+  case UnaryOp::Silu:
+    return "silu";
+  case UnaryOp::Erf:
+    return "erf";
+  case UnaryOp::Tanh:
+    return "tanh";
+  case UnaryOp::Sigmoid:
+    return "sigmoid";
+  case UnaryOp::Exp:
+    return "exp";
+  case UnaryOp::Cos:
+    return "cos";
+  case UnaryOp::Sin:
+    return "sin";
+  case UnaryOp::Not:
+    return "not";
+  case UnaryOp::Gelu:
+  case UnaryOp::GeluTanh:
+    return "gelu";
+  }
+  return "unary";
+}
+
 } // namespace
 
 void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
@@ -198,7 +230,7 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
     return;
   if (op == UnaryOp::Not) {
     if (in.dtype != DType::Bool)
-      unsupportedDType("not", in.dtype);
+      unsupportedDType(unaryName(op), in.dtype);
     return map<std::uint8_t>(
         in, out, [](std::uint8_t x) { return std::uint8_t(x == 0); });
   }
@@ -210,7 +242,7 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
     return map<std::int32_t>(in, out, [](std::int32_t x) {
       return static_cast<std::int32_t>(0 - static_cast<std::uint32_t>(x));
     });
-  requireF32(in, "unary");
+  requireF32(in, unaryName(op));
   switch (op) {
   case UnaryOp::Sqrt:
     return map<float>(in, out, [](float x) { return std::sqrt(x); });
@@ -272,15 +304,15 @@ void where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
     const T *a = lhs.as<const T>();
     const T *b = rhs.as<const T>();
     T *o = out.as<T>();
-    parallelRuns(plan, [&](std::int64_t pos, const std::int64_t *off,
-                           std::int64_t len) {
-      const std::uint8_t *cr = c + off[0];
-      const T *ar = a + off[1];
-      const T *br = b + off[2];
-      T *orow = o + pos;
-      for (std::int64_t i = 0; i < len; ++i)
-        orow[i] = cr[i * sc] ? ar[i * sa] : br[i * sb];
-    });
+    parallelRuns(
+        plan, [&](std::int64_t pos, const std::int64_t *off, std::int64_t len) {
+          const std::uint8_t *cr = c + off[0];
+          const T *ar = a + off[1];
+          const T *br = b + off[2];
+          T *orow = o + pos;
+          for (std::int64_t i = 0; i < len; ++i)
+            orow[i] = cr[i * sc] ? ar[i * sa] : br[i * sb];
+        });
   });
 }
 

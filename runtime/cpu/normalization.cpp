@@ -88,8 +88,8 @@ void normalize(const TensorRef &in, const TensorRef &scale,
       const double c = x[i] - mean;
       sq += c * c;
     }
-    const float inv = static_cast<float>(1.0 / std::sqrt(sq * invInner +
-                                                         epsilon));
+    const float inv =
+        static_cast<float>(1.0 / std::sqrt(sq * invInner + epsilon));
     const float m = static_cast<float>(mean);
     if (beta) {
       for (std::int64_t i = 0; i < inner; ++i)

@@ -115,6 +115,7 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
           y[o] = m;
         } else {
           SumType<T> sum = 0;
+#pragma omp simd reduction(+ : sum)
           for (std::int64_t i = 0; i < r; ++i)
             sum += row[i];
           y[o] = reducer.finish(sum);
@@ -126,8 +127,8 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
     // blocks so that outer == 1 still spreads over the threads.
     constexpr std::int64_t kBlock = 1024;
     const std::int64_t blocks = (inner + kBlock - 1) / kBlock;
-#pragma omp parallel for collapse(2) schedule(static)                          \
-    if (total > kParallelThreshold)
+#pragma omp parallel for collapse(2)                                           \
+    schedule(static) if (total > kParallelThreshold)
     for (std::int64_t o = 0; o < outer; ++o)
       for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t begin = b * kBlock;
@@ -167,8 +168,8 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
   int numKept = 0, numRed = 0;
   for (int g = 0; g < groups; ++g)
     (isReduced[g] ? redDims[numRed++] : keptDims[numKept++]) = g;
-#pragma omp parallel for schedule(static)                                      \
-    if (outCount * count > kParallelThreshold)
+#pragma omp parallel for schedule(static) if (outCount * count >               \
+                                              kParallelThreshold)
   for (std::int64_t o = 0; o < outCount; ++o) {
     std::int64_t base = 0, rest = o;
     for (int k = numKept - 1; k >= 0; --k) {

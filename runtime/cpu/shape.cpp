@@ -73,9 +73,9 @@ void gather(const TensorRef &data, const TensorRef &indices, std::int64_t axis,
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t index = readIndex(indices, i);
     if (index < -dim || index >= dim)
-      fatal("gather: index " + std::to_string(index) +
-            " is outside [-" + std::to_string(dim) + ", " +
-            std::to_string(dim) + ") of axis " + std::to_string(axis));
+      fatal("gather: index " + std::to_string(index) + " is outside [-" +
+            std::to_string(dim) + ", " + std::to_string(dim) + ") of axis " +
+            std::to_string(axis));
   }
   if (out.numElements() == 0)
     return;
@@ -142,8 +142,7 @@ void trilu(const TensorRef &in, bool upper, std::int64_t diagonal,
   const auto *src = static_cast<const unsigned char *>(in.data);
   auto *dst = static_cast<unsigned char *>(out.data);
   const std::int64_t total = matrices * rows;
-#pragma omp parallel for schedule(static)                                      \
-    if (total * cols > kParallelThreshold)
+#pragma omp parallel for schedule(static) if (total * cols > kParallelThreshold)
   for (std::int64_t r = 0; r < total; ++r) {
     const std::int64_t i = r % rows;
     // Kept columns: j - i >= diagonal (upper) or j - i <= diagonal (lower).
@@ -213,11 +212,12 @@ void embedding(const TensorRef &table, const TensorRef &ids,
       fatal("embedding: token id " + std::to_string(id) +
             " is outside the table's " + std::to_string(vocab) + " rows");
   }
-  const std::size_t row = static_cast<std::size_t>(hidden) *
-                          byteWidth(table.dtype);
+  const std::size_t row =
+      static_cast<std::size_t>(hidden) * byteWidth(table.dtype);
   const auto *src = static_cast<const unsigned char *>(table.data);
   auto *dst = static_cast<unsigned char *>(out.data);
-#pragma omp parallel for schedule(static) if (count * hidden > kParallelThreshold)
+#pragma omp parallel for schedule(static) if (count * hidden >                 \
+                                              kParallelThreshold)
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t id = readIndex(ids, i);
     if (id < 0)

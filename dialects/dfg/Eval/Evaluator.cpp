@@ -799,6 +799,9 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
                 scores[j] = score;
                 maxScore = std::max(maxScore, score);
               }
+              // A row with every key masked attends to nothing: zeros.
+              if (maxScore == -INFINITY)
+                continue;
               double denom = 0;
               for (double &sc : scores)
                 denom += (sc = std::exp(sc - maxScore));

@@ -799,7 +799,10 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
                key j > query i + P (P = past length: the new keys line up
                with the queries, as in ONNX Attention-23)
       scores = softcap * tanh(scores / softcap)     (when softcap > 0)
-      result = softmax(scores over keys) V
+      result = softmax(scores over keys) V   (zeros where every key is masked)
+
+    The softcap comes after the mask, as ONNX Attention-23 and onnxruntime
+    apply it: with a softcap, a masked key scores -softcap, not -inf.
 
     Layout: `query` `[batch, heads, seq, head_dim]`, `key`/`value`
     `[batch, kv_heads, kv_seq, head_dim | v_dim]`, result

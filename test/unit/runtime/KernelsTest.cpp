@@ -215,7 +215,9 @@ void expectExact(const Tensor &got, const std::vector<double> &want) {
 }
 
 /// Death tests fork while OpenMP's threads exist: re-execute instead.
-void useThreadsafeDeathTests() { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+void useThreadsafeDeathTests() {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+}
 
 //===----------------------------------------------------------------------===//
 // Binary
@@ -415,10 +417,10 @@ void checkUnary(UnaryOp op, const Tensor &in) {
 }
 
 TEST(KernelsTest, UnaryF32) {
-  const UnaryOp ops[] = {UnaryOp::Sqrt,    UnaryOp::Reciprocal, UnaryOp::Neg,
-                         UnaryOp::Silu,    UnaryOp::Erf,        UnaryOp::Tanh,
-                         UnaryOp::Sigmoid, UnaryOp::Exp,        UnaryOp::Cos,
-                         UnaryOp::Sin,     UnaryOp::Gelu,       UnaryOp::GeluTanh};
+  const UnaryOp ops[] = {
+      UnaryOp::Sqrt, UnaryOp::Reciprocal, UnaryOp::Neg,     UnaryOp::Silu,
+      UnaryOp::Erf,  UnaryOp::Tanh,       UnaryOp::Sigmoid, UnaryOp::Exp,
+      UnaryOp::Cos,  UnaryOp::Sin,        UnaryOp::Gelu,    UnaryOp::GeluTanh};
   for (UnaryOp op : ops) {
     SCOPED_TRACE(static_cast<int>(op));
     const bool positive = op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal;
@@ -456,13 +458,12 @@ TEST(KernelsTest, WhereOnEveryWidth) {
   checkWhere(c, randomInt(DType::Bool, {3, 4}, 0, 1),
              randomInt(DType::Bool, {2, 3, 4}, 0, 1));
   checkWhere(randomInt(DType::Bool, {1, 1, 64, 64}, 0, 1),
-             randomF32({2, 12, 64, 64}),
-             fromValues(DType::F32, {}, {-kInf}));
+             randomF32({2, 12, 64, 64}), fromValues(DType::F32, {}, {-kInf}));
 }
 
 TEST(KernelsTest, CastBetweenF32IntegersAndBool) {
-  Tensor f = fromValues(DType::F32, {8},
-                        {1.9, -1.9, 0.0, -0.0, 2.5, -3.5, 1e3, 0.25});
+  Tensor f =
+      fromValues(DType::F32, {8}, {1.9, -1.9, 0.0, -0.0, 2.5, -3.5, 1e3, 0.25});
   Tensor toI64(DType::I64, f.shape), toI32(DType::I32, f.shape),
       toBool(DType::Bool, f.shape);
   cast(f.ref(), toI64.ref());
@@ -472,8 +473,8 @@ TEST(KernelsTest, CastBetweenF32IntegersAndBool) {
   expectExact(toI32, {1, -1, 0, 0, 2, -3, 1000, 0});
   expectExact(toBool, {1, 1, 0, 0, 1, 1, 1, 1});
 
-  Tensor nan = fromValues(DType::F32, {1},
-                          {std::numeric_limits<double>::quiet_NaN()});
+  Tensor nan =
+      fromValues(DType::F32, {1}, {std::numeric_limits<double>::quiet_NaN()});
   Tensor nanOut(DType::I64, {1});
   cast(nan.ref(), nanOut.ref());
   expectExact(nanOut, {0});
@@ -569,15 +570,14 @@ void checkConcat(const std::vector<Tensor> &inputs, std::int64_t axis) {
 
 TEST(KernelsTest, Concat) {
   checkConcat({randomF32({2, 3, 4}), randomF32({1, 3, 4})}, 0);
-  checkConcat({randomF32({2, 3, 4}), randomF32({2, 1, 4}),
-               randomF32({2, 2, 4})},
-              1);
+  checkConcat(
+      {randomF32({2, 3, 4}), randomF32({2, 1, 4}), randomF32({2, 2, 4})}, 1);
   checkConcat({randomInt(DType::I32, {2, 3, 1}, -9, 9),
                randomInt(DType::I32, {2, 3, 5}, -9, 9)},
               2);
-  checkConcat({randomInt(DType::I64, {3}, -9, 9),
-               randomInt(DType::I64, {2}, -9, 9)},
-              0);
+  checkConcat(
+      {randomInt(DType::I64, {3}, -9, 9), randomInt(DType::I64, {2}, -9, 9)},
+      0);
   checkConcat({randomF32({1, 12, 100, 64}), randomF32({1, 12, 1, 64})}, 2);
 }
 
@@ -598,10 +598,10 @@ void checkGather(const Tensor &data, const Tensor &indices, std::int64_t axis) {
       which += data.shape[axis];
     std::int64_t offset = 0;
     for (std::size_t d = 0; d < data.shape.size(); ++d) {
-      const std::int64_t id =
-          static_cast<std::int64_t>(d) < axis   ? index[d]
-          : static_cast<std::int64_t>(d) == axis ? which
-                                                 : index[d - 1 + q];
+      const std::int64_t id = static_cast<std::int64_t>(d) < axis ? index[d]
+                              : static_cast<std::int64_t>(d) == axis
+                                  ? which
+                                  : index[d - 1 + q];
       offset = offset * data.shape[d] + id;
     }
     want[i] = data.at(offset);
@@ -650,8 +650,7 @@ TEST(KernelsTest, SliceWithStepsAndNegativeSteps) {
   checkSlice(in, {0, 4, 5}, {2, -1, -2}, {2, 5, 3});
   checkSlice(in, {3, 1, 0}, {-1, 2, 3}, {4, 2, 2});
   checkSlice(randomInt(DType::I64, {10}, -9, 9), {9}, {-3}, {4});
-  checkSlice(randomF32({1, 128, 2304}), {0, 0, 768}, {1, 1, 1},
-             {1, 128, 768});
+  checkSlice(randomF32({1, 128, 2304}), {0, 0, 768}, {1, 1, 1}, {1, 128, 768});
 }
 
 void checkExpand(const Tensor &in, const Shape &shape) {
@@ -808,9 +807,8 @@ void checkReduce(ReduceOp op, const Tensor &in, const Shape &axes) {
 
 TEST(KernelsTest, ReduceOverOneOrSeveralAxes) {
   Tensor in = randomF32({2, 3, 4, 5});
-  const Shape axesSets[] = {{3},    {1},    {0},       {0, 1},
-                            {2, 3}, {0, 2}, {1, 3},    {0, 2, 3},
-                            {0, 1, 2, 3}, {}};
+  const Shape axesSets[] = {{3},    {1},    {0},       {0, 1},       {2, 3},
+                            {0, 2}, {1, 3}, {0, 2, 3}, {0, 1, 2, 3}, {}};
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max})
     for (const Shape &axes : axesSets) {
       SCOPED_TRACE(static_cast<int>(op));
@@ -845,7 +843,8 @@ void checkMatmul(const Tensor &a, const Tensor &b) {
   if (bs.size() == 1)
     bs.push_back(1);
   const std::int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  const Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  const Shape aBatch(as.begin(), as.end() - 2),
+      bBatch(bs.begin(), bs.end() - 2);
   const Shape batch = broadcastShape(aBatch, bBatch);
   Shape outShape = batch;
   if (a.shape.size() > 1)
@@ -883,6 +882,7 @@ TEST(KernelsTest, MatmulBatchesAndVectors) {
   checkMatmul(randomF32({2, 3, 4}), randomF32({4}));          // 1-D rhs
   checkMatmul(randomF32({4}), randomF32({4}));                // dot
   checkMatmul(randomF32({2, 12, 64, 32}), randomF32({2, 12, 32, 64}));
+  checkMatmul(randomF32({2, 128, 96}), randomF32({2, 96, 128})); // split
   checkMatmul(randomInt(DType::I64, {2, 3, 4}, -9, 9),
               randomInt(DType::I64, {4, 2}, -9, 9));
   checkMatmul(randomInt(DType::I32, {3}, -9, 9),
@@ -924,9 +924,18 @@ TEST(KernelsTest, LinearWithAndWithoutTransposeAndBias) {
   checkLinear(in, wt, &bias, true);
   Tensor vec = randomF32({32});
   checkLinear(vec, w, &bias, false);
+  // Past 2^20 multiply-adds a product is split over the OpenMP team: by
+  // columns of C when N is the longer side, else by rows.
   Tensor big = randomF32({1, 128, 64});
   Tensor wBig = randomF32({64, 300}), bBig = randomF32({300});
   checkLinear(big, wBig, &bBig, false);
+  Tensor wBigT = randomF32({300, 64});
+  checkLinear(big, wBigT, &bBig, true);
+  Tensor tall = randomF32({2, 400, 64});
+  Tensor wNarrow = randomF32({64, 48}), bNarrow = randomF32({48});
+  checkLinear(tall, wNarrow, &bNarrow, false);
+  Tensor wNarrowT = randomF32({48, 64});
+  checkLinear(tall, wNarrowT, nullptr, true);
 }
 
 //===----------------------------------------------------------------------===//
@@ -934,8 +943,8 @@ TEST(KernelsTest, LinearWithAndWithoutTransposeAndBias) {
 //===----------------------------------------------------------------------===//
 
 struct AttentionCase {
-  std::int64_t batch = 1, heads = 2, kvHeads = 2, seq = 3, past = 0,
-               newKv = 3, dim = 8, vDim = 8;
+  std::int64_t batch = 1, heads = 2, kvHeads = 2, seq = 3, past = 0, newKv = 3,
+               dim = 8, vDim = 8;
   bool causal = false;
   float softcap = 0.0f;
   /// The mask: none, bool or f32, of this shape.
@@ -946,8 +955,8 @@ struct AttentionCase {
 };
 
 /// Runs attention on random inputs and compares with a float64 reference:
-/// softcap, then the mask and the causal limit (j > i + past is -inf), then
-/// softmax; a row whose keys are all masked is zeros.
+/// the mask and the causal limit (j > i + past is -inf), then softcap
+/// (ONNX's order), then softmax; a row whose keys are all masked is zeros.
 void checkAttention(const AttentionCase &c) {
   const std::int64_t total = c.past + c.newKv;
   Tensor q = randomF32({c.batch, c.heads, c.seq, c.dim}, -2, 2);
@@ -1011,14 +1020,15 @@ void checkAttention(const AttentionCase &c) {
             dot += q.at(((b * c.heads + h) * c.seq + i) * c.dim + d) *
                    kk[((b * c.kvHeads + kvh) * total + j) * c.dim + d];
           double score = static_cast<double>(scale) * dot;
-          if (c.softcap > 0)
-            score = c.softcap * std::tanh(score / c.softcap);
           if (hasMask) {
-            const double m = mask.at(broadcastOffset({b, h, i, j}, c.maskShape));
+            const double m =
+                mask.at(broadcastOffset({b, h, i, j}, c.maskShape));
             score += c.maskType == DType::Bool ? (m != 0 ? 0.0 : -kInf) : m;
           }
           if (c.causal && j > i + c.past)
             score = -kInf;
+          if (c.softcap > 0)
+            score = c.softcap * std::tanh(score / c.softcap);
           s[j] = score;
           maxScore = std::max(maxScore, score);
         }
@@ -1172,7 +1182,7 @@ TEST(KernelsTest, RotaryWithAndWithoutPositions) {
     c.sharedTable = true;
     checkRotary(c); // one [1, seq, half] table
     c.withPositions = true;
-    checkRotary(c); // cos/sin caches indexed by position
+    checkRotary(c);  // cos/sin caches indexed by position
     c.rotaryDim = 4; // features 4..7 pass through
     checkRotary(c);
     c.withPositions = false;
@@ -1332,7 +1342,8 @@ TEST(KernelsTest, HalfPrecisionIsRefusedOnTheCpu) {
   Tensor in(DType::F16, {4});
   Tensor out(DType::F16, {4});
   EXPECT_EXIT(unary(UnaryOp::Exp, in.ref(), out.ref()),
-              ::testing::ExitedWithCode(1), "element type f16 is not supported");
+              ::testing::ExitedWithCode(1),
+              "element type f16 is not supported");
 }
 
 } // namespace
