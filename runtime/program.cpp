@@ -303,6 +303,10 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   s.outputs.resize(info.numOutputs);
   s.outputSet.assign(info.numOutputs, false);
 
+  for (int g = 0; g < info.numGroups; ++g)
+    groupHandles_.push_back(comm_->openGroup(std::vector<std::int64_t>(
+        info.groups[g].axes, info.groups[g].axes + info.groups[g].numAxes)));
+
   // Fault injection for meshc's own tests (test/e2e/faults.test): a rank
   // that dies, or stalls, after the start-up checks.
   if (const char *kill = std::getenv("MESHC_FAULT_KILL_RANK"))

@@ -22,6 +22,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%meshc_src", config.meshc_src_root))
 config.substitutions.append(("%meshc_bin", config.meshc_tools_dir))
+# A user's own mpirun, as the README shows it (root and oversubscription
+# allowed: CI runs as root on 2 cores).
+config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 
 # Tests that write ONNX models need the bootstrap environment; without it they
 # would fail confusingly, so stop here with the remedy.

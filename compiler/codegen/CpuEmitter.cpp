@@ -278,10 +278,6 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
           "const rt::TensorRef *results) {\n";
   os << "  std::uint8_t *const A = p.arena() + " << frameOffset_
      << "; // this function's frame\n";
-  (void)os;
-  if (isMain)
-    for (auto [i, g] : llvm::enumerate(groups_.keys()))
-      (void)i, (void)g;
   for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
     std::string name = "a" + std::to_string(i);
     if (isMain) {
@@ -575,7 +571,7 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
       (op->getName().getStringRef() + " #" + Twine(++collectiveCount_)).str());
   SmallVector<int64_t> axes64(axes.begin(), axes.end());
   auto group = [&]() {
-    return "g" + std::to_string(groups_.lookup(groupKey(axes)));
+    return "p.group(" + std::to_string(groups_.lookup(groupKey(axes))) + ")";
   };
   if (auto send = dyn_cast<shard::SendOp>(op)) {
     std::string in = operand(send.getInput(), os);
@@ -784,26 +780,24 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
       "kOutputs", result.outputs,
       [](const SignatureEntry &e) { return e.name; },
       [](const SignatureEntry &e) { return e.localType; });
+  os << "// Communication groups (grid axes), opened by every rank in the "
+        "same order.\n";
+  os << "const rt::GroupSpec kGroups[] = {\n";
+  for (const GroupAxes &g : groups)
+    os << "    {" << g.size() << ", "
+       << list(SmallVector<int64_t>(g.begin(), g.end())) << "},\n";
+  if (groups.empty())
+    os << "    {0, {}},\n";
+  os << "};\n";
   os << "const rt::ProgramInfo kInfo = {" << cppString(roleName) << ", 0x"
-     << rt::hex64(result.collectiveHash) << "ull, " << result.arenaBytes << ", "
-     << gridShape.size() << ", kGrid, " << numWeights << ", kWeights, "
-     << numInputs << ", kInputs, " << numOutputs << ", kOutputs};\n\n";
-  os << "// Communication groups, opened by every rank in the same order.\n";
-  for (size_t i = 0; i < groups.size(); ++i)
-    os << "int g" << i << " = -1; // grid axes "
-       << list(SmallVector<int64_t>(groups[i].begin(), groups[i].end()))
-       << "\n";
-  os << "\nvoid openGroups(rt::Program &p) {\n";
-  for (size_t i = 0; i < groups.size(); ++i)
-    os << "  g" << i << " = p.comm().openGroup("
-       << list(SmallVector<int64_t>(groups[i].begin(), groups[i].end()))
-       << ");\n";
-  os << "  (void)p;\n}\n";
+     << rt::hex64(result.collectiveHash) << "ull, " << result.arenaBytes
+     << ", " << gridShape.size() << ", kGrid, " << numWeights << ", kWeights, "
+     << numInputs << ", kInputs, " << numOutputs << ", kOutputs, "
+     << groups.size() << ", kGroups};\n";
   os << body;
   os << "\n} // namespace\n\n"
         "int main(int argc, char **argv) {\n"
         "  rt::Program p(argc, argv, kInfo);\n"
-        "  openGroups(p);\n"
         "  run(p);\n"
         "  return p.finish();\n"
         "}\n";

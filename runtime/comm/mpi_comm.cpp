@@ -316,6 +316,10 @@ int Comm::openGroup(const std::vector<std::int64_t> &axes) {
     groupSize *= grid_[axis];
   }
 
+  // MPI_Comm_split blocks with no timeout: meet in a barrier that has one
+  // first, so that a rank which died or stalls before this point stops the
+  // job instead of hanging it.
+  barrier("opening the communication groups");
   auto *group = new Group;
   check(MPI_Comm_split(worldComm, static_cast<int>(color),
                        static_cast<int>(key), &group->comm),

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace meshc::rt {
 
@@ -40,6 +41,12 @@ struct TensorSpec {
   DType dtype;
   int rank;
   std::int64_t shape[kMaxRank];
+};
+
+/// A communication group: the ranks that differ only in these grid axes.
+struct GroupSpec {
+  int numAxes;
+  std::int64_t axes[kMaxRank];
 };
 
 /// What generated code tells the harness about itself.
@@ -55,6 +62,8 @@ struct ProgramInfo {
   const TensorSpec *inputs;
   int numOutputs;
   const TensorSpec *outputs;
+  int numGroups; ///< the same list, in the same order, on every rank
+  const GroupSpec *groups;
 };
 
 class Program {
@@ -65,6 +74,8 @@ public:
   Program &operator=(const Program &) = delete;
 
   Comm &comm() { return *comm_; }
+  /// The Comm handle of group `index` of ProgramInfo::groups.
+  int group(int index) const { return groupHandles_[index]; }
   /// The arena all activations live in (64-byte aligned).
   std::uint8_t *arena() { return arena_; }
 
@@ -87,6 +98,7 @@ private:
   Comm *comm_ = nullptr;
   std::uint8_t *arena_ = nullptr;
   std::unique_ptr<State> state_;
+  std::vector<int> groupHandles_;
 };
 
 } // namespace meshc::rt
