@@ -13,7 +13,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,7 +48,7 @@ Shape specShape(const TensorSpec &spec) {
   fatal(message +
         "\nusage: <rank executable> --manifest out/manifest.json "
         "[--input NAME=FILE.npy ...] [--output-dir DIR] "
-        "[--collective-timeout SECONDS] [--threads N]\n(normally started by "
+        "[--collective-timeout SECONDS] [--threads N] [--repeat N]\n(normally started by "
         "'meshc run out/ ...' or 'mpirun', which pass these)");
 }
 
@@ -135,6 +138,7 @@ struct Program::State {
   std::vector<HostTensor> inputs;  // the rank's pieces
   std::vector<HostTensor> outputs; // as recorded
   std::vector<bool> outputSet;
+  int repeat = 1;
 };
 
 Program::Program(int argc, char **argv, const ProgramInfo &info)
@@ -166,6 +170,11 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
       timeout = std::strtod(v.c_str(), &end);
       if (!end || *end || timeout <= 0)
         usage("--collective-timeout '" + v + "' is not a positive number");
+    } else if (arg == "--repeat") {
+      std::string v = value();
+      s.repeat = std::atoi(v.c_str());
+      if (s.repeat <= 0)
+        usage("--repeat '" + v + "' is not a positive number");
     } else if (arg == "--threads") {
       std::string v = value();
       threads = std::atoi(v.c_str());
@@ -354,6 +363,28 @@ void Program::output(int index, const TensorRef &value) {
   const auto *p = static_cast<const std::uint8_t *>(value.data);
   h.bytes.assign(p, p + value.byteSize());
   state_->outputSet[index] = true;
+}
+
+void Program::execute(void (*body)(Program &)) {
+  int n = state_->repeat;
+  std::vector<double> times;
+  for (int i = 0; i < n; ++i) {
+    if (n > 1)
+      comm_->barrier("benchmark start");
+    auto start = std::chrono::steady_clock::now();
+    body(*this);
+    if (n > 1)
+      comm_->barrier("benchmark stop");
+    times.push_back(std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  if (n > 1 && comm_->rank() == 0) {
+    std::sort(times.begin(), times.end());
+    std::printf("meshc: %d runs of %s: median %.3f ms, fastest %.3f ms\n", n,
+                info_.role, times[times.size() / 2], times.front());
+    std::fflush(stdout);
+  }
 }
 
 int Program::finish() {

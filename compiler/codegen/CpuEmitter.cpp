@@ -798,7 +798,7 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   os << "\n} // namespace\n\n"
         "int main(int argc, char **argv) {\n"
         "  rt::Program p(argc, argv, kInfo);\n"
-        "  run(p);\n"
+        "  p.execute(run);\n"
         "  return p.finish();\n"
         "}\n";
   result.source = std::move(text);

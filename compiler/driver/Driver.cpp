@@ -430,6 +430,11 @@ int runDriver(int argc, char **argv) {
       cl::desc("Threads per rank for the kernels (default: the machine's "
                "cores divided by the ranks, at least 1)"),
       cl::value_desc("N"), cl::init(0), cl::sub(runCmd), cl::cat(category));
+  cl::opt<unsigned> runRepeat(
+      "repeat",
+      cl::desc("Run the forward step N times (benchmarking); rank 0 prints "
+               "the median and fastest time (default 1)"),
+      cl::value_desc("N"), cl::init(1), cl::sub(runCmd), cl::cat(category));
   cl::opt<std::string> runMpirunArgs(
       "mpirun-args",
       cl::desc("Extra arguments for mpirun, e.g. \"--hostfile hosts\" "
@@ -540,6 +545,7 @@ int runDriver(int argc, char **argv) {
     request.collectiveTimeout = runTimeout;
     request.threads = runThreads;
     request.mpirunArgs = runMpirunArgs;
+    request.repeat = runRepeat;
     for (const std::string &input : runInputs) {
       auto [name, file] = StringRef(input).split('=');
       request.inputs.emplace_back(name.str(), file.str());

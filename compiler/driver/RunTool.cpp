@@ -99,6 +99,10 @@ int runCompiled(const RunRequest &request) {
   if (!threads)
     threads = std::max<unsigned>(
         1, llvm::hardware_concurrency().compute_thread_count() / world);
+  if (request.repeat > 1) {
+    rankArgs.push_back("--repeat");
+    rankArgs.push_back(std::to_string(request.repeat));
+  }
   rankArgs.push_back("--threads");
   rankArgs.push_back(std::to_string(threads));
   for (const auto &[name, file] : given) {

@@ -22,6 +22,7 @@ struct RunRequest {
   double collectiveTimeout = 300;
   unsigned threads = 0; ///< 0: cores / ranks
   std::string mpirunArgs;
+  unsigned repeat = 1; ///< > 1: benchmark, rank 0 prints the timings
 };
 
 /// Runs the job; returns the exit status for meshc.

@@ -86,6 +86,11 @@ public:
   /// Records output `index` (copied; assembled across ranks by finish()).
   void output(int index, const TensorRef &value);
 
+  /// Runs `body` (the generated program) once, or `--repeat N` times for
+  /// benchmarks, timing each run between barriers; rank 0 prints the
+  /// median and the fastest when repeated.
+  void execute(void (*body)(Program &));
+
   /// Assembles every output from the ranks that hold its pieces, writes
   /// each as <output-dir>/<name>.npy on the writing rank, leaves the MPI job
   /// and returns the exit status.
