@@ -18,12 +18,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace meshc::rt {
@@ -45,11 +45,11 @@ Shape specShape(const TensorSpec &spec) {
 }
 
 [[noreturn]] void usage(const std::string &message) {
-  fatal(message +
-        "\nusage: <rank executable> --manifest out/manifest.json "
-        "[--input NAME=FILE.npy ...] [--output-dir DIR] "
-        "[--collective-timeout SECONDS] [--threads N] [--repeat N]\n(normally started by "
-        "'meshc run out/ ...' or 'mpirun', which pass these)");
+  fatal(message + "\nusage: <rank executable> --manifest out/manifest.json "
+                  "[--input NAME=FILE.npy ...] [--output-dir DIR] "
+                  "[--collective-timeout SECONDS] [--threads N] [--repeat "
+                  "N]\n(normally started by "
+                  "'meshc run out/ ...' or 'mpirun', which pass these)");
 }
 
 /// The per-dimension grid axes of a manifest "sharding" entry.

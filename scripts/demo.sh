@@ -10,8 +10,13 @@
 #   3. `meshc-eval` runs the IR with meshc's reference evaluator;
 #   4. the logits are compared with onnxruntime's, and the next-token
 #      predictions of both printed.
-# Sharding over a mesh and per-rank executables come next; `meshc --help`
-# lists the commands they fill. Run by `make demo` after the build.
+#   5. `meshc compile --emit sharded` shards it for tp=2 and meshc-eval runs
+#      both ranks in one process;
+#   6. `meshc compile --mesh tp=2` builds the per-rank executables, weight
+#      shards and manifest;
+#   7. `meshc run` launches them under mpirun; their next-token predictions
+#      and largest difference from onnxruntime are printed.
+# Run by `make demo` after the build.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,4 +70,17 @@ grep -oE '= shard\.[a-z_]+' "$work/tp2.mlir" | sort | uniq -c | sed 's/^ */     
   --input "input_ids=$work/inputs/input_ids.npy" --output-dir "$work/tp2_out"
 echo "   both ranks run in one process (meshc-eval), with in-memory collectives; compared with onnxruntime:"
 "$python" "$repo/models/compare.py" --reference "$work/reference" --output "$work/tp2_out" |
+  sed 's/^/   /'
+
+echo "== 6. meshc compile --mesh tp=2: per-rank executables, weight shards, manifest"
+rm -rf "$work/tp2-exe"
+"$bin/meshc" compile "$work/model.onnx" --mesh tp=2 -o "$work/tp2-exe" | sed 's/^/   /'
+for role in "$work"/tp2-exe/role*; do
+  echo "   $(basename "$role"): $(du -h "$role" | cut -f1) executable," \
+    "weights $(du -h "$work/tp2-exe/weights/$(basename "$role").safetensors" | cut -f1)"
+done
+echo "== 7. meshc run: both ranks under mpirun, collectives over MPI; compared with onnxruntime"
+"$bin/meshc" run "$work/tp2-exe" --input "input_ids=$work/inputs/input_ids.npy" \
+  --output-dir "$work/tp2-exe-out"
+"$python" "$repo/models/compare.py" --reference "$work/reference" --output "$work/tp2-exe-out" |
   sed 's/^/   /'

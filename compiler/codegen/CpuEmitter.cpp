@@ -790,8 +790,8 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
     os << "    {0, {}},\n";
   os << "};\n";
   os << "const rt::ProgramInfo kInfo = {" << cppString(roleName) << ", 0x"
-     << rt::hex64(result.collectiveHash) << "ull, " << result.arenaBytes
-     << ", " << gridShape.size() << ", kGrid, " << numWeights << ", kWeights, "
+     << rt::hex64(result.collectiveHash) << "ull, " << result.arenaBytes << ", "
+     << gridShape.size() << ", kGrid, " << numWeights << ", kWeights, "
      << numInputs << ", kInputs, " << numOutputs << ", kOutputs, "
      << groups.size() << ", kGroups};\n";
   os << body;
