@@ -115,6 +115,11 @@ int runCompiled(const RunRequest &request) {
   if (geteuid() == 0)
     argv.push_back("--allow-run-as-root");
   argv.push_back("--oversubscribe");
+  // OpenMPI binds each rank of a small job to one core, which would put all
+  // of a rank's kernel threads on that core (2.1x slower on GPT-2-small,
+  // bench/RESULTS.md); the OS places threads better. --mpirun-args can bind.
+  argv.push_back("--bind-to");
+  argv.push_back("none");
   for (StringRef extra : llvm::split(request.mpirunArgs, ' '))
     if (!extra.empty())
       argv.push_back(extra.str());
