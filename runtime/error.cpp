@@ -17,6 +17,13 @@ std::string &context() {
 }
 } // namespace
 
+std::string formatShape(const std::vector<std::int64_t> &shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 void setFatalHandler(FatalHandler h) { handler = h; }
 
 void setErrorContext(const std::string &value) { context() = value; }

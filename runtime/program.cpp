@@ -33,13 +33,6 @@ namespace {
 using json = nlohmann::json;
 using Shape = std::vector<std::int64_t>;
 
-std::string shapeString(const Shape &shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 Shape specShape(const TensorSpec &spec) {
   return Shape(spec.shape, spec.shape + spec.rank);
 }
@@ -210,9 +203,9 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   // The mesh: world size, grid, this rank's role.
   Shape grid = m["grid"]["shape"].get<Shape>();
   if (grid != Shape(info.grid, info.grid + info.gridRank))
-    fatal("the manifest's grid " + shapeString(grid) +
+    fatal("the manifest's grid " + formatShape(grid) +
           " is not the one this program was compiled for " +
-          shapeString(Shape(info.grid, info.grid + info.gridRank)));
+          formatShape(Shape(info.grid, info.grid + info.gridRank)));
   std::int64_t world = m.value("world_size", std::int64_t(0));
   if (world != comm_->size())
     fatal("the model was compiled for " + std::to_string(world) +
@@ -291,8 +284,8 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
             ", the model takes " + std::string(safetensorsName(spec.dtype)));
     if (full.shape != global)
       fatal("input '" + std::string(spec.name) + "' (" + it->second +
-            ") has shape " + shapeString(full.shape) +
-            ", the model was compiled for " + shapeString(global));
+            ") has shape " + formatShape(full.shape) +
+            ", the model was compiled for " + formatShape(global));
     Shape offsets, local;
     pieceOf(grid, comm_->rank(), global, parseSharding(entry, global.size()),
             offsets, local);
@@ -305,8 +298,8 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
             byteWidth(full.dtype), /*toPiece=*/true);
     if (local != specShape(spec))
       fatal("input '" + std::string(spec.name) + "': this rank's piece is " +
-            shapeString(local) + ", the program expects " +
-            shapeString(specShape(spec)));
+            formatShape(local) + ", the program expects " +
+            formatShape(specShape(spec)));
     s.inputs.push_back(std::move(piece));
   }
   s.outputs.resize(info.numOutputs);

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/safetensors.h"
 
+#include "meshc/runtime/error.h"
+
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
@@ -21,13 +23,6 @@ namespace {
 std::uint64_t alignUp(std::uint64_t n) {
   return (n + kSafetensorsAlignment - 1) / kSafetensorsAlignment *
          kSafetensorsAlignment;
-}
-
-std::string shapeString(const std::vector<std::int64_t> &shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 } // namespace
 
@@ -275,9 +270,9 @@ const void *MappedSafetensors::tensor(const std::string &name, DType dtype,
   const SafetensorsEntry &e = it->second;
   if (e.dtype != dtype || e.shape != shape) {
     error = "weight file '" + path_ + "': tensor '" + name + "' is " +
-            std::string(safetensorsName(e.dtype)) + " " + shapeString(e.shape) +
+            std::string(safetensorsName(e.dtype)) + " " + formatShape(e.shape) +
             ", the program expects " + std::string(safetensorsName(dtype)) +
-            " " + shapeString(shape);
+            " " + formatShape(shape);
     return nullptr;
   }
   return data_ + e.begin;

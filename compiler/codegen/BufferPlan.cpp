@@ -28,7 +28,6 @@ BufferPlan planBuffers(const std::vector<BufferRequest> &requests,
   std::vector<size_t> placed;
   for (size_t i : order) {
     const BufferRequest &r = requests[i];
-    plan.total += align(r.bytes);
     // The placed buffers live at the same time, by offset.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
     for (size_t j : placed)

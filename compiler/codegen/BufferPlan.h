@@ -25,7 +25,6 @@ struct BufferRequest {
 struct BufferPlan {
   std::vector<std::uint64_t> offsets; ///< one per request, aligned
   std::uint64_t peak = 0;             ///< arena bytes the plan needs
-  std::uint64_t total = 0;            ///< bytes without any reuse
 };
 
 /// Every offset is a multiple of `alignment` (a power of two).

@@ -7,6 +7,7 @@
 
 #include "compiler/codegen/CpuEmitter.h"
 #include "compiler/codegen/ToolchainConfig.h"
+#include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/Sharding/Sharding.h"
 #include "meshc/runtime/safetensors.h"
 
@@ -29,20 +30,6 @@ namespace meshc::codegen {
 
 namespace {
 
-std::string dtypeString(Type t) {
-  if (t.isF32())
-    return "F32";
-  if (t.isF16())
-    return "F16";
-  if (t.isBF16())
-    return "BF16";
-  if (t.isInteger(64))
-    return "I64";
-  if (t.isInteger(32))
-    return "I32";
-  return "BOOL";
-}
-
 /// The manifest's view of a signature entry: global shape and, per
 /// dimension, the grid axes it is split over.
 json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
@@ -59,7 +46,8 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
     axes.push_back(dimAxes);
   }
   return json{{"name", e.name},
-              {"dtype", dtypeString(e.localType.getElementType())},
+              {"dtype", std::string(rt::safetensorsName(
+                            *dfg::elementDType(e.localType.getElementType())))},
               {"shape", std::vector<int64_t>(global.begin(), global.end())},
               {"sharding", axes}};
 }

@@ -22,6 +22,7 @@
 
 #include "compiler/codegen/BufferPlan.h"
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/DfgShapes.h"
 #include "dialects/dfg/Sharding/Sharding.h"
 #include "meshc/runtime/safetensors.h"
 
@@ -74,26 +75,29 @@ std::string list(ArrayRef<int64_t> values) {
   return s + "}";
 }
 
-std::optional<StringRef> dtypeName(Type t) {
-  if (t.isF32())
-    return StringRef("rt::DType::F32");
-  if (t.isInteger(64))
-    return StringRef("rt::DType::I64");
-  if (t.isInteger(32))
-    return StringRef("rt::DType::I32");
-  if (t.isInteger(1))
-    return StringRef("rt::DType::Bool");
-  if (t.isF16())
-    return StringRef("rt::DType::F16");
-  if (t.isBF16())
-    return StringRef("rt::DType::BF16");
-  return std::nullopt;
+/// The runtime's enumerator for a dfg element type (which ODS restricts).
+StringRef dtypeName(Type t) {
+  switch (dfg::elementDType(t).value_or(rt::DType::F32)) {
+  case rt::DType::F32:
+    return "rt::DType::F32";
+  case rt::DType::F16:
+    return "rt::DType::F16";
+  case rt::DType::BF16:
+    return "rt::DType::BF16";
+  case rt::DType::I64:
+    return "rt::DType::I64";
+  case rt::DType::I32:
+    return "rt::DType::I32";
+  case rt::DType::Bool:
+    return "rt::DType::Bool";
+  }
+  return "";
 }
 
 uint64_t byteSize(RankedTensorType t) {
-  Type e = t.getElementType();
-  uint64_t width = e.isInteger(1) ? 1 : e.getIntOrFloatBitWidth() / 8;
-  return t.getNumElements() * width;
+  return t.getNumElements() *
+         rt::byteWidth(
+             dfg::elementDType(t.getElementType()).value_or(rt::DType::F32));
 }
 
 /// "h.0/attn/MatMul" for the importer's name locations (fused ones joined).
@@ -121,24 +125,6 @@ bool isView(Operation *op) {
       op);
 }
 
-/// Normalised (clamped) full-rank starts and steps of a dfg.slice.
-void sliceBounds(dfg::SliceOp s, SmallVectorImpl<int64_t> &starts,
-                 SmallVectorImpl<int64_t> &steps) {
-  auto type = cast<RankedTensorType>(s.getInput().getType());
-  int64_t rank = type.getRank();
-  starts.assign(rank, 0);
-  steps.assign(rank, 1);
-  for (size_t i = 0; i < s.getAxes().size(); ++i) {
-    int64_t a = s.getAxes()[i] < 0 ? s.getAxes()[i] + rank : s.getAxes()[i];
-    int64_t d = type.getDimSize(a), st = s.getStarts()[i];
-    steps[a] = s.getSteps()[i];
-    if (st < 0)
-      st += d;
-    starts[a] = steps[a] > 0 ? std::clamp<int64_t>(st, 0, d)
-                             : std::clamp<int64_t>(st, 0, d - 1);
-  }
-}
-
 int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
@@ -163,9 +149,8 @@ public:
         collectiveCount_(collectiveCount) {}
 
   /// Plans the frame; returns its peak.
-  FailureOr<uint64_t> plan();
+  uint64_t plan();
   LogicalResult emit(llvm::raw_ostream &os);
-  uint64_t unplanned() const { return unplanned_; }
 
 private:
   std::string operand(Value v, llvm::raw_ostream &os);
@@ -184,10 +169,9 @@ private:
   llvm::DenseMap<Value, uint64_t> offsets_; // buffers, frame-relative
   llvm::DenseMap<Value, std::string> names_;
   int next_ = 0;
-  uint64_t unplanned_ = 0;
 };
 
-FailureOr<uint64_t> FunctionEmitter::plan() {
+uint64_t FunctionEmitter::plan() {
   Block &body = fn_.getBody().front();
   llvm::DenseMap<Operation *, int64_t> step;
   int64_t n = 0;
@@ -228,7 +212,6 @@ FailureOr<uint64_t> FunctionEmitter::plan() {
   BufferPlan plan = planBuffers(requests);
   for (auto [v, offset] : llvm::zip_equal(values, plan.offsets))
     offsets_[v] = offset;
-  unplanned_ = plan.total;
   return plan.peak;
 }
 
@@ -261,8 +244,8 @@ std::string FunctionEmitter::declare(Value v, llvm::raw_ostream &os) {
        << list(type.getShape()) << ");\n";
   } else {
     os << "  const rt::TensorRef " << name << " = rt::view(A + "
-       << offsets_.lookup(v) << ", " << *dtypeName(type.getElementType())
-       << ", " << list(type.getShape()) << ");\n";
+       << offsets_.lookup(v) << ", " << dtypeName(type.getElementType()) << ", "
+       << list(type.getShape()) << ");\n";
   }
   names_[v] = name;
   return name;
@@ -438,8 +421,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
         return success();
       })
       .Case([&](dfg::SliceOp s) {
-        SmallVector<int64_t> starts, steps;
-        sliceBounds(s, starts, steps);
+        dfg::Shape starts, steps;
+        dfg::sliceOrigin(
+            cast<RankedTensorType>(s.getInput().getType()).getShape(),
+            s.getStarts(), s.getAxes(), s.getSteps(), starts, steps);
         std::string i = get(s.getInput()), o = out();
         os << "  {\n    const std::int64_t starts[] = " << list(starts)
            << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
@@ -696,22 +681,15 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
       stages.push_back(fn);
   int collectives = 0;
   FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives);
-  FailureOr<uint64_t> mainPeak = mainEmitter.plan();
-  if (failed(mainPeak))
-    return failure();
+  uint64_t mainPeak = mainEmitter.plan();
   uint64_t stagesPeak = 0;
   std::vector<std::unique_ptr<FunctionEmitter>> stageEmitters;
   for (func::FuncOp fn : stages) {
     stageEmitters.push_back(std::make_unique<FunctionEmitter>(
-        fn, weights, groupIndex, *mainPeak, collectives));
-    FailureOr<uint64_t> peak = stageEmitters.back()->plan();
-    if (failed(peak))
-      return failure();
-    stagesPeak = std::max(stagesPeak, *peak);
-    result.unplannedBytes += stageEmitters.back()->unplanned();
+        fn, weights, groupIndex, mainPeak, collectives));
+    stagesPeak = std::max(stagesPeak, stageEmitters.back()->plan());
   }
-  result.arenaBytes = *mainPeak + stagesPeak;
-  result.unplannedBytes += mainEmitter.unplanned();
+  result.arenaBytes = mainPeak + stagesPeak;
 
   std::string body;
   llvm::raw_string_ostream bos(body);
@@ -760,7 +738,7 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
     for (auto &e : entries) {
       RankedTensorType t = typeOf(e);
       os << "    {" << cppString(nameOf(e)) << ", "
-         << *dtypeName(t.getElementType()) << ", " << t.getRank() << ", "
+         << dtypeName(t.getElementType()) << ", " << t.getRank() << ", "
          << list(t.getShape()) << "},\n";
       ++n;
     }

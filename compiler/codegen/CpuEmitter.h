@@ -33,7 +33,6 @@ struct EmittedProgram {
   std::string source;
   uint64_t collectiveHash = 0;
   uint64_t arenaBytes = 0;
-  uint64_t unplannedBytes = 0; ///< activations without reuse, for reports
   std::vector<SignatureEntry> inputs, outputs;
 };
 

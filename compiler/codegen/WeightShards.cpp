@@ -6,6 +6,7 @@
 #include "compiler/codegen/WeightShards.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/DfgShapes.h"
 #include "meshc/runtime/safetensors.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -22,22 +23,6 @@ using namespace mlir;
 namespace meshc::codegen {
 
 namespace {
-
-std::optional<rt::DType> dtypeOf(Type t) {
-  if (t.isF32())
-    return rt::DType::F32;
-  if (t.isF16())
-    return rt::DType::F16;
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isInteger(64))
-    return rt::DType::I64;
-  if (t.isInteger(32))
-    return rt::DType::I32;
-  if (t.isInteger(1))
-    return rt::DType::Bool;
-  return std::nullopt;
-}
 
 /// A constant's elements as little-endian bytes, dense.
 std::vector<uint8_t> constantBytes(DenseElementsAttr attr) {
@@ -103,18 +88,12 @@ std::optional<WeightBox> WeightShards::fold(Value value) {
     // Composable only while the input is the box itself (no reshape).
     if (in && ArrayRef<int64_t>(in->shape) == inType.getShape()) {
       box = in;
-      int64_t rank = inType.getRank();
-      for (size_t i = 0; i < slice.getAxes().size(); ++i) {
-        int64_t a = slice.getAxes()[i] < 0 ? slice.getAxes()[i] + rank
-                                           : slice.getAxes()[i];
-        int64_t d = inType.getDimSize(a), st = slice.getStarts()[i];
-        int64_t step = slice.getSteps()[i];
-        if (st < 0)
-          st += d;
-        st = step > 0 ? std::clamp<int64_t>(st, 0, d)
-                      : std::clamp<int64_t>(st, 0, d - 1);
-        box->starts[a] = in->starts[a] + st * in->steps[a];
-        box->steps[a] = in->steps[a] * step;
+      dfg::Shape first, step;
+      dfg::sliceOrigin(inType.getShape(), slice.getStarts(), slice.getAxes(),
+                       slice.getSteps(), first, step);
+      for (int64_t a = 0, e = inType.getRank(); a < e; ++a) {
+        box->starts[a] = in->starts[a] + first[a] * in->steps[a];
+        box->steps[a] = in->steps[a] * step[a];
       }
       box->shape.assign(slice.getType().getShape().begin(),
                         slice.getType().getShape().end());
@@ -152,7 +131,7 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
   std::vector<rt::SafetensorsEntry> header;
   uint64_t totalBytes = 0;
   for (const Entry &e : entries_) {
-    std::optional<rt::DType> dtype = dtypeOf(e.type.getElementType());
+    std::optional<rt::DType> dtype = dfg::elementDType(e.type.getElementType());
     if (!dtype)
       return error("weight '" + e.name +
                    "' has an element type meshc cannot "
@@ -175,7 +154,7 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
   for (const Entry &e : entries_) {
     const WeightBox &box = e.box;
     auto rootType = cast<RankedTensorType>(box.root->getResult(0).getType());
-    size_t width = rt::byteWidth(*dtypeOf(rootType.getElementType()));
+    size_t width = rt::byteWidth(*dfg::elementDType(rootType.getElementType()));
     const uint8_t *root;
     std::vector<uint8_t> constant;
     if (auto w = dyn_cast<dfg::WeightOp>(box.root)) {

@@ -11,6 +11,7 @@
 #include "meshc/runtime/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -192,6 +193,29 @@ inline float fastExp(float x) {
   y = x > kLow ? y : 0.0f;
   y = x > kHigh ? std::numeric_limits<float>::infinity() : y;
   return x == x ? y : x;
+}
+
+/// y = softmax(x) over a contiguous row of n floats (max-subtracted; x and y
+/// may be the same row). Returns false, leaving y unwritten, when the row's
+/// maximum is -inf or NaN: no finite score to normalise by.
+inline bool softmaxContiguous(const float *x, float *y, std::int64_t n) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float m = kNegInf;
+#pragma omp simd reduction(max : m)
+  for (std::int64_t i = 0; i < n; ++i)
+    m = std::max(m, x[i]);
+  if (m == kNegInf || std::isnan(m))
+    return false;
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = fastExp(x[i] - m);
+  double denom = 0.0;
+#pragma omp simd reduction(+ : denom)
+  for (std::int64_t i = 0; i < n; ++i)
+    denom += y[i];
+  const float inv = static_cast<float>(1.0 / denom);
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] *= inv;
+  return true;
 }
 
 /// Dense row-major strides of `t` in elements.

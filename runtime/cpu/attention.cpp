@@ -87,21 +87,8 @@ bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
     for (std::int64_t j = 0; j < limit; ++j)
       scores[j] = cap * std::tanh(scores[j] * inv);
   }
-  float maxScore = kNegInf;
-#pragma omp simd reduction(max : maxScore)
-  for (std::int64_t j = 0; j < limit; ++j)
-    maxScore = std::max(maxScore, scores[j]);
-  if (maxScore == kNegInf || std::isnan(maxScore))
+  if (!softmaxContiguous(scores, scores, limit))
     return false;
-  for (std::int64_t j = 0; j < limit; ++j)
-    scores[j] = fastExp(scores[j] - maxScore);
-  double denom = 0.0;
-#pragma omp simd reduction(+ : denom)
-  for (std::int64_t j = 0; j < limit; ++j)
-    denom += scores[j];
-  const float inv = static_cast<float>(1.0 / denom);
-  for (std::int64_t j = 0; j < limit; ++j)
-    scores[j] *= inv;
   for (std::int64_t j = limit; j < ctx.total; ++j)
     scores[j] = 0.0f;
   return true;

@@ -135,19 +135,9 @@ void softmax(const TensorRef &in, std::int64_t axis, const TensorRef &out) {
     for (std::int64_t o = 0; o < outer; ++o) {
       const float *x = x0 + o * n;
       float *y = y0 + o * n;
-      float m = x[0];
-#pragma omp simd reduction(max : m)
-      for (std::int64_t i = 1; i < n; ++i)
-        m = std::max(m, x[i]);
-      for (std::int64_t i = 0; i < n; ++i)
-        y[i] = fastExp(x[i] - m);
-      double denom = 0.0;
-#pragma omp simd reduction(+ : denom)
-      for (std::int64_t i = 0; i < n; ++i)
-        denom += y[i];
-      const float inv = static_cast<float>(1.0 / denom);
-      for (std::int64_t i = 0; i < n; ++i)
-        y[i] *= inv;
+      // A row of -inf (or with NaN) is NaN throughout, as onnxruntime's.
+      if (!softmaxContiguous(x, y, n))
+        std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
     }
     return;
   }

@@ -616,17 +616,9 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
         if (!shape)
           return s.emitOpError(llvm::toString(shape.takeError()));
         int64_t rank = in.shape.size();
-        SmallVector<int64_t> first(rank, 0), step(rank, 1);
-        for (size_t i = 0; i < s.getAxes().size(); ++i) {
-          int64_t a =
-              s.getAxes()[i] < 0 ? s.getAxes()[i] + rank : s.getAxes()[i];
-          int64_t d = in.shape[a], st = s.getStarts()[i];
-          step[a] = s.getSteps()[i];
-          if (st < 0)
-            st += d;
-          first[a] = step[a] > 0 ? std::clamp<int64_t>(st, 0, d)
-                                 : std::clamp<int64_t>(st, 0, d - 1);
-        }
+        Shape first, step;
+        sliceOrigin(in.shape, s.getStarts(), s.getAxes(), s.getSteps(), first,
+                    step);
         SmallVector<int64_t> strides = stridesOf(in.shape);
         return one(gather(in, *shape, [&](ArrayRef<int64_t> index) {
           int64_t offset = 0;
@@ -1017,13 +1009,7 @@ FailureOr<EvalTensor> fromHostTensor(const rt::HostTensor &host,
 FailureOr<rt::HostTensor> toHostTensor(const EvalTensor &t) {
   rt::HostTensor host;
   host.shape.assign(t.shape.begin(), t.shape.end());
-  Type e = t.elementType;
-  host.dtype = e.isF32()         ? rt::DType::F32
-               : e.isF16()       ? rt::DType::F16
-               : e.isBF16()      ? rt::DType::BF16
-               : e.isInteger(64) ? rt::DType::I64
-               : e.isInteger(32) ? rt::DType::I32
-                                 : rt::DType::Bool;
+  host.dtype = elementDType(t.elementType).value_or(rt::DType::Bool);
   size_t width = rt::byteWidth(host.dtype);
   host.bytes.resize(t.values.size() * width);
   uint8_t *out = host.bytes.data();
@@ -1040,7 +1026,7 @@ FailureOr<rt::HostTensor> toHostTensor(const EvalTensor &t) {
     case rt::DType::BF16: {
       APFloat f(v);
       bool losesInfo;
-      f.convert(*semanticsOf(e), APFloat::rmNearestTiesToEven, &losesInfo);
+      f.convert(*semanticsOf(t.elementType), APFloat::rmNearestTiesToEven, &losesInfo);
       endian::write16le(out + 2 * i, static_cast<uint16_t>(
                                          f.bitcastToAPInt().getZExtValue()));
       break;

@@ -95,20 +95,26 @@ LogicalResult inferBroadcastBinary(std::optional<Location> loc,
 // WeightOp
 //===----------------------------------------------------------------------===//
 
+std::optional<rt::DType> elementDType(Type t) {
+  if (t.isF32())
+    return rt::DType::F32;
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isInteger(64))
+    return rt::DType::I64;
+  if (t.isInteger(32))
+    return rt::DType::I32;
+  if (t.isInteger(1))
+    return rt::DType::Bool;
+  return std::nullopt;
+}
+
 /// The byte width of a dfg element type (which ODS has already restricted).
 static int64_t elementByteWidth(Type t) {
-  rt::DType dtype = rt::DType::F32;
-  if (t.isF16())
-    dtype = rt::DType::F16;
-  else if (t.isBF16())
-    dtype = rt::DType::BF16;
-  else if (t.isInteger(64))
-    dtype = rt::DType::I64;
-  else if (t.isInteger(32))
-    dtype = rt::DType::I32;
-  else if (t.isInteger(1))
-    dtype = rt::DType::Bool;
-  return static_cast<int64_t>(rt::byteWidth(dtype));
+  return static_cast<int64_t>(
+      rt::byteWidth(elementDType(t).value_or(rt::DType::F32)));
 }
 
 LogicalResult WeightOp::verify() {

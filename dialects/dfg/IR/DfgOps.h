@@ -13,6 +13,10 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "meshc/runtime/dtype.h"
+
+#include <optional>
+
 #include "dialects/dfg/IR/DfgDialect.h.inc"
 
 namespace meshc::dfg {
@@ -44,6 +48,11 @@ inferNormalization(std::optional<mlir::Location> loc, llvm::StringRef opName,
 /// every dimension is equal or dynamic on one side: an op's declared result
 /// may be more or less refined than what inference derives.
 bool areCompatibleTensorTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+
+/// The runtime element type of a dfg element type (f32, f16, bf16, i64, i32,
+/// i1); std::nullopt for any other type. Weight files, .npy files and
+/// generated code all name element types this way.
+std::optional<rt::DType> elementDType(mlir::Type type);
 
 /// The verifier of every op with shape inference: runs the inference (which
 /// reports a broken invariant by its number's message) and checks that the

@@ -332,6 +332,23 @@ Expected<Shape> sliceShape(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,
   return result;
 }
 
+void sliceOrigin(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,
+                 ArrayRef<int64_t> axes, ArrayRef<int64_t> steps, Shape &first,
+                 Shape &step) {
+  int64_t rank = input.size();
+  first.assign(rank, 0);
+  step.assign(rank, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    int64_t d = input[a], st = starts[i];
+    step[a] = steps[i];
+    if (st < 0)
+      st += d;
+    first[a] = step[a] > 0 ? std::clamp<int64_t>(st, 0, d)
+                           : std::clamp<int64_t>(st, 0, d - 1);
+  }
+}
+
 Expected<Shape> expandShape(ArrayRef<int64_t> input, ArrayRef<int64_t> shape) {
   for (int64_t d : shape)
     if (d < 0 && d != kDynamic)

@@ -76,6 +76,14 @@ llvm::Expected<Shape> sliceShape(llvm::ArrayRef<int64_t> input,
                                  llvm::ArrayRef<int64_t> axes,
                                  llvm::ArrayRef<int64_t> steps);
 
+/// Where a slice (valid for sliceShape) starts and how it steps along every
+/// dimension of `input`: a negative start counts from the end and is clamped
+/// as ONNX Slice clamps it; dimensions not sliced start at 0 with step 1.
+/// Element i along dimension d is input index first[d] + i * step[d].
+void sliceOrigin(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> starts,
+                 llvm::ArrayRef<int64_t> axes, llvm::ArrayRef<int64_t> steps,
+                 Shape &first, Shape &step);
+
 /// ONNX Expand: bidirectional broadcast of the input against `shape`.
 llvm::Expected<Shape> expandShape(llvm::ArrayRef<int64_t> input,
                                   llvm::ArrayRef<int64_t> shape);

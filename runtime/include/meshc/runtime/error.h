@@ -11,7 +11,9 @@
 #ifndef MESHC_RUNTIME_ERROR_H
 #define MESHC_RUNTIME_ERROR_H
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace meshc::rt {
 
@@ -24,6 +26,9 @@ void setFatalHandler(FatalHandler handler);
 
 /// Sets the prefix of every message, e.g. "rank 3" (empty by default).
 void setErrorContext(const std::string &context);
+
+/// "[2, 8, 64]": a shape as messages print it.
+std::string formatShape(const std::vector<std::int64_t> &shape);
 
 /// Prints "meshc: <context>: error: <message>" to stderr and stops the
 /// process through the installed handler.
