@@ -291,8 +291,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
       if (!tt.hasStaticShape())
         return op->emitOpError("has a dynamic shape; the cpu target needs "
                                "static shapes");
+      // 16-bit floats may enter and leave the program (a cast converts
+      // them), but the cpu kernels compute in f32.
       Type e = tt.getElementType();
-      if (e.isF16() || e.isBF16())
+      if ((e.isF16() || e.isBF16()) && !isa<dfg::CastOp>(op))
         return op->emitOpError("computes in ")
                << e << "; the cpu target computes in f32 only";
     }

@@ -10,6 +10,7 @@
 #include "meshc/runtime/kernels.h"
 
 #include "meshc/runtime/error.h"
+#include "meshc/runtime/half.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <atomic>
@@ -347,6 +348,34 @@ template <typename From, typename To> To convert(From x) {
     return static_cast<To>(x);
 }
 
+/// 16-bit floats are converted through float, element by element.
+struct Half {
+  std::uint16_t bits;
+};
+struct BFloat16 {
+  std::uint16_t bits;
+};
+
+template <typename T> float widen(T x) {
+  if constexpr (std::is_same_v<T, Half>)
+    return halfToFloat(x.bits);
+  else
+    return bfloat16ToFloat(x.bits);
+}
+
+template <typename From, typename To> To castElement(From x) {
+  constexpr bool from16 =
+      std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
+  if constexpr (std::is_same_v<To, Half>)
+    return Half{floatToHalf(castElement<From, float>(x))};
+  else if constexpr (std::is_same_v<To, BFloat16>)
+    return BFloat16{floatToBfloat16(castElement<From, float>(x))};
+  else if constexpr (from16)
+    return convert<float, To>(widen(x));
+  else
+    return convert<From, To>(x);
+}
+
 template <typename From, typename To>
 void map2(const TensorRef &in, const TensorRef &out) {
   const From *x = in.as<const From>();
@@ -354,7 +383,7 @@ void map2(const TensorRef &in, const TensorRef &out) {
   const std::int64_t n = in.numElements();
 #pragma omp parallel for schedule(static) if (n > kParallelThreshold)
   for (std::int64_t i = 0; i < n; ++i)
-    y[i] = convert<From, To>(x[i]);
+    y[i] = castElement<From, To>(x[i]);
 }
 
 template <typename From>
@@ -362,15 +391,18 @@ void castFrom(const TensorRef &in, const TensorRef &out) {
   switch (out.dtype) {
   case DType::F32:
     return map2<From, float>(in, out);
+  case DType::F16:
+    return map2<From, Half>(in, out);
+  case DType::BF16:
+    return map2<From, BFloat16>(in, out);
   case DType::I64:
     return map2<From, std::int64_t>(in, out);
   case DType::I32:
     return map2<From, std::int32_t>(in, out);
   case DType::Bool:
     return map2<From, std::uint8_t>(in, out);
-  default:
-    unsupportedDType("cast", out.dtype);
   }
+  unsupportedDType("cast", out.dtype);
 }
 
 } // namespace
@@ -383,15 +415,18 @@ void cast(const TensorRef &in, const TensorRef &out) {
   switch (in.dtype) {
   case DType::F32:
     return castFrom<float>(in, out);
+  case DType::F16:
+    return castFrom<Half>(in, out);
+  case DType::BF16:
+    return castFrom<BFloat16>(in, out);
   case DType::I64:
     return castFrom<std::int64_t>(in, out);
   case DType::I32:
     return castFrom<std::int32_t>(in, out);
   case DType::Bool:
     return castFrom<std::uint8_t>(in, out);
-  default:
-    unsupportedDType("cast", in.dtype);
   }
+  unsupportedDType("cast", in.dtype);
 }
 
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,7 @@
 """Imports the ONNX backend node tests of the ops meshc claims.
 
 Usage: run_conformance.py --meshc PATH/TO/meshc [--data DIR] [--all]
-                          [--execute] [-v]
+                          [--execute [--target eval|cpu]] [-v]
 
 The node tests come from Debian's libonnx-testdata (DIR defaults to
 /usr/share/libonnx-testdata/data/node). A test is selected when every op its
@@ -16,11 +16,14 @@ Each selected model goes through `meshc import`, and is counted as
              diagnostic, or no answer within the timeout.
 
 With --execute, every imported test also runs: its test_data_set_* inputs go
-through `meshc-eval` (the dfg reference evaluator, next to meshc) and each
-output is compared with the expected one the suite ships, with the ONNX
-backend tests' tolerance (|got - want| <= 1e-6 + 1e-3 |want|; integers and
-bools exactly). An imported test then counts as passed, failed, or a known
-disagreement (KNOWN below, each with its reason).
+through `meshc-eval` (the dfg reference evaluator, next to meshc), or with
+--target cpu through the cpu target (`meshc compile --mesh tp=1 --target cpu`
+once, then `meshc run` per data set), and each output is compared with the
+expected one the suite ships, with the ONNX backend tests' tolerance
+(|got - want| <= 1e-6 + 1e-3 |want|; integers and bools exactly). An imported
+test then counts as passed, failed, a known disagreement (KNOWN below, each
+with its reason), or, on the cpu target, rejected when `meshc compile` refuses
+it with a diagnostic (e.g. an element type the cpu kernels do not handle).
 
 Prints the counts per op and in total; with -v, the diagnostic of every
 rejected or failed test. Exits 1 if anything crashed or failed.
@@ -50,7 +53,8 @@ KNOWN = {
         "nearest even, as onnxruntime and later ONNX versions do",
     "test_castlike_BFLOAT16_to_FLOAT":
         "the test data feeds 'like' with shape [1] where the model declares "
-        "[3, 4]; meshc-eval rejects inputs that contradict the signature",
+        "[3, 4]; meshc-eval and the rank executables reject inputs that "
+        "contradict the signature",
     "test_castlike_BFLOAT16_to_FLOAT_expanded": "as test_castlike_BFLOAT16_to_FLOAT",
     "test_castlike_FLOAT_to_BFLOAT16": "as test_castlike_BFLOAT16_to_FLOAT",
     "test_castlike_FLOAT_to_BFLOAT16_expanded": "as test_castlike_BFLOAT16_to_FLOAT",
@@ -90,23 +94,42 @@ def load_pb(path):
     return numpy_helper.to_array(t)
 
 
-def execute(meshc, test_dir, model_path):
-    """Runs the imported test's data sets through meshc-eval; (ok, detail)."""
+def execute(meshc, test_dir, model_path, target):
+    """Runs the imported test's data sets on `target`; (kind, detail), kind one of
+    passed, failed or rejected (the cpu target refused the model with a
+    diagnostic, e.g. an element type it has no kernels for)."""
     model = onnx.load(model_path, load_external_data=False)
     initializers = {t.name for t in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in initializers]
     outputs = [o.name for o in model.graph.output]
-    evaluator = os.path.join(os.path.dirname(meshc), "meshc-eval")
+    bindir = os.path.dirname(meshc)
     work = tempfile.mkdtemp(prefix="meshc-conf-")
     try:
-        ir = os.path.join(work, "model.mlir")
-        subprocess.run([meshc, "import", model_path, "-o", ir], check=True,
-                       capture_output=True, timeout=TIMEOUT_S)
+        if target == "eval":
+            ir = os.path.join(work, "model.mlir")
+            subprocess.run([meshc, "import", model_path, "-o", ir], check=True,
+                           capture_output=True, timeout=TIMEOUT_S)
+            runner = [os.path.join(bindir, "meshc-eval"), ir,
+                      "--weights-dir", os.path.dirname(model_path)]
+            tool = "meshc-eval"
+        else:
+            out = os.path.join(work, "out")
+            r = subprocess.run([meshc, "compile", model_path, "--mesh", "tp=1", "--target",
+                                "cpu", "-o", out], capture_output=True, text=True,
+                               timeout=TIMEOUT_S)
+            errors = [l for l in r.stderr.splitlines() if "error:" in l]
+            if r.returncode == 1 and errors:
+                return "rejected", errors[0]
+            if r.returncode != 0:
+                return "failed", (f"meshc compile: exit status {r.returncode}: "
+                                  f"{r.stderr.strip()[-300:]}")
+            # One thread per rank: the runner already runs a test per core.
+            runner = [meshc, "run", out, "--threads", "1"]
+            tool = "meshc run"
         data_sets = sorted(d for d in os.listdir(test_dir) if d.startswith("test_data_set"))
         for data_set in data_sets:
             folder = os.path.join(test_dir, data_set)
-            cmd = [evaluator, ir, "--weights-dir", os.path.dirname(model_path),
-                   "--output-dir", os.path.join(work, data_set)]
+            cmd = runner + ["--output-dir", os.path.join(work, data_set)]
             for i, name in enumerate(inputs):
                 array = load_pb(os.path.join(folder, f"input_{i}.pb"))
                 file = os.path.join(work, f"{data_set}_in{i}.npy")
@@ -114,23 +137,27 @@ def execute(meshc, test_dir, model_path):
                 cmd += ["--input", f"{name}={file}"]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
             if r.returncode != 0:
-                return False, "meshc-eval: " + r.stderr.strip().splitlines()[-1]
+                lines = r.stderr.strip().splitlines() or [f"exit status {r.returncode}"]
+                errors = [l for l in lines if "error" in l]
+                return "failed", f"{tool}: " + (errors[0] if errors else lines[-1])
             for i, name in enumerate(outputs):
                 want = load_pb(os.path.join(folder, f"output_{i}.pb"))
                 got = np.load(os.path.join(work, data_set, f"{name}.npy"))
                 if got.shape != want.shape or got.dtype != want.dtype:
-                    return False, (f"{data_set} output {name}: {got.dtype}{list(got.shape)} "
-                                   f"vs expected {want.dtype}{list(want.shape)}")
+                    return "failed", (f"{data_set} output {name}: {got.dtype}{list(got.shape)} "
+                                      f"vs expected {want.dtype}{list(want.shape)}")
                 if np.issubdtype(want.dtype, np.floating):
                     ok = np.allclose(got, want, rtol=1e-3, atol=1e-6, equal_nan=True)
                 else:
                     ok = np.array_equal(got, want)
                 if not ok:
                     diff = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
-                    return False, f"{data_set} output {name}: max |diff| {diff:.3g}"
-        return True, ""
+                    return "failed", f"{data_set} output {name}: max |diff| {diff:.3g}"
+        return "passed", ""
+    except subprocess.TimeoutExpired as e:
+        return "failed", f"no answer within {TIMEOUT_S} s: {' '.join(e.cmd[:2])}"
     except subprocess.SubprocessError as e:
-        return False, str(e)
+        return "failed", str(e)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -141,7 +168,10 @@ def main():
     ap.add_argument("--data", default="/usr/share/libonnx-testdata/data/node")
     ap.add_argument("--all", action="store_true", help="every test, not only claimed ops")
     ap.add_argument("--execute", action="store_true",
-                    help="run imported tests with meshc-eval and compare outputs")
+                    help="run imported tests and compare their outputs with the expected ones")
+    ap.add_argument("--target", choices=("eval", "cpu"), default="eval",
+                    help="with --execute: run on meshc-eval (default), or compile each test "
+                         "for one rank of the cpu target and run it with 'meshc run'")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -162,13 +192,11 @@ def main():
         name, path, _ = test
         kind, detail = classify(args.meshc, path)
         if kind == "imported" and args.execute:
-            ok, detail = execute(args.meshc, os.path.dirname(path), path)
-            if name in KNOWN:
-                kind = "known" if not ok else "failed"
-                detail = (KNOWN[name] if not ok else
-                          "passes now: remove it from KNOWN in run_conformance.py")
-            else:
-                kind = "passed" if ok else "failed"
+            kind, detail = execute(args.meshc, os.path.dirname(path), path, args.target)
+            if name in KNOWN and kind == "failed":
+                kind, detail = "known", KNOWN[name]
+            elif name in KNOWN and kind == "passed":
+                kind, detail = "failed", "passes now: remove it from KNOWN in run_conformance.py"
         return kind, detail
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -190,7 +218,7 @@ def main():
             c = per_op[op]
             print(f"{op:<28} {c['passed']:>6} {c['known']:>5} {c['failed']:>6} "
                   f"{c['rejected']:>8} {c['crashed']:>7}")
-        print(f"conformance: {len(tests)} tests; passed: {totals['passed']}, "
+        print(f"conformance ({args.target}): {len(tests)} tests; passed: {totals['passed']}, "
               f"known disagreements: {totals['known']}, failed: {totals['failed']}, "
               f"rejected with a diagnostic: {totals['rejected']}, "
               f"crashed: {totals['crashed']}")

@@ -1026,7 +1026,8 @@ FailureOr<rt::HostTensor> toHostTensor(const EvalTensor &t) {
     case rt::DType::BF16: {
       APFloat f(v);
       bool losesInfo;
-      f.convert(*semanticsOf(t.elementType), APFloat::rmNearestTiesToEven, &losesInfo);
+      f.convert(*semanticsOf(t.elementType), APFloat::rmNearestTiesToEven,
+                &losesInfo);
       endian::write16le(out + 2 * i, static_cast<uint16_t>(
                                          f.bitcastToAPInt().getZExtValue()));
       break;

@@ -501,6 +501,109 @@ TEST(KernelsTest, CastBetweenF32IntegersAndBool) {
   expectExact(same, f.values());
 }
 
+/// The value of a 16-bit float pattern with `mantBits` mantissa bits and
+/// exponent bias `bias` (f16: 10, 15; bf16: 7, 127), decoded in double.
+double decode16(std::uint16_t h, int mantBits, int bias) {
+  const int expBits = 15 - mantBits;
+  const int exp = (h >> mantBits) & ((1 << expBits) - 1);
+  const int mant = h & ((1 << mantBits) - 1);
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exp == (1 << expBits) - 1)
+    return mant ? std::numeric_limits<double>::quiet_NaN() : sign * kInf;
+  if (exp == 0)
+    return sign * std::ldexp(mant, 1 - bias - mantBits);
+  return sign * std::ldexp(1.0 + std::ldexp(mant, -mantBits), exp - bias);
+}
+
+/// Round-to-nearest-even into a 16-bit float by search over the (monotonic)
+/// non-negative patterns; the pattern after the largest finite one stands for
+/// the first value that rounds to infinity.
+std::uint16_t encode16(double x, int mantBits, int bias) {
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double ax = std::fabs(x);
+  const std::uint16_t inf =
+      static_cast<std::uint16_t>(((1 << (15 - mantBits)) - 1) << mantBits);
+  std::uint16_t lo = 0, hi = inf; // decode(lo) <= ax < decode(hi), hi virtual
+  auto value = [&](std::uint16_t h) {
+    return h == inf ? std::ldexp(1.0, (1 << (15 - mantBits)) - 1 - bias)
+                    : decode16(h, mantBits, bias);
+  };
+  if (ax >= value(inf))
+    return sign | inf;
+  while (hi - lo > 1) {
+    const auto mid = static_cast<std::uint16_t>((lo + hi) / 2);
+    (value(mid) <= ax ? lo : hi) = mid;
+  }
+  const double dl = ax - value(lo), dh = value(hi) - ax;
+  const std::uint16_t pick = dl < dh ? lo : dh < dl ? hi : (lo & 1 ? hi : lo);
+  return sign | pick;
+}
+
+void checkCast16(DType t, int mantBits, int bias) {
+  // Every pattern widens exactly and narrows back to itself (NaN to a NaN).
+  Tensor all(t, {65536}), wide(DType::F32, {65536}), back(t, {65536});
+  auto *bits = reinterpret_cast<std::uint16_t *>(all.bytes.data());
+  for (int i = 0; i < 65536; ++i)
+    bits[i] = static_cast<std::uint16_t>(i);
+  cast(all.ref(), wide.ref());
+  cast(wide.ref(), back.ref());
+  const auto *round =
+      reinterpret_cast<const std::uint16_t *>(back.bytes.data());
+  for (int i = 0; i < 65536; ++i) {
+    const double want = decode16(static_cast<std::uint16_t>(i), mantBits, bias);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(wide.at(i))) << i;
+      EXPECT_TRUE(std::isnan(decode16(round[i], mantBits, bias))) << i;
+      continue;
+    }
+    ASSERT_EQ(wide.at(i), want) << "pattern " << i;
+    ASSERT_EQ(round[i], i) << "pattern " << i;
+  }
+  // Random floats over the whole range (subnormals, overflow, exact ties)
+  // narrow to the nearest pattern, ties to even.
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::uniform_int_distribution<int> exp(-30, 20), tie(0, 3);
+  Tensor f(DType::F32, {20000}), narrow(t, {20000});
+  for (std::int64_t i = 0; i < f.size(); ++i) {
+    double x =
+        std::ldexp(mant(rng()), t == DType::F16 ? exp(rng()) : 4 * exp(rng()));
+    const std::uint16_t near = encode16(x, mantBits, bias);
+    const double next = decode16(near + 1, mantBits, bias);
+    if (tie(rng()) == 0 && std::isfinite(next)) // halfway between neighbours
+      x = (decode16(near, mantBits, bias) + next) / 2;
+    f.set(i, i % 2 ? -x : x);
+  }
+  cast(f.ref(), narrow.ref());
+  const auto *got =
+      reinterpret_cast<const std::uint16_t *>(narrow.bytes.data());
+  for (std::int64_t i = 0; i < f.size(); ++i)
+    ASSERT_EQ(got[i], encode16(f.at(i), mantBits, bias)) << "value " << f.at(i);
+}
+
+TEST(KernelsTest, CastF16AndBF16RoundToNearestEven) {
+  checkCast16(DType::F16, 10, 15);
+  checkCast16(DType::BF16, 7, 127);
+
+  // Integers and bools go through float.
+  Tensor h(DType::F16, {4});
+  auto *hb = reinterpret_cast<std::uint16_t *>(h.bytes.data());
+  hb[0] = 0x3c00; // 1
+  hb[1] = 0xc500; // -5
+  hb[2] = 0x0000;
+  hb[3] = 0x3a00; // 0.75
+  Tensor hToI64(DType::I64, h.shape), hToBool(DType::Bool, h.shape);
+  cast(h.ref(), hToI64.ref());
+  cast(h.ref(), hToBool.ref());
+  expectExact(hToI64, {1, -5, 0, 0});
+  expectExact(hToBool, {1, 1, 0, 1});
+  Tensor i = fromValues(DType::I64, {2}, {-3, 257});
+  Tensor iToBf(DType::BF16, i.shape);
+  cast(i.ref(), iToBf.ref());
+  const auto *bf = reinterpret_cast<const std::uint16_t *>(iToBf.bytes.data());
+  EXPECT_EQ(bf[0], 0xc040); // -3
+  EXPECT_EQ(bf[1], 0x4380); // 257 rounds to 256 (tie, even)
+}
+
 TEST(KernelsTest, CopyCopiesBytes) {
   Tensor in = randomF32({3, 1000, 300});
   Tensor out(DType::F32, in.shape);
