@@ -2,6 +2,7 @@
 """Compares a run's .npy outputs with a model's reference outputs.
 
 Usage: models/compare.py --reference DIR --output DIR [--rtol R] [--atol A]
+                         [--valid MASK.npy]
 
 For every NAME.npy in the reference folder, loads the same file from the
 output folder and checks |out - ref| <= atol + rtol * |ref| elementwise
@@ -23,7 +24,13 @@ def main():
     ap.add_argument("--output", required=True)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--valid", metavar="MASK.npy",
+                    help="an attention mask [batch, total]: logits at padded positions "
+                         "(mask 0 over the last seq columns) and present.* positions past "
+                         "a row's valid length (sum of its mask) are not compared, as "
+                         "their values are unspecified")
     args = ap.parse_args()
+    valid = np.load(args.valid).astype(bool) if args.valid else None
     ok = True
     for file in sorted(os.listdir(args.reference)):
         if not file.endswith(".npy"):
@@ -41,6 +48,19 @@ def main():
             ok = False
             continue
         diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+        keep = None
+        if valid is not None and name == "logits":
+            keep = valid[:, -out.shape[1]:]
+        elif valid is not None and name.startswith("present.") and out.ndim == 4:
+            # [batch, heads, total, d]: row b holds its sum(mask[b]) valid
+            # tokens first (the layout of onnxruntime's GroupQueryAttention).
+            lengths = valid.sum(axis=1)
+            keep = np.arange(out.shape[2])[None, :] < lengths[:, None]
+            keep = np.broadcast_to(keep[:, None, :, None], out.shape)
+        if keep is not None:
+            print(f"{name}: comparing the {int(keep.sum())} of {keep.size} values "
+                  "the mask marks valid")
+            diff, out, ref = diff[keep], out[keep], ref[keep]
         good = bool(np.all(diff <= args.atol + args.rtol * np.abs(ref)))
         ok &= good
         print(f"{name}: {'match' if good else 'MISMATCH'}: largest difference from "

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes a Llama-style ONNX model in the idioms exporters use.
 
-Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--past 0] [--seed 0] [--opset23]
+Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--past 0] [--seed 0]
+                       [--opset23 | --fused [--pad N | --pad-past N]]
 
 DIR/model.onnx            a tiny Llama (d=32, GQA 4/2 heads, FFN 64,
                           vocabulary 64; f32 weights embedded)
@@ -14,7 +15,10 @@ Transpose, RoPE through Slice/Neg/Concat with precomputed cos/sin, GQA
 repeat_kv through Unsqueeze/Expand/Reshape, scores scaled by Div, an additive
 causal mask, Softmax, output projection and residual; SwiGLU (Sigmoid, Mul)
 MLP; final RMSNorm and lm_head. With --opset23 the norms, RoPE and attention
-are the opset-23 operators instead (the same function). With --past P the
+are the opset-23 operators instead (the same function); with --fused, the
+onnxruntime-genai form (build_fused: GroupQueryAttention, com.microsoft
+RotaryEmbedding, [Skip]SimplifiedLayerNormalization; attention_mask and
+position_ids inputs). With --past P the
 model is a cached step: past_key_values.N.key / .value ([1, kv_heads, P,
 head_dim]) are concatenated in front of the new keys and values (after RoPE,
 before the GQA repetition) and returned as present.N.key / .value; positions
@@ -190,6 +194,102 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
                              ir_version=11 if opset23 else 8)
 
 
+def build_fused(cfg, weights):
+    """The same Llama as onnxruntime-genai's builder writes it, with
+    onnxruntime's fused operators: SimplifiedLayerNormalization, then per
+    layer com.microsoft RotaryEmbedding on the 3-D q and k (position_ids
+    input, [max positions, head_dim / 2] caches), GroupQueryAttention (num_heads /
+    kv_num_heads, seqlens_k and total_sequence_length computed from the
+    attention_mask input as the builder does: ReduceSum - 1 and Shape) and
+    SkipSimplifiedLayerNormalization, whose fourth output (input + skip)
+    carries the residual stream. Same weights, same function."""
+    hd = cfg.d // cfg.heads
+    total = cfg.past + cfg.seq
+    nodes, consts = [], []
+    ms = "com.microsoft"
+
+    def const(name, array):
+        consts.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(op, ins, outputs=1, domain=None, **attrs):
+        outs = [f"{op.lower()}_{len(nodes)}_{i}" for i in range(outputs)]
+        nodes.append(helper.make_node(op, ins, outs, name=f"/{op}_{len(nodes)}",
+                                      domain=domain, **attrs))
+        return outs[0] if outputs == 1 else outs
+
+    inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
+    all_angles = np.outer(np.arange(total), inv_freq)
+    cos_cache = const("cos_cache", np.cos(all_angles).astype(np.float32))
+    sin_cache = const("sin_cache", np.sin(all_angles).astype(np.float32))
+    one = const("one", np.array(1, np.int64))
+    axis1 = const("axis1", np.array([1], np.int64))
+    # The builder's attention-mask subgraph.
+    seqlens_k = node("Cast", [node("Sub", [node("ReduceSum", ["attention_mask", axis1],
+                                                keepdims=0), one])], to=TensorProto.INT32)
+    total_len = node("Cast", [node("Gather", [node("Shape", ["attention_mask"]), one], axis=0)],
+                     to=TensorProto.INT32)
+
+    def linear(x, name, n_in, n_out):
+        return node("MatMul", [x, weights.add(name, [n_in, n_out])])
+
+    def skip_norm(x, skip, name):
+        out = node("SkipSimplifiedLayerNormalization",
+                   [x, skip, weights.add(name, [cfg.d], norm=True)], outputs=4,
+                   domain=ms, epsilon=1e-5)
+        return out[0], out[3]
+
+    def rope(x):
+        return node("RotaryEmbedding", [x, "position_ids", cos_cache, sin_cache], domain=ms)
+
+    embed = weights.add("embed", [cfg.vocab, cfg.d])
+    h = node("Gather", [embed, "input_ids"], axis=0)
+    x = node("SimplifiedLayerNormalization", [h, weights.add("layers.0.input_norm", [cfg.d],
+                                                             norm=True)],
+             axis=-1, epsilon=1e-5)  # onnxruntime registers it in the ONNX domain
+    kv = cfg.kv_heads * hd
+    for i in range(cfg.layers):
+        p = f"layers.{i}."
+        if i > 0:
+            x, h = skip_norm(down, h, p + "input_norm")
+        q = rope(linear(x, p + "q", cfg.d, cfg.d))
+        k = rope(linear(x, p + "k", cfg.d, kv))
+        v = linear(x, p + "v", cfg.d, kv)
+        past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        attn = node("GroupQueryAttention",
+                    [q, k, v] + (past if cfg.past else ["", ""]) + [seqlens_k, total_len],
+                    outputs=3, domain=ms, num_heads=cfg.heads, kv_num_heads=cfg.kv_heads)
+        if cfg.past:
+            nodes[-1].output[1:] = [f"present.{i}.key", f"present.{i}.value"]
+        x, h = skip_norm(linear(attn[0], p + "o", cfg.d, cfg.d), h, p + "post_norm")
+        gate = linear(x, p + "gate", cfg.d, cfg.ffn)
+        act = node("Mul", [gate, node("Sigmoid", [gate])])
+        down = linear(node("Mul", [act, linear(x, p + "up", cfg.d, cfg.ffn)]),
+                      p + "down", cfg.ffn, cfg.d)
+    x, _ = skip_norm(down, h, "final_norm")
+    linear(x, "lm_head", cfg.d, cfg.vocab)
+    nodes[-1].output[0] = "logits"
+
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [cfg.batch, cfg.seq]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                            [cfg.batch, total]),
+              helper.make_tensor_value_info("position_ids", TensorProto.INT64,
+                                            [cfg.batch, cfg.seq])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                             [cfg.batch, cfg.seq, cfg.vocab])]
+    for i in range(cfg.layers if cfg.past else 0):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
+                [cfg.batch, cfg.kv_heads, cfg.past, hd]))
+            outputs.append(helper.make_tensor_value_info(
+                f"present.{i}.{kind}", TensorProto.FLOAT, [cfg.batch, cfg.kv_heads, total, hd]))
+    graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid(ms, 1)],
+                             producer_name="meshc models/llama.py", ir_version=8)
+
+
 def main():
     from common import save_with_reference
 
@@ -203,19 +303,50 @@ def main():
                     help="length of the KV cache given as input (0: none)")
     ap.add_argument("--opset23", action="store_true",
                     help="use the opset-23 RMSNormalization, RotaryEmbedding and Attention")
+    ap.add_argument("--fused", action="store_true",
+                    help="use onnxruntime's fused operators, as onnxruntime-genai's builder "
+                         "writes them (GroupQueryAttention, com.microsoft RotaryEmbedding, "
+                         "[Skip]SimplifiedLayerNormalization)")
+    ap.add_argument("--pad", type=int, default=0,
+                    help="with --fused: the last batch row's attention_mask ends in this "
+                         "many zeros (a right-padded prompt)")
+    ap.add_argument("--pad-past", type=int, default=0,
+                    help="with --fused and --past: the last batch row has this many fewer "
+                         "cached tokens (the end of its past is padding; its new tokens "
+                         "follow its shorter history, as onnxruntime lays them out)")
     args = ap.parse_args()
+    if args.pad and (not args.fused or args.pad >= args.seq):
+        ap.error("--pad needs --fused and must be below --seq")
+    if args.pad_past and (not args.fused or args.pad_past >= args.past or args.pad):
+        ap.error("--pad-past needs --fused, must be below --past, and excludes --pad")
+    if args.fused and args.opset23:
+        ap.error("--fused and --opset23 are different exports; give one")
     rng = np.random.default_rng(args.seed)
     if args.seq < 1 or args.past < 0 or args.batch < 1:
         ap.error("--seq and --batch must be at least 1 and --past at least 0")
     cfg = Config(layers=args.layers, seq=args.seq, past=args.past, batch=args.batch)
-    model = build(cfg, EmbeddedWeights(rng), opset23=args.opset23)
+    if args.fused:
+        model = build_fused(cfg, EmbeddedWeights(rng))
+    else:
+        model = build(cfg, EmbeddedWeights(rng), opset23=args.opset23)
     feeds = {"input_ids": rng.integers(0, cfg.vocab, (cfg.batch, cfg.seq)).astype(np.int64)}
+    if args.fused:
+        feeds["attention_mask"] = np.ones((cfg.batch, cfg.past + cfg.seq), np.int64)
+        if args.pad:
+            feeds["attention_mask"][-1, -args.pad:] = 0
+        feeds["position_ids"] = np.tile(np.arange(cfg.past, cfg.past + cfg.seq),
+                                        (cfg.batch, 1)).astype(np.int64)
+        if args.pad_past:
+            feeds["attention_mask"][-1, cfg.past - args.pad_past:cfg.past] = 0
+            feeds["position_ids"][-1] -= args.pad_past
     hd = cfg.d // cfg.heads
     for i in range(cfg.layers if cfg.past else 0):
         for kind in ("key", "value"):
             feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
                 (cfg.batch, cfg.kv_heads, cfg.past, hd)).astype(np.float32)
-    save_with_reference(model, args.out, feeds, "models/llama.py")
+    # The checker does not know the ONNX-domain SimplifiedLayerNormalization
+    # of onnxruntime (nor does it know genai's models); onnxruntime checks them.
+    save_with_reference(model, args.out, feeds, "models/llama.py", check=not args.fused)
 
 
 if __name__ == "__main__":

@@ -174,6 +174,16 @@ private:
   llvm::StringMap<std::vector<Entry>> entries_;
 };
 
+/// Rotary position embedding of `x` ([batch, heads, seq, head_dim], or 3-D
+/// [batch, seq, heads * head_dim] with `numHeads`) by the [positions,
+/// rotary_dim / 2] caches at `positions` ([batch, seq]); rotaryDim 0 means the
+/// whole head. The result has the input's layout. Shared by the rotary
+/// operators and attention operators that rotate q and k themselves.
+mlir::FailureOr<mlir::Value> rotate(NodeContext &ctx, mlir::Value x,
+                                    mlir::Value cos, mlir::Value sin,
+                                    mlir::Value positions, int64_t numHeads,
+                                    int64_t rotaryDim, bool interleaved);
+
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);

@@ -1,6 +1,7 @@
 //===- LegalizeAttention.cpp - Attention -> dfg.attention -----------------===//
 //
-// Part of meshc. ONNX Attention-23/24 and com.microsoft MultiHeadAttention.
+// Part of meshc. ONNX Attention-23/24 and com.microsoft MultiHeadAttention
+// and GroupQueryAttention.
 // dfg.attention works on
 // [batch, heads, seq, head_dim]; 3-D inputs ([batch, seq, heads * head_dim],
 // with q_num_heads / kv_num_heads) are reshaped and transposed to it, and the
@@ -206,9 +207,285 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
                        /*merge=*/true);
 }
 
+/// Input `i` cut along its last axis into `sizes` pieces.
+FailureOr<SmallVector<Value>> splitLast(NodeContext &ctx, Value x,
+                                        ArrayRef<int64_t> sizes) {
+  OpBuilder &b = ctx.builder();
+  int64_t axis = static_cast<int64_t>(shapeOf(x).size()) - 1;
+  SmallVector<Value> parts;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> starts{start}, ends{start + size}, axes{axis},
+        steps{1};
+    FailureOr<Value> part = ctx.create<dfg::SliceOp>(
+        dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+    start += size;
+  }
+  return parts;
+}
+
+/// com.microsoft GroupQueryAttention(query, key?, value?, past_key?,
+///   past_value?, seqlens_k, total_sequence_length, cos_cache?, sin_cache?,
+///   position_ids?) -> dfg.attention with GQA (num_heads / kv_num_heads).
+/// query/key/value are [batch, seq, heads * head_dim] (key and value omitted:
+/// query packs q | k | v); past_key/value are [batch, kv_heads, past, d]; the
+/// presents are [batch, kv_heads, past + seq, d], so total_sequence_length
+/// (a constant) must be past + seq: onnxruntime's shared past/present buffer
+/// is not supported. do_rotary rotates q and k by cos_cache / sin_cache at
+/// position_ids, or at past .. past + seq - 1.
+/// seqlens_k (runtime data) is followed as onnxruntime does: without a past,
+/// attention is causal and key j of row b is attended only if j <=
+/// seqlens_k[b] (a right-padded prompt; padded query rows are unspecified).
+/// With a past, row b's new tokens are written at seqlens_k[b] + 1 - seq,
+/// after that row's valid history: for one new token by a select on
+/// past ++ new, for several (batch 1, as onnxruntime requires) by a gather;
+/// the mask then carries the causal rule from each row's own position.
+LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  if (!ctx.input(5) || !ctx.input(6))
+    return ctx.error("seqlens_k and total_sequence_length are required");
+  if (ctx.input(10) || ctx.input(11))
+    return ctx.error("attention_bias and head_sink are not supported");
+  if (ctx.attrInt("local_window_size", -1) != -1)
+    return ctx.error("sliding-window attention (local_window_size) is not "
+                     "supported");
+  if (ctx.attrInt("smooth_softmax", 0) != 0)
+    return ctx.error("smooth_softmax is not supported");
+  if (ctx.attrInt("qk_output", 0) != 0)
+    return ctx.error("qk_output is not supported");
+  int64_t heads = ctx.attrInt("num_heads", 0);
+  int64_t kvHeads = ctx.attrInt("kv_num_heads", 0);
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return ctx.error("num_heads (" + std::to_string(heads) +
+                     ") must be a positive multiple of kv_num_heads (" +
+                     std::to_string(kvHeads) + ")");
+
+  Value q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
+  if (bool(k) != bool(v))
+    return ctx.error("key and value must be given together");
+  ArrayRef<int64_t> qShape = shapeOf(q);
+  if (qShape.size() != 3 || ShapedType::isDynamic(qShape[2]))
+    return ctx.error("query must be [batch, seq, hidden] with a static "
+                     "hidden size, got " +
+                     dfg::formatShape(qShape));
+  if (!k) {
+    // Packed: hidden = (heads + 2 kv_heads) * head_dim.
+    if (qShape[2] % (heads + 2 * kvHeads) != 0)
+      return ctx.error("packed query width " + std::to_string(qShape[2]) +
+                       " is not (num_heads + 2 * kv_num_heads) * head_dim");
+    int64_t d = qShape[2] / (heads + 2 * kvHeads);
+    auto parts = splitLast(ctx, q, {heads * d, kvHeads * d, kvHeads * d});
+    if (failed(parts))
+      return failure();
+    q = (*parts)[0], k = (*parts)[1], v = (*parts)[2];
+  }
+  if (shapeOf(k).size() != 3 || shapeOf(v).size() != 3)
+    return ctx.error("key and value must be [batch, seq, kv_hidden]");
+  int64_t batch = shapeOf(q)[0], seq = shapeOf(q)[1];
+
+  Value pastK = ctx.input(3), pastV = ctx.input(4);
+  if (bool(pastK) != bool(pastV))
+    return ctx.error("past_key and past_value must be given together");
+  int64_t past = pastK ? shapeOf(pastK)[2] : 0;
+  if (pastK && shapeOf(pastK).size() != 4)
+    return ctx.error("past_key must be [batch, kv_heads, past, head_dim]");
+  FailureOr<SmallVector<int64_t>> total =
+      ctx.constantInts(6, "total_sequence_length");
+  if (failed(total))
+    return failure();
+  if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq))
+    return ctx.error("past and sequence lengths must be static");
+  if (total->size() != 1 || total->front() != past + seq)
+    return ctx.error(
+        "total_sequence_length (" +
+        (total->size() == 1 ? std::to_string(total->front()) : "not a scalar") +
+        ") must be past (" + std::to_string(past) + ") + new (" +
+        std::to_string(seq) +
+        ") tokens: the present holds the past buffer and the new tokens "
+        "(onnxruntime's shared past/present buffer is not supported)");
+
+  if (ctx.attrInt("do_rotary", 0) != 0) {
+    Value cos = ctx.input(7), sin = ctx.input(8);
+    if (!cos || !sin)
+      return ctx.error("do_rotary needs cos_cache and sin_cache");
+    Value positions = ctx.input(9);
+    if (!positions) {
+      if (ShapedType::isDynamic(batch))
+        return ctx.error("do_rotary without position_ids needs a static "
+                         "batch");
+      SmallVector<int64_t> table;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t s = 0; s < seq; ++s)
+          table.push_back(past + s);
+      auto type =
+          RankedTensorType::get({batch, seq}, ctx.builder().getI64Type());
+      positions = dfg::ConstantOp::create(
+          ctx.builder(), ctx.loc(),
+          DenseElementsAttr::get(type, ArrayRef<int64_t>(table)));
+    }
+    bool interleaved = ctx.attrInt("rotary_interleaved", 0) != 0;
+    FailureOr<Value> rq =
+        rotate(ctx, q, cos, sin, positions, heads, 0, interleaved);
+    FailureOr<Value> rk = failed(rq) ? rq
+                                     : rotate(ctx, k, cos, sin, positions,
+                                              kvHeads, 0, interleaved);
+    if (failed(rk))
+      return failure();
+    q = *rq, k = *rk;
+  }
+
+  FailureOr<Value> qh = ctx.splitHeads(q, heads, "num_heads");
+  FailureOr<Value> kh = ctx.splitHeads(k, kvHeads, "kv_num_heads");
+  FailureOr<Value> vh = ctx.splitHeads(v, kvHeads, "kv_num_heads");
+  if (failed(qh) || failed(kh) || failed(vh))
+    return failure();
+
+  OpBuilder &b = ctx.builder();
+  Value seqlens = ctx.input(5);
+  auto lensType = cast<RankedTensorType>(seqlens.getType());
+  if (lensType.getRank() != 1)
+    return ctx.error("seqlens_k must be [batch], got " +
+                     dfg::formatShape(lensType.getShape()));
+  int64_t totalLen = total->front();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  // Index arithmetic in i64: seqlens_k as [batch, 1, 1, 1].
+  Value lens = dfg::CastOp::create(
+      b, ctx.loc(), RankedTensorType::get(lensType.getShape(), i64), seqlens,
+      i64);
+  FailureOr<Value> lensCol = ctx.create<dfg::ReshapeOp>(
+      dfg::reshapeShape(shapeOf(lens), {-1, 1, 1, 1}), i64, lens,
+      b.getDenseI64ArrayAttr({-1, 1, 1, 1}));
+  if (failed(lensCol))
+    return failure();
+  // positions(shape): 0 .. n-1 laid along the one non-unit dimension.
+  auto positions = [&](ArrayRef<int64_t> shape, int64_t offsetPerRow = 0) {
+    auto type = RankedTensorType::get(shape, i64);
+    SmallVector<int64_t> values;
+    int64_t cols = shape.back();
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      values.push_back(cols == 1 ? i : i % cols - offsetPerRow * (i / cols));
+    return dfg::ConstantOp::create(
+        b, ctx.loc(), DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
+  };
+  auto binary = [&](auto tag, Value l, Value r, Type element) {
+    using OpTy = decltype(tag);
+    return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
+                            element, l, r);
+  };
+  // Key j of row b is attended iff j <= seqlens_k[b]: [batch, 1, 1, total].
+  FailureOr<Value> keyMask = binary(
+      dfg::LessOrEqualOp(), positions({1, 1, 1, totalLen}), *lensCol, i1);
+  if (failed(keyMask))
+    return failure();
+
+  Value mask = *keyMask, presentK = *kh, presentV = *vh;
+  bool causal = true;
+  if (pastK) {
+    // onnxruntime writes row b's new tokens at past_b = seqlens_k[b] + 1 -
+    // seq, after that row's valid past, so rows may hold different amounts of
+    // history. With one new token: the present is past ++ new, with the new
+    // token moved to position seqlens_k[b]; the key mask is the whole of the
+    // causal rule.
+    auto concat = [&](Value pastPart, Value fresh) {
+      SmallVector<ArrayRef<int64_t>> shapes{shapeOf(pastPart), shapeOf(fresh)};
+      return ctx.create<dfg::ConcatOp>(dfg::concatShape(shapes, 2),
+                                       elementOf(fresh),
+                                       ValueRange{pastPart, fresh}, 2);
+    };
+    FailureOr<Value> catK = concat(pastK, *kh), catV = concat(pastV, *vh);
+    if (failed(catK) || failed(catV))
+      return failure();
+    causal = false;
+    if (seq == 1) {
+      FailureOr<Value> isNew =
+          binary(dfg::EqualOp(), positions({1, 1, totalLen, 1}), *lensCol, i1);
+      if (failed(isNew))
+        return failure();
+      auto place = [&](Value fresh, Value cat) -> FailureOr<Value> {
+        auto shape = dfg::broadcastShapes(shapeOf(*isNew), shapeOf(fresh));
+        if (!shape)
+          return ctx.error(toString(shape.takeError()));
+        return ctx.create<dfg::WhereOp>(
+            dfg::broadcastShapes(*shape, shapeOf(cat)), elementOf(cat), *isNew,
+            fresh, cat);
+      };
+      FailureOr<Value> k1 = place(*kh, *catK), v1 = place(*vh, *catV);
+      if (failed(k1) || failed(v1))
+        return failure();
+      presentK = *k1, presentV = *v1;
+    } else if (batch == 1) {
+      // present[t] = cat[t < past_0 ? t : past + t - past_0], and query i
+      // sees keys j <= past_0 + i.
+      FailureOr<Value> start =
+          binary(dfg::AddOp(), *lensCol,
+                 ctx.scalar(static_cast<double>(1 - seq), i64), i64);
+      FailureOr<Value> flatStart =
+          failed(start) ? start
+                        : ctx.create<dfg::ReshapeOp>(
+                              dfg::reshapeShape(shapeOf(*start), {1}), i64,
+                              *start, b.getDenseI64ArrayAttr({1}));
+      if (failed(flatStart))
+        return failure();
+      Value t = positions({totalLen});
+      FailureOr<Value> before = binary(dfg::LessOp(), t, *flatStart, i1);
+      FailureOr<Value> shifted = binary(dfg::SubOp(), t, *flatStart, i64);
+      FailureOr<Value> fromNew =
+          failed(shifted)
+              ? shifted
+              : binary(dfg::AddOp(), *shifted,
+                       ctx.scalar(static_cast<double>(past), i64), i64);
+      FailureOr<Value> clamped =
+          failed(fromNew)
+              ? fromNew
+              : binary(dfg::MinOp(), *fromNew,
+                       ctx.scalar(static_cast<double>(totalLen - 1), i64), i64);
+      if (failed(before) || failed(clamped))
+        return failure();
+      FailureOr<Value> index = ctx.create<dfg::WhereOp>(
+          dfg::broadcastShapes(shapeOf(t), shapeOf(*clamped)), i64, *before, t,
+          *clamped);
+      if (failed(index))
+        return failure();
+      auto gather = [&](Value cat) {
+        return ctx.create<dfg::GatherOp>(
+            dfg::gatherShape(shapeOf(cat), shapeOf(*index), 2), elementOf(cat),
+            cat, *index, 2);
+      };
+      FailureOr<Value> gk = gather(*catK), gv = gather(*catV);
+      // (j - i) <= past_0: [1, 1, seq, total].
+      FailureOr<Value> causalMask =
+          binary(dfg::LessOrEqualOp(), positions({1, 1, seq, totalLen}, 1),
+                 *start, i1);
+      if (failed(gk) || failed(gv) || failed(causalMask))
+        return failure();
+      presentK = *gk, presentV = *gv, mask = *causalMask;
+    } else {
+      return ctx.error("several new tokens after a past need batch 1 (as "
+                       "onnxruntime requires), got batch " +
+                       std::to_string(batch) + " and " + std::to_string(seq) +
+                       " new tokens");
+    }
+  }
+
+  FailureOr<double> scale = attentionScale(ctx, *qh);
+  if (failed(scale))
+    return failure();
+  return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
+                       *scale, causal, ctx.attrFloat("softcap", 0.0f),
+                       /*merge=*/true);
+}
+
 } // namespace
 
 void populateAttentionLegalizations(LegalizationTable &table) {
+  table.add("com.microsoft", "GroupQueryAttention", 1,
+            legalizeGroupQueryAttention);
   table.add("", "Attention", 23, legalizeAttention);
   table.add("com.microsoft", "MultiHeadAttention", 1,
             legalizeMultiHeadAttention);

@@ -13,19 +13,23 @@
 using namespace mlir;
 
 namespace meshc::onnximport {
-namespace {
 
-/// Rotates `x` ([batch, heads, seq, head_dim], or 3-D with `numHeads`) and
-/// binds the result in the input's layout.
-LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
-                         Value positions, int64_t numHeads, int64_t rotaryDim,
-                         bool interleaved) {
+FailureOr<Value> rotate(NodeContext &ctx, Value x, Value cos, Value sin,
+                        Value positions, int64_t numHeads, int64_t rotaryDim,
+                        bool interleaved) {
   OpBuilder &b = ctx.builder();
   ArrayRef<int64_t> in = shapeOf(x);
   bool is3D = in.size() == 3;
   if (in.size() != 3 && in.size() != 4)
     return ctx.error("input " + dfg::formatShape(in) + " must be 3-D or 4-D");
   if (is3D) {
+    // As onnxruntime: without num_heads, a whole-head rotation's head_dim is
+    // twice the caches' width.
+    int64_t half =
+        shapeOf(cos).empty() ? ShapedType::kDynamic : shapeOf(cos).back();
+    if (numHeads == 0 && rotaryDim == 0 && !ShapedType::isDynamic(in[2]) &&
+        !ShapedType::isDynamic(half) && half > 0 && in[2] % (2 * half) == 0)
+      numHeads = in[2] / (2 * half);
     FailureOr<Value> heads = ctx.splitHeads(x, numHeads, "num_heads");
     if (failed(heads))
       return failure();
@@ -40,9 +44,19 @@ LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
   Value rotated = dfg::RotaryOp::create(b, ctx.loc(), x.getType(), x, cos, sin,
                                         positions, interleaved, rotaryDim);
   if (!is3D)
-    return ctx.setResults(rotated);
-  FailureOr<Value> merged = ctx.mergeHeads(rotated);
-  return failed(merged) ? failure() : ctx.setResults(*merged);
+    return rotated;
+  return ctx.mergeHeads(rotated);
+}
+
+namespace {
+
+/// rotate(), bound as the node's output.
+LogicalResult emitRotary(NodeContext &ctx, Value x, Value cos, Value sin,
+                         Value positions, int64_t numHeads, int64_t rotaryDim,
+                         bool interleaved) {
+  FailureOr<Value> rotated =
+      rotate(ctx, x, cos, sin, positions, numHeads, rotaryDim, interleaved);
+  return failed(rotated) ? failure() : ctx.setResults(*rotated);
 }
 
 /// RotaryEmbedding-23(X, cos_cache, sin_cache, position_ids?)

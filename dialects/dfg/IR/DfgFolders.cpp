@@ -13,18 +13,38 @@ namespace meshc::dfg {
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 /// reshape(x : T) -> x : T   (a reshape to the operand's own static type)
+/// reshape(reshape(x : T)) : T -> x   (a reshape that undoes another)
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {
-  if (getInput().getType() == getType() && getType().hasStaticShape())
+  if (!getType().hasStaticShape())
+    return {};
+  if (getInput().getType() == getType())
     return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>())
+    if (inner.getInput().getType() == getType())
+      return inner.getInput();
   return {};
 }
 
 /// transpose(x, [0, 1, ..., n-1]) -> x
+/// transpose(transpose(x, p), q) -> x   when q undoes p. (Other compositions
+/// stay two ops: the raising patterns read exporters' transpose pairs.)
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  for (auto [i, p] : llvm::enumerate(getPerm()))
-    if (p != static_cast<int64_t>(i))
-      return {};
-  return getType() == getInput().getType() ? getInput() : OpFoldResult();
+  auto isIdentity = [](ArrayRef<int64_t> perm) {
+    for (auto [i, p] : llvm::enumerate(perm))
+      if (p != static_cast<int64_t>(i))
+        return false;
+    return true;
+  };
+  if (isIdentity(getPerm()))
+    return getType() == getInput().getType() ? getInput() : OpFoldResult();
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t p : getPerm())
+      composed.push_back(inner.getPerm()[p]);
+    if (isIdentity(composed) && inner.getInput().getType() == getType())
+      return inner.getInput();
+  }
+  return {};
 }
 
 } // namespace meshc::dfg

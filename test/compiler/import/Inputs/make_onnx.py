@@ -349,7 +349,7 @@ def case_mha(path):
                                 name=name, **attrs)
 
     nodes = [
-        mha(["q", "k", "v"], ["plain"], "plain"),
+        mha(["q", "k", "v"], ["plain", "plain_k", "plain_v"], "plain"),
         mha(["q", "k", "v"], ["causal"], "causal", unidirectional=1),
         mha(["q", "k", "v", "", "kpm", "abias"], ["masked"], "masked"),
         mha(["q", "k", "v", "qkv_bias"], ["biased"], "biased", scale=0.3),
@@ -366,6 +366,60 @@ def case_mha(path):
     outs = [f32(n, None) for n in ("plain", "causal", "masked", "biased", "cached",
                                    "present_k", "present_v")]
     return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid(ms, 1)])
+
+
+def i32(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int32), name)
+
+
+def gqa(ins, outs, name, heads=4, kv_heads=2, **attrs):
+    return helper.make_node("GroupQueryAttention", ins, outs, domain="com.microsoft",
+                            num_heads=heads, kv_num_heads=kv_heads, name=name, **attrs)
+
+
+def case_gqa(path):
+    """com.microsoft GroupQueryAttention (4 query heads over 2 KV heads,
+    head_dim 16, batch 2): a prompt, packed q | k | v, a decode step after a
+    KV cache with presents (onnxruntime takes several new tokens after a past
+    only at batch 1), the same with do_rotary (at position past), softcap and
+    scale, and a prompt whose second row is right-padded (seqlens_k 1 of 3:
+    only its first two keys are attended; its padded query row is not an
+    output here, the first query rows of both rows are). Then rows with
+    different amounts of history, as onnxruntime lays them out: a decode step
+    whose second row has one valid past token fewer (its new token goes to
+    position seqlens_k = past - 1), and a 3-token chunk at batch 1 after a
+    past with one invalid slot at its end. Their presents beyond seqlens_k
+    are unspecified, so only the outputs are compared."""
+    B, S, P, D = 2, 3, 2, 16  # onnxruntime's rotary needs head_dim % 16 == 0
+    nodes = [
+        gqa(["q", "k", "v", "", "", "lens", "total"], ["plain", "plain_k", "plain_v"], "plain"),
+        gqa(["qkv", "", "", "", "", "lens", "total"], ["packed", "packed_k", "packed_v"], "packed"),
+        gqa(["q1", "k1", "v1", "pk", "pv", "lens_1", "total_1"], ["cached", "present_k",
+                                                              "present_v"], "cached"),
+        gqa(["q1", "k1", "v1", "pk", "pv", "lens_1", "total_1", "cos", "sin"],
+            ["rotated", "rotated_k", "rotated_v"],
+            "rotated", do_rotary=1, softcap=2.0, scale=0.4),
+        gqa(["q", "k", "v", "", "", "lens_pad", "total"], ["padded_full", "padded_full_k", "padded_full_v"], "padded"),
+        helper.make_node("Slice", ["padded_full", "zero", "one", "one"], ["padded"],
+                         name="first_query"),
+        gqa(["q1", "k1", "v1", "pk", "pv", "lens_ragged", "total_1"],
+            ["ragged", "ragged_k", "ragged_v"], "ragged"),
+        gqa(["qc", "kc", "vc", "pkc", "pvc", "lens_chunk", "total_c"],
+            ["chunk", "chunk_k", "chunk_v"], "chunk"),
+    ]
+    inits = [i32("lens", [S - 1] * B), i32("total", S), i32("lens_1", [P] * B),
+             i32("total_1", P + 1),
+             i32("lens_pad", [S - 1, 1]), i32("lens_ragged", [P, P - 1]),
+             i32("lens_chunk", [P + S - 2]), i32("total_c", P + S), rope_cache("cos", 8, D // 2),
+             rope_cache("sin", 8, D // 2), ints("zero", [0]), ints("one", [1])]
+    ins = [f32("q", [B, S, 4 * D]), f32("k", [B, S, 2 * D]), f32("v", [B, S, 2 * D]),
+           f32("qkv", [B, S, 8 * D]), f32("pk", [B, 2, P, D]), f32("pv", [B, 2, P, D]),
+           f32("q1", [B, 1, 4 * D]), f32("k1", [B, 1, 2 * D]), f32("v1", [B, 1, 2 * D]),
+           f32("qc", [1, S, 4 * D]), f32("kc", [1, S, 2 * D]), f32("vc", [1, S, 2 * D]),
+           f32("pkc", [1, 2, P, D]), f32("pvc", [1, 2, P, D])]
+    outs = [f32(n, None) for n in ("plain", "packed", "cached", "present_k", "present_v",
+                                   "rotated", "padded", "ragged", "chunk")]
+    return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
@@ -465,6 +519,26 @@ def case_no_shape(path):
     node = helper.make_node("Identity", ["x"], ["y"], name="id")
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
     return model([node], [x], [f32("y", None)])
+
+
+def case_gqa_shared_buffer(path):
+    """GroupQueryAttention with a past buffer as long as the total sequence
+    (onnxruntime's shared past / present buffer)."""
+    nodes = [gqa(["q", "k", "v", "pk", "pv", "lens", "total"], ["y", "y_k", "y_v"], "shared")]
+    inits = [i32("lens", [4]), i32("total", 5)]
+    ins = [f32("q", [1, 1, 32]), f32("k", [1, 1, 16]), f32("v", [1, 1, 16]),
+           f32("pk", [1, 2, 5, 8]), f32("pv", [1, 2, 5, 8])]
+    return model(nodes, ins, [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_gqa_window(path):
+    """GroupQueryAttention with a sliding window."""
+    nodes = [gqa(["q", "k", "v", "", "", "lens", "total"], ["y", "y_k", "y_v"], "window",
+                 local_window_size=2)]
+    ins = [f32("q", [1, 3, 32]), f32("k", [1, 3, 16]), f32("v", [1, 3, 16])]
+    return model(nodes, ins, [f32("y", None)], [i32("lens", [2]), i32("total", 3)],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
 def case_dropout_mask_used(path):
