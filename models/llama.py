@@ -62,6 +62,24 @@ class EmbeddedWeights:
         return name
 
 
+def signature(cfg, extra_inputs):
+    """Graph inputs (input_ids, `extra_inputs`, then the past KV cache) and
+    outputs (logits, then the present KV cache)."""
+    hd, total = cfg.d // cfg.heads, cfg.past + cfg.seq
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                            [cfg.batch, cfg.seq])] + extra_inputs
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                             [cfg.batch, cfg.seq, cfg.vocab])]
+    for i in range(cfg.layers if cfg.past else 0):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
+                [cfg.batch, cfg.kv_heads, cfg.past, hd]))
+            outputs.append(helper.make_tensor_value_info(
+                f"present.{i}.{kind}", TensorProto.FLOAT, [cfg.batch, cfg.kv_heads, total, hd]))
+    return inputs, outputs
+
+
 def build(cfg, weights, matmul_dtype=None, opset23=False):
     """The model as a ModelProto; `weights.add(name, shape, norm=)` supplies
     initializers. With matmul_dtype (e.g. BFLOAT16) activations are cast to
@@ -177,16 +195,7 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     linear(rms(h, "final_norm"), "lm_head", cfg.d, cfg.vocab)
     nodes[-1].output[0] = "logits"
 
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [cfg.batch, cfg.seq])]
-    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                             [cfg.batch, cfg.seq, cfg.vocab])]
-    for i in range(cfg.layers if cfg.past else 0):
-        for kind in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(
-                f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
-                [cfg.batch, cfg.kv_heads, cfg.past, hd]))
-            outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", TensorProto.FLOAT, [cfg.batch, cfg.kv_heads, total, hd]))
+    inputs, outputs = signature(cfg, [])
     graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     # onnxruntime 1.23 reads IR version 11 at most (opset 23 needs 11).
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
@@ -270,20 +279,9 @@ def build_fused(cfg, weights):
     linear(x, "lm_head", cfg.d, cfg.vocab)
     nodes[-1].output[0] = "logits"
 
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [cfg.batch, cfg.seq]),
-              helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
-                                            [cfg.batch, total]),
-              helper.make_tensor_value_info("position_ids", TensorProto.INT64,
-                                            [cfg.batch, cfg.seq])]
-    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                             [cfg.batch, cfg.seq, cfg.vocab])]
-    for i in range(cfg.layers if cfg.past else 0):
-        for kind in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(
-                f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
-                [cfg.batch, cfg.kv_heads, cfg.past, hd]))
-            outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", TensorProto.FLOAT, [cfg.batch, cfg.kv_heads, total, hd]))
+    inputs, outputs = signature(cfg, [
+        helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [cfg.batch, total]),
+        helper.make_tensor_value_info("position_ids", TensorProto.INT64, [cfg.batch, cfg.seq])])
     graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                    helper.make_opsetid(ms, 1)],
