@@ -117,6 +117,28 @@ LogicalResult legalizeAttention(NodeContext &ctx) {
                        ctx.attrFloat("softcap", 0.0f), /*merge=*/is3D);
 }
 
+/// `x` cut along its last axis into pieces of `sizes`.
+FailureOr<SmallVector<Value>> splitLast(NodeContext &ctx, Value x,
+                                        ArrayRef<int64_t> sizes) {
+  OpBuilder &b = ctx.builder();
+  int64_t axis = static_cast<int64_t>(shapeOf(x).size()) - 1;
+  SmallVector<Value> parts;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> starts{start}, ends{start + size}, axes{axis},
+        steps{1};
+    FailureOr<Value> part = ctx.create<dfg::SliceOp>(
+        dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+    start += size;
+  }
+  return parts;
+}
+
 /// com.microsoft MultiHeadAttention(query, key, value, bias?,
 ///   key_padding_mask?, attention_bias?, past_key?, past_value?)
 ///   -> dfg.attention. The packed bias [3 * hidden] is added to q, k, v;
@@ -144,20 +166,14 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
         shapeOf(v).size() != 3)
       return ctx.error("bias must be [3 * hidden] with 3-D query, key and "
                        "value");
+    auto parts = splitLast(ctx, bias, {hidden, hidden, hidden});
+    if (failed(parts))
+      return failure();
     Value *targets[] = {&q, &k, &v};
     for (int64_t i = 0; i < 3; ++i) {
-      SmallVector<int64_t> starts{i * hidden}, ends{(i + 1) * hidden}, axes{0},
-          steps{1};
-      FailureOr<Value> part = ctx.create<dfg::SliceOp>(
-          dfg::sliceShape(shapeOf(bias), starts, ends, axes, steps), element,
-          bias, b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-          b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
-      FailureOr<Value> sum =
-          failed(part)
-              ? part
-              : ctx.create<dfg::AddOp>(
-                    dfg::broadcastShapes(shapeOf(*targets[i]), shapeOf(*part)),
-                    element, *targets[i], *part);
+      FailureOr<Value> sum = ctx.create<dfg::AddOp>(
+          dfg::broadcastShapes(shapeOf(*targets[i]), shapeOf((*parts)[i])),
+          element, *targets[i], (*parts)[i]);
       if (failed(sum))
         return failure();
       *targets[i] = *sum;
@@ -205,28 +221,6 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
   return emitAttention(ctx, *qh, *kh, *vh, mask, ctx.input(6), ctx.input(7),
                        *scale, ctx.attrInt("unidirectional", 0) != 0, 0.0,
                        /*merge=*/true);
-}
-
-/// Input `i` cut along its last axis into `sizes` pieces.
-FailureOr<SmallVector<Value>> splitLast(NodeContext &ctx, Value x,
-                                        ArrayRef<int64_t> sizes) {
-  OpBuilder &b = ctx.builder();
-  int64_t axis = static_cast<int64_t>(shapeOf(x).size()) - 1;
-  SmallVector<Value> parts;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    SmallVector<int64_t> starts{start}, ends{start + size}, axes{axis},
-        steps{1};
-    FailureOr<Value> part = ctx.create<dfg::SliceOp>(
-        dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
-        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
-    if (failed(part))
-      return failure();
-    parts.push_back(*part);
-    start += size;
-  }
-  return parts;
 }
 
 /// com.microsoft GroupQueryAttention(query, key?, value?, past_key?,
