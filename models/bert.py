@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes a tiny BERT-style encoder in torch.onnx's idioms.
 
-Usage: models/bert.py --out DIR [--layers 2] [--seq 8] [--seed 0]
+Usage: models/bert.py --out DIR [--layers 2] [--seq 8] [--seed 0] [--batch 1]
+                      [--dynamic]
 
 DIR/model.onnx                 the model (opset 17; d=32, 4 heads, FFN 64,
                                vocabulary 64; f32 weights embedded)
@@ -15,19 +16,20 @@ is built from the attention_mask input as torch exports it (Unsqueeze,
 Cast, Sub from 1, Mul by -10000, Add to the scores), Softmax, output
 projection with residual and LayerNormalization, exact GELU spelled with Erf
 (x * 0.5 * (1 + erf(x / sqrt 2))), and the FFN residual. Shapes are static
-(`batch`, default 1, by `seq` tokens).
+(`batch`, default 1, by `seq` tokens), or with --dynamic the symbolic axes
+batch_size and sequence_length.
 """
 import argparse
 
 import numpy as np
-from common import save_with_reference
+from common import dims, save_with_reference
 from onnx import TensorProto, helper, numpy_helper
 
 D, HEADS, FFN, VOCAB, MAX_POS = 32, 4, 64, 64, 16
 HD = D // HEADS
 
 
-def build(layers, seq, rng, batch=1):
+def build(layers, seq, rng, batch=1, dynamic=False):
     nodes, inits = [], []
 
     def init(name, array):
@@ -88,11 +90,13 @@ def build(layers, seq, rng, batch=1):
         h = layer_norm(node("Add", [dense(gelu, p + "output", FFN, D), h]), p + "output.LayerNorm")
     nodes[-1].output[0] = "last_hidden_state"
 
+    n = dims(dynamic, batch, seq)
     graph = helper.make_graph(
         nodes, "bert_tiny",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [batch, seq])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [batch, seq, D])], inits)
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [n.batch, n.seq]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [n.batch, n.seq])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                       [n.batch, n.seq, D])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              producer_name="meshc models/bert.py", ir_version=8)
 
@@ -104,11 +108,14 @@ def main():
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--dynamic", action="store_true",
+                    help="symbolic batch and sequence axes (the inputs written are still "
+                         "--batch by --seq)")
     args = ap.parse_args()
     if not 3 <= args.seq <= MAX_POS or args.batch < 1:
         ap.error(f"--seq must be in [3, {MAX_POS}] and --batch at least 1")
     rng = np.random.default_rng(args.seed)
-    model = build(args.layers, args.seq, rng, args.batch)
+    model = build(args.layers, args.seq, rng, args.batch, args.dynamic)
     # Row b pads its last 2 + b tokens (at least one token stays visible).
     mask = [[1] * max(1, args.seq - 2 - b) + [0] * min(args.seq - 1, 2 + b)
             for b in range(args.batch)]

@@ -1,4 +1,9 @@
-"""What every model generator of models/ does after building its graph.
+"""What every model generator of models/ shares.
+
+dims(dynamic, batch, seq, past) gives the sizes of the graph's input and
+output dimensions: the numbers themselves, or with dynamic=True the symbolic
+names Hugging Face's exports use (batch_size, sequence_length,
+past_sequence_length, total_sequence_length), which `meshc --dim` binds.
 
 save_with_reference(model, out, feeds, label) checks the model (onnx.checker,
 unless check=False), writes
@@ -7,9 +12,18 @@ for them as out/reference/NAME.npy (the numerical reference meshc is compared
 with), then prints one line saying so.
 """
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
+
+
+def dims(dynamic, batch, seq, past=0):
+    """batch, seq, past and total (= past + seq) as ints or dim_param names."""
+    if dynamic:
+        return SimpleNamespace(batch="batch_size", seq="sequence_length",
+                               past="past_sequence_length", total="total_sequence_length")
+    return SimpleNamespace(batch=batch, seq=seq, past=past, total=past + seq)
 
 
 def save_with_reference(model, out, feeds, label, check=True):

@@ -2,6 +2,7 @@
 """Writes a tiny GPT-2 in the idioms torch.onnx's TorchScript exporter uses.
 
 Usage: models/gpt2_tiny.py --out DIR [--layers 2] [--seq 8] [--past 0] [--seed 0]
+                           [--batch 1] [--dynamic]
 
 DIR/model.onnx          the model (opset 17; weights embedded)
 DIR/inputs/*.npy        a prompt of `seq` token ids (and the KV cache, with --past)
@@ -31,14 +32,14 @@ not supported yet.
 import argparse
 
 import numpy as np
-from common import save_with_reference
+from common import dims, save_with_reference
 from onnx import TensorProto, helper, numpy_helper
 
 D, HEADS, VOCAB, MAX_POS = 32, 4, 64, 16
 HD = D // HEADS
 
 
-def build(layers, seq, rng, past=0, batch=1):
+def build(layers, seq, rng, past=0, batch=1, dynamic=False):
     nodes, inits = [], []
 
     def init(name, array):
@@ -150,14 +151,16 @@ def build(layers, seq, rng, past=0, batch=1):
     logits = node("MatMul", [layer_norm(h, "ln_f"), node("Transpose", [wte], perm=[1, 0])])
     nodes[-1].output[0] = "logits"
 
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])]
-    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, seq, VOCAB])]
+    n = dims(dynamic, batch, seq, past)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [n.batch, n.seq])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [n.batch, n.seq, VOCAB])]
     for i in range(layers if past else 0):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}",
-                                                        TensorProto.FLOAT, [batch, HEADS, past, HD]))
+                                                        TensorProto.FLOAT,
+                                                        [n.batch, HEADS, n.past, HD]))
             outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", TensorProto.FLOAT,
-                                                         [batch, HEADS, past + seq, HD]))
+                                                         [n.batch, HEADS, n.total, HD]))
     graph = helper.make_graph(nodes, "gpt2_tiny", inputs, outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                              producer_name="meshc models/gpt2_tiny.py", ir_version=8)
@@ -172,11 +175,14 @@ def main():
                     help="length of the KV cache given as input (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--dynamic", action="store_true",
+                    help="symbolic batch and sequence axes (the inputs written are still "
+                         "--batch by --seq)")
     args = ap.parse_args()
     if not 1 <= args.seq or args.past < 0 or args.past + args.seq > MAX_POS:
         ap.error(f"--seq must be at least 1 and --past + --seq at most {MAX_POS}")
     rng = np.random.default_rng(args.seed)
-    model = build(args.layers, args.seq, rng, args.past, args.batch)
+    model = build(args.layers, args.seq, rng, args.past, args.batch, args.dynamic)
     feeds = {"input_ids": rng.integers(0, VOCAB, (args.batch, args.seq)).astype(np.int64)}
     for i in range(args.layers if args.past else 0):
         for kind in ("key", "value"):

@@ -2,6 +2,7 @@
 """Writes a Llama-style ONNX model in the idioms exporters use.
 
 Usage: models/llama.py --out DIR [--layers 2] [--seq 8] [--past 0] [--seed 0]
+                       [--batch 1] [--dynamic]
                        [--opset23 | --fused [--pad N | --pad-past N]]
 
 DIR/model.onnx            a tiny Llama (d=32, GQA 4/2 heads, FFN 64,
@@ -22,8 +23,10 @@ position_ids inputs). With --past P the
 model is a cached step: past_key_values.N.key / .value ([1, kv_heads, P,
 head_dim]) are concatenated in front of the new keys and values (after RoPE,
 before the GQA repetition) and returned as present.N.key / .value; positions
-and the causal mask start at P. Shapes are static (`batch`, default 1, by `seq` tokens):
-meshc does not fold symbolic shape chains yet.
+and the causal mask start at P. Shapes are static (`batch`, default 1, by `seq` tokens),
+or with --dynamic the graph's inputs and outputs carry Hugging Face's
+symbolic axes (batch_size, sequence_length, past_sequence_length,
+total_sequence_length), which `meshc --dim` gives sizes.
 
 `build()` is also what bench/import_llama.py uses, with Llama-3-8B sizes and
 bf16 weights as references into a sparse external-data file.
@@ -32,6 +35,7 @@ import argparse
 from dataclasses import dataclass
 
 import numpy as np
+from common import dims
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -46,6 +50,7 @@ class Config:
     seq: int = 8
     past: int = 0
     batch: int = 1
+    dynamic: bool = False
 
 
 class EmbeddedWeights:
@@ -62,21 +67,27 @@ class EmbeddedWeights:
         return name
 
 
+def axes(cfg):
+    """The graph's batch / seq / past / total dimensions: sizes, or symbolic
+    names with cfg.dynamic."""
+    return dims(cfg.dynamic, cfg.batch, cfg.seq, cfg.past)
+
+
 def signature(cfg, extra_inputs):
     """Graph inputs (input_ids, `extra_inputs`, then the past KV cache) and
     outputs (logits, then the present KV cache)."""
-    hd, total = cfg.d // cfg.heads, cfg.past + cfg.seq
+    hd, n = cfg.d // cfg.heads, axes(cfg)
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
-                                            [cfg.batch, cfg.seq])] + extra_inputs
+                                            [n.batch, n.seq])] + extra_inputs
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                             [cfg.batch, cfg.seq, cfg.vocab])]
+                                             [n.batch, n.seq, cfg.vocab])]
     for i in range(cfg.layers if cfg.past else 0):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(
                 f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
-                [cfg.batch, cfg.kv_heads, cfg.past, hd]))
+                [n.batch, cfg.kv_heads, n.past, hd]))
             outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", TensorProto.FLOAT, [cfg.batch, cfg.kv_heads, total, hd]))
+                f"present.{i}.{kind}", TensorProto.FLOAT, [n.batch, cfg.kv_heads, n.total, hd]))
     return inputs, outputs
 
 
@@ -280,8 +291,10 @@ def build_fused(cfg, weights):
     nodes[-1].output[0] = "logits"
 
     inputs, outputs = signature(cfg, [
-        helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [cfg.batch, total]),
-        helper.make_tensor_value_info("position_ids", TensorProto.INT64, [cfg.batch, cfg.seq])])
+        helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                      [axes(cfg).batch, axes(cfg).total]),
+        helper.make_tensor_value_info("position_ids", TensorProto.INT64,
+                                      [axes(cfg).batch, axes(cfg).seq])])
     graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                    helper.make_opsetid(ms, 1)],
@@ -299,6 +312,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--past", type=int, default=0,
                     help="length of the KV cache given as input (0: none)")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="symbolic batch and sequence axes (the inputs written keep the "
+                         "sizes given)")
     ap.add_argument("--opset23", action="store_true",
                     help="use the opset-23 RMSNormalization, RotaryEmbedding and Attention")
     ap.add_argument("--fused", action="store_true",
@@ -322,7 +338,8 @@ def main():
     rng = np.random.default_rng(args.seed)
     if args.seq < 1 or args.past < 0 or args.batch < 1:
         ap.error("--seq and --batch must be at least 1 and --past at least 0")
-    cfg = Config(layers=args.layers, seq=args.seq, past=args.past, batch=args.batch)
+    cfg = Config(layers=args.layers, seq=args.seq, past=args.past, batch=args.batch,
+                 dynamic=args.dynamic)
     if args.fused:
         model = build_fused(cfg, EmbeddedWeights(rng))
     else:

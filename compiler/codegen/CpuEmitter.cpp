@@ -290,7 +290,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
     if (auto tt = dyn_cast<RankedTensorType>(t)) {
       if (!tt.hasStaticShape())
         return op->emitOpError("has a dynamic shape; the cpu target needs "
-                               "static shapes");
+                               "static shapes (give the model's symbolic "
+                               "input dimensions sizes with --dim "
+                               "NAME=SIZE)");
       // 16-bit floats may enter and leave the program (a cast converts
       // them), but the cpu kernels compute in f32.
       Type e = tt.getElementType();

@@ -66,6 +66,28 @@ Error checkReadableFile(StringRef path, StringRef what) {
   return errorCodeToError(sys::Process::SafelyCloseFileDescriptor(fd));
 }
 
+/// Parses the --dim entries ("NAME=SIZE", each a symbolic input dimension
+/// and a positive size; a name given twice is an error).
+Expected<onnximport::DimSizes> parseDimSizes(ArrayRef<std::string> entries) {
+  onnximport::DimSizes sizes;
+  for (const std::string &entry : entries) {
+    auto [name, text] = StringRef(entry).split('=');
+    int64_t size = 0;
+    if (name.empty() || text.empty() || text.getAsInteger(10, size))
+      return createStringError(inconvertibleErrorCode(),
+                               "--dim '%s' is not NAME=SIZE", entry.c_str());
+    if (size < 1)
+      return createStringError(inconvertibleErrorCode(),
+                               "--dim %s: the size must be at least 1",
+                               entry.c_str());
+    if (!sizes.try_emplace(name, size).second)
+      return createStringError(inconvertibleErrorCode(),
+                               "--dim names '%s' twice",
+                               name.str().c_str());
+  }
+  return sizes;
+}
+
 /// The commands whose implementation has not landed yet stop here, after
 /// their arguments were validated.
 int notImplemented(StringRef command) {
@@ -129,7 +151,7 @@ private:
 /// Imports `model`, runs the pipelines `build` adds (given the model's
 /// folder, where its weights are) and hands the module to `use`.
 int withFrontEnd(
-    StringRef command, StringRef model,
+    StringRef command, StringRef model, const onnximport::DimSizes &dims,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build,
     llvm::function_ref<int(mlir::ModuleOp)> use) {
   mlir::DialectRegistry registry;
@@ -140,7 +162,7 @@ int withFrontEnd(
   DiagnosticPrinter diagnostics(context, command);
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      onnximport::importOnnxModel(context, model);
+      onnximport::importOnnxModel(context, model, dims);
   if (!module)
     return 1;
   mlir::PassManager pm(&context);
@@ -155,9 +177,10 @@ int withFrontEnd(
 /// Imports `model`, runs the pipelines `build` adds and writes the IR to
 /// `output`.
 int runFrontEnd(
-    StringRef command, StringRef model, StringRef output,
+    StringRef command, StringRef model, const onnximport::DimSizes &dims,
+    StringRef output,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
-  return withFrontEnd(command, model, build, [&](mlir::ModuleOp module) {
+  return withFrontEnd(command, model, dims, build, [&](mlir::ModuleOp module) {
     std::string error;
     auto out = mlir::openOutputFile(output, &error);
     if (!out)
@@ -170,9 +193,9 @@ int runFrontEnd(
 
 /// meshc plan MODEL --mesh M|auto ...: the graph pipeline once, then the
 /// plan tool (PlanTool.h).
-int runPlanCommand(PlanRequest request) {
+int runPlanCommand(PlanRequest request, const onnximport::DimSizes &dims) {
   return withFrontEnd(
-      "plan", request.model,
+      "plan", request.model, dims,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
       },
@@ -180,8 +203,9 @@ int runPlanCommand(PlanRequest request) {
 }
 
 /// meshc import MODEL [-o FILE] [--optimize]
-int runImport(StringRef model, StringRef output, bool optimize) {
-  return runFrontEnd("import", model, output,
+int runImport(StringRef model, const onnximport::DimSizes &dims,
+              StringRef output, bool optimize) {
+  return runFrontEnd("import", model, dims, output,
                      [&](mlir::OpPassManager &pm, StringRef folder) {
                        if (optimize)
                          buildGraphPipeline(pm, folder);
@@ -190,10 +214,11 @@ int runImport(StringRef model, StringRef output, bool optimize) {
 
 /// meshc compile MODEL --mesh M --emit sharded [-o FILE]: import, the graph
 /// pipeline, then the sharding pipeline; writes the SPMD program.
-int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
+int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
+                      StringRef mesh, bool sequenceParallel,
                       int64_t microbatches, StringRef output) {
   return runFrontEnd(
-      "compile", model, output, [&](mlir::OpPassManager &pm, StringRef folder) {
+      "compile", model, dims, output, [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
       });
@@ -203,12 +228,12 @@ int runCompileSharded(StringRef model, StringRef mesh, bool sequenceParallel,
 /// rank programs (one module per distinct program) to `use`, inside one
 /// module that holds them all.
 int withRankPrograms(
-    StringRef model, StringRef mesh, bool sequenceParallel,
-    int64_t microbatches,
+    StringRef model, const onnximport::DimSizes &dims, StringRef mesh,
+    bool sequenceParallel, int64_t microbatches,
     llvm::function_ref<int(mlir::ModuleOp, ArrayRef<codegen::RoleProgram>)>
         use) {
   return withFrontEnd(
-      "compile", model,
+      "compile", model, dims,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
@@ -240,10 +265,11 @@ int withRankPrograms(
 /// meshc compile MODEL --mesh M --emit ranks [-o FILE]: as --emit sharded,
 /// then one module per distinct rank program (`@role<k>`, with the ranks
 /// that run it as `meshc.ranks`) inside one module.
-int runCompileRanks(StringRef model, StringRef mesh, bool sequenceParallel,
+int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
+                    StringRef mesh, bool sequenceParallel,
                     int64_t microbatches, StringRef output) {
   return withRankPrograms(
-      model, mesh, sequenceParallel, microbatches,
+      model, dims, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
         std::string error;
         auto out = mlir::openOutputFile(output, &error);
@@ -257,15 +283,16 @@ int runCompileRanks(StringRef model, StringRef mesh, bool sequenceParallel,
 
 /// meshc compile MODEL --mesh M [--target cpu] [-o DIR]: the rank programs,
 /// then per-rank executables, weight shards and the manifest (CompileCpu.h).
-int runCompileCpu(StringRef model, StringRef mesh, bool sequenceParallel,
-                  int64_t microbatches, codegen::CpuCompileOptions options) {
+int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
+                  StringRef mesh, bool sequenceParallel, int64_t microbatches,
+                  codegen::CpuCompileOptions options) {
   SmallString<256> folder = sys::path::parent_path(model);
   options.weightsDir = folder.empty() ? "." : folder.str().str();
   options.model = sys::path::filename(model).str();
   options.mesh = mesh.str();
   options.version = MESHC_VERSION;
   return withRankPrograms(
-      model, mesh, sequenceParallel, microbatches,
+      model, dims, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         if (failed(codegen::compileCpu(roles, all, options)))
           return 1;
@@ -317,6 +344,15 @@ int runDriver(int argc, char **argv) {
       "mesh", cl::Required, cl::value_desc("axis=size,..."),
       cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp); for "
                "'meshc plan' also 'auto' (with --devices)"),
+      cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
+
+  cl::list<std::string> dimSizes(
+      "dim",
+      cl::desc("Give a symbolic input dimension (an ONNX dim_param such as "
+               "batch_size or sequence_length) a fixed size; repeatable or "
+               "comma-separated. Exporters' shape arithmetic on it then "
+               "folds to constants"),
+      cl::value_desc("name=size"), cl::CommaSeparated, cl::sub(importCmd),
       cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
 
   cl::opt<std::string> importOutput(
@@ -457,15 +493,15 @@ int runDriver(int argc, char **argv) {
       outs() << domain << " " << opType << " " << since << "\n";
     return 0;
   }
-  if (importCmd) {
-    if (Error e = checkReadableFile(model, "model"))
-      return fail("import", toString(std::move(e)));
-    return runImport(model, importOutput, importOptimize);
-  }
-  if (planCmd || compileCmd) {
-    StringRef command = planCmd ? "plan" : "compile";
+  if (importCmd || planCmd || compileCmd) {
+    StringRef command = importCmd ? "import" : planCmd ? "plan" : "compile";
     if (Error e = checkReadableFile(model, "model"))
       return fail(command, toString(std::move(e)));
+    auto dims = parseDimSizes(dimSizes);
+    if (!dims)
+      return fail(command, toString(dims.takeError()));
+    if (importCmd)
+      return runImport(model, *dims, importOutput, importOptimize);
     if (microbatches == 0)
       return fail(command, "--microbatches must be at least 1");
     if (planCmd) {
@@ -496,7 +532,7 @@ int runDriver(int argc, char **argv) {
                                    "keep pipeline stages busy)");
         request.mesh = spec->str();
       }
-      return runPlanCommand(request);
+      return runPlanCommand(request, *dims);
     }
     auto meshSpec = MeshSpec::parse(mesh);
     if (!meshSpec)
@@ -509,10 +545,10 @@ int runDriver(int argc, char **argv) {
                              ? StringRef(compileOutput)
                              : StringRef("-");
     if (compileCmd && compileEmit == Emit::Sharded)
-      return runCompileSharded(model, meshSpec->str(), sequenceParallel,
-                               microbatches, irOutput);
+      return runCompileSharded(model, *dims, meshSpec->str(),
+                               sequenceParallel, microbatches, irOutput);
     if (compileCmd && compileEmit == Emit::Ranks)
-      return runCompileRanks(model, meshSpec->str(), sequenceParallel,
+      return runCompileRanks(model, *dims, meshSpec->str(), sequenceParallel,
                              microbatches, irOutput);
     if (compileTarget == Target::Cuda)
       return notImplemented("compile --target cuda");
@@ -521,8 +557,8 @@ int runDriver(int argc, char **argv) {
     options.march = compileMarch;
     options.keepSources = keepSources;
     options.verbose = compileVerbose;
-    return runCompileCpu(model, meshSpec->str(), sequenceParallel, microbatches,
-                         options);
+    return runCompileCpu(model, *dims, meshSpec->str(), sequenceParallel,
+                         microbatches, options);
   }
   if (runCmd) {
     if (!sys::fs::is_directory(runDir))

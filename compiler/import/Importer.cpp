@@ -5,8 +5,9 @@
 // Algorithm:
 //   1. Parse the model (OnnxModel) and check the opset of the default domain.
 //   2. Graph inputs that are not initializers become function arguments; a
-//      dim_param becomes a dynamic dimension whose name is kept in the
-//      argument's `dfg.dim_names` attribute.
+//      dim_param given a size (--dim) becomes that static dimension, any
+//      other becomes a dynamic one; the names are kept in the argument's
+//      `dfg.dim_names` attribute.
 //   3. Initializers become dfg.weight references (contiguous little-endian
 //      data: raw_data, packed float_data, external data) or, when stored as
 //      varints or holding a single element (an epsilon, a scale), small
@@ -31,6 +32,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -47,8 +49,10 @@ namespace meshc::onnximport {
 /// Holds the state of one import; NodeContext calls back into it.
 class Importer {
 public:
-  Importer(MLIRContext &context, const OnnxModel &model)
-      : context_(context), model_(model), builder_(&context),
+  Importer(MLIRContext &context, const OnnxModel &model,
+           const DimSizes &dimSizes)
+      : context_(context), model_(model), dimSizes_(dimSizes),
+        builder_(&context),
         fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
@@ -65,6 +69,7 @@ private:
   LogicalResult checkOpsets();
   FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
                                         SmallVectorImpl<Attribute> *dimNames);
+  LogicalResult checkDimSizesUsed(const llvm::StringSet<> &symbolic);
   LogicalResult importInitializers();
   LogicalResult expandFunctions();
   LogicalResult expandNode(const onnx::NodeProto &node, int depth,
@@ -76,6 +81,7 @@ private:
 
   MLIRContext &context_;
   const OnnxModel &model_;
+  const DimSizes &dimSizes_;
   OpBuilder builder_;
   Location fileLoc_;
   /// ONNX value name -> dfg value.
@@ -286,8 +292,11 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     if (dim.has_dim_value() && dim.dim_value() < 0)
       return error("graph value '" + info.name() + "' has a negative " +
                    "dimension " + std::to_string(dim.dim_value()));
-    shape.push_back(dim.has_dim_value() ? dim.dim_value()
-                                        : ShapedType::kDynamic);
+    auto given = dim.has_dim_param() ? dimSizes_.find(dim.dim_param())
+                                     : dimSizes_.end();
+    shape.push_back(dim.has_dim_value()      ? dim.dim_value()
+                    : given != dimSizes_.end() ? given->second
+                                               : ShapedType::kDynamic);
     if (dimNames)
       dimNames->push_back(StringAttr::get(
           &context_, dim.has_dim_param() ? dim.dim_param() : ""));
@@ -614,6 +623,28 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
   return fail("it is computed by the graph");
 }
 
+/// Every size given with --dim must name a symbolic dimension of an input:
+/// a misspelt name would otherwise be ignored silently.
+LogicalResult Importer::checkDimSizesUsed(const llvm::StringSet<> &symbolic) {
+  for (const auto &entry : dimSizes_) {
+    if (symbolic.contains(entry.getKey()))
+      continue;
+    SmallVector<std::string> names;
+    for (const auto &s : symbolic)
+      names.push_back("'" + s.getKey().str() + "'");
+    llvm::sort(names);
+    return error("--dim " + entry.getKey() + "=" +
+                 std::to_string(entry.getValue()) +
+                 ": no graph input has a dimension named '" + entry.getKey() +
+                 "' (" +
+                 (names.empty() ? std::string("the inputs have no symbolic "
+                                              "dimensions")
+                                : "symbolic dimensions: " + join(names, ", ")) +
+                 ")");
+  }
+  return success();
+}
+
 OwningOpRef<ModuleOp> Importer::run() {
   if (failed(checkOpsets()))
     return nullptr;
@@ -631,9 +662,14 @@ OwningOpRef<ModuleOp> Importer::run() {
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<const onnx::ValueInfoProto *> args;
+  llvm::StringSet<> symbolic;
   for (const auto &input : graph.input()) {
     if (initializerNames.contains(input.name()))
       continue;
+    if (input.type().has_tensor_type())
+      for (const auto &dim : input.type().tensor_type().shape().dim())
+        if (dim.has_dim_param() && !dim.has_dim_value())
+          symbolic.insert(dim.dim_param());
     SmallVector<Attribute> dimNames;
     FailureOr<RankedTensorType> type = valueType(input, &dimNames);
     if (failed(type))
@@ -649,6 +685,8 @@ OwningOpRef<ModuleOp> Importer::run() {
     argAttrs.push_back(builder_.getDictionaryAttr(attrs));
     args.push_back(&input);
   }
+  if (failed(checkDimSizesUsed(symbolic)))
+    return nullptr;
 
   auto func = func::FuncOp::create(builder_, fileLoc_, "main",
                                    builder_.getFunctionType(argTypes, {}));
@@ -700,7 +738,8 @@ OwningOpRef<ModuleOp> Importer::run() {
   return module;
 }
 
-OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path) {
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
+                                      const DimSizes &dimSizes) {
   context.loadDialect<dfg::DfgDialect, func::FuncDialect>();
   auto model = OnnxModel::load(path);
   if (!model) {
@@ -708,7 +747,7 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path) {
         << toString(model.takeError());
     return nullptr;
   }
-  return Importer(context, **model).run();
+  return Importer(context, **model, dimSizes).run();
 }
 
 } // namespace meshc::onnximport

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace meshc::onnximport {
@@ -16,13 +17,22 @@ namespace meshc::onnximport {
 inline constexpr int64_t kMinOnnxOpset = 13;
 inline constexpr int64_t kMaxOnnxOpset = 24;
 
+/// Sizes given to symbolic dimensions (ONNX dim_param names) of the graph
+/// inputs, as onnxruntime's free-dimension overrides do: each input dimension
+/// named `name` becomes static with that size, so that the exporters' shape
+/// arithmetic folds to constants.
+using DimSizes = llvm::StringMap<int64_t>;
+
 /// Imports the ONNX model at `path` as one func.func @main of dfg ops.
 /// Initializers become dfg.weight references into the model file or its
-/// external-data files; no weight bytes are copied into the IR. On failure,
-/// reports one diagnostic naming the culprit (file, initializer, or node by
-/// name, op type and position) and returns null.
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
-                                                  llvm::StringRef path);
+/// external-data files; no weight bytes are copied into the IR. Symbolic
+/// input dimensions named in `dimSizes` take those sizes; naming a dimension
+/// that no input has is an error. On failure, reports one diagnostic naming
+/// the culprit (file, initializer, or node by name, op type and position)
+/// and returns null.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModel(mlir::MLIRContext &context, llvm::StringRef path,
+                const DimSizes &dimSizes = {});
 
 } // namespace meshc::onnximport
 

@@ -5,7 +5,8 @@
 // importer's constant folding carries through Gather, Unsqueeze, Concat and
 // the arithmetic to the Reshape / Expand / Slice nodes that read them, so none
 // of them reaches the IR. Dynamic dimensions need symbolic folding, which
-// meshc does not do yet; those nodes are rejected with that reason.
+// meshc does not do yet; those nodes are rejected with that reason, naming
+// --dim, which makes the graph inputs' symbolic dimensions static.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -31,8 +32,9 @@ LogicalResult bindConstant(NodeContext &ctx, DenseElementsAttr value) {
 
 LogicalResult needsStaticShape(NodeContext &ctx, RankedTensorType type) {
   return ctx.error("the input " + dfg::formatShape(type.getShape()) +
-                   " has dynamic dimensions; folding symbolic shapes is not "
-                   "implemented yet (export with static shapes)");
+                   " has dynamic dimensions; meshc folds shape arithmetic on "
+                   "static dimensions only: give the model's symbolic input "
+                   "dimensions sizes with --dim NAME=SIZE");
 }
 
 /// Shape(x) [start, end) -> dfg.constant of x's static dimensions.
