@@ -4,14 +4,18 @@
 // mesh and prints what each pipeline stage's ranks hold and do under the
 // cost model (CostModel.h). With `--mesh auto --devices N` it plans every
 // dp x pp x tp factorisation of N, with and without sequence parallelism,
-// and keeps the fastest plan that fits the device memory.
+// and keeps the fastest plan that fits the device memory. For a given mesh it
+// also prints the static arena each rank program gets on the cpu target (the
+// liveness-based buffer plan `meshc compile` makes).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/PlanTool.h"
 #include "compiler/driver/ReportError.h"
 
+#include "compiler/codegen/CpuEmitter.h"
 #include "compiler/pipelines/Pipelines.h"
 #include "dialects/dfg/Sharding/MeshSpec.h"
+#include "passes/sharding/RankRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -98,6 +102,43 @@ FailureOr<PlanReport> planOne(mlir::ModuleOp graph, const Candidate &c,
   if (failed(pm.run(*module)))
     return failure();
   return analyzePlan(*module, request.device, topology);
+}
+
+/// The arena bytes of each rank program on the cpu target, as `meshc
+/// compile` plans them, with the ranks that run it; on failure, the first
+/// error is returned in `why` (e.g. an op the cpu target cannot run).
+FailureOr<SmallVector<std::pair<SmallVector<int64_t>, uint64_t>>>
+cpuArenas(mlir::ModuleOp graph, const Candidate &c, std::string *why) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = graph.clone();
+  mlir::MLIRContext *context = graph.getContext();
+  mlir::ScopedDiagnosticHandler capture(context, [why](mlir::Diagnostic &d) {
+    if (why->empty() && d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      *why = d.str();
+    return mlir::success();
+  });
+  mlir::PassManager pm(context);
+  buildShardingPipeline(pm, c.mesh, c.sequenceParallel, c.microbatches);
+  if (failed(pm.run(*module)))
+    return failure();
+  auto roles = buildRankRoles(*module);
+  if (failed(roles))
+    return failure();
+  std::vector<codegen::GroupAxes> groups;
+  for (RankRole &role : *roles)
+    for (const codegen::GroupAxes &g : codegen::collectGroups(*role.program))
+      if (!llvm::is_contained(groups, g))
+        groups.push_back(g);
+  llvm::sort(groups);
+  SmallVector<std::pair<SmallVector<int64_t>, uint64_t>> arenas;
+  for (RankRole &role : *roles) {
+    codegen::WeightShards weights;
+    auto program =
+        codegen::emitCpuProgram(*role.program, "role", groups, "", weights);
+    if (failed(program))
+      return failure();
+    arenas.emplace_back(role.ranks, program->arenaBytes);
+  }
+  return arenas;
 }
 
 void printReport(raw_ostream &os, const PlanRequest &request,
@@ -303,6 +344,17 @@ int runPlan(mlir::ModuleOp graph, const PlanRequest &request, raw_ostream &os) {
     if (failed(report))
       return 1;
     printReport(os, request, c, *report, topology);
+    std::string why;
+    auto arenas = cpuArenas(graph, c, &why);
+    if (succeeded(arenas)) {
+      os << "cpu target arena (activations, static plan by liveness):";
+      for (auto [ranks, arena] : *arenas)
+        os << " ranks " << rankList(ranks) << ": " << bytes(arena) << " ("
+           << arena << " bytes);";
+      os << "\n";
+    } else {
+      os << "cpu target arena: not planned (" << why << ")\n";
+    }
     if (report->peakMemoryBytes() > request.deviceMemoryBytes)
       WithColor::warning(errs(), "meshc plan")
           << "rank memory " << bytes(report->peakMemoryBytes())

@@ -184,6 +184,15 @@ mlir::FailureOr<mlir::Value> rotate(NodeContext &ctx, mlir::Value x,
                                     mlir::Value positions, int64_t numHeads,
                                     int64_t rotaryDim, bool interleaved);
 
+/// `x` cut along its last axis into consecutive pieces of `sizes` (packed
+/// q | k | v projections and biases).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+splitLast(NodeContext &ctx, mlir::Value x, llvm::ArrayRef<int64_t> sizes);
+
+/// The attention scale: the node's `scale` attribute, else 1/sqrt(head_dim)
+/// of `q` ([batch, heads, seq, head_dim]).
+mlir::FailureOr<double> attentionScale(NodeContext &ctx, mlir::Value q);
+
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);
@@ -191,6 +200,7 @@ void populateStructureLegalizations(LegalizationTable &table);
 void populateNormalizationLegalizations(LegalizationTable &table);
 void populateRotaryLegalizations(LegalizationTable &table);
 void populateAttentionLegalizations(LegalizationTable &table);
+void populatePackedAttentionLegalizations(LegalizationTable &table);
 void populateShapeLegalizations(LegalizationTable &table);
 
 } // namespace meshc::onnximport

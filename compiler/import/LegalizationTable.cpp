@@ -27,6 +27,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateNormalizationLegalizations(t);
     populateRotaryLegalizations(t);
     populateAttentionLegalizations(t);
+    populatePackedAttentionLegalizations(t);
     populateShapeLegalizations(t);
     return t;
   }();

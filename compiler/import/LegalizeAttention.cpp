@@ -17,6 +17,37 @@
 using namespace mlir;
 
 namespace meshc::onnximport {
+
+FailureOr<double> attentionScale(NodeContext &ctx, Value q) {
+  if (ctx.attr("scale"))
+    return static_cast<double>(ctx.attrFloat("scale", 1.0f));
+  int64_t headDim = shapeOf(q)[3];
+  if (ShapedType::isDynamic(headDim))
+    return ctx.error("head_dim is dynamic; give the scale attribute");
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+FailureOr<SmallVector<Value>> splitLast(NodeContext &ctx, Value x,
+                                        ArrayRef<int64_t> sizes) {
+  OpBuilder &b = ctx.builder();
+  int64_t axis = static_cast<int64_t>(shapeOf(x).size()) - 1;
+  SmallVector<Value> parts;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> starts{start}, ends{start + size}, axes{axis},
+        steps{1};
+    FailureOr<Value> part = ctx.create<dfg::SliceOp>(
+        dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+    start += size;
+  }
+  return parts;
+}
+
 namespace {
 
 /// [batch, seq, heads * d] -> [batch, heads, seq, d]; 4-D passes through.
@@ -63,16 +94,6 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
       {y, pastK ? op.getPresent()[0] : k, pastK ? op.getPresent()[1] : v});
 }
 
-/// 1/sqrt(head_dim) unless the node gives `scale`.
-FailureOr<double> attentionScale(NodeContext &ctx, Value q) {
-  if (ctx.attr("scale"))
-    return static_cast<double>(ctx.attrFloat("scale", 1.0f));
-  int64_t headDim = shapeOf(q)[3];
-  if (ShapedType::isDynamic(headDim))
-    return ctx.error("head_dim is dynamic; give the scale attribute");
-  return 1.0 / std::sqrt(static_cast<double>(headDim));
-}
-
 /// Attention-23(Q, K, V, attn_mask?, past_key?, past_value?)
 ///   -> dfg.attention; Y, present_key, present_value.
 LogicalResult legalizeAttention(NodeContext &ctx) {
@@ -115,28 +136,6 @@ LogicalResult legalizeAttention(NodeContext &ctx) {
   return emitAttention(ctx, *q, *k, *v, mask, pastK, pastV, *scale,
                        ctx.attrInt("is_causal", 0) != 0,
                        ctx.attrFloat("softcap", 0.0f), /*merge=*/is3D);
-}
-
-/// `x` cut along its last axis into pieces of `sizes`.
-FailureOr<SmallVector<Value>> splitLast(NodeContext &ctx, Value x,
-                                        ArrayRef<int64_t> sizes) {
-  OpBuilder &b = ctx.builder();
-  int64_t axis = static_cast<int64_t>(shapeOf(x).size()) - 1;
-  SmallVector<Value> parts;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    SmallVector<int64_t> starts{start}, ends{start + size}, axes{axis},
-        steps{1};
-    FailureOr<Value> part = ctx.create<dfg::SliceOp>(
-        dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
-        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
-    if (failed(part))
-      return failure();
-    parts.push_back(*part);
-    start += size;
-  }
-  return parts;
 }
 
 /// com.microsoft MultiHeadAttention(query, key, value, bias?,

@@ -368,6 +368,45 @@ def case_mha(path):
     return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid(ms, 1)])
 
 
+def case_ms_attention(path):
+    """com.microsoft Attention (the fused op of onnxruntime's transformer
+    optimizer): packed q | k | v weights and bias, each mask_index format
+    ([batch, total] and [batch, seq, total] raw masks, [batch] end positions,
+    [2 * batch] end and start positions), unidirectional after a stacked
+    past with its present, and qkv_hidden_sizes with a wider v, a scale and
+    an attention bias."""
+    ms = "com.microsoft"
+    B, H, S, P, HID = 2, 2, 3, 2, 8
+
+    def attn(ins, outs, name, **attrs):
+        return helper.make_node("Attention", ins, outs, domain=ms, num_heads=H, name=name,
+                                **attrs)
+
+    nodes = [
+        attn(["x", "w", "b", "raw2"], ["raw"], "raw"),
+        attn(["x", "w", "b", "raw3"], ["per_query"], "per_query", mask_filter_value=-1e4),
+        attn(["x", "w", "b", "ends"], ["ended"], "ended"),
+        attn(["x", "w", "b", "ends_starts"], ["windowed"], "windowed"),
+        attn(["x", "w", "b", "", "past"], ["cached", "present"], "cached", unidirectional=1),
+        attn(["x", "w_wide", "b_wide", "", "", "abias"], ["wide"], "wide",
+             qkv_hidden_sizes=[HID, HID, 12], scale=0.3),
+    ]
+    inits = [weight("w", HID, 3 * HID), weight("b", 3 * HID),
+             weight("w_wide", HID, 2 * HID + 12), weight("b_wide", 2 * HID + 12),
+             numpy_helper.from_array(np.array([[1, 1, 1], [1, 1, 0]], np.int32), "raw2"),
+             numpy_helper.from_array(
+                 np.array([[[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+                           [[1, 1, 0], [0, 1, 0], [1, 0, 1]]], np.int32), "raw3"),
+             numpy_helper.from_array(np.array([3, 2], np.int32), "ends"),
+             numpy_helper.from_array(np.array([3, 2, 1, 0], np.int32), "ends_starts"),
+             numpy_helper.from_array(RNG.standard_normal((1, H, S, S)).astype(np.float32),
+                                     "abias")]
+    ins = [f32("x", [B, S, HID]), f32("past", [2, B, H, P, HID // H])]
+    outs = [f32(n, None) for n in ("raw", "per_query", "ended", "windowed", "cached",
+                                   "present", "wide")]
+    return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid(ms, 1)])
+
+
 def i32(name, values):
     return numpy_helper.from_array(np.array(values, dtype=np.int32), name)
 
@@ -538,6 +577,27 @@ def case_gqa_window(path):
                  local_window_size=2)]
     ins = [f32("q", [1, 3, 32]), f32("k", [1, 3, 16]), f32("v", [1, 3, 16])]
     return model(nodes, ins, [f32("y", None)], [i32("lens", [2]), i32("total", 3)],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_ms_attention_shared(path):
+    """com.microsoft Attention with onnxruntime's shared past/present
+    buffer, which meshc refuses."""
+    node = helper.make_node("Attention", ["x", "w", "", "", "past", "", "len"], ["y", "p"],
+                            domain="com.microsoft", num_heads=2, name="shared",
+                            past_present_share_buffer=1)
+    return model([node], [f32("x", [1, 1, 8]), f32("past", [2, 1, 2, 4, 4])],
+                 [f32("y", None), f32("p", None)],
+                 [weight("w", 8, 24), numpy_helper.from_array(np.array(2, np.int32), "len")],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_ms_attention_mask4d(path):
+    """com.microsoft Attention with a 4-D (Megatron) mask_index."""
+    node = helper.make_node("Attention", ["x", "w", "", "m"], ["y"], domain="com.microsoft",
+                            num_heads=2, name="megatron")
+    mask = numpy_helper.from_array(np.ones((1, 1, 4, 4), np.int32), "m")
+    return model([node], [f32("x", [1, 3, 8])], [f32("y", None)], [weight("w", 8, 24), mask],
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
