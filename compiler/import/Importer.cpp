@@ -52,11 +52,12 @@ public:
   Importer(MLIRContext &context, const OnnxModel &model,
            const DimSizes &dimSizes)
       : context_(context), model_(model), dimSizes_(dimSizes),
-        builder_(&context),
+        dimTable_(&context), builder_(&context),
         fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
   StringRef modelFolder() const { return model_.folder(); }
+  dfg::DimTable &dimTable() { return dimTable_; }
 
   /// The integer values of a constant dfg value (dfg.constant, or a small
   /// dfg.weight whose bytes are read from its file).
@@ -82,6 +83,7 @@ private:
   MLIRContext &context_;
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
+  dfg::DimTable dimTable_;
   OpBuilder builder_;
   Location fileLoc_;
   /// ONNX value name -> dfg value.
@@ -107,6 +109,46 @@ NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
 unsigned NodeContext::numOutputs() const { return node_.output_size(); }
 
 StringRef NodeContext::modelFolder() const { return importer_.modelFolder(); }
+
+dfg::DimTable &NodeContext::dimTable() { return importer_.dimTable(); }
+
+bool NodeContext::isSymbolic(unsigned i) const {
+  Value v = input(i);
+  return v && isa_and_nonnull<dfg::SizesOp>(v.getDefiningOp());
+}
+
+FailureOr<SmallVector<AffineExpr>>
+NodeContext::symbolicInts(unsigned i, StringRef what) {
+  if (isSymbolic(i)) {
+    dfg::SymbolicShapes shapes(dimTable());
+    return *shapes.values(input(i));
+  }
+  FailureOr<SmallVector<int64_t>> ints = constantInts(i, what);
+  if (failed(ints))
+    return failure();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t v : *ints)
+    exprs.push_back(getAffineConstantExpr(v, builder_.getContext()));
+  return exprs;
+}
+
+SmallVector<AffineExpr> NodeContext::inputDims(unsigned i) {
+  // A fresh analysis each time: folding erases ops, so results must not be
+  // remembered across nodes.
+  dfg::SymbolicShapes shapes(dimTable());
+  return SmallVector<AffineExpr>(shapes.dims(input(i)));
+}
+
+Value NodeContext::refineType(Value v) {
+  dfg::SymbolicShapes shapes(dimTable());
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> refined(type.getShape());
+  for (auto [i, d] : llvm::enumerate(shapes.dims(v)))
+    if (auto c = dyn_cast_or_null<AffineConstantExpr>(d))
+      refined[i] = c.getValue();
+  v.setType(RankedTensorType::get(refined, type.getElementType()));
+  return v;
+}
 
 FailureOr<DenseElementsAttr>
 NodeContext::tensorAttr(const onnx::AttributeProto &attr) {
@@ -297,9 +339,14 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     shape.push_back(dim.has_dim_value()      ? dim.dim_value()
                     : given != dimSizes_.end() ? given->second
                                                : ShapedType::kDynamic);
+    // A dynamic dimension without a dim_param is named after its input, so
+    // that every symbolic dimension has a name.
+    std::string name = dim.has_dim_param() ? dim.dim_param()
+                       : dim.has_dim_value()
+                           ? ""
+                           : info.name() + "." + std::to_string(shape.size() - 1);
     if (dimNames)
-      dimNames->push_back(StringAttr::get(
-          &context_, dim.has_dim_param() ? dim.dim_param() : ""));
+      dimNames->push_back(StringAttr::get(&context_, name));
   }
   return RankedTensorType::get(shape, *element);
 }
@@ -571,6 +618,15 @@ LogicalResult Importer::importNode(int index) {
 LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
                                       SmallVectorImpl<Value> &results) {
   for (Operation *op : ops) {
+    if (Value folded = foldSymbolic(op, dimTable_, model_.folder())) {
+      Value result = op->getResult(0);
+      for (Value &r : results)
+        if (r == result)
+          r = folded;
+      result.replaceAllUsesWith(folded);
+      op->erase();
+      continue;
+    }
     OpBuilder b(op);
     auto constants = dfg::foldWithEvaluator(op, model_.folder(), b);
     if (failed(constants))
@@ -729,6 +785,11 @@ OwningOpRef<ModuleOp> Importer::run() {
         "onnx.name", builder_.getStringAttr(output.name()))));
   }
   func::ReturnOp::create(builder_, fileLoc_, results);
+  // Shape arithmetic that only fed shapes is gone once folded: drop the
+  // symbolic sizes nothing reads.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isa<dfg::SizesOp>(op) && op.use_empty())
+      op.erase();
   func.setFunctionType(
       builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);

@@ -11,6 +11,7 @@
 #define MESHC_COMPILER_IMPORT_LEGALIZATION_H
 
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -80,6 +81,23 @@ public:
 
   /// The folder the model's weight files are relative to.
   llvm::StringRef modelFolder() const;
+
+  /// Symbolic dimensions (the graph inputs' dim_params): the import's table
+  /// of their names.
+  dfg::DimTable &dimTable();
+  /// Input `i` holds sizes computed from symbolic dimensions (a dfg.sizes).
+  bool isSymbolic(unsigned i) const;
+  /// The elements of input `i` as symbolic expressions: a dfg.sizes, or a
+  /// constant integer tensor (each value a constant expression); reports an
+  /// error otherwise.
+  mlir::FailureOr<llvm::SmallVector<mlir::AffineExpr>>
+  symbolicInts(unsigned i, llvm::StringRef what);
+  /// The dimensions of input `i` as symbolic expressions (null where no
+  /// shape rule derives one).
+  llvm::SmallVector<mlir::AffineExpr> inputDims(unsigned i);
+  /// Gives `v` (a new op's single result) the static dimensions the symbolic
+  /// shape rules find for it, and returns it.
+  mlir::Value refineType(mlir::Value v);
 
   /// The value of a tensor attribute (a Constant-like `value`), reported at
   /// this node when meshc cannot hold it.
@@ -192,6 +210,15 @@ splitLast(NodeContext &ctx, mlir::Value x, llvm::ArrayRef<int64_t> sizes);
 /// The attention scale: the node's `scale` attribute, else 1/sqrt(head_dim)
 /// of `q` ([batch, heads, seq, head_dim]).
 mlir::FailureOr<double> attentionScale(NodeContext &ctx, mlir::Value q);
+
+/// Symbolic folding of the exporters' shape arithmetic: if `op` computes on
+/// integer vectors of which at least one is a dfg.sizes and the others
+/// small integer constants or initializers under `weightsDir` (Gather, Slice, Concat, Unsqueeze, Squeeze,
+/// Reshape, integer Cast, Add, Sub, Mul, Div by a positive constant, Equal
+/// and Where when decidable), returns one dfg.sizes or dfg.constant holding
+/// its result, created before `op`; otherwise a null Value.
+mlir::Value foldSymbolic(mlir::Operation *op, dfg::DimTable &table,
+                         llvm::StringRef weightsDir);
 
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);

@@ -25,10 +25,78 @@ LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> spec) {
                                   ctx.builder().getDenseI64ArrayAttr(spec));
 }
 
+/// Reshape to a shape computed from symbolic dimensions: an entry that
+/// repeats the input's dimension at its index becomes 0 (copy) and a single
+/// other symbolic entry -1 (inferred), so that dfg.reshape states it; else
+/// dfg.symbolic_reshape with every entry's expression.
+LogicalResult reshapeSymbolic(NodeContext &ctx) {
+  auto spec = ctx.symbolicInts(1, "the shape");
+  if (failed(spec))
+    return failure();
+  SmallVector<AffineExpr> in = ctx.inputDims(0);
+  SmallVector<int64_t> ints;
+  SmallVector<size_t> open;
+  bool infers = false;
+  for (auto [i, e] : llvm::enumerate(*spec)) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      ints.push_back(c.getValue());
+      infers |= c.getValue() == -1;
+    } else if (i < in.size() && dfg::sameDim(e, in[i])) {
+      ints.push_back(0);
+    } else {
+      ints.push_back(-1);
+      open.push_back(i);
+    }
+  }
+  if (open.empty() || (open.size() == 1 && !infers))
+    return reshapeTo(ctx, ints);
+
+  // Every entry as an expression: 0 copies, -1 is the element count over
+  // the other entries.
+  MLIRContext *context = ctx.builder().getContext();
+  SmallVector<AffineExpr> exprs(*spec);
+  AffineExpr total = getAffineConstantExpr(1, context), known = total;
+  for (AffineExpr d : in)
+    total = d ? total * d : AffineExpr();
+  int64_t inferred = -1;
+  for (auto [i, e] : llvm::enumerate(exprs)) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() == 0)
+        e = i < in.size() ? in[i] : AffineExpr();
+      else if (c.getValue() == -1) {
+        inferred = i;
+        continue;
+      }
+    }
+    known = e && known ? known * e : AffineExpr();
+  }
+  if (inferred >= 0)
+    exprs[inferred] = total && known ? total.floorDiv(known) : AffineExpr();
+  SmallVector<int64_t> shape;
+  for (AffineExpr &e : exprs) {
+    if (!e)
+      return ctx.error("the shape copies or infers a dimension that follows "
+                       "from no named input dimension");
+    e = simplifyAffineExpr(e, 0, ctx.dimTable().size());
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    shape.push_back(c ? c.getValue() : ShapedType::kDynamic);
+  }
+  auto [map, names] = ctx.dimTable().write(exprs);
+  RankedTensorType in0 = ctx.inputType(0);
+  return ctx.setResults(
+      dfg::SymbolicReshapeOp::create(
+          ctx.builder(), ctx.loc(),
+          RankedTensorType::get(shape, in0.getElementType()), ctx.input(0),
+          map, names)
+          .getResult());
+}
+
 /// Reshape-13(data, shape) -> dfg.reshape(data) to shape  (0 copies, -1 infers)
 LogicalResult legalizeReshape13(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
+  if (ctx.isSymbolic(1))
+    return reshapeSymbolic(ctx);
   FailureOr<SmallVector<int64_t>> spec = ctx.constantInts(1, "the shape");
   return failed(spec) ? failure() : reshapeTo(ctx, *spec);
 }
@@ -38,6 +106,9 @@ LogicalResult legalizeReshape13(NodeContext &ctx) {
 LogicalResult legalizeReshape14(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
+  // Symbolic entries are sizes (at least 1), never a literal 0.
+  if (ctx.isSymbolic(1))
+    return reshapeSymbolic(ctx);
   FailureOr<SmallVector<int64_t>> spec = ctx.constantInts(1, "the shape");
   if (failed(spec))
     return failure();

@@ -4,9 +4,10 @@
 // arithmetic. With static shapes they become dfg.constant values, which the
 // importer's constant folding carries through Gather, Unsqueeze, Concat and
 // the arithmetic to the Reshape / Expand / Slice nodes that read them, so none
-// of them reaches the IR. Dynamic dimensions need symbolic folding, which
-// meshc does not do yet; those nodes are rejected with that reason, naming
-// --dim, which makes the graph inputs' symbolic dimensions static.
+// of them reaches the IR. A symbolic dimension (a graph input's dim_param, as
+// derived through the ops in between) becomes an expression in a dfg.sizes,
+// which symbolic folding (SymbolicFolding.cpp) carries the same way; Range
+// and ConstantOfShape on such sizes become dfg.range and dfg.symbolic_expand.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -30,11 +31,45 @@ LogicalResult bindConstant(NodeContext &ctx, DenseElementsAttr value) {
       dfg::ConstantOp::create(ctx.builder(), ctx.loc(), value).getResult());
 }
 
-LogicalResult needsStaticShape(NodeContext &ctx, RankedTensorType type) {
-  return ctx.error("the input " + dfg::formatShape(type.getShape()) +
-                   " has dynamic dimensions; meshc folds shape arithmetic on "
-                   "static dimensions only: give the model's symbolic input "
-                   "dimensions sizes with --dim NAME=SIZE");
+/// The dimensions [start, end) of input 0 as a dfg.constant when static,
+/// else a dfg.sizes of their symbolic expressions; `product` multiplies them
+/// into one scalar (Size).
+LogicalResult bindDims(NodeContext &ctx, int64_t start, int64_t end,
+                       bool product) {
+  SmallVector<AffineExpr> dims = ctx.inputDims(0);
+  SmallVector<AffineExpr> picked(dims.begin() + start, dims.begin() + end);
+  MLIRContext *context = ctx.builder().getContext();
+  for (auto [i, d] : llvm::enumerate(picked))
+    if (!d)
+      return ctx.error("dimension " + std::to_string(start + i) +
+                       " of the input " +
+                       dfg::formatShape(ctx.inputType(0).getShape()) +
+                       " is dynamic and follows from no named input "
+                       "dimension; give the model's symbolic input "
+                       "dimensions sizes with --dim NAME=SIZE");
+  if (product) {
+    AffineExpr p = getAffineConstantExpr(1, context);
+    for (AffineExpr d : picked)
+      p = p * d;
+    picked.assign({p});
+  }
+  auto i64 = ctx.builder().getI64Type();
+  auto type = product ? RankedTensorType::get({}, i64)
+                      : RankedTensorType::get(
+                            {static_cast<int64_t>(picked.size())}, i64);
+  if (llvm::all_of(picked, [](AffineExpr d) {
+        return isa<AffineConstantExpr>(d);
+      })) {
+    SmallVector<int64_t> values;
+    for (AffineExpr d : picked)
+      values.push_back(cast<AffineConstantExpr>(d).getValue());
+    return bindConstant(ctx, DenseElementsAttr::get(type,
+                                                    ArrayRef<int64_t>(values)));
+  }
+  auto [map, names] = ctx.dimTable().write(picked);
+  return ctx.setResults(
+      dfg::SizesOp::create(ctx.builder(), ctx.loc(), type, map, names)
+          .getResult());
 }
 
 /// Shape(x) [start, end) -> dfg.constant of x's static dimensions.
@@ -50,25 +85,14 @@ LogicalResult legalizeShape(NodeContext &ctx) {
   };
   int64_t start = clampDim(ctx.attrInt("start", 0));
   int64_t end = clampDim(ctx.attrInt("end", rank));
-  ArrayRef<int64_t> dims =
-      in.getShape().slice(start, std::max<int64_t>(end - start, 0));
-  if (llvm::any_of(dims, ShapedType::isDynamic))
-    return needsStaticShape(ctx, in);
-  auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
-                                    ctx.builder().getI64Type());
-  return bindConstant(ctx, DenseElementsAttr::get(type, dims));
+  return bindDims(ctx, start, std::max(start, end), /*product=*/false);
 }
 
 /// Size(x) -> dfg.constant of x's element count.
 LogicalResult legalizeSize(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
-  RankedTensorType in = ctx.inputType(0);
-  if (!in.hasStaticShape())
-    return needsStaticShape(ctx, in);
-  auto type = RankedTensorType::get({}, ctx.builder().getI64Type());
-  return bindConstant(ctx, DenseElementsAttr::get(
-                               type, ArrayRef<int64_t>{in.getNumElements()}));
+  return bindDims(ctx, 0, ctx.inputType(0).getRank(), /*product=*/true);
 }
 
 /// The value of a constant scalar input (dfg.constant, or a small integer
@@ -91,6 +115,29 @@ FailureOr<double> scalarInput(NodeContext &ctx, unsigned i, StringRef what,
 LogicalResult legalizeRange(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
+  if (ctx.isSymbolic(0) || ctx.isSymbolic(1)) {
+    // Bounds from symbolic dimensions (position ids past .. past + seq):
+    // dfg.range, its length derived by the symbolic shape rules.
+    Type element = ctx.inputType(0).getElementType();
+    if (!element.isInteger(64) && !element.isInteger(32))
+      return ctx.error("a Range with symbolic bounds must be of int64 or "
+                       "int32");
+    auto start = ctx.symbolicInts(0, "start");
+    auto limit = ctx.symbolicInts(1, "limit");
+    auto delta = ctx.constantInts(2, "delta");
+    if (failed(start) || failed(limit) || failed(delta))
+      return failure();
+    if (start->size() != 1 || limit->size() != 1 || delta->size() != 1 ||
+        delta->front() == 0)
+      return ctx.error("start, limit and delta must be scalars, delta not 0");
+    auto [map, names] =
+        ctx.dimTable().write({start->front(), limit->front()});
+    Value range = dfg::RangeOp::create(
+        ctx.builder(), ctx.loc(),
+        RankedTensorType::get({ShapedType::kDynamic}, element), map,
+        delta->front(), names);
+    return ctx.setResults(ctx.refineType(range));
+  }
   StringRef folder = ctx.modelFolder();
   FailureOr<double> start = scalarInput(ctx, 0, "start", folder);
   FailureOr<double> limit = scalarInput(ctx, 1, "limit", folder);
@@ -121,6 +168,31 @@ LogicalResult legalizeRange(NodeContext &ctx) {
 LogicalResult legalizeConstantOfShape(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
+  if (ctx.isSymbolic(0)) {
+    // A symbolic shape: the scalar broadcast to it (dfg.symbolic_expand).
+    auto dims = ctx.symbolicInts(0, "the shape");
+    if (failed(dims))
+      return failure();
+    OpBuilder &b = ctx.builder();
+    Attribute element = b.getF32FloatAttr(0.0f);
+    if (const onnx::AttributeProto *value = ctx.attr("value")) {
+      FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*value);
+      if (failed(attr))
+        return failure();
+      if (attr->getNumElements() != 1)
+        return ctx.error("value must hold exactly one element");
+      element = *attr->value_begin<Attribute>();
+    }
+    Type type = cast<TypedAttr>(element).getType();
+    Value scalar = dfg::ConstantOp::create(
+        b, ctx.loc(),
+        DenseElementsAttr::get(RankedTensorType::get({}, type), element));
+    auto [map, names] = ctx.dimTable().write(*dims);
+    SmallVector<int64_t> shape(dims->size(), ShapedType::kDynamic);
+    Value filled = dfg::SymbolicExpandOp::create(
+        b, ctx.loc(), RankedTensorType::get(shape, type), scalar, map, names);
+    return ctx.setResults(ctx.refineType(filled));
+  }
   auto shape = ctx.constantInts(0, "the shape");
   if (failed(shape))
     return failure();

@@ -88,10 +88,90 @@ LogicalResult legalizeGather(NodeContext &ctx) {
       data.getElementType(), ctx.input(0), ctx.input(1), axis);
 }
 
+/// A slice whose starts or ends are symbolic: an end equal to the sliced
+/// dimension means "to the end" (INT64_MAX); if every bound is then
+/// constant, dfg.slice, else dfg.symbolic_slice.
+LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
+                            ArrayRef<int64_t> steps) {
+  auto starts = ctx.symbolicInts(1, "starts");
+  auto ends = ctx.symbolicInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  if (starts->size() != axes.size() || ends->size() != axes.size() ||
+      steps.size() != axes.size())
+    return ctx.error("starts, ends, axes and steps must have the same length");
+  SmallVector<AffineExpr> dims = ctx.inputDims(0);
+  MLIRContext *context = ctx.builder().getContext();
+  for (auto [end, axis] : llvm::zip_equal(*ends, axes)) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a >= 0 && a < rank && dfg::sameDim(end, dims[a]))
+      end = getAffineConstantExpr(std::numeric_limits<int64_t>::max(),
+                                  context);
+  }
+  auto constant = [](AffineExpr e) { return isa<AffineConstantExpr>(e); };
+  OpBuilder &b = ctx.builder();
+  if (llvm::all_of(*starts, constant) && llvm::all_of(*ends, constant)) {
+    SmallVector<int64_t> s, e;
+    for (AffineExpr x : *starts)
+      s.push_back(cast<AffineConstantExpr>(x).getValue());
+    for (AffineExpr x : *ends)
+      e.push_back(cast<AffineConstantExpr>(x).getValue());
+    return ctx.emit<dfg::SliceOp>(
+        dfg::sliceShape(in.getShape(), s, e, axes, steps), in.getElementType(),
+        ctx.input(0), b.getDenseI64ArrayAttr(s), b.getDenseI64ArrayAttr(e),
+        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+  }
+  auto normalized = dfg::normalizeAxes(axes, rank);
+  if (!normalized)
+    return ctx.error(llvm::toString(normalized.takeError()));
+  if (llvm::is_contained(steps, 0))
+    return ctx.error("a step is 0");
+  // Both maps share one symbol list: write them together, then split.
+  SmallVector<AffineExpr> all(*starts);
+  all.append(ends->begin(), ends->end());
+  auto [map, names] = ctx.dimTable().write(all);
+  unsigned n = axes.size();
+  AffineMap startMap = AffineMap::get(0, map.getNumSymbols(),
+                                      map.getResults().take_front(n), context);
+  AffineMap endMap = AffineMap::get(0, map.getNumSymbols(),
+                                    map.getResults().drop_front(n), context);
+  SmallVector<int64_t> shape(in.getShape());
+  for (int64_t axis : axes)
+    shape[axis < 0 ? axis + rank : axis] = ShapedType::kDynamic;
+  Value sliced = dfg::SymbolicSliceOp::create(
+      b, ctx.loc(), RankedTensorType::get(shape, in.getElementType()),
+      ctx.input(0), startMap, endMap, b.getDenseI64ArrayAttr(axes),
+      b.getDenseI64ArrayAttr(steps), names);
+  return ctx.setResults(ctx.refineType(sliced));
+}
+
 /// Slice-13(x, starts, ends, axes?, steps?) -> dfg.slice with constants.
 LogicalResult legalizeSlice(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
+  if (ctx.isSymbolic(1) || ctx.isSymbolic(2)) {
+    SmallVector<int64_t> axes, steps;
+    int64_t count = ctx.inputType(1).getNumElements();
+    if (ctx.input(3)) {
+      auto given = ctx.constantInts(3, "axes");
+      if (failed(given))
+        return failure();
+      axes = *given;
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        axes.push_back(i);
+    }
+    steps.assign(axes.size(), 1);
+    if (ctx.input(4)) {
+      auto given = ctx.constantInts(4, "steps");
+      if (failed(given))
+        return failure();
+      steps = *given;
+    }
+    return sliceSymbolic(ctx, axes, steps);
+  }
   auto starts = ctx.constantInts(1, "starts");
   auto ends = ctx.constantInts(2, "ends");
   if (failed(starts) || failed(ends))
@@ -165,10 +245,47 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
   return ctx.setResults(results);
 }
 
+/// Expand to a shape computed from symbolic dimensions: an entry equal to
+/// the input's aligned dimension becomes 1 (which keeps it); if no symbolic
+/// entry is left, dfg.expand, else dfg.symbolic_expand.
+LogicalResult expandSymbolic(NodeContext &ctx) {
+  auto spec = ctx.symbolicInts(1, "the shape");
+  if (failed(spec))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  SmallVector<AffineExpr> dims = ctx.inputDims(0);
+  int64_t rank = std::max<int64_t>(in.getRank(), spec->size());
+  SmallVector<int64_t> ints;
+  bool open = false;
+  for (auto [j, e] : llvm::enumerate(*spec)) {
+    int64_t k = static_cast<int64_t>(j) - (rank - in.getRank()) +
+                (rank - static_cast<int64_t>(spec->size()));
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      ints.push_back(c.getValue());
+    else if (k >= 0 && dfg::sameDim(e, dims[k]))
+      ints.push_back(1);
+    else
+      open = true;
+  }
+  if (!open)
+    return ctx.emit<dfg::ExpandOp>(dfg::expandShape(in.getShape(), ints),
+                                   in.getElementType(), ctx.input(0),
+                                   ctx.builder().getDenseI64ArrayAttr(ints));
+  auto [map, names] = ctx.dimTable().write(*spec);
+  Value expanded = dfg::SymbolicExpandOp::create(
+      ctx.builder(), ctx.loc(),
+      RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                            in.getElementType()),
+      ctx.input(0), map, names);
+  return ctx.setResults(ctx.refineType(expanded));
+}
+
 /// Expand(x, shape) -> dfg.expand with a constant shape.
 LogicalResult legalizeExpand(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
+  if (ctx.isSymbolic(1))
+    return expandSymbolic(ctx);
   auto shape = ctx.constantInts(1, "the shape");
   if (failed(shape))
     return failure();

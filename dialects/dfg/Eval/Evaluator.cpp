@@ -14,6 +14,7 @@
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/APFloat.h"
@@ -268,9 +269,44 @@ private:
     return results;
   }
 
+  /// The sizes of a symbolic op's map at this run's bindings.
+  FailureOr<SmallVector<int64_t>> sizesOf(Operation *op, AffineMap map,
+                                          ArrayAttr symbols) {
+    auto v = evaluateDims(map, symbols, dims_);
+    if (!v)
+      return op->emitOpError(llvm::toString(v.takeError()));
+    return *v;
+  }
+  /// A strided slice of `in` (bounds clamped as ONNX Slice clamps them).
+  FailureOr<EvalTensor> slice(Operation *op, const EvalTensor &in,
+                              ArrayRef<int64_t> starts, ArrayRef<int64_t> ends,
+                              ArrayRef<int64_t> axes, ArrayRef<int64_t> steps);
+
   std::string weightsDir_;
   llvm::DenseMap<Value, EvalTensor> values_;
+  /// Sizes of the named dimensions of the function's arguments.
+  DimBindings dims_;
 };
+
+FailureOr<EvalTensor> Evaluator::slice(Operation *op, const EvalTensor &in,
+                                       ArrayRef<int64_t> starts,
+                                       ArrayRef<int64_t> ends,
+                                       ArrayRef<int64_t> axes,
+                                       ArrayRef<int64_t> steps) {
+  auto shape = sliceShape(in.shape, starts, ends, axes, steps);
+  if (!shape)
+    return op->emitOpError(llvm::toString(shape.takeError()));
+  int64_t rank = in.shape.size();
+  Shape first, step;
+  sliceOrigin(in.shape, starts, axes, steps, first, step);
+  SmallVector<int64_t> strides = stridesOf(in.shape);
+  return gather(in, *shape, [&](ArrayRef<int64_t> index) {
+    int64_t offset = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      offset += (first[i] + index[i] * step[i]) * strides[i];
+    return offset;
+  });
+}
 
 FailureOr<EvalTensor> Evaluator::readWeight(WeightOp op) {
   llvm::SmallString<256> path(weightsDir_);
@@ -609,23 +645,67 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
                  << axis << " of size " << dim;
         return one(std::move(result));
       })
-      .Case([&](SliceOp s) -> FailureOr<SmallVector<EvalTensor>> {
+      .Case([&](SliceOp s) {
+        return one(slice(op, operand(0), s.getStarts(), s.getEnds(),
+                         s.getAxes(), s.getSteps()));
+      })
+      .Case([&](SizesOp s) -> FailureOr<SmallVector<EvalTensor>> {
+        auto sizes = sizesOf(op, s.getMap(), s.getSymbols());
+        if (failed(sizes))
+          return failure();
+        EvalTensor t = like(resultElement(), s.getType().getShape());
+        for (auto [i, v] : llvm::enumerate(*sizes))
+          t.values[i] = static_cast<double>(v);
+        return one(std::move(t));
+      })
+      .Case([&](SymbolicReshapeOp r) -> FailureOr<SmallVector<EvalTensor>> {
+        auto sizes = sizesOf(op, r.getShape(), r.getSymbols());
+        if (failed(sizes))
+          return failure();
+        EvalTensor t = operand(0);
+        int64_t n = 1;
+        for (int64_t d : *sizes)
+          n *= d;
+        if (n != t.numElements())
+          return r.emitOpError("cannot reshape ")
+                 << formatShape(t.shape) << " to " << formatShape(*sizes)
+                 << " (the symbolic dimensions' sizes disagree)";
+        t.shape.assign(sizes->begin(), sizes->end());
+        return one(std::move(t));
+      })
+      .Case([&](SymbolicExpandOp e) -> FailureOr<SmallVector<EvalTensor>> {
+        auto sizes = sizesOf(op, e.getShape(), e.getSymbols());
+        if (failed(sizes))
+          return failure();
         const EvalTensor &in = operand(0);
-        auto shape = sliceShape(in.shape, s.getStarts(), s.getEnds(),
-                                s.getAxes(), s.getSteps());
+        auto shape = expandShape(in.shape, *sizes);
         if (!shape)
-          return s.emitOpError(llvm::toString(shape.takeError()));
-        int64_t rank = in.shape.size();
-        Shape first, step;
-        sliceOrigin(in.shape, s.getStarts(), s.getAxes(), s.getSteps(), first,
-                    step);
-        SmallVector<int64_t> strides = stridesOf(in.shape);
+          return e.emitOpError(llvm::toString(shape.takeError()));
+        SmallVector<int64_t> strides = broadcastStrides(in.shape, *shape);
         return one(gather(in, *shape, [&](ArrayRef<int64_t> index) {
-          int64_t offset = 0;
-          for (int64_t i = 0; i < rank; ++i)
-            offset += (first[i] + index[i] * step[i]) * strides[i];
-          return offset;
+          return dot(index, strides);
         }));
+      })
+      .Case([&](SymbolicSliceOp s) -> FailureOr<SmallVector<EvalTensor>> {
+        auto starts = sizesOf(op, s.getStarts(), s.getSymbols());
+        auto ends = sizesOf(op, s.getEnds(), s.getSymbols());
+        if (failed(starts) || failed(ends))
+          return failure();
+        return one(
+            slice(op, operand(0), *starts, *ends, s.getAxes(), s.getSteps()));
+      })
+      .Case([&](RangeOp r) -> FailureOr<SmallVector<EvalTensor>> {
+        auto bounds = sizesOf(op, r.getBounds(), r.getSymbols());
+        if (failed(bounds))
+          return failure();
+        int64_t start = (*bounds)[0], limit = (*bounds)[1],
+                delta = r.getDelta();
+        int64_t count = std::max<int64_t>(
+            (limit - start + delta + (delta > 0 ? -1 : 1)) / delta, 0);
+        EvalTensor t = like(resultElement(), {count});
+        for (int64_t i = 0; i < count; ++i)
+          t.values[i] = static_cast<double>(start + i * delta);
+        return one(std::move(t));
       })
       .Case([&](SplitOp s) -> FailureOr<SmallVector<EvalTensor>> {
         const EvalTensor &in = operand(0);
@@ -914,6 +994,22 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::run(func::FuncOp func,
              << " of " << input.elementType << ", but the function takes "
              << type;
     values_[arg] = input;
+    // Named dimensions take the inputs' sizes; every input that names a
+    // dimension must agree on its size.
+    auto names = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                  "dfg.dim_names");
+    for (auto [i, name] :
+         llvm::enumerate(names ? names.getValue() : ArrayRef<Attribute>())) {
+      StringRef dim = cast<StringAttr>(name).getValue();
+      if (dim.empty() || i >= input.shape.size())
+        continue;
+      auto [it, added] = dims_.try_emplace(dim, input.shape[i]);
+      if (!added && it->second != input.shape[i])
+        return func.emitError("input #")
+               << arg.getArgNumber() << " has " << input.shape[i]
+               << " along dimension " << i << " ('" << dim
+               << "'), but an earlier input has " << it->second;
+    }
   }
   for (Operation &op : body.without_terminator()) {
     // The evaluator is for small tensors; refuse rather than exhaust memory.

@@ -25,7 +25,11 @@ foldWithEvaluator(Operation *op, StringRef weightsDir, OpBuilder &builder) {
            type.getNumElements() <= kMaxFolded;
   };
   SmallVector<Value> constants;
-  if (isa<ConstantOp, WeightOp>(op) || op->getNumOperands() == 0 ||
+  // Ops on symbolic dimensions (DfgSymbolicOps.td) depend on sizes known
+  // only at run time.
+  if (isa<ConstantOp, WeightOp, SizesOp, SymbolicReshapeOp, SymbolicExpandOp,
+          SymbolicSliceOp, RangeOp>(op) ||
+      op->getNumOperands() == 0 ||
       !isa<DfgDialect>(op->getDialect()) ||
       !llvm::all_of(op->getOperands(), foldable) ||
       !llvm::all_of(op->getResultTypes(), [&](Type t) {

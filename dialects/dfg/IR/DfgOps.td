@@ -1004,4 +1004,6 @@ def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax", [SameOperandsAndResultElementType]
   }];
 }
 
+include "dialects/dfg/IR/DfgSymbolicOps.td"
+
 #endif // MESHC_DIALECTS_DFG_IR_DFGOPS_TD

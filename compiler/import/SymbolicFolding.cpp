@@ -1,0 +1,228 @@
+//===- SymbolicFolding.cpp - Shape arithmetic on symbolic dimensions ------===//
+//
+// Part of meshc. The exporters compute shapes as data: Shape -> Gather ->
+// Unsqueeze -> Concat -> Reshape, Sub of two lengths for a mask's bounds, Mul
+// of two dimensions for a merged one. With symbolic dimensions, Shape gives a
+// dfg.sizes (a vector of expressions over the named dimensions); this file
+// folds the integer ops the importer creates on such vectors into new
+// dfg.sizes, the way constant folding turns them into dfg.constant when
+// shapes are static, so that the shape-consuming nodes (Reshape, Expand,
+// Slice, Range, ConstantOfShape) read expressions.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/Legalization.h"
+
+#include "dialects/dfg/Eval/Evaluator.h"
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace meshc::onnximport {
+namespace {
+
+using Exprs = SmallVector<AffineExpr>;
+
+/// Elementwise `fn` with numpy broadcasting of 0-D / 1-D vectors.
+std::optional<Exprs> zipWith(const Exprs &a, const Exprs &b,
+                             function_ref<AffineExpr(AffineExpr, AffineExpr)> fn) {
+  if (a.size() != b.size() && a.size() != 1 && b.size() != 1)
+    return std::nullopt;
+  Exprs out;
+  for (size_t i = 0, n = std::max(a.size(), b.size()); i < n; ++i) {
+    AffineExpr r = fn(a[a.size() == 1 ? 0 : i], b[b.size() == 1 ? 0 : i]);
+    if (!r)
+      return std::nullopt;
+    out.push_back(r);
+  }
+  return out;
+}
+
+/// Whether `e` is at least 1 for every size of the symbols in it: a
+/// positive constant, a symbol, or a sum or product of such.
+bool isPositive(AffineExpr e) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue() >= 1;
+  if (isa<AffineSymbolExpr>(e))
+    return true;
+  if (auto bin = dyn_cast<AffineBinaryOpExpr>(e))
+    return (e.getKind() == AffineExprKind::Add ||
+            e.getKind() == AffineExprKind::Mul) &&
+           isPositive(bin.getLHS()) && isPositive(bin.getRHS());
+  return false;
+}
+
+/// a == b, when it is decidable: 1 or 0 as a constant expression.
+AffineExpr decideEqual(AffineExpr a, AffineExpr b) {
+  MLIRContext *ctx = a.getContext();
+  if (dfg::sameDim(a, b))
+    return getAffineConstantExpr(1, ctx);
+  auto ca = dyn_cast<AffineConstantExpr>(a), cb = dyn_cast<AffineConstantExpr>(b);
+  if (ca && cb)
+    return getAffineConstantExpr(ca.getValue() == cb.getValue(), ctx);
+  // A size is positive, so it never equals a constant below 1 (-1 is the
+  // exporters' "infer this one").
+  if ((ca && ca.getValue() < 1 && isPositive(b)) ||
+      (cb && cb.getValue() < 1 && isPositive(a)))
+    return getAffineConstantExpr(0, ctx);
+  return {};
+}
+
+std::optional<int64_t> constantOf(AffineExpr e) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  return std::nullopt;
+}
+
+} // namespace
+
+Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
+  if (op->getNumResults() != 1 || op->getNumOperands() == 0)
+    return {};
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || !type.hasStaticShape() || type.getRank() > 1 ||
+      !type.getElementType().isSignlessInteger())
+    return {};
+  dfg::SymbolicShapes shapes(table);
+  bool anySymbolic = false;
+  SmallVector<Exprs> in;
+  for (Value v : op->getOperands()) {
+    std::optional<Exprs> values = shapes.values(v);
+    // A small integer initializer (a shape tail such as [heads, head_dim]).
+    auto weight = dyn_cast_or_null<dfg::WeightOp>(v.getDefiningOp());
+    auto wtype = cast<RankedTensorType>(v.getType());
+    if (!values && weight && wtype.getRank() <= 1 &&
+        wtype.getNumElements() <= 64 &&
+        wtype.getElementType().isSignlessInteger()) {
+      auto read = dfg::evaluateOp(weight, {}, weightsDir);
+      if (failed(read) || !read->front().isExact())
+        return {};
+      values.emplace();
+      for (double x : read->front().values)
+        values->push_back(getAffineConstantExpr(static_cast<int64_t>(x),
+                                                op->getContext()));
+    }
+    if (!values)
+      return {};
+    anySymbolic |= isa_and_nonnull<dfg::SizesOp>(v.getDefiningOp());
+    in.push_back(std::move(*values));
+  }
+  if (!anySymbolic)
+    return {};
+
+  auto binary = [&](auto fn) { return zipWith(in[0], in[1], fn); };
+  std::optional<Exprs> out =
+      llvm::TypeSwitch<Operation *, std::optional<Exprs>>(op)
+          .Case([&](dfg::GatherOp g) -> std::optional<Exprs> {
+            if (static_cast<int64_t>(g.getAxis()) != 0 &&
+                static_cast<int64_t>(g.getAxis()) != -1)
+              return std::nullopt;
+            Exprs r;
+            int64_t n = in[0].size();
+            for (AffineExpr index : in[1]) {
+              std::optional<int64_t> k = constantOf(index);
+              if (!k || *k < -n || *k >= n)
+                return std::nullopt;
+              r.push_back(in[0][*k < 0 ? *k + n : *k]);
+            }
+            return r;
+          })
+          .Case([&](dfg::SliceOp s) -> std::optional<Exprs> {
+            int64_t n = in[0].size();
+            auto shape = dfg::sliceShape({n}, s.getStarts(), s.getEnds(),
+                                         s.getAxes(), s.getSteps());
+            if (!shape) {
+              llvm::consumeError(shape.takeError());
+              return std::nullopt;
+            }
+            dfg::Shape first, step;
+            dfg::sliceOrigin({n}, s.getStarts(), s.getAxes(), s.getSteps(),
+                             first, step);
+            Exprs r;
+            for (int64_t i = 0; i < (*shape)[0]; ++i)
+              r.push_back(in[0][first[0] + i * step[0]]);
+            return r;
+          })
+          .Case([&](dfg::ConcatOp) -> std::optional<Exprs> {
+            Exprs r;
+            for (const Exprs &part : in)
+              r.append(part.begin(), part.end());
+            return r;
+          })
+          .Case<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp,
+                dfg::CastOp>([&](Operation *) { return in[0]; })
+          .Case([&](dfg::AddOp) {
+            return binary([](AffineExpr a, AffineExpr b) { return a + b; });
+          })
+          .Case([&](dfg::SubOp) {
+            return binary([](AffineExpr a, AffineExpr b) { return a - b; });
+          })
+          .Case([&](dfg::MulOp) {
+            return binary([](AffineExpr a, AffineExpr b) { return a * b; });
+          })
+          .Case([&](dfg::DivOp) {
+            // ONNX integer Div truncates; sizes are positive, so a positive
+            // constant divisor makes it a floor division.
+            return binary([](AffineExpr a, AffineExpr b) -> AffineExpr {
+              std::optional<int64_t> d = constantOf(b);
+              if (!d || *d <= 0 || !(isPositive(a) || constantOf(a)))
+                return {};
+              return a.floorDiv(*d);
+            });
+          })
+          .Case<dfg::MinOp, dfg::MaxOp>([&](Operation *) {
+            bool isMin = isa<dfg::MinOp>(op);
+            return binary([isMin](AffineExpr a, AffineExpr b) -> AffineExpr {
+              if (dfg::sameDim(a, b))
+                return a;
+              std::optional<int64_t> ca = constantOf(a), cb = constantOf(b);
+              if (ca && cb)
+                return getAffineConstantExpr(
+                    isMin ? std::min(*ca, *cb) : std::max(*ca, *cb),
+                    a.getContext());
+              // A size is at least 1: min(size, c <= 1) = c, max = size.
+              if (ca && *ca <= 1 && isPositive(b))
+                return isMin ? a : b;
+              if (cb && *cb <= 1 && isPositive(a))
+                return isMin ? b : a;
+              return {};
+            });
+          })
+          .Case([&](dfg::EqualOp) { return binary(decideEqual); })
+          .Case([&](dfg::WhereOp) -> std::optional<Exprs> {
+            size_t n =
+                std::max({in[0].size(), in[1].size(), in[2].size()});
+            Exprs r;
+            for (size_t i = 0; i < n; ++i) {
+              auto at = [&](const Exprs &e) { return e[e.size() == 1 ? 0 : i]; };
+              std::optional<int64_t> cond = constantOf(at(in[0]));
+              if (!cond)
+                return std::nullopt;
+              r.push_back(*cond ? at(in[1]) : at(in[2]));
+            }
+            return r;
+          })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!out || static_cast<int64_t>(out->size()) != type.getNumElements())
+    return {};
+
+  OpBuilder b(op);
+  for (AffineExpr &e : *out)
+    e = simplifyAffineExpr(e, 0, table.size());
+  if (llvm::all_of(*out, [](AffineExpr e) { return constantOf(e); })) {
+    SmallVector<APInt> values;
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    for (AffineExpr e : *out)
+      values.push_back(APInt(width, *constantOf(e), /*isSigned=*/true,
+                             /*implicitTrunc=*/true));
+    return dfg::ConstantOp::create(b, op->getLoc(),
+                                   DenseElementsAttr::get(type, values));
+  }
+  if (type.getElementType().isInteger(1))
+    return {};
+  auto [map, names] = table.write(*out);
+  return dfg::SizesOp::create(b, op->getLoc(), type, map, names);
+}
+
+} // namespace meshc::onnximport

@@ -1,0 +1,520 @@
+//===- SymbolicDims.cpp - Symbolic dimensions of dfg values ---------------===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/IR/SymbolicDims.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AffineExprVisitor.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace meshc::dfg {
+
+//===----------------------------------------------------------------------===//
+// DimTable
+//===----------------------------------------------------------------------===//
+
+AffineExpr DimTable::symbol(StringRef name) {
+  auto [it, added] = positions_.try_emplace(name, names_.size());
+  if (added)
+    names_.push_back(name.str());
+  return getAffineSymbolExpr(it->second, context_);
+}
+
+SmallVector<AffineExpr> DimTable::read(AffineMap map, ArrayAttr names) {
+  SmallVector<AffineExpr> replacements;
+  for (Attribute name : names)
+    replacements.push_back(symbol(cast<StringAttr>(name).getValue()));
+  SmallVector<AffineExpr> exprs;
+  for (AffineExpr e : map.getResults())
+    exprs.push_back(
+        simplifyAffineExpr(e.replaceSymbols(replacements), 0, names_.size()));
+  return exprs;
+}
+
+std::pair<AffineMap, ArrayAttr>
+DimTable::write(ArrayRef<AffineExpr> exprs) const {
+  // Renumber the symbols used, in order of first use.
+  SmallVector<int64_t> local(names_.size(), -1);
+  SmallVector<Attribute> used;
+  for (AffineExpr e : exprs)
+    e.walk([&](AffineExpr sub) {
+      if (auto s = dyn_cast<AffineSymbolExpr>(sub))
+        if (local[s.getPosition()] < 0) {
+          local[s.getPosition()] = used.size();
+          used.push_back(
+              StringAttr::get(context_, names_[s.getPosition()]));
+        }
+    });
+  SmallVector<AffineExpr> replacements;
+  for (int64_t k : local)
+    replacements.push_back(
+        getAffineSymbolExpr(k < 0 ? 0 : static_cast<unsigned>(k), context_));
+  SmallVector<AffineExpr> results;
+  for (AffineExpr e : exprs)
+    results.push_back(e.replaceSymbols(replacements));
+  return {AffineMap::get(0, used.size(), results, context_),
+          ArrayAttr::get(context_, used)};
+}
+
+std::string DimTable::format(AffineExpr expr) const {
+  if (!expr)
+    return "?";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  expr.print(os);
+  // Symbols print as s<k>; replace them by their names, longest index first
+  // so that s1 does not match inside s12.
+  for (int64_t k = static_cast<int64_t>(names_.size()) - 1; k >= 0; --k) {
+    std::string from = "s" + std::to_string(k);
+    size_t at = 0;
+    while ((at = text.find(from, at)) != std::string::npos) {
+      bool tail = at + from.size() < text.size() &&
+                  isdigit(static_cast<unsigned char>(text[at + from.size()]));
+      bool head = at > 0 && (isalnum(static_cast<unsigned char>(text[at - 1])) ||
+                             text[at - 1] == '_');
+      if (tail || head) {
+        at += from.size();
+        continue;
+      }
+      text.replace(at, from.size(), names_[k]);
+      at += names_[k].size();
+    }
+  }
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation and checks
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The value of `e` with symbol k = values[k].
+llvm::Expected<int64_t> evalExpr(AffineExpr e, ArrayRef<int64_t> values) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  if (auto s = dyn_cast<AffineSymbolExpr>(e))
+    return values[s.getPosition()];
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return llvm::createStringError("a symbolic dimension refers to a "
+                                   "dimension variable");
+  auto l = evalExpr(bin.getLHS(), values);
+  if (!l)
+    return l.takeError();
+  auto r = evalExpr(bin.getRHS(), values);
+  if (!r)
+    return r.takeError();
+  int64_t a = *l, b = *r;
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    return a + b;
+  case AffineExprKind::Mul:
+    return a * b;
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+  case AffineExprKind::Mod: {
+    if (b == 0)
+      return llvm::createStringError("division by zero in a symbolic "
+                                     "dimension");
+    int64_t q = a / b, m = a % b;
+    if (e.getKind() == AffineExprKind::Mod)
+      return m < 0 ? m + (b < 0 ? -b : b) : m;
+    if (e.getKind() == AffineExprKind::FloorDiv)
+      return (m != 0 && ((m < 0) != (b < 0))) ? q - 1 : q;
+    return (m != 0 && ((m < 0) == (b < 0))) ? q + 1 : q;
+  }
+  default:
+    return llvm::createStringError("unsupported symbolic expression");
+  }
+}
+
+} // namespace
+
+llvm::Expected<SmallVector<int64_t>>
+evaluateDims(AffineMap map, ArrayAttr names, const DimBindings &bindings) {
+  SmallVector<int64_t> values;
+  for (Attribute a : names) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    auto it = bindings.find(name);
+    if (it == bindings.end())
+      return llvm::createStringError("the symbolic dimension '" + name +
+                                     "' has no size (no input has it)");
+    values.push_back(it->second);
+  }
+  SmallVector<int64_t> results;
+  for (AffineExpr e : map.getResults()) {
+    auto v = evalExpr(e, values);
+    if (!v)
+      return v.takeError();
+    results.push_back(*v);
+  }
+  return results;
+}
+
+bool sameDim(AffineExpr a, AffineExpr b) {
+  if (!a || !b)
+    return false;
+  if (a == b)
+    return true;
+  AffineExpr diff = a - b;
+  unsigned symbols = 0;
+  for (AffineExpr e : {a, b})
+    e.walk([&](AffineExpr sub) {
+      if (auto s = dyn_cast<AffineSymbolExpr>(sub))
+        symbols = std::max(symbols, s.getPosition() + 1);
+    });
+  auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(diff, 0, symbols));
+  return c && c.getValue() == 0;
+}
+
+llvm::Error verifySymbols(AffineMap map, ArrayAttr names, StringRef what) {
+  if (map.getNumDims() != 0 || map.getNumSymbols() != names.size()) // S1
+    return llvm::createStringError(
+        what + " must have no dimensions and one symbol per name (" +
+        std::to_string(names.size()) + "), got " +
+        std::to_string(map.getNumDims()) + " dimension(s) and " +
+        std::to_string(map.getNumSymbols()) + " symbol(s)");
+  llvm::StringSet<> seen;
+  for (Attribute a : names) { // S2
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (name.empty() || !seen.insert(name).second)
+      return llvm::createStringError("symbol names must be distinct and "
+                                     "non-empty");
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// SymbolicShapes
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using Dims = SmallVector<AffineExpr>;
+
+/// numpy broadcasting: per aligned position, a static size other than 1
+/// wins, then a symbolic one, else 1.
+Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
+  size_t rank = 0;
+  for (ArrayRef<AffineExpr> d : all)
+    rank = std::max(rank, d.size());
+  Dims result;
+  for (size_t i = 0; i < rank; ++i) {
+    AffineExpr pick, symbolic;
+    bool unknown = false;
+    for (ArrayRef<AffineExpr> d : all) {
+      if (i + d.size() < rank)
+        continue;
+      AffineExpr e = d[i + d.size() - rank];
+      if (!e) {
+        unknown = true;
+        continue;
+      }
+      if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+        if (c.getValue() != 1)
+          pick = e;
+      } else if (!symbolic) {
+        symbolic = e;
+      }
+    }
+    result.push_back(pick       ? pick
+                     : symbolic ? symbolic
+                     : unknown  ? AffineExpr()
+                                : getAffineConstantExpr(1, ctx));
+  }
+  return result;
+}
+
+AffineExpr product(ArrayRef<AffineExpr> dims, MLIRContext *ctx) {
+  AffineExpr p = getAffineConstantExpr(1, ctx);
+  for (AffineExpr d : dims) {
+    if (!d)
+      return {};
+    p = p * d;
+  }
+  return p;
+}
+
+/// Length of a slice [start, end) by `step` of a dimension `dim` whose
+/// bounds were normalised (negative constants count from the end, huge ends
+/// mean "to the end"); assumes the bounds lie inside the dimension, as they
+/// do for the slices exporters write on symbolic dimensions.
+AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
+                       int64_t step) {
+  if (!dim || !start || !end || step <= 0)
+    return {};
+  auto normalize = [&](AffineExpr e) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() < 0)
+        return dim + c.getValue();
+      if (c.getValue() >= (int64_t(1) << 40))
+        return dim;
+    }
+    return e;
+  };
+  AffineExpr len = normalize(end) - normalize(start);
+  return step == 1 ? len : len.ceilDiv(step);
+}
+
+} // namespace
+
+ArrayRef<AffineExpr> SymbolicShapes::dims(Value value) {
+  auto it = memo_.find(value);
+  if (it != memo_.end())
+    return it->second;
+  Dims d = compute(value);
+  // Static dimensions of the type win over what the rules derive.
+  auto type = cast<RankedTensorType>(value.getType());
+  d.resize(type.getRank());
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (!type.isDynamicDim(i))
+      d[i] = getAffineConstantExpr(type.getDimSize(i), table_.context());
+  return memo_[value] = std::move(d);
+}
+
+std::optional<Dims> SymbolicShapes::values(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (auto sizes = dyn_cast_or_null<SizesOp>(def))
+    return table_.read(sizes.getMap(), sizes.getSymbols());
+  if (auto constant = dyn_cast_or_null<ConstantOp>(def)) {
+    auto attr = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+    if (!attr || attr.getType().getRank() > 1 || attr.getNumElements() > 64)
+      return std::nullopt;
+    Dims result;
+    bool isBool = attr.getElementType().isInteger(1);
+    for (const APInt &v : attr.getValues<APInt>())
+      result.push_back(getAffineConstantExpr(
+          isBool ? v.getZExtValue() : v.getSExtValue(), table_.context()));
+    return result;
+  }
+  return std::nullopt;
+}
+
+Dims SymbolicShapes::compute(Value value) {
+  MLIRContext *ctx = table_.context();
+  auto type = cast<RankedTensorType>(value.getType());
+  Dims unknown(type.getRank());
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, ctx); };
+
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func)
+      return unknown;
+    auto names =
+        func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "dfg.dim_names");
+    Dims d = unknown;
+    if (names)
+      for (auto [i, name] : llvm::enumerate(names))
+        if (i < d.size() && !cast<StringAttr>(name).getValue().empty())
+          d[i] = table_.symbol(cast<StringAttr>(name).getValue());
+    return d;
+  }
+
+  Operation *op = value.getDefiningOp();
+  unsigned resultNo = cast<OpResult>(value).getResultNumber();
+  auto in = [&](unsigned i) -> Dims {
+    return Dims(dims(op->getOperand(i)));
+  };
+  auto sameAsInput = [&]() { return in(0); };
+  auto broadcastAll = [&]() {
+    SmallVector<Dims> all;
+    for (Value v : op->getOperands())
+      all.push_back(Dims(dims(v)));
+    SmallVector<ArrayRef<AffineExpr>> refs(all.begin(), all.end());
+    return broadcastDims(refs, ctx);
+  };
+
+  return llvm::TypeSwitch<Operation *, Dims>(op)
+      .Case<SqrtOp, ReciprocalOp, NegOp, SiluOp, ErfOp, TanhOp, SigmoidOp,
+            ExpOp, CosOp, SinOp, NotOp, GeluOp, CastOp, SoftmaxOp, TriluOp,
+            LayerNormOp, RmsNormOp, RotaryOp, ScatterNDOp>(
+          [&](Operation *) { return sameAsInput(); })
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
+            EqualOp, LessOp, GreaterOp, LessOrEqualOp, WhereOp>(
+          [&](Operation *) { return broadcastAll(); })
+      .Case([&](MatMulOp) {
+        Dims l = in(0), r = in(1);
+        bool lVec = l.size() == 1, rVec = r.size() == 1;
+        if (lVec)
+          l.insert(l.begin(), c(1));
+        if (rVec)
+          r.push_back(c(1));
+        ArrayRef<AffineExpr> lb = ArrayRef(l).drop_back(2),
+                             rb = ArrayRef(r).drop_back(2);
+        Dims d = broadcastDims({lb, rb}, ctx);
+        if (!lVec)
+          d.push_back(l[l.size() - 2]);
+        if (!rVec)
+          d.push_back(r.back());
+        return d;
+      })
+      .Case([&](LinearOp) {
+        Dims d = in(0);
+        d.back() = AffineExpr(); // the type's static out-features
+        return d;
+      })
+      .Case([&](EmbeddingOp) {
+        Dims d = in(1);
+        d.push_back(AffineExpr());
+        return d;
+      })
+      .Case([&](ReshapeOp r) {
+        Dims input = in(0), d;
+        ArrayRef<int64_t> spec = r.getShape();
+        int64_t inferred = -1;
+        for (auto [i, s] : llvm::enumerate(spec)) {
+          if (s == 0)
+            d.push_back(i < input.size() ? input[i] : AffineExpr());
+          else if (s == -1) {
+            inferred = i;
+            d.push_back(AffineExpr());
+          } else
+            d.push_back(c(s));
+        }
+        if (inferred >= 0) {
+          Dims others(d);
+          others.erase(others.begin() + inferred);
+          AffineExpr total = product(input, ctx), rest = product(others, ctx);
+          if (total && rest)
+            d[inferred] = simplifyAffineExpr(total.floorDiv(rest), 0,
+                                             table_.size());
+        }
+        return d;
+      })
+      .Case([&](TransposeOp t) {
+        Dims input = in(0), d;
+        for (int64_t p : t.getPerm())
+          d.push_back(input[p]);
+        return d;
+      })
+      .Case([&](UnsqueezeOp u) {
+        Dims input = in(0);
+        size_t rank = input.size() + u.getAxes().size();
+        Dims d(rank);
+        SmallVector<bool> inserted(rank, false);
+        for (int64_t a : u.getAxes())
+          inserted[a < 0 ? a + rank : a] = true;
+        size_t next = 0;
+        for (size_t i = 0; i < rank; ++i)
+          d[i] = inserted[i] ? c(1) : input[next++];
+        return d;
+      })
+      .Case([&](SqueezeOp s) {
+        Dims input = in(0), d;
+        SmallVector<bool> dropped(input.size(), false);
+        for (int64_t a : s.getAxes())
+          dropped[a < 0 ? a + input.size() : a] = true;
+        for (size_t i = 0; i < input.size(); ++i)
+          if (!dropped[i])
+            d.push_back(input[i]);
+        return d;
+      })
+      .Case([&](ConcatOp cat) {
+        Dims d = in(0);
+        int64_t axis = cat.getAxis();
+        if (axis < 0)
+          axis += d.size();
+        for (unsigned i = 1; i < op->getNumOperands(); ++i) {
+          Dims next = in(i);
+          d[axis] = d[axis] && next[axis] ? d[axis] + next[axis] : AffineExpr();
+        }
+        return d;
+      })
+      .Case([&](GatherOp g) {
+        Dims data = in(0), indices = in(1), d;
+        int64_t axis = g.getAxis();
+        if (axis < 0)
+          axis += data.size();
+        d.append(data.begin(), data.begin() + axis);
+        d.append(indices.begin(), indices.end());
+        d.append(data.begin() + axis + 1, data.end());
+        return d;
+      })
+      .Case([&](SliceOp s) {
+        Dims d = in(0);
+        for (auto [start, end, axis, step] :
+             llvm::zip_equal(s.getStarts(), s.getEnds(), s.getAxes(),
+                             s.getSteps())) {
+          int64_t a = axis < 0 ? axis + d.size() : axis;
+          d[a] = sliceLength(d[a], c(start), c(end), step);
+        }
+        return d;
+      })
+      .Case([&](SymbolicSliceOp s) {
+        Dims d = in(0);
+        Dims starts = table_.read(s.getStarts(), s.getSymbols());
+        Dims ends = table_.read(s.getEnds(), s.getSymbols());
+        for (auto [i, axis] : llvm::enumerate(s.getAxes())) {
+          int64_t a = axis < 0 ? axis + d.size() : axis;
+          d[a] = sliceLength(d[a], starts[i], ends[i], s.getSteps()[i]);
+        }
+        return d;
+      })
+      .Case([&](SplitOp s) {
+        Dims d = in(0);
+        int64_t axis = s.getAxis();
+        if (axis < 0)
+          axis += d.size();
+        d[axis] = c(s.getSizes()[resultNo]);
+        return d;
+      })
+      .Case([&](ExpandOp e) {
+        Dims input = in(0), shape;
+        for (int64_t v : e.getShape())
+          shape.push_back(c(v));
+        return broadcastDims({input, shape}, ctx);
+      })
+      .Case([&](SymbolicExpandOp e) {
+        Dims input = in(0);
+        Dims shape = table_.read(e.getShape(), e.getSymbols());
+        return broadcastDims({input, shape}, ctx);
+      })
+      .Case([&](SymbolicReshapeOp r) {
+        return table_.read(r.getShape(), r.getSymbols());
+      })
+      .Case([&](RangeOp r) {
+        Dims bounds = table_.read(r.getBounds(), r.getSymbols());
+        AffineExpr span = bounds[1] - bounds[0];
+        int64_t delta = r.getDelta();
+        return Dims{delta == 1  ? span
+                    : delta > 0 ? span.ceilDiv(delta)
+                                : AffineExpr()};
+      })
+      .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>([&](Operation *) {
+        Dims input = in(0), d;
+        auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+        bool keep = op->getAttrOfType<BoolAttr>("keep_dims").getValue();
+        for (size_t i = 0; i < input.size(); ++i) {
+          bool reduced = llvm::any_of(axes, [&](int64_t a) {
+            return (a < 0 ? a + int64_t(input.size()) : a) == int64_t(i);
+          });
+          if (!reduced)
+            d.push_back(input[i]);
+          else if (keep)
+            d.push_back(c(1));
+        }
+        return d;
+      })
+      .Case([&](AttentionOp a) {
+        Dims q = in(0), k = in(1), v = in(2);
+        if (resultNo == 0)
+          return Dims{q[0], q[1], q[2], v[3]};
+        // present: the past extended by the new keys or values.
+        Dims past = Dims(dims(resultNo == 1 ? a.getPastKey() : a.getPastValue()));
+        Dims fresh = resultNo == 1 ? k : v;
+        past[2] = past[2] && fresh[2] ? past[2] + fresh[2] : AffineExpr();
+        return past;
+      })
+      .Default([&](Operation *) { return unknown; });
+}
+
+} // namespace meshc::dfg

@@ -1,0 +1,103 @@
+//===- SymbolicDims.h - Symbolic dimensions of dfg values -------*- C++ -*-===//
+//
+// Part of meshc. A symbolic dimension is an mlir::AffineExpr over symbols
+// only (`s0 * s1`, `s2 + s1`, `(s0 * 768) floordiv 64`); symbol k of a
+// DimTable is a named dimension of the function's arguments (an ONNX
+// dim_param such as batch_size). dfg's symbolic ops (DfgSymbolicOps.td) store
+// expressions as affine maps with the names of their symbols; SymbolicShapes
+// derives the expression of every dimension of every value from the
+// arguments' names through each op's shape rule.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_IR_SYMBOLICDIMS_H
+#define MESHC_DIALECTS_DFG_IR_SYMBOLICDIMS_H
+
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meshc::dfg {
+
+/// The names of the symbolic dimensions one analysis or import works with:
+/// name <-> symbol position.
+class DimTable {
+public:
+  explicit DimTable(mlir::MLIRContext *context) : context_(context) {}
+
+  mlir::MLIRContext *context() const { return context_; }
+  /// The symbol named `name` (added on first use).
+  mlir::AffineExpr symbol(llvm::StringRef name);
+  llvm::StringRef name(unsigned position) const { return names_[position]; }
+  unsigned size() const { return names_.size(); }
+
+  /// An op's `map` with `names` for its symbols, as expressions over this
+  /// table's symbols.
+  llvm::SmallVector<mlir::AffineExpr> read(mlir::AffineMap map,
+                                           mlir::ArrayAttr names);
+  /// Expressions over this table's symbols as a map over just the symbols
+  /// they use, and those symbols' names (for an op's attributes).
+  std::pair<mlir::AffineMap, mlir::ArrayAttr>
+  write(llvm::ArrayRef<mlir::AffineExpr> exprs) const;
+
+  /// "batch_size * sequence_length" (a null expression prints as "?").
+  std::string format(mlir::AffineExpr expr) const;
+
+private:
+  mlir::MLIRContext *context_;
+  std::vector<std::string> names_;
+  llvm::StringMap<unsigned> positions_;
+};
+
+/// Sizes of named dimensions (the values the symbols take in one run).
+using DimBindings = llvm::StringMap<int64_t>;
+
+/// The results of `map` (symbols named by `names`) at `bindings`; an error
+/// names an unbound symbol or a division by zero.
+llvm::Expected<llvm::SmallVector<int64_t>>
+evaluateDims(mlir::AffineMap map, mlir::ArrayAttr names,
+             const DimBindings &bindings);
+
+/// Structural equality after simplification.
+bool sameDim(mlir::AffineExpr a, mlir::AffineExpr b);
+
+/// Checks the shared invariants S1 and S2 of the symbolic ops (`what` names
+/// the map in the message).
+llvm::Error verifySymbols(mlir::AffineMap map, mlir::ArrayAttr names,
+                          llvm::StringRef what);
+
+/// The symbolic dimensions of values, derived lazily from the names of the
+/// function arguments' dynamic dimensions (`dfg.dim_names`) through the shape
+/// rule of each op. A static dimension is its constant; a dimension no rule
+/// derives is a null expression.
+class SymbolicShapes {
+public:
+  explicit SymbolicShapes(DimTable &table) : table_(table) {}
+
+  llvm::ArrayRef<mlir::AffineExpr> dims(mlir::Value value);
+
+  /// The elements of an integer vector value as expressions: those of a
+  /// dfg.sizes, or the values of a small integer dfg.constant; std::nullopt
+  /// for anything else.
+  std::optional<llvm::SmallVector<mlir::AffineExpr>> values(mlir::Value value);
+
+  DimTable &table() { return table_; }
+
+private:
+  llvm::SmallVector<mlir::AffineExpr> compute(mlir::Value value);
+
+  DimTable &table_;
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::AffineExpr>> memo_;
+};
+
+} // namespace meshc::dfg
+
+#endif // MESHC_DIALECTS_DFG_IR_SYMBOLICDIMS_H
