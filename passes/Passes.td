@@ -48,6 +48,36 @@ def InferShapesPass : Pass<"meshc-graph-infer-shapes", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def AnnotateDimsPass : Pass<"meshc-graph-annotate-dims", "mlir::ModuleOp"> {
+  let summary = "Name every symbolic dimension of every value";
+  let description = [{
+    Derives, with the symbolic shape rules of each op (SymbolicDims.h), the
+    expression of every dynamic dimension in terms of the named dimensions
+    of the function's arguments (`dfg.dim_names`: ONNX dim_params), and
+    attaches it to each op with a dynamic result as `dfg.dims`, one string
+    per result. A dimension that no rule derives prints as `?`. The IR is
+    otherwise unchanged: the pass shows what import and the graph pipeline
+    know about a model's shapes.
+
+    Before:
+
+    ```mlir
+    func.func @f(%x: tensor<?x?x32xf32> {dfg.dim_names = ["batch", "seq", ""]})
+        -> tensor<?x32xf32> {
+      %y = dfg.reshape %x to [-1, 32] : (tensor<?x?x32xf32>) -> tensor<?x32xf32>
+      return %y : tensor<?x32xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+      %y = dfg.reshape %x to [-1, 32] {dfg.dims = ["batch * seq x 32"]}
+             : (tensor<?x?x32xf32>) -> tensor<?x32xf32>
+    ```
+  }];
+}
+
 def FoldConstantsPass : Pass<"meshc-graph-fold-constants", "mlir::ModuleOp"> {
   let summary = "Evaluate dfg ops whose operands are constants";
   let description = [{

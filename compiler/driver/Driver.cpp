@@ -19,6 +19,7 @@
 #include "dialects/dfg/Sharding/MeshSpec.h"
 #include "passes/sharding/RankRoles.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -82,8 +83,7 @@ Expected<onnximport::DimSizes> parseDimSizes(ArrayRef<std::string> entries) {
                                entry.c_str());
     if (!sizes.try_emplace(name, size).second)
       return createStringError(inconvertibleErrorCode(),
-                               "--dim names '%s' twice",
-                               name.str().c_str());
+                               "--dim names '%s' twice", name.str().c_str());
   }
   return sizes;
 }
@@ -148,6 +148,51 @@ private:
   int errors = 0;
 };
 
+/// `meshc plan` and `meshc compile` work on static shapes: the symbolic
+/// input dimensions that --dim did not size are reported, with their input.
+int checkStaticInputs(mlir::ModuleOp module, StringRef command) {
+  SmallVector<std::string> dims, inputs;
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    for (auto arg : func.getArguments()) {
+      auto type = dyn_cast<mlir::RankedTensorType>(arg.getType());
+      if (!type || type.hasStaticShape())
+        continue;
+      auto names = func.getArgAttrOfType<mlir::ArrayAttr>(arg.getArgNumber(),
+                                                          "dfg.dim_names");
+      auto onnxName = func.getArgAttrOfType<mlir::StringAttr>(
+          arg.getArgNumber(), "onnx.name");
+      inputs.push_back("'" +
+                       (onnxName ? onnxName.getValue().str()
+                                 : "#" + std::to_string(arg.getArgNumber())) +
+                       "'");
+      for (int64_t i = 0; i < type.getRank(); ++i) {
+        if (!type.isDynamicDim(i))
+          continue;
+        std::string dim =
+            names && i < static_cast<int64_t>(names.size())
+                ? cast<mlir::StringAttr>(names[i]).getValue().str()
+                : inputs.back() + " #" + std::to_string(i);
+        if (!is_contained(dims, dim))
+          dims.push_back(dim);
+      }
+    }
+  if (dims.empty())
+    return 0;
+  if (inputs.size() > 3) {
+    size_t more = inputs.size() - 2;
+    inputs.resize(2);
+    inputs.push_back("and " + std::to_string(more) + " more");
+  }
+  return fail(
+      command,
+      "'meshc " + command + "' needs static shapes, but the model's inputs (" +
+          join(inputs, ", ") +
+          ") have symbolic dimensions without a size: " + join(dims, ", ") +
+          "; give each one with --dim NAME=SIZE "
+          "(executables for a range of sizes are not "
+          "supported yet)");
+}
+
 /// Imports `model`, runs the pipelines `build` adds (given the model's
 /// folder, where its weights are) and hands the module to `use`.
 int withFrontEnd(
@@ -165,6 +210,9 @@ int withFrontEnd(
       onnximport::importOnnxModel(context, model, dims);
   if (!module)
     return 1;
+  if (command != "import")
+    if (int status = checkStaticInputs(*module, command))
+      return status;
   mlir::PassManager pm(&context);
   SmallString<256> folder = sys::path::parent_path(model);
   build(pm, folder.empty() ? StringRef(".") : folder.str());
@@ -217,11 +265,12 @@ int runImport(StringRef model, const onnximport::DimSizes &dims,
 int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
                       StringRef mesh, bool sequenceParallel,
                       int64_t microbatches, StringRef output) {
-  return runFrontEnd(
-      "compile", model, dims, output, [&](mlir::OpPassManager &pm, StringRef folder) {
-        buildGraphPipeline(pm, folder);
-        buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
-      });
+  return runFrontEnd("compile", model, dims, output,
+                     [&](mlir::OpPassManager &pm, StringRef folder) {
+                       buildGraphPipeline(pm, folder);
+                       buildShardingPipeline(pm, mesh, sequenceParallel,
+                                             microbatches);
+                     });
 }
 
 /// Imports `model`, runs the graph and sharding pipelines and hands the
@@ -266,8 +315,8 @@ int withRankPrograms(
 /// then one module per distinct rank program (`@role<k>`, with the ranks
 /// that run it as `meshc.ranks`) inside one module.
 int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
-                    StringRef mesh, bool sequenceParallel,
-                    int64_t microbatches, StringRef output) {
+                    StringRef mesh, bool sequenceParallel, int64_t microbatches,
+                    StringRef output) {
   return withRankPrograms(
       model, dims, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
@@ -545,8 +594,8 @@ int runDriver(int argc, char **argv) {
                              ? StringRef(compileOutput)
                              : StringRef("-");
     if (compileCmd && compileEmit == Emit::Sharded)
-      return runCompileSharded(model, *dims, meshSpec->str(),
-                               sequenceParallel, microbatches, irOutput);
+      return runCompileSharded(model, *dims, meshSpec->str(), sequenceParallel,
+                               microbatches, irOutput);
     if (compileCmd && compileEmit == Emit::Ranks)
       return runCompileRanks(model, *dims, meshSpec->str(), sequenceParallel,
                              microbatches, irOutput);

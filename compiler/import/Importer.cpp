@@ -117,8 +117,8 @@ bool NodeContext::isSymbolic(unsigned i) const {
   return v && isa_and_nonnull<dfg::SizesOp>(v.getDefiningOp());
 }
 
-FailureOr<SmallVector<AffineExpr>>
-NodeContext::symbolicInts(unsigned i, StringRef what) {
+FailureOr<SmallVector<AffineExpr>> NodeContext::symbolicInts(unsigned i,
+                                                             StringRef what) {
   if (isSymbolic(i)) {
     dfg::SymbolicShapes shapes(dimTable());
     return *shapes.values(input(i));
@@ -334,17 +334,18 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     if (dim.has_dim_value() && dim.dim_value() < 0)
       return error("graph value '" + info.name() + "' has a negative " +
                    "dimension " + std::to_string(dim.dim_value()));
-    auto given = dim.has_dim_param() ? dimSizes_.find(dim.dim_param())
-                                     : dimSizes_.end();
-    shape.push_back(dim.has_dim_value()      ? dim.dim_value()
+    auto given =
+        dim.has_dim_param() ? dimSizes_.find(dim.dim_param()) : dimSizes_.end();
+    shape.push_back(dim.has_dim_value()        ? dim.dim_value()
                     : given != dimSizes_.end() ? given->second
                                                : ShapedType::kDynamic);
     // A dynamic dimension without a dim_param is named after its input, so
     // that every symbolic dimension has a name.
-    std::string name = dim.has_dim_param() ? dim.dim_param()
-                       : dim.has_dim_value()
-                           ? ""
-                           : info.name() + "." + std::to_string(shape.size() - 1);
+    std::string name =
+        dim.has_dim_param() ? dim.dim_param()
+        : dim.has_dim_value()
+            ? ""
+            : info.name() + "." + std::to_string(shape.size() - 1);
     if (dimNames)
       dimNames->push_back(StringAttr::get(&context_, name));
   }
@@ -689,14 +690,13 @@ LogicalResult Importer::checkDimSizesUsed(const llvm::StringSet<> &symbolic) {
     for (const auto &s : symbolic)
       names.push_back("'" + s.getKey().str() + "'");
     llvm::sort(names);
-    return error("--dim " + entry.getKey() + "=" +
-                 std::to_string(entry.getValue()) +
-                 ": no graph input has a dimension named '" + entry.getKey() +
-                 "' (" +
-                 (names.empty() ? std::string("the inputs have no symbolic "
-                                              "dimensions")
-                                : "symbolic dimensions: " + join(names, ", ")) +
-                 ")");
+    return error(
+        "--dim " + entry.getKey() + "=" + std::to_string(entry.getValue()) +
+        ": no graph input has a dimension named '" + entry.getKey() + "' (" +
+        (names.empty() ? std::string("the inputs have no symbolic "
+                                     "dimensions")
+                       : "symbolic dimensions: " + join(names, ", ")) +
+        ")");
   }
   return success();
 }

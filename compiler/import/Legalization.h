@@ -213,10 +213,11 @@ mlir::FailureOr<double> attentionScale(NodeContext &ctx, mlir::Value q);
 
 /// Symbolic folding of the exporters' shape arithmetic: if `op` computes on
 /// integer vectors of which at least one is a dfg.sizes and the others
-/// small integer constants or initializers under `weightsDir` (Gather, Slice, Concat, Unsqueeze, Squeeze,
-/// Reshape, integer Cast, Add, Sub, Mul, Div by a positive constant, Equal
-/// and Where when decidable), returns one dfg.sizes or dfg.constant holding
-/// its result, created before `op`; otherwise a null Value.
+/// small integer constants or initializers under `weightsDir` (Gather, Slice,
+/// Concat, Unsqueeze, Squeeze, Reshape, integer Cast, Add, Sub, Mul, Div by a
+/// positive constant, Equal and Where when decidable), returns one dfg.sizes or
+/// dfg.constant holding its result, created before `op`; otherwise a null
+/// Value.
 mlir::Value foldSymbolic(mlir::Operation *op, dfg::DimTable &table,
                          llvm::StringRef weightsDir);
 

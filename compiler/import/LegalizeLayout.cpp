@@ -83,12 +83,11 @@ LogicalResult reshapeSymbolic(NodeContext &ctx) {
   }
   auto [map, names] = ctx.dimTable().write(exprs);
   RankedTensorType in0 = ctx.inputType(0);
-  return ctx.setResults(
-      dfg::SymbolicReshapeOp::create(
-          ctx.builder(), ctx.loc(),
-          RankedTensorType::get(shape, in0.getElementType()), ctx.input(0),
-          map, names)
-          .getResult());
+  return ctx.setResults(dfg::SymbolicReshapeOp::create(
+                            ctx.builder(), ctx.loc(),
+                            RankedTensorType::get(shape, in0.getElementType()),
+                            ctx.input(0), map, names)
+                            .getResult());
 }
 
 /// Reshape-13(data, shape) -> dfg.reshape(data) to shape  (0 copies, -1 infers)

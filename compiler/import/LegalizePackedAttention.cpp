@@ -31,8 +31,8 @@ Value iota(NodeContext &ctx, ArrayRef<int64_t> shape) {
 /// An elementwise binary op on broadcast shapes.
 template <typename OpTy>
 FailureOr<Value> binary(NodeContext &ctx, Value l, Value r, Type element) {
-  return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
-                          element, l, r);
+  return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)), element,
+                          l, r);
 }
 
 /// The keys each batch row may attend, as a bool tensor that broadcasts to
@@ -48,8 +48,8 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
   Type i64 = b.getI64Type(), i1 = b.getI1Type();
   ArrayRef<int64_t> shape = shapeOf(index);
   auto as64 = [&](Value v) -> Value {
-    return dfg::CastOp::create(
-        b, ctx.loc(), RankedTensorType::get(shapeOf(v), i64), v, i64);
+    return dfg::CastOp::create(b, ctx.loc(),
+                               RankedTensorType::get(shapeOf(v), i64), v, i64);
   };
   auto unsqueeze = [&](Value v, ArrayRef<int64_t> axes) {
     return ctx.create<dfg::UnsqueezeOp>(dfg::unsqueezeShape(shapeOf(v), axes),
@@ -67,8 +67,7 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
       return failure();
     // [batch, total] -> [batch, 1, 1, total]; [batch, seq, total] ->
     // [batch, 1, seq, total].
-    return shape.size() == 2 ? unsqueeze(*keep, {1, 2})
-                             : unsqueeze(*keep, {1});
+    return shape.size() == 2 ? unsqueeze(*keep, {1, 2}) : unsqueeze(*keep, {1});
   }
   if (shape.size() != 1 || (shape[0] != batch && shape[0] != 2 * batch))
     return ctx.error("mask_index " + dfg::formatShape(shape) +
@@ -212,8 +211,8 @@ LogicalResult legalizePackedAttention(NodeContext &ctx) {
     if (failed(keep))
       return failure();
     auto f = RankedTensorType::get(shapeOf(*keep), element);
-    Value keepF = dfg::CastOp::create(ctx.builder(), ctx.loc(), f, *keep,
-                                      element);
+    Value keepF =
+        dfg::CastOp::create(ctx.builder(), ctx.loc(), f, *keep, element);
     FailureOr<Value> hidden =
         binary<dfg::SubOp>(ctx, ctx.scalar(1.0, element), keepF, element);
     if (failed(hidden))
@@ -266,9 +265,9 @@ LogicalResult legalizePackedAttention(NodeContext &ctx) {
   Value presentV = pastK ? op.getPresent()[1] : *v;
   SmallVector<Value> parts;
   for (Value t : {presentK, presentV}) {
-    FailureOr<Value> wide = ctx.create<dfg::UnsqueezeOp>(
-        dfg::unsqueezeShape(shapeOf(t), {0}), element, t,
-        b.getDenseI64ArrayAttr({0}));
+    FailureOr<Value> wide =
+        ctx.create<dfg::UnsqueezeOp>(dfg::unsqueezeShape(shapeOf(t), {0}),
+                                     element, t, b.getDenseI64ArrayAttr({0}));
     if (failed(wide))
       return failure();
     parts.push_back(*wide);

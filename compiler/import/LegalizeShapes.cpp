@@ -54,17 +54,17 @@ LogicalResult bindDims(NodeContext &ctx, int64_t start, int64_t end,
     picked.assign({p});
   }
   auto i64 = ctx.builder().getI64Type();
-  auto type = product ? RankedTensorType::get({}, i64)
-                      : RankedTensorType::get(
-                            {static_cast<int64_t>(picked.size())}, i64);
-  if (llvm::all_of(picked, [](AffineExpr d) {
-        return isa<AffineConstantExpr>(d);
-      })) {
+  auto type =
+      product
+          ? RankedTensorType::get({}, i64)
+          : RankedTensorType::get({static_cast<int64_t>(picked.size())}, i64);
+  if (llvm::all_of(picked,
+                   [](AffineExpr d) { return isa<AffineConstantExpr>(d); })) {
     SmallVector<int64_t> values;
     for (AffineExpr d : picked)
       values.push_back(cast<AffineConstantExpr>(d).getValue());
-    return bindConstant(ctx, DenseElementsAttr::get(type,
-                                                    ArrayRef<int64_t>(values)));
+    return bindConstant(
+        ctx, DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
   }
   auto [map, names] = ctx.dimTable().write(picked);
   return ctx.setResults(
@@ -130,8 +130,7 @@ LogicalResult legalizeRange(NodeContext &ctx) {
     if (start->size() != 1 || limit->size() != 1 || delta->size() != 1 ||
         delta->front() == 0)
       return ctx.error("start, limit and delta must be scalars, delta not 0");
-    auto [map, names] =
-        ctx.dimTable().write({start->front(), limit->front()});
+    auto [map, names] = ctx.dimTable().write({start->front(), limit->front()});
     Value range = dfg::RangeOp::create(
         ctx.builder(), ctx.loc(),
         RankedTensorType::get({ShapedType::kDynamic}, element), map,

@@ -107,8 +107,7 @@ LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
   for (auto [end, axis] : llvm::zip_equal(*ends, axes)) {
     int64_t a = axis < 0 ? axis + rank : axis;
     if (a >= 0 && a < rank && dfg::sameDim(end, dims[a]))
-      end = getAffineConstantExpr(std::numeric_limits<int64_t>::max(),
-                                  context);
+      end = getAffineConstantExpr(std::numeric_limits<int64_t>::max(), context);
   }
   auto constant = [](AffineExpr e) { return isa<AffineConstantExpr>(e); };
   OpBuilder &b = ctx.builder();

@@ -25,8 +25,9 @@ namespace {
 using Exprs = SmallVector<AffineExpr>;
 
 /// Elementwise `fn` with numpy broadcasting of 0-D / 1-D vectors.
-std::optional<Exprs> zipWith(const Exprs &a, const Exprs &b,
-                             function_ref<AffineExpr(AffineExpr, AffineExpr)> fn) {
+std::optional<Exprs>
+zipWith(const Exprs &a, const Exprs &b,
+        function_ref<AffineExpr(AffineExpr, AffineExpr)> fn) {
   if (a.size() != b.size() && a.size() != 1 && b.size() != 1)
     return std::nullopt;
   Exprs out;
@@ -58,7 +59,8 @@ AffineExpr decideEqual(AffineExpr a, AffineExpr b) {
   MLIRContext *ctx = a.getContext();
   if (dfg::sameDim(a, b))
     return getAffineConstantExpr(1, ctx);
-  auto ca = dyn_cast<AffineConstantExpr>(a), cb = dyn_cast<AffineConstantExpr>(b);
+  auto ca = dyn_cast<AffineConstantExpr>(a),
+       cb = dyn_cast<AffineConstantExpr>(b);
   if (ca && cb)
     return getAffineConstantExpr(ca.getValue() == cb.getValue(), ctx);
   // A size is positive, so it never equals a constant below 1 (-1 is the
@@ -100,8 +102,8 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
         return {};
       values.emplace();
       for (double x : read->front().values)
-        values->push_back(getAffineConstantExpr(static_cast<int64_t>(x),
-                                                op->getContext()));
+        values->push_back(
+            getAffineConstantExpr(static_cast<int64_t>(x), op->getContext()));
     }
     if (!values)
       return {};
@@ -150,8 +152,8 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
               r.append(part.begin(), part.end());
             return r;
           })
-          .Case<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp,
-                dfg::CastOp>([&](Operation *) { return in[0]; })
+          .Case<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp, dfg::CastOp>(
+              [&](Operation *) { return in[0]; })
           .Case([&](dfg::AddOp) {
             return binary([](AffineExpr a, AffineExpr b) { return a + b; });
           })
@@ -178,9 +180,9 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
                 return a;
               std::optional<int64_t> ca = constantOf(a), cb = constantOf(b);
               if (ca && cb)
-                return getAffineConstantExpr(
-                    isMin ? std::min(*ca, *cb) : std::max(*ca, *cb),
-                    a.getContext());
+                return getAffineConstantExpr(isMin ? std::min(*ca, *cb)
+                                                   : std::max(*ca, *cb),
+                                             a.getContext());
               // A size is at least 1: min(size, c <= 1) = c, max = size.
               if (ca && *ca <= 1 && isPositive(b))
                 return isMin ? a : b;
@@ -191,11 +193,12 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
           })
           .Case([&](dfg::EqualOp) { return binary(decideEqual); })
           .Case([&](dfg::WhereOp) -> std::optional<Exprs> {
-            size_t n =
-                std::max({in[0].size(), in[1].size(), in[2].size()});
+            size_t n = std::max({in[0].size(), in[1].size(), in[2].size()});
             Exprs r;
             for (size_t i = 0; i < n; ++i) {
-              auto at = [&](const Exprs &e) { return e[e.size() == 1 ? 0 : i]; };
+              auto at = [&](const Exprs &e) {
+                return e[e.size() == 1 ? 0 : i];
+              };
               std::optional<int64_t> cond = constantOf(at(in[0]));
               if (!cond)
                 return std::nullopt;

@@ -996,8 +996,8 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::run(func::FuncOp func,
     values_[arg] = input;
     // Named dimensions take the inputs' sizes; every input that names a
     // dimension must agree on its size.
-    auto names = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
-                                                  "dfg.dim_names");
+    auto names =
+        func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "dfg.dim_names");
     for (auto [i, name] :
          llvm::enumerate(names ? names.getValue() : ArrayRef<Attribute>())) {
       StringRef dim = cast<StringAttr>(name).getValue();

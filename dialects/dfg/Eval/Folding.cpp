@@ -29,8 +29,7 @@ foldWithEvaluator(Operation *op, StringRef weightsDir, OpBuilder &builder) {
   // only at run time.
   if (isa<ConstantOp, WeightOp, SizesOp, SymbolicReshapeOp, SymbolicExpandOp,
           SymbolicSliceOp, RangeOp>(op) ||
-      op->getNumOperands() == 0 ||
-      !isa<DfgDialect>(op->getDialect()) ||
+      op->getNumOperands() == 0 || !isa<DfgDialect>(op->getDialect()) ||
       !llvm::all_of(op->getOperands(), foldable) ||
       !llvm::all_of(op->getResultTypes(), [&](Type t) {
         auto type = dyn_cast<RankedTensorType>(t);

@@ -63,9 +63,8 @@ LogicalResult SymbolicReshapeOp::verify() {
   }
   if (in.hasStaticShape() && out.hasStaticShape() &&
       in.getNumElements() != out.getNumElements()) // 2
-    return emitOpError("input ")
-           << in << " and result " << out
-           << " hold different numbers of elements";
+    return emitOpError("input ") << in << " and result " << out
+                                 << " hold different numbers of elements";
   return success();
 }
 

@@ -49,8 +49,7 @@ DimTable::write(ArrayRef<AffineExpr> exprs) const {
       if (auto s = dyn_cast<AffineSymbolExpr>(sub))
         if (local[s.getPosition()] < 0) {
           local[s.getPosition()] = used.size();
-          used.push_back(
-              StringAttr::get(context_, names_[s.getPosition()]));
+          used.push_back(StringAttr::get(context_, names_[s.getPosition()]));
         }
     });
   SmallVector<AffineExpr> replacements;
@@ -78,8 +77,9 @@ std::string DimTable::format(AffineExpr expr) const {
     while ((at = text.find(from, at)) != std::string::npos) {
       bool tail = at + from.size() < text.size() &&
                   isdigit(static_cast<unsigned char>(text[at + from.size()]));
-      bool head = at > 0 && (isalnum(static_cast<unsigned char>(text[at - 1])) ||
-                             text[at - 1] == '_');
+      bool head =
+          at > 0 && (isalnum(static_cast<unsigned char>(text[at - 1])) ||
+                     text[at - 1] == '_');
       if (tail || head) {
         at += from.size();
         continue;
@@ -275,9 +275,12 @@ ArrayRef<AffineExpr> SymbolicShapes::dims(Value value) {
   // Static dimensions of the type win over what the rules derive.
   auto type = cast<RankedTensorType>(value.getType());
   d.resize(type.getRank());
-  for (int64_t i = 0; i < type.getRank(); ++i)
+  for (int64_t i = 0; i < type.getRank(); ++i) {
     if (!type.isDynamicDim(i))
       d[i] = getAffineConstantExpr(type.getDimSize(i), table_.context());
+    else if (d[i])
+      d[i] = simplifyAffineExpr(d[i], 0, table_.size());
+  }
   return memo_[value] = std::move(d);
 }
 
@@ -321,9 +324,7 @@ Dims SymbolicShapes::compute(Value value) {
 
   Operation *op = value.getDefiningOp();
   unsigned resultNo = cast<OpResult>(value).getResultNumber();
-  auto in = [&](unsigned i) -> Dims {
-    return Dims(dims(op->getOperand(i)));
-  };
+  auto in = [&](unsigned i) -> Dims { return Dims(dims(op->getOperand(i))); };
   auto sameAsInput = [&]() { return in(0); };
   auto broadcastAll = [&]() {
     SmallVector<Dims> all;
@@ -385,8 +386,8 @@ Dims SymbolicShapes::compute(Value value) {
           others.erase(others.begin() + inferred);
           AffineExpr total = product(input, ctx), rest = product(others, ctx);
           if (total && rest)
-            d[inferred] = simplifyAffineExpr(total.floorDiv(rest), 0,
-                                             table_.size());
+            d[inferred] =
+                simplifyAffineExpr(total.floorDiv(rest), 0, table_.size());
         }
         return d;
       })
@@ -441,9 +442,8 @@ Dims SymbolicShapes::compute(Value value) {
       })
       .Case([&](SliceOp s) {
         Dims d = in(0);
-        for (auto [start, end, axis, step] :
-             llvm::zip_equal(s.getStarts(), s.getEnds(), s.getAxes(),
-                             s.getSteps())) {
+        for (auto [start, end, axis, step] : llvm::zip_equal(
+                 s.getStarts(), s.getEnds(), s.getAxes(), s.getSteps())) {
           int64_t a = axis < 0 ? axis + d.size() : axis;
           d[a] = sliceLength(d[a], c(start), c(end), step);
         }
@@ -509,7 +509,8 @@ Dims SymbolicShapes::compute(Value value) {
         if (resultNo == 0)
           return Dims{q[0], q[1], q[2], v[3]};
         // present: the past extended by the new keys or values.
-        Dims past = Dims(dims(resultNo == 1 ? a.getPastKey() : a.getPastValue()));
+        Dims past =
+            Dims(dims(resultNo == 1 ? a.getPastKey() : a.getPastValue()));
         Dims fresh = resultNo == 1 ? k : v;
         past[2] = past[2] && fresh[2] ? past[2] + fresh[2] : AffineExpr();
         return past;

@@ -858,3 +858,85 @@ func.func @silu_invariant_1(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = dfg.silu %x : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// The symbolic ops (DfgSymbolicOps.td): S1, S2 are shared by all of them.
+
+func.func @sizes_invariant_S1() -> tensor<1xi64> {
+  // expected-error @+1 {{map must have no dimensions and one symbol per name (1), got 0 dimension(s) and 2 symbol(s)}}
+  %s = dfg.sizes affine_map<()[s0, s1] -> (s0 + s1)> symbols ["batch"] : tensor<1xi64>
+  return %s : tensor<1xi64>
+}
+
+// -----
+
+func.func @sizes_invariant_S2() -> tensor<1xi64> {
+  // expected-error @+1 {{symbol names must be distinct and non-empty}}
+  %s = dfg.sizes affine_map<()[s0, s1] -> (s0 + s1)> symbols ["batch", "batch"] : tensor<1xi64>
+  return %s : tensor<1xi64>
+}
+
+// -----
+
+func.func @sizes_invariant_1() -> tensor<3xi64> {
+  // expected-error @+1 {{the result must be a 0-D or 1-D i64/i32 tensor with one element per map result (2), got 'tensor<3xi64>'}}
+  %s = dfg.sizes affine_map<()[s0] -> (s0, 4)> symbols ["batch"] : tensor<3xi64>
+  return %s : tensor<3xi64>
+}
+
+// -----
+
+func.func @symbolic_reshape_invariant_1(%x: tensor<?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{result dimension 2 disagrees with the shape's entry}}
+  %r = dfg.symbolic_reshape %x to affine_map<()[s0, s1] -> (s0, s1, 96)> symbols ["b", "s"] : (tensor<?x96xf32>) -> tensor<?x?x32xf32>
+  return %r : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @symbolic_reshape_invariant_2(%x: tensor<4x96xf32>) -> tensor<2x2x48xf32> {
+  // expected-error @+1 {{hold different numbers of elements}}
+  %r = dfg.symbolic_reshape %x to affine_map<()[s0] -> (2, 2, 48)> symbols ["b"] : (tensor<4x96xf32>) -> tensor<2x2x48xf32>
+  return %r : tensor<2x2x48xf32>
+}
+
+// -----
+
+func.func @symbolic_expand_invariant_1(%x: tensor<3xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{result dimension 1 (4) is not the broadcast of the input's 3 and the shape's 1}}
+  %e = dfg.symbolic_expand %x to affine_map<()[s0] -> (s0, 1)> symbols ["b"] : (tensor<3xf32>) -> tensor<?x4xf32>
+  return %e : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @symbolic_slice_invariant_1(%x: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{axis 0 is out of range or repeated, or its step is 0}}
+  %s = dfg.symbolic_slice %x starts = affine_map<()[s0] -> (0)> ends = affine_map<()[s0] -> (s0)> axes = [0] steps = [0] symbols ["n"] : (tensor<8x8xf32>) -> tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @symbolic_slice_invariant_2(%x: tensor<8x8xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{dimension 1 is not sliced but changes}}
+  %s = dfg.symbolic_slice %x starts = affine_map<()[s0] -> (0)> ends = affine_map<()[s0] -> (s0)> axes = [0] steps = [1] symbols ["n"] : (tensor<8x8xf32>) -> tensor<?x4xf32>
+  return %s : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @range_invariant_1() -> tensor<?xi64> {
+  // expected-error @+1 {{bounds must give (start, limit) and delta must not be 0}}
+  %r = dfg.range affine_map<()[s0] -> (0, s0)> delta = 0 symbols ["n"] : tensor<?xi64>
+  return %r : tensor<?xi64>
+}
+
+// -----
+
+func.func @range_invariant_2() -> tensor<?x1xi64> {
+  // expected-error @+1 {{the result must be 1-D}}
+  %r = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["n"] : tensor<?x1xi64>
+  return %r : tensor<?x1xi64>
+}

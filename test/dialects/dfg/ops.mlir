@@ -281,3 +281,22 @@ func.func @transformer_layer_ops(%table: tensor<64x32xf32>, %ids: tensor<2x8xi64
   %rq = dfg.rotary %q, %cos, %cos interleaved = false rotary_dim = 8 : (tensor<2x4x8x8xf32>, tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> tensor<2x4x8x8xf32>
   return %y, %yt, %a, %ln, %rq : tensor<2x8x96xf32>, tensor<2x8x96xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// Ops on symbolic dimensions: affine maps whose symbols are the names listed.
+// CHECK-LABEL: func.func @symbolic
+func.func @symbolic(%x: tensor<?x96xf32>, %bias: tensor<1x1x16x16xi1>) -> (tensor<2xi64>, tensor<?x?x96xf32>, tensor<1x?xf32>, tensor<1x1x?x16xi1>, tensor<?xi64>) {
+  // CHECK: dfg.sizes #{{.+}} symbols ["batch_size", "sequence_length"] : tensor<2xi64>
+  %s = dfg.sizes affine_map<()[s0, s1] -> (s0 * s1, 96)> symbols ["batch_size", "sequence_length"] : tensor<2xi64>
+  // CHECK: dfg.symbolic_reshape %{{.+}} to #{{.+}} symbols ["batch_size", "sequence_length"] : (tensor<?x96xf32>) -> tensor<?x?x96xf32>
+  %r = dfg.symbolic_reshape %x to affine_map<()[s0, s1] -> (s0, s1, 96)> symbols ["batch_size", "sequence_length"] : (tensor<?x96xf32>) -> tensor<?x?x96xf32>
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  // CHECK: dfg.symbolic_expand %{{.+}} to #{{.+}} symbols ["sequence_length"] : (tensor<f32>) -> tensor<1x?xf32>
+  %e = dfg.symbolic_expand %zero to affine_map<()[s0] -> (1, s0)> symbols ["sequence_length"] : (tensor<f32>) -> tensor<1x?xf32>
+  // CHECK: dfg.symbolic_slice %{{.+}} starts = #{{.+}} ends = #{{.+}} axes = [2] steps = [1] symbols ["past_sequence_length", "sequence_length"] : (tensor<1x1x16x16xi1>) -> tensor<1x1x?x16xi1>
+  %rows = dfg.symbolic_slice %bias starts = affine_map<()[s0, s1] -> (s0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [2] steps = [1] symbols ["past_sequence_length", "sequence_length"] : (tensor<1x1x16x16xi1>) -> tensor<1x1x?x16xi1>
+  // CHECK: dfg.range #{{.+}} delta = 1 symbols ["past_sequence_length", "sequence_length"] : tensor<?xi64>
+  %pos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["past_sequence_length", "sequence_length"] : tensor<?xi64>
+  return %s, %r, %e, %rows, %pos : tensor<2xi64>, tensor<?x?x96xf32>, tensor<1x?xf32>, tensor<1x1x?x16xi1>, tensor<?xi64>
+}

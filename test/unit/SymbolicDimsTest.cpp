@@ -1,0 +1,142 @@
+//===- SymbolicDimsTest.cpp - Symbolic dimension arithmetic ---------------===//
+//
+// Part of meshc. DimTable's names <-> op attributes, evaluation of the maps
+// at concrete sizes (floor and ceil division of negative values included),
+// equality after simplification, and the shape rules of SymbolicShapes on a
+// small function: reshapes that merge and split symbolic dimensions, a
+// concat along a symbolic axis, a slice to the end.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "gtest/gtest.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace meshc::dfg;
+
+namespace {
+
+class SymbolicDimsTest : public ::testing::Test {
+protected:
+  SymbolicDimsTest() : builder(&ctx), table(&ctx) {
+    ctx.loadDialect<DfgDialect, func::FuncDialect>();
+  }
+  MLIRContext ctx;
+  OpBuilder builder;
+  DimTable table;
+};
+
+TEST_F(SymbolicDimsTest, WriteKeepsOnlyUsedSymbolsAndReadsBack) {
+  AffineExpr b = table.symbol("batch"), s = table.symbol("seq"),
+             p = table.symbol("past");
+  auto [map, names] = table.write({p + s, b * 4});
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(map.getNumSymbols(), 3u);
+  auto [only, one] = table.write({s * 2});
+  EXPECT_EQ(one.size(), 1u);
+  EXPECT_EQ(only.getNumSymbols(), 1u);
+
+  // Another table numbers the names differently; reading maps them back.
+  DimTable other(&ctx);
+  other.symbol("past");
+  SmallVector<AffineExpr> back = other.read(map, names);
+  EXPECT_TRUE(sameDim(back[0], other.symbol("past") + other.symbol("seq")));
+  EXPECT_TRUE(sameDim(back[1], other.symbol("batch") * 4));
+  EXPECT_EQ(other.format(back[1]), "batch * 4");
+}
+
+TEST_F(SymbolicDimsTest, EvaluatesAtBindings) {
+  AffineExpr b = table.symbol("batch"), s = table.symbol("seq");
+  auto [map, names] =
+      table.write({b * s, (s - 7).floorDiv(2), (s - 7).ceilDiv(2), s % 4});
+  DimBindings bindings{{"batch", 3}, {"seq", 5}};
+  auto values = evaluateDims(map, names, bindings);
+  ASSERT_TRUE(bool(values)) << llvm::toString(values.takeError());
+  EXPECT_EQ((*values)[0], 15);
+  EXPECT_EQ((*values)[1], -1); // floor(-2 / 2)
+  EXPECT_EQ((*values)[2], -1); // ceil(-2 / 2)
+  EXPECT_EQ((*values)[3], 1);
+  bindings["seq"] = 4;
+  values = evaluateDims(map, names, bindings);
+  ASSERT_TRUE(bool(values));
+  EXPECT_EQ((*values)[1], -2); // floor(-3 / 2)
+  EXPECT_EQ((*values)[2], -1); // ceil(-3 / 2)
+
+  auto missing = evaluateDims(map, names, DimBindings{{"batch", 1}});
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("'seq' has no size"),
+            std::string::npos);
+}
+
+TEST_F(SymbolicDimsTest, SameDimAfterSimplification) {
+  AffineExpr b = table.symbol("batch"), s = table.symbol("seq"),
+             p = table.symbol("past");
+  EXPECT_TRUE(sameDim((p + s) - p, s));
+  EXPECT_TRUE(sameDim((b * s * 32).floorDiv(32), b * s));
+  EXPECT_FALSE(sameDim(b, s));
+  EXPECT_FALSE(sameDim(b, AffineExpr()));
+}
+
+TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
+  // f(x: [batch, seq, 32] named, past: [batch, 4, past, 8] named)
+  auto f32 = builder.getF32Type();
+  auto x = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, 32},
+                                 f32);
+  auto kv = RankedTensorType::get(
+      {ShapedType::kDynamic, 4, ShapedType::kDynamic, 8}, f32);
+  auto module = ModuleOp::create(builder.getUnknownLoc());
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(builder, builder.getUnknownLoc(), "f",
+                                   builder.getFunctionType({x, kv}, {}));
+  func.setArgAttr(0, "dfg.dim_names",
+                  builder.getStrArrayAttr({"batch", "seq", ""}));
+  func.setArgAttr(1, "dfg.dim_names",
+                  builder.getStrArrayAttr({"batch", "", "past", ""}));
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  Location loc = builder.getUnknownLoc();
+  Value in = body->getArgument(0), past = body->getArgument(1);
+  auto dyn = ShapedType::kDynamic;
+
+  // [batch, seq, 32] -> [batch * seq, 32] -> [batch, seq, 4, 8] -> heads
+  Value flat = ReshapeOp::create(builder, loc, RankedTensorType::get({dyn, 32}, f32),
+                                 in, builder.getDenseI64ArrayAttr({-1, 32}));
+  AffineExpr b = table.symbol("batch"), s = table.symbol("seq");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
+  auto [map, names] = table.write({b, s, c(4), c(8)});
+  Value heads = SymbolicReshapeOp::create(
+      builder, loc, RankedTensorType::get({dyn, dyn, 4, 8}, f32), flat, map,
+      names);
+  Value t = TransposeOp::create(builder, loc,
+                                RankedTensorType::get({dyn, 4, dyn, 8}, f32),
+                                heads, builder.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  Value keys = ConcatOp::create(builder, loc, kv, ValueRange{past, t}, 2);
+  // keys[:, :, 1:] (to the end)
+  Value tail = SliceOp::create(
+      builder, loc, kv, keys, builder.getDenseI64ArrayAttr({1}),
+      builder.getDenseI64ArrayAttr({std::numeric_limits<int64_t>::max()}),
+      builder.getDenseI64ArrayAttr({2}), builder.getDenseI64ArrayAttr({1}));
+
+  SymbolicShapes shapes(table);
+  auto text = [&](Value v) {
+    std::string out;
+    for (AffineExpr d : shapes.dims(v))
+      out += (out.empty() ? "" : " x ") + table.format(d);
+    return out;
+  };
+  EXPECT_EQ(text(flat), "batch * seq x 32");
+  EXPECT_EQ(text(heads), "batch x seq x 4 x 8");
+  // Sums print in the order the table numbers the names (seq before past).
+  EXPECT_EQ(text(keys), "batch x 4 x seq + past x 8");
+  EXPECT_EQ(text(tail), "batch x 4 x seq + past - 1 x 8");
+  module->erase();
+}
+
+} // namespace
