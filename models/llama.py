@@ -26,7 +26,11 @@ before the GQA repetition) and returned as present.N.key / .value; positions
 and the causal mask start at P. Shapes are static (`batch`, default 1, by `seq` tokens),
 or with --dynamic the graph's inputs and outputs carry Hugging Face's
 symbolic axes (batch_size, sequence_length, past_sequence_length,
-total_sequence_length), which `meshc --dim` gives sizes.
+total_sequence_length) and takes every size from the inputs' shapes through
+the exporters' shape arithmetic (build_dynamic: Shape -> Slice -> Concat ->
+Reshape / Expand, Range for the positions and the causal mask, rotary tables
+of 64 positions gathered at them), so one model serves every size; meshc
+imports it with symbolic dimensions, or `meshc --dim` gives them sizes.
 
 `build()` is also what bench/import_llama.py uses, with Llama-3-8B sizes and
 bf16 weights as references into a sparse external-data file.
@@ -111,6 +115,10 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
         nodes.append(helper.make_node(op, ins, [out], name=f"/{op}_{len(nodes)}", **attrs))
         return out
 
+    if cfg.dynamic:
+        # The sizes come from the inputs' shapes, as torch.onnx writes a
+        # dynamic-axes export: no constant below.
+        return build_dynamic(cfg, weights, nodes, consts, const, node, opset23)
     total = cfg.past + cfg.seq
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
     angles = np.outer(np.arange(cfg.past, total), inv_freq)
@@ -214,6 +222,137 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
                              ir_version=11 if opset23 else 8)
 
 
+MAX_POSITIONS = 64  # rotary tables of the dynamic export
+
+
+def build_dynamic(cfg, weights, nodes, consts, const, node, opset23):
+    """build() for --dynamic: the same function, with every size taken from
+    the inputs' shapes through the exporters' shape arithmetic (Shape ->
+    Slice/Gather -> Concat -> Reshape / Expand, Range for the positions),
+    rotary tables of MAX_POSITIONS rows gathered at the positions, and the
+    causal mask built from two Ranges (key j is visible to query i iff
+    j <= past + i). One model then serves every batch, sequence and past
+    length."""
+    hd, rep = cfg.d // cfg.heads, cfg.heads // cfg.kv_heads
+    i64 = lambda name, v: const(name, np.array(v, np.int64))  # noqa: E731
+    zero, one = i64("zero", 0), i64("one", 1)
+    s0, s2, axis0 = i64("s0", [0]), i64("s2", [2]), i64("axis0", [0])
+
+    def dims(x, start, end):
+        return node("Slice", [node("Shape", [x]), start, end])
+
+    def size(x, dim):
+        return node("Gather", [node("Shape", [x]), i64(f"dim{len(nodes)}", dim)], axis=0)
+
+    seq = size("input_ids", 1)
+    past = size("past_key_values.0.key", 2) if cfg.past else zero
+    positions = node("Range", [past, node("Add", [past, seq]), one])
+    keys = node("Range", [zero, node("Add", [past, seq]), one])
+    inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
+    angles = np.outer(np.arange(MAX_POSITIONS), inv_freq)
+    if opset23:
+        cos_cache = const("cos_cache", np.cos(angles).astype(np.float32))
+        sin_cache = const("sin_cache", np.sin(angles).astype(np.float32))
+        # position_ids [batch, seq]: the positions for every row.
+        positions2d = node("Expand", [node("Unsqueeze", [positions, axis0]),
+                                      node("Shape", ["input_ids"])])
+    else:
+        s1, s4, axis1 = i64("s1", [1]), i64("s4", [4]), i64("axis1", [1])
+        axes01 = i64("axes01", [0, 1])
+        full = np.concatenate([angles, angles], -1).astype(np.float32)
+        cos = node("Unsqueeze", [node("Gather", [const("cos_table", np.cos(full)), positions],
+                                      axis=0), axes01])
+        sin = node("Unsqueeze", [node("Gather", [const("sin_table", np.sin(full)), positions],
+                                      axis=0), axes01])
+        visible = node("LessOrEqual", [node("Unsqueeze", [keys, axis0]),
+                                       node("Unsqueeze", [positions, axis1])])
+        mask = node("Unsqueeze", [node("Where", [visible, const("open", np.array(0, np.float32)),
+                                                 const("hidden", np.array(-1e9, np.float32))]),
+                                  axes01])
+        two = const("two", np.array(2.0, np.float32))
+        eps = const("eps", np.array(1e-5, np.float32))
+        scale = const("scale", np.array(np.sqrt(hd), np.float32))
+        h0, h1 = i64("h0", [0]), i64("h1", [hd // 2])
+        h2, ax3 = i64("h2", [hd]), i64("ax3", [3])
+
+    def rms(x, name):
+        if opset23:
+            return node("RMSNormalization", [x, weights.add(name, [cfg.d], norm=True)],
+                        axis=-1, epsilon=1e-5)
+        mean = node("ReduceMean", [node("Pow", [x, two])], axes=[-1], keepdims=1)
+        std = node("Sqrt", [node("Add", [mean, eps])])
+        return node("Mul", [node("Div", [x, std]), weights.add(name, [cfg.d], norm=True)])
+
+    def linear(x, name, n_in, n_out):
+        return node("MatMul", [x, weights.add(name, [n_in, n_out])])
+
+    def rope(x):
+        if opset23:
+            return node("RotaryEmbedding", [x, cos_cache, sin_cache, positions2d])
+        x1 = node("Slice", [x, h0, h1, ax3])
+        x2 = node("Slice", [x, h1, h2, ax3])
+        rotated = node("Concat", [node("Neg", [x2]), x1], axis=3)
+        return node("Add", [node("Mul", [x, cos]), node("Mul", [rotated, sin])])
+
+    def heads_of(x, heads):
+        # x.view(batch, seq, heads, hd).transpose(1, 2)
+        shape = node("Concat", [dims(x, s0, s2), i64(f"heads{len(nodes)}", [heads, hd])],
+                     axis=0)
+        return node("Transpose", [node("Reshape", [x, shape])], perm=[0, 2, 1, 3])
+
+    def repeat_kv(x):
+        # x[:, :, None].expand(b, kv, rep, t, hd).reshape(b, heads, t, hd)
+        wide = node("Concat", [dims(x, s0, s2), i64(f"rep{len(nodes)}", [rep]),
+                               dims(x, s2, s4)], axis=0)
+        merged = node("Concat", [dims(x, s0, s1), i64(f"heads{len(nodes)}", [cfg.heads]),
+                                 dims(x, s2, s4)], axis=0)
+        return node("Reshape", [node("Expand", [node("Unsqueeze", [x, s2]), wide]), merged])
+
+    embed = weights.add("embed", [cfg.vocab, cfg.d])
+    h = node("Gather", [embed, "input_ids"], axis=0)
+    kv = cfg.kv_heads * hd
+    for i in range(cfg.layers):
+        p = f"layers.{i}."
+        x = rms(h, p + "input_norm")
+        q = rope(heads_of(linear(x, p + "q", cfg.d, cfg.d), cfg.heads))
+        k = rope(heads_of(linear(x, p + "k", cfg.d, kv), cfg.kv_heads))
+        v = heads_of(linear(x, p + "v", cfg.d, kv), cfg.kv_heads)
+        past_kv = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        present = [f"present.{i}.key", f"present.{i}.value"]
+        if opset23:
+            attn = node("Attention", [q, k, v] + (["", *past_kv] if cfg.past else []),
+                        is_causal=1)
+            if cfg.past:
+                nodes[-1].output.extend(present)
+        else:
+            if cfg.past:
+                k = node("Concat", [past_kv[0], k], axis=2)
+                nodes[-1].output[0] = k = present[0]
+                v = node("Concat", [past_kv[1], v], axis=2)
+                nodes[-1].output[0] = v = present[1]
+            k, v = repeat_kv(k), repeat_kv(v)
+            s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]),
+                             scale])
+            attn = node("MatMul", [node("Softmax", [node("Add", [s, mask])], axis=-1), v])
+        t = node("Transpose", [attn], perm=[0, 2, 1, 3])
+        merged = node("Concat", [dims(t, s0, s2), i64(f"model{len(nodes)}", [cfg.d])], axis=0)
+        attn = node("Reshape", [t, merged])
+        h = node("Add", [h, linear(attn, p + "o", cfg.d, cfg.d)])
+        x = rms(h, p + "post_norm")
+        gate = linear(x, p + "gate", cfg.d, cfg.ffn)
+        act = node("Mul", [gate, node("Sigmoid", [gate])])
+        h = node("Add", [h, linear(node("Mul", [act, linear(x, p + "up", cfg.d, cfg.ffn)]),
+                                   p + "down", cfg.ffn, cfg.d)])
+    linear(rms(h, "final_norm"), "lm_head", cfg.d, cfg.vocab)
+    nodes[-1].output[0] = "logits"
+
+    inputs, outputs = signature(cfg, [])
+    graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
+                             producer_name="meshc models/llama.py",
+                             ir_version=11 if opset23 else 8)
+
+
 def build_fused(cfg, weights):
     """The same Llama as onnxruntime-genai's builder writes it, with
     onnxruntime's fused operators: SimplifiedLayerNormalization, then per
@@ -239,7 +378,7 @@ def build_fused(cfg, weights):
         return outs[0] if outputs == 1 else outs
 
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
-    all_angles = np.outer(np.arange(total), inv_freq)
+    all_angles = np.outer(np.arange(MAX_POSITIONS if cfg.dynamic else total), inv_freq)
     cos_cache = const("cos_cache", np.cos(all_angles).astype(np.float32))
     sin_cache = const("sin_cache", np.sin(all_angles).astype(np.float32))
     one = const("one", np.array(1, np.int64))

@@ -53,11 +53,7 @@ LogicalResult reshapeSymbolic(NodeContext &ctx) {
 
   // Every entry as an expression: 0 copies, -1 is the element count over
   // the other entries.
-  MLIRContext *context = ctx.builder().getContext();
-  SmallVector<AffineExpr> exprs(*spec);
-  AffineExpr total = getAffineConstantExpr(1, context), known = total;
-  for (AffineExpr d : in)
-    total = d ? total * d : AffineExpr();
+  SmallVector<AffineExpr> exprs(*spec), known;
   int64_t inferred = -1;
   for (auto [i, e] : llvm::enumerate(exprs)) {
     if (auto c = dyn_cast<AffineConstantExpr>(e)) {
@@ -68,10 +64,10 @@ LogicalResult reshapeSymbolic(NodeContext &ctx) {
         continue;
       }
     }
-    known = e && known ? known * e : AffineExpr();
+    known.push_back(e);
   }
   if (inferred >= 0)
-    exprs[inferred] = total && known ? total.floorDiv(known) : AffineExpr();
+    exprs[inferred] = dfg::divideDims(in, known);
   SmallVector<int64_t> shape;
   for (AffineExpr &e : exprs) {
     if (!e)

@@ -7,8 +7,8 @@
 // concat along a symbolic axis, a slice to the end.
 //
 //===----------------------------------------------------------------------===//
-#include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
+#include "dialects/dfg/IR/DfgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -87,8 +87,8 @@ TEST_F(SymbolicDimsTest, SameDimAfterSimplification) {
 TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
   // f(x: [batch, seq, 32] named, past: [batch, 4, past, 8] named)
   auto f32 = builder.getF32Type();
-  auto x = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, 32},
-                                 f32);
+  auto x = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic, 32}, f32);
   auto kv = RankedTensorType::get(
       {ShapedType::kDynamic, 4, ShapedType::kDynamic, 8}, f32);
   auto module = ModuleOp::create(builder.getUnknownLoc());
@@ -106,17 +106,18 @@ TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
   auto dyn = ShapedType::kDynamic;
 
   // [batch, seq, 32] -> [batch * seq, 32] -> [batch, seq, 4, 8] -> heads
-  Value flat = ReshapeOp::create(builder, loc, RankedTensorType::get({dyn, 32}, f32),
-                                 in, builder.getDenseI64ArrayAttr({-1, 32}));
+  Value flat =
+      ReshapeOp::create(builder, loc, RankedTensorType::get({dyn, 32}, f32), in,
+                        builder.getDenseI64ArrayAttr({-1, 32}));
   AffineExpr b = table.symbol("batch"), s = table.symbol("seq");
   auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
   auto [map, names] = table.write({b, s, c(4), c(8)});
   Value heads = SymbolicReshapeOp::create(
       builder, loc, RankedTensorType::get({dyn, dyn, 4, 8}, f32), flat, map,
       names);
-  Value t = TransposeOp::create(builder, loc,
-                                RankedTensorType::get({dyn, 4, dyn, 8}, f32),
-                                heads, builder.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  Value t = TransposeOp::create(
+      builder, loc, RankedTensorType::get({dyn, 4, dyn, 8}, f32), heads,
+      builder.getDenseI64ArrayAttr({0, 2, 1, 3}));
   Value keys = ConcatOp::create(builder, loc, kv, ValueRange{past, t}, 2);
   // keys[:, :, 1:] (to the end)
   Value tail = SliceOp::create(

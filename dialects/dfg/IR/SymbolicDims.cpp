@@ -160,6 +160,42 @@ evaluateDims(AffineMap map, ArrayAttr names, const DimBindings &bindings) {
   return results;
 }
 
+AffineExpr divideDims(ArrayRef<AffineExpr> whole, ArrayRef<AffineExpr> part) {
+  if (llvm::is_contained(whole, AffineExpr()) ||
+      llvm::is_contained(part, AffineExpr()) || (whole.empty() && part.empty()))
+    return {};
+  MLIRContext *ctx = (whole.empty() ? part : whole).front().getContext();
+  int64_t num = 1, den = 1;
+  SmallVector<AffineExpr> top, bottom;
+  for (AffineExpr e : whole) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      num *= c.getValue();
+    else
+      top.push_back(e);
+  }
+  for (AffineExpr e : part) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      den *= c.getValue();
+      continue;
+    }
+    auto *match =
+        llvm::find_if(top, [&](AffineExpr t) { return sameDim(t, e); });
+    if (match != top.end())
+      top.erase(match);
+    else
+      bottom.push_back(e);
+  }
+  AffineExpr result = getAffineConstantExpr(1, ctx);
+  for (AffineExpr e : top)
+    result = result * e;
+  if (bottom.empty() && den != 0 && num % den == 0)
+    return result * (num / den);
+  AffineExpr divisor = getAffineConstantExpr(den, ctx);
+  for (AffineExpr e : bottom)
+    divisor = divisor * e;
+  return (result * num).floorDiv(divisor);
+}
+
 bool sameDim(AffineExpr a, AffineExpr b) {
   if (!a || !b)
     return false;
@@ -232,16 +268,6 @@ Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
                                 : getAffineConstantExpr(1, ctx));
   }
   return result;
-}
-
-AffineExpr product(ArrayRef<AffineExpr> dims, MLIRContext *ctx) {
-  AffineExpr p = getAffineConstantExpr(1, ctx);
-  for (AffineExpr d : dims) {
-    if (!d)
-      return {};
-    p = p * d;
-  }
-  return p;
 }
 
 /// Length of a slice [start, end) by `step` of a dimension `dim` whose
@@ -384,10 +410,7 @@ Dims SymbolicShapes::compute(Value value) {
         if (inferred >= 0) {
           Dims others(d);
           others.erase(others.begin() + inferred);
-          AffineExpr total = product(input, ctx), rest = product(others, ctx);
-          if (total && rest)
-            d[inferred] =
-                simplifyAffineExpr(total.floorDiv(rest), 0, table_.size());
+          d[inferred] = divideDims(input, others);
         }
         return d;
       })

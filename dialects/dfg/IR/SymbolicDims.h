@@ -66,6 +66,13 @@ llvm::Expected<llvm::SmallVector<int64_t>>
 evaluateDims(mlir::AffineMap map, mlir::ArrayAttr names,
              const DimBindings &bindings);
 
+/// The product of `whole` divided by the product of `part` (a reshape's
+/// inferred -1): factors that appear on both sides cancel and constants
+/// divide, so [batch, 2, 2, seq, 8] over [batch, 4, 8] is `seq`; a floor
+/// division remains only where nothing cancels. Null if a factor is null.
+mlir::AffineExpr divideDims(llvm::ArrayRef<mlir::AffineExpr> whole,
+                            llvm::ArrayRef<mlir::AffineExpr> part);
+
 /// Structural equality after simplification.
 bool sameDim(mlir::AffineExpr a, mlir::AffineExpr b);
 
