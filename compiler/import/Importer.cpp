@@ -677,6 +677,15 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
     return readWeightInts(weight, model_.folder(), loc);
   if (isa<BlockArgument>(value))
     return fail("it is a graph input, known only at run time");
+  if (auto sizes = dyn_cast_or_null<dfg::SizesOp>(def)) {
+    SmallVector<std::string> names;
+    for (Attribute name : sizes.getSymbols())
+      names.push_back(cast<StringAttr>(name).getValue().str());
+    return fail("it depends on the symbolic dimension(s) " +
+                join(names, ", ") +
+                ", which this op needs fixed: give them sizes with --dim "
+                "NAME=SIZE");
+  }
   return fail("it is computed by the graph");
 }
 
