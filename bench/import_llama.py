@@ -2,6 +2,7 @@
 """Benchmark: `meshc import` of a Llama-3-8B-shaped ONNX model.
 
 Usage: bench/import_llama.py --meshc build/bin/meshc [--layers 32] [--out DIR]
+                             [--dynamic]
 
 Builds the Llama graph of models/llama.py with Llama-3-8B sizes (32 layers,
 d=4096, GQA 32/8 heads, FFN 14336, vocabulary 128256, bf16 weights, batch 1,
@@ -10,7 +11,9 @@ references into DIR/weights.bin: a sparse file of the full size (~16 GB
 apparent, no disk blocks), since meshc refers to weights and never reads them.
 Then runs `meshc import` and `meshc import --optimize` under /usr/bin/time and
 prints wall time and peak RSS, for the model and for one with a quarter of the
-layers, to show how both scale.
+layers, to show how both scale. With --dynamic the model is the dynamic-axes
+export (models/llama.py --dynamic: batch, sequence and past as dim_params,
+every size through shape arithmetic), imported with symbolic dimensions.
 """
 import argparse
 import os
@@ -63,6 +66,8 @@ def main():
     ap.add_argument("--meshc", required=True)
     ap.add_argument("--layers", type=int, default=32)
     ap.add_argument("--out", default="build/bench/llama")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="the dynamic-axes export, imported with symbolic dimensions")
     args = ap.parse_args()
     print(f"{'layers':>6} {'nodes':>6} {'weights (GB)':>12} {'model.onnx (KB)':>15} "
           f"{'import (s)':>10} {'RSS (MB)':>8} {'--optimize (s)':>14} {'RSS (MB)':>8}")
@@ -70,8 +75,8 @@ def main():
         out = os.path.join(args.out, f"{layers}")
         os.makedirs(out, exist_ok=True)
         weights = SparseWeights()
-        model = llama.build(llama.Config(layers=layers, **LLAMA3_8B), weights,
-                            matmul_dtype=TensorProto.BFLOAT16)
+        model = llama.build(llama.Config(layers=layers, dynamic=args.dynamic, **LLAMA3_8B),
+                            weights, matmul_dtype=TensorProto.BFLOAT16)
         path = os.path.join(out, "model.onnx")
         with open(path, "wb") as f:
             f.write(model.SerializeToString())

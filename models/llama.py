@@ -118,7 +118,8 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     if cfg.dynamic:
         # The sizes come from the inputs' shapes, as torch.onnx writes a
         # dynamic-axes export: no constant below.
-        return build_dynamic(cfg, weights, nodes, consts, const, node, opset23)
+        return build_dynamic(cfg, weights, nodes, consts, const, node, opset23,
+                             matmul_dtype)
     total = cfg.past + cfg.seq
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
     angles = np.outer(np.arange(cfg.past, total), inv_freq)
@@ -225,7 +226,7 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
 MAX_POSITIONS = 64  # rotary tables of the dynamic export
 
 
-def build_dynamic(cfg, weights, nodes, consts, const, node, opset23):
+def build_dynamic(cfg, weights, nodes, consts, const, node, opset23, matmul_dtype=None):
     """build() for --dynamic: the same function, with every size taken from
     the inputs' shapes through the exporters' shape arithmetic (Shape ->
     Slice/Gather -> Concat -> Reshape / Expand, Range for the positions),
@@ -284,7 +285,11 @@ def build_dynamic(cfg, weights, nodes, consts, const, node, opset23):
         return node("Mul", [node("Div", [x, std]), weights.add(name, [cfg.d], norm=True)])
 
     def linear(x, name, n_in, n_out):
-        return node("MatMul", [x, weights.add(name, [n_in, n_out])])
+        w = weights.add(name, [n_in, n_out])
+        if matmul_dtype is None:
+            return node("MatMul", [x, w])
+        return node("Cast", [node("MatMul", [node("Cast", [x], to=matmul_dtype), w])],
+                    to=TensorProto.FLOAT)
 
     def rope(x):
         if opset23:
@@ -310,6 +315,8 @@ def build_dynamic(cfg, weights, nodes, consts, const, node, opset23):
 
     embed = weights.add("embed", [cfg.vocab, cfg.d])
     h = node("Gather", [embed, "input_ids"], axis=0)
+    if matmul_dtype is not None:
+        h = node("Cast", [h], to=TensorProto.FLOAT)
     kv = cfg.kv_heads * hd
     for i in range(cfg.layers):
         p = f"layers.{i}."

@@ -58,6 +58,7 @@ public:
   OwningOpRef<ModuleOp> run();
   StringRef modelFolder() const { return model_.folder(); }
   dfg::DimTable &dimTable() { return dimTable_; }
+  dfg::SymbolicShapes &shapes() { return shapes_; }
 
   /// The integer values of a constant dfg value (dfg.constant, or a small
   /// dfg.weight whose bytes are read from its file).
@@ -84,6 +85,9 @@ private:
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
   dfg::DimTable dimTable_;
+  /// The symbolic shapes of the values imported so far (remembered across
+  /// nodes; foldConstants forgets the values it erases).
+  dfg::SymbolicShapes shapes_{dimTable_};
   OpBuilder builder_;
   Location fileLoc_;
   /// ONNX value name -> dfg value.
@@ -119,10 +123,8 @@ bool NodeContext::isSymbolic(unsigned i) const {
 
 FailureOr<SmallVector<AffineExpr>> NodeContext::symbolicInts(unsigned i,
                                                              StringRef what) {
-  if (isSymbolic(i)) {
-    dfg::SymbolicShapes shapes(dimTable());
-    return *shapes.values(input(i));
-  }
+  if (isSymbolic(i))
+    return *importer_.shapes().values(input(i));
   FailureOr<SmallVector<int64_t>> ints = constantInts(i, what);
   if (failed(ints))
     return failure();
@@ -133,17 +135,13 @@ FailureOr<SmallVector<AffineExpr>> NodeContext::symbolicInts(unsigned i,
 }
 
 SmallVector<AffineExpr> NodeContext::inputDims(unsigned i) {
-  // A fresh analysis each time: folding erases ops, so results must not be
-  // remembered across nodes.
-  dfg::SymbolicShapes shapes(dimTable());
-  return SmallVector<AffineExpr>(shapes.dims(input(i)));
+  return SmallVector<AffineExpr>(importer_.shapes().dims(input(i)));
 }
 
 Value NodeContext::refineType(Value v) {
-  dfg::SymbolicShapes shapes(dimTable());
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> refined(type.getShape());
-  for (auto [i, d] : llvm::enumerate(shapes.dims(v)))
+  for (auto [i, d] : llvm::enumerate(importer_.shapes().dims(v)))
     if (auto c = dyn_cast_or_null<AffineConstantExpr>(d))
       refined[i] = c.getValue();
   v.setType(RankedTensorType::get(refined, type.getElementType()));
@@ -625,6 +623,7 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
         if (r == result)
           r = folded;
       result.replaceAllUsesWith(folded);
+      shapes_.forget(result);
       op->erase();
       continue;
     }
@@ -640,6 +639,7 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
         if (r == result)
           r = constant;
       result.replaceAllUsesWith(constant);
+      shapes_.forget(result);
     }
     op->erase();
   }
@@ -681,8 +681,7 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
     SmallVector<std::string> names;
     for (Attribute name : sizes.getSymbols())
       names.push_back(cast<StringAttr>(name).getValue().str());
-    return fail("it depends on the symbolic dimension(s) " +
-                join(names, ", ") +
+    return fail("it depends on the symbolic dimension(s) " + join(names, ", ") +
                 ", which this op needs fixed: give them sizes with --dim "
                 "NAME=SIZE");
   }

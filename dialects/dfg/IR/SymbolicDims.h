@@ -97,6 +97,9 @@ public:
   std::optional<llvm::SmallVector<mlir::AffineExpr>> values(mlir::Value value);
 
   DimTable &table() { return table_; }
+  /// Drops what is remembered of `value` (call before erasing its op: a new
+  /// value may later live at the same address).
+  void forget(mlir::Value value) { memo_.erase(value); }
 
 private:
   llvm::SmallVector<mlir::AffineExpr> compute(mlir::Value value);
