@@ -37,6 +37,7 @@ bf16 weights as references into a sparse external-data file.
 """
 import argparse
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from common import dims
@@ -116,36 +117,149 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
         return out
 
     if cfg.dynamic:
-        # The sizes come from the inputs' shapes, as torch.onnx writes a
-        # dynamic-axes export: no constant below.
-        return build_dynamic(cfg, weights, nodes, consts, const, node, opset23,
-                             matmul_dtype)
+        spell = dynamic_spelling(cfg, const, node, opset23)
+    else:
+        spell = static_spelling(cfg, const, node, opset23)
+    return decoder(cfg, weights, nodes, consts, const, node, spell, opset23, matmul_dtype)
+
+
+def rope_halves(const, node, cos, sin, hd):
+    """x -> x * cos + rotate_half(x) * sin, rotate_half through
+    Slice/Neg/Concat (the slice bounds are made once)."""
+    h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
+    h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
+
+    def rope(x):
+        x1 = node("Slice", [x, h0, h1, ax3])
+        x2 = node("Slice", [x, h1, h2, ax3])
+        rotated = node("Concat", [node("Neg", [x2]), x1], axis=3)
+        return node("Add", [node("Mul", [x, cos]), node("Mul", [rotated, sin])])
+    return rope
+
+
+def static_spelling(cfg, const, node, opset23):
+    """Sizes as constants of the given batch, sequence and past: what a
+    traced export with fixed shapes holds."""
+    hd = cfg.d // cfg.heads
     total = cfg.past + cfg.seq
     inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
     angles = np.outer(np.arange(cfg.past, total), inv_freq)
     out_shape = const("out_shape", np.array([cfg.batch, cfg.seq, cfg.d], np.int64))
-    q_shape = const("q_shape", np.array([cfg.batch, cfg.seq, cfg.heads, hd], np.int64))
-    kv_shape = const("kv_shape", np.array([cfg.batch, cfg.seq, cfg.kv_heads, hd], np.int64))
+    shapes = {cfg.heads: const("q_shape", np.array([cfg.batch, cfg.seq, cfg.heads, hd], np.int64)),
+              cfg.kv_heads: const("kv_shape",
+                                  np.array([cfg.batch, cfg.seq, cfg.kv_heads, hd], np.int64))}
+    spell = SimpleNamespace(
+        heads_of=lambda x, heads: node("Transpose", [node("Reshape", [x, shapes[heads]])],
+                                       perm=[0, 2, 1, 3]),
+        merge=lambda t: node("Reshape", [t, out_shape]))
     if opset23:
         positions = const("positions", np.arange(cfg.past, total, dtype=np.int64)[None])
         all_angles = np.outer(np.arange(total), inv_freq)
         cos_cache = const("cos_cache", np.cos(all_angles).astype(np.float32))
         sin_cache = const("sin_cache", np.sin(all_angles).astype(np.float32))
-    else:
+        spell.rope = lambda x: node("RotaryEmbedding", [x, cos_cache, sin_cache, positions])
+        return spell
+    spell.scale = const("scale", np.array(np.sqrt(hd), np.float32))
+    rep_shape = const("rep_shape", np.array(
+        [cfg.batch, cfg.kv_heads, cfg.heads // cfg.kv_heads, total, hd], np.int64))
+    merged_kv = const("merged_kv", np.array([cfg.batch, cfg.heads, total, hd], np.int64))
+    axis2 = const("axis2", np.array([2], np.int64))
+    full = np.concatenate([angles, angles], -1)[None, None].astype(np.float32)
+    cos, sin = const("cos", np.cos(full)), const("sin", np.sin(full))
+    spell.rope = rope_halves(const, node, cos, sin, hd)
+    # Query i (at position past + i) sees keys 0 .. past + i.
+    spell.mask = const("mask", np.triu(np.full((1, 1, cfg.seq, total), -1e9, np.float32),
+                                       cfg.past + 1))
+    spell.repeat_kv = lambda x: node(
+        "Reshape", [node("Expand", [node("Unsqueeze", [x, axis2]), rep_shape]), merged_kv])
+    return spell
+
+
+MAX_POSITIONS = 64  # rotary tables of the dynamic export
+
+
+def dynamic_spelling(cfg, const, node, opset23):
+    """Every size taken from the inputs' shapes, as torch.onnx writes a
+    dynamic-axes export: Shape -> Slice/Gather -> Concat -> Reshape / Expand,
+    Range for the positions, rotary tables of MAX_POSITIONS rows gathered at
+    them, and the causal mask built from two Ranges (key j is visible to
+    query i iff j <= past + i). One model then serves every batch, sequence
+    and past length."""
+    hd, rep = cfg.d // cfg.heads, cfg.heads // cfg.kv_heads
+    n = [0]  # names of the small shape constants
+
+    def i64(name, v):
+        n[0] += 1
+        return const(f"{name}{n[0]}", np.array(v, np.int64))
+
+    zero, one = i64("zero", 0), i64("one", 1)
+    s0, s2, axis0 = i64("s", [0]), i64("s", [2]), i64("axis", [0])
+
+    def dims(x, start, end):
+        return node("Slice", [node("Shape", [x]), start, end])
+
+    def size(x, dim):
+        return node("Gather", [node("Shape", [x]), i64("dim", dim)], axis=0)
+
+    seq = size("input_ids", 1)
+    past = size("past_key_values.0.key", 2) if cfg.past else zero
+    positions = node("Range", [past, node("Add", [past, seq]), one])
+    inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
+    angles = np.outer(np.arange(MAX_POSITIONS), inv_freq)
+
+    def heads_of(x, heads):
+        # x.view(batch, seq, heads, hd).transpose(1, 2)
+        shape = node("Concat", [dims(x, s0, s2), i64("heads", [heads, hd])], axis=0)
+        return node("Transpose", [node("Reshape", [x, shape])], perm=[0, 2, 1, 3])
+
+    def merge(t):
+        return node("Reshape", [t, node("Concat", [dims(t, s0, s2), i64("model", [cfg.d])],
+                                        axis=0)])
+
+    spell = SimpleNamespace(heads_of=heads_of, merge=merge)
+    if opset23:
+        cos_cache = const("cos_cache", np.cos(angles).astype(np.float32))
+        sin_cache = const("sin_cache", np.sin(angles).astype(np.float32))
+        # position_ids [batch, seq]: the positions for every row.
+        rows = node("Expand", [node("Unsqueeze", [positions, axis0]),
+                               node("Shape", ["input_ids"])])
+        spell.rope = lambda x: node("RotaryEmbedding", [x, cos_cache, sin_cache, rows])
+        return spell
+    s1, s4, axis1 = i64("s", [1]), i64("s", [4]), i64("axis", [1])
+    axes01 = i64("axes", [0, 1])
+    full = np.concatenate([angles, angles], -1).astype(np.float32)
+    cos = node("Unsqueeze", [node("Gather", [const("cos_table", np.cos(full)), positions],
+                                  axis=0), axes01])
+    sin = node("Unsqueeze", [node("Gather", [const("sin_table", np.sin(full)), positions],
+                                  axis=0), axes01])
+    spell.rope = rope_halves(const, node, cos, sin, hd)
+    keys = node("Range", [zero, node("Add", [past, seq]), one])
+    visible = node("LessOrEqual", [node("Unsqueeze", [keys, axis0]),
+                                   node("Unsqueeze", [positions, axis1])])
+    spell.mask = node("Unsqueeze", [node("Where", [visible,
+                                                   const("open", np.array(0, np.float32)),
+                                                   const("hidden", np.array(-1e9, np.float32))]),
+                                    axes01])
+    spell.scale = const("scale", np.array(np.sqrt(hd), np.float32))
+
+    def repeat_kv(x):
+        # x[:, :, None].expand(b, kv, rep, t, hd).reshape(b, heads, t, hd)
+        wide = node("Concat", [dims(x, s0, s2), i64("rep", [rep]), dims(x, s2, s4)], axis=0)
+        merged = node("Concat", [dims(x, s0, s1), i64("heads", [cfg.heads]), dims(x, s2, s4)],
+                      axis=0)
+        return node("Reshape", [node("Expand", [node("Unsqueeze", [x, s2]), wide]), merged])
+
+    spell.repeat_kv = repeat_kv
+    return spell
+
+
+def decoder(cfg, weights, nodes, consts, const, node, spell, opset23, matmul_dtype):
+    """The embedding, layers, final norm and lm_head, and the model, for
+    either spelling of the sizes (static_spelling, dynamic_spelling)."""
+    hd = cfg.d // cfg.heads
+    if not opset23:
         two = const("two", np.array(2.0, np.float32))
         eps = const("eps", np.array(1e-5, np.float32))
-        scale = const("scale", np.array(np.sqrt(hd), np.float32))
-        rep_shape = const("rep_shape", np.array(
-            [cfg.batch, cfg.kv_heads, cfg.heads // cfg.kv_heads, total, hd], np.int64))
-        merged_kv = const("merged_kv", np.array([cfg.batch, cfg.heads, total, hd], np.int64))
-        axis2 = const("axis2", np.array([2], np.int64))
-        h0, h1 = const("h0", np.array([0], np.int64)), const("h1", np.array([hd // 2], np.int64))
-        h2, ax3 = const("h2", np.array([hd], np.int64)), const("ax3", np.array([3], np.int64))
-        full = np.concatenate([angles, angles], -1)[None, None].astype(np.float32)
-        cos, sin = const("cos", np.cos(full)), const("sin", np.sin(full))
-        # Query i (at position past + i) sees keys 0 .. past + i.
-        mask = const("mask", np.triu(np.full((1, 1, cfg.seq, total), -1e9, np.float32),
-                                     cfg.past + 1))
 
     def rms(x, name):
         if opset23:
@@ -162,21 +276,6 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
         return node("Cast", [node("MatMul", [node("Cast", [x], to=matmul_dtype), w])],
                     to=TensorProto.FLOAT)
 
-    def rope(x):
-        if opset23:
-            return node("RotaryEmbedding", [x, cos_cache, sin_cache, positions])
-        x1 = node("Slice", [x, h0, h1, ax3])
-        x2 = node("Slice", [x, h1, h2, ax3])
-        rotated = node("Concat", [node("Neg", [x2]), x1], axis=3)
-        return node("Add", [node("Mul", [x, cos]), node("Mul", [rotated, sin])])
-
-    def heads_of(x, shape):
-        return node("Transpose", [node("Reshape", [x, shape])], perm=[0, 2, 1, 3])
-
-    def repeat_kv(x):
-        return node("Reshape", [node("Expand", [node("Unsqueeze", [x, axis2]), rep_shape]),
-                                merged_kv])
-
     embed = weights.add("embed", [cfg.vocab, cfg.d])
     h = node("Gather", [embed, "input_ids"], axis=0)
     if matmul_dtype is not None:
@@ -185,9 +284,9 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     for i in range(cfg.layers):
         p = f"layers.{i}."
         x = rms(h, p + "input_norm")
-        q = rope(heads_of(linear(x, p + "q", cfg.d, cfg.d), q_shape))
-        k = rope(heads_of(linear(x, p + "k", cfg.d, kv), kv_shape))
-        v = heads_of(linear(x, p + "v", cfg.d, kv), kv_shape)
+        q = spell.rope(spell.heads_of(linear(x, p + "q", cfg.d, cfg.d), cfg.heads))
+        k = spell.rope(spell.heads_of(linear(x, p + "k", cfg.d, kv), cfg.kv_heads))
+        v = spell.heads_of(linear(x, p + "v", cfg.d, kv), cfg.kv_heads)
         past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
         present = [f"present.{i}.key", f"present.{i}.value"]
         if opset23:
@@ -201,11 +300,11 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
                 nodes[-1].output[0] = k = present[0]
                 v = node("Concat", [past[1], v], axis=2)
                 nodes[-1].output[0] = v = present[1]
-            k, v = repeat_kv(k), repeat_kv(v)
+            k, v = spell.repeat_kv(k), spell.repeat_kv(v)
             s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]),
-                             scale])
-            attn = node("MatMul", [node("Softmax", [node("Add", [s, mask])], axis=-1), v])
-        attn = node("Reshape", [node("Transpose", [attn], perm=[0, 2, 1, 3]), out_shape])
+                             spell.scale])
+            attn = node("MatMul", [node("Softmax", [node("Add", [s, spell.mask])], axis=-1), v])
+        attn = spell.merge(node("Transpose", [attn], perm=[0, 2, 1, 3]))
         h = node("Add", [h, linear(attn, p + "o", cfg.d, cfg.d)])
         x = rms(h, p + "post_norm")
         gate = linear(x, p + "gate", cfg.d, cfg.ffn)
@@ -218,143 +317,6 @@ def build(cfg, weights, matmul_dtype=None, opset23=False):
     inputs, outputs = signature(cfg, [])
     graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     # onnxruntime 1.23 reads IR version 11 at most (opset 23 needs 11).
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
-                             producer_name="meshc models/llama.py",
-                             ir_version=11 if opset23 else 8)
-
-
-MAX_POSITIONS = 64  # rotary tables of the dynamic export
-
-
-def build_dynamic(cfg, weights, nodes, consts, const, node, opset23, matmul_dtype=None):
-    """build() for --dynamic: the same function, with every size taken from
-    the inputs' shapes through the exporters' shape arithmetic (Shape ->
-    Slice/Gather -> Concat -> Reshape / Expand, Range for the positions),
-    rotary tables of MAX_POSITIONS rows gathered at the positions, and the
-    causal mask built from two Ranges (key j is visible to query i iff
-    j <= past + i). One model then serves every batch, sequence and past
-    length."""
-    hd, rep = cfg.d // cfg.heads, cfg.heads // cfg.kv_heads
-    i64 = lambda name, v: const(name, np.array(v, np.int64))  # noqa: E731
-    zero, one = i64("zero", 0), i64("one", 1)
-    s0, s2, axis0 = i64("s0", [0]), i64("s2", [2]), i64("axis0", [0])
-
-    def dims(x, start, end):
-        return node("Slice", [node("Shape", [x]), start, end])
-
-    def size(x, dim):
-        return node("Gather", [node("Shape", [x]), i64(f"dim{len(nodes)}", dim)], axis=0)
-
-    seq = size("input_ids", 1)
-    past = size("past_key_values.0.key", 2) if cfg.past else zero
-    positions = node("Range", [past, node("Add", [past, seq]), one])
-    keys = node("Range", [zero, node("Add", [past, seq]), one])
-    inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
-    angles = np.outer(np.arange(MAX_POSITIONS), inv_freq)
-    if opset23:
-        cos_cache = const("cos_cache", np.cos(angles).astype(np.float32))
-        sin_cache = const("sin_cache", np.sin(angles).astype(np.float32))
-        # position_ids [batch, seq]: the positions for every row.
-        positions2d = node("Expand", [node("Unsqueeze", [positions, axis0]),
-                                      node("Shape", ["input_ids"])])
-    else:
-        s1, s4, axis1 = i64("s1", [1]), i64("s4", [4]), i64("axis1", [1])
-        axes01 = i64("axes01", [0, 1])
-        full = np.concatenate([angles, angles], -1).astype(np.float32)
-        cos = node("Unsqueeze", [node("Gather", [const("cos_table", np.cos(full)), positions],
-                                      axis=0), axes01])
-        sin = node("Unsqueeze", [node("Gather", [const("sin_table", np.sin(full)), positions],
-                                      axis=0), axes01])
-        visible = node("LessOrEqual", [node("Unsqueeze", [keys, axis0]),
-                                       node("Unsqueeze", [positions, axis1])])
-        mask = node("Unsqueeze", [node("Where", [visible, const("open", np.array(0, np.float32)),
-                                                 const("hidden", np.array(-1e9, np.float32))]),
-                                  axes01])
-        two = const("two", np.array(2.0, np.float32))
-        eps = const("eps", np.array(1e-5, np.float32))
-        scale = const("scale", np.array(np.sqrt(hd), np.float32))
-        h0, h1 = i64("h0", [0]), i64("h1", [hd // 2])
-        h2, ax3 = i64("h2", [hd]), i64("ax3", [3])
-
-    def rms(x, name):
-        if opset23:
-            return node("RMSNormalization", [x, weights.add(name, [cfg.d], norm=True)],
-                        axis=-1, epsilon=1e-5)
-        mean = node("ReduceMean", [node("Pow", [x, two])], axes=[-1], keepdims=1)
-        std = node("Sqrt", [node("Add", [mean, eps])])
-        return node("Mul", [node("Div", [x, std]), weights.add(name, [cfg.d], norm=True)])
-
-    def linear(x, name, n_in, n_out):
-        w = weights.add(name, [n_in, n_out])
-        if matmul_dtype is None:
-            return node("MatMul", [x, w])
-        return node("Cast", [node("MatMul", [node("Cast", [x], to=matmul_dtype), w])],
-                    to=TensorProto.FLOAT)
-
-    def rope(x):
-        if opset23:
-            return node("RotaryEmbedding", [x, cos_cache, sin_cache, positions2d])
-        x1 = node("Slice", [x, h0, h1, ax3])
-        x2 = node("Slice", [x, h1, h2, ax3])
-        rotated = node("Concat", [node("Neg", [x2]), x1], axis=3)
-        return node("Add", [node("Mul", [x, cos]), node("Mul", [rotated, sin])])
-
-    def heads_of(x, heads):
-        # x.view(batch, seq, heads, hd).transpose(1, 2)
-        shape = node("Concat", [dims(x, s0, s2), i64(f"heads{len(nodes)}", [heads, hd])],
-                     axis=0)
-        return node("Transpose", [node("Reshape", [x, shape])], perm=[0, 2, 1, 3])
-
-    def repeat_kv(x):
-        # x[:, :, None].expand(b, kv, rep, t, hd).reshape(b, heads, t, hd)
-        wide = node("Concat", [dims(x, s0, s2), i64(f"rep{len(nodes)}", [rep]),
-                               dims(x, s2, s4)], axis=0)
-        merged = node("Concat", [dims(x, s0, s1), i64(f"heads{len(nodes)}", [cfg.heads]),
-                                 dims(x, s2, s4)], axis=0)
-        return node("Reshape", [node("Expand", [node("Unsqueeze", [x, s2]), wide]), merged])
-
-    embed = weights.add("embed", [cfg.vocab, cfg.d])
-    h = node("Gather", [embed, "input_ids"], axis=0)
-    if matmul_dtype is not None:
-        h = node("Cast", [h], to=TensorProto.FLOAT)
-    kv = cfg.kv_heads * hd
-    for i in range(cfg.layers):
-        p = f"layers.{i}."
-        x = rms(h, p + "input_norm")
-        q = rope(heads_of(linear(x, p + "q", cfg.d, cfg.d), cfg.heads))
-        k = rope(heads_of(linear(x, p + "k", cfg.d, kv), cfg.kv_heads))
-        v = heads_of(linear(x, p + "v", cfg.d, kv), cfg.kv_heads)
-        past_kv = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
-        present = [f"present.{i}.key", f"present.{i}.value"]
-        if opset23:
-            attn = node("Attention", [q, k, v] + (["", *past_kv] if cfg.past else []),
-                        is_causal=1)
-            if cfg.past:
-                nodes[-1].output.extend(present)
-        else:
-            if cfg.past:
-                k = node("Concat", [past_kv[0], k], axis=2)
-                nodes[-1].output[0] = k = present[0]
-                v = node("Concat", [past_kv[1], v], axis=2)
-                nodes[-1].output[0] = v = present[1]
-            k, v = repeat_kv(k), repeat_kv(v)
-            s = node("Div", [node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])]),
-                             scale])
-            attn = node("MatMul", [node("Softmax", [node("Add", [s, mask])], axis=-1), v])
-        t = node("Transpose", [attn], perm=[0, 2, 1, 3])
-        merged = node("Concat", [dims(t, s0, s2), i64(f"model{len(nodes)}", [cfg.d])], axis=0)
-        attn = node("Reshape", [t, merged])
-        h = node("Add", [h, linear(attn, p + "o", cfg.d, cfg.d)])
-        x = rms(h, p + "post_norm")
-        gate = linear(x, p + "gate", cfg.d, cfg.ffn)
-        act = node("Mul", [gate, node("Sigmoid", [gate])])
-        h = node("Add", [h, linear(node("Mul", [act, linear(x, p + "up", cfg.d, cfg.ffn)]),
-                                   p + "down", cfg.ffn, cfg.d)])
-    linear(rms(h, "final_norm"), "lm_head", cfg.d, cfg.vocab)
-    nodes[-1].output[0] = "logits"
-
-    inputs, outputs = signature(cfg, [])
-    graph = helper.make_graph(nodes, "llama", inputs, outputs, consts + weights.tensors)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23 if opset23 else 17)],
                              producer_name="meshc models/llama.py",
                              ir_version=11 if opset23 else 8)

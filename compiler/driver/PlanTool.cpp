@@ -82,26 +82,45 @@ struct Outcome {
   PlanReport report;
 };
 
+/// Captures the first error reported on `context` into `why` while alive.
+class FirstError {
+public:
+  FirstError(mlir::MLIRContext *context, std::string *why)
+      : handler(context, [why](mlir::Diagnostic &diag) {
+          if (why->empty() &&
+              diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+            *why = diag.str();
+          return mlir::success();
+        }) {}
+
+private:
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+/// The sharding pipeline for `c` run on a copy of `graph`.
+FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> shardCopy(mlir::ModuleOp graph,
+                                                       const Candidate &c) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = graph.clone();
+  mlir::PassManager pm(graph.getContext());
+  buildShardingPipeline(pm, c.mesh, c.sequenceParallel, c.microbatches);
+  if (failed(pm.run(*module)))
+    return failure();
+  return module;
+}
+
 /// Runs the sharding pipeline on a copy of `graph` and analyses it. With
 /// `quiet`, a failure's first message is returned instead of printed.
 FailureOr<PlanReport> planOne(mlir::ModuleOp graph, const Candidate &c,
                               const PlanRequest &request,
                               const Topology &topology, bool quiet,
                               std::string *why) {
-  mlir::OwningOpRef<mlir::ModuleOp> module = graph.clone();
-  mlir::MLIRContext *context = graph.getContext();
-  std::optional<mlir::ScopedDiagnosticHandler> capture;
+  std::optional<FirstError> capture;
   if (quiet)
-    capture.emplace(context, [why](mlir::Diagnostic &diag) {
-      if (why->empty() && diag.getSeverity() == mlir::DiagnosticSeverity::Error)
-        *why = diag.str();
-      return mlir::success();
-    });
-  mlir::PassManager pm(context);
-  buildShardingPipeline(pm, c.mesh, c.sequenceParallel, c.microbatches);
-  if (failed(pm.run(*module)))
+    capture.emplace(graph.getContext(), why);
+  auto module = shardCopy(graph, c);
+  if (failed(module))
     return failure();
-  return analyzePlan(*module, request.device, topology);
+  return analyzePlan(**module, request.device, topology);
 }
 
 /// The arena bytes of each rank program on the cpu target, as `meshc
@@ -109,18 +128,11 @@ FailureOr<PlanReport> planOne(mlir::ModuleOp graph, const Candidate &c,
 /// error is returned in `why` (e.g. an op the cpu target cannot run).
 FailureOr<SmallVector<std::pair<SmallVector<int64_t>, uint64_t>>>
 cpuArenas(mlir::ModuleOp graph, const Candidate &c, std::string *why) {
-  mlir::OwningOpRef<mlir::ModuleOp> module = graph.clone();
-  mlir::MLIRContext *context = graph.getContext();
-  mlir::ScopedDiagnosticHandler capture(context, [why](mlir::Diagnostic &d) {
-    if (why->empty() && d.getSeverity() == mlir::DiagnosticSeverity::Error)
-      *why = d.str();
-    return mlir::success();
-  });
-  mlir::PassManager pm(context);
-  buildShardingPipeline(pm, c.mesh, c.sequenceParallel, c.microbatches);
-  if (failed(pm.run(*module)))
+  FirstError capture(graph.getContext(), why);
+  auto module = shardCopy(graph, c);
+  if (failed(module))
     return failure();
-  auto roles = buildRankRoles(*module);
+  auto roles = buildRankRoles(**module);
   if (failed(roles))
     return failure();
   std::vector<codegen::GroupAxes> groups;

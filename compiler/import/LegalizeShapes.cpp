@@ -163,33 +163,42 @@ LogicalResult legalizeRange(NodeContext &ctx) {
   return bindConstant(ctx, dfg::toDenseAttr(t));
 }
 
-/// ConstantOfShape(shape) value -> a splat dfg.constant.
+/// ConstantOfShape's `value`: one element, by default the float 0.
+FailureOr<Attribute> fillValue(NodeContext &ctx) {
+  const onnx::AttributeProto *value = ctx.attr("value");
+  if (!value)
+    return Attribute(ctx.builder().getF32FloatAttr(0.0f));
+  FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*value);
+  if (failed(attr))
+    return failure();
+  if (attr->getNumElements() != 1)
+    return ctx.error("value must hold exactly one element");
+  return *attr->value_begin<Attribute>();
+}
+
+/// ConstantOfShape(shape) value -> a splat dfg.constant; with a symbolic
+/// shape, the scalar broadcast to it (dfg.symbolic_expand).
 LogicalResult legalizeConstantOfShape(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
+  FailureOr<Attribute> element = fillValue(ctx);
+  if (failed(element))
+    return failure();
+  Type elementType = cast<TypedAttr>(*element).getType();
+  OpBuilder &b = ctx.builder();
   if (ctx.isSymbolic(0)) {
-    // A symbolic shape: the scalar broadcast to it (dfg.symbolic_expand).
     auto dims = ctx.symbolicInts(0, "the shape");
     if (failed(dims))
       return failure();
-    OpBuilder &b = ctx.builder();
-    Attribute element = b.getF32FloatAttr(0.0f);
-    if (const onnx::AttributeProto *value = ctx.attr("value")) {
-      FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*value);
-      if (failed(attr))
-        return failure();
-      if (attr->getNumElements() != 1)
-        return ctx.error("value must hold exactly one element");
-      element = *attr->value_begin<Attribute>();
-    }
-    Type type = cast<TypedAttr>(element).getType();
     Value scalar = dfg::ConstantOp::create(
         b, ctx.loc(),
-        DenseElementsAttr::get(RankedTensorType::get({}, type), element));
+        DenseElementsAttr::get(RankedTensorType::get({}, elementType),
+                               *element));
     auto [map, names] = ctx.dimTable().write(*dims);
     SmallVector<int64_t> shape(dims->size(), ShapedType::kDynamic);
     Value filled = dfg::SymbolicExpandOp::create(
-        b, ctx.loc(), RankedTensorType::get(shape, type), scalar, map, names);
+        b, ctx.loc(), RankedTensorType::get(shape, elementType), scalar, map,
+        names);
     return ctx.setResults(ctx.refineType(filled));
   }
   auto shape = ctx.constantInts(0, "the shape");
@@ -197,18 +206,9 @@ LogicalResult legalizeConstantOfShape(NodeContext &ctx) {
     return failure();
   if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
     return ctx.error("the shape has a negative dimension");
-  OpBuilder &b = ctx.builder();
-  Attribute element = b.getF32FloatAttr(0.0f);
-  if (const onnx::AttributeProto *value = ctx.attr("value")) {
-    FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*value);
-    if (failed(attr))
-      return failure();
-    if (attr->getNumElements() != 1)
-      return ctx.error("value must hold exactly one element");
-    element = *attr->value_begin<Attribute>();
-  }
-  auto type = RankedTensorType::get(*shape, cast<TypedAttr>(element).getType());
-  return bindConstant(ctx, DenseElementsAttr::get(type, element));
+  return bindConstant(
+      ctx, DenseElementsAttr::get(RankedTensorType::get(*shape, elementType),
+                                  *element));
 }
 
 } // namespace

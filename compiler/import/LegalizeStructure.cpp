@@ -146,51 +146,35 @@ LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
   return ctx.setResults(ctx.refineType(sliced));
 }
 
-/// Slice-13(x, starts, ends, axes?, steps?) -> dfg.slice with constants.
+/// Slice-13(x, starts, ends, axes?, steps?) -> dfg.slice with constants,
+/// or dfg.symbolic_slice where the bounds depend on symbolic dimensions.
 LogicalResult legalizeSlice(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
-  if (ctx.isSymbolic(1) || ctx.isSymbolic(2)) {
-    SmallVector<int64_t> axes, steps;
-    int64_t count = ctx.inputType(1).getNumElements();
-    if (ctx.input(3)) {
-      auto given = ctx.constantInts(3, "axes");
-      if (failed(given))
-        return failure();
-      axes = *given;
-    } else {
-      for (int64_t i = 0; i < count; ++i)
-        axes.push_back(i);
-    }
-    steps.assign(axes.size(), 1);
-    if (ctx.input(4)) {
-      auto given = ctx.constantInts(4, "steps");
-      if (failed(given))
-        return failure();
-      steps = *given;
-    }
-    return sliceSymbolic(ctx, axes, steps);
-  }
-  auto starts = ctx.constantInts(1, "starts");
-  auto ends = ctx.constantInts(2, "ends");
-  if (failed(starts) || failed(ends))
-    return failure();
-  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  SmallVector<int64_t> axes, steps;
+  int64_t count = ctx.inputType(1).getNumElements();
   if (ctx.input(3)) {
     auto given = ctx.constantInts(3, "axes");
     if (failed(given))
       return failure();
     axes = *given;
   } else {
-    for (int64_t i = 0, e = starts->size(); i < e; ++i)
+    for (int64_t i = 0; i < count; ++i)
       axes.push_back(i);
   }
+  steps.assign(axes.size(), 1);
   if (ctx.input(4)) {
     auto given = ctx.constantInts(4, "steps");
     if (failed(given))
       return failure();
     steps = *given;
   }
+  if (ctx.isSymbolic(1) || ctx.isSymbolic(2))
+    return sliceSymbolic(ctx, axes, steps);
+  auto starts = ctx.constantInts(1, "starts");
+  auto ends = ctx.constantInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
   RankedTensorType in = ctx.inputType(0);
   OpBuilder &b = ctx.builder();
   return ctx.emit<dfg::SliceOp>(
