@@ -24,13 +24,17 @@
 //      past input, and the Concat results its `present` results.
 //   5. A mask whose values are known (a literal, or a weight when the model's
 //      folder is known) and equal to "key j visible to query i iff
-//      j <= i + past length" becomes `causal = true`; any other mask stays an
-//      operand. A Where fill of -1e4 instead of -inf changes nothing except
-//      on rows where every key is masked, which only padding queries have.
+//      j <= i + past length" becomes `causal = true`; so does, when the
+//      lengths are symbolic, one of the spellings CausalMasks.h recognises
+//      (a sliced triangular buffer, a comparison of two ranges); any other
+//      mask stays an operand. A Where fill of -1e4 instead of -inf changes
+//      nothing except on rows where every key is masked, which only padding
+//      queries have.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
 
+#include "passes/graph/CausalMasks.h"
 #include "passes/graph/Matchers.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
@@ -90,7 +94,7 @@ Value stripScale(Value v, double &scale, const ConstantReader &reader) {
 
 /// GQA's repeat_kv: reshape(expand(unsqueeze(x, [2]), [b, g, n, s, d]),
 /// [b, g * n, s, d]) -> (x, n); any other value -> (value, 1).
-std::pair<Value, int64_t> stripRepeat(Value v) {
+std::pair<Value, int64_t> stripRepeat(Value v, dfg::SymbolicShapes &shapes) {
   auto reshape = defining<dfg::ReshapeOp>(v);
   auto expand =
       reshape ? defining<dfg::ExpandOp>(reshape.getInput()) : dfg::ExpandOp();
@@ -99,19 +103,22 @@ std::pair<Value, int64_t> stripRepeat(Value v) {
   if (!unsqueeze || unsqueeze.getAxes() != ArrayRef<int64_t>{2})
     return {v, 1};
   Value x = unsqueeze.getInput();
-  auto xt = cast<RankedTensorType>(x.getType());
-  auto et = expand.getType();
-  if (xt.getRank() != 4 || !xt.hasStaticShape() || !et.hasStaticShape())
+  ArrayRef<AffineExpr> xd = shapes.dims(x), ed = shapes.dims(expand),
+                       rd = shapes.dims(reshape);
+  auto n = ed.size() == 5 ? dyn_cast_or_null<AffineConstantExpr>(ed[2])
+                          : AffineConstantExpr();
+  if (xd.size() != 4 || !n || rd.size() != 4)
     return {v, 1};
-  int64_t n = et.getDimSize(2);
-  SmallVector<int64_t> expanded{xt.getDimSize(0), xt.getDimSize(1), n,
-                                xt.getDimSize(2), xt.getDimSize(3)};
-  SmallVector<int64_t> merged{xt.getDimSize(0), xt.getDimSize(1) * n,
-                              xt.getDimSize(2), xt.getDimSize(3)};
-  if (et.getShape() != ArrayRef<int64_t>(expanded) ||
-      reshape.getType().getShape() != ArrayRef<int64_t>(merged))
-    return {v, 1};
-  return {x, n};
+  // [b, g, s, d] -> [b, g, n, s, d] -> [b, g * n, s, d]
+  AffineExpr expanded[] = {xd[0], xd[1], n, xd[2], xd[3]};
+  AffineExpr merged[] = {xd[0], xd[1] * n, xd[2], xd[3]};
+  for (auto [got, want] : llvm::zip_equal(ed, expanded))
+    if (!dfg::sameDim(got, want))
+      return {v, 1};
+  for (auto [got, want] : llvm::zip_equal(rd, merged))
+    if (!dfg::sameDim(got, want))
+      return {v, 1};
+  return {x, n.getValue()};
 }
 
 /// A concat of two 4-D tensors along the sequence axis (2): a KV cache
@@ -226,16 +233,21 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     Value k = stripScale(kT.getInput(), scale, reader);
 
     // 4. GQA repetition and KV cache.
-    auto [key, kRepeat] = stripRepeat(k);
-    auto [value, vRepeat] = stripRepeat(op.getRhs());
+    dfg::DimTable table(op.getContext());
+    dfg::SymbolicShapes shapes(table);
+    auto [key, kRepeat] = stripRepeat(k, shapes);
+    auto [value, vRepeat] = stripRepeat(op.getRhs(), shapes);
     if (kRepeat != vRepeat || !(scale > 0))
       return failure();
     auto qt = cast<RankedTensorType>(q.getType());
     auto kt = cast<RankedTensorType>(key.getType());
     auto vt = cast<RankedTensorType>(value.getType());
+    // Heads and head sizes must be static; batch and lengths may be
+    // symbolic.
     if (qt.getRank() != 4 || kt.getRank() != 4 || vt.getRank() != 4 ||
-        qt.getElementType() != element || !qt.hasStaticShape() ||
-        !kt.hasStaticShape() || qt.getDimSize(1) != kt.getDimSize(1) * kRepeat)
+        qt.getElementType() != element || qt.isDynamicDim(1) ||
+        kt.isDynamicDim(1) || qt.isDynamicDim(3) || kt.isDynamicDim(3) ||
+        qt.getDimSize(1) != kt.getDimSize(1) * kRepeat)
       return failure();
     Value pastK, pastV, newK = key, newV = value;
     auto kCat = cacheConcat(key), vCat = cacheConcat(value);
@@ -244,11 +256,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       pastV = vCat.getInputs()[0];
       newK = kCat.getInputs()[1];
       newV = vCat.getInputs()[1];
-      auto pk = cast<RankedTensorType>(pastK.getType());
-      auto pv = cast<RankedTensorType>(pastV.getType());
-      if (pk.getDimSize(2) != pv.getDimSize(2) ||
-          cast<RankedTensorType>(newK.getType()).getDimSize(2) !=
-              cast<RankedTensorType>(newV.getType()).getDimSize(2)) {
+      if (!dfg::sameDim(shapes.dims(pastK)[2], shapes.dims(pastV)[2]) ||
+          !dfg::sameDim(shapes.dims(newK)[2], shapes.dims(newV)[2])) {
         pastK = pastV = Value();
         newK = key;
         newV = value;
@@ -256,11 +265,20 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     }
 
     // 5. A causal mask becomes the flag.
-    int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
-    int64_t past =
-        pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2) : 0;
-    bool causal = mask && keys - queries == past &&
-                  isCausalMask(mask, queries, keys, past, reader);
+    bool causal = false;
+    if (qt.hasStaticShape() && kt.hasStaticShape() &&
+        (!pastK || cast<RankedTensorType>(pastK.getType()).hasStaticShape())) {
+      int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
+      int64_t past =
+          pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2) : 0;
+      causal = mask && keys - queries == past &&
+               isCausalMask(mask, queries, keys, past, reader);
+    } else if (mask) {
+      AffineExpr past = pastK ? shapes.dims(pastK)[2]
+                              : getAffineConstantExpr(0, op.getContext());
+      causal = isSymbolicCausalMask(mask, shapes.dims(q)[2],
+                                    shapes.dims(key)[2], past, shapes, reader);
+    }
     if (causal)
       mask = Value();
     if (mask) {

@@ -375,3 +375,73 @@ func.func @partial_rotary(%in: tensor<1x2x2x8xf32>) -> tensor<1x2x2x8xf32> {
   %out = dfg.concat %y, %rest axis = -1 : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x8xf32>
   return %out : tensor<1x2x2x8xf32>
 }
+
+// -----
+
+// Symbolic lengths (a dynamic-axes export): GPT-2's bool buffer sliced to
+// rows [past, past + seq) and columns [0, past + seq) with a KV cache is
+// causal; the same slice starting at row 0 is not, and stays an operand.
+// CHECK-LABEL: func.func @symbolic_sliced_buffer
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = false
+func.func @symbolic_sliced_buffer(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %bias = dfg.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %fill = dfg.constant dense<-1.0e4> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %kk = dfg.concat %pk, %k axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %vv = dfg.concat %pv, %v axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = dfg.transpose %kk perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %rows = dfg.symbolic_slice %bias starts = affine_map<()[s0, s1] -> (s0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [2] steps = [1] symbols ["p", "s"] : (tensor<1x1x4x4xi1>) -> tensor<1x1x?x4xi1>
+  %mask = dfg.symbolic_slice %rows starts = affine_map<()[s0, s1] -> (0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [3] steps = [1] symbols ["p", "s"] : (tensor<1x1x?x4xi1>) -> tensor<1x1x?x?xi1>
+  %m = dfg.where %mask, %ss, %fill : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %vv : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %rows0 = dfg.symbolic_slice %bias starts = affine_map<()[s0] -> (0)> ends = affine_map<()[s0] -> (s0)> axes = [2] steps = [1] symbols ["s"] : (tensor<1x1x4x4xi1>) -> tensor<1x1x?x4xi1>
+  %mask0 = dfg.symbolic_slice %rows0 starts = affine_map<()[s0, s1] -> (0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [3] steps = [1] symbols ["p", "s"] : (tensor<1x1x?x4xi1>) -> tensor<1x1x?x?xi1>
+  %m0 = dfg.where %mask0, %ss, %fill : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p0 = dfg.softmax %m0 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o0 = dfg.matmul %p0, %vv : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %o0 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Symbolic lengths, Llama's spelling: where(range(0, s) as a row <=
+// range(0, s) as a column, 0, -1e9) added to the scores, GQA repeat_kv with
+// a symbolic sequence, no cache: causal. With `less` (the diagonal hidden)
+// it is not.
+// CHECK-LABEL: func.func @symbolic_range_mask
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} scale = 5.000000e-01 causal = true
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false
+func.func @symbolic_range_mask(%q: tensor<?x4x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}) -> (tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %hidden = dfg.constant dense<-1.0e9> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %r = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %row = dfg.unsqueeze %r axes = [0] : (tensor<?xi64>) -> tensor<1x?xi64>
+  %col = dfg.unsqueeze %r axes = [1] : (tensor<?xi64>) -> tensor<?x1xi64>
+  %vis = dfg.less_or_equal %row, %col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %add = dfg.where %vis, %zero, %hidden : (tensor<?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  %mask = dfg.unsqueeze %add axes = [0, 1] : (tensor<?x?xf32>) -> tensor<1x1x?x?xf32>
+  %ku = dfg.unsqueeze %k axes = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x1x?x4xf32>
+  %ke = dfg.expand %ku shape = [1, 2, 2, 1, 4] : (tensor<?x2x1x?x4xf32>) -> tensor<?x2x2x?x4xf32>
+  %kr = dfg.reshape %ke to [0, 4, -1, 4] : (tensor<?x2x2x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %vu = dfg.unsqueeze %v axes = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x1x?x4xf32>
+  %ve = dfg.expand %vu shape = [1, 2, 2, 1, 4] : (tensor<?x2x1x?x4xf32>) -> tensor<?x2x2x?x4xf32>
+  %vr = dfg.reshape %ve to [0, 4, -1, 4] : (tensor<?x2x2x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %kt = dfg.transpose %kr perm = [0, 1, 3, 2] : (tensor<?x4x?x4xf32>) -> tensor<?x4x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x4x?x4xf32>, tensor<?x4x4x?xf32>) -> tensor<?x4x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %m = dfg.add %ss, %mask : (tensor<?x4x?x?xf32>, tensor<1x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = dfg.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %strict = dfg.less %row, %col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %add1 = dfg.where %strict, %zero, %hidden : (tensor<?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  %mask1 = dfg.unsqueeze %add1 axes = [0, 1] : (tensor<?x?xf32>) -> tensor<1x1x?x?xf32>
+  %m1 = dfg.add %ss, %mask1 : (tensor<?x4x?x?xf32>, tensor<1x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p1 = dfg.softmax %m1 axis = -1 : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o1 = dfg.matmul %p1, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x4xf32>
+  return %o, %o1 : tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>
+}
