@@ -45,7 +45,8 @@ bool isRange(Value v, int64_t axis, AffineExpr start, AffineExpr length,
   if (axis < 0)
     axis += rank;
   for (int64_t i = 0; i < rank; ++i)
-    if (i != axis && !sameDim(dims[i], getAffineConstantExpr(1, v.getContext())))
+    if (i != axis &&
+        !sameDim(dims[i], getAffineConstantExpr(1, v.getContext())))
       return false;
   // Through the unsqueeze / reshape that turned the 1-D range into a row
   // or column.
@@ -75,11 +76,12 @@ bool isSlicedTril(Value mask, AffineExpr queries, AffineExpr keys,
     if (!slice || slice.getAxes().size() != 1 || slice.getSteps()[0] != 1)
       return false;
     int64_t rank = cast<RankedTensorType>(slice.getType()).getRank();
-    int64_t axis = slice.getAxes()[0] < 0 ? slice.getAxes()[0] + rank
-                                          : slice.getAxes()[0];
+    int64_t axis =
+        slice.getAxes()[0] < 0 ? slice.getAxes()[0] + rank : slice.getAxes()[0];
     AffineExpr start =
         shapes.table().read(slice.getStarts(), slice.getSymbols())[0];
-    AffineExpr end = shapes.table().read(slice.getEnds(), slice.getSymbols())[0];
+    AffineExpr end =
+        shapes.table().read(slice.getEnds(), slice.getSymbols())[0];
     if (axis == rank - 2 && !rowsDone && sameDim(start, past) &&
         sameDim(end, past + queries))
       rowsDone = true;

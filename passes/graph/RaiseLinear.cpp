@@ -12,6 +12,7 @@
 #include "passes/graph/Matchers.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -87,30 +88,51 @@ struct LinearBias : OpRewritePattern<dfg::AddOp> {
 
 /// reshape(linear(reshape(x, [tokens, in])), x.shape[:-1] + [out])
 ///   -> linear(x)                          (a linear acts on the last dim)
+/// The outer reshape may be symbolic (dfg.symbolic_reshape back to [batch,
+/// seq, out] of a dynamic-axes export): shapes are compared as symbolic
+/// dimensions.
+LogicalResult linearThroughFlatten(Operation *op, PatternRewriter &rewriter) {
+  auto linear = defining<dfg::LinearOp>(op->getOperand(0));
+  auto flatten =
+      linear ? defining<dfg::ReshapeOp>(linear.getInput()) : dfg::ReshapeOp();
+  if (!flatten || !linear->hasOneUse())
+    return failure();
+  Value x = flatten.getInput();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto ft = cast<RankedTensorType>(flatten.getType());
+  if (xt.getRank() < 1 || xt.isDynamicDim(xt.getRank() - 1) ||
+      ft.getShape().back() != xt.getShape().back())
+    return failure();
+  dfg::DimTable table(op->getContext());
+  dfg::SymbolicShapes shapes(table);
+  SmallVector<AffineExpr> expected(shapes.dims(x));
+  expected.back() = getAffineConstantExpr(linear.getType().getShape().back(),
+                                          op->getContext());
+  ArrayRef<AffineExpr> got = shapes.dims(op->getResult(0));
+  if (got.size() != expected.size() ||
+      !llvm::all_of(llvm::zip_equal(got, expected), [](auto pair) {
+        return dfg::sameDim(std::get<0>(pair), std::get<1>(pair));
+      }))
+    return failure();
+  rewriter.replaceOpWithNewOp<dfg::LinearOp>(
+      op, op->getResult(0).getType(), x, linear.getWeight(), linear.getBias(),
+      linear.getTransposeWeight());
+  return success();
+}
+
 struct LinearThroughFlatten : OpRewritePattern<dfg::ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
-
   LogicalResult matchAndRewrite(dfg::ReshapeOp op,
                                 PatternRewriter &rewriter) const override {
-    auto linear = defining<dfg::LinearOp>(op.getInput());
-    auto flatten =
-        linear ? defining<dfg::ReshapeOp>(linear.getInput()) : dfg::ReshapeOp();
-    if (!flatten || !linear->hasOneUse())
-      return failure();
-    Value x = flatten.getInput();
-    auto xt = cast<RankedTensorType>(x.getType());
-    auto ft = cast<RankedTensorType>(flatten.getType());
-    if (!xt.hasStaticShape() || !op.getType().hasStaticShape() ||
-        xt.getRank() < 1 || ft.getShape().back() != xt.getShape().back())
-      return failure();
-    SmallVector<int64_t> expected(xt.getShape());
-    expected.back() = linear.getType().getShape().back();
-    if (op.getType().getShape() != ArrayRef<int64_t>(expected))
-      return failure();
-    rewriter.replaceOpWithNewOp<dfg::LinearOp>(
-        op, op.getType(), x, linear.getWeight(), linear.getBias(),
-        linear.getTransposeWeight());
-    return success();
+    return linearThroughFlatten(op, rewriter);
+  }
+};
+
+struct LinearThroughSymbolicFlatten : OpRewritePattern<dfg::SymbolicReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dfg::SymbolicReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    return linearThroughFlatten(op, rewriter);
   }
 };
 
@@ -133,8 +155,10 @@ struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
 } // namespace
 
 void populateRaiseLinearPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias,
-               LinearThroughFlatten, GatherRowsOfWeight>(patterns.getContext());
+  patterns
+      .add<ReshapeOfWeight, MatMulOfWeight, LinearBias, LinearThroughFlatten,
+           LinearThroughSymbolicFlatten, GatherRowsOfWeight>(
+          patterns.getContext());
 }
 
 } // namespace meshc::graph

@@ -272,11 +272,18 @@ Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
 
 /// Length of a slice [start, end) by `step` of a dimension `dim` whose
 /// bounds were normalised (negative constants count from the end, huge ends
-/// mean "to the end"); assumes the bounds lie inside the dimension, as they
-/// do for the slices exporters write on symbolic dimensions.
+/// mean "to the end"); assumes symbolic bounds lie inside the dimension, as
+/// they do for the slices exporters write on symbolic dimensions. A constant
+/// end on a symbolic dimension gives no expression (ONNX clamps it).
 AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
                        int64_t step) {
   if (!dim || !start || !end || step <= 0)
+    return {};
+  // A constant end within a symbolic dimension is clamped by it at run time
+  // (x[:, :10] of a shorter x): its length is not an expression.
+  auto c = dyn_cast<AffineConstantExpr>(end);
+  if (!isa<AffineConstantExpr>(dim) && c && c.getValue() >= 0 &&
+      c.getValue() < (int64_t(1) << 40))
     return {};
   auto normalize = [&](AffineExpr e) {
     if (auto c = dyn_cast<AffineConstantExpr>(e)) {
