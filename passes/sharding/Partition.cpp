@@ -278,9 +278,19 @@ private:
                << toAttr(op->getContext(), shardingOf(tf));
       expected.push_back(*t);
     }
-    if (isa<dfg::ReshapeOp, dfg::ExpandOp>(local))
-      local->setAttr("shape",
-                     b_.getDenseI64ArrayAttr(expected.front().getShape()));
+    if (isa<dfg::ReshapeOp, dfg::ExpandOp>(local)) {
+      // Static dimensions take their local sizes; a dynamic one (symbolic,
+      // never split) keeps its entry: a reshape's 0 (copy) or -1 (inferred
+      // from the local element count), an expand's 1 (keep the input's).
+      ArrayRef<int64_t> original =
+          local->getAttrOfType<DenseI64ArrayAttr>("shape").asArrayRef();
+      SmallVector<int64_t> spec(expected.front().getShape());
+      size_t offset = spec.size() - original.size();
+      for (size_t i = 0; i < spec.size(); ++i)
+        if (ShapedType::isDynamic(spec[i]))
+          spec[i] = i >= offset ? original[i - offset] : 1;
+      local->setAttr("shape", b_.getDenseI64ArrayAttr(spec));
+    }
     if (failed(refineTypes(local)))
       return failure();
     for (auto [r, t] : llvm::enumerate(expected)) {

@@ -221,8 +221,10 @@ public:
                                          ArrayRef<EvalTensor> inputs);
 
   /// Evaluates one op whose operands have the given values.
-  FailureOr<SmallVector<EvalTensor>> runOp(Operation *op,
-                                           ArrayRef<EvalTensor> operands) {
+  FailureOr<SmallVector<EvalTensor>>
+  runOp(Operation *op, ArrayRef<EvalTensor> operands, const DimBindings *dims) {
+    if (dims)
+      dims_ = *dims;
     for (auto [value, tensor] : llvm::zip_equal(op->getOperands(), operands))
       values_[value] = tensor;
     return evalOp(op);
@@ -994,23 +996,11 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::run(func::FuncOp func,
              << " of " << input.elementType << ", but the function takes "
              << type;
     values_[arg] = input;
-    // Named dimensions take the inputs' sizes; every input that names a
-    // dimension must agree on its size.
-    auto names =
-        func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "dfg.dim_names");
-    for (auto [i, name] :
-         llvm::enumerate(names ? names.getValue() : ArrayRef<Attribute>())) {
-      StringRef dim = cast<StringAttr>(name).getValue();
-      if (dim.empty() || i >= input.shape.size())
-        continue;
-      auto [it, added] = dims_.try_emplace(dim, input.shape[i]);
-      if (!added && it->second != input.shape[i])
-        return func.emitError("input #")
-               << arg.getArgNumber() << " has " << input.shape[i]
-               << " along dimension " << i << " ('" << dim
-               << "'), but an earlier input has " << it->second;
-    }
   }
+  FailureOr<DimBindings> dims = bindDims(func, inputs);
+  if (failed(dims))
+    return failure();
+  dims_ = std::move(*dims);
   for (Operation &op : body.without_terminator()) {
     // The evaluator is for small tensors; refuse rather than exhaust memory.
     for (Type t : op.getResultTypes()) {
@@ -1039,9 +1029,32 @@ evaluate(func::FuncOp func, ArrayRef<EvalTensor> inputs, StringRef weightsDir) {
   return Evaluator(weightsDir).run(func, inputs);
 }
 
-FailureOr<SmallVector<EvalTensor>>
-evaluateOp(Operation *op, ArrayRef<EvalTensor> operands, StringRef weightsDir) {
-  return Evaluator(weightsDir).runOp(op, operands);
+FailureOr<SmallVector<EvalTensor>> evaluateOp(Operation *op,
+                                              ArrayRef<EvalTensor> operands,
+                                              StringRef weightsDir,
+                                              const DimBindings *dims) {
+  return Evaluator(weightsDir).runOp(op, operands, dims);
+}
+
+FailureOr<DimBindings> bindDims(func::FuncOp func,
+                                ArrayRef<EvalTensor> inputs) {
+  DimBindings dims;
+  for (auto [k, input] : llvm::enumerate(inputs)) {
+    auto names = func.getArgAttrOfType<ArrayAttr>(k, "dfg.dim_names");
+    if (!names)
+      continue;
+    for (auto [i, name] : llvm::enumerate(names.getValue())) {
+      StringRef dim = cast<StringAttr>(name).getValue();
+      if (dim.empty() || i >= input.shape.size())
+        continue;
+      auto [it, added] = dims.try_emplace(dim, input.shape[i]);
+      if (!added && it->second != input.shape[i])
+        return func.emitError("input #")
+               << k << " has " << input.shape[i] << " along dimension " << i
+               << " ('" << dim << "'), but an earlier input has " << it->second;
+    }
+  }
+  return dims;
 }
 
 void roundToElementType(EvalTensor &tensor) { roundAll(tensor); }

@@ -10,6 +10,7 @@
 #ifndef MESHC_DIALECTS_DFG_EVAL_EVALUATOR_H
 #define MESHC_DIALECTS_DFG_EVAL_EVALUATOR_H
 
+#include "dialects/dfg/IR/SymbolicDims.h"
 #include "meshc/runtime/npy.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -47,10 +48,16 @@ mlir::FailureOr<llvm::SmallVector<EvalTensor>>
 evaluate(mlir::func::FuncOp func, llvm::ArrayRef<EvalTensor> inputs,
          llvm::StringRef weightsDir);
 
-/// Evaluates the single op `op` on operand values (constant folding).
+/// Evaluates the single op `op` on operand values (constant folding; the
+/// SPMD evaluator). Ops on symbolic dimensions need their sizes in `dims`.
 mlir::FailureOr<llvm::SmallVector<EvalTensor>>
 evaluateOp(mlir::Operation *op, llvm::ArrayRef<EvalTensor> operands,
-           llvm::StringRef weightsDir);
+           llvm::StringRef weightsDir, const DimBindings *dims = nullptr);
+
+/// The sizes of the named dimensions of `func`'s arguments (`dfg.dim_names`)
+/// in `inputs`; inputs that disagree on a name are an error at `func`.
+mlir::FailureOr<DimBindings> bindDims(mlir::func::FuncOp func,
+                                      llvm::ArrayRef<EvalTensor> inputs);
 
 /// Rounds every value of `tensor` to its element type (f16, bf16, f32
 /// precision; integers truncated; bools to 0/1).

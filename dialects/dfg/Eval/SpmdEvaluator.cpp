@@ -116,6 +116,8 @@ private:
   shard::GridOp grid_;
   SmallVector<int64_t> shape_;
   std::string weightsDir_;
+  /// Sizes of the symbolic dimensions, from the global inputs.
+  DimBindings dims_;
   std::optional<shard::GridAxis> pp_;
   int64_t world_;
   /// Per value, each rank's tensor; a rank that does not hold the value
@@ -244,7 +246,7 @@ LogicalResult SpmdEvaluator::execute(Block &body,
     }
     if (isa<WeightOp, ConstantOp>(op)) {
       // The same on every rank: evaluated once.
-      auto results = evaluateOp(&op, {}, weightsDir_);
+      auto results = evaluateOp(&op, {}, weightsDir_, &dims_);
       if (failed(results))
         return failure();
       PerRank perRank(world_);
@@ -265,7 +267,7 @@ LogicalResult SpmdEvaluator::execute(Block &body,
                  << r << ", which does not hold its operands";
         operands.push_back(values_[v][r]);
       }
-      auto out = evaluateOp(&op, operands, weightsDir_);
+      auto out = evaluateOp(&op, operands, weightsDir_, &dims_);
       if (failed(out))
         return failure();
       for (auto [i, t] : llvm::enumerate(*out))
@@ -283,6 +285,12 @@ SpmdEvaluator::run(func::FuncOp func, ArrayRef<EvalTensor> inputs) {
   if (inputs.size() != body.getNumArguments())
     return func.emitError("expects ")
            << body.getNumArguments() << " inputs, got " << inputs.size();
+  // Symbolic dimensions are never split, so the global inputs give their
+  // sizes on every rank.
+  FailureOr<DimBindings> dims = bindDims(func, inputs);
+  if (failed(dims))
+    return failure();
+  dims_ = std::move(*dims);
   for (auto [arg, input] : llvm::zip_equal(body.getArguments(), inputs)) {
     auto type = cast<RankedTensorType>(arg.getType());
     TensorSharding s = fromAttr(

@@ -531,6 +531,10 @@ FailureOr<ShardingRule> getShardingRule(Operation *op) {
             return sameShape(o, {normalizeAxis(o.getAxis(), rank)});
           })
           .Case<ScatterNDOp>([](ScatterNDOp o) { return replicated(o); })
+          // Ops on symbolic dimensions compute their shapes at run time:
+          // every dimension stays whole on every rank.
+          .Case<SizesOp, RangeOp, SymbolicReshapeOp, SymbolicExpandOp,
+                SymbolicSliceOp>([](Operation *o) { return replicated(o); })
           .Case<EmbeddingOp>([](EmbeddingOp o) { return embedding(o); })
           .Case<LinearOp>([](LinearOp o) { return linear(o); })
           .Case<AttentionOp>([](AttentionOp o) { return attention(o); })
