@@ -148,8 +148,9 @@ private:
   int errors = 0;
 };
 
-/// `meshc plan` and `meshc compile` work on static shapes: the symbolic
-/// input dimensions that --dim did not size are reported, with their input.
+/// `meshc plan` and `meshc compile` (but --emit sharded) work on static
+/// shapes: the symbolic input dimensions that --dim did not size are
+/// reported, with their input.
 int checkStaticInputs(mlir::ModuleOp module, StringRef command) {
   SmallVector<std::string> dims, inputs;
   for (auto func : module.getOps<mlir::func::FuncOp>())
@@ -186,17 +187,18 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command) {
   return fail(
       command,
       "'meshc " + command + "' needs static shapes, but the model's inputs (" +
-          join(inputs, ", ") +
-          ") have symbolic dimensions without a size: " + join(dims, ", ") +
-          "; give each one with --dim NAME=SIZE "
-          "(executables for a range of sizes are not "
-          "supported yet)");
+          join(inputs, ", ") + ") have symbolic dimensions without a size: " +
+          join(dims, ", ") + "; give each one with --dim NAME=SIZE " +
+          (command == "compile" ? "(--emit sharded keeps them symbolic; "
+                                : "(") +
+          "executables for a range of sizes are not supported yet)");
 }
 
 /// Imports `model`, runs the pipelines `build` adds (given the model's
 /// folder, where its weights are) and hands the module to `use`.
 int withFrontEnd(
     StringRef command, StringRef model, const onnximport::DimSizes &dims,
+    bool symbolicOk,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build,
     llvm::function_ref<int(mlir::ModuleOp)> use) {
   mlir::DialectRegistry registry;
@@ -210,7 +212,7 @@ int withFrontEnd(
       onnximport::importOnnxModel(context, model, dims);
   if (!module)
     return 1;
-  if (command != "import")
+  if (!symbolicOk)
     if (int status = checkStaticInputs(*module, command))
       return status;
   mlir::PassManager pm(&context);
@@ -228,22 +230,24 @@ int runFrontEnd(
     StringRef command, StringRef model, const onnximport::DimSizes &dims,
     StringRef output,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
-  return withFrontEnd(command, model, dims, build, [&](mlir::ModuleOp module) {
-    std::string error;
-    auto out = mlir::openOutputFile(output, &error);
-    if (!out)
-      return fail(command, error);
-    module.print(out->os());
-    out->keep();
-    return 0;
-  });
+  // Import and the SPMD program keep symbolic dimensions.
+  return withFrontEnd(command, model, dims, /*symbolicOk=*/true, build,
+                      [&](mlir::ModuleOp module) {
+                        std::string error;
+                        auto out = mlir::openOutputFile(output, &error);
+                        if (!out)
+                          return fail(command, error);
+                        module.print(out->os());
+                        out->keep();
+                        return 0;
+                      });
 }
 
 /// meshc plan MODEL --mesh M|auto ...: the graph pipeline once, then the
 /// plan tool (PlanTool.h).
 int runPlanCommand(PlanRequest request, const onnximport::DimSizes &dims) {
   return withFrontEnd(
-      "plan", request.model, dims,
+      "plan", request.model, dims, /*symbolicOk=*/false,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
       },
@@ -282,7 +286,7 @@ int withRankPrograms(
     llvm::function_ref<int(mlir::ModuleOp, ArrayRef<codegen::RoleProgram>)>
         use) {
   return withFrontEnd(
-      "compile", model, dims,
+      "compile", model, dims, /*symbolicOk=*/false,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
