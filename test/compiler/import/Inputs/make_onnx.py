@@ -461,6 +461,49 @@ def case_gqa(path):
     return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def case_symbolic_idioms(path):
+    """Shape arithmetic on symbolic dimensions (dim_params B, S, T), imported
+    without sizes: Optimum's expanded attention mask (Unsqueeze, then Expand
+    to a Concat of Shape entries passed through Where(Equal(shape, -1), 1,
+    shape)), ConstantOfShape of [B, S], the last position x[:, -1:] and Size
+    used as data (which stays a dfg.sizes)."""
+    nodes = []
+
+    def node(op, ins, out, **attrs):
+        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+        return out
+
+    s = node("Shape", ["x"], "s")
+    b = node("Gather", [s, "zero"], "b", axis=0)
+    sq = node("Gather", [s, "one"], "sq", axis=0)
+    t = node("Gather", [node("Shape", ["mask"], "ms"), "one"], "t", axis=0)
+    tgt = node("Concat", [node("Unsqueeze", [b, "ax0"], "bu"), "one1",
+                          node("Unsqueeze", [sq, "ax0"], "squ"),
+                          node("Unsqueeze", [t, "ax0"], "tu")], "tgt", axis=0)
+    ones = node("ConstantOfShape", [node("Shape", [tgt], "ts")], "ones",
+                value=numpy_helper.from_array(np.array([1], np.int64)))
+    fixed = node("Where", [node("Equal", [tgt, "neg1"], "eq"), ones, tgt], "fixed")
+    em = node("Expand", [node("Unsqueeze", ["mask", "ax12"], "m4"), fixed], "em")
+    bs = node("Concat", [node("Unsqueeze", [b, "ax0"], "bu2"),
+                         node("Unsqueeze", [sq, "ax0"], "squ2")], "bs", axis=0)
+    cs = node("ConstantOfShape", [bs], "cs",
+              value=numpy_helper.from_array(np.array([2.0], np.float32)))
+    y1 = node("Mul", ["x", node("Unsqueeze", [cs, "axm1"], "csu")], "y1")
+    red = node("ReduceSum", [node("Cast", [em], "emf", to=TensorProto.FLOAT), "axm1"], "red",
+               keepdims=0)
+    node("Add", [y1, node("Transpose", [red], "red2", perm=[0, 2, 1])], "y")
+    last = node("Slice", ["x", "m1", "big", "one1"], "last")
+    node("Mul", [last, node("Cast", [node("Size", ["x"], "size")], "szf",
+                                    to=TensorProto.FLOAT)], "z")
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array(1, np.int64), "one"),
+             ints("ax12", [1, 2]), ints("ax0", [0]), ints("one1", [1]), ints("neg1", [-1]),
+             ints("axm1", [-1]), ints("m1", [-1]), ints("big", [2**62])]
+    ins = [f32("x", ["B", "S", 8]),
+           helper.make_tensor_value_info("mask", TensorProto.INT64, ["B", "T"])]
+    return model(nodes, ins, [f32("y", None), f32("z", None)], inits)
+
+
 # --- Invalid inputs: each must give one diagnostic naming the culprit. ---
 
 
