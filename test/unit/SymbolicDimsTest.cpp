@@ -84,6 +84,23 @@ TEST_F(SymbolicDimsTest, SameDimAfterSimplification) {
   EXPECT_FALSE(sameDim(b, AffineExpr()));
 }
 
+TEST_F(SymbolicDimsTest, DivideDimsCancelsFactors) {
+  AffineExpr b = table.symbol("batch"), s = table.symbol("seq");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
+  // GQA's merge: [batch, 2, 2, seq, 8] over [batch, 4, 8] is seq.
+  EXPECT_TRUE(
+      sameDim(divideDims({b, c(2), c(2), s, c(8)}, {b, c(4), c(8)}), s));
+  // Flattening: [batch, seq, 32] over [32] is batch * seq.
+  EXPECT_TRUE(sameDim(divideDims({b, s, c(32)}, {c(32)}), b * s));
+  // Nothing cancels: a floor division remains, and evaluates exactly.
+  AffineExpr q = divideDims({b, c(6)}, {s});
+  auto [map, names] = table.write({q});
+  auto v = evaluateDims(map, names, DimBindings{{"batch", 4}, {"seq", 3}});
+  ASSERT_TRUE(bool(v));
+  EXPECT_EQ((*v)[0], 8);
+  EXPECT_FALSE(bool(divideDims({b, AffineExpr()}, {c(2)})));
+}
+
 TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
   // f(x: [batch, seq, 32] named, past: [batch, 4, past, 8] named)
   auto f32 = builder.getF32Type();
