@@ -616,32 +616,30 @@ LogicalResult Importer::importNode(int index) {
 /// values) are updated to the folded constants.
 LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
                                       SmallVectorImpl<Value> &results) {
-  for (Operation *op : ops) {
-    if (Value folded = foldSymbolic(op, dimTable_, model_.folder())) {
-      Value result = op->getResult(0);
+  // Replaces `op`'s results by `folded` (in the node's outputs too) and
+  // erases it.
+  auto replace = [&](Operation *op, ValueRange folded) {
+    for (auto [result, value] : llvm::zip_equal(op->getResults(), folded)) {
       for (Value &r : results)
         if (r == result)
-          r = folded;
-      result.replaceAllUsesWith(folded);
+          r = value;
+      result.replaceAllUsesWith(value);
       shapes_.forget(result);
-      op->erase();
+    }
+    op->erase();
+  };
+  for (Operation *op : ops) {
+    // Shape arithmetic on symbolic dimensions first (SymbolicFolding.cpp).
+    if (Value folded = foldSymbolic(op, dimTable_, model_.folder())) {
+      replace(op, folded);
       continue;
     }
     OpBuilder b(op);
     auto constants = dfg::foldWithEvaluator(op, model_.folder(), b);
     if (failed(constants))
       return failure(); // e.g. an index out of range, reported at the node
-    if (constants->empty())
-      continue;
-    for (auto [result, constant] :
-         llvm::zip_equal(op->getResults(), *constants)) {
-      for (Value &r : results)
-        if (r == result)
-          r = constant;
-      result.replaceAllUsesWith(constant);
-      shapes_.forget(result);
-    }
-    op->erase();
+    if (!constants->empty())
+      replace(op, *constants);
   }
   return success();
 }
