@@ -168,9 +168,11 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
             // constant divisor makes it a floor division.
             return binary([](AffineExpr a, AffineExpr b) -> AffineExpr {
               std::optional<int64_t> d = constantOf(b);
-              if (!d || *d <= 0 || !(isPositive(a) || constantOf(a)))
+              if (!d || *d <= 0)
                 return {};
-              return a.floorDiv(*d);
+              if (std::optional<int64_t> n = constantOf(a)) // truncates
+                return getAffineConstantExpr(*n / *d, a.getContext());
+              return isPositive(a) ? a.floorDiv(*d) : AffineExpr();
             });
           })
           .Case<dfg::MinOp, dfg::MaxOp>([&](Operation *) {
