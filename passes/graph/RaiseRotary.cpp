@@ -15,6 +15,7 @@
 #include "passes/graph/Matchers.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -98,6 +99,22 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
       return rewriter ? TrigOp::create(*rewriter, loc, f.getType(), f) : table;
     }
   }
+  // gather(t, positions) -> gather(first half of t, positions): the table
+  // rows of a dynamic-axes export, looked up at Range positions.
+  if (auto gather = defining<dfg::GatherOp>(table)) {
+    auto data = cast<RankedTensorType>(gather.getData().getType());
+    if (data.getRank() != 2 || data.isDynamicDim(1) ||
+        data.getDimSize(1) != dim || (gather.getAxis() != 0))
+      return {};
+    Value h = firstHalfOfTable<TrigOp>(gather.getData(), dim, rewriter, reader);
+    if (!h || !rewriter)
+      return h ? table : Value();
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = half;
+    return dfg::GatherOp::create(
+        *rewriter, loc, RankedTensorType::get(shape, type.getElementType()), h,
+        gather.getIndices(), 0);
+  }
   // unsqueeze(t) -> unsqueeze(first half of t)
   if (auto unsqueeze = defining<dfg::UnsqueezeOp>(table)) {
     auto inner = cast<RankedTensorType>(unsqueeze.getInput().getType());
@@ -142,7 +159,8 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
   LogicalResult matchAndRewrite(dfg::AddOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = op.getType();
-    if (type.getRank() != 4 || !type.hasStaticShape())
+    // Batch and sequence may be symbolic; the head size is not.
+    if (type.getRank() != 4 || type.isDynamicDim(1) || type.isDynamicDim(3))
       return failure();
     for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
                         std::pair(op.getRhs(), op.getLhs())}) {
@@ -171,19 +189,24 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
                         PatternRewriter &rewriter) const {
     auto xt = cast<RankedTensorType>(x.getType());
     auto ct = cast<RankedTensorType>(cos.getType());
-    int64_t batch = xt.getDimSize(0), seq = xt.getDimSize(2),
-            dim = xt.getDimSize(3);
-    if (!ct.hasStaticShape() || ct.getRank() < 2 || ct.getRank() > 4 ||
-        ct.getShape().back() != dim || ct.getShape()[ct.getRank() - 2] != seq)
+    int64_t dim = xt.getDimSize(3);
+    // Sizes compared as symbolic dimensions (static ones are constants).
+    dfg::DimTable table(op.getContext());
+    dfg::SymbolicShapes shapes(table);
+    ArrayRef<AffineExpr> xd = shapes.dims(x), cd = shapes.dims(cos);
+    auto one = getAffineConstantExpr(1, op.getContext());
+    if (ct.getRank() < 2 || ct.getRank() > 4 ||
+        ct.isDynamicDim(ct.getRank() - 1) || ct.getShape().back() != dim ||
+        !dfg::sameDim(cd[ct.getRank() - 2], xd[2]))
       return failure();
     // Per-row tables: [b, 1, S, D] with b in {1, B}, or [1, S, D] / [S, D].
     int64_t rows = 1;
     if (ct.getRank() == 4) {
-      if (ct.getDimSize(1) != 1 ||
-          (ct.getDimSize(0) != 1 && ct.getDimSize(0) != batch))
+      if (!dfg::sameDim(cd[1], one) ||
+          (!dfg::sameDim(cd[0], one) && !dfg::sameDim(cd[0], xd[0])))
         return failure();
       rows = ct.getDimSize(0);
-    } else if (ct.getRank() == 3 && ct.getDimSize(0) != 1) {
+    } else if (ct.getRank() == 3 && !dfg::sameDim(cd[0], one)) {
       return failure();
     }
     // Check both tables before creating anything for either.
@@ -192,12 +215,18 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
       return failure();
     Value cosHalf = firstHalfOfTable<dfg::CosOp>(cos, dim, &rewriter, reader);
     Value sinHalf = firstHalfOfTable<dfg::SinOp>(sin, dim, &rewriter, reader);
+    int64_t seq = xt.getDimSize(2);
     auto tableType =
         RankedTensorType::get({rows, seq, dim / 2}, ct.getElementType());
     auto flat = [&](Value half) -> Value {
-      SmallVector<int64_t> shape(tableType.getShape());
+      // [rows, S, D/2]; a symbolic S (or rows) is inferred or copied.
+      SmallVector<int64_t> spec{rows, seq, dim / 2};
+      if (ShapedType::isDynamic(seq))
+        spec[1] = -1;
+      if (ShapedType::isDynamic(rows))
+        spec[0] = ShapedType::isDynamic(seq) ? 0 : -1;
       return dfg::ReshapeOp::create(rewriter, op.getLoc(), tableType, half,
-                                    rewriter.getDenseI64ArrayAttr(shape));
+                                    rewriter.getDenseI64ArrayAttr(spec));
     };
     rewriter.replaceOpWithNewOp<dfg::RotaryOp>(
         op, op.getType(), x, flat(cosHalf), flat(sinHalf), Value(),
