@@ -37,6 +37,18 @@ Shape specShape(const TensorSpec &spec) {
   return Shape(spec.shape, spec.shape + spec.rank);
 }
 
+/// True if `got` is the manifest's `declared` shape, where -1 marks a
+/// dimension given when the program runs (executables compiled for a range
+/// of sizes).
+bool sameShape(const Shape &declared, const Shape &got) {
+  if (declared.size() != got.size())
+    return false;
+  for (std::size_t d = 0; d < got.size(); ++d)
+    if (declared[d] >= 0 && declared[d] != got[d])
+      return false;
+  return true;
+}
+
 [[noreturn]] void usage(const std::string &message) {
   fatal(message + "\nusage: <rank executable> --manifest out/manifest.json "
                   "[--input NAME=FILE.npy ...] [--output-dir DIR] "
@@ -259,6 +271,11 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   // Inputs: every name known, every model input given, dtype and shape as
   // the manifest says; then the rank's piece.
   std::map<std::string, const json *> declared;
+  // The sizes of the symbolic dimensions, as the first input that has each
+  // gives them; every input must agree, and stay within the compiled bound.
+  std::map<std::string, std::int64_t> symbolSizes;
+  const json noSymbols = json::object();
+  const json &symbols = m.contains("symbols") ? m["symbols"] : noSymbols;
   std::string names;
   for (const json &e : m["inputs"]) {
     declared[e.value("name", "")] = &e;
@@ -277,7 +294,30 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
     HostTensor full;
     if (!readNpy(it->second, full, error))
       fatal(error);
-    Shape global = entry["shape"].get<Shape>();
+    Shape declaredShape = entry["shape"].get<Shape>();
+    Shape global = declaredShape;
+    if (full.shape.size() == declaredShape.size())
+      for (std::size_t d = 0; d < global.size(); ++d) {
+        if (declaredShape[d] >= 0)
+          continue;
+        std::string dim = entry["dims"][d].get<std::string>();
+        std::int64_t size = full.shape[d];
+        std::int64_t max = symbols.contains(dim)
+                               ? symbols[dim].value("max", std::int64_t(0))
+                               : 0;
+        std::string where = "input '" + std::string(spec.name) + "' (" +
+                            it->second + ") has " + std::to_string(size) +
+                            " along dimension " + std::to_string(d) + " ('" +
+                            dim + "')";
+        if (size < 1 || size > max)
+          fatal(where + "; this executable takes 1 to " + std::to_string(max) +
+                " (meshc compile --max-dim " + dim + "=N)");
+        auto [known, added] = symbolSizes.emplace(dim, size);
+        if (!added && known->second != size)
+          fatal(where + ", but another input has " +
+                std::to_string(known->second));
+        global[d] = size;
+      }
     if (full.dtype != spec.dtype)
       fatal("input '" + std::string(spec.name) + "' (" + it->second +
             ") holds " + std::string(safetensorsName(full.dtype)) +
@@ -285,7 +325,7 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
     if (full.shape != global)
       fatal("input '" + std::string(spec.name) + "' (" + it->second +
             ") has shape " + formatShape(full.shape) +
-            ", the model was compiled for " + formatShape(global));
+            ", the model was compiled for " + formatShape(declaredShape));
     Shape offsets, local;
     pieceOf(grid, comm_->rank(), global, parseSharding(entry, global.size()),
             offsets, local);
@@ -296,7 +336,7 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
                        byteWidth(piece.dtype));
     copyBox(full.bytes.data(), global, piece.bytes.data(), offsets, local,
             byteWidth(full.dtype), /*toPiece=*/true);
-    if (local != specShape(spec))
+    if (!sameShape(specShape(spec), local))
       fatal("input '" + std::string(spec.name) + "': this rank's piece is " +
             formatShape(local) + ", the program expects " +
             formatShape(specShape(spec)));
@@ -389,6 +429,23 @@ int Program::finish() {
     ++tag;
     std::string name = entry.value("name", "");
     Shape global = entry["shape"].get<Shape>();
+    if (std::find(global.begin(), global.end(), -1) != global.end()) {
+      // Dimensions given at run time are never split: every holder's piece
+      // has them whole, and ranks that hold no piece take no part.
+      std::vector<std::int64_t> ranks =
+          entry["ranks"].get<std::vector<std::int64_t>>();
+      if (std::find(ranks.begin(), ranks.end(), me) == ranks.end())
+        continue;
+      int own = -1;
+      for (int i = 0; i < info_.numOutputs; ++i)
+        if (name == info_.outputs[i].name)
+          own = i;
+      if (own < 0 || !s.outputSet[own])
+        fatal("output '" + name + "' was never computed");
+      for (std::size_t d = 0; d < global.size(); ++d)
+        if (global[d] < 0)
+          global[d] = s.outputs[own].shape[d];
+    }
     auto sharding = parseSharding(entry, global.size());
     std::vector<std::int64_t> holders =
         entry["ranks"].get<std::vector<std::int64_t>>();

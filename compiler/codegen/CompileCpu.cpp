@@ -40,16 +40,23 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
   for (int64_t d = 0; d < rank; ++d) {
     json dimAxes = json::array();
     for (shard::GridAxis a : sharding[d]) {
-      global[d] *= grid.getShape()[a];
+      if (!ShapedType::isDynamic(global[d]))
+        global[d] *= grid.getShape()[a];
       dimAxes.push_back(a);
     }
+    // A symbolic dimension: -1, and its name or expression under "dims".
+    if (ShapedType::isDynamic(global[d]))
+      global[d] = -1;
     axes.push_back(dimAxes);
   }
-  return json{{"name", e.name},
-              {"dtype", std::string(rt::safetensorsName(
-                            *dfg::elementDType(e.localType.getElementType())))},
-              {"shape", std::vector<int64_t>(global.begin(), global.end())},
-              {"sharding", axes}};
+  json entry{{"name", e.name},
+             {"dtype", std::string(rt::safetensorsName(
+                           *dfg::elementDType(e.localType.getElementType())))},
+             {"shape", std::vector<int64_t>(global.begin(), global.end())},
+             {"sharding", axes}};
+  if (!e.localType.hasStaticShape())
+    entry["dims"] = e.dims;
+  return entry;
 }
 
 LogicalResult fail(ModuleOp where, const Twine &message) {
@@ -119,6 +126,14 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
                       {"axes", axisNames},
                       {"numbering", "row-major"}};
   manifest["topology"] = {{"nodes", 1}};
+  // Executables for a range of sizes: the largest size of each symbolic
+  // dimension (the runtime checks the inputs against them).
+  if (!options.bounds.empty()) {
+    json symbols = json::object();
+    for (const auto &entry : options.bounds)
+      symbols[entry.getKey().str()] = {{"max", entry.getValue()}};
+    manifest["symbols"] = symbols;
+  }
   json roleList = json::array();
   std::vector<std::string> rankRole(world);
   json inputs = json::array();
@@ -142,7 +157,8 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
         "------===//\n";
     WeightShards weights;
     FailureOr<EmittedProgram> program =
-        emitCpuProgram(role.module, name, groups, banner, weights);
+        emitCpuProgram(role.module, name, groups, banner, weights,
+                       options.bounds.empty() ? nullptr : &options.bounds);
     if (failed(program))
       return failure();
 

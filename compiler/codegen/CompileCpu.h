@@ -14,6 +14,8 @@
 #ifndef MESHC_COMPILER_CODEGEN_COMPILECPU_H
 #define MESHC_COMPILER_CODEGEN_COMPILECPU_H
 
+#include "dialects/dfg/IR/SymbolicDims.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -32,6 +34,9 @@ struct CpuCompileOptions {
   std::string march = "native";
   bool keepSources = false;
   bool verbose = false; ///< print the compiler command lines
+  /// The largest size of each symbolic dimension (--max-dim); empty when
+  /// the rank programs have static shapes.
+  dfg::DimBindings bounds;
 };
 
 /// One rank program to build, and the ranks that run it.

@@ -23,6 +23,7 @@
 #include "compiler/codegen/BufferPlan.h"
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 #include "dialects/dfg/Sharding/Sharding.h"
 #include "meshc/runtime/safetensors.h"
 
@@ -68,10 +69,11 @@ std::string cppFloat(double v) {
   return s + "f";
 }
 
+/// "{2, 8, 64}"; a dynamic dimension prints as -1 (signature specs).
 std::string list(ArrayRef<int64_t> values) {
   std::string s = "{";
   for (auto [i, v] : llvm::enumerate(values))
-    s += (i ? ", " : "") + std::to_string(v);
+    s += (i ? ", " : "") + std::to_string(ShapedType::isDynamic(v) ? -1 : v);
   return s + "}";
 }
 
@@ -121,8 +123,8 @@ std::string identifier(StringRef s) {
 }
 
 bool isView(Operation *op) {
-  return isa<dfg::ReshapeOp, dfg::SqueezeOp, dfg::UnsqueezeOp, shard::SendOp>(
-      op);
+  return isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
+             dfg::UnsqueezeOp, shard::SendOp>(op);
 }
 
 int64_t normalizeAxis(int64_t axis, int64_t rank) {
@@ -144,9 +146,10 @@ class FunctionEmitter {
 public:
   FunctionEmitter(func::FuncOp fn, WeightShards &weights,
                   const llvm::StringMap<int> &groups, uint64_t frameOffset,
-                  int &collectiveCount)
+                  int &collectiveCount, const dfg::DimBindings *bounds)
       : fn_(fn), weights_(weights), groups_(groups), frameOffset_(frameOffset),
-        collectiveCount_(collectiveCount) {}
+        collectiveCount_(collectiveCount), bounds_(bounds),
+        table_(fn.getContext()), shapes_(table_) {}
 
   /// Plans the frame; returns its peak.
   uint64_t plan();
@@ -161,13 +164,29 @@ private:
   LogicalResult emitCollective(Operation *op, llvm::raw_ostream &os);
   std::string declare(Value v, llvm::raw_ostream &os);
 
+  /// Symbolic dimensions (executables for a range of sizes): `e` as a C++
+  /// expression over the symbols bound at the top of run().
+  std::string dimExpr(AffineExpr e);
+  /// The shape of `v`: its static dimensions, or expressions of symbols.
+  std::string shapeOf(Value v);
+  /// The bytes `v` takes at the compiled bounds (its size when static).
+  uint64_t boundBytes(Value v);
+  /// `map`'s results (symbols named by `names`) as C++ expressions.
+  SmallVector<std::string> mapExprs(AffineMap map, ArrayAttr names);
+
   func::FuncOp fn_;
   WeightShards &weights_;
   const llvm::StringMap<int> &groups_;
   uint64_t frameOffset_;
   int &collectiveCount_;
-  llvm::DenseMap<Value, uint64_t> offsets_; // buffers, frame-relative
+  llvm::DenseMap<Value, uint64_t> offsets_;  // buffers, frame-relative
+  llvm::DenseMap<Value, uint64_t> capacity_; // their planned bytes
   llvm::DenseMap<Value, std::string> names_;
+  /// Sizes of the symbolic dimensions at the compiled bounds; null when the
+  /// program has static shapes.
+  const dfg::DimBindings *bounds_;
+  dfg::DimTable table_;
+  dfg::SymbolicShapes shapes_;
   int next_ = 0;
 };
 
@@ -205,14 +224,74 @@ uint64_t FunctionEmitter::plan() {
   std::vector<BufferRequest> requests;
   std::vector<Value> values;
   for (auto &[v, range] : live) {
-    requests.push_back({byteSize(cast<RankedTensorType>(v.getType())),
-                        range.first, range.second});
+    requests.push_back({boundBytes(v), range.first, range.second});
     values.push_back(v);
   }
   BufferPlan plan = planBuffers(requests);
-  for (auto [v, offset] : llvm::zip_equal(values, plan.offsets))
+  for (auto [v, offset, request] :
+       llvm::zip_equal(values, plan.offsets, requests)) {
     offsets_[v] = offset;
+    capacity_[v] = request.bytes;
+  }
   return plan.peak;
+}
+
+std::string FunctionEmitter::dimExpr(AffineExpr e) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return std::to_string(c.getValue());
+  if (auto sym = dyn_cast<AffineSymbolExpr>(e))
+    return "d_" + identifier(table_.name(sym.getPosition()));
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  std::string l = dimExpr(bin.getLHS()), r = dimExpr(bin.getRHS());
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    return "(" + l + " + " + r + ")";
+  case AffineExprKind::Mul:
+    return "(" + l + " * " + r + ")";
+  case AffineExprKind::FloorDiv:
+    return "rt::floorDiv(" + l + ", " + r + ")";
+  case AffineExprKind::CeilDiv:
+    return "rt::ceilDiv(" + l + ", " + r + ")";
+  default:
+    return "rt::mod(" + l + ", " + r + ")";
+  }
+}
+
+std::string FunctionEmitter::shapeOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.hasStaticShape())
+    return list(type.getShape());
+  std::string s = "{";
+  for (auto [i, d] : llvm::enumerate(shapes_.dims(v)))
+    s += (i ? ", " : "") + dimExpr(d);
+  return s + "}";
+}
+
+uint64_t FunctionEmitter::boundBytes(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.hasStaticShape() || !bounds_)
+    return byteSize(type);
+  if (llvm::is_contained(shapes_.dims(v), AffineExpr()))
+    return 0; // reported when the op is emitted
+  auto [map, names] = table_.write(shapes_.dims(v));
+  auto sizes = dfg::evaluateDims(map, names, *bounds_);
+  if (!sizes) {
+    llvm::consumeError(sizes.takeError());
+    return 0; // reported when the op is emitted
+  }
+  uint64_t n = rt::byteWidth(
+      dfg::elementDType(type.getElementType()).value_or(rt::DType::F32));
+  for (int64_t d : *sizes)
+    n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
+SmallVector<std::string> FunctionEmitter::mapExprs(AffineMap map,
+                                                   ArrayAttr names) {
+  SmallVector<std::string> exprs;
+  for (AffineExpr e : table_.read(map, names))
+    exprs.push_back(dimExpr(e));
+  return exprs;
 }
 
 std::string FunctionEmitter::operand(Value v, llvm::raw_ostream &os) {
@@ -241,7 +320,12 @@ std::string FunctionEmitter::declare(Value v, llvm::raw_ostream &os) {
   if (isView(op)) {
     std::string in = operand(op->getOperand(0), os);
     os << "  const rt::TensorRef " << name << " = rt::reshaped(" << in << ", "
-       << list(type.getShape()) << ");\n";
+       << shapeOf(v) << ");\n";
+  } else if (!type.hasStaticShape()) {
+    os << "  const rt::TensorRef " << name << " = rt::boundedView(A + "
+       << offsets_.lookup(v) << ", " << capacity_.lookup(v) << ", "
+       << dtypeName(type.getElementType()) << ", " << shapeOf(v) << ", "
+       << cppString(name) << ");\n";
   } else {
     os << "  const rt::TensorRef " << name << " = rt::view(A + "
        << offsets_.lookup(v) << ", " << dtypeName(type.getElementType()) << ", "
@@ -272,6 +356,34 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
     }
     names_[arg] = name;
   }
+  if (bounds_ && isMain) {
+    // The sizes of the symbolic dimensions, from the first input that has
+    // each. A dimension split over the mesh would give its piece's size.
+    llvm::StringSet<> bound;
+    for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
+      auto names = fn_.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
+      if (!names)
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      TensorSharding sharding =
+          fromAttr(fn_.getArgAttr(i, kShardingAttr), type.getRank());
+      for (auto [d, n] : llvm::enumerate(names.getValue())) {
+        StringRef name = cast<StringAttr>(n).getValue();
+        if (name.empty() || !type.isDynamicDim(d))
+          continue;
+        if (d < sharding.size() && !sharding[d].empty())
+          return fn_.emitError("the symbolic dimension '")
+                 << name << "' of input #" << i
+                 << " is split over the mesh; executables for a range of "
+                    "sizes keep symbolic dimensions whole (use a mesh "
+                    "without dp and sequence parallelism, or fix the size "
+                    "with --dim)";
+        if (bound.insert(name).second)
+          os << "  const std::int64_t d_" << identifier(name) << " = a" << i
+             << ".shape[" << d << "]; // " << name << "\n";
+      }
+    }
+  }
   for (Operation &op : fn_.getBody().front())
     if (failed(emitOp(&op, os)))
       return failure();
@@ -286,13 +398,27 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
     return success();
   if (isa<tensor::EmptyOp>(op))
     return success();
-  for (Type t : op->getResultTypes())
-    if (auto tt = dyn_cast<RankedTensorType>(t)) {
-      if (!tt.hasStaticShape())
+  for (Value result : op->getResults())
+    if (auto tt = dyn_cast<RankedTensorType>(result.getType())) {
+      if (!tt.hasStaticShape() && !bounds_)
         return op->emitOpError("has a dynamic shape; the cpu target needs "
                                "static shapes (give the model's symbolic "
                                "input dimensions sizes with --dim "
                                "NAME=SIZE)");
+      if (!tt.hasStaticShape()) {
+        if (fn_.getSymName() != "main")
+          return op->emitOpError(
+              "has symbolic dimensions in a pipeline stage; executables for "
+              "a range of sizes support meshes without pp so far");
+        ArrayRef<AffineExpr> dims = shapes_.dims(result);
+        if (llvm::is_contained(dims, AffineExpr()))
+          return op->emitOpError("has a dynamic dimension that follows from "
+                                 "no symbolic input dimension");
+        if (boundBytes(result) == 0 && !isView(op))
+          return op->emitOpError("has a dimension whose size at the "
+                                 "compiled bounds is unknown (every symbolic "
+                                 "dimension needs --max-dim)");
+      }
       // 16-bit floats may enter and leave the program (a cast converts
       // them), but the cpu kernels compute in f32.
       Type e = tt.getElementType();
@@ -425,14 +551,85 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
         return success();
       })
       .Case([&](dfg::SliceOp s) {
-        dfg::Shape starts, steps;
-        dfg::sliceOrigin(
-            cast<RankedTensorType>(s.getInput().getType()).getShape(),
-            s.getStarts(), s.getAxes(), s.getSteps(), starts, steps);
+        auto inType = cast<RankedTensorType>(s.getInput().getType());
         std::string i = get(s.getInput()), o = out();
-        os << "  {\n    const std::int64_t starts[] = " << list(starts)
-           << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
-           << ", starts, steps, " << o << ");\n  }\n";
+        if (inType.hasStaticShape()) {
+          dfg::Shape starts, steps;
+          dfg::sliceOrigin(inType.getShape(), s.getStarts(), s.getAxes(),
+                           s.getSteps(), starts, steps);
+          os << "  {\n    const std::int64_t starts[] = " << list(starts)
+             << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
+             << ", starts, steps, " << o << ");\n  }\n";
+          return success();
+        }
+        // Starts clamped against the input's size when the program runs.
+        SmallVector<std::string> starts(inType.getRank(), "0");
+        SmallVector<int64_t> steps(inType.getRank(), 1);
+        for (auto [start, axis, step] :
+             llvm::zip_equal(s.getStarts(), s.getAxes(), s.getSteps())) {
+          int64_t a = normalizeAxis(axis, inType.getRank());
+          steps[a] = step;
+          starts[a] = "rt::sliceStart(" + std::to_string(start) + ", " + i +
+                      ".shape[" + std::to_string(a) + "], " +
+                      std::to_string(step) + ")";
+        }
+        os << "  {\n    const std::int64_t starts[] = {"
+           << llvm::join(starts, ", ") << "}, steps[] = " << list(steps)
+           << ";\n    k::slice(" << i << ", starts, steps, " << o
+           << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::SymbolicSliceOp s) {
+        auto inType = cast<RankedTensorType>(s.getInput().getType());
+        SmallVector<std::string> first =
+            mapExprs(s.getStarts(), s.getSymbols());
+        std::string i = get(s.getInput()), o = out();
+        SmallVector<std::string> starts(inType.getRank(), "0");
+        SmallVector<int64_t> steps(inType.getRank(), 1);
+        for (auto [k, axis, step] :
+             llvm::enumerate(s.getAxes(), s.getSteps())) {
+          int64_t a = normalizeAxis(axis, inType.getRank());
+          steps[a] = step;
+          starts[a] = "rt::sliceStart(" + first[k] + ", " + i + ".shape[" +
+                      std::to_string(a) + "], " + std::to_string(step) + ")";
+        }
+        os << "  {\n    const std::int64_t starts[] = {"
+           << llvm::join(starts, ", ") << "}, steps[] = " << list(steps)
+           << ";\n    k::slice(" << i << ", starts, steps, " << o
+           << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::SymbolicExpandOp e) {
+        std::string i = get(e.getInput()), o = out();
+        os << "  k::expand(" << i << ", " << o << ");\n";
+        return success();
+      })
+      .Case([&](dfg::SymbolicReshapeOp) {
+        out();
+        return success();
+      })
+      .Case([&](dfg::RangeOp r) {
+        SmallVector<std::string> b = mapExprs(r.getBounds(), r.getSymbols());
+        std::string o = out();
+        StringRef t = r.getType().getElementType().isInteger(64)
+                          ? "std::int64_t"
+                          : "std::int32_t";
+        os << "  {\n    const std::int64_t start = " << b[0]
+           << ";\n    auto *o = " << o << ".as<" << t
+           << ">();\n    for (std::int64_t i = 0; i < " << o
+           << ".shape[0]; ++i)\n      o[i] = static_cast<" << t
+           << ">(start + i * " << r.getDelta() << ");\n  }\n";
+        return success();
+      })
+      .Case([&](dfg::SizesOp z) {
+        SmallVector<std::string> v = mapExprs(z.getMap(), z.getSymbols());
+        std::string o = out();
+        StringRef t = z.getType().getElementType().isInteger(64)
+                          ? "std::int64_t"
+                          : "std::int32_t";
+        for (auto [k, e] : llvm::enumerate(v))
+          os << "  " << o << ".as<" << t << ">()[" << k << "] = static_cast<"
+             << t << ">(" << e << ");\n";
         return success();
       })
       .Case([&](dfg::SplitOp s) {
@@ -663,7 +860,8 @@ std::vector<GroupAxes> collectGroups(ModuleOp ranksModule) {
 FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
                                          ArrayRef<GroupAxes> groups,
                                          StringRef banner,
-                                         WeightShards &weights) {
+                                         WeightShards &weights,
+                                         const dfg::DimBindings *bounds) {
   EmittedProgram result;
   auto main = role.lookupSymbol<func::FuncOp>("main");
   auto grid = role.lookupSymbol<shard::GridOp>(kGridName);
@@ -684,13 +882,14 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
     if (fn != main && !fn.isExternal())
       stages.push_back(fn);
   int collectives = 0;
-  FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives);
+  FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives,
+                              bounds);
   uint64_t mainPeak = mainEmitter.plan();
   uint64_t stagesPeak = 0;
   std::vector<std::unique_ptr<FunctionEmitter>> stageEmitters;
   for (func::FuncOp fn : stages) {
     stageEmitters.push_back(std::make_unique<FunctionEmitter>(
-        fn, weights, groupIndex, mainPeak, collectives));
+        fn, weights, groupIndex, mainPeak, collectives, bounds));
     stagesPeak = std::max(stagesPeak, stageEmitters.back()->plan());
   }
   result.arenaBytes = mainPeak + stagesPeak;
@@ -712,25 +911,37 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   result.collectiveHash =
       rt::xxh64(collectiveText.data(), collectiveText.size());
 
-  // Signature.
+  // Signature, with what each dynamic dimension is.
+  dfg::DimTable table(role.getContext());
+  dfg::SymbolicShapes shapes(table);
+  auto describe = [&](Value v) {
+    std::vector<std::string> dims;
+    auto type = cast<RankedTensorType>(v.getType());
+    for (auto [d, e] : llvm::enumerate(shapes.dims(v)))
+      dims.push_back(type.isDynamicDim(d) ? table.format(e) : "");
+    return dims;
+  };
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto name = main.getArgAttrOfType<StringAttr>(i, "onnx.name");
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),
-         main.getArgAttr(i, kShardingAttr)});
+         main.getArgAttr(i, kShardingAttr), describe(main.getArgument(i))});
   }
+  Operation *ret = main.getBody().front().getTerminator();
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
     auto name = main.getResultAttrOfType<StringAttr>(i, "onnx.name");
     result.outputs.push_back({name ? name.str() : "output" + std::to_string(i),
                               cast<RankedTensorType>(main.getResultTypes()[i]),
-                              main.getResultAttr(i, kShardingAttr)});
+                              main.getResultAttr(i, kShardingAttr),
+                              describe(ret->getOperand(i))});
   }
 
   std::string text;
   llvm::raw_string_ostream os(text);
   os << banner;
-  os << "#include \"meshc/runtime/kernels.h\"\n"
+  os << "#include \"meshc/runtime/dims.h\"\n"
+        "#include \"meshc/runtime/kernels.h\"\n"
         "#include \"meshc/runtime/program.h\"\n\n"
         "#include <cstdint>\n\n"
         "namespace rt = meshc::rt;\nnamespace k = meshc::rt::cpu;\n\n"

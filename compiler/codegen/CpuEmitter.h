@@ -13,6 +13,7 @@
 #define MESHC_COMPILER_CODEGEN_CPUEMITTER_H
 
 #include "compiler/codegen/WeightShards.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
@@ -27,6 +28,9 @@ struct SignatureEntry {
   std::string name;
   mlir::RankedTensorType localType;
   mlir::Attribute sharding; ///< meshc.sharding, or null (replicated)
+  /// Per dimension, what a dynamic one is: the symbolic dimension's name
+  /// (inputs) or its expression (outputs); "" for static dimensions.
+  std::vector<std::string> dims;
 };
 
 struct EmittedProgram {
@@ -42,11 +46,13 @@ using GroupAxes = llvm::SmallVector<int16_t, 2>;
 std::vector<GroupAxes> collectGroups(mlir::ModuleOp ranksModule);
 
 /// Emits `role`. Fails with a diagnostic on the op the cpu target cannot run.
-mlir::FailureOr<EmittedProgram> emitCpuProgram(mlir::ModuleOp role,
-                                               llvm::StringRef roleName,
-                                               llvm::ArrayRef<GroupAxes> groups,
-                                               llvm::StringRef banner,
-                                               WeightShards &weights);
+/// With `bounds` (the largest size of each symbolic dimension), shapes are
+/// computed when the program runs and buffers are planned at the bounds;
+/// without, every shape must be static.
+mlir::FailureOr<EmittedProgram>
+emitCpuProgram(mlir::ModuleOp role, llvm::StringRef roleName,
+               llvm::ArrayRef<GroupAxes> groups, llvm::StringRef banner,
+               WeightShards &weights, const dfg::DimBindings *bounds = nullptr);
 
 } // namespace meshc::codegen
 

@@ -28,6 +28,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -69,21 +70,23 @@ Error checkReadableFile(StringRef path, StringRef what) {
 
 /// Parses the --dim entries ("NAME=SIZE", each a symbolic input dimension
 /// and a positive size; a name given twice is an error).
-Expected<onnximport::DimSizes> parseDimSizes(ArrayRef<std::string> entries) {
+Expected<onnximport::DimSizes> parseDimSizes(ArrayRef<std::string> entries,
+                                             StringRef flag) {
   onnximport::DimSizes sizes;
   for (const std::string &entry : entries) {
     auto [name, text] = StringRef(entry).split('=');
     int64_t size = 0;
     if (name.empty() || text.empty() || text.getAsInteger(10, size))
       return createStringError(inconvertibleErrorCode(),
-                               "--dim '%s' is not NAME=SIZE", entry.c_str());
+                               "%s '%s' is not NAME=SIZE", flag.str().c_str(),
+                               entry.c_str());
     if (size < 1)
       return createStringError(inconvertibleErrorCode(),
-                               "--dim %s: the size must be at least 1",
-                               entry.c_str());
+                               "%s %s: the size must be at least 1",
+                               flag.str().c_str(), entry.c_str());
     if (!sizes.try_emplace(name, size).second)
-      return createStringError(inconvertibleErrorCode(),
-                               "--dim names '%s' twice", name.str().c_str());
+      return createStringError(inconvertibleErrorCode(), "%s names '%s' twice",
+                               flag.str().c_str(), name.str().c_str());
   }
   return sizes;
 }
@@ -151,8 +154,10 @@ private:
 /// `meshc plan` and `meshc compile` (but --emit sharded) work on static
 /// shapes: the symbolic input dimensions that --dim did not size are
 /// reported, with their input.
-int checkStaticInputs(mlir::ModuleOp module, StringRef command) {
+int checkStaticInputs(mlir::ModuleOp module, StringRef command,
+                      const onnximport::DimSizes *bounds) {
   SmallVector<std::string> dims, inputs;
+  llvm::StringSet<> symbolic;
   for (auto func : module.getOps<mlir::func::FuncOp>())
     for (auto arg : func.getArguments()) {
       auto type = dyn_cast<mlir::RankedTensorType>(arg.getType());
@@ -173,10 +178,18 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command) {
             names && i < static_cast<int64_t>(names.size())
                 ? cast<mlir::StringAttr>(names[i]).getValue().str()
                 : inputs.back() + " #" + std::to_string(i);
-        if (!is_contained(dims, dim))
+        symbolic.insert(dim);
+        if (!is_contained(dims, dim) && !(bounds && bounds->count(dim)))
           dims.push_back(dim);
       }
     }
+  if (bounds)
+    for (const auto &entry : *bounds)
+      if (!symbolic.contains(entry.getKey()))
+        return fail(command, "--max-dim " + entry.getKey() +
+                                 ": the model has no symbolic input "
+                                 "dimension of that name (one --dim fixed, "
+                                 "or misspelt?)");
   if (dims.empty())
     return 0;
   if (inputs.size() > 3) {
@@ -188,17 +201,18 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command) {
       command,
       "'meshc " + command + "' needs static shapes, but the model's inputs (" +
           join(inputs, ", ") + ") have symbolic dimensions without a size: " +
-          join(dims, ", ") + "; give each one with --dim NAME=SIZE " +
-          (command == "compile" ? "(--emit sharded keeps them symbolic; "
-                                : "(") +
-          "executables for a range of sizes are not supported yet)");
+          join(dims, ", ") + "; give each one with --dim NAME=SIZE" +
+          (command == "compile"
+               ? " (a fixed size) or --max-dim NAME=N (executables for any "
+                 "size up to N; --emit sharded keeps them symbolic)"
+               : ""));
 }
 
 /// Imports `model`, runs the pipelines `build` adds (given the model's
 /// folder, where its weights are) and hands the module to `use`.
 int withFrontEnd(
     StringRef command, StringRef model, const onnximport::DimSizes &dims,
-    bool symbolicOk,
+    bool symbolicOk, const onnximport::DimSizes *bounds,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build,
     llvm::function_ref<int(mlir::ModuleOp)> use) {
   mlir::DialectRegistry registry;
@@ -213,7 +227,7 @@ int withFrontEnd(
   if (!module)
     return 1;
   if (!symbolicOk)
-    if (int status = checkStaticInputs(*module, command))
+    if (int status = checkStaticInputs(*module, command, bounds))
       return status;
   mlir::PassManager pm(&context);
   SmallString<256> folder = sys::path::parent_path(model);
@@ -231,7 +245,7 @@ int runFrontEnd(
     StringRef output,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
   // Import and the SPMD program keep symbolic dimensions.
-  return withFrontEnd(command, model, dims, /*symbolicOk=*/true, build,
+  return withFrontEnd(command, model, dims, /*symbolicOk=*/true, nullptr, build,
                       [&](mlir::ModuleOp module) {
                         std::string error;
                         auto out = mlir::openOutputFile(output, &error);
@@ -247,7 +261,7 @@ int runFrontEnd(
 /// plan tool (PlanTool.h).
 int runPlanCommand(PlanRequest request, const onnximport::DimSizes &dims) {
   return withFrontEnd(
-      "plan", request.model, dims, /*symbolicOk=*/false,
+      "plan", request.model, dims, /*symbolicOk=*/false, nullptr,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
       },
@@ -281,12 +295,13 @@ int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
 /// rank programs (one module per distinct program) to `use`, inside one
 /// module that holds them all.
 int withRankPrograms(
-    StringRef model, const onnximport::DimSizes &dims, StringRef mesh,
-    bool sequenceParallel, int64_t microbatches,
+    StringRef model, const onnximport::DimSizes &dims,
+    const onnximport::DimSizes *bounds, StringRef mesh, bool sequenceParallel,
+    int64_t microbatches,
     llvm::function_ref<int(mlir::ModuleOp, ArrayRef<codegen::RoleProgram>)>
         use) {
   return withFrontEnd(
-      "compile", model, dims, /*symbolicOk=*/false,
+      "compile", model, dims, /*symbolicOk=*/false, bounds,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
@@ -322,7 +337,7 @@ int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
                     StringRef mesh, bool sequenceParallel, int64_t microbatches,
                     StringRef output) {
   return withRankPrograms(
-      model, dims, mesh, sequenceParallel, microbatches,
+      model, dims, nullptr, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
         std::string error;
         auto out = mlir::openOutputFile(output, &error);
@@ -345,7 +360,7 @@ int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
   options.mesh = mesh.str();
   options.version = MESHC_VERSION;
   return withRankPrograms(
-      model, dims, mesh, sequenceParallel, microbatches,
+      model, dims, &options.bounds, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         if (failed(codegen::compileCpu(roles, all, options)))
           return 1;
@@ -407,6 +422,16 @@ int runDriver(int argc, char **argv) {
                "folds to constants"),
       cl::value_desc("name=size"), cl::CommaSeparated, cl::sub(importCmd),
       cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
+
+  cl::list<std::string> maxDims(
+      "max-dim",
+      cl::desc("Compile executables that accept any size up to N for a "
+               "symbolic input dimension (batch_size, sequence_length, "
+               "past_sequence_length, ...); repeatable or comma-separated. "
+               "Buffers are planned at the bounds; each run checks its "
+               "inputs against them"),
+      cl::value_desc("name=N"), cl::CommaSeparated, cl::sub(compileCmd),
+      cl::cat(category));
 
   cl::opt<std::string> importOutput(
       "o", cl::desc("Write the IR to <file> (default: standard output)"),
@@ -550,7 +575,7 @@ int runDriver(int argc, char **argv) {
     StringRef command = importCmd ? "import" : planCmd ? "plan" : "compile";
     if (Error e = checkReadableFile(model, "model"))
       return fail(command, toString(std::move(e)));
-    auto dims = parseDimSizes(dimSizes);
+    auto dims = parseDimSizes(dimSizes, "--dim");
     if (!dims)
       return fail(command, toString(dims.takeError()));
     if (importCmd)
@@ -606,6 +631,15 @@ int runDriver(int argc, char **argv) {
     if (compileTarget == Target::Cuda)
       return notImplemented("compile --target cuda");
     codegen::CpuCompileOptions options;
+    auto bounds = parseDimSizes(maxDims, "--max-dim");
+    if (!bounds)
+      return fail(command, toString(bounds.takeError()));
+    for (const auto &entry : *bounds) {
+      if (dims->count(entry.getKey()))
+        return fail(command,
+                    "--dim and --max-dim both give '" + entry.getKey() + "'");
+      options.bounds[entry.getKey()] = entry.getValue();
+    }
     options.outputDir = compileOutput;
     options.march = compileMarch;
     options.keepSources = keepSources;

@@ -72,7 +72,7 @@ LogicalResult concretizeSlices(ModuleOp module, ArrayRef<int64_t> gridShape,
 }
 
 /// Keeps the ops of `func`'s body that `stage` runs (see the header).
-void keepStage(func::FuncOp func, int64_t stage) {
+LogicalResult keepStage(func::FuncOp func, int64_t stage) {
   Block &body = func.getBody().front();
   llvm::DenseSet<Value> held(body.getArguments().begin(),
                              body.getArguments().end());
@@ -92,6 +92,13 @@ void keepStage(func::FuncOp func, int64_t stage) {
     if (auto recv = dyn_cast<shard::RecvOp>(op)) {
       OpBuilder b(recv);
       auto type = cast<RankedTensorType>(recv.getInput().getType());
+      // The receive buffer's shape must be known here; with symbolic
+      // dimensions it is known only when the program runs.
+      if (!type.hasStaticShape())
+        return recv.emitOpError("receives a tensor of symbolic shape ")
+               << type
+               << "; pipeline stages need static shapes (give the "
+                  "symbolic dimensions sizes with --dim)";
       recv.getInputMutable().assign(tensor::EmptyOp::create(
           b, recv.getLoc(), type.getShape(), type.getElementType()));
     }
@@ -107,6 +114,7 @@ void keepStage(func::FuncOp func, int64_t stage) {
     op->dropAllUses();
     op->erase();
   }
+  return success();
 }
 
 class SpecializeRankPass
@@ -144,7 +152,8 @@ LogicalResult specializeForRank(ModuleOp module, int64_t rank) {
           func.erase();
         continue;
       }
-      keepStage(func, stage);
+      if (failed(keepStage(func, stage)))
+        return failure();
     }
   }
   module->setAttr(

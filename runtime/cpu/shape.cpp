@@ -110,6 +110,16 @@ void slice(const TensorRef &in, const std::int64_t *starts,
   plan.numOperands = 1;
   std::int64_t base = 0;
   for (int d = 0; d < in.rank; ++d) {
+    // Shapes computed at run time (symbolic dimensions) must still stay
+    // inside the input: first and last element of each dimension.
+    std::int64_t last = starts[d] + (out.shape[d] - 1) * steps[d];
+    if (starts[d] < 0 || starts[d] >= in.shape[d] || last < 0 ||
+        last >= in.shape[d])
+      fatal("slice: " + std::to_string(out.shape[d]) + " elements from index " +
+            std::to_string(starts[d]) + " by step " + std::to_string(steps[d]) +
+            " leave dimension " + std::to_string(d) + " of size " +
+            std::to_string(in.shape[d]) +
+            " (a size beyond what the model supports?)");
     plan.shape[d] = out.shape[d];
     plan.strides[0][d] = steps[d] * inStrides[d];
     base += starts[d] * inStrides[d];

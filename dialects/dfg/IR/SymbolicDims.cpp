@@ -41,6 +41,7 @@ SmallVector<AffineExpr> DimTable::read(AffineMap map, ArrayAttr names) {
 
 std::pair<AffineMap, ArrayAttr>
 DimTable::write(ArrayRef<AffineExpr> exprs) const {
+  assert(!llvm::is_contained(exprs, AffineExpr()) && "no null expressions");
   // Renumber the symbols used, in order of first use.
   SmallVector<int64_t> local(names_.size(), -1);
   SmallVector<Attribute> used;
@@ -545,7 +546,22 @@ Dims SymbolicShapes::compute(Value value) {
         past[2] = past[2] && fresh[2] ? past[2] + fresh[2] : AffineExpr();
         return past;
       })
-      .Default([&](Operation *) { return unknown; });
+      .Default([&](Operation *o) -> Dims {
+        // Ops outside dfg (the shard collectives of a partitioned program)
+        // keep their operand's dimensions, except the one they gather,
+        // scatter or slice: that one is known only where the type is static.
+        if (isa<DfgDialect>(o->getDialect()) || o->getNumOperands() == 0)
+          return unknown;
+        Dims d = in(0);
+        if (d.size() != static_cast<size_t>(type.getRank()))
+          return unknown;
+        for (StringRef axisAttr : {"gather_axis", "scatter_axis", "split_axis",
+                                   "concat_axis", "slice_axis"})
+          if (auto axis = o->getAttrOfType<IntegerAttr>(axisAttr))
+            if (axis.getInt() >= 0 && axis.getInt() < type.getRank())
+              d[axis.getInt()] = AffineExpr();
+        return d;
+      });
 }
 
 } // namespace meshc::dfg

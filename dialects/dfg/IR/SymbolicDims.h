@@ -43,8 +43,9 @@ public:
   /// table's symbols.
   llvm::SmallVector<mlir::AffineExpr> read(mlir::AffineMap map,
                                            mlir::ArrayAttr names);
-  /// Expressions over this table's symbols as a map over just the symbols
-  /// they use, and those symbols' names (for an op's attributes).
+  /// Expressions (none null) over this table's symbols as a map over just
+  /// the symbols they use, and those symbols' names (for an op's
+  /// attributes).
   std::pair<mlir::AffineMap, mlir::ArrayAttr>
   write(llvm::ArrayRef<mlir::AffineExpr> exprs) const;
 
