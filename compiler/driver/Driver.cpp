@@ -37,6 +37,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <tuple>
+
 using namespace llvm;
 
 namespace meshc {
@@ -208,11 +210,68 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command,
                : ""));
 }
 
+/// --max-batch / --max-seq / --max-cache: bounds for the model's batch,
+/// sequence and KV-cache dimensions, whatever their dim_param names (0: not
+/// given).
+struct AxisBounds {
+  int64_t batch = 0, seq = 0, cache = 0;
+};
+
+/// Adds `axes` to `bounds` under the names the model gives those
+/// dimensions: the batch is dimension 0 of the first input that has a
+/// symbolic one; the sequence is dimension 1 of the first integer input
+/// (the token ids); the KV cache is dimension 2 of the first 4-D input whose
+/// dimension 2 is symbolic and not the sequence (a past key or value).
+int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
+                      onnximport::DimSizes &bounds, StringRef command) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  std::string batch, seq, cache;
+  auto nameOf = [&](unsigned arg, int64_t dim) -> std::string {
+    auto type =
+        dyn_cast<mlir::RankedTensorType>(main.getArgument(arg).getType());
+    auto names = main.getArgAttrOfType<mlir::ArrayAttr>(arg, "dfg.dim_names");
+    if (!type || !names || dim >= type.getRank() ||
+        dim >= static_cast<int64_t>(names.size()) || !type.isDynamicDim(dim))
+      return "";
+    return cast<mlir::StringAttr>(names[dim]).getValue().str();
+  };
+  for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
+    auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+    if (batch.empty())
+      batch = nameOf(i, 0);
+    if (seq.empty() && isa<mlir::IntegerType>(type.getElementType()))
+      seq = nameOf(i, 1);
+  }
+  for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
+    std::string past = nameOf(i, 2);
+    auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+    if (cache.empty() && type.getRank() == 4 && past != seq)
+      cache = past;
+  }
+  for (auto [flag, size, name, what] :
+       {std::tuple<StringRef, int64_t, std::string, StringRef>{
+            "--max-batch", axes.batch, batch,
+            "batch (dimension 0 of the inputs)"},
+        {"--max-seq", axes.seq, seq,
+         "sequence (dimension 1 of the integer input)"},
+        {"--max-cache", axes.cache, cache,
+         "KV-cache (dimension 2 of a 4-D past input)"}}) {
+    if (size <= 0)
+      continue;
+    if (name.empty())
+      return fail(command, flag + ": the model has no symbolic " + what +
+                               " dimension; name one with --max-dim");
+    if (!bounds.try_emplace(name, size).second)
+      return fail(command, flag + " and --max-dim both bound '" + name + "'");
+  }
+  return 0;
+}
+
 /// Imports `model`, runs the pipelines `build` adds (given the model's
 /// folder, where its weights are) and hands the module to `use`.
 int withFrontEnd(
     StringRef command, StringRef model, const onnximport::DimSizes &dims,
-    bool symbolicOk, const onnximport::DimSizes *bounds,
+    bool symbolicOk, onnximport::DimSizes *bounds, const AxisBounds *axes,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build,
     llvm::function_ref<int(mlir::ModuleOp)> use) {
   mlir::DialectRegistry registry;
@@ -226,6 +285,9 @@ int withFrontEnd(
       onnximport::importOnnxModel(context, model, dims);
   if (!module)
     return 1;
+  if (bounds && axes)
+    if (int status = resolveAxisBounds(*module, *axes, *bounds, command))
+      return status;
   if (!symbolicOk)
     if (int status = checkStaticInputs(*module, command, bounds))
       return status;
@@ -245,8 +307,8 @@ int runFrontEnd(
     StringRef output,
     llvm::function_ref<void(mlir::OpPassManager &, StringRef)> build) {
   // Import and the SPMD program keep symbolic dimensions.
-  return withFrontEnd(command, model, dims, /*symbolicOk=*/true, nullptr, build,
-                      [&](mlir::ModuleOp module) {
+  return withFrontEnd(command, model, dims, /*symbolicOk=*/true, nullptr,
+                      nullptr, build, [&](mlir::ModuleOp module) {
                         std::string error;
                         auto out = mlir::openOutputFile(output, &error);
                         if (!out)
@@ -261,7 +323,7 @@ int runFrontEnd(
 /// plan tool (PlanTool.h).
 int runPlanCommand(PlanRequest request, const onnximport::DimSizes &dims) {
   return withFrontEnd(
-      "plan", request.model, dims, /*symbolicOk=*/false, nullptr,
+      "plan", request.model, dims, /*symbolicOk=*/false, nullptr, nullptr,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
       },
@@ -296,12 +358,12 @@ int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
 /// module that holds them all.
 int withRankPrograms(
     StringRef model, const onnximport::DimSizes &dims,
-    const onnximport::DimSizes *bounds, StringRef mesh, bool sequenceParallel,
-    int64_t microbatches,
+    onnximport::DimSizes *bounds, const AxisBounds *axes, StringRef mesh,
+    bool sequenceParallel, int64_t microbatches,
     llvm::function_ref<int(mlir::ModuleOp, ArrayRef<codegen::RoleProgram>)>
         use) {
   return withFrontEnd(
-      "compile", model, dims, /*symbolicOk=*/false, bounds,
+      "compile", model, dims, /*symbolicOk=*/false, bounds, axes,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
@@ -337,7 +399,7 @@ int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
                     StringRef mesh, bool sequenceParallel, int64_t microbatches,
                     StringRef output) {
   return withRankPrograms(
-      model, dims, nullptr, mesh, sequenceParallel, microbatches,
+      model, dims, nullptr, nullptr, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
         std::string error;
         auto out = mlir::openOutputFile(output, &error);
@@ -353,14 +415,14 @@ int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
 /// then per-rank executables, weight shards and the manifest (CompileCpu.h).
 int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
                   StringRef mesh, bool sequenceParallel, int64_t microbatches,
-                  codegen::CpuCompileOptions options) {
+                  codegen::CpuCompileOptions options, AxisBounds axes) {
   SmallString<256> folder = sys::path::parent_path(model);
   options.weightsDir = folder.empty() ? "." : folder.str().str();
   options.model = sys::path::filename(model).str();
   options.mesh = mesh.str();
   options.version = MESHC_VERSION;
   return withRankPrograms(
-      model, dims, &options.bounds, mesh, sequenceParallel, microbatches,
+      model, dims, &options.bounds, &axes, mesh, sequenceParallel, microbatches,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         if (failed(codegen::compileCpu(roles, all, options)))
           return 1;
@@ -432,6 +494,22 @@ int runDriver(int argc, char **argv) {
                "inputs against them"),
       cl::value_desc("name=N"), cl::CommaSeparated, cl::sub(compileCmd),
       cl::cat(category));
+
+  cl::opt<unsigned> maxBatch(
+      "max-batch",
+      cl::desc("As --max-dim for the model's batch dimension (dimension 0 of "
+               "its inputs), whatever its name; no default"),
+      cl::value_desc("N"), cl::init(0), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<unsigned> maxSeq(
+      "max-seq",
+      cl::desc("As --max-dim for the sequence dimension (dimension 1 of the "
+               "token ids); no default"),
+      cl::value_desc("N"), cl::init(0), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<unsigned> maxCache(
+      "max-cache",
+      cl::desc("As --max-dim for the KV-cache length (dimension 2 of the past "
+               "keys and values); no default"),
+      cl::value_desc("N"), cl::init(0), cl::sub(compileCmd), cl::cat(category));
 
   cl::opt<std::string> importOutput(
       "o", cl::desc("Write the IR to <file> (default: standard output)"),
@@ -644,8 +722,12 @@ int runDriver(int argc, char **argv) {
     options.march = compileMarch;
     options.keepSources = keepSources;
     options.verbose = compileVerbose;
+    AxisBounds axes;
+    axes.batch = maxBatch;
+    axes.seq = maxSeq;
+    axes.cache = maxCache;
     return runCompileCpu(model, *dims, meshSpec->str(), sequenceParallel,
-                         microbatches, options);
+                         microbatches, options, axes);
   }
   if (runCmd) {
     if (!sys::fs::is_directory(runDir))
