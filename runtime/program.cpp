@@ -326,9 +326,21 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
       fatal("input '" + std::string(spec.name) + "' (" + it->second +
             ") has shape " + formatShape(full.shape) +
             ", the model was compiled for " + formatShape(declaredShape));
+    auto inputSharding = parseSharding(entry, global.size());
+    for (std::size_t d = 0; d < global.size(); ++d) {
+      // A size given at run time must split evenly over its axes.
+      std::int64_t count = 1;
+      for (std::int64_t axis : inputSharding[d])
+        count *= grid[axis];
+      if (declaredShape[d] < 0 && global[d] % count != 0)
+        fatal("input '" + std::string(spec.name) + "' (" + it->second +
+              ") has " + std::to_string(global[d]) + " along dimension " +
+              std::to_string(d) + " ('" + entry["dims"][d].get<std::string>() +
+              "'), which does not split into " + std::to_string(count) +
+              " equal pieces over the mesh");
+    }
     Shape offsets, local;
-    pieceOf(grid, comm_->rank(), global, parseSharding(entry, global.size()),
-            offsets, local);
+    pieceOf(grid, comm_->rank(), global, inputSharding, offsets, local);
     HostTensor piece;
     piece.dtype = full.dtype;
     piece.shape = local;
@@ -430,8 +442,8 @@ int Program::finish() {
     std::string name = entry.value("name", "");
     Shape global = entry["shape"].get<Shape>();
     if (std::find(global.begin(), global.end(), -1) != global.end()) {
-      // Dimensions given at run time are never split: every holder's piece
-      // has them whole, and ranks that hold no piece take no part.
+      // Sizes given at run time: every holder's piece times the number of
+      // pieces along each dimension; ranks that hold no piece take no part.
       std::vector<std::int64_t> ranks =
           entry["ranks"].get<std::vector<std::int64_t>>();
       if (std::find(ranks.begin(), ranks.end(), me) == ranks.end())
@@ -442,9 +454,14 @@ int Program::finish() {
           own = i;
       if (own < 0 || !s.outputSet[own])
         fatal("output '" + name + "' was never computed");
-      for (std::size_t d = 0; d < global.size(); ++d)
-        if (global[d] < 0)
-          global[d] = s.outputs[own].shape[d];
+      auto pieces = parseSharding(entry, global.size());
+      for (std::size_t d = 0; d < global.size(); ++d) {
+        if (global[d] >= 0)
+          continue;
+        global[d] = s.outputs[own].shape[d];
+        for (std::int64_t axis : pieces[d])
+          global[d] *= grid[axis];
+      }
     }
     auto sharding = parseSharding(entry, global.size());
     std::vector<std::int64_t> holders =

@@ -357,32 +357,34 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
     names_[arg] = name;
   }
   if (bounds_ && isMain) {
-    // The sizes of the symbolic dimensions, from the first input that has
-    // each. A dimension split over the mesh would give its piece's size.
+    // The sizes of the symbolic dimensions, from the inputs: a dimension
+    // whole on every rank gives its size; one split over the mesh gives the
+    // rank's piece ("name@n", see localizeSymbols), and the whole is n times
+    // that.
     llvm::StringSet<> bound;
+    llvm::StringMap<std::string> wholeFromPiece;
     for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
       auto names = fn_.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
       if (!names)
         continue;
       auto type = cast<RankedTensorType>(arg.getType());
-      TensorSharding sharding =
-          fromAttr(fn_.getArgAttr(i, kShardingAttr), type.getRank());
       for (auto [d, n] : llvm::enumerate(names.getValue())) {
         StringRef name = cast<StringAttr>(n).getValue();
-        if (name.empty() || !type.isDynamicDim(d))
+        if (name.empty() || !type.isDynamicDim(d) || !bound.insert(name).second)
           continue;
-        if (d < sharding.size() && !sharding[d].empty())
-          return fn_.emitError("the symbolic dimension '")
-                 << name << "' of input #" << i
-                 << " is split over the mesh; executables for a range of "
-                    "sizes keep symbolic dimensions whole (use a mesh "
-                    "without dp and sequence parallelism, or fix the size "
-                    "with --dim)";
-        if (bound.insert(name).second)
-          os << "  const std::int64_t d_" << identifier(name) << " = a" << i
-             << ".shape[" << d << "]; // " << name << "\n";
+        os << "  const std::int64_t d_" << identifier(name) << " = a" << i
+           << ".shape[" << d << "]; // " << name << "\n";
+        auto [whole, pieces] = name.rsplit('@');
+        if (!pieces.empty())
+          wholeFromPiece.try_emplace(whole, "d_" + identifier(name) + " * " +
+                                                pieces.str());
       }
     }
+    for (auto &[whole, expr] : wholeFromPiece)
+      if (!bound.contains(whole))
+        os << "  const std::int64_t d_" << identifier(whole) << " = " << expr
+           << "; // " << whole << ", split over the mesh\n  (void)d_"
+           << identifier(whole) << ";\n";
   }
   for (Operation &op : fn_.getBody().front())
     if (failed(emitOp(&op, os)))
@@ -857,6 +859,50 @@ std::vector<GroupAxes> collectGroups(ModuleOp ranksModule) {
   return groups;
 }
 
+/// Symbolic dimensions split over the mesh (dp over the batch): the rank
+/// program's input holds a piece, so its dimension is renamed "name@n" (n
+/// the number of pieces) wherever the inputs name it, and bound by the
+/// rank's own size; its bound is the whole's divided by n, rounded up.
+/// Returns the original names of every input's dimensions (the manifest
+/// speaks of the whole).
+std::vector<std::vector<std::string>>
+localizeSymbols(func::FuncOp main, ArrayRef<int64_t> gridShape,
+                dfg::DimBindings *bounds) {
+  std::vector<std::vector<std::string>> original;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto type = cast<RankedTensorType>(main.getArgument(i).getType());
+    auto names = main.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
+    std::vector<std::string> before(type.getRank());
+    if (!names) {
+      original.push_back(before);
+      continue;
+    }
+    TensorSharding sharding =
+        fromAttr(main.getArgAttr(i, kShardingAttr), type.getRank());
+    SmallVector<Attribute> renamed;
+    for (auto [d, n] : llvm::enumerate(names.getValue())) {
+      std::string name = cast<StringAttr>(n).getValue().str();
+      if (d < before.size())
+        before[d] = name;
+      int64_t pieces = 1;
+      if (d < sharding.size())
+        for (shard::GridAxis a : sharding[d])
+          pieces *= gridShape[a];
+      if (!name.empty() && pieces > 1 && type.isDynamicDim(d)) {
+        std::string local = name + "@" + std::to_string(pieces);
+        if (bounds && bounds->count(name))
+          (*bounds)[local] = (bounds->lookup(name) + pieces - 1) / pieces;
+        name = local;
+      }
+      renamed.push_back(StringAttr::get(main.getContext(), name));
+    }
+    main.setArgAttr(i, "dfg.dim_names",
+                    ArrayAttr::get(main.getContext(), renamed));
+    original.push_back(before);
+  }
+  return original;
+}
+
 FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
                                          ArrayRef<GroupAxes> groups,
                                          StringRef banner,
@@ -882,6 +928,12 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
     if (fn != main && !fn.isExternal())
       stages.push_back(fn);
   int collectives = 0;
+  dfg::DimBindings localBounds = bounds ? *bounds : dfg::DimBindings();
+  std::vector<std::vector<std::string>> inputNames;
+  if (bounds) {
+    inputNames = localizeSymbols(main, gridShape, &localBounds);
+    bounds = &localBounds;
+  }
   FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives,
                               bounds);
   uint64_t mainPeak = mainEmitter.plan();
@@ -923,10 +975,15 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   };
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto name = main.getArgAttrOfType<StringAttr>(i, "onnx.name");
+    std::vector<std::string> dims = describe(main.getArgument(i));
+    if (i < inputNames.size())
+      for (auto [d, dim] : llvm::enumerate(dims))
+        if (!dim.empty())
+          dim = inputNames[i][d]; // the whole, not this rank's piece
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),
-         main.getArgAttr(i, kShardingAttr), describe(main.getArgument(i))});
+         main.getArgAttr(i, kShardingAttr), dims});
   }
   Operation *ret = main.getBody().front().getTerminator();
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
