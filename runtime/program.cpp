@@ -441,33 +441,30 @@ int Program::finish() {
     ++tag;
     std::string name = entry.value("name", "");
     Shape global = entry["shape"].get<Shape>();
-    if (std::find(global.begin(), global.end(), -1) != global.end()) {
-      // Sizes given at run time: every holder's piece times the number of
-      // pieces along each dimension; ranks that hold no piece take no part.
-      std::vector<std::int64_t> ranks =
-          entry["ranks"].get<std::vector<std::int64_t>>();
-      if (std::find(ranks.begin(), ranks.end(), me) == ranks.end())
-        continue;
-      int own = -1;
-      for (int i = 0; i < info_.numOutputs; ++i)
-        if (name == info_.outputs[i].name)
-          own = i;
-      if (own < 0 || !s.outputSet[own])
-        fatal("output '" + name + "' was never computed");
-      auto pieces = parseSharding(entry, global.size());
-      for (std::size_t d = 0; d < global.size(); ++d) {
-        if (global[d] >= 0)
-          continue;
-        global[d] = s.outputs[own].shape[d];
-        for (std::int64_t axis : pieces[d])
-          global[d] *= grid[axis];
-      }
-    }
     auto sharding = parseSharding(entry, global.size());
     std::vector<std::int64_t> holders =
         entry["ranks"].get<std::vector<std::int64_t>>();
     if (holders.empty())
       continue;
+    int index = -1;
+    for (int i = 0; i < info_.numOutputs; ++i)
+      if (name == info_.outputs[i].name)
+        index = i;
+    if (std::find(global.begin(), global.end(), -1) != global.end()) {
+      // Sizes given at run time: a holder's piece times the number of
+      // pieces along each dimension; ranks that hold no piece take no part.
+      if (std::find(holders.begin(), holders.end(), me) == holders.end())
+        continue;
+      if (index < 0 || !s.outputSet[index])
+        fatal("output '" + name + "' was never computed");
+      for (std::size_t d = 0; d < global.size(); ++d) {
+        if (global[d] >= 0)
+          continue;
+        global[d] = s.outputs[index].shape[d];
+        for (std::int64_t axis : sharding[d])
+          global[d] *= grid[axis];
+      }
+    }
     // The lowest rank holding each distinct piece sends it; the lowest
     // holder of all writes the file.
     std::map<Shape, std::int64_t> senders;
@@ -477,10 +474,6 @@ int Program::finish() {
       senders.emplace(offsets, r);
     }
     std::int64_t writer = holders.front();
-    int index = -1;
-    for (int i = 0; i < info_.numOutputs; ++i)
-      if (name == info_.outputs[i].name)
-        index = i;
     Shape offsets, local;
     pieceOf(grid, me, global, sharding, offsets, local);
     std::string what = "assembling output '" + name + "'";

@@ -477,6 +477,32 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
        << o << ");\n";
     return success();
   };
+  // A slice whose starts are computed when the program runs: `first[k]` is
+  // the C++ start of axis k, clamped against the input's size there.
+  auto runtimeSlice = [&](Value input, ArrayRef<std::string> first,
+                          ArrayRef<int64_t> axes,
+                          ArrayRef<int64_t> axisSteps) -> LogicalResult {
+    int64_t rank = rankOf(input);
+    std::string i = get(input), o = out();
+    SmallVector<std::string> starts(rank, "0");
+    SmallVector<int64_t> steps(rank, 1);
+    for (auto [k, axis, step] : llvm::enumerate(axes, axisSteps)) {
+      int64_t a = normalizeAxis(axis, rank);
+      steps[a] = step;
+      starts[a] = "rt::sliceStart(" + first[k] + ", " + i + ".shape[" +
+                  std::to_string(a) + "], " + std::to_string(step) + ")";
+    }
+    os << "  {\n    const std::int64_t starts[] = {" << llvm::join(starts, ", ")
+       << "}, steps[] = " << list(steps) << ";\n    k::slice(" << i
+       << ", starts, steps, " << o << ");\n  }\n";
+    return success();
+  };
+  // The C++ element type of an i64 / i32 tensor.
+  auto intType = [](Type t) -> StringRef {
+    return cast<RankedTensorType>(t).getElementType().isInteger(64)
+               ? "std::int64_t"
+               : "std::int32_t";
+  };
   auto unary = [&](StringRef kind) -> LogicalResult {
     std::string i = get(op->getOperand(0));
     std::string o = out();
@@ -552,54 +578,27 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
            << ");\n";
         return success();
       })
-      .Case([&](dfg::SliceOp s) {
+      .Case([&](dfg::SliceOp s) -> LogicalResult {
         auto inType = cast<RankedTensorType>(s.getInput().getType());
+        if (!inType.hasStaticShape()) {
+          SmallVector<std::string> first;
+          for (int64_t start : s.getStarts())
+            first.push_back(std::to_string(start));
+          return runtimeSlice(s.getInput(), first, s.getAxes(), s.getSteps());
+        }
+        dfg::Shape starts, steps;
+        dfg::sliceOrigin(inType.getShape(), s.getStarts(), s.getAxes(),
+                         s.getSteps(), starts, steps);
         std::string i = get(s.getInput()), o = out();
-        if (inType.hasStaticShape()) {
-          dfg::Shape starts, steps;
-          dfg::sliceOrigin(inType.getShape(), s.getStarts(), s.getAxes(),
-                           s.getSteps(), starts, steps);
-          os << "  {\n    const std::int64_t starts[] = " << list(starts)
-             << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
-             << ", starts, steps, " << o << ");\n  }\n";
-          return success();
-        }
-        // Starts clamped against the input's size when the program runs.
-        SmallVector<std::string> starts(inType.getRank(), "0");
-        SmallVector<int64_t> steps(inType.getRank(), 1);
-        for (auto [start, axis, step] :
-             llvm::zip_equal(s.getStarts(), s.getAxes(), s.getSteps())) {
-          int64_t a = normalizeAxis(axis, inType.getRank());
-          steps[a] = step;
-          starts[a] = "rt::sliceStart(" + std::to_string(start) + ", " + i +
-                      ".shape[" + std::to_string(a) + "], " +
-                      std::to_string(step) + ")";
-        }
-        os << "  {\n    const std::int64_t starts[] = {"
-           << llvm::join(starts, ", ") << "}, steps[] = " << list(steps)
-           << ";\n    k::slice(" << i << ", starts, steps, " << o
-           << ");\n  }\n";
+        os << "  {\n    const std::int64_t starts[] = " << list(starts)
+           << ", steps[] = " << list(steps) << ";\n    k::slice(" << i
+           << ", starts, steps, " << o << ");\n  }\n";
         return success();
       })
       .Case([&](dfg::SymbolicSliceOp s) {
-        auto inType = cast<RankedTensorType>(s.getInput().getType());
-        SmallVector<std::string> first =
-            mapExprs(s.getStarts(), s.getSymbols());
-        std::string i = get(s.getInput()), o = out();
-        SmallVector<std::string> starts(inType.getRank(), "0");
-        SmallVector<int64_t> steps(inType.getRank(), 1);
-        for (auto [k, axis, step] :
-             llvm::enumerate(s.getAxes(), s.getSteps())) {
-          int64_t a = normalizeAxis(axis, inType.getRank());
-          steps[a] = step;
-          starts[a] = "rt::sliceStart(" + first[k] + ", " + i + ".shape[" +
-                      std::to_string(a) + "], " + std::to_string(step) + ")";
-        }
-        os << "  {\n    const std::int64_t starts[] = {"
-           << llvm::join(starts, ", ") << "}, steps[] = " << list(steps)
-           << ";\n    k::slice(" << i << ", starts, steps, " << o
-           << ");\n  }\n";
-        return success();
+        return runtimeSlice(s.getInput(),
+                            mapExprs(s.getStarts(), s.getSymbols()),
+                            s.getAxes(), s.getSteps());
       })
       .Case([&](dfg::SymbolicExpandOp e) {
         std::string i = get(e.getInput()), o = out();
@@ -613,9 +612,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
       .Case([&](dfg::RangeOp r) {
         SmallVector<std::string> b = mapExprs(r.getBounds(), r.getSymbols());
         std::string o = out();
-        StringRef t = r.getType().getElementType().isInteger(64)
-                          ? "std::int64_t"
-                          : "std::int32_t";
+        StringRef t = intType(r.getType());
         os << "  {\n    const std::int64_t start = " << b[0]
            << ";\n    auto *o = " << o << ".as<" << t
            << ">();\n    for (std::int64_t i = 0; i < " << o
@@ -626,9 +623,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
       .Case([&](dfg::SizesOp z) {
         SmallVector<std::string> v = mapExprs(z.getMap(), z.getSymbols());
         std::string o = out();
-        StringRef t = z.getType().getElementType().isInteger(64)
-                          ? "std::int64_t"
-                          : "std::int32_t";
+        StringRef t = intType(z.getType());
         for (auto [k, e] : llvm::enumerate(v))
           os << "  " << o << ".as<" << t << ">()[" << k << "] = static_cast<"
              << t << ">(" << e << ");\n";

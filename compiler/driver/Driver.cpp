@@ -70,8 +70,9 @@ Error checkReadableFile(StringRef path, StringRef what) {
   return errorCodeToError(sys::Process::SafelyCloseFileDescriptor(fd));
 }
 
-/// Parses the --dim entries ("NAME=SIZE", each a symbolic input dimension
-/// and a positive size; a name given twice is an error).
+/// Parses the entries of `flag` (--dim or --max-dim): "NAME=SIZE", each a
+/// symbolic input dimension and a positive size; a name given twice is an
+/// error.
 Expected<onnximport::DimSizes> parseDimSizes(ArrayRef<std::string> entries,
                                              StringRef flag) {
   onnximport::DimSizes sizes;

@@ -21,7 +21,7 @@ Value stripLeadingUnits(Value v, dfg::SymbolicShapes &shapes) {
     if (!isa<dfg::UnsqueezeOp, dfg::ReshapeOp>(op))
       return v;
     Value in = op->getOperand(0);
-    ArrayRef<AffineExpr> outDims = shapes.dims(v), inDims = shapes.dims(in);
+    SmallVector<AffineExpr> outDims(shapes.dims(v)), inDims(shapes.dims(in));
     if (outDims.size() < inDims.size())
       return v;
     size_t lead = outDims.size() - inDims.size();

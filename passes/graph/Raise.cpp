@@ -18,6 +18,7 @@
 #include "passes/graph/RaisePatterns.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -33,19 +34,36 @@ using namespace mlir;
 namespace meshc {
 namespace {
 
+/// Keeps the shared symbolic-shape analysis true while rewrites erase ops.
+struct ForgetErased : RewriterBase::Listener {
+  explicit ForgetErased(dfg::SymbolicShapes &shapes) : shapes(shapes) {}
+  void notifyOperationErased(Operation *op) override {
+    for (Value r : op->getResults())
+      shapes.forget(r);
+  }
+  dfg::SymbolicShapes &shapes;
+};
+
 struct RaisePass : impl::RaisePassBase<RaisePass> {
   using RaisePassBase::RaisePassBase;
 
   void runOnOperation() override {
     graph::ConstantReader reader(weightsDir);
+    // One symbolic-shape analysis for all matches: a fresh one per match
+    // re-derived the graph back to its inputs each time.
+    dfg::DimTable table(&getContext());
+    dfg::SymbolicShapes shapes(table);
+    ForgetErased forget(shapes);
     RewritePatternSet patterns(&getContext());
     graph::populateRaiseNormPatterns(patterns, reader);
     graph::populateRaiseActivationPatterns(patterns, reader);
-    graph::populateRaiseLinearPatterns(patterns);
-    graph::populateRaiseRotaryPatterns(patterns, reader);
-    graph::populateRaiseAttentionPatterns(patterns, reader);
+    graph::populateRaiseLinearPatterns(patterns, shapes);
+    graph::populateRaiseRotaryPatterns(patterns, reader, shapes);
+    graph::populateRaiseAttentionPatterns(patterns, reader, shapes);
     FrozenRewritePatternSet frozen(std::move(patterns));
-    if (failed(applyPatternsGreedily(getOperation(), frozen)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), frozen,
+                                  GreedyRewriteConfig().setListener(&forget))))
       getOperation().emitWarning(
           "meshc-graph-raise did not reach a fixed point");
   }

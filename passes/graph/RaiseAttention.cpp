@@ -103,8 +103,9 @@ std::pair<Value, int64_t> stripRepeat(Value v, dfg::SymbolicShapes &shapes) {
   if (!unsqueeze || unsqueeze.getAxes() != ArrayRef<int64_t>{2})
     return {v, 1};
   Value x = unsqueeze.getInput();
-  ArrayRef<AffineExpr> xd = shapes.dims(x), ed = shapes.dims(expand),
-                       rd = shapes.dims(reshape);
+  // Copies: a query may grow the analysis's table.
+  SmallVector<AffineExpr> xd(shapes.dims(x)), ed(shapes.dims(expand)),
+      rd(shapes.dims(reshape));
   auto n = ed.size() == 5 ? dyn_cast_or_null<AffineConstantExpr>(ed[2])
                           : AffineConstantExpr();
   if (xd.size() != 4 || !n || rd.size() != 4)
@@ -160,8 +161,9 @@ bool isCausalMask(Value mask, int64_t queries, int64_t keys, int64_t offset,
 
 /// softmax(mask(scale * Q K^T)) V -> attention(Q, K, V)   (see the outline)
 struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
-  SoftmaxAttention(MLIRContext *ctx, const ConstantReader &reader)
-      : OpRewritePattern(ctx), reader(reader) {}
+  SoftmaxAttention(MLIRContext *ctx, const ConstantReader &reader,
+                   dfg::SymbolicShapes &shapes)
+      : OpRewritePattern(ctx), reader(reader), shapes(shapes) {}
 
   LogicalResult matchAndRewrite(dfg::MatMulOp op,
                                 PatternRewriter &rewriter) const override {
@@ -233,8 +235,6 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     Value k = stripScale(kT.getInput(), scale, reader);
 
     // 4. GQA repetition and KV cache.
-    dfg::DimTable table(op.getContext());
-    dfg::SymbolicShapes shapes(table);
     auto [key, kRepeat] = stripRepeat(k, shapes);
     auto [value, vRepeat] = stripRepeat(op.getRhs(), shapes);
     if (kRepeat != vRepeat || !(scale > 0))
@@ -308,13 +308,15 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   }
 
   const ConstantReader &reader;
+  dfg::SymbolicShapes &shapes;
 };
 
 } // namespace
 
 void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
-                                    const ConstantReader &reader) {
-  patterns.add<SoftmaxAttention>(patterns.getContext(), reader);
+                                    const ConstantReader &reader,
+                                    dfg::SymbolicShapes &shapes) {
+  patterns.add<SoftmaxAttention>(patterns.getContext(), reader, shapes);
 }
 
 } // namespace meshc::graph

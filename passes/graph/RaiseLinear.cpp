@@ -91,7 +91,8 @@ struct LinearBias : OpRewritePattern<dfg::AddOp> {
 /// The outer reshape may be symbolic (dfg.symbolic_reshape back to [batch,
 /// seq, out] of a dynamic-axes export): shapes are compared as symbolic
 /// dimensions.
-LogicalResult linearThroughFlatten(Operation *op, PatternRewriter &rewriter) {
+LogicalResult linearThroughFlatten(Operation *op, PatternRewriter &rewriter,
+                                   dfg::SymbolicShapes &shapes) {
   auto linear = defining<dfg::LinearOp>(op->getOperand(0));
   auto flatten =
       linear ? defining<dfg::ReshapeOp>(linear.getInput()) : dfg::ReshapeOp();
@@ -103,8 +104,6 @@ LogicalResult linearThroughFlatten(Operation *op, PatternRewriter &rewriter) {
   if (xt.getRank() < 1 || xt.isDynamicDim(xt.getRank() - 1) ||
       ft.getShape().back() != xt.getShape().back())
     return failure();
-  dfg::DimTable table(op->getContext());
-  dfg::SymbolicShapes shapes(table);
   SmallVector<AffineExpr> expected(shapes.dims(x));
   expected.back() = getAffineConstantExpr(linear.getType().getShape().back(),
                                           op->getContext());
@@ -121,18 +120,22 @@ LogicalResult linearThroughFlatten(Operation *op, PatternRewriter &rewriter) {
 }
 
 struct LinearThroughFlatten : OpRewritePattern<dfg::ReshapeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LinearThroughFlatten(MLIRContext *ctx, dfg::SymbolicShapes &shapes)
+      : OpRewritePattern(ctx), shapes(shapes) {}
+  dfg::SymbolicShapes &shapes;
   LogicalResult matchAndRewrite(dfg::ReshapeOp op,
                                 PatternRewriter &rewriter) const override {
-    return linearThroughFlatten(op, rewriter);
+    return linearThroughFlatten(op, rewriter, shapes);
   }
 };
 
 struct LinearThroughSymbolicFlatten : OpRewritePattern<dfg::SymbolicReshapeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LinearThroughSymbolicFlatten(MLIRContext *ctx, dfg::SymbolicShapes &shapes)
+      : OpRewritePattern(ctx), shapes(shapes) {}
+  dfg::SymbolicShapes &shapes;
   LogicalResult matchAndRewrite(dfg::SymbolicReshapeOp op,
                                 PatternRewriter &rewriter) const override {
-    return linearThroughFlatten(op, rewriter);
+    return linearThroughFlatten(op, rewriter, shapes);
   }
 };
 
@@ -154,11 +157,12 @@ struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
 
 } // namespace
 
-void populateRaiseLinearPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<ReshapeOfWeight, MatMulOfWeight, LinearBias, LinearThroughFlatten,
-           LinearThroughSymbolicFlatten, GatherRowsOfWeight>(
-          patterns.getContext());
+void populateRaiseLinearPatterns(RewritePatternSet &patterns,
+                                 dfg::SymbolicShapes &shapes) {
+  patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias, GatherRowsOfWeight>(
+      patterns.getContext());
+  patterns.add<LinearThroughFlatten, LinearThroughSymbolicFlatten>(
+      patterns.getContext(), shapes);
 }
 
 } // namespace meshc::graph

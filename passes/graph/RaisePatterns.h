@@ -13,6 +13,10 @@ namespace mlir {
 class RewritePatternSet;
 } // namespace mlir
 
+namespace meshc::dfg {
+class SymbolicShapes;
+} // namespace meshc::dfg
+
 namespace meshc::graph {
 
 class ConstantReader;
@@ -28,16 +32,21 @@ void populateRaiseActivationPatterns(mlir::RewritePatternSet &patterns,
 /// dfg.linear from matmuls with weights (bias, reshapes, transposed
 /// layouts), dfg.embedding from row gathers of weights, reshapes of weights
 /// folded into the weight reference.
-void populateRaiseLinearPatterns(mlir::RewritePatternSet &patterns);
+/// `shapes` compares symbolic dimensions (shared by the pass; it forgets
+/// what rewrites erase).
+void populateRaiseLinearPatterns(mlir::RewritePatternSet &patterns,
+                                 dfg::SymbolicShapes &shapes);
 
 /// dfg.rotary from the rotate-half spelling of RoPE.
 void populateRaiseRotaryPatterns(mlir::RewritePatternSet &patterns,
-                                 const ConstantReader &reader);
+                                 const ConstantReader &reader,
+                                 dfg::SymbolicShapes &shapes);
 
 /// dfg.attention from matmul-softmax-matmul chains with their scaling,
 /// masks, KV-cache concatenations and GQA head repetition.
 void populateRaiseAttentionPatterns(mlir::RewritePatternSet &patterns,
-                                    const ConstantReader &reader);
+                                    const ConstantReader &reader,
+                                    dfg::SymbolicShapes &shapes);
 
 } // namespace meshc::graph
 

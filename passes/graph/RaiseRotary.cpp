@@ -153,8 +153,9 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
 /// x * cos + rotate_half(x) * sin -> rotary(x, cos[..., :d/2], sin[..., :d/2])
 ///   (half-split RoPE over the whole head; cos/sin halves proven equal)
 struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
-  RotateHalfToRotary(MLIRContext *ctx, const ConstantReader &reader)
-      : OpRewritePattern(ctx), reader(reader) {}
+  RotateHalfToRotary(MLIRContext *ctx, const ConstantReader &reader,
+                     dfg::SymbolicShapes &shapes)
+      : OpRewritePattern(ctx), reader(reader), shapes(shapes) {}
 
   LogicalResult matchAndRewrite(dfg::AddOp op,
                                 PatternRewriter &rewriter) const override {
@@ -191,9 +192,7 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
     auto ct = cast<RankedTensorType>(cos.getType());
     int64_t dim = xt.getDimSize(3);
     // Sizes compared as symbolic dimensions (static ones are constants).
-    dfg::DimTable table(op.getContext());
-    dfg::SymbolicShapes shapes(table);
-    ArrayRef<AffineExpr> xd = shapes.dims(x), cd = shapes.dims(cos);
+    SmallVector<AffineExpr> xd(shapes.dims(x)), cd(shapes.dims(cos));
     auto one = getAffineConstantExpr(1, op.getContext());
     if (ct.getRank() < 2 || ct.getRank() > 4 ||
         ct.isDynamicDim(ct.getRank() - 1) || ct.getShape().back() != dim ||
@@ -235,6 +234,7 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
   }
 
   const ConstantReader &reader;
+  dfg::SymbolicShapes &shapes;
 };
 
 /// concat(rotary(x[..., :r]), x[..., r:]) -> rotary(x, rotary_dim = r)
@@ -273,8 +273,9 @@ struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
 } // namespace
 
 void populateRaiseRotaryPatterns(RewritePatternSet &patterns,
-                                 const ConstantReader &reader) {
-  patterns.add<RotateHalfToRotary>(patterns.getContext(), reader);
+                                 const ConstantReader &reader,
+                                 dfg::SymbolicShapes &shapes) {
+  patterns.add<RotateHalfToRotary>(patterns.getContext(), reader, shapes);
   patterns.add<PartialRotary>(patterns.getContext());
 }
 

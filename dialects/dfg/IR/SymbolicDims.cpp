@@ -305,9 +305,33 @@ ArrayRef<AffineExpr> SymbolicShapes::dims(Value value) {
   auto it = memo_.find(value);
   if (it != memo_.end())
     return it->second;
-  Dims d = compute(value);
-  // Static dimensions of the type win over what the rules derive.
+  // Derive the operands first, from the deepest up, with an explicit stack:
+  // each rule then finds its operands known, where recursing would go once
+  // per op of a long graph.
+  SmallVector<std::pair<Value, bool>> stack{{value, false}};
+  while (!stack.empty()) {
+    auto [v, operandsDone] = stack.pop_back_val();
+    if (memo_.count(v))
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (operandsDone || !def ||
+        cast<RankedTensorType>(v.getType()).hasStaticShape()) {
+      derive(v);
+      continue;
+    }
+    stack.push_back({v, true});
+    for (Value operand : def->getOperands())
+      if (isa<RankedTensorType>(operand.getType()) && !memo_.count(operand))
+        stack.push_back({operand, false});
+  }
+  return memo_.find(value)->second;
+}
+
+void SymbolicShapes::derive(Value value) {
   auto type = cast<RankedTensorType>(value.getType());
+  // A static type needs no rule.
+  Dims d = type.hasStaticShape() ? Dims() : compute(value);
+  // Static dimensions of the type win over what the rules derive.
   d.resize(type.getRank());
   for (int64_t i = 0; i < type.getRank(); ++i) {
     if (!type.isDynamicDim(i))
@@ -315,7 +339,7 @@ ArrayRef<AffineExpr> SymbolicShapes::dims(Value value) {
     else if (d[i])
       d[i] = simplifyAffineExpr(d[i], 0, table_.size());
   }
-  return memo_[value] = std::move(d);
+  memo_[value] = std::move(d);
 }
 
 std::optional<Dims> SymbolicShapes::values(Value value) {

@@ -90,6 +90,8 @@ class SymbolicShapes {
 public:
   explicit SymbolicShapes(DimTable &table) : table_(table) {}
 
+  /// (The reference is valid until the next query: copy it to hold it
+  /// across another.)
   llvm::ArrayRef<mlir::AffineExpr> dims(mlir::Value value);
 
   /// The elements of an integer vector value as expressions: those of a
@@ -104,6 +106,8 @@ public:
 
 private:
   llvm::SmallVector<mlir::AffineExpr> compute(mlir::Value value);
+  /// Runs `value`'s rule (its operands known) and remembers the result.
+  void derive(mlir::Value value);
 
   DimTable &table_;
   llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::AffineExpr>> memo_;
