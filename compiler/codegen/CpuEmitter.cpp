@@ -127,6 +127,58 @@ bool isView(Operation *op) {
              dfg::UnsqueezeOp, shard::SendOp>(op);
 }
 
+/// A receive's buffer (tensor.empty, or dfg.symbolic_expand of zero where
+/// dimensions are symbolic; see meshc-specialize-rank): the receive's result
+/// is allocated and written by the receive, so nothing is computed for it.
+bool isRecvBuffer(Operation *op) {
+  if (isa<tensor::EmptyOp>(op))
+    return true;
+  return op->getNumResults() == 1 && !op->getResult(0).use_empty() &&
+         llvm::all_of(op->getResult(0).getUses(), [](OpOperand &use) {
+           return isa<shard::RecvOp>(use.getOwner()) &&
+                  use.getOperandNumber() == 0;
+         });
+}
+
+/// A symbolic dimension @main binds, and how (a C++ expression).
+struct BoundSymbol {
+  std::string name, init, comment;
+};
+
+/// The symbolic dimensions of a rank program, bound from @main's inputs: a
+/// dimension whole on every rank gives its size; one split over the mesh
+/// gives the rank's piece ("name@n", see meshc-specialize-rank), and the
+/// whole is n times that.
+std::vector<BoundSymbol> boundSymbols(func::FuncOp main) {
+  std::vector<BoundSymbol> symbols;
+  llvm::StringSet<> bound;
+  llvm::MapVector<StringRef, std::string> wholeFromPiece;
+  for (auto [i, arg] : llvm::enumerate(main.getArguments())) {
+    auto names = main.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
+    if (!names)
+      continue;
+    auto type = cast<RankedTensorType>(arg.getType());
+    for (auto [d, n] : llvm::enumerate(names.getValue())) {
+      StringRef name = cast<StringAttr>(n).getValue();
+      if (name.empty() || !type.isDynamicDim(d) || !bound.insert(name).second)
+        continue;
+      symbols.push_back(
+          {name.str(),
+           "a" + std::to_string(i) + ".shape[" + std::to_string(d) + "]",
+           name.str()});
+      auto [whole, pieces] = name.rsplit('@');
+      if (!pieces.empty())
+        wholeFromPiece.try_emplace(whole, "d_" + identifier(name) + " * " +
+                                              pieces.str());
+    }
+  }
+  for (auto &[whole, expr] : wholeFromPiece)
+    if (bound.insert(whole).second)
+      symbols.push_back(
+          {whole.str(), expr, whole.str() + ", split over the mesh"});
+  return symbols;
+}
+
 int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
@@ -146,10 +198,11 @@ class FunctionEmitter {
 public:
   FunctionEmitter(func::FuncOp fn, WeightShards &weights,
                   const llvm::StringMap<int> &groups, uint64_t frameOffset,
-                  int &collectiveCount, const dfg::DimBindings *bounds)
+                  int &collectiveCount, const dfg::DimBindings *bounds,
+                  ArrayRef<BoundSymbol> symbols, bool hasStages)
       : fn_(fn), weights_(weights), groups_(groups), frameOffset_(frameOffset),
-        collectiveCount_(collectiveCount), bounds_(bounds),
-        table_(fn.getContext()), shapes_(table_) {}
+        collectiveCount_(collectiveCount), bounds_(bounds), symbols_(symbols),
+        hasStages_(hasStages), table_(fn.getContext()), shapes_(table_) {}
 
   /// Plans the frame; returns its peak.
   uint64_t plan();
@@ -185,6 +238,9 @@ private:
   /// Sizes of the symbolic dimensions at the compiled bounds; null when the
   /// program has static shapes.
   const dfg::DimBindings *bounds_;
+  /// The symbolic dimensions @main binds (none when shapes are static).
+  ArrayRef<BoundSymbol> symbols_;
+  bool hasStages_;
   dfg::DimTable table_;
   dfg::SymbolicShapes shapes_;
   int next_ = 0;
@@ -201,7 +257,7 @@ uint64_t FunctionEmitter::plan() {
   llvm::MapVector<Value, std::pair<int64_t, int64_t>> live;
   for (Operation &op : body) {
     for (Value r : op.getResults()) {
-      if (weights_.fold(r) || isa<tensor::EmptyOp>(op))
+      if (weights_.fold(r) || isRecvBuffer(&op))
         continue;
       if (isView(&op) && !weights_.fold(op.getOperand(0))) {
         Value in = op.getOperand(0);
@@ -342,7 +398,8 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
   else
     os << "void " << identifier(fn_.getSymName())
        << "(rt::Program &p, const rt::TensorRef *args, "
-          "const rt::TensorRef *results) {\n";
+          "const rt::TensorRef *results"
+       << (symbols_.empty() ? "" : ", const std::int64_t *dims") << ") {\n";
   os << "  std::uint8_t *const A = p.arena() + " << frameOffset_
      << "; // this function's frame\n";
   for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
@@ -356,35 +413,23 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
     }
     names_[arg] = name;
   }
-  if (bounds_ && isMain) {
-    // The sizes of the symbolic dimensions, from the inputs: a dimension
-    // whole on every rank gives its size; one split over the mesh gives the
-    // rank's piece ("name@n", see localizeSymbols), and the whole is n times
-    // that.
-    llvm::StringSet<> bound;
-    llvm::StringMap<std::string> wholeFromPiece;
-    for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
-      auto names = fn_.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
-      if (!names)
-        continue;
-      auto type = cast<RankedTensorType>(arg.getType());
-      for (auto [d, n] : llvm::enumerate(names.getValue())) {
-        StringRef name = cast<StringAttr>(n).getValue();
-        if (name.empty() || !type.isDynamicDim(d) || !bound.insert(name).second)
-          continue;
-        os << "  const std::int64_t d_" << identifier(name) << " = a" << i
-           << ".shape[" << d << "]; // " << name << "\n";
-        auto [whole, pieces] = name.rsplit('@');
-        if (!pieces.empty())
-          wholeFromPiece.try_emplace(whole, "d_" + identifier(name) + " * " +
-                                                pieces.str());
-      }
-    }
-    for (auto &[whole, expr] : wholeFromPiece)
-      if (!bound.contains(whole))
-        os << "  const std::int64_t d_" << identifier(whole) << " = " << expr
-           << "; // " << whole << ", split over the mesh\n  (void)d_"
-           << identifier(whole) << ";\n";
+  // The sizes of the symbolic dimensions: @main binds them from its inputs
+  // and hands them to the stage functions.
+  for (auto [k, sym] : llvm::enumerate(symbols_)) {
+    std::string var = "d_" + identifier(sym.name);
+    if (isMain)
+      os << "  const std::int64_t " << var << " = " << sym.init << "; // "
+         << sym.comment << "\n";
+    else
+      os << "  const std::int64_t " << var << " = dims[" << k << "]; // "
+         << sym.name << "\n";
+    os << "  (void)" << var << ";\n";
+  }
+  if (isMain && hasStages_ && !symbols_.empty()) {
+    os << "  const std::int64_t dims[] = {";
+    for (auto [k, sym] : llvm::enumerate(symbols_))
+      os << (k ? ", " : "") << "d_" << identifier(sym.name);
+    os << "};\n";
   }
   for (Operation &op : fn_.getBody().front())
     if (failed(emitOp(&op, os)))
@@ -398,7 +443,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
         return weights_.fold(r).has_value();
       }))
     return success();
-  if (isa<tensor::EmptyOp>(op))
+  if (isRecvBuffer(op))
     return success();
   for (Value result : op->getResults())
     if (auto tt = dyn_cast<RankedTensorType>(result.getType())) {
@@ -408,10 +453,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
                                "input dimensions sizes with --dim "
                                "NAME=SIZE)");
       if (!tt.hasStaticShape()) {
-        if (fn_.getSymName() != "main")
-          return op->emitOpError(
-              "has symbolic dimensions in a pipeline stage; executables for "
-              "a range of sizes support meshes without pp so far");
         ArrayRef<AffineExpr> dims = shapes_.dims(result);
         if (llvm::is_contained(dims, AffineExpr()))
           return op->emitOpError("has a dynamic dimension that follows from "
@@ -456,7 +497,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
     os << "  {\n    const rt::TensorRef args[] = {" << llvm::join(args, ", ")
        << "};\n    const rt::TensorRef results[] = {"
        << llvm::join(results, ", ") << "};\n    "
-       << identifier(call.getCallee()) << "(p, args, results);\n  }\n";
+       << identifier(call.getCallee()) << "(p, args, results"
+       << (symbols_.empty() ? "" : ", dims") << ");\n  }\n";
     return success();
   }
   if (isa<shard::ShardDialect>(op->getDialect()))
@@ -596,6 +638,13 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
         return success();
       })
       .Case([&](dfg::SymbolicSliceOp s) {
+        if (auto pieces = s->getAttrOfType<IntegerAttr>(kSplitOverAttr)) {
+          AffineExpr whole = shapes_.dims(s.getInput())[normalizeAxis(
+              s.getAxes()[0], rankOf(s.getInput()))];
+          os << "  rt::requireSplit(" << dimExpr(whole) << ", "
+             << pieces.getInt() << ", " << cppString(table_.format(whole))
+             << ");\n";
+        }
         return runtimeSlice(s.getInput(),
                             mapExprs(s.getStarts(), s.getSymbols()),
                             s.getAxes(), s.getSteps());
@@ -854,48 +903,22 @@ std::vector<GroupAxes> collectGroups(ModuleOp ranksModule) {
   return groups;
 }
 
-/// Symbolic dimensions split over the mesh (dp over the batch): the rank
-/// program's input holds a piece, so its dimension is renamed "name@n" (n
-/// the number of pieces) wherever the inputs name it, and bound by the
-/// rank's own size; its bound is the whole's divided by n, rounded up.
-/// Returns the original names of every input's dimensions (the manifest
-/// speaks of the whole).
-std::vector<std::vector<std::string>>
-localizeSymbols(func::FuncOp main, ArrayRef<int64_t> gridShape,
-                dfg::DimBindings *bounds) {
-  std::vector<std::vector<std::string>> original;
-  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
-    auto type = cast<RankedTensorType>(main.getArgument(i).getType());
-    auto names = main.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
-    std::vector<std::string> before(type.getRank());
-    if (!names) {
-      original.push_back(before);
-      continue;
-    }
-    TensorSharding sharding =
-        fromAttr(main.getArgAttr(i, kShardingAttr), type.getRank());
-    SmallVector<Attribute> renamed;
-    for (auto [d, n] : llvm::enumerate(names.getValue())) {
-      std::string name = cast<StringAttr>(n).getValue().str();
-      if (d < before.size())
-        before[d] = name;
-      int64_t pieces = 1;
-      if (d < sharding.size())
-        for (shard::GridAxis a : sharding[d])
-          pieces *= gridShape[a];
-      if (!name.empty() && pieces > 1 && type.isDynamicDim(d)) {
-        std::string local = name + "@" + std::to_string(pieces);
-        if (bounds && bounds->count(name))
-          (*bounds)[local] = (bounds->lookup(name) + pieces - 1) / pieces;
-        name = local;
+/// The bounds of the rank program's own dimension names: a dimension split
+/// over the mesh is named "name@n" (meshc-specialize-rank) and bounded by
+/// the whole's bound divided by n, rounded up.
+dfg::DimBindings localBounds(func::FuncOp main, const dfg::DimBindings &whole) {
+  dfg::DimBindings local = whole;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    if (auto names = main.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names"))
+      for (Attribute n : names) {
+        StringRef name = cast<StringAttr>(n).getValue();
+        auto [base, count] = name.rsplit('@');
+        int64_t pieces = 0;
+        if (!count.empty() && !count.getAsInteger(10, pieces) && pieces > 0 &&
+            whole.count(base))
+          local[name] = (whole.lookup(base) + pieces - 1) / pieces;
       }
-      renamed.push_back(StringAttr::get(main.getContext(), name));
-    }
-    main.setArgAttr(i, "dfg.dim_names",
-                    ArrayAttr::get(main.getContext(), renamed));
-    original.push_back(before);
-  }
-  return original;
+  return local;
 }
 
 FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
@@ -923,20 +946,23 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
     if (fn != main && !fn.isExternal())
       stages.push_back(fn);
   int collectives = 0;
-  dfg::DimBindings localBounds = bounds ? *bounds : dfg::DimBindings();
-  std::vector<std::vector<std::string>> inputNames;
+  dfg::DimBindings rankBounds;
   if (bounds) {
-    inputNames = localizeSymbols(main, gridShape, &localBounds);
-    bounds = &localBounds;
+    rankBounds = localBounds(main, *bounds);
+    bounds = &rankBounds;
   }
-  FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives,
-                              bounds);
+  std::vector<BoundSymbol> symbols;
+  if (bounds)
+    symbols = boundSymbols(main);
+  FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives, bounds,
+                              symbols, !stages.empty());
   uint64_t mainPeak = mainEmitter.plan();
   uint64_t stagesPeak = 0;
   std::vector<std::unique_ptr<FunctionEmitter>> stageEmitters;
   for (func::FuncOp fn : stages) {
-    stageEmitters.push_back(std::make_unique<FunctionEmitter>(
-        fn, weights, groupIndex, mainPeak, collectives, bounds));
+    stageEmitters.push_back(
+        std::make_unique<FunctionEmitter>(fn, weights, groupIndex, mainPeak,
+                                          collectives, bounds, symbols, false));
     stagesPeak = std::max(stagesPeak, stageEmitters.back()->plan());
   }
   result.arenaBytes = mainPeak + stagesPeak;
@@ -971,10 +997,8 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto name = main.getArgAttrOfType<StringAttr>(i, "onnx.name");
     std::vector<std::string> dims = describe(main.getArgument(i));
-    if (i < inputNames.size())
-      for (auto [d, dim] : llvm::enumerate(dims))
-        if (!dim.empty())
-          dim = inputNames[i][d]; // the whole, not this rank's piece
+    for (std::string &dim : dims)
+      dim = StringRef(dim).rsplit('@').first; // the whole, not the piece
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),

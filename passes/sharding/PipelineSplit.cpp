@@ -81,6 +81,20 @@ public:
     stages_ = grid_.getShape()[pp_];
     microbatches_ = mb_ ? grid_.getShape()[*mb_] : 1;
     Block &body = func_.getBody().front();
+    if (mb_)
+      for (BlockArgument arg : body.getArguments()) {
+        auto type = cast<RankedTensorType>(arg.getType());
+        TensorSharding s =
+            fromAttr(func_.getArgAttr(arg.getArgNumber(), kShardingAttr),
+                     type.getRank());
+        std::optional<int64_t> d = dimSplitOver(s, *mb_);
+        if (d && type.isDynamicDim(*d))
+          return func_.emitOpError("splits argument ")
+                 << arg.getArgNumber() << " into " << microbatches_
+                 << " microbatches along dimension " << *d
+                 << ", whose size is symbolic; microbatches need a static "
+                    "batch (give it with --dim)";
+      }
     for (Operation &op : body.without_terminator()) {
       if (!mb_ || !llvm::is_contained(collectiveGridAxes(&op), *mb_))
         continue;

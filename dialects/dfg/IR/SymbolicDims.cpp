@@ -8,7 +8,9 @@
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/AffineExprVisitor.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -299,7 +301,45 @@ AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
   return step == 1 ? len : len.ceilDiv(step);
 }
 
+/// The number of ranks a collective spans (the product of its grid axes'
+/// sizes); 0 if unknown.
+int64_t groupSize(Operation *op) {
+  auto gridRef = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  if (!gridRef || !axes)
+    return 0;
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridRef);
+  if (!grid)
+    return 0;
+  int64_t n = 1;
+  for (int16_t a : axes.asArrayRef()) {
+    if (a < 0 || a >= static_cast<int64_t>(grid.getShape().size()) ||
+        ShapedType::isDynamic(grid.getShape()[a]))
+      return 0;
+    n *= grid.getShape()[a];
+  }
+  return n;
+}
+
 } // namespace
+
+DictionaryAttr dimsAttr(const DimTable &table, ArrayRef<AffineExpr> dims) {
+  auto [map, names] = table.write(dims);
+  MLIRContext *ctx = table.context();
+  return DictionaryAttr::get(
+      ctx,
+      {NamedAttribute(StringAttr::get(ctx, "map"), AffineMapAttr::get(map)),
+       NamedAttribute(StringAttr::get(ctx, "symbols"), names)});
+}
+
+Dims SymbolicShapes::readDims(DictionaryAttr stated, int64_t rank) {
+  auto map = stated.getAs<AffineMapAttr>("map");
+  auto names = stated.getAs<ArrayAttr>("symbols");
+  if (!map || !names || map.getValue().getNumResults() != rank ||
+      map.getValue().getNumSymbols() != names.size())
+    return Dims(rank);
+  return table_.read(map.getValue(), names);
+}
 
 ArrayRef<AffineExpr> SymbolicShapes::dims(Value value) {
   auto it = memo_.find(value);
@@ -370,6 +410,9 @@ Dims SymbolicShapes::compute(Value value) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
     if (!func)
       return unknown;
+    if (auto stated = func.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                            kDimsAttr))
+      return readDims(stated, type.getRank());
     auto names =
         func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "dfg.dim_names");
     Dims d = unknown;
@@ -570,20 +613,47 @@ Dims SymbolicShapes::compute(Value value) {
         past[2] = past[2] && fresh[2] ? past[2] + fresh[2] : AffineExpr();
         return past;
       })
+      .Case([&](func::CallOp call) {
+        // A pipeline stage: its results' dimensions as the stage states them.
+        auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr());
+        auto stated = callee ? callee.getResultAttrOfType<DictionaryAttr>(
+                                   resultNo, kDimsAttr)
+                             : DictionaryAttr();
+        return stated ? readDims(stated, type.getRank()) : unknown;
+      })
       .Default([&](Operation *o) -> Dims {
         // Ops outside dfg (the shard collectives of a partitioned program)
         // keep their operand's dimensions, except the one they gather,
-        // scatter or slice: that one is known only where the type is static.
+        // scatter or slice over a group of n ranks: that one is n times as
+        // large, or its n-th (the runtime checks that it divides).
         if (isa<DfgDialect>(o->getDialect()) || o->getNumOperands() == 0)
           return unknown;
         Dims d = in(0);
         if (d.size() != static_cast<size_t>(type.getRank()))
           return unknown;
-        for (StringRef axisAttr : {"gather_axis", "scatter_axis", "split_axis",
-                                   "concat_axis", "slice_axis"})
-          if (auto axis = o->getAttrOfType<IntegerAttr>(axisAttr))
-            if (axis.getInt() >= 0 && axis.getInt() < type.getRank())
-              d[axis.getInt()] = AffineExpr();
+        int64_t n = groupSize(o);
+        auto scale = [&](StringRef axisAttr, bool gather) {
+          auto axis = o->getAttrOfType<IntegerAttr>(axisAttr);
+          if (!axis || axis.getInt() < 0 || axis.getInt() >= type.getRank())
+            return;
+          AffineExpr &e = d[axis.getInt()];
+          if (!e || n <= 0)
+            e = AffineExpr();
+          else if (!gather)
+            e = e.floorDiv(n);
+          else if (auto div = dyn_cast<AffineBinaryOpExpr>(e);
+                   div && div.getKind() == AffineExprKind::FloorDiv &&
+                   div.getRHS() == getAffineConstantExpr(n, ctx))
+            e = div.getLHS(); // the pieces a slice over n ranks made
+          else
+            e = e * n;
+        };
+        scale("gather_axis", true);
+        scale("concat_axis", true);
+        scale("scatter_axis", false);
+        scale("split_axis", false);
+        scale("slice_axis", false);
         return d;
       });
 }

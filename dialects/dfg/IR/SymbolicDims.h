@@ -82,10 +82,21 @@ bool sameDim(mlir::AffineExpr a, mlir::AffineExpr b);
 llvm::Error verifySymbols(mlir::AffineMap map, mlir::ArrayAttr names,
                           llvm::StringRef what);
 
+/// The argument and result attribute that states the dimensions of a
+/// function's arguments or results as expressions, for functions whose
+/// arguments are not the model's inputs (pipeline stages):
+/// `{map = affine_map<()[s0, s1] -> (s0, s1, 64)>, symbols = ["b", "s"]}`.
+inline constexpr llvm::StringLiteral kDimsAttr = "dfg.dims";
+
+/// `dims` (none null) as a `dfg.dims` attribute.
+mlir::DictionaryAttr dimsAttr(const DimTable &table,
+                              llvm::ArrayRef<mlir::AffineExpr> dims);
+
 /// The symbolic dimensions of values, derived lazily from the names of the
-/// function arguments' dynamic dimensions (`dfg.dim_names`) through the shape
-/// rule of each op. A static dimension is its constant; a dimension no rule
-/// derives is a null expression.
+/// function arguments' dynamic dimensions (`dfg.dim_names`, or `dfg.dims`)
+/// through the shape rule of each op; a call's results are what its callee's
+/// `dfg.dims` result attributes state. A static dimension is its constant; a
+/// dimension no rule derives is a null expression.
 class SymbolicShapes {
 public:
   explicit SymbolicShapes(DimTable &table) : table_(table) {}
@@ -106,6 +117,9 @@ public:
 
 private:
   llvm::SmallVector<mlir::AffineExpr> compute(mlir::Value value);
+  /// A `dfg.dims` attribute's expressions (all null if it is malformed).
+  llvm::SmallVector<mlir::AffineExpr> readDims(mlir::DictionaryAttr stated,
+                                               int64_t rank);
   /// Runs `value`'s rule (its operands known) and remembers the result.
   void derive(mlir::Value value);
 

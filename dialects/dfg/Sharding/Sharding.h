@@ -42,6 +42,11 @@ inline constexpr llvm::StringLiteral kMicrobatchAxis = "mb";
 /// coordinate) whose ranks run the op or hold the result.
 inline constexpr llvm::StringLiteral kStageAttr = "meshc.stage";
 
+/// On a dfg.symbolic_slice that meshc-specialize-rank made of a
+/// shard.all_slice: the number of ranks the symbolic dimension splits over
+/// (it must divide the size when the program runs).
+inline constexpr llvm::StringLiteral kSplitOverAttr = "meshc.split_over";
+
 using DimAxes = llvm::SmallVector<mlir::shard::GridAxis, 2>;
 /// Per dimension, the grid axes it is split over (empty: whole).
 using TensorSharding = llvm::SmallVector<DimAxes, 4>;

@@ -6,7 +6,8 @@
 // generated code uses for that: the floor/ceil division and modulo of the
 // compiler's symbolic expressions, ONNX's clamping of slice starts, and a
 // view of an arena buffer that refuses a shape its planned capacity cannot
-// hold (never a write past it).
+// hold (never a write past it), and the check that a dimension split inside
+// the program divides.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_RUNTIME_DIMS_H
@@ -59,6 +60,20 @@ inline TensorRef boundedView(void *data, std::size_t capacity, DType dtype,
           " bytes, more than the " + std::to_string(capacity) +
           " planned for the sizes this executable was compiled for");
   return t;
+}
+
+/// Checks that `size`, the size of the symbolic dimension `what` in this
+/// run, splits into `pieces` equal pieces over the mesh (a program that
+/// slices it inside, as sequence parallelism does).
+inline void requireSplit(std::int64_t size, std::int64_t pieces,
+                         const char *what) {
+  if (size % pieces != 0)
+    fatal("the dimension '" + std::string(what) + "' is " +
+          std::to_string(size) + " in this run; the program splits it into " +
+          std::to_string(pieces) +
+          " equal pieces over the mesh (sequence parallelism), so it must be "
+          "a multiple of " +
+          std::to_string(pieces));
 }
 
 } // namespace meshc::rt
