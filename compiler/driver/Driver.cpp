@@ -212,10 +212,14 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command,
 }
 
 /// --max-batch / --max-seq / --max-cache: bounds for the model's batch,
-/// sequence and KV-cache dimensions, whatever their dim_param names (0: not
-/// given).
+/// sequence and KV-cache dimensions, whatever their dim_param names (0: no
+/// bound). A default bound applies only where the model has the dimension
+/// and neither --dim nor --max-dim sizes it; a given one must find it.
 struct AxisBounds {
-  int64_t batch = 0, seq = 0, cache = 0;
+  static constexpr int64_t kDefaultBatch = 8, kDefaultSeq = 512,
+                           kDefaultCache = 512;
+  int64_t batch = kDefaultBatch, seq = kDefaultSeq, cache = kDefaultCache;
+  bool batchGiven = false, seqGiven = false, cacheGiven = false;
 };
 
 /// Adds `axes` to `bounds` under the names the model gives those
@@ -249,20 +253,23 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     if (cache.empty() && type.getRank() == 4 && past != seq)
       cache = past;
   }
-  for (auto [flag, size, name, what] :
-       {std::tuple<StringRef, int64_t, std::string, StringRef>{
-            "--max-batch", axes.batch, batch,
+  for (auto [flag, size, given, name, what] :
+       {std::tuple<StringRef, int64_t, bool, std::string, StringRef>{
+            "--max-batch", axes.batch, axes.batchGiven, batch,
             "batch (dimension 0 of the inputs)"},
-        {"--max-seq", axes.seq, seq,
+        {"--max-seq", axes.seq, axes.seqGiven, seq,
          "sequence (dimension 1 of the integer input)"},
-        {"--max-cache", axes.cache, cache,
+        {"--max-cache", axes.cache, axes.cacheGiven, cache,
          "KV-cache (dimension 2 of a 4-D past input)"}}) {
     if (size <= 0)
       continue;
-    if (name.empty())
+    if (name.empty()) {
+      if (!given)
+        continue; // the model's dimension is static (or --dim fixed it)
       return fail(command, flag + ": the model has no symbolic " + what +
                                " dimension; name one with --max-dim");
-    if (!bounds.try_emplace(name, size).second)
+    }
+    if (!bounds.try_emplace(name, size).second && given)
       return fail(command, flag + " and --max-dim both bound '" + name + "'");
   }
   return 0;
@@ -499,18 +506,23 @@ int runDriver(int argc, char **argv) {
   cl::opt<unsigned> maxBatch(
       "max-batch",
       cl::desc("As --max-dim for the model's batch dimension (dimension 0 of "
-               "its inputs), whatever its name; no default"),
-      cl::value_desc("N"), cl::init(0), cl::sub(compileCmd), cl::cat(category));
+               "its inputs), whatever its name (default 8 where the model's "
+               "batch is symbolic and neither --dim nor --max-dim sizes it; "
+               "0: no bound, --dim must size it)"),
+      cl::value_desc("N"), cl::init(AxisBounds::kDefaultBatch),
+      cl::sub(compileCmd), cl::cat(category));
   cl::opt<unsigned> maxSeq(
       "max-seq",
       cl::desc("As --max-dim for the sequence dimension (dimension 1 of the "
-               "token ids); no default"),
-      cl::value_desc("N"), cl::init(0), cl::sub(compileCmd), cl::cat(category));
+               "token ids; default 512, applied as --max-batch's)"),
+      cl::value_desc("N"), cl::init(AxisBounds::kDefaultSeq),
+      cl::sub(compileCmd), cl::cat(category));
   cl::opt<unsigned> maxCache(
       "max-cache",
       cl::desc("As --max-dim for the KV-cache length (dimension 2 of the past "
-               "keys and values); no default"),
-      cl::value_desc("N"), cl::init(0), cl::sub(compileCmd), cl::cat(category));
+               "keys and values; default 512, applied as --max-batch's)"),
+      cl::value_desc("N"), cl::init(AxisBounds::kDefaultCache),
+      cl::sub(compileCmd), cl::cat(category));
 
   cl::opt<std::string> importOutput(
       "o", cl::desc("Write the IR to <file> (default: standard output)"),
@@ -727,6 +739,9 @@ int runDriver(int argc, char **argv) {
     axes.batch = maxBatch;
     axes.seq = maxSeq;
     axes.cache = maxCache;
+    axes.batchGiven = maxBatch.getNumOccurrences() > 0;
+    axes.seqGiven = maxSeq.getNumOccurrences() > 0;
+    axes.cacheGiven = maxCache.getNumOccurrences() > 0;
     return runCompileCpu(model, *dims, meshSpec->str(), sequenceParallel,
                          microbatches, options, axes);
   }
