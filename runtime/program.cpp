@@ -8,6 +8,7 @@
 #include "meshc/runtime/error.h"
 #include "meshc/runtime/npy.h"
 #include "meshc/runtime/safetensors.h"
+#include "runtime/Placement.h"
 
 #include <nlohmann/json.hpp>
 
@@ -141,6 +142,7 @@ struct Program::State {
   MappedSafetensors weights;
   std::vector<const void *> weightData;
   std::vector<HostTensor> inputs;  // the rank's pieces
+  std::vector<void *> inputData;   // where kernels read them
   std::vector<HostTensor> outputs; // as recorded
   std::vector<bool> outputSet;
   int repeat = 1;
@@ -253,6 +255,9 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
               "): the folder mixes executables of different compilations");
   }
 
+  // The target's device (the cuda target's GPU and collectives).
+  placement::start(*comm_);
+
   // Weights.
   std::string weightsPath =
       s.manifestDir + "/" + roleEntry->value("weights", "");
@@ -266,6 +271,15 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
     if (!data)
       fatal(error);
     s.weightData.push_back(data);
+  }
+  if (info.numWeights > 0) {
+    // One placement for the file's data section: the weights keep their
+    // offsets in it.
+    const auto *mapped = static_cast<const std::uint8_t *>(s.weights.data());
+    const auto *placed = static_cast<const std::uint8_t *>(
+        placement::placeWeights(mapped, s.weights.dataBytes()));
+    for (const void *&data : s.weightData)
+      data = placed + (static_cast<const std::uint8_t *>(data) - mapped);
   }
 
   // Inputs: every name known, every model input given, dtype and shape as
@@ -371,14 +385,15 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
       for (;;)
         pause();
 
-  void *arena = nullptr;
-  if (posix_memalign(&arena, 64, info.arenaBytes ? info.arenaBytes : 64) != 0)
-    fatal("cannot allocate the " + std::to_string(info.arenaBytes) +
-          "-byte activation arena");
-  arena_ = static_cast<std::uint8_t *>(arena);
+  for (const HostTensor &piece : s.inputs)
+    s.inputData.push_back(
+        placement::placeInput(piece.bytes.data(), piece.bytes.size()));
+  arena_ =
+      static_cast<std::uint8_t *>(placement::allocateArena(info.arenaBytes));
+  placement::synchronize("loading the weights and inputs");
 }
 
-Program::~Program() { std::free(arena_); }
+Program::~Program() { placement::stop(); }
 
 TensorRef Program::weight(int index) const {
   const TensorSpec &spec = info_.weights[index];
@@ -393,7 +408,7 @@ TensorRef Program::weight(int index) const {
 TensorRef Program::input(int index) const {
   const HostTensor &h = state_->inputs[index];
   TensorRef t;
-  t.data = const_cast<std::uint8_t *>(h.bytes.data());
+  t.data = state_->inputData[index];
   t.dtype = h.dtype;
   t.rank = static_cast<int>(h.shape.size());
   for (int d = 0; d < t.rank; ++d)
@@ -405,8 +420,8 @@ void Program::output(int index, const TensorRef &value) {
   HostTensor &h = state_->outputs[index];
   h.dtype = value.dtype;
   h.shape.assign(value.shape, value.shape + value.rank);
-  const auto *p = static_cast<const std::uint8_t *>(value.data);
-  h.bytes.assign(p, p + value.byteSize());
+  h.bytes.resize(value.byteSize());
+  placement::fetch(h.bytes.data(), value.data, h.bytes.size());
   state_->outputSet[index] = true;
 }
 
@@ -418,6 +433,7 @@ void Program::execute(void (*body)(Program &)) {
       comm_->barrier("benchmark start");
     auto start = std::chrono::steady_clock::now();
     body(*this);
+    placement::synchronize("the forward step");
     if (n > 1)
       comm_->barrier("benchmark stop");
     times.push_back(std::chrono::duration<double, std::milli>(

@@ -539,12 +539,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
        << ", starts, steps, " << o << ");\n  }\n";
     return success();
   };
-  // The C++ element type of an i64 / i32 tensor.
-  auto intType = [](Type t) -> StringRef {
-    return cast<RankedTensorType>(t).getElementType().isInteger(64)
-               ? "std::int64_t"
-               : "std::int32_t";
-  };
   auto unary = [&](StringRef kind) -> LogicalResult {
     std::string i = get(op->getOperand(0));
     std::string o = out();
@@ -661,21 +655,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
       .Case([&](dfg::RangeOp r) {
         SmallVector<std::string> b = mapExprs(r.getBounds(), r.getSymbols());
         std::string o = out();
-        StringRef t = intType(r.getType());
-        os << "  {\n    const std::int64_t start = " << b[0]
-           << ";\n    auto *o = " << o << ".as<" << t
-           << ">();\n    for (std::int64_t i = 0; i < " << o
-           << ".shape[0]; ++i)\n      o[i] = static_cast<" << t
-           << ">(start + i * " << r.getDelta() << ");\n  }\n";
+        os << "  k::iota(" << o << ", " << b[0] << ", " << r.getDelta()
+           << ");\n";
         return success();
       })
       .Case([&](dfg::SizesOp z) {
         SmallVector<std::string> v = mapExprs(z.getMap(), z.getSymbols());
         std::string o = out();
-        StringRef t = intType(z.getType());
-        for (auto [k, e] : llvm::enumerate(v))
-          os << "  " << o << ".as<" << t << ">()[" << k << "] = static_cast<"
-             << t << ">(" << e << ");\n";
+        os << "  {\n    const std::int64_t values[] = {" << llvm::join(v, ", ")
+           << "};\n    k::fillIntegers(" << o << ", values, " << v.size()
+           << ");\n  }\n";
         return success();
       })
       .Case([&](dfg::SplitOp s) {

@@ -223,6 +223,13 @@ Comm &Comm::init(int *argc, char ***argv) {
   check(MPI_Comm_dup(MPI_COMM_WORLD, &bytesComm), "start-up", "MPI_Comm_dup");
   MPI_Comm_set_errhandler(worldComm, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(bytesComm, MPI_ERRORS_RETURN);
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                            instance.rank_, MPI_INFO_NULL, &node),
+        "start-up", "MPI_Comm_split_type");
+  MPI_Comm_rank(node, &instance.localRank_);
+  MPI_Comm_size(node, &instance.localSize_);
+  MPI_Comm_free(&node);
   instance.grid_ = {instance.size_};
   return instance;
 }
@@ -340,7 +347,11 @@ int Comm::openGroup(const std::vector<std::int64_t> &axes) {
   }
   group->label += "}";
   groups_.push_back(group);
-  return static_cast<int>(groups_.size()) - 1;
+  int handle = static_cast<int>(groups_.size()) - 1;
+  if (transport_)
+    transport_->groupOpened(handle, static_cast<int>(color),
+                            static_cast<int>(key), static_cast<int>(groupSize));
+  return handle;
 }
 
 //===----------------------------------------------------------------------===//
@@ -371,6 +382,8 @@ void checkShapes(const std::string &what, const TensorRef &in,
 
 void Comm::allReduceSum(int group, const TensorRef &in, const TensorRef &out,
                         const char *what) {
+  if (transport_)
+    return transport_->allReduceSum(group, in, out, what);
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -388,6 +401,8 @@ void Comm::allReduceSum(int group, const TensorRef &in, const TensorRef &out,
 
 void Comm::allGather(int group, const TensorRef &in, const TensorRef &out,
                      std::int64_t axis, const char *what) {
+  if (transport_)
+    return transport_->allGather(group, in, out, axis, what);
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -416,6 +431,8 @@ void Comm::allGather(int group, const TensorRef &in, const TensorRef &out,
 void Comm::reduceScatterSum(int group, const TensorRef &in,
                             const TensorRef &out, std::int64_t axis,
                             const char *what) {
+  if (transport_)
+    return transport_->reduceScatterSum(group, in, out, axis, what);
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -445,6 +462,8 @@ void Comm::reduceScatterSum(int group, const TensorRef &in,
 void Comm::allToAll(int group, const TensorRef &in, const TensorRef &out,
                     std::int64_t splitAxis, std::int64_t concatAxis,
                     const char *what) {
+  if (transport_)
+    return transport_->allToAll(group, in, out, splitAxis, concatAxis, what);
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -550,6 +569,8 @@ void recvChunks(MPI_Comm comm, int peerRank, void *data, std::size_t bytes,
 } // namespace
 
 void Comm::send(int peerRank, const TensorRef &in, const char *what) {
+  if (transport_)
+    return transport_->send(peerRank, in, what);
   std::string op = name(what);
   checkPeer(peerRank, size_, op);
   sendChunks(worldComm, peerRank, in.data, in.byteSize(), 0, op,
@@ -557,6 +578,8 @@ void Comm::send(int peerRank, const TensorRef &in, const char *what) {
 }
 
 void Comm::recv(int peerRank, const TensorRef &out, const char *what) {
+  if (transport_)
+    return transport_->recv(peerRank, out, what);
   std::string op = name(what);
   checkPeer(peerRank, size_, op);
   recvChunks(worldComm, peerRank, out.data, out.byteSize(), 0, op,

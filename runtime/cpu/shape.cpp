@@ -2,8 +2,9 @@
 //
 // Part of meshc. transpose, concat, gather, slice, expand, trilu, scatterND
 // and embedding move elements without looking at them, so each works on any
-// dtype by its byte width. Index tensors are checked before any parallel loop
-// runs, so a bad index stops the process from the calling thread.
+// dtype by its byte width; iota and fillIntegers write integer tensors. Index
+// tensors are checked before any parallel loop runs, so a bad index stops the
+// process from the calling thread.
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
@@ -233,6 +234,25 @@ void embedding(const TensorRef &table, const TensorRef &ids,
     if (id < 0)
       id += vocab;
     std::memcpy(dst + i * row, src + id * row, row);
+  }
+}
+
+void iota(const TensorRef &out, std::int64_t start, std::int64_t delta) {
+  const std::int64_t n = out.numElements();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (out.dtype == DType::I32)
+      out.as<std::int32_t>()[i] = static_cast<std::int32_t>(start + i * delta);
+    else
+      out.as<std::int64_t>()[i] = start + i * delta;
+  }
+}
+
+void fillIntegers(const TensorRef &out, const std::int64_t *values, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (out.dtype == DType::I32)
+      out.as<std::int32_t>()[i] = static_cast<std::int32_t>(values[i]);
+    else
+      out.as<std::int64_t>()[i] = values[i];
   }
 }
 

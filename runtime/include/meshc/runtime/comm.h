@@ -26,6 +26,31 @@
 
 namespace meshc::rt {
 
+/// Where the tensor collectives of a rank program run when its tensors are
+/// not in host memory: the cuda target installs one on NCCL. Comm keeps the
+/// world, the grid, the groups and the host transfers (start-up checks,
+/// output assembly) on MPI either way, and forwards the tensor collectives
+/// here, with the same arguments and the same promises as its own.
+class TensorTransport {
+public:
+  virtual ~TensorTransport() = default;
+  /// Comm::openGroup made group `group` (MPI_Comm_split with this color and
+  /// key); called on every rank in the same order.
+  virtual void groupOpened(int group, int color, int key, int size) = 0;
+  virtual void allReduceSum(int group, const TensorRef &in,
+                            const TensorRef &out, const char *what) = 0;
+  virtual void allGather(int group, const TensorRef &in, const TensorRef &out,
+                         std::int64_t axis, const char *what) = 0;
+  virtual void reduceScatterSum(int group, const TensorRef &in,
+                                const TensorRef &out, std::int64_t axis,
+                                const char *what) = 0;
+  virtual void allToAll(int group, const TensorRef &in, const TensorRef &out,
+                        std::int64_t splitAxis, std::int64_t concatAxis,
+                        const char *what) = 0;
+  virtual void send(int peerRank, const TensorRef &in, const char *what) = 0;
+  virtual void recv(int peerRank, const TensorRef &out, const char *what) = 0;
+};
+
 class Comm {
 public:
   /// Initialises MPI (MPI_Init_thread, funneled) and installs a fatal handler
@@ -36,6 +61,16 @@ public:
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  /// This rank's index among the ranks of its node, and their number (from
+  /// MPI_Comm_split_type: any launcher).
+  int localRank() const { return localRank_; }
+  int localSize() const { return localSize_; }
+
+  /// Sends the tensor collectives (not the host transfers) to `transport`
+  /// (nullptr: MPI on host memory). Set before the groups are opened.
+  void setTransport(TensorTransport *transport) { transport_ = transport; }
+  /// Seconds any blocking call may wait (--collective-timeout).
+  double timeout() const { return timeoutSeconds_; }
 
   /// Sets the grid shape; its product must be the world size (else fatal,
   /// naming both).
@@ -94,6 +129,9 @@ private:
   Comm() = default;
   int rank_ = 0;
   int size_ = 1;
+  int localRank_ = 0;
+  int localSize_ = 1;
+  TensorTransport *transport_ = nullptr;
   std::vector<std::int64_t> grid_;
   double timeoutSeconds_ = 300;
   struct Group;

@@ -96,6 +96,11 @@ public:
   const std::map<std::string, SafetensorsEntry> &entries() const {
     return entries_;
   }
+  /// The data section (every tensor lies inside it) and its length.
+  const void *data() const { return data_; }
+  std::size_t dataBytes() const {
+    return data_ ? size_ - static_cast<std::size_t>(data_ - base_) : 0;
+  }
 
 private:
   std::string path_;

@@ -1,0 +1,67 @@
+//===- CudaDevice.h - The rank's GPU, inside the runtime --------*- C++ -*-===//
+//
+// Part of meshc. Internal to runtime/cuda (generated code never includes
+// it): the device this process drives, its stream, its cuBLASLt handle and
+// workspace, and the slot where kernels record a data-dependent error. One
+// GPU per process (the local rank picks it), one stream that every kernel
+// and collective of the program is enqueued on, in program order.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_RUNTIME_CUDA_CUDADEVICE_H
+#define MESHC_RUNTIME_CUDA_CUDADEVICE_H
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace meshc::rt::cuda {
+
+/// Picks GPU `localRank` of this node and sets up the stream, the cuBLASLt
+/// handle and the error slot. A node with no usable GPU, or fewer GPUs than
+/// `localSize` ranks on it, is fatal with a message naming both.
+void initDevice(int localRank, int localSize);
+/// Releases what initDevice made (a no-op when it was not called).
+void shutdownDevice();
+/// Whether initDevice succeeded in this process.
+bool deviceReady();
+
+cudaStream_t stream();
+cublasLtHandle_t blasLt();
+/// A cuBLASLt workspace on the device, of workspaceBytes() bytes.
+void *workspace();
+std::size_t workspaceBytes();
+
+/// Kinds of data-dependent errors a kernel records in the error slot.
+enum class DeviceError : std::int64_t {
+  None = 0,
+  GatherIndex = 1,    ///< gather: index outside [-n, n)
+  EmbeddingId = 2,    ///< embedding: id outside [-vocab, vocab)
+  ScatterIndex = 3,   ///< scatterND: index outside its dimension
+};
+/// Device pointer to three int64: kind, offending value, bound. A kernel
+/// stores the first error with atomicCAS on the kind (0 -> kind) and then
+/// the other two.
+std::int64_t *errorSlot();
+
+/// Fatal unless `status` is cudaSuccess, naming `what` and CUDA's message.
+void check(cudaError_t status, const char *what);
+/// Fatal unless `status` is CUBLAS_STATUS_SUCCESS.
+void checkBlas(cublasStatus_t status, const char *what);
+/// Checks the launch just made (cudaGetLastError) naming the kernel.
+void checkLaunch(const char *kernel);
+/// Waits for the stream; an asynchronous CUDA error or a kernel's recorded
+/// data error is fatal, naming `what` (and the kernel for data errors).
+void synchronize(const char *what);
+
+/// Device memory (fatal, naming `what` and the bytes, when it runs out).
+void *deviceAlloc(std::size_t bytes, const char *what);
+void deviceFree(void *pointer);
+/// Copies on the stream and waits for them.
+void copyToDevice(void *device, const void *host, std::size_t bytes);
+void copyToHost(void *host, const void *device, std::size_t bytes);
+
+} // namespace meshc::rt::cuda
+
+#endif // MESHC_RUNTIME_CUDA_CUDADEVICE_H
