@@ -40,3 +40,16 @@ config.substitutions.append(("%meshc_python", config.meshc_python))
 llvm_config.add_tool_substitutions(
     ["meshc", "meshc-opt", "meshc-eval"], [config.meshc_tools_dir]
 )
+
+# The cuda target: `cuda-toolkit` when this meshc was built with nvcc,
+# cuBLASLt and NCCL (then `make test` builds cuda executables); `cuda-gpu`
+# when a GPU is usable here too (then they run: `REQUIRES: cuda-gpu`).
+if config.meshc_cuda:
+    config.available_features.add("cuda-toolkit")
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                text=True, timeout=60)
+        if listed.returncode == 0 and "GPU" in listed.stdout:
+            config.available_features.add("cuda-gpu")
+    except (OSError, subprocess.SubprocessError):
+        pass

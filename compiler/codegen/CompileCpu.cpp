@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -91,10 +92,88 @@ LogicalResult runTool(ModuleOp where, ArrayRef<std::string> argv,
 
 } // namespace
 
+std::vector<std::string> CpuCompileOptions::cudaArchitectures() {
+  std::vector<std::string> archs;
+  for (StringRef a : llvm::split(MESHC_CUDA_ARCHITECTURES, ';'))
+    if (!a.empty())
+      archs.push_back("sm_" + a.str());
+  return archs;
+}
+
+std::string targetProblem(const CpuCompileOptions &options) {
+  if (options.target != Target::Cuda)
+    return "";
+  if (!MESHC_HAVE_CUDA)
+    return "this meshc was built without the CUDA toolkit (nvcc, cuBLASLt "
+           "and NCCL were not found when it was configured), so it cannot "
+           "build --target cuda executables; install the toolkit and rebuild "
+           "meshc, or use --target cpu";
+  std::vector<std::string> archs = CpuCompileOptions::cudaArchitectures();
+  if (!llvm::is_contained(archs, options.cudaArch))
+    return "--cuda-arch " + options.cudaArch +
+           ": the runtime's CUDA kernels are built for " +
+           llvm::join(archs, ", ") + " only";
+  return "";
+}
+
+namespace {
+
+/// The compiler command that builds rank program `src` into `exe`.
+std::vector<std::string> buildCommand(const CpuCompileOptions &options,
+                                      StringRef src, StringRef exe) {
+  std::vector<std::string> argv;
+  StringRef link;
+  if (options.target == Target::Cuda) {
+    // nvcc compiles the program (host code today; generated kernels later)
+    // for one architecture and links the runtime's CUDA half.
+    argv = {MESHC_NVCC,
+            "-std=c++17",
+            "-O3",
+            "-arch=" + options.cudaArch,
+            "-Xcompiler=-march=" + options.march,
+            "-I" MESHC_RUNTIME_INCLUDE_DIR,
+            src.str(),
+            "-o",
+            exe.str(),
+            MESHC_RUNTIME_CUDA_LIBRARY};
+    link = MESHC_RUNTIME_CUDA_LINK;
+  } else {
+    argv = {MESHC_CXX_COMPILER,
+            "-std=c++17",
+            "-O3",
+            "-march=" + options.march,
+            "-fopenmp",
+            "-I" MESHC_RUNTIME_INCLUDE_DIR,
+            src.str(),
+            "-o",
+            exe.str(),
+            MESHC_RUNTIME_CPU_LIBRARY};
+    link = MESHC_RUNTIME_CPU_LINK;
+  }
+  llvm::SmallSetVector<StringRef, 4> libraryDirs;
+  for (StringRef lib : llvm::split(link, ';')) {
+    if (lib.empty())
+      continue;
+    argv.push_back(lib.str());
+    if (lib.ends_with(".so") && llvm::sys::path::is_absolute(lib))
+      libraryDirs.insert(llvm::sys::path::parent_path(lib));
+  }
+  // The CUDA libraries need not be on the loader's path where ranks run.
+  if (options.target == Target::Cuda)
+    for (StringRef dir : libraryDirs)
+      argv.push_back("-Xlinker=-rpath=" + dir.str());
+  return argv;
+}
+
+} // namespace
+
 LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
                          const CpuCompileOptions &options) {
   namespace fs = llvm::sys::fs;
   namespace path = llvm::sys::path;
+  std::string problem = targetProblem(options);
+  if (!problem.empty())
+    return fail(ranksModule, problem);
   SmallString<256> weightsDir(options.outputDir), srcDir(options.outputDir);
   path::append(weightsDir, "weights");
   path::append(srcDir, "src");
@@ -114,7 +193,9 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
   manifest["format"] = "meshc-manifest";
   manifest["format_version"] = 1;
   manifest["meshc_version"] = options.version;
-  manifest["target"] = "cpu";
+  manifest["target"] = targetName(options.target).str();
+  if (options.target == Target::Cuda)
+    manifest["cuda_arch"] = options.cudaArch;
   manifest["model"] = options.model;
   manifest["mesh"] = options.mesh;
   manifest["world_size"] = world;
@@ -156,14 +237,14 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
         "//===----------------------------------------------------------------"
         "------===//\n";
     WeightShards weights;
-    FailureOr<EmittedProgram> program =
-        emitCpuProgram(role.module, name, groups, banner, weights,
-                       options.bounds.empty() ? nullptr : &options.bounds);
+    FailureOr<EmittedProgram> program = emitCpuProgram(
+        role.module, name, groups, banner, weights,
+        options.bounds.empty() ? nullptr : &options.bounds, options.target);
     if (failed(program))
       return failure();
 
     SmallString<256> src(srcDir), exe(options.outputDir), shard(weightsDir);
-    path::append(src, name + ".cpp");
+    path::append(src, name + (options.target == Target::Cuda ? ".cu" : ".cpp"));
     path::append(exe, name);
     path::append(shard, name + ".safetensors");
     {
@@ -180,15 +261,8 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
     if (!written)
       return fail(ranksModule, llvm::toString(written.takeError()));
 
-    std::vector<std::string> argv = {
-        MESHC_CXX_COMPILER,        "-std=c++17", "-O3",
-        "-march=" + options.march, "-fopenmp",   "-I" MESHC_RUNTIME_INCLUDE_DIR,
-        src.str().str(),           "-o",         exe.str().str(),
-        MESHC_RUNTIME_CPU_LIBRARY};
-    for (StringRef lib : llvm::split(MESHC_RUNTIME_CPU_LINK, ';'))
-      if (!lib.empty())
-        argv.push_back(lib.str());
-    if (failed(runTool(ranksModule, argv, options.verbose)))
+    if (failed(runTool(ranksModule, buildCommand(options, src, exe),
+                       options.verbose)))
       return failure();
 
     for (int64_t r : role.ranks)

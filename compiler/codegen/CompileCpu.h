@@ -1,4 +1,4 @@
-//===- CompileCpu.h - `meshc compile --target cpu` --------------*- C++ -*-===//
+//===- CompileCpu.h - `meshc compile` to executables ------------*- C++ -*-===//
 //
 // Part of meshc. From the rank programs of a model (one `@role<k>` module per
 // distinct program, as `--emit ranks` writes them) to a folder that runs:
@@ -8,12 +8,18 @@
 //                                  the dp replicas, hold the same ones)
 //   out/manifest.json              mesh, rank -> executable + weights,
 //                                  signature, collective hashes, checksums
-//   out/src/role<k>.cpp            the generated C++ (with --keep-sources)
+//   out/src/role<k>.cpp            the generated C++ (with --keep-sources;
+//                                  role<k>.cu for the cuda target)
+//
+// Both targets emit the same program text (CpuEmitter); the cpu target builds
+// it with g++ against libmeshc_rt_cpu, the cuda target with nvcc against
+// libmeshc_rt_cuda.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_COMPILER_CODEGEN_COMPILECPU_H
 #define MESHC_COMPILER_CODEGEN_COMPILECPU_H
 
+#include "compiler/codegen/CpuEmitter.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -32,6 +38,11 @@ struct CpuCompileOptions {
   std::string mesh;       ///< "dp=2,tp=2", for the manifest
   std::string version;    ///< meshc's, for the manifest
   std::string march = "native";
+  /// --target: cpu (g++, OpenBLAS, MPI) or cuda (nvcc, cuBLASLt, NCCL).
+  Target target = Target::Cpu;
+  std::string cudaArch = "sm_90"; ///< --cuda-arch
+  /// The architectures the runtime's CUDA half was built for ("sm_80").
+  static std::vector<std::string> cudaArchitectures();
   bool keepSources = false;
   bool verbose = false; ///< print the compiler command lines
   /// The largest size of each symbolic dimension (--max-dim); empty when
@@ -44,6 +55,10 @@ struct RoleProgram {
   mlir::ModuleOp module;
   std::vector<int64_t> ranks;
 };
+
+/// Why `options` cannot be built here ("" when it can): the cuda target
+/// without the CUDA toolkit, or an architecture the runtime lacks.
+std::string targetProblem(const CpuCompileOptions &options);
 
 /// Writes the folder. Fails with a diagnostic (an op the cpu target cannot
 /// run) or an error line (a file that cannot be written, g++ failing).

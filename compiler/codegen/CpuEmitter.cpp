@@ -1,4 +1,4 @@
-//===- CpuEmitter.cpp - C++ for one rank program (cpu target) -------------===//
+//===- CpuEmitter.cpp - C++ for one rank program (cpu and cuda targets) ---===//
 //
 // Part of meshc.
 //
@@ -199,10 +199,11 @@ public:
   FunctionEmitter(func::FuncOp fn, WeightShards &weights,
                   const llvm::StringMap<int> &groups, uint64_t frameOffset,
                   int &collectiveCount, const dfg::DimBindings *bounds,
-                  ArrayRef<BoundSymbol> symbols, bool hasStages)
+                  ArrayRef<BoundSymbol> symbols, bool hasStages, Target target)
       : fn_(fn), weights_(weights), groups_(groups), frameOffset_(frameOffset),
         collectiveCount_(collectiveCount), bounds_(bounds), symbols_(symbols),
-        hasStages_(hasStages), table_(fn.getContext()), shapes_(table_) {}
+        hasStages_(hasStages), target_(target), table_(fn.getContext()),
+        shapes_(table_) {}
 
   /// Plans the frame; returns its peak.
   uint64_t plan();
@@ -241,6 +242,11 @@ private:
   /// The symbolic dimensions @main binds (none when shapes are static).
   ArrayRef<BoundSymbol> symbols_;
   bool hasStages_;
+  Target target_;
+  /// "the cpu target", for messages.
+  std::string theTarget() const {
+    return "the " + targetName(target_).str() + " target";
+  }
   dfg::DimTable table_;
   dfg::SymbolicShapes shapes_;
   int next_ = 0;
@@ -448,10 +454,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
   for (Value result : op->getResults())
     if (auto tt = dyn_cast<RankedTensorType>(result.getType())) {
       if (!tt.hasStaticShape() && !bounds_)
-        return op->emitOpError("has a dynamic shape; the cpu target needs "
-                               "static shapes (give the model's symbolic "
-                               "input dimensions sizes with --dim "
-                               "NAME=SIZE)");
+        return op->emitOpError("has a dynamic shape; ")
+               << theTarget()
+               << " needs "
+                  "static shapes (give the model's symbolic "
+                  "input dimensions sizes with --dim "
+                  "NAME=SIZE)";
       if (!tt.hasStaticShape()) {
         ArrayRef<AffineExpr> dims = shapes_.dims(result);
         if (llvm::is_contained(dims, AffineExpr()))
@@ -467,7 +475,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
       Type e = tt.getElementType();
       if ((e.isF16() || e.isBF16()) && !isa<dfg::CastOp>(op))
         return op->emitOpError("computes in ")
-               << e << "; the cpu target computes in f32 only";
+               << e << "; " << theTarget() << " computes in f32 only";
     }
 
   SmallVector<std::string> nodes;
@@ -781,7 +789,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
         return success();
       })
       .Default([&](Operation *) {
-        return op->emitOpError("has no kernel in the cpu target");
+        return op->emitOpError("has no kernel in ") << theTarget();
       });
 }
 
@@ -804,7 +812,7 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
   if (auto recv = dyn_cast<shard::RecvOp>(op)) {
     std::optional<ArrayRef<int64_t>> source = recv.getSource();
     if (!source)
-      return op->emitOpError("needs a static source for the cpu target");
+      return op->emitOpError("needs a static source for ") << theTarget();
     std::string o = declare(recv.getResult(), os);
     os << "  p.comm().recv(p.comm().peer(" << list(axes64) << ", "
        << list(*source) << "), " << o << ", " << what << ");\n";
@@ -814,8 +822,8 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
   auto checkSum = [&](shard::ReductionKind kind) -> LogicalResult {
     if (kind != shard::ReductionKind::Sum)
       return op->emitOpError("reduction ")
-             << shard::stringifyReductionKind(kind)
-             << " is not supported by the cpu target (sum only)";
+             << shard::stringifyReductionKind(kind) << " is not supported by "
+             << theTarget() << " (sum only)";
     return success();
   };
   if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
@@ -847,9 +855,10 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
        << a2a.getConcatAxis().getSExtValue() << ", " << what << ");\n";
     return success();
   }
-  return op->emitOpError("is not supported by the cpu target (rank programs "
-                         "hold only all_reduce, all_gather, reduce_scatter, "
-                         "all_to_all, send and recv)");
+  return op->emitOpError("is not supported by ")
+         << theTarget()
+         << " (rank programs hold only all_reduce, all_gather, reduce_scatter, "
+            "all_to_all, send and recv)";
 }
 
 /// The collective sequence in execution order, stage calls expanded.
@@ -910,11 +919,14 @@ dfg::DimBindings localBounds(func::FuncOp main, const dfg::DimBindings &whole) {
   return local;
 }
 
-FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
-                                         ArrayRef<GroupAxes> groups,
-                                         StringRef banner,
-                                         WeightShards &weights,
-                                         const dfg::DimBindings *bounds) {
+StringRef targetName(Target target) {
+  return target == Target::Cuda ? "cuda" : "cpu";
+}
+
+FailureOr<EmittedProgram>
+emitCpuProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
+               StringRef banner, WeightShards &weights,
+               const dfg::DimBindings *bounds, Target target) {
   EmittedProgram result;
   auto main = role.lookupSymbol<func::FuncOp>("main");
   auto grid = role.lookupSymbol<shard::GridOp>(kGridName);
@@ -923,7 +935,8 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   SmallVector<int64_t> gridShape(grid.getShape());
   for (int64_t d : gridShape)
     if (d <= 0)
-      return role.emitError("the cpu target needs a static grid");
+      return role.emitError("the ")
+             << targetName(target) << " target needs a static grid";
 
   llvm::StringMap<int> groupIndex;
   for (auto [i, g] : llvm::enumerate(groups))
@@ -944,14 +957,14 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   if (bounds)
     symbols = boundSymbols(main);
   FunctionEmitter mainEmitter(main, weights, groupIndex, 0, collectives, bounds,
-                              symbols, !stages.empty());
+                              symbols, !stages.empty(), target);
   uint64_t mainPeak = mainEmitter.plan();
   uint64_t stagesPeak = 0;
   std::vector<std::unique_ptr<FunctionEmitter>> stageEmitters;
   for (func::FuncOp fn : stages) {
-    stageEmitters.push_back(
-        std::make_unique<FunctionEmitter>(fn, weights, groupIndex, mainPeak,
-                                          collectives, bounds, symbols, false));
+    stageEmitters.push_back(std::make_unique<FunctionEmitter>(
+        fn, weights, groupIndex, mainPeak, collectives, bounds, symbols, false,
+        target));
     stagesPeak = std::max(stagesPeak, stageEmitters.back()->plan());
   }
   result.arenaBytes = mainPeak + stagesPeak;
@@ -1005,12 +1018,16 @@ FailureOr<EmittedProgram> emitCpuProgram(ModuleOp role, StringRef roleName,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << banner;
-  os << "#include \"meshc/runtime/dims.h\"\n"
-        "#include \"meshc/runtime/kernels.h\"\n"
+  // The one place the targets differ: whose kernels `k::` names.
+  bool cuda = target == Target::Cuda;
+  os << "#include \"meshc/runtime/" << (cuda ? "cuda_kernels.h" : "kernels.h")
+     << "\"\n"
+        "#include \"meshc/runtime/dims.h\"\n"
         "#include \"meshc/runtime/program.h\"\n\n"
         "#include <cstdint>\n\n"
-        "namespace rt = meshc::rt;\nnamespace k = meshc::rt::cpu;\n\n"
-        "namespace {\n\n";
+        "namespace rt = meshc::rt;\nnamespace k = meshc::rt::"
+     << targetName(target) << ";\n\n"
+     << "namespace {\n\n";
   os << "const std::int64_t kGrid[] = " << list(gridShape) << ";\n";
   auto specs = [&](StringRef name, auto &&entries, auto nameOf, auto typeOf) {
     os << "const rt::TensorSpec " << name << "[] = {\n";

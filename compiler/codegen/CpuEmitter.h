@@ -40,19 +40,25 @@ struct EmittedProgram {
   std::vector<SignatureEntry> inputs, outputs;
 };
 
+/// What a rank program is emitted for: one program text, whose kernels come
+/// from meshc::rt::cpu (host memory) or meshc::rt::cuda (the rank's GPU).
+enum class Target { Cpu, Cuda };
+llvm::StringRef targetName(Target target);
+
 /// The grid-axis sets every rank's groups are opened for, in one order for
 /// all roles (opening a group is collective over the whole job).
 using GroupAxes = llvm::SmallVector<int16_t, 2>;
 std::vector<GroupAxes> collectGroups(mlir::ModuleOp ranksModule);
 
-/// Emits `role`. Fails with a diagnostic on the op the cpu target cannot run.
-/// With `bounds` (the largest size of each symbolic dimension), shapes are
-/// computed when the program runs and buffers are planned at the bounds;
-/// without, every shape must be static.
+/// Emits `role` for `target`. Fails with a diagnostic on the op the target
+/// cannot run. With `bounds` (the largest size of each symbolic dimension),
+/// shapes are computed when the program runs and buffers are planned at the
+/// bounds; without, every shape must be static.
 mlir::FailureOr<EmittedProgram>
 emitCpuProgram(mlir::ModuleOp role, llvm::StringRef roleName,
                llvm::ArrayRef<GroupAxes> groups, llvm::StringRef banner,
-               WeightShards &weights, const dfg::DimBindings *bounds = nullptr);
+               WeightShards &weights, const dfg::DimBindings *bounds = nullptr,
+               Target target = Target::Cpu);
 
 } // namespace meshc::codegen
 

@@ -94,14 +94,6 @@ Expected<onnximport::DimSizes> parseDimSizes(ArrayRef<std::string> entries,
   return sizes;
 }
 
-/// The commands whose implementation has not landed yet stop here, after
-/// their arguments were validated.
-int notImplemented(StringRef command) {
-  return fail(command, "'meshc " + command +
-                           "' is not implemented yet in meshc " MESHC_VERSION
-                           " (arguments checked: OK)");
-}
-
 /// "model.onnx: node 'MatMul_3' (MatMul, #12)" for the locations the
 /// importer gives; file:line:col for IR files.
 std::string describeLocation(mlir::Location loc) {
@@ -559,12 +551,21 @@ int runDriver(int argc, char **argv) {
       cl::desc("Memory per GPU in GiB that a plan must fit (default 80)"),
       cl::value_desc("GiB"), cl::init(80), cl::sub(planCmd), cl::cat(category));
 
-  enum class Target { Cpu, Cuda };
+  using codegen::Target;
   cl::opt<Target> compileTarget(
       "target", cl::desc("Code-generation target (default cpu)"),
-      cl::values(clEnumValN(Target::Cpu, "cpu", "OpenBLAS + MPI executables"),
-                 clEnumValN(Target::Cuda, "cuda", "CUDA + NCCL executables")),
+      cl::values(clEnumValN(Target::Cpu, "cpu",
+                            "OpenBLAS + MPI executables, built by g++"),
+                 clEnumValN(Target::Cuda, "cuda",
+                            "CUDA + cuBLASLt + NCCL executables, built by "
+                            "nvcc (one GPU per rank)")),
       cl::init(Target::Cpu), cl::sub(compileCmd), cl::cat(category));
+  cl::opt<std::string> cudaArch(
+      "cuda-arch",
+      cl::desc("GPU architecture of --target cuda executables: sm_90 "
+               "(default; H100, H200) or sm_80 (A100)"),
+      cl::value_desc("sm_NN"), cl::init("sm_90"), cl::sub(compileCmd),
+      cl::cat(category));
   cl::opt<std::string> compileOutput(
       "o",
       cl::desc("Output folder (default: out); with --emit sharded or "
@@ -719,8 +720,6 @@ int runDriver(int argc, char **argv) {
     if (compileCmd && compileEmit == Emit::Ranks)
       return runCompileRanks(model, *dims, meshSpec->str(), sequenceParallel,
                              microbatches, irOutput);
-    if (compileTarget == Target::Cuda)
-      return notImplemented("compile --target cuda");
     codegen::CpuCompileOptions options;
     auto bounds = parseDimSizes(maxDims, "--max-dim");
     if (!bounds)
@@ -733,6 +732,11 @@ int runDriver(int argc, char **argv) {
     }
     options.outputDir = compileOutput;
     options.march = compileMarch;
+    options.target = compileTarget;
+    options.cudaArch = cudaArch;
+    std::string problem = codegen::targetProblem(options);
+    if (!problem.empty())
+      return fail(command, problem);
     options.keepSources = keepSources;
     options.verbose = compileVerbose;
     AxisBounds axes;

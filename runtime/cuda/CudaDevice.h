@@ -39,6 +39,8 @@ enum class DeviceError : std::int64_t {
   GatherIndex = 1,    ///< gather: index outside [-n, n)
   EmbeddingId = 2,    ///< embedding: id outside [-vocab, vocab)
   ScatterIndex = 3,   ///< scatterND: index outside its dimension
+  RotaryPosition = 4, ///< rotary: position outside the cos/sin cache
+  DivisionByZero = 5, ///< div: an integer divided by zero
 };
 /// Device pointer to three int64: kind, offending value, bound. A kernel
 /// stores the first error with atomicCAS on the kind (0 -> kind) and then

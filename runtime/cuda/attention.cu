@@ -1,0 +1,582 @@
+//===- attention.cu - Scaled dot-product attention ------------------------===//
+//
+// Part of meshc. attention on the GPU, with the semantics of the CPU kernel:
+//
+//   1. K and V are `present` (past ++ new, written first) or key/value.
+//   2. The score of query i and key j < limit(i) (limit: i + P + 1 under a
+//      causal mask without softcap, else all keys) is scale * q . k_j; then
+//      the mask (bool: -inf where false; float: added), then with a softcap
+//      the causal -inf and s = softcap * tanh(s / softcap), so that a masked
+//      key scores -softcap (ONNX Attention-23's order).
+//   3. A softmax over those scores weights the value rows. A row without a
+//      finite score gives zeros; a NaN score with a finite maximum makes the
+//      row NaN (as the CPU's max-subtracted softmax does).
+//
+// The softmax is online (flash attention): a running maximum m, a running
+// sum l of exp(s - m) and an accumulator of exp(s - m) v, rescaled by
+// exp(m_old - m_new) when the maximum grows, all in f32 whatever the element
+// type. Two kernels:
+//
+//   - prefill (more than a few queries): a block per (batch, head, 32
+//     queries); tiles of 32 keys and their values are converted to f32 in
+//     shared memory, each warp owns 4 query rows, a lane scores one key of
+//     the tile for its rows and then accumulates 1/32 of the value columns.
+//   - decode (a few queries, or head dimensions whose tiles do not fit in
+//     shared memory): a block per query row and per split of the keys; each
+//     warp walks every fourth key of the split (lanes split the head
+//     dimension, a shuffle reduction gives the score), the block merges its
+//     warps, and with several splits a second kernel merges the splits'
+//     (m, l, accumulator) triples, kept in the cuBLASLt workspace (the
+//     stream orders its uses).
+//
+// Head dimensions up to 256 (8 values per lane in registers).
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/cuda_kernels.h"
+
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/KernelsInternal.cuh"
+
+#include <algorithm>
+#include <string>
+
+namespace meshc::rt::cuda {
+using namespace detail;
+
+namespace {
+
+/// Largest head dimension (of keys and of values) the kernels take.
+constexpr int kMaxHeadDim = 256;
+/// Elements of a head vector one lane holds.
+constexpr int kLaneChunks = kMaxHeadDim / 32;
+
+/// Queries per block and keys per tile of the prefill kernel, its warps,
+/// and the query rows each warp owns (rows warp, warp + 8, ...).
+constexpr int kBlockQ = 32;
+constexpr int kBlockK = 32;
+constexpr int kFlashWarps = 8;
+constexpr int kRowsPerWarp = kBlockQ / kFlashWarps;
+
+/// Warps of a decode block; queries up to which decode beats prefill (the
+/// prefill block would mostly compute padding rows).
+constexpr int kDecodeWarps = 4;
+constexpr std::int64_t kDecodeMaxQueries = 4;
+/// Keys below which a split is not worth its share of the merge.
+constexpr std::int64_t kMinKeysPerSplit = 64;
+
+enum class MaskKind : int { None, Bool, SameAsQuery, F32 };
+
+/// Everything both kernels read: q [B, H, S, D], k [B, Hkv, T, D], v [B,
+/// Hkv, T, Dv], out [B, H, S, Dv] (T = past + new keys), the mask read
+/// through broadcast strides over [B, H, S, T].
+template <typename T> struct AttentionArgs {
+  const T *q = nullptr, *k = nullptr, *v = nullptr;
+  T *out = nullptr;
+  const void *mask = nullptr;
+  MaskKind maskKind = MaskKind::None;
+  std::int64_t maskStrides[4] = {};
+  std::int64_t heads = 0, kvHeads = 0, group = 1, seq = 0, total = 0, past = 0;
+  int dim = 0, vDim = 0;
+  float scale = 1.0f, softcap = 0.0f;
+  bool causal = false;
+};
+
+/// Keys j < keyLimit(i) are scored for query i: those not causally masked,
+/// or all of them under a softcap (where a masked key scores -softcap).
+template <typename T>
+__device__ __forceinline__ std::int64_t keyLimit(const AttentionArgs<T> &a,
+                                                 std::int64_t i) {
+  if (a.causal && a.softcap <= 0.0f && i + a.past + 1 < a.total)
+    return i + a.past + 1;
+  return a.total;
+}
+
+/// The score of query (b, h, i) and key j from the raw dot product: scaled,
+/// masked, then soft-capped (see the file comment for the order).
+template <typename T>
+__device__ __forceinline__ float
+finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
+            std::int64_t h, std::int64_t i, std::int64_t j) {
+  float s = a.scale * dot;
+  if (a.maskKind != MaskKind::None) {
+    const std::int64_t off = b * a.maskStrides[0] + h * a.maskStrides[1] +
+                             i * a.maskStrides[2] + j * a.maskStrides[3];
+    if (a.maskKind == MaskKind::Bool) {
+      if (!static_cast<const std::uint8_t *>(a.mask)[off])
+        s = -INFINITY;
+    } else if (a.maskKind == MaskKind::SameAsQuery) {
+      s += toFloat(static_cast<const T *>(a.mask)[off]);
+    } else {
+      s += static_cast<const float *>(a.mask)[off];
+    }
+  }
+  if (a.softcap > 0.0f) {
+    if (a.causal && j > i + a.past)
+      s = -INFINITY;
+    s = a.softcap * tanhf(s * (1.0f / a.softcap));
+  }
+  return s;
+}
+
+/// The output of a row from its online-softmax state.
+__device__ __forceinline__ float finishRow(float acc, float m, float l,
+                                           bool nan) {
+  if (m == -INFINITY)
+    return 0.0f;
+  return nan ? NAN : acc / l;
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill
+//===----------------------------------------------------------------------===//
+
+/// Dynamic shared memory of the prefill kernel: the query tile, the key
+/// tile (rows padded to an odd length, so that lanes reading different keys
+/// at the same feature hit different banks), the value tile and the
+/// weights.
+std::size_t flashSharedBytes(int dim, int vDim) {
+  return sizeof(float) *
+         (static_cast<std::size_t>(kBlockQ) * dim +
+          static_cast<std::size_t>(kBlockK) * (dim | 1) +
+          static_cast<std::size_t>(kBlockK) * vDim + kBlockQ * kBlockK);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kFlashWarps * 32)
+    attentionFlashKernel(AttentionArgs<T> a) {
+  extern __shared__ float smem[];
+  const int dim = a.dim, vDim = a.vDim, ldk = dim | 1;
+  float *qs = smem;                // [kBlockQ][dim]
+  float *ks = qs + kBlockQ * dim;  // [kBlockK][ldk]
+  float *vs = ks + kBlockK * ldk;  // [kBlockK][vDim]
+  float *ps = vs + kBlockK * vDim; // [kBlockQ][kBlockK]
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const std::int64_t q0 = std::int64_t(blockIdx.x) * kBlockQ;
+  const std::int64_t h = blockIdx.y, b = blockIdx.z;
+  const std::int64_t kvHead = b * a.kvHeads + h / a.group;
+  const T *qh = a.q + (b * a.heads + h) * a.seq * dim;
+  const T *kh = a.k + kvHead * a.total * dim;
+  const T *vh = a.v + kvHead * a.total * vDim;
+  T *oh = a.out + (b * a.heads + h) * a.seq * vDim;
+  const int rows =
+      a.seq - q0 < kBlockQ ? static_cast<int>(a.seq - q0) : kBlockQ;
+
+  for (int e = tid; e < kBlockQ * dim; e += blockDim.x) {
+    const int r = e / dim, d = e - r * dim;
+    qs[e] = r < rows ? toFloat(qh[(q0 + r) * dim + d]) : 0.0f;
+  }
+  // keyLimit grows with i: the block's last query sees the most keys.
+  const std::int64_t keyEnd = keyLimit(a, q0 + rows - 1);
+
+  float m[kRowsPerWarp], l[kRowsPerWarp];
+  bool nan[kRowsPerWarp];
+  float acc[kRowsPerWarp][kLaneChunks];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    nan[r] = false;
+#pragma unroll
+    for (int t = 0; t < kLaneChunks; ++t)
+      acc[r][t] = 0.0f;
+  }
+
+  for (std::int64_t k0 = 0; k0 < keyEnd; k0 += kBlockK) {
+    __syncthreads(); // the previous tile is consumed (and qs is written)
+    for (int e = tid; e < kBlockK * dim; e += blockDim.x) {
+      const int j = e / dim, d = e - j * dim;
+      ks[j * ldk + d] =
+          k0 + j < keyEnd ? toFloat(kh[(k0 + j) * dim + d]) : 0.0f;
+    }
+    for (int e = tid; e < kBlockK * vDim; e += blockDim.x) {
+      const int j = e / vDim, d = e - j * vDim;
+      vs[e] = k0 + j < keyEnd ? toFloat(vh[(k0 + j) * vDim + d]) : 0.0f;
+    }
+    __syncthreads();
+
+    // Lane `lane` scores key k0 + lane for the warp's rows.
+    float dot[kRowsPerWarp] = {};
+    const float *kRow = ks + lane * ldk;
+    for (int d = 0; d < dim; ++d) {
+      const float kd = kRow[d];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+        dot[r] += qs[(warp + r * kFlashWarps) * dim + d] * kd;
+    }
+    const std::int64_t j = k0 + lane;
+    float corr[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp + r * kFlashWarps;
+      const std::int64_t i = q0 + row;
+      float s = -INFINITY;
+      if (row < rows && j < keyLimit(a, i))
+        s = finishScore(a, dot[r], b, h, i, j);
+      const bool isNan = isnan(s);
+      const bool anyNan = __any_sync(0xffffffffu, isNan);
+      nan[r] = nan[r] || anyNan;
+      // fmaxf drops NaN: a NaN score never becomes the maximum.
+      const float tileMax = warpReduce(s, FMaxOp{});
+      float p = 0.0f;
+      corr[r] = 1.0f;
+      if (tileMax != -INFINITY) { // the same for the whole warp
+        const float mNew = fmaxf(m[r], tileMax);
+        corr[r] = expf(m[r] - mNew);
+        p = (isNan || s == -INFINITY) ? 0.0f : expf(s - mNew);
+        l[r] = l[r] * corr[r] + warpReduce(p, SumOp{});
+        m[r] = mNew;
+      }
+      ps[row * kBlockK + lane] = p;
+    }
+    __syncwarp();
+
+    // Lane `lane` accumulates value columns lane, lane + 32, ...
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+      for (int t = 0; t < kLaneChunks; ++t)
+        acc[r][t] *= corr[r];
+    for (int jj = 0; jj < kBlockK; ++jj) {
+      float v[kLaneChunks];
+#pragma unroll
+      for (int t = 0; t < kLaneChunks; ++t) {
+        const int dv = lane + 32 * t;
+        v[t] = dv < vDim ? vs[jj * vDim + dv] : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float p = ps[(warp + r * kFlashWarps) * kBlockK + jj];
+#pragma unroll
+        for (int t = 0; t < kLaneChunks; ++t)
+          acc[r][t] += p * v[t];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int row = warp + r * kFlashWarps;
+    if (row >= rows)
+      continue;
+#pragma unroll
+    for (int t = 0; t < kLaneChunks; ++t) {
+      const int dv = lane + 32 * t;
+      if (dv < vDim)
+        oh[(q0 + row) * vDim + dv] =
+            fromFloat<T>(finishRow(acc[r][t], m[r], l[r], nan[r]));
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Decode
+//===----------------------------------------------------------------------===//
+
+/// Floats one split's partial result takes: m, l, the NaN flag, then the
+/// unnormalised accumulator of vDim values.
+__host__ __device__ constexpr std::int64_t partialStride(int vDim) {
+  return vDim + 3;
+}
+
+/// Block (row, split): query row = (b, h, i), keys [split * keysPerSplit,
+/// (split + 1) * keysPerSplit) below keyLimit(i). With one split it writes
+/// the output; otherwise its partial triple to `partial`.
+template <typename T>
+__global__ void __launch_bounds__(kDecodeWarps * 32)
+    attentionDecodeKernel(AttentionArgs<T> a, int splits,
+                          std::int64_t keysPerSplit, float *partial) {
+  __shared__ float warpM[kDecodeWarps], warpL[kDecodeWarps];
+  __shared__ int warpNan[kDecodeWarps];
+  __shared__ float warpAcc[kDecodeWarps][kMaxHeadDim];
+  const int dim = a.dim, vDim = a.vDim;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t row = blockIdx.x;
+  const int split = blockIdx.y;
+  std::int64_t bh, i, b, h;
+  divmod(row, a.seq, bh, i);
+  divmod(bh, a.heads, b, h);
+  const std::int64_t kvHead = b * a.kvHeads + h / a.group;
+  const T *qr = a.q + row * dim;
+  const T *kh = a.k + kvHead * a.total * dim;
+  const T *vh = a.v + kvHead * a.total * vDim;
+
+  float q[kLaneChunks];
+#pragma unroll
+  for (int t = 0; t < kLaneChunks; ++t) {
+    const int d = lane + 32 * t;
+    q[t] = d < dim ? toFloat(qr[d]) : 0.0f;
+  }
+  float acc[kLaneChunks] = {};
+  float m = -INFINITY, l = 0.0f;
+  bool nan = false;
+  const std::int64_t begin = split * keysPerSplit;
+  const std::int64_t limit = keyLimit(a, i);
+  const std::int64_t end =
+      begin + keysPerSplit < limit ? begin + keysPerSplit : limit;
+  for (std::int64_t j = begin + warp; j < end; j += kDecodeWarps) {
+    const T *kj = kh + j * dim;
+    float dot = 0.0f;
+#pragma unroll
+    for (int t = 0; t < kLaneChunks; ++t) {
+      const int d = lane + 32 * t;
+      if (d < dim)
+        dot += q[t] * toFloat(kj[d]);
+    }
+    dot = warpReduce(dot, SumOp{});
+    const float s = finishScore(a, dot, b, h, i, j);
+    if (isnan(s)) {
+      nan = true;
+      continue;
+    }
+    if (s == -INFINITY)
+      continue;
+    const float mNew = fmaxf(m, s);
+    const float corr = expf(m - mNew);
+    const float p = expf(s - mNew);
+    l = l * corr + p;
+    const T *vj = vh + j * vDim;
+#pragma unroll
+    for (int t = 0; t < kLaneChunks; ++t) {
+      const int dv = lane + 32 * t;
+      if (dv < vDim)
+        acc[t] = acc[t] * corr + p * toFloat(vj[dv]);
+    }
+    m = mNew;
+  }
+
+  // Merge the warps: rescale each to the block's maximum.
+  if (lane == 0) {
+    warpM[warp] = m;
+    warpL[warp] = l;
+    warpNan[warp] = nan;
+  }
+#pragma unroll
+  for (int t = 0; t < kLaneChunks; ++t) {
+    const int dv = lane + 32 * t;
+    if (dv < vDim)
+      warpAcc[warp][dv] = acc[t];
+  }
+  __syncthreads();
+  float blockM = -INFINITY, blockL = 0.0f;
+  bool blockNan = false;
+  float factor[kDecodeWarps];
+#pragma unroll
+  for (int w = 0; w < kDecodeWarps; ++w) {
+    blockM = fmaxf(blockM, warpM[w]);
+    blockNan = blockNan || warpNan[w];
+  }
+#pragma unroll
+  for (int w = 0; w < kDecodeWarps; ++w) {
+    // A warp that scored no key has m = -inf and nothing to add.
+    factor[w] = warpM[w] == -INFINITY ? 0.0f : expf(warpM[w] - blockM);
+    blockL += warpL[w] * factor[w];
+  }
+  const std::int64_t base = (row * splits + split) * partialStride(vDim);
+  for (int dv = threadIdx.x; dv < vDim; dv += blockDim.x) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w)
+      sum += warpAcc[w][dv] * factor[w];
+    if (splits == 1)
+      a.out[row * vDim + dv] =
+          fromFloat<T>(finishRow(sum, blockM, blockL, blockNan));
+    else
+      partial[base + 3 + dv] = sum;
+  }
+  if (splits > 1 && threadIdx.x == 0) {
+    partial[base] = blockM;
+    partial[base + 1] = blockL;
+    partial[base + 2] = blockNan ? 1.0f : 0.0f;
+  }
+}
+
+/// Merges the splits of each row (one block per row) as the decode kernel
+/// merges its warps.
+template <typename T>
+__global__ void attentionMergeKernel(const float *partial, int splits, int vDim,
+                                     T *out) {
+  const std::int64_t row = blockIdx.x;
+  const std::int64_t stride = partialStride(vDim);
+  const float *p = partial + row * splits * stride;
+  float m = -INFINITY, l = 0.0f;
+  bool nan = false;
+  for (int s = 0; s < splits; ++s) {
+    m = fmaxf(m, p[s * stride]);
+    nan = nan || p[s * stride + 2] != 0.0f;
+  }
+  for (int s = 0; s < splits; ++s) {
+    const float ms = p[s * stride];
+    if (ms != -INFINITY)
+      l += p[s * stride + 1] * expf(ms - m);
+  }
+  for (int dv = threadIdx.x; dv < vDim; dv += blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float ms = p[s * stride];
+      if (ms != -INFINITY)
+        sum += p[s * stride + 3 + dv] * expf(ms - m);
+    }
+    out[row * vDim + dv] = fromFloat<T>(finishRow(sum, m, l, nan));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+/// K or V as attention reads them: `present` filled with past ++ fresh
+/// along the sequence when given (then read from it), else `fresh`.
+const void *keysOrValues(const TensorRef &fresh, const TensorRef *past,
+                         const TensorRef *present) {
+  if (!present)
+    return fresh.data;
+  if (past) {
+    const std::size_t width = byteWidth(fresh.dtype);
+    const std::int64_t outer = fresh.shape[0] * fresh.shape[1];
+    const std::size_t pastRow =
+        static_cast<std::size_t>(past->shape[2] * past->shape[3]) * width;
+    const std::size_t freshRow =
+        static_cast<std::size_t>(fresh.shape[2] * fresh.shape[3]) * width;
+    auto *dst = static_cast<unsigned char *>(present->data);
+    copyRows(dst, pastRow + freshRow, past->data, pastRow, pastRow, outer,
+             "attention");
+    copyRows(dst + pastRow, pastRow + freshRow, fresh.data, freshRow, freshRow,
+             outer, "attention");
+  } else {
+    copy(fresh, *present);
+  }
+  return present->data;
+}
+
+template <typename T>
+void launchFlash(const AttentionArgs<T> &a, std::int64_t batch,
+                 std::size_t sharedBytes) {
+  // Opting into more than 48 KiB of dynamic shared memory is a property of
+  // the kernel, set once per size reached.
+  static std::size_t optedIn = 48 * 1024;
+  if (sharedBytes > optedIn) {
+    check(cudaFuncSetAttribute(attentionFlashKernel<T>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(sharedBytes)),
+          "attention: cudaFuncSetAttribute");
+    optedIn = sharedBytes;
+  }
+  const dim3 grid(static_cast<unsigned>((a.seq + kBlockQ - 1) / kBlockQ),
+                  static_cast<unsigned>(a.heads), static_cast<unsigned>(batch));
+  attentionFlashKernel<T><<<grid, kFlashWarps * 32, sharedBytes, stream()>>>(a);
+  checkLaunch("attention");
+}
+
+template <typename T>
+void launchDecode(const AttentionArgs<T> &a, std::int64_t rows) {
+  // Enough blocks to fill the GPU when there are few rows, without splits
+  // shorter than kMinKeysPerSplit, and no more partials than the workspace
+  // holds.
+  const std::int64_t target =
+      4 * static_cast<std::int64_t>(multiProcessorCount());
+  std::int64_t splits = rows < target ? (target + rows - 1) / rows : 1;
+  splits =
+      std::min(splits, (a.total + kMinKeysPerSplit - 1) / kMinKeysPerSplit);
+  splits = std::clamp<std::int64_t>(splits, 1, 65535);
+  const std::int64_t rowBytes =
+      partialStride(a.vDim) * static_cast<std::int64_t>(sizeof(float)) * rows;
+  if (splits > 1) {
+    const auto capacity =
+        static_cast<std::int64_t>(workspaceBytes()) / rowBytes;
+    splits = std::min(splits, capacity);
+    if (splits < 2)
+      splits = 1;
+  }
+  const std::int64_t keysPerSplit =
+      std::max<std::int64_t>(1, (a.total + splits - 1) / splits);
+  float *partial = splits > 1 ? static_cast<float *>(workspace()) : nullptr;
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(splits));
+  attentionDecodeKernel<T><<<grid, kDecodeWarps * 32, 0, stream()>>>(
+      a, static_cast<int>(splits), keysPerSplit, partial);
+  checkLaunch("attention");
+  if (splits > 1) {
+    attentionMergeKernel<T><<<static_cast<unsigned>(rows), 128, 0, stream()>>>(
+        partial, static_cast<int>(splits), a.vDim, a.out);
+    checkLaunch("attention");
+  }
+}
+
+} // namespace
+
+void attention(const TensorRef &query, const TensorRef &key,
+               const TensorRef &value, const TensorRef *mask,
+               const TensorRef *pastKey, const TensorRef *pastValue,
+               float scale, bool causal, float softcap, const TensorRef &out,
+               const TensorRef *presentKey, const TensorRef *presentValue) {
+  requireDType(key, query.dtype, "attention");
+  requireDType(value, query.dtype, "attention");
+  if ((pastKey || pastValue) &&
+      !(pastKey && pastValue && presentKey && presentValue))
+    fatal("attention: past key/value need both present outputs");
+  if (pastKey) {
+    requireDType(*pastKey, query.dtype, "attention");
+    requireDType(*pastValue, query.dtype, "attention");
+  }
+  const std::int64_t batch = query.shape[0], heads = query.shape[1],
+                     seq = query.shape[2], dim = query.shape[3];
+  const std::int64_t kvHeads = key.shape[1], vDim = value.shape[3];
+  const std::int64_t past = pastKey ? pastKey->shape[2] : 0;
+  if (dim > kMaxHeadDim || vDim > kMaxHeadDim)
+    fatal("attention: head dimension " + std::to_string(std::max(dim, vDim)) +
+          " is larger than the " + std::to_string(kMaxHeadDim) +
+          " the CUDA kernels support");
+  const void *k = keysOrValues(key, pastKey, presentKey);
+  const void *v = keysOrValues(value, pastValue, presentValue);
+  const std::int64_t rows = batch * heads * seq;
+  if (rows == 0 || vDim == 0)
+    return;
+
+  dispatchFloat(query.dtype, "attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    AttentionArgs<T> a;
+    a.q = query.as<const T>();
+    a.k = static_cast<const T *>(k);
+    a.v = static_cast<const T *>(v);
+    a.out = out.as<T>();
+    a.heads = heads;
+    a.kvHeads = kvHeads;
+    a.group = heads / kvHeads;
+    a.seq = seq;
+    a.total = past + key.shape[2];
+    a.past = past;
+    a.dim = static_cast<int>(dim);
+    a.vDim = static_cast<int>(vDim);
+    a.scale = scale;
+    a.softcap = softcap;
+    a.causal = causal;
+    if (mask) {
+      if (mask->dtype == DType::Bool)
+        a.maskKind = MaskKind::Bool;
+      else if (mask->dtype == query.dtype)
+        a.maskKind = MaskKind::SameAsQuery;
+      else if (mask->dtype == DType::F32)
+        a.maskKind = MaskKind::F32;
+      else
+        unsupportedDType("attention mask", mask->dtype);
+      a.mask = mask->data;
+      // Broadcast to [B, H, S, T], aligned at the last dimension.
+      std::int64_t dense[kMaxRank];
+      denseStrides(*mask, dense);
+      const int offset = 4 - mask->rank;
+      for (int d = 0; d < 4; ++d) {
+        const int md = d - offset;
+        a.maskStrides[d] = (md < 0 || mask->shape[md] == 1) ? 0 : dense[md];
+      }
+    }
+    const std::size_t sharedBytes = flashSharedBytes(a.dim, a.vDim);
+    const bool flash =
+        seq > kDecodeMaxQueries && heads <= 65535 && batch <= 65535 &&
+        sharedBytes <= static_cast<std::size_t>(maxSharedMemoryOptin());
+    if (flash)
+      launchFlash(a, batch, sharedBytes);
+    else
+      launchDecode(a, rows);
+  });
+}
+
+} // namespace meshc::rt::cuda

@@ -1,0 +1,462 @@
+//===- device_placement.cpp - Tensors on the rank's GPU (cuda target) -----===//
+//
+// Part of meshc. The cuda target's Placement.h: the arena, the weights and
+// the inputs live on the GPU this rank drives (one per rank, picked by the
+// node-local rank), kernels and collectives are enqueued on its one stream,
+// and the tensor collectives run on NCCL.
+//
+// NCCL communicators: one for the world, bootstrapped through MPI (rank 0's
+// ncclUniqueId sent to every rank over Comm's host channel), and one per
+// communication group, split from it with the color and key Comm gave its
+// MPI communicator, so group index = rank in the NCCL group. Every
+// communicator is non-blocking (ncclConfig_t::blocking = 0) so that no call
+// can hang the host: a call that is still in progress is polled with
+// ncclCommGetAsyncError up to the collective timeout. Each collective
+// records an event after it on the stream; waiting for the device polls
+// those events in order, so a collective that does not complete within
+// --collective-timeout (a dead or stuck peer) is reported by name, every
+// communicator is aborted and the job stops, never hangs.
+//
+// Gathers and scatters along an axis that is not the outermost one move
+// contiguous blocks with NCCL and transpose (outer index, block index)
+// chunks before or after it with strided 2-D copies on the stream.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Placement.h"
+
+#include "meshc/runtime/comm.h"
+#include "meshc/runtime/error.h"
+#include "runtime/cuda/CudaDevice.h"
+
+#include <nccl.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace meshc::rt::placement {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string shapeString(const TensorRef &t) {
+  std::vector<std::int64_t> shape(t.shape, t.shape + t.rank);
+  return formatShape(shape);
+}
+
+std::int64_t product(const TensorRef &t, int begin, int end) {
+  std::int64_t n = 1;
+  for (int d = begin; d < end; ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+/// The NCCL type of a summed element.
+ncclDataType_t sumType(DType dtype, const std::string &what) {
+  switch (dtype) {
+  case DType::F32:
+    return ncclFloat32;
+  case DType::F16:
+    return ncclFloat16;
+  case DType::BF16:
+    return ncclBfloat16;
+  case DType::I64:
+    return ncclInt64;
+  case DType::I32:
+    return ncclInt32;
+  default:
+    fatal(what + ": cannot sum tensors of " +
+          std::string(safetensorsName(dtype)));
+  }
+}
+
+/// Copies a [rows][cols] matrix of `chunk`-byte chunks on the device into
+/// its transpose [cols][rows], one strided 2-D copy per column.
+void transposeChunks(const void *src, void *dst, std::int64_t rows,
+                     std::int64_t cols, std::size_t chunk) {
+  for (std::int64_t c = 0; c < cols; ++c)
+    cuda::check(cudaMemcpy2DAsync(static_cast<char *>(dst) + c * rows * chunk,
+                                  chunk,
+                                  static_cast<const char *>(src) + c * chunk,
+                                  cols * chunk, chunk, rows,
+                                  cudaMemcpyDeviceToDevice, cuda::stream()),
+                "transposing collective blocks");
+}
+
+class NcclTransport final : public TensorTransport {
+public:
+  explicit NcclTransport(Comm &comm) : comm_(comm) {}
+  ~NcclTransport() override { release(); }
+
+  /// The world communicator, from rank 0's unique id.
+  void connect() {
+    ncclUniqueId id;
+    const char *what = "bootstrapping NCCL";
+    if (comm_.rank() == 0) {
+      settle(nullptr, ncclGetUniqueId(&id), what);
+      for (int r = 1; r < comm_.size(); ++r)
+        comm_.sendBytes(r, &id, sizeof(id), kBootstrapTag, what);
+    } else {
+      comm_.recvBytes(0, &id, sizeof(id), kBootstrapTag, what);
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t status =
+        ncclCommInitRankConfig(&world_, comm_.size(), id, comm_.rank(), &config);
+    settle(world_, status, what);
+  }
+
+  void groupOpened(int group, int color, int key, int) override {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t split = nullptr;
+    ncclResult_t status = ncclCommSplit(world_, color, key, &split, &config);
+    settle(world_, status, "opening communication group #" +
+                               std::to_string(group) + " (ncclCommSplit)");
+    settle(split, ncclSuccess, "opening communication group #" +
+                                   std::to_string(group));
+    if (static_cast<int>(groups_.size()) <= group)
+      groups_.resize(group + 1, nullptr);
+    groups_[group] = split;
+  }
+
+  void allReduceSum(int group, const TensorRef &in, const TensorRef &out,
+                    const char *what) override {
+    std::string op = what;
+    ncclComm_t c = groupComm(group, op);
+    if (in.dtype != out.dtype || in.numElements() != out.numElements())
+      fatal(op + ": operand " + shapeString(in) + " and result " +
+            shapeString(out) + " differ");
+    settle(c,
+           ncclAllReduce(in.data, out.data, in.numElements(),
+                         sumType(in.dtype, op), ncclSum, c, cuda::stream()),
+           op);
+    enqueued(op);
+  }
+
+  void allGather(int group, const TensorRef &in, const TensorRef &out,
+                 std::int64_t axis, const char *what) override {
+    std::string op = what;
+    ncclComm_t c = groupComm(group, op);
+    std::int64_t members = groupSize(c);
+    const std::int64_t outer = product(in, 0, static_cast<int>(axis));
+    const std::size_t chunk =
+        product(in, static_cast<int>(axis), in.rank) * byteWidth(in.dtype);
+    // Member t's input lands as block t of a [T][in] buffer, transposed
+    // into [outer][T][inner] along an inner axis.
+    void *gathered =
+        outer == 1 ? out.data : scratch(recvScratch_, out.byteSize());
+    settle(c,
+           ncclAllGather(in.data, gathered, in.byteSize(), ncclUint8, c,
+                         cuda::stream()),
+           op);
+    if (outer != 1)
+      transposeChunks(gathered, out.data, members, outer, chunk);
+    enqueued(op);
+  }
+
+  void reduceScatterSum(int group, const TensorRef &in, const TensorRef &out,
+                        std::int64_t axis, const char *what) override {
+    std::string op = what;
+    ncclComm_t c = groupComm(group, op);
+    std::int64_t members = groupSize(c);
+    const std::int64_t outer = product(in, 0, static_cast<int>(axis));
+    const std::size_t chunk =
+        product(out, static_cast<int>(axis), out.rank) * byteWidth(out.dtype);
+    // Block j must be contiguous: [outer][T][inner] -> [T][outer][inner].
+    const void *packed = in.data;
+    if (outer != 1) {
+      void *buffer = scratch(sendScratch_, in.byteSize());
+      transposeChunks(in.data, buffer, outer, members, chunk);
+      packed = buffer;
+    }
+    settle(c,
+           ncclReduceScatter(packed, out.data, out.numElements(),
+                             sumType(in.dtype, op), ncclSum, c,
+                             cuda::stream()),
+           op);
+    enqueued(op);
+  }
+
+  void allToAll(int group, const TensorRef &in, const TensorRef &out,
+                std::int64_t splitAxis, std::int64_t concatAxis,
+                const char *what) override {
+    std::string op = what;
+    ncclComm_t c = groupComm(group, op);
+    std::int64_t members = groupSize(c);
+    TensorRef block = in;
+    if (in.rank != out.rank || splitAxis < 0 || splitAxis >= in.rank ||
+        concatAxis < 0 || concatAxis >= in.rank ||
+        in.shape[splitAxis] % members != 0)
+      fatal(op + ": operand " + shapeString(in) + " and result " +
+            shapeString(out) + " do not match an all-to-all over " +
+            std::to_string(members) + " ranks");
+    block.shape[splitAxis] /= members;
+    const std::size_t width = byteWidth(in.dtype);
+    const std::int64_t splitOuter =
+        product(in, 0, static_cast<int>(splitAxis));
+    const std::int64_t concatOuter =
+        product(block, 0, static_cast<int>(concatAxis));
+    const char *sendBuffer = static_cast<const char *>(in.data);
+    if (splitOuter != 1) {
+      void *buffer = scratch(sendScratch_, in.byteSize());
+      transposeChunks(in.data, buffer, splitOuter, members,
+                      product(block, static_cast<int>(splitAxis), block.rank) *
+                          width);
+      sendBuffer = static_cast<const char *>(buffer);
+    }
+    char *recvBuffer = static_cast<char *>(
+        concatOuter == 1 ? out.data : scratch(recvScratch_, out.byteSize()));
+    const std::size_t blockBytes = block.byteSize();
+    settle(c, ncclGroupStart(), op);
+    for (std::int64_t peer = 0; peer < members; ++peer) {
+      settle(c,
+             ncclSend(sendBuffer + peer * blockBytes, blockBytes, ncclUint8,
+                      static_cast<int>(peer), c, cuda::stream()),
+             op);
+      settle(c,
+             ncclRecv(recvBuffer + peer * blockBytes, blockBytes, ncclUint8,
+                      static_cast<int>(peer), c, cuda::stream()),
+             op);
+    }
+    settle(c, ncclGroupEnd(), op);
+    if (concatOuter != 1)
+      transposeChunks(recvBuffer, out.data, members, concatOuter,
+                      product(block, static_cast<int>(concatAxis), block.rank) *
+                          width);
+    enqueued(op);
+  }
+
+  void send(int peerRank, const TensorRef &in, const char *what) override {
+    std::string op = what;
+    checkPeer(peerRank, op);
+    settle(world_,
+           ncclSend(in.data, in.byteSize(), ncclUint8, peerRank, world_,
+                    cuda::stream()),
+           op);
+    enqueued(op);
+  }
+
+  void recv(int peerRank, const TensorRef &out, const char *what) override {
+    std::string op = what;
+    checkPeer(peerRank, op);
+    settle(world_,
+           ncclRecv(out.data, out.byteSize(), ncclUint8, peerRank, world_,
+                    cuda::stream()),
+           op);
+    enqueued(op);
+  }
+
+  /// Waits for everything enqueued on the stream, within the collective
+  /// timeout for each collective; a collective past it, or an NCCL error,
+  /// aborts the communicators and stops the job naming the op.
+  void drain(const std::string &what) {
+    while (!pending_.empty()) {
+      Pending &p = pending_.front();
+      Clock::time_point start = Clock::now();
+      for (auto sleep = std::chrono::microseconds(20);;) {
+        cudaError_t status = cudaEventQuery(p.event);
+        if (status == cudaSuccess)
+          break;
+        if (status != cudaErrorNotReady)
+          cuda::check(status, p.what.c_str());
+        checkAsyncErrors(p.what);
+        double waited =
+            std::chrono::duration<double>(Clock::now() - start).count();
+        if (waited > comm_.timeout())
+          abortAll(p.what + " did not complete within " +
+                   std::to_string(static_cast<int>(comm_.timeout())) +
+                   " s (--collective-timeout): a peer rank is dead, stuck or "
+                   "took another path");
+        std::this_thread::sleep_for(sleep);
+        sleep = std::min(sleep * 2, std::chrono::microseconds(10000));
+      }
+      cudaEventDestroy(p.event);
+      pending_.pop_front();
+    }
+    cuda::synchronize(what.c_str());
+  }
+
+  void release() {
+    for (Pending &p : pending_)
+      cudaEventDestroy(p.event);
+    pending_.clear();
+    for (ncclComm_t c : groups_)
+      if (c)
+        ncclCommDestroy(c);
+    groups_.clear();
+    if (world_)
+      ncclCommDestroy(world_);
+    world_ = nullptr;
+    cuda::deviceFree(sendScratch_.data);
+    cuda::deviceFree(recvScratch_.data);
+    sendScratch_ = recvScratch_ = Scratch();
+  }
+
+private:
+  struct Pending {
+    cudaEvent_t event;
+    std::string what;
+  };
+  struct Scratch {
+    void *data = nullptr;
+    std::size_t bytes = 0;
+  };
+  /// Apart from Comm's output-assembly tags (small positive numbers).
+  static constexpr int kBootstrapTag = 1 << 20;
+
+  ncclComm_t groupComm(int group, const std::string &op) {
+    if (group < 0 || group >= static_cast<int>(groups_.size()) ||
+        !groups_[group])
+      fatal(op + ": no group #" + std::to_string(group));
+    return groups_[group];
+  }
+
+  std::int64_t groupSize(ncclComm_t c) {
+    int count = 0;
+    settle(c, ncclCommCount(c, &count), "ncclCommCount");
+    return count;
+  }
+
+  void checkPeer(int peerRank, const std::string &op) {
+    if (peerRank < 0 || peerRank >= comm_.size() || peerRank == comm_.rank())
+      fatal(op + ": no peer rank " + std::to_string(peerRank));
+  }
+
+  /// Grows `s` to `bytes` (buffers are reused in stream order).
+  void *scratch(Scratch &s, std::size_t bytes) {
+    if (s.bytes < bytes) {
+      // The stream may still read the old buffer.
+      drain("growing a collective buffer");
+      cuda::deviceFree(s.data);
+      s.data = cuda::deviceAlloc(bytes, "a collective buffer");
+      s.bytes = bytes;
+    }
+    return s.data;
+  }
+
+  /// Records an event after the collective just enqueued, so that a wait
+  /// can name the first one that does not complete.
+  void enqueued(const std::string &op) {
+    Pending p;
+    cuda::check(cudaEventCreateWithFlags(&p.event, cudaEventDisableTiming),
+                "cudaEventCreate");
+    cuda::check(cudaEventRecord(p.event, cuda::stream()), "cudaEventRecord");
+    p.what = op;
+    pending_.push_back(std::move(p));
+    // Completed collectives leave the list as it grows.
+    while (pending_.size() > 256 &&
+           cudaEventQuery(pending_.front().event) == cudaSuccess) {
+      cudaEventDestroy(pending_.front().event);
+      pending_.pop_front();
+    }
+  }
+
+  /// Completes a non-blocking NCCL call: polls while it is in progress, up
+  /// to the timeout; an error stops the job naming `what`.
+  void settle(ncclComm_t c, ncclResult_t status, const std::string &what) {
+    Clock::time_point start = Clock::now();
+    while (status == ncclInProgress && c) {
+      if (std::chrono::duration<double>(Clock::now() - start).count() >
+          comm_.timeout())
+        abortAll(what + " did not complete within " +
+                 std::to_string(static_cast<int>(comm_.timeout())) +
+                 " s (--collective-timeout)");
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      ncclCommGetAsyncError(c, &status);
+    }
+    if (status != ncclSuccess && status != ncclInProgress)
+      abortAll(what + ": NCCL error: " + ncclGetErrorString(status) +
+               (c ? std::string(" (") + ncclGetLastError(c) + ")" : ""));
+  }
+
+  void checkAsyncErrors(const std::string &what) {
+    for (ncclComm_t c : groups_) {
+      ncclResult_t status = ncclSuccess;
+      if (c && ncclCommGetAsyncError(c, &status) == ncclSuccess &&
+          status != ncclSuccess && status != ncclInProgress)
+        abortAll(what + ": NCCL error: " + ncclGetErrorString(status));
+    }
+  }
+
+  [[noreturn]] void abortAll(const std::string &message) {
+    for (ncclComm_t c : groups_)
+      if (c)
+        ncclCommAbort(c);
+    groups_.clear();
+    if (world_)
+      ncclCommAbort(world_);
+    world_ = nullptr;
+    fatal(message);
+  }
+
+  Comm &comm_;
+  ncclComm_t world_ = nullptr;
+  std::vector<ncclComm_t> groups_;
+  std::deque<Pending> pending_;
+  Scratch sendScratch_, recvScratch_;
+};
+
+NcclTransport *transport = nullptr;
+std::vector<void *> allocations;
+
+void *keep(void *pointer) {
+  allocations.push_back(pointer);
+  return pointer;
+}
+
+} // namespace
+
+const char *targetName() { return "cuda"; }
+
+void start(Comm &comm) {
+  cuda::initDevice(comm.localRank(), comm.localSize());
+  transport = new NcclTransport(comm);
+  transport->connect();
+  comm.setTransport(transport);
+}
+
+void *allocateArena(std::size_t bytes) {
+  return keep(cuda::deviceAlloc(bytes, "the activation arena"));
+}
+
+const void *placeWeights(const void *mapped, std::size_t bytes) {
+  void *placed = keep(cuda::deviceAlloc(bytes, "the weights"));
+  cuda::copyToDevice(placed, mapped, bytes);
+  return placed;
+}
+
+void *placeInput(const void *host, std::size_t bytes) {
+  void *placed = keep(cuda::deviceAlloc(bytes, "an input"));
+  cuda::copyToDevice(placed, host, bytes);
+  return placed;
+}
+
+void fetch(void *host, const void *placed, std::size_t bytes) {
+  synchronize("fetching an output");
+  cuda::copyToHost(host, placed, bytes);
+}
+
+void synchronize(const char *what) {
+  if (transport)
+    transport->drain(what);
+  else if (cuda::deviceReady())
+    cuda::synchronize(what);
+}
+
+void stop() {
+  if (transport) {
+    transport->release();
+    delete transport;
+    transport = nullptr;
+  }
+  for (void *pointer : allocations)
+    cuda::deviceFree(pointer);
+  allocations.clear();
+  cuda::shutdownDevice();
+}
+
+} // namespace meshc::rt::placement

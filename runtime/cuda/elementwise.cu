@@ -1,0 +1,538 @@
+//===- elementwise.cu - Broadcast binary, unary, where, cast, copy --------===//
+//
+// Part of meshc. The elementwise kernels of the cuda target: one thread per
+// output element in a grid-stride loop, operands read through a
+// detail::Plan (a same-shape operation is one dimension, so its offsets cost
+// no division). The op is a kernel argument switched on per element rather
+// than a template parameter: every thread takes the same branch, the
+// kernels are memory-bound anyway, and one kernel per element type keeps
+// the build to a few dozen instantiations instead of hundreds. f16 and bf16
+// compute in f32 and round once per result, as the CPU kernels' f32 results
+// would be rounded. iota and fillIntegers, which write small integer tensors
+// that generated code used to fill on the host, live here too.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/cuda_kernels.h"
+
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/KernelsInternal.cuh"
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+namespace meshc::rt::cuda {
+using namespace detail;
+
+namespace {
+
+/// Calls fn(TypeTag<T>) for any dtype (bool as its byte).
+template <typename Fn> void dispatchAny(DType t, Fn &&fn) {
+  switch (t) {
+  case DType::F32:
+    return fn(TypeTag<float>{});
+  case DType::F16:
+    return fn(TypeTag<__half>{});
+  case DType::BF16:
+    return fn(TypeTag<__nv_bfloat16>{});
+  case DType::I64:
+    return fn(TypeTag<std::int64_t>{});
+  case DType::I32:
+    return fn(TypeTag<std::int32_t>{});
+  case DType::Bool:
+    return fn(TypeTag<std::uint8_t>{});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Binary
+//===----------------------------------------------------------------------===//
+
+/// Arithmetic on f32 values (f16 and bf16 arrive widened).
+__device__ __forceinline__ float arithmeticF32(BinaryOp op, float x, float y) {
+  switch (op) {
+  case BinaryOp::Add:
+    return x + y;
+  case BinaryOp::Sub:
+    return x - y;
+  case BinaryOp::Mul:
+    return x * y;
+  case BinaryOp::Div:
+    return x / y;
+  case BinaryOp::Pow:
+    return powf(x, y);
+  case BinaryOp::Min:
+    return y < x ? y : x;
+  case BinaryOp::Max:
+    return x < y ? y : x;
+  default:
+    return 0.0f;
+  }
+}
+
+/// Arithmetic on i64 or i32, wrapping on overflow. Div truncates toward zero
+/// (ONNX); a zero divisor gives 0 here and is recorded as an error by the
+/// kernel (reported at the next synchronisation, as the CPU stops). Pow is
+/// the power in double, truncated, 0 when it does not fit (as the CPU).
+template <typename I>
+__device__ __forceinline__ I arithmeticInt(BinaryOp op, I x, I y) {
+  using U = std::make_unsigned_t<I>;
+  switch (op) {
+  case BinaryOp::Add:
+    return static_cast<I>(static_cast<U>(x) + static_cast<U>(y));
+  case BinaryOp::Sub:
+    return static_cast<I>(static_cast<U>(x) - static_cast<U>(y));
+  case BinaryOp::Mul:
+    return static_cast<I>(static_cast<U>(x) * static_cast<U>(y));
+  case BinaryOp::Div:
+    if (y == 0)
+      return 0;
+    if (y == -1) // INT_MIN / -1 would trap
+      return static_cast<I>(U(0) - static_cast<U>(x));
+    return x / y;
+  case BinaryOp::Pow: {
+    const double p = trunc(pow(static_cast<double>(x), static_cast<double>(y)));
+    if (!(fabs(p) < 9.2e18))
+      return 0;
+    return static_cast<I>(static_cast<std::int64_t>(p));
+  }
+  case BinaryOp::Min:
+    return y < x ? y : x;
+  case BinaryOp::Max:
+    return x < y ? y : x;
+  default:
+    return 0;
+  }
+}
+
+template <typename T>
+__global__ void arithmeticKernel(BinaryOp op, Plan<2> plan, const T *a,
+                                 const T *b, T *out, std::int64_t n,
+                                 std::int64_t *slot) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t off[2];
+    planOffsets(plan, i, off);
+    if constexpr (kIsFloat<T>)
+      out[i] = fromFloat<T>(
+          arithmeticF32(op, toFloat(a[off[0]]), toFloat(b[off[1]])));
+    else {
+      if (op == BinaryOp::Div && b[off[1]] == 0)
+        recordError(slot, DeviceError::DivisionByZero, a[off[0]], 0);
+      out[i] = arithmeticInt(op, a[off[0]], b[off[1]]);
+    }
+  }
+}
+
+template <typename V>
+__device__ __forceinline__ bool compare(BinaryOp op, V x, V y) {
+  switch (op) {
+  case BinaryOp::Equal:
+    return x == y;
+  case BinaryOp::Less:
+    return x < y;
+  case BinaryOp::Greater:
+    return x > y;
+  case BinaryOp::LessOrEqual:
+    return x <= y;
+  default:
+    return false;
+  }
+}
+
+template <typename T>
+__global__ void compareKernel(BinaryOp op, Plan<2> plan, const T *a, const T *b,
+                              std::uint8_t *out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t off[2];
+    planOffsets(plan, i, off);
+    bool r;
+    if constexpr (kIsFloat<T>)
+      r = compare(op, toFloat(a[off[0]]), toFloat(b[off[1]]));
+    else
+      r = compare(op, a[off[0]], b[off[1]]);
+    out[i] = r ? 1 : 0;
+  }
+}
+
+__global__ void logicKernel(bool isAnd, Plan<2> plan, const std::uint8_t *a,
+                            const std::uint8_t *b, std::uint8_t *out,
+                            std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t off[2];
+    planOffsets(plan, i, off);
+    const bool x = a[off[0]] != 0, y = b[off[1]] != 0;
+    out[i] = (isAnd ? (x && y) : (x || y)) ? 1 : 0;
+  }
+}
+
+bool isComparison(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::Less ||
+         op == BinaryOp::Greater || op == BinaryOp::LessOrEqual;
+}
+
+} // namespace
+
+void binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
+            const TensorRef &out) {
+  const std::int64_t n = out.numElements();
+  if (n == 0)
+    return;
+  const TensorRef *inputs[] = {&lhs, &rhs};
+  const Plan<2> plan = broadcastPlan<2>(out, inputs);
+  const unsigned grid = gridFor(n);
+  if (op == BinaryOp::And || op == BinaryOp::Or) {
+    const char *name = op == BinaryOp::And ? "and" : "or";
+    if (lhs.dtype != DType::Bool || rhs.dtype != DType::Bool)
+      unsupportedDType(name, lhs.dtype != DType::Bool ? lhs.dtype : rhs.dtype);
+    logicKernel<<<grid, kThreads, 0, stream()>>>(
+        op == BinaryOp::And, plan, lhs.as<const std::uint8_t>(),
+        rhs.as<const std::uint8_t>(), out.as<std::uint8_t>(), n);
+    return checkLaunch(name);
+  }
+  requireDType(rhs, lhs.dtype, "binary");
+  if (isComparison(op)) {
+    dispatchNumeric(lhs.dtype, "compare", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      compareKernel<T><<<grid, kThreads, 0, stream()>>>(
+          op, plan, lhs.as<const T>(), rhs.as<const T>(),
+          out.as<std::uint8_t>(), n);
+    });
+    return checkLaunch("compare");
+  }
+  dispatchNumeric(lhs.dtype, "binary", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    arithmeticKernel<T><<<grid, kThreads, 0, stream()>>>(
+        op, plan, lhs.as<const T>(), rhs.as<const T>(), out.as<T>(), n,
+        errorSlot());
+  });
+  checkLaunch("binary");
+}
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The float unary ops, in f32 with CUDA's accurate (not __fast) functions.
+__device__ __forceinline__ float unaryF32(UnaryOp op, float x) {
+  switch (op) {
+  case UnaryOp::Sqrt:
+    return sqrtf(x);
+  case UnaryOp::Reciprocal:
+    return 1.0f / x;
+  case UnaryOp::Neg:
+    return -x;
+  case UnaryOp::Silu:
+    return x / (1.0f + expf(-x));
+  case UnaryOp::Erf:
+    return erff(x);
+  case UnaryOp::Tanh:
+    return tanhf(x);
+  case UnaryOp::Sigmoid:
+    return 1.0f / (1.0f + expf(-x));
+  case UnaryOp::Exp:
+    return expf(x);
+  case UnaryOp::Cos:
+    return cosf(x);
+  case UnaryOp::Sin:
+    return sinf(x);
+  case UnaryOp::Gelu:
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  case UnaryOp::GeluTanh: {
+    // 0.5 (1 + tanh(u)) = sigmoid(2u), as the CPU kernel writes it: no
+    // cancellation where tanh(u) is close to -1.
+    constexpr float kTwoC = 1.59576912160573072f; // 2 sqrt(2 / pi)
+    const float u2 = kTwoC * (x + 0.044715f * x * x * x);
+    return x / (1.0f + expf(-u2));
+  }
+  case UnaryOp::Not:
+    break;
+  }
+  return 0.0f;
+}
+
+template <typename T>
+__global__ void unaryKernel(UnaryOp op, const T *in, T *out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = fromFloat<T>(unaryF32(op, toFloat(in[i])));
+}
+
+/// Integer negation wraps (-INT_MIN is INT_MIN), as the CPU's.
+template <typename I>
+__global__ void negIntKernel(const I *in, I *out, std::int64_t n) {
+  using U = std::make_unsigned_t<I>;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<I>(U(0) - static_cast<U>(in[i]));
+}
+
+__global__ void notKernel(const std::uint8_t *in, std::uint8_t *out,
+                          std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = in[i] == 0 ? 1 : 0;
+}
+
+/// The dfg op a UnaryOp implements, for messages.
+const char *unaryName(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Sqrt:
+    return "sqrt";
+  case UnaryOp::Reciprocal:
+    return "reciprocal";
+  case UnaryOp::Neg:
+    return "neg";
+  case UnaryOp::Silu:
+    return "silu";
+  case UnaryOp::Erf:
+    return "erf";
+  case UnaryOp::Tanh:
+    return "tanh";
+  case UnaryOp::Sigmoid:
+    return "sigmoid";
+  case UnaryOp::Exp:
+    return "exp";
+  case UnaryOp::Cos:
+    return "cos";
+  case UnaryOp::Sin:
+    return "sin";
+  case UnaryOp::Not:
+    return "not";
+  case UnaryOp::Gelu:
+  case UnaryOp::GeluTanh:
+    return "gelu";
+  }
+  return "unary";
+}
+
+} // namespace
+
+void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
+  const std::int64_t n = in.numElements();
+  if (n == 0)
+    return;
+  const char *name = unaryName(op);
+  const unsigned grid = gridFor(n);
+  if (op == UnaryOp::Not) {
+    if (in.dtype != DType::Bool)
+      unsupportedDType(name, in.dtype);
+    notKernel<<<grid, kThreads, 0, stream()>>>(in.as<const std::uint8_t>(),
+                                               out.as<std::uint8_t>(), n);
+    return checkLaunch(name);
+  }
+  if (op == UnaryOp::Neg && in.dtype == DType::I64) {
+    negIntKernel<<<grid, kThreads, 0, stream()>>>(in.as<const std::int64_t>(),
+                                                  out.as<std::int64_t>(), n);
+    return checkLaunch(name);
+  }
+  if (op == UnaryOp::Neg && in.dtype == DType::I32) {
+    negIntKernel<<<grid, kThreads, 0, stream()>>>(in.as<const std::int32_t>(),
+                                                  out.as<std::int32_t>(), n);
+    return checkLaunch(name);
+  }
+  dispatchFloat(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    unaryKernel<T>
+        <<<grid, kThreads, 0, stream()>>>(op, in.as<const T>(), out.as<T>(), n);
+  });
+  checkLaunch(name);
+}
+
+//===----------------------------------------------------------------------===//
+// Where
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename U>
+__global__ void whereKernel(Plan<3> plan, const std::uint8_t *cond, const U *a,
+                            const U *b, U *out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t off[3];
+    planOffsets(plan, i, off);
+    out[i] = cond[off[0]] ? a[off[1]] : b[off[2]];
+  }
+}
+
+} // namespace
+
+void where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
+           const TensorRef &out) {
+  const std::int64_t n = out.numElements();
+  if (n == 0)
+    return;
+  if (cond.dtype != DType::Bool)
+    fatal(std::string("where: the condition must be bool, not ") +
+          dtypeName(cond.dtype));
+  const TensorRef *inputs[] = {&cond, &lhs, &rhs};
+  const Plan<3> plan = broadcastPlan<3>(out, inputs);
+  dispatchWidth(byteWidth(out.dtype), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    whereKernel<U><<<gridFor(n), kThreads, 0, stream()>>>(
+        plan, cond.as<const std::uint8_t>(), lhs.as<const U>(),
+        rhs.as<const U>(), out.as<U>(), n);
+  });
+  checkLaunch("where");
+}
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Float to integer as ONNX Cast and the CPU kernel: truncation toward zero
+/// in double; NaN gives 0 and out-of-range values saturate.
+template <typename I> __device__ __forceinline__ I floatToInt(float x) {
+  if (isnan(x))
+    return 0;
+  const double t = trunc(static_cast<double>(x));
+  constexpr I lowest = std::is_same_v<I, std::int64_t>
+                           ? static_cast<I>(INT64_MIN)
+                           : static_cast<I>(INT32_MIN);
+  constexpr I highest = std::is_same_v<I, std::int64_t>
+                            ? static_cast<I>(INT64_MAX)
+                            : static_cast<I>(INT32_MAX);
+  if (t <= static_cast<double>(lowest))
+    return lowest;
+  if (t >= static_cast<double>(highest))
+    return highest;
+  return static_cast<I>(t);
+}
+
+/// One element of an ONNX Cast, as the CPU's castElement: 16-bit floats go
+/// through f32; to bool is x != 0; integers (and bool bytes) to float round
+/// to nearest, then to the 16-bit format if that is the target.
+template <typename From, typename To>
+__device__ __forceinline__ To castElement(From x) {
+  if constexpr (std::is_same_v<To, std::uint8_t>) {
+    if constexpr (kIsFloat<From>)
+      return toFloat(x) != 0.0f ? 1 : 0;
+    else
+      return x != From(0) ? 1 : 0;
+  } else if constexpr (kIsFloat<To>) {
+    if constexpr (kIsFloat<From>)
+      return fromFloat<To>(toFloat(x));
+    else
+      return fromFloat<To>(static_cast<float>(x));
+  } else if constexpr (kIsFloat<From>) {
+    return floatToInt<To>(toFloat(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+template <typename From, typename To>
+__global__ void castKernel(const From *in, To *out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = castElement<From, To>(in[i]);
+}
+
+} // namespace
+
+void cast(const TensorRef &in, const TensorRef &out) {
+  const std::int64_t n = in.numElements();
+  if (n == 0)
+    return;
+  if (in.dtype == out.dtype)
+    return copy(in, out);
+  dispatchAny(in.dtype, [&](auto fromTag) {
+    using From = typename decltype(fromTag)::type;
+    dispatchAny(out.dtype, [&](auto toTag) {
+      using To = typename decltype(toTag)::type;
+      if constexpr (!std::is_same_v<From, To>)
+        castKernel<From, To><<<gridFor(n), kThreads, 0, stream()>>>(
+            in.as<const From>(), out.as<To>(), n);
+    });
+  });
+  checkLaunch("cast");
+}
+
+//===----------------------------------------------------------------------===//
+// Copy
+//===----------------------------------------------------------------------===//
+
+void copy(const TensorRef &in, const TensorRef &out) {
+  const std::size_t bytes = in.byteSize();
+  if (bytes == 0 || in.data == out.data)
+    return;
+  check(cudaMemcpyAsync(out.data, in.data, bytes, cudaMemcpyDeviceToDevice,
+                        stream()),
+        "copy");
+}
+
+//===----------------------------------------------------------------------===//
+// iota, fillIntegers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Writes in unsigned arithmetic so that an overflowing range wraps instead
+/// of being undefined.
+template <typename I>
+__global__ void iotaKernel(I *out, std::int64_t start, std::int64_t delta,
+                           std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<I>(static_cast<std::uint64_t>(start) +
+                            static_cast<std::uint64_t>(i) *
+                                static_cast<std::uint64_t>(delta));
+}
+
+/// Values fillIntegers passes to one launch by value: the host array may
+/// die as soon as the call returns, long before the kernel runs.
+constexpr int kFillChunk = 64;
+struct FillValues {
+  std::int64_t v[kFillChunk];
+};
+
+template <typename I>
+__global__ void fillKernel(I *out, FillValues values, int count) {
+  const int i = threadIdx.x;
+  if (i < count)
+    out[i] = static_cast<I>(values.v[i]);
+}
+
+} // namespace
+
+void iota(const TensorRef &out, std::int64_t start, std::int64_t delta) {
+  const std::int64_t n = out.numElements();
+  if (n == 0)
+    return;
+  if (out.dtype == DType::I64)
+    iotaKernel<<<gridFor(n), kThreads, 0, stream()>>>(out.as<std::int64_t>(),
+                                                      start, delta, n);
+  else if (out.dtype == DType::I32)
+    iotaKernel<<<gridFor(n), kThreads, 0, stream()>>>(out.as<std::int32_t>(),
+                                                      start, delta, n);
+  else
+    unsupportedDType("range", out.dtype);
+  checkLaunch("range");
+}
+
+void fillIntegers(const TensorRef &out, const std::int64_t *values, int count) {
+  if (out.dtype != DType::I64 && out.dtype != DType::I32)
+    unsupportedDType("sizes", out.dtype);
+  for (int begin = 0; begin < count; begin += kFillChunk) {
+    const int chunk = count - begin < kFillChunk ? count - begin : kFillChunk;
+    FillValues v{};
+    for (int i = 0; i < chunk; ++i)
+      v.v[i] = values[begin + i];
+    if (out.dtype == DType::I64)
+      fillKernel<<<1, kFillChunk, 0, stream()>>>(out.as<std::int64_t>() + begin,
+                                                 v, chunk);
+    else
+      fillKernel<<<1, kFillChunk, 0, stream()>>>(out.as<std::int32_t>() + begin,
+                                                 v, chunk);
+    checkLaunch("sizes");
+  }
+}
+
+} // namespace meshc::rt::cuda

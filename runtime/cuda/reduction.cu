@@ -1,0 +1,336 @@
+//===- reduction.cu - reduce_sum, reduce_mean, reduce_max, softmax --------===//
+//
+// Part of meshc. reduce groups the input's dimensions into runs of kept and
+// reduced dimensions, as the CPU kernel does. A single reduced run that is
+// innermost (a row reduction) gives each output a warp or a block that
+// reads its row coalesced; anything else (a column reduction, several
+// reduced runs) gives each output a thread that walks its reduced elements
+// with an odometer, neighbouring outputs reading neighbouring addresses.
+// Float sums accumulate in double, as on the CPU; integer sums in i64.
+//
+// softmax along the last axis is a row kernel (max, sum of exponentials,
+// scale: three passes over a row that stays in L1/L2); along another axis
+// each thread owns one column of `inner`-strided elements. Both compute in
+// f32 with CUDA's accurate expf.
+//
+//===----------------------------------------------------------------------===//
+#include "meshc/runtime/cuda_kernels.h"
+
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/KernelsInternal.cuh"
+
+#include <cstring>
+#include <limits>
+
+namespace meshc::rt::cuda {
+using namespace detail;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Reduce
+//===----------------------------------------------------------------------===//
+
+/// Accumulator types: sums of floats in double and of integers in i64;
+/// maxima of 16-bit floats in f32 (exact), of the others in their own type.
+template <typename T, bool = kIsFloat<T>> struct Accumulator {
+  using Sum = std::int64_t;
+  using Max = T;
+  __device__ static Max load(T x) { return x; }
+  __device__ static T fromSum(Sum s) { return static_cast<T>(s); }
+  __device__ static T fromMax(Max m) { return m; }
+};
+template <typename T> struct Accumulator<T, true> {
+  using Sum = double;
+  using Max = float;
+  __device__ static Max load(T x) { return toFloat(x); }
+  __device__ static T fromSum(Sum s) {
+    return fromFloat<T>(static_cast<float>(s));
+  }
+  __device__ static T fromMax(Max m) { return fromFloat<T>(m); }
+};
+
+/// The identity of the max: -inf for floats, the lowest value for integers.
+template <typename M> __device__ __forceinline__ M maxIdentity() {
+  if constexpr (std::is_same_v<M, float>)
+    return -INFINITY;
+  else if constexpr (std::is_same_v<M, std::int64_t>)
+    return INT64_MIN;
+  else
+    return INT32_MIN;
+}
+
+/// A sum or mean of `count` elements, as the CPU's Reducer::finish: the
+/// mean divides in the accumulator type (integer means truncate).
+template <typename T>
+__device__ __forceinline__ T finishSum(typename Accumulator<T>::Sum sum,
+                                       ReduceOp op, std::int64_t count) {
+  using Sum = typename Accumulator<T>::Sum;
+  if (op == ReduceOp::Mean)
+    sum = sum / static_cast<Sum>(count);
+  return Accumulator<T>::fromSum(sum);
+}
+
+/// Row reductions: output `row` reduces the `r` contiguous elements
+/// x[row * r, (row + 1) * r). One warp per row, or a block per row when rows
+/// are long (see rowLaunch).
+template <typename T>
+__global__ void reduceRowsKernel(ReduceOp op, const T *x, T *y,
+                                 std::int64_t rows, std::int64_t r) {
+  using A = Accumulator<T>;
+  __shared__ typename A::Sum sumScratch[32];
+  __shared__ typename A::Max maxScratch[32];
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.y) + threadIdx.y;
+       row < rows; row += std::int64_t(gridDim.x) * blockDim.y) {
+    const T *xr = x + row * r;
+    if (op == ReduceOp::Max) {
+      typename A::Max m = maxIdentity<typename A::Max>();
+      for (std::int64_t i = threadIdx.x; i < r; i += blockDim.x)
+        m = MaxOp{}(m, A::load(xr[i]));
+      m = rowReduce(m, MaxOp{}, maxScratch);
+      if (threadIdx.x == 0)
+        y[row] = A::fromMax(m);
+    } else {
+      typename A::Sum s = 0;
+      for (std::int64_t i = threadIdx.x; i < r; i += blockDim.x)
+        s += static_cast<typename A::Sum>(A::load(xr[i]));
+      s = rowReduce(s, SumOp{}, sumScratch);
+      if (threadIdx.x == 0)
+        y[row] = finishSum<T>(s, op, r);
+    }
+  }
+}
+
+/// Where each output's elements lie: the output index decomposes over the
+/// kept runs (outermost first) into a base offset, and the reduced runs are
+/// walked by an odometer from there. Offsets in elements of the input.
+struct ReduceLayout {
+  int numKept = 0, numReduced = 0;
+  std::int64_t keptSize[kMaxRank] = {}, keptStride[kMaxRank] = {};
+  std::int64_t reducedSize[kMaxRank] = {}, reducedStride[kMaxRank] = {};
+};
+
+/// One thread per output; loops run over compile-time run numbers so the
+/// layout stays in parameter space and the odometer in registers.
+template <typename T>
+__global__ void reduceStridedKernel(ReduceOp op, ReduceLayout layout,
+                                    const T *x, T *y, std::int64_t outputs,
+                                    std::int64_t count) {
+  using A = Accumulator<T>;
+  for (std::int64_t o = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       o < outputs; o += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t offset = 0, rest = o;
+#pragma unroll
+    for (int k = kMaxRank - 1; k >= 0; --k) {
+      if (k >= layout.numKept)
+        continue;
+      std::int64_t q, r;
+      divmod(rest, layout.keptSize[k], q, r);
+      offset += r * layout.keptStride[k];
+      rest = q;
+    }
+    std::int64_t index[kMaxRank] = {};
+    typename A::Sum s = 0;
+    typename A::Max m = maxIdentity<typename A::Max>();
+    const bool isMax = op == ReduceOp::Max;
+    for (std::int64_t e = 0; e < count; ++e) {
+      const typename A::Max v = A::load(x[offset]);
+      if (isMax)
+        m = MaxOp{}(m, v);
+      else
+        s += static_cast<typename A::Sum>(v);
+#pragma unroll
+      for (int k = kMaxRank - 1; k >= 0; --k) {
+        if (k >= layout.numReduced)
+          continue;
+        offset += layout.reducedStride[k];
+        if (++index[k] < layout.reducedSize[k])
+          break;
+        offset -= layout.reducedSize[k] * layout.reducedStride[k];
+        index[k] = 0;
+      }
+    }
+    y[o] = isMax ? A::fromMax(m) : finishSum<T>(s, op, count);
+  }
+}
+
+/// ONNX's reduction of nothing: 0 for sums and means, the lowest value (-inf
+/// for floats) for the max.
+template <typename T>
+__global__ void fillReduceIdentityKernel(bool isMax, T *y, std::int64_t n) {
+  using A = Accumulator<T>;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] = isMax ? A::fromMax(maxIdentity<typename A::Max>())
+                 : A::fromSum(typename A::Sum(0));
+}
+
+} // namespace
+
+void reduce(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
+            int numAxes, const TensorRef &out) {
+  bool reduced[kMaxRank] = {};
+  for (int i = 0; i < numAxes; ++i)
+    reduced[axes[i]] = true;
+  // Group into alternating kept/reduced runs, dropping size-1 dimensions.
+  int groups = 0;
+  std::int64_t size[kMaxRank];
+  bool isReduced[kMaxRank];
+  std::int64_t count = 1;
+  for (int d = 0; d < in.rank; ++d) {
+    if (reduced[d])
+      count *= in.shape[d];
+    if (in.shape[d] == 1)
+      continue;
+    if (groups > 0 && isReduced[groups - 1] == reduced[d]) {
+      size[groups - 1] *= in.shape[d];
+      continue;
+    }
+    size[groups] = in.shape[d];
+    isReduced[groups] = reduced[d];
+    ++groups;
+  }
+  const std::int64_t outputs = out.numElements();
+  if (outputs == 0)
+    return;
+  dispatchNumeric(in.dtype, "reduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *x = in.as<const T>();
+    T *y = out.as<T>();
+    if (count == 0) {
+      fillReduceIdentityKernel<T><<<gridFor(outputs), kThreads, 0, stream()>>>(
+          op == ReduceOp::Max, y, outputs);
+      return;
+    }
+    int reducedRuns = 0;
+    for (int g = 0; g < groups; ++g)
+      reducedRuns += isReduced[g];
+    if (reducedRuns == 0) {
+      check(cudaMemcpyAsync(y, x, static_cast<std::size_t>(outputs) * sizeof(T),
+                            cudaMemcpyDeviceToDevice, stream()),
+            "reduce");
+      return;
+    }
+    if (reducedRuns == 1 && isReduced[groups - 1]) {
+      const std::int64_t r = size[groups - 1];
+      const RowLaunch l = rowLaunch(outputs, r);
+      reduceRowsKernel<T>
+          <<<l.grid, l.block, 0, stream()>>>(op, x, y, outputs, r);
+      return;
+    }
+    // Runs are listed outermost first; their strides grow from the
+    // innermost.
+    ReduceLayout layout;
+    std::int64_t strides[kMaxRank];
+    for (std::int64_t g = groups - 1, s = 1; g >= 0; --g) {
+      strides[g] = s;
+      s *= size[g];
+    }
+    for (int g = 0; g < groups; ++g) {
+      if (isReduced[g]) {
+        layout.reducedSize[layout.numReduced] = size[g];
+        layout.reducedStride[layout.numReduced++] = strides[g];
+      } else {
+        layout.keptSize[layout.numKept] = size[g];
+        layout.keptStride[layout.numKept++] = strides[g];
+      }
+    }
+    reduceStridedKernel<T><<<gridFor(outputs), kThreads, 0, stream()>>>(
+        op, layout, x, y, outputs, count);
+  });
+  checkLaunch("reduce");
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Softmax of contiguous rows of n elements. A row whose maximum is -inf (no
+/// finite score) is NaN throughout, as the CPU kernel's (and onnxruntime's);
+/// a NaN element makes the sum, hence the whole row, NaN, as there.
+template <typename T>
+__global__ void softmaxRowsKernel(const T *x, T *y, std::int64_t rows,
+                                  std::int64_t n) {
+  __shared__ float scratch[32];
+  for (std::int64_t row = blockIdx.x * std::int64_t(blockDim.y) + threadIdx.y;
+       row < rows; row += std::int64_t(gridDim.x) * blockDim.y) {
+    const T *xr = x + row * n;
+    T *yr = y + row * n;
+    float m = -INFINITY;
+    for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      m = fmaxf(m, toFloat(xr[i]));
+    m = rowReduce(m, FMaxOp{}, scratch);
+    if (m == -INFINITY) { // the same for every thread of the row
+      for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        yr[i] = fromFloat<T>(NAN);
+      continue;
+    }
+    float s = 0.0f;
+    for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      s += expf(toFloat(xr[i]) - m);
+    s = rowReduce(s, SumOp{}, scratch);
+    const float inv = 1.0f / s;
+    for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      yr[i] = fromFloat<T>(expf(toFloat(xr[i]) - m) * inv);
+  }
+}
+
+/// Softmax over a non-trailing axis: the thread of column (o, i) walks the n
+/// elements x[(o * n + k) * inner + i]; neighbouring threads read
+/// neighbouring columns.
+template <typename T>
+__global__ void softmaxColumnsKernel(const T *x, T *y, std::int64_t outer,
+                                     std::int64_t n, std::int64_t inner) {
+  const std::int64_t columns = outer * inner;
+  for (std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       c < columns; c += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t o, i;
+    divmod(c, inner, o, i);
+    const std::int64_t base = o * n * inner + i;
+    float m = -INFINITY;
+    for (std::int64_t k = 0; k < n; ++k)
+      m = fmaxf(m, toFloat(x[base + k * inner]));
+    if (m == -INFINITY) {
+      for (std::int64_t k = 0; k < n; ++k)
+        y[base + k * inner] = fromFloat<T>(NAN);
+      continue;
+    }
+    float s = 0.0f;
+    for (std::int64_t k = 0; k < n; ++k)
+      s += expf(toFloat(x[base + k * inner]) - m);
+    const float inv = 1.0f / s;
+    for (std::int64_t k = 0; k < n; ++k)
+      y[base + k * inner] =
+          fromFloat<T>(expf(toFloat(x[base + k * inner]) - m) * inv);
+  }
+}
+
+} // namespace
+
+void softmax(const TensorRef &in, std::int64_t axis, const TensorRef &out) {
+  const std::int64_t n = in.shape[axis];
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= in.shape[d];
+  for (int d = static_cast<int>(axis) + 1; d < in.rank; ++d)
+    inner *= in.shape[d];
+  if (outer * n * inner == 0)
+    return;
+  dispatchFloat(in.dtype, "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (inner == 1) {
+      const RowLaunch l = rowLaunch(outer, n);
+      softmaxRowsKernel<T><<<l.grid, l.block, 0, stream()>>>(
+          in.as<const T>(), out.as<T>(), outer, n);
+    } else {
+      softmaxColumnsKernel<T>
+          <<<gridFor(outer * inner), kThreads, 0, stream()>>>(
+              in.as<const T>(), out.as<T>(), outer, n, inner);
+    }
+  });
+  checkLaunch("softmax");
+}
+
+} // namespace meshc::rt::cuda
