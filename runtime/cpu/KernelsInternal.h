@@ -30,8 +30,7 @@ inline constexpr std::int64_t kChunk = 16384;
 /// f32 only (f16/bf16 programs are for the GPU target).
 void requireF32(const TensorRef &t, const char *kernel);
 
-/// The name of `t` in messages ("f32", "i64", ...).
-const char *dtypeName(DType t);
+using meshc::rt::dtypeName;
 
 /// Stops with "<kernel>: element type <t> is not supported on the CPU".
 [[noreturn]] void unsupportedDType(const char *kernel, DType t);

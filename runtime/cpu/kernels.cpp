@@ -13,24 +13,6 @@
 
 namespace meshc::rt::cpu::detail {
 
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I64:
-    return "i64";
-  case DType::I32:
-    return "i32";
-  case DType::Bool:
-    return "bool";
-  }
-  return "?";
-}
-
 void unsupportedDType(const char *kernel, DType t) {
   fatal(std::string(kernel) + ": element type " + dtypeName(t) +
         " is not supported by the CPU kernels");

@@ -30,25 +30,6 @@ namespace meshc::rt::cuda::detail {
 // Messages and dtype dispatch (host)
 //===----------------------------------------------------------------------===//
 
-/// The name of `t` in messages ("f32", "i64", ...).
-inline const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I64:
-    return "i64";
-  case DType::I32:
-    return "i32";
-  case DType::Bool:
-    return "bool";
-  }
-  return "?";
-}
-
 /// Stops with "<kernel>: element type <t> is not supported by the CUDA
 /// kernels".
 [[noreturn]] inline void unsupportedDType(const char *kernel, DType t) {

@@ -126,9 +126,9 @@ std::int64_t *errorSlot() { return device.errorSlot; }
 void synchronize(const char *what) {
   check(cudaStreamSynchronize(device.stream), what);
   std::int64_t slot[3] = {0, 0, 0};
-  check(cudaMemcpy(slot, device.errorSlot, sizeof(slot),
-                   cudaMemcpyDeviceToHost),
-        what);
+  check(
+      cudaMemcpy(slot, device.errorSlot, sizeof(slot), cudaMemcpyDeviceToHost),
+      what);
   auto kind = static_cast<DeviceError>(slot[0]);
   if (kind == DeviceError::DivisionByZero)
     fatal(std::string(errorKernel(kind)) + " (" + std::to_string(slot[1]) +

@@ -78,11 +78,10 @@ ncclDataType_t sumType(DType dtype, const std::string &what) {
 void transposeChunks(const void *src, void *dst, std::int64_t rows,
                      std::int64_t cols, std::size_t chunk) {
   for (std::int64_t c = 0; c < cols; ++c)
-    cuda::check(cudaMemcpy2DAsync(static_cast<char *>(dst) + c * rows * chunk,
-                                  chunk,
-                                  static_cast<const char *>(src) + c * chunk,
-                                  cols * chunk, chunk, rows,
-                                  cudaMemcpyDeviceToDevice, cuda::stream()),
+    cuda::check(cudaMemcpy2DAsync(
+                    static_cast<char *>(dst) + c * rows * chunk, chunk,
+                    static_cast<const char *>(src) + c * chunk, cols * chunk,
+                    chunk, rows, cudaMemcpyDeviceToDevice, cuda::stream()),
                 "transposing collective blocks");
 }
 
@@ -104,8 +103,8 @@ public:
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    ncclResult_t status =
-        ncclCommInitRankConfig(&world_, comm_.size(), id, comm_.rank(), &config);
+    ncclResult_t status = ncclCommInitRankConfig(&world_, comm_.size(), id,
+                                                 comm_.rank(), &config);
     settle(world_, status, what);
   }
 
@@ -114,10 +113,11 @@ public:
     config.blocking = 0;
     ncclComm_t split = nullptr;
     ncclResult_t status = ncclCommSplit(world_, color, key, &split, &config);
-    settle(world_, status, "opening communication group #" +
-                               std::to_string(group) + " (ncclCommSplit)");
-    settle(split, ncclSuccess, "opening communication group #" +
-                                   std::to_string(group));
+    settle(world_, status,
+           "opening communication group #" + std::to_string(group) +
+               " (ncclCommSplit)");
+    settle(split, ncclSuccess,
+           "opening communication group #" + std::to_string(group));
     if (static_cast<int>(groups_.size()) <= group)
       groups_.resize(group + 1, nullptr);
     groups_[group] = split;
@@ -175,8 +175,7 @@ public:
     }
     settle(c,
            ncclReduceScatter(packed, out.data, out.numElements(),
-                             sumType(in.dtype, op), ncclSum, c,
-                             cuda::stream()),
+                             sumType(in.dtype, op), ncclSum, c, cuda::stream()),
            op);
     enqueued(op);
   }
@@ -196,8 +195,7 @@ public:
             std::to_string(members) + " ranks");
     block.shape[splitAxis] /= members;
     const std::size_t width = byteWidth(in.dtype);
-    const std::int64_t splitOuter =
-        product(in, 0, static_cast<int>(splitAxis));
+    const std::int64_t splitOuter = product(in, 0, static_cast<int>(splitAxis));
     const std::int64_t concatOuter =
         product(block, 0, static_cast<int>(concatAxis));
     const char *sendBuffer = static_cast<const char *>(in.data);

@@ -74,24 +74,6 @@ std::string shapeString(const Shape &shape) {
   return s + "]";
 }
 
-const char *dtypeString(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I64:
-    return "i64";
-  case DType::I32:
-    return "i32";
-  case DType::Bool:
-    return "bool";
-  }
-  return "?";
-}
-
 /// An owning dense host tensor of any dtype, with element access as doubles
 /// (16-bit floats through half.h; `set` rounds to the element type).
 struct HostTensor {
@@ -400,7 +382,7 @@ void checkBinary(gpu::BinaryOp op, const HostTensor &a, const HostTensor &b) {
   expectMatchesCpu(out.download(), want,
                    std::string("binary ") +
                        std::to_string(static_cast<int>(op)) + " " +
-                       dtypeString(a.dtype) + " " + shapeString(a.shape) +
+                       dtypeName(a.dtype) + " " + shapeString(a.shape) +
                        " with " + shapeString(b.shape));
 }
 
@@ -497,7 +479,7 @@ TEST_F(CudaKernelsTest, UnaryOps) {
       expectMatchesCpu(out.download(), want,
                        std::string("unary ") +
                            std::to_string(static_cast<int>(op)) + " " +
-                           dtypeString(t));
+                           dtypeName(t));
     }
   for (DType t : {DType::I64, DType::I32, DType::Bool}) {
     const gpu::UnaryOp op =
@@ -510,8 +492,7 @@ TEST_F(CudaKernelsTest, UnaryOps) {
     const DeviceTensor dx(x);
     DeviceTensor out(t, x.shape);
     gpu::unary(op, dx.ref(), out.ref());
-    expectSameBytes(out.download(), want,
-                    std::string("unary ") + dtypeString(t));
+    expectSameBytes(out.download(), want, std::string("unary ") + dtypeName(t));
   }
 }
 
@@ -525,8 +506,7 @@ TEST_F(CudaKernelsTest, WhereOnEveryWidth) {
     const DeviceTensor dc(cond), da(a), db(b);
     DeviceTensor out(t, {3, 4, 5});
     gpu::where(dc.ref(), da.ref(), db.ref(), out.ref());
-    expectSameBytes(out.download(), want,
-                    std::string("where ") + dtypeString(t));
+    expectSameBytes(out.download(), want, std::string("where ") + dtypeName(t));
   }
 }
 
@@ -565,8 +545,8 @@ TEST_F(CudaKernelsTest, CastBetweenEveryPairOfTypes) {
       gpu::cast(dx.ref(), out.ref());
       // By value: NaN matches NaN whatever its payload.
       expectNear(out.download(), want, kExact,
-                 std::string("cast ") + dtypeString(from) + " to " +
-                     dtypeString(to));
+                 std::string("cast ") + dtypeName(from) + " to " +
+                     dtypeName(to));
     }
 }
 
@@ -620,7 +600,7 @@ TEST_F(CudaKernelsTest, Transpose) {
       DeviceTensor out(t, outShape);
       gpu::transpose(dx.ref(), perm.data(), out.ref());
       expectSameBytes(out.download(), want,
-                      std::string("transpose ") + dtypeString(t) + " " +
+                      std::string("transpose ") + dtypeName(t) + " " +
                           shapeString(shape) + " by " + shapeString(perm));
     }
 }
@@ -650,7 +630,7 @@ TEST_F(CudaKernelsTest, Concat) {
       DeviceTensor out(t, outShape);
       gpu::concat(deviceRefs.data(), 3, axis, out.ref());
       expectSameBytes(out.download(), want,
-                      std::string("concat ") + dtypeString(t) + " axis " +
+                      std::string("concat ") + dtypeName(t) + " axis " +
                           std::to_string(axis));
     }
 }
@@ -675,7 +655,7 @@ TEST_F(CudaKernelsTest, GatherWithNegativeIndices) {
         DeviceTensor out(t, outShape);
         gpu::gather(dd.ref(), di.ref(), axis, out.ref());
         expectSameBytes(out.download(), want,
-                        std::string("gather ") + dtypeString(t) + " axis " +
+                        std::string("gather ") + dtypeName(t) + " axis " +
                             std::to_string(axis));
       }
 }
@@ -791,7 +771,7 @@ TEST_F(CudaKernelsTest, EmbeddingWithNegativeIds) {
       DeviceTensor out(t, {2, 3, hidden});
       gpu::embedding(dt.ref(), di.ref(), out.ref());
       expectSameBytes(out.download(), want,
-                      std::string("embedding ") + dtypeString(t));
+                      std::string("embedding ") + dtypeName(t));
     }
 }
 
@@ -817,7 +797,7 @@ void checkReduce(gpu::ReduceOp op, DType t, const Shape &shape,
   expectMatchesCpu(out.download(), want,
                    std::string("reduce ") +
                        std::to_string(static_cast<int>(op)) + " " +
-                       dtypeString(t) + " " + shapeString(shape) + " over " +
+                       dtypeName(t) + " " + shapeString(shape) + " over " +
                        shapeString(axes));
 }
 
@@ -842,7 +822,7 @@ void checkSoftmax(const HostTensor &x, std::int64_t axis) {
   DeviceTensor out(x.dtype, x.shape);
   gpu::softmax(dx.ref(), axis, out.ref());
   expectMatchesCpu(out.download(), want,
-                   std::string("softmax ") + dtypeString(x.dtype) + " " +
+                   std::string("softmax ") + dtypeName(x.dtype) + " " +
                        shapeString(x.shape) + " axis " + std::to_string(axis));
 }
 
@@ -878,7 +858,7 @@ void checkNorm(bool rms, DType t, const NormCase &c) {
   const HostTensor residual = randomTensor(t, c.shape);
   const float epsilon = 1e-5f;
   const std::string what = std::string(rms ? "rms_norm " : "layer_norm ") +
-                           dtypeString(t) + " " + shapeString(c.shape) +
+                           dtypeName(t) + " " + shapeString(c.shape) +
                            " axis " + std::to_string(c.axis) + " scale " +
                            shapeString(c.scaleShape) + (c.bias ? " bias" : "") +
                            (c.residual ? " residual" : "");
@@ -962,7 +942,7 @@ void checkRotary(DType t, const RotaryCase &c) {
   gpu::rotary(dx.ref(), dc.ref(), ds.ref(), c.positions ? &dpRef : nullptr,
               c.interleaved, c.rotaryDim, out.ref());
   expectMatchesCpu(out.download(), want,
-                   std::string("rotary ") + dtypeString(t) +
+                   std::string("rotary ") + dtypeName(t) +
                        (c.interleaved ? " interleaved" : " half-split") +
                        (c.positions ? " positions" : "") +
                        (c.sharedTable ? " shared" : "") + " rotaryDim " +
@@ -1016,7 +996,7 @@ void checkMatmul(DType t, const Shape &sa, const Shape &sb) {
   DeviceTensor out(t, outShape);
   gpu::matmul(da.ref(), db.ref(), out.ref());
   expectMatchesCpu(out.download(), want,
-                   std::string("matmul ") + dtypeString(t) + " " +
+                   std::string("matmul ") + dtypeName(t) + " " +
                        shapeString(sa) + " x " + shapeString(sb));
 }
 
@@ -1058,7 +1038,7 @@ void checkLinear(DType t, const Shape &inShape, std::int64_t n, bool transpose,
   gpu::linear(din.ref(), dw.ref(), withBias ? &dbRef : nullptr, transpose,
               out.ref());
   expectMatchesCpu(out.download(), want,
-                   std::string("linear ") + dtypeString(t) + " " +
+                   std::string("linear ") + dtypeName(t) + " " +
                        shapeString(inShape) + " n " + std::to_string(n) +
                        (transpose ? " transposed" : "") +
                        (withBias ? " bias" : ""));
@@ -1090,7 +1070,7 @@ struct AttentionCase {
 };
 
 std::string describe(const AttentionCase &c, DType t) {
-  return std::string("attention ") + dtypeString(t) + " B" +
+  return std::string("attention ") + dtypeName(t) + " B" +
          std::to_string(c.batch) + " H" + std::to_string(c.heads) + "/" +
          std::to_string(c.kvHeads) + " S" + std::to_string(c.seq) + " P" +
          std::to_string(c.past) + " D" + std::to_string(c.dim) + "/" +

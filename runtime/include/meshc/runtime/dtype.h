@@ -40,6 +40,26 @@ constexpr std::size_t byteWidth(DType t) {
   return 0;
 }
 
+/// The name of an element type in messages ("f32", "i64", ...), as dfg
+/// types print.
+constexpr const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
 /// The dtype string of the safetensors header format.
 constexpr std::string_view safetensorsName(DType t) {
   switch (t) {
