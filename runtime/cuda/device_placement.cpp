@@ -113,11 +113,10 @@ public:
     config.blocking = 0;
     ncclComm_t split = nullptr;
     ncclResult_t status = ncclCommSplit(world_, color, key, &split, &config);
-    settle(world_, status,
+    // A non-blocking split completes on the new communicator.
+    settle(split ? split : world_, status,
            "opening communication group #" + std::to_string(group) +
                " (ncclCommSplit)");
-    settle(split, ncclSuccess,
-           "opening communication group #" + std::to_string(group));
     if (static_cast<int>(groups_.size()) <= group)
       groups_.resize(group + 1, nullptr);
     groups_[group] = split;
