@@ -156,6 +156,61 @@ def RaisePass : Pass<"meshc-graph-raise", "mlir::ModuleOp"> {
   let dependentDialects = ["meshc::dfg::DfgDialect"];
 }
 
+def ConvertDTypePass : Pass<"meshc-convert-dtype", "mlir::ModuleOp"> {
+  let summary = "Compute in another floating-point type (meshc compile --dtype)";
+  let description = [{
+    Makes every floating-point tensor of each function's body `dtype` (f32,
+    f16 or bf16), so that the program computes and keeps its weights in that
+    type, while the functions' signatures stay as the model declares them:
+
+    - a float argument of another type is cast to `dtype` where the body
+      starts, and a float result is cast back where the body returns, so
+      callers feed and read the model's own types;
+    - a float weight reference becomes a reference to `dtype` `stored` as
+      its file's type (code generation converts while it slices);
+    - a float literal is converted; so is a `dfg.cast` to a float type;
+    - every other float result takes `dtype`; integer and bool tensors are
+      left alone.
+
+    Conversions round to nearest even, and finite values beyond `dtype`'s
+    range saturate to its largest finite value, so the large negative
+    constants exporters use for masking stay finite. Ops keep their
+    attributes (epsilons, scales stay f32 numbers); the kernels accumulate
+    in f32 whatever the storage type.
+
+    Before (`dtype=f16`):
+
+    ```mlir
+    func.func @main(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+      %w = dfg.weight "w" in "model.onnx.data" [offset = 0, length = 128]
+             : tensor<8x4xf32>
+      %y = dfg.linear %x, %w transpose_weight = false
+             : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+      return %y : tensor<2x4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+      %h = dfg.cast %x to f16 : (tensor<2x8xf32>) -> tensor<2x8xf16>
+      %w = dfg.weight "w" in "model.onnx.data" [offset = 0, length = 128]
+             stored f32 : tensor<8x4xf16>
+      %y = dfg.linear %h, %w transpose_weight = false
+             : (tensor<2x8xf16>, tensor<8x4xf16>) -> tensor<2x4xf16>
+      %r = dfg.cast %y to f32 : (tensor<2x4xf16>) -> tensor<2x4xf32>
+      return %r : tensor<2x4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"f32\"",
+           "The floating-point type to compute in: f32, f16 or bf16">,
+  ];
+  let dependentDialects = ["meshc::dfg::DfgDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Sharding passes (passes/sharding/)
 //===----------------------------------------------------------------------===//
@@ -379,6 +434,45 @@ def ShardVerifyPass : Pass<"meshc-shard-verify", "mlir::ModuleOp"> {
     // 'tensor<2x4xf32>', but its group of 2 ranks gives dimension 1 = 4 * 2 / 1
     ```
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering passes (passes/lowering/)
+//===----------------------------------------------------------------------===//
+
+def FuseElementwisePass : Pass<"meshc-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse chains of elementwise ops into generated kernels";
+  let description = [{
+    Groups chains of float elementwise ops of a rank program (arithmetic,
+    unary functions, GELU, casts between float types) that share a static
+    result shape into `dfg.fused_elementwise` ops, each of which code
+    generation emits as one kernel: inputs read once (broadcast as numpy
+    does), intermediates in registers, only the values used outside the chain
+    written. An op joins its producer's group when the shapes agree, the
+    group stays within 8 inputs and 4 results, and no value of the group is
+    used by an outside op placed before it; the fused op takes the place of
+    the group's last op. Single ops stay as they are.
+
+    Before:
+
+    ```mlir
+    %s = dfg.silu %g : (tensor<1x8x64xf32>) -> tensor<1x8x64xf32>
+    %m = dfg.mul %s, %u : (tensor<1x8x64xf32>, tensor<1x8x64xf32>) -> tensor<1x8x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %m = dfg.fused_elementwise(%g, %u)
+           : (tensor<1x8x64xf32>, tensor<1x8x64xf32>) -> tensor<1x8x64xf32> {
+    ^bb0(%a: tensor<1x8x64xf32>, %b: tensor<1x8x64xf32>):
+      %0 = dfg.silu %a : (tensor<1x8x64xf32>) -> tensor<1x8x64xf32>
+      %1 = dfg.mul %0, %b : (tensor<1x8x64xf32>, tensor<1x8x64xf32>) -> tensor<1x8x64xf32>
+      dfg.yield %1 : tensor<1x8x64xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["meshc::dfg::DfgDialect"];
 }
 
 #endif // MESHC_PASSES_PASSES_TD

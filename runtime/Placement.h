@@ -16,6 +16,7 @@
 
 namespace meshc::rt {
 class Comm;
+class Program;
 } // namespace meshc::rt
 
 namespace meshc::rt::placement {
@@ -38,6 +39,14 @@ void fetch(void *host, const void *placed, std::size_t bytes);
 /// The end of one forward step (and of the start-up uploads): waits for the
 /// work enqueued so far, reporting any failure naming `what`.
 void synchronize(const char *what);
+/// Whether this target can record a forward step once and replay it (the
+/// cuda target's CUDA graphs; not the cpu target).
+bool canRecord();
+/// Records `body(program)` (enqueueing nothing) for replay(). False, after a
+/// warning, when the step cannot be recorded: the caller runs it directly.
+bool record(void (*body)(Program &), Program &program);
+/// Enqueues the recorded step; synchronize() waits for it.
+void replay();
 /// Releases what start and the placements made.
 void stop();
 

@@ -28,13 +28,21 @@ void setFatalHandler(FatalHandler h) { handler = h; }
 
 void setErrorContext(const std::string &value) { context() = value; }
 
-void fatal(const std::string &message) {
+namespace {
+void print(const char *kind, const std::string &message) {
   if (context().empty())
-    std::fprintf(stderr, "meshc: error: %s\n", message.c_str());
+    std::fprintf(stderr, "meshc: %s: %s\n", kind, message.c_str());
   else
-    std::fprintf(stderr, "meshc: %s: error: %s\n", context().c_str(),
+    std::fprintf(stderr, "meshc: %s: %s: %s\n", context().c_str(), kind,
                  message.c_str());
   std::fflush(stderr);
+}
+} // namespace
+
+void warn(const std::string &message) { print("warning", message); }
+
+void fatal(const std::string &message) {
+  print("error", message);
   if (handler)
     handler();
   std::exit(1);

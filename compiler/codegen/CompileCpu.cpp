@@ -101,8 +101,13 @@ std::vector<std::string> CpuCompileOptions::cudaArchitectures() {
 }
 
 std::string targetProblem(const CpuCompileOptions &options) {
-  if (options.target != Target::Cuda)
+  if (options.target != Target::Cuda) {
+    if (options.dtype == "f16" || options.dtype == "bf16")
+      return "--dtype " + options.dtype +
+             " needs --target cuda: the cpu target's kernels compute in f32 "
+             "(--emit sharded and --emit ranks take any --dtype)";
     return "";
+  }
   if (!MESHC_HAVE_CUDA)
     return "this meshc was built without the CUDA toolkit (nvcc, cuBLASLt "
            "and NCCL were not found when it was configured), so it cannot "
@@ -124,11 +129,13 @@ std::vector<std::string> buildCommand(const CpuCompileOptions &options,
   std::vector<std::string> argv;
   StringRef link;
   if (options.target == Target::Cuda) {
-    // nvcc compiles the program (host code today; generated kernels later)
-    // for one architecture and links the runtime's CUDA half.
+    // nvcc compiles the program (host code and the fused kernels, whose
+    // bodies are __device__ lambdas) for one architecture and links the
+    // runtime's CUDA half.
     argv = {MESHC_NVCC,
             "-std=c++17",
             "-O3",
+            "--extended-lambda",
             "-arch=" + options.cudaArch,
             "-Xcompiler=-march=" + options.march,
             "-I" MESHC_RUNTIME_INCLUDE_DIR,
@@ -194,8 +201,12 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
   manifest["format_version"] = 1;
   manifest["meshc_version"] = options.version;
   manifest["target"] = targetName(options.target).str();
-  if (options.target == Target::Cuda)
+  if (options.target == Target::Cuda) {
     manifest["cuda_arch"] = options.cudaArch;
+    manifest["cuda_graph"] = !options.noCudaGraph;
+  }
+  if (!options.dtype.empty())
+    manifest["dtype"] = options.dtype;
   manifest["model"] = options.model;
   manifest["mesh"] = options.mesh;
   manifest["world_size"] = world;

@@ -41,6 +41,11 @@ struct CpuCompileOptions {
   /// --target: cpu (g++, OpenBLAS, MPI) or cuda (nvcc, cuBLASLt, NCCL).
   Target target = Target::Cpu;
   std::string cudaArch = "sm_90"; ///< --cuda-arch
+  /// --dtype: the floating-point type the programs compute in ("" keeps the
+  /// model's; f16 and bf16 need the cuda target).
+  std::string dtype;
+  /// --no-cuda-graph: repeated steps are never recorded as a CUDA graph.
+  bool noCudaGraph = false;
   /// The architectures the runtime's CUDA half was built for ("sm_80").
   static std::vector<std::string> cudaArchitectures();
   bool keepSources = false;
@@ -57,7 +62,8 @@ struct RoleProgram {
 };
 
 /// Why `options` cannot be built here ("" when it can): the cuda target
-/// without the CUDA toolkit, or an architecture the runtime lacks.
+/// without the CUDA toolkit, an architecture the runtime lacks, or a 16-bit
+/// --dtype for the cpu target.
 std::string targetProblem(const CpuCompileOptions &options);
 
 /// Writes the folder. Fails with a diagnostic (an op the cpu target cannot

@@ -216,6 +216,7 @@ private:
   }
   LogicalResult emitOp(Operation *op, llvm::raw_ostream &os);
   LogicalResult emitCollective(Operation *op, llvm::raw_ostream &os);
+  LogicalResult emitFused(dfg::FusedElementwiseOp op, llvm::raw_ostream &os);
   std::string declare(Value v, llvm::raw_ostream &os);
 
   /// Symbolic dimensions (executables for a range of sizes): `e` as a C++
@@ -470,12 +471,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
                                  "compiled bounds is unknown (every symbolic "
                                  "dimension needs --max-dim)");
       }
-      // 16-bit floats may enter and leave the program (a cast converts
-      // them), but the cpu kernels compute in f32.
+      // 16-bit floats may enter and leave a cpu program (a cast, or a fused
+      // chain, converts them), but the cpu kernels compute in f32; the cuda
+      // kernels take f16 and bf16 (accumulating in f32).
       Type e = tt.getElementType();
-      if ((e.isF16() || e.isBF16()) && !isa<dfg::CastOp>(op))
+      if (target_ == Target::Cpu && (e.isF16() || e.isBF16()) &&
+          !isa<dfg::CastOp, dfg::FusedElementwiseOp>(op))
         return op->emitOpError("computes in ")
-               << e << "; " << theTarget() << " computes in f32 only";
+               << e << "; " << theTarget()
+               << " computes in f32 only (compile with --target cuda, or "
+                  "--dtype f32 to convert the model)";
     }
 
   SmallVector<std::string> nodes;
@@ -594,6 +599,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
         os << "  k::cast(" << i << ", " << o << ");\n";
         return success();
       })
+      .Case([&](dfg::FusedElementwiseOp f) { return emitFused(f, os); })
       .Case<dfg::ReshapeOp, dfg::SqueezeOp, dfg::UnsqueezeOp>([&](auto) {
         out();
         return success();
@@ -791,6 +797,80 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
       .Default([&](Operation *) {
         return op->emitOpError("has no kernel in ") << theTarget();
       });
+}
+
+/// One k::fusedElementwise call whose lambda computes the body for one
+/// element (runtime/include/meshc/runtime/fused.h): x[k] is input k, y[k]
+/// result k, every intermediate a float.
+LogicalResult FunctionEmitter::emitFused(dfg::FusedElementwiseOp op,
+                                         llvm::raw_ostream &os) {
+  SmallVector<std::string> ins, outs;
+  for (Value v : op.getInputs())
+    ins.push_back(operand(v, os));
+  for (Value r : op.getResults())
+    outs.push_back(declare(r, os));
+  Block &body = op.getBody().front();
+  llvm::DenseMap<Value, std::string> name;
+  for (BlockArgument arg : body.getArguments())
+    name[arg] = "x[" + std::to_string(arg.getArgNumber()) + "]";
+  std::string lambda;
+  llvm::raw_string_ostream fn(lambda);
+  int temp = 0;
+  for (Operation &inner : body.without_terminator()) {
+    auto in = [&](unsigned i) { return name.lookup(inner.getOperand(i)); };
+    auto call = [&](StringRef f) { return (f + "(" + in(0) + ")").str(); };
+    auto call2 = [&](StringRef f) {
+      return (f + "(" + in(0) + ", " + in(1) + ")").str();
+    };
+    auto infix = [&](StringRef o) {
+      return (in(0) + " " + o + " " + in(1)).str();
+    };
+    std::string expr =
+        llvm::TypeSwitch<Operation *, std::string>(&inner)
+            .Case([&](dfg::AddOp) { return infix("+"); })
+            .Case([&](dfg::SubOp) { return infix("-"); })
+            .Case([&](dfg::MulOp) { return infix("*"); })
+            .Case([&](dfg::DivOp) { return infix("/"); })
+            .Case([&](dfg::PowOp) { return call2("powf"); })
+            .Case([&](dfg::MinOp) { return call2("rt::fused::minimum"); })
+            .Case([&](dfg::MaxOp) { return call2("rt::fused::maximum"); })
+            .Case([&](dfg::SqrtOp) { return call("sqrtf"); })
+            .Case([&](dfg::ReciprocalOp) { return "1.0f / " + in(0); })
+            .Case([&](dfg::NegOp) { return "-" + in(0); })
+            .Case([&](dfg::SiluOp) { return call("rt::fused::silu"); })
+            .Case([&](dfg::ErfOp) { return call("erff"); })
+            .Case([&](dfg::TanhOp) { return call("tanhf"); })
+            .Case([&](dfg::SigmoidOp) { return call("rt::fused::sigmoid"); })
+            .Case([&](dfg::ExpOp) { return call("expf"); })
+            .Case([&](dfg::CosOp) { return call("cosf"); })
+            .Case([&](dfg::SinOp) { return call("sinf"); })
+            .Case([&](dfg::GeluOp g) {
+              return call(g.getExact() ? "rt::fused::gelu"
+                                       : "rt::fused::geluTanh");
+            })
+            .Case([&](dfg::CastOp c) {
+              Type to = c.getTo();
+              return to.isF16()    ? call("rt::fused::roundToHalf")
+                     : to.isBF16() ? call("rt::fused::roundToBfloat16")
+                                   : in(0);
+            })
+            .Default([](Operation *) { return std::string(); });
+    if (expr.empty())
+      return inner.emitOpError("has no fused form in ") << theTarget();
+    std::string t = "t" + std::to_string(temp++);
+    fn << "        const float " << t << " = " << expr << "; // "
+       << inner.getName().stripDialect() << "\n";
+    name[inner.getResult(0)] = t;
+  }
+  for (auto [k, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+    fn << "        y[" << k << "] = " << name.lookup(v) << ";\n";
+  os << "  {\n    const rt::TensorRef ins[] = {" << llvm::join(ins, ", ")
+     << "};\n    const rt::TensorRef outs[] = {" << llvm::join(outs, ", ")
+     << "};\n    k::fusedElementwise(ins, " << ins.size() << ", outs, "
+     << outs.size()
+     << ",\n      [] MESHC_FUSED_FN(const float *x, float *y) {\n"
+     << lambda << "      });\n  }\n";
+  return success();
 }
 
 LogicalResult FunctionEmitter::emitCollective(Operation *op,
@@ -1023,11 +1103,15 @@ emitCpuProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
   os << "#include \"meshc/runtime/" << (cuda ? "cuda_kernels.h" : "kernels.h")
      << "\"\n"
         "#include \"meshc/runtime/dims.h\"\n"
+        "#include \"meshc/runtime/fused.h\"\n"
         "#include \"meshc/runtime/program.h\"\n\n"
         "#include <cstdint>\n\n"
         "namespace rt = meshc::rt;\nnamespace k = meshc::rt::"
-     << targetName(target) << ";\n\n"
-     << "namespace {\n\n";
+     << targetName(target)
+     << ";\n\n"
+     // A named namespace: nvcc's extended __device__ lambdas (the fused
+     // kernels) may not live in functions with internal linkage.
+     << "namespace program {\n\n";
   os << "const std::int64_t kGrid[] = " << list(gridShape) << ";\n";
   auto specs = [&](StringRef name, auto &&entries, auto nameOf, auto typeOf) {
     os << "const rt::TensorSpec " << name << "[] = {\n";
@@ -1070,7 +1154,8 @@ emitCpuProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
      << numInputs << ", kInputs, " << numOutputs << ", kOutputs, "
      << groups.size() << ", kGroups};\n";
   os << body;
-  os << "\n} // namespace\n\n"
+  os << "\n} // namespace program\n\n"
+        "using namespace program;\n\n"
         "int main(int argc, char **argv) {\n"
         "  rt::Program p(argc, argv, kInfo);\n"
         "  p.execute(run);\n"

@@ -7,6 +7,7 @@
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "meshc/runtime/half.h"
 #include "meshc/runtime/safetensors.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -148,13 +149,33 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
     return error(message);
 
   std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
-  std::vector<uint8_t> chunk;
+  std::vector<uint8_t> chunk, converted;
   uint64_t done = 0;
   int shown = -1;
   for (const Entry &e : entries_) {
     const WeightBox &box = e.box;
     auto rootType = cast<RankedTensorType>(box.root->getResult(0).getType());
-    size_t width = rt::byteWidth(*dfg::elementDType(rootType.getElementType()));
+    // A weight converted by --dtype is read as its stored type and written
+    // as its own.
+    Type stored = rootType.getElementType();
+    if (auto w = dyn_cast<dfg::WeightOp>(box.root))
+      stored = w.getStoredElementType();
+    rt::DType from = *dfg::elementDType(stored),
+              to = *dfg::elementDType(rootType.getElementType());
+    size_t width = rt::byteWidth(from);
+    auto flush = [&]() -> bool {
+      if (from != to) {
+        size_t n = chunk.size() / width;
+        converted.resize(n * rt::byteWidth(to));
+        rt::convertFloatsSaturating(from, to, chunk.data(), converted.data(),
+                                    n);
+        chunk.swap(converted);
+      }
+      bool ok = writer.append(chunk.data(), chunk.size(), message);
+      done += chunk.size();
+      chunk.clear();
+      return ok;
+    };
     const uint8_t *root;
     std::vector<uint8_t> constant;
     if (auto w = dyn_cast<dfg::WeightOp>(box.root)) {
@@ -226,10 +247,8 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
         index[d] = 0;
       }
       if (chunk.size() >= (4u << 20)) {
-        if (!writer.append(chunk.data(), chunk.size(), message))
+        if (!flush())
           return error(message);
-        done += chunk.size();
-        chunk.clear();
         if (progress && totalBytes) {
           int percent = static_cast<int>(100 * done / totalBytes);
           if (percent != shown) {
@@ -240,10 +259,8 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
         }
       }
     }
-    if (!writer.append(chunk.data(), chunk.size(), message))
+    if (!flush())
       return error(message);
-    done += chunk.size();
-    chunk.clear();
   }
   if (progress && shown >= 0)
     *progress << "\r  writing " << path << ": 100%\n";

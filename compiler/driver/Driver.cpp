@@ -326,6 +326,7 @@ int runPlanCommand(PlanRequest request, const onnximport::DimSizes &dims) {
       "plan", request.model, dims, /*symbolicOk=*/false, nullptr, nullptr,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
+        buildDTypeConversion(pm, request.dtype);
       },
       [&](mlir::ModuleOp module) { return runPlan(module, request, outs()); });
 }
@@ -344,10 +345,11 @@ int runImport(StringRef model, const onnximport::DimSizes &dims,
 /// pipeline, then the sharding pipeline; writes the SPMD program.
 int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
                       StringRef mesh, bool sequenceParallel,
-                      int64_t microbatches, StringRef output) {
+                      int64_t microbatches, StringRef dtype, StringRef output) {
   return runFrontEnd("compile", model, dims, output,
                      [&](mlir::OpPassManager &pm, StringRef folder) {
                        buildGraphPipeline(pm, folder);
+                       buildDTypeConversion(pm, dtype);
                        buildShardingPipeline(pm, mesh, sequenceParallel,
                                              microbatches);
                      });
@@ -359,13 +361,14 @@ int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
 int withRankPrograms(
     StringRef model, const onnximport::DimSizes &dims,
     onnximport::DimSizes *bounds, const AxisBounds *axes, StringRef mesh,
-    bool sequenceParallel, int64_t microbatches,
+    bool sequenceParallel, int64_t microbatches, StringRef dtype,
     llvm::function_ref<int(mlir::ModuleOp, ArrayRef<codegen::RoleProgram>)>
         use) {
   return withFrontEnd(
       "compile", model, dims, /*symbolicOk=*/false, bounds, axes,
       [&](mlir::OpPassManager &pm, StringRef folder) {
         buildGraphPipeline(pm, folder);
+        buildDTypeConversion(pm, dtype);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
       },
       [&](mlir::ModuleOp sharded) {
@@ -397,10 +400,10 @@ int withRankPrograms(
 /// that run it as `meshc.ranks`) inside one module.
 int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
                     StringRef mesh, bool sequenceParallel, int64_t microbatches,
-                    StringRef output) {
+                    StringRef dtype, StringRef output) {
   return withRankPrograms(
       model, dims, nullptr, nullptr, mesh, sequenceParallel, microbatches,
-      [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
+      dtype, [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram>) {
         std::string error;
         auto out = mlir::openOutputFile(output, &error);
         if (!out)
@@ -423,8 +426,12 @@ int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
   options.version = MESHC_VERSION;
   return withRankPrograms(
       model, dims, &options.bounds, &axes, mesh, sequenceParallel, microbatches,
+      options.dtype,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
-        if (failed(codegen::compileCpu(roles, all, options)))
+        mlir::PassManager pm(all.getContext());
+        buildLoweringPipeline(pm);
+        if (failed(pm.run(all)) ||
+            failed(codegen::compileCpu(roles, all, options)))
           return 1;
         outs() << "meshc compile: wrote " << options.outputDir << "/ ("
                << roles.size() << " rank program(s) for mesh " << mesh
@@ -566,6 +573,15 @@ int runDriver(int argc, char **argv) {
                "(default; H100, H200) or sm_80 (A100)"),
       cl::value_desc("sm_NN"), cl::init("sm_90"), cl::sub(compileCmd),
       cl::cat(category));
+  cl::opt<std::string> computeDType(
+      "dtype",
+      cl::desc("Floating-point type the program computes in and keeps its "
+               "weights in: f32, f16 or bf16 (default: the model's own). "
+               "Weights are converted while they are sharded; inputs and "
+               "outputs keep the model's types. f16 and bf16 need --target "
+               "cuda to build executables"),
+      cl::value_desc("type"), cl::sub(planCmd), cl::sub(compileCmd),
+      cl::cat(category));
   cl::opt<std::string> compileOutput(
       "o",
       cl::desc("Output folder (default: out); with --emit sharded or "
@@ -641,6 +657,13 @@ int runDriver(int argc, char **argv) {
       cl::desc("Run the forward step N times (benchmarking); rank 0 prints "
                "the median and fastest time (default 1)"),
       cl::value_desc("N"), cl::init(1), cl::sub(runCmd), cl::cat(category));
+  cl::opt<bool> noCudaGraph(
+      "no-cuda-graph",
+      cl::desc("--target cuda: run every step directly instead of recording "
+               "the forward step once as a CUDA graph and replaying it when "
+               "it is repeated (meshc run --repeat); with compile, recorded "
+               "in the manifest"),
+      cl::sub(compileCmd), cl::sub(runCmd), cl::cat(category));
   cl::opt<std::string> runMpirunArgs(
       "mpirun-args",
       cl::desc("Extra arguments for mpirun, e.g. \"--hostfile hosts\" "
@@ -670,6 +693,9 @@ int runDriver(int argc, char **argv) {
     auto dims = parseDimSizes(dimSizes, "--dim");
     if (!dims)
       return fail(command, toString(dims.takeError()));
+    if (!llvm::is_contained({"", "f32", "f16", "bf16"}, computeDType))
+      return fail(command, "--dtype '" + computeDType +
+                               "' is not one of f32, f16, bf16");
     if (importCmd)
       return runImport(model, *dims, importOutput, importOptimize);
     if (microbatches == 0)
@@ -691,6 +717,7 @@ int runDriver(int argc, char **argv) {
       request.seq = planSeq;
       request.topology = planTopology;
       request.deviceMemoryBytes = planDeviceMemory * double(1ull << 30);
+      request.dtype = computeDType;
       if (mesh != "auto") {
         auto spec = MeshSpec::parse(mesh);
         if (!spec)
@@ -716,10 +743,10 @@ int runDriver(int argc, char **argv) {
                              : StringRef("-");
     if (compileCmd && compileEmit == Emit::Sharded)
       return runCompileSharded(model, *dims, meshSpec->str(), sequenceParallel,
-                               microbatches, irOutput);
+                               microbatches, computeDType, irOutput);
     if (compileCmd && compileEmit == Emit::Ranks)
       return runCompileRanks(model, *dims, meshSpec->str(), sequenceParallel,
-                             microbatches, irOutput);
+                             microbatches, computeDType, irOutput);
     codegen::CpuCompileOptions options;
     auto bounds = parseDimSizes(maxDims, "--max-dim");
     if (!bounds)
@@ -734,6 +761,8 @@ int runDriver(int argc, char **argv) {
     options.march = compileMarch;
     options.target = compileTarget;
     options.cudaArch = cudaArch;
+    options.dtype = computeDType;
+    options.noCudaGraph = noCudaGraph;
     std::string problem = codegen::targetProblem(options);
     if (!problem.empty())
       return fail(command, problem);
@@ -771,6 +800,7 @@ int runDriver(int argc, char **argv) {
     request.threads = runThreads;
     request.mpirunArgs = runMpirunArgs;
     request.repeat = runRepeat;
+    request.noCudaGraph = noCudaGraph;
     for (const std::string &input : runInputs) {
       auto [name, file] = StringRef(input).split('=');
       request.inputs.emplace_back(name.str(), file.str());

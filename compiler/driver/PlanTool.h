@@ -25,6 +25,7 @@ struct PlanRequest {
   int64_t batch = 0, seq = 0; ///< 0: the model's
   std::string topology;       ///< "nodes=2,gpus-per-node=8,..." or ""
   double deviceMemoryBytes = 80.0 * (1ull << 30);
+  std::string dtype; ///< --dtype: "" (the model's), f32, f16 or bf16
   DeviceModel device;
 };
 

@@ -99,6 +99,8 @@ int runCompiled(const RunRequest &request) {
   if (!threads)
     threads = std::max<unsigned>(
         1, llvm::hardware_concurrency().compute_thread_count() / world);
+  if (request.noCudaGraph)
+    rankArgs.push_back("--no-cuda-graph");
   if (request.repeat > 1) {
     rankArgs.push_back("--repeat");
     rankArgs.push_back(std::to_string(request.repeat));

@@ -22,7 +22,8 @@ struct RunRequest {
   double collectiveTimeout = 300;
   unsigned threads = 0; ///< 0: cores / ranks
   std::string mpirunArgs;
-  unsigned repeat = 1; ///< > 1: benchmark, rank 0 prints the timings
+  unsigned repeat = 1;      ///< > 1: benchmark, rank 0 prints the timings
+  bool noCudaGraph = false; ///< replay no CUDA graph (cuda target)
 };
 
 /// Runs the job; returns the exit status for meshc.

@@ -65,6 +65,18 @@ void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   pm.addPass(mlir::createSymbolDCEPass());
 }
 
+void buildDTypeConversion(mlir::OpPassManager &pm, llvm::StringRef dtype) {
+  if (dtype.empty())
+    return;
+  pm.addPass(createConvertDTypePass(ConvertDTypePassOptions{dtype.str()}));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+void buildLoweringPipeline(mlir::OpPassManager &pm) {
+  pm.addPass(createFuseElementwisePass());
+}
+
 void registerMeshcPipelines() {
   mlir::PassPipelineRegistration<GraphPipelineOptions>(
       "meshc-graph-pipeline",

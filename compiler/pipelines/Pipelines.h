@@ -30,6 +30,16 @@ void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir);
 void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
                            bool sequenceParallel, int64_t microbatches = 1);
 
+/// `meshc compile --dtype`: makes the program compute in `dtype` (f32, f16,
+/// bf16; meshc-convert-dtype), then folds the casts that convert nothing.
+/// Adds nothing when `dtype` is empty.
+void buildDTypeConversion(mlir::OpPassManager &pm, llvm::StringRef dtype);
+
+/// meshc-lowering-pipeline: what code generation runs on the rank programs
+/// (`meshc compile` with executables): fusion of elementwise chains into
+/// generated kernels (meshc-fuse-elementwise).
+void buildLoweringPipeline(mlir::OpPassManager &pm);
+
 /// Registers the pipelines with the pass registry (for meshc-opt).
 void registerMeshcPipelines();
 

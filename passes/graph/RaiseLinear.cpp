@@ -32,7 +32,7 @@ struct ReshapeOfWeight : OpRewritePattern<dfg::ReshapeOp> {
       return failure();
     rewriter.replaceOpWithNewOp<dfg::WeightOp>(
         op, op.getType(), weight.getName(), weight.getFile(),
-        weight.getOffset(), weight.getLength());
+        weight.getOffset(), weight.getLength(), weight.getStoredAttr());
     return success();
   }
 };

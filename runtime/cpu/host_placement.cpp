@@ -45,6 +45,14 @@ void fetch(void *host, const void *placed, std::size_t bytes) {
 
 void synchronize(const char *) {}
 
+// Kernels run on the calling thread as they are called: there is nothing to
+// record.
+bool canRecord() { return false; }
+
+bool record(void (*)(Program &), Program &) { return false; }
+
+void replay() { fatal("the cpu target records no forward step to replay"); }
+
 void stop() {
   for (void *arena : arenas)
     std::free(arena);

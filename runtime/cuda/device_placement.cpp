@@ -17,6 +17,12 @@
 // --collective-timeout (a dead or stuck peer) is reported by name, every
 // communicator is aborted and the job stops, never hangs.
 //
+// Repeated forward steps (--repeat) are recorded once as a CUDA graph and
+// replayed (unless --no-cuda-graph): kernel launches, copies and NCCL calls
+// are captured from the stream. While recording, collectives record no
+// events; a replayed step is watched as one, so a collective stuck in it is
+// reported as the step, and --no-cuda-graph names the collective itself.
+//
 // Gathers and scatters along an axis that is not the outermost one move
 // contiguous blocks with NCCL and transpose (outer index, block index)
 // chunks before or after it with strided 2-D copies on the stream.
@@ -247,6 +253,29 @@ public:
     enqueued(op);
   }
 
+  /// While the stream is being recorded as a graph, collectives record no
+  /// events (a recorded event cannot be waited for from the host).
+  void setRecording(bool recording) { recording_ = recording; }
+
+  /// Records an event after the work just enqueued, so that a wait can name
+  /// the first collective (or replayed step) that does not complete.
+  void enqueued(const std::string &op) {
+    if (recording_)
+      return;
+    Pending p;
+    cuda::check(cudaEventCreateWithFlags(&p.event, cudaEventDisableTiming),
+                "cudaEventCreate");
+    cuda::check(cudaEventRecord(p.event, cuda::stream()), "cudaEventRecord");
+    p.what = op;
+    pending_.push_back(std::move(p));
+    // Completed collectives leave the list as it grows.
+    while (pending_.size() > 256 &&
+           cudaEventQuery(pending_.front().event) == cudaSuccess) {
+      cudaEventDestroy(pending_.front().event);
+      pending_.pop_front();
+    }
+  }
+
   /// Waits for everything enqueued on the stream, within the collective
   /// timeout for each collective; a collective past it, or an NCCL error,
   /// aborts the communicators and stops the job naming the op.
@@ -326,6 +355,9 @@ private:
   /// Grows `s` to `bytes` (buffers are reused in stream order).
   void *scratch(Scratch &s, std::size_t bytes) {
     if (s.bytes < bytes) {
+      if (recording_)
+        fatal("a collective buffer must grow while the forward step is "
+              "recorded as a CUDA graph (run with --no-cuda-graph)");
       // The stream may still read the old buffer.
       drain("growing a collective buffer");
       cuda::deviceFree(s.data);
@@ -333,23 +365,6 @@ private:
       s.bytes = bytes;
     }
     return s.data;
-  }
-
-  /// Records an event after the collective just enqueued, so that a wait
-  /// can name the first one that does not complete.
-  void enqueued(const std::string &op) {
-    Pending p;
-    cuda::check(cudaEventCreateWithFlags(&p.event, cudaEventDisableTiming),
-                "cudaEventCreate");
-    cuda::check(cudaEventRecord(p.event, cuda::stream()), "cudaEventRecord");
-    p.what = op;
-    pending_.push_back(std::move(p));
-    // Completed collectives leave the list as it grows.
-    while (pending_.size() > 256 &&
-           cudaEventQuery(pending_.front().event) == cudaSuccess) {
-      cudaEventDestroy(pending_.front().event);
-      pending_.pop_front();
-    }
   }
 
   /// Completes a non-blocking NCCL call: polls while it is in progress, up
@@ -395,10 +410,12 @@ private:
   std::vector<ncclComm_t> groups_;
   std::deque<Pending> pending_;
   Scratch sendScratch_, recvScratch_;
+  bool recording_ = false;
 };
 
 NcclTransport *transport = nullptr;
 std::vector<void *> allocations;
+cudaGraphExec_t recorded = nullptr; // the forward step, once recorded
 
 void *keep(void *pointer) {
   allocations.push_back(pointer);
@@ -444,7 +461,46 @@ void synchronize(const char *what) {
     cuda::synchronize(what);
 }
 
+bool canRecord() { return true; }
+
+bool record(void (*body)(Program &), Program &program) {
+  cudaStream_t stream = cuda::stream();
+  cudaError_t status =
+      cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (status == cudaSuccess) {
+    transport->setRecording(true);
+    body(program);
+    transport->setRecording(false);
+    cudaGraph_t graph = nullptr;
+    status = cudaStreamEndCapture(stream, &graph);
+    if (status == cudaSuccess)
+      status = cudaGraphInstantiate(&recorded, graph, 0);
+    if (graph)
+      cudaGraphDestroy(graph);
+  }
+  if (status == cudaSuccess)
+    return true;
+  cudaGetLastError(); // the failed capture's error is not the next call's
+  recorded = nullptr;
+  warn(std::string("the forward step could not be recorded as a CUDA graph "
+                   "(") +
+       cudaGetErrorString(status) + "); running it without one");
+  return false;
+}
+
+void replay() {
+  cuda::check(cudaGraphLaunch(recorded, cuda::stream()),
+              "launching the forward step's CUDA graph");
+  transport->enqueued("the forward step (a CUDA graph, whose collectives "
+                      "are not named one by one: run with --no-cuda-graph "
+                      "to name the one that stalls)");
+}
+
 void stop() {
+  if (recorded) {
+    cudaGraphExecDestroy(recorded);
+    recorded = nullptr;
+  }
   if (transport) {
     transport->release();
     delete transport;

@@ -94,6 +94,22 @@ TEST_F(DfgOpsTest, WeightInvariants) {
       builder, loc(), RankedTensorType::get({3}, builder.getBF16Type()), "h",
       "w.bin", 0, 6);
   EXPECT_EQ(verifyErrors(bf16), "");
+  // A converted reference (--dtype): the length counts the stored type.
+  auto f16 = RankedTensorType::get({4, 4}, builder.getF16Type());
+  auto converted = WeightOp::create(builder, loc(), f16, "w", "w.bin", 0, 64,
+                                    TypeAttr::get(builder.getF32Type()));
+  EXPECT_EQ(verifyErrors(converted), "");
+  auto halfLength = WeightOp::create(builder, loc(), f16, "w", "w.bin", 0, 32,
+                                     TypeAttr::get(builder.getF32Type()));
+  EXPECT_EQ(verifyErrors(halfLength),
+            "'dfg.weight' op weight 'w' has length 32 bytes but "
+            "'tensor<4x4xf16>' stored as 'f32' needs 64");
+  auto toInteger = WeightOp::create(
+      builder, loc(), RankedTensorType::get({4}, builder.getI64Type()), "w",
+      "w.bin", 0, 16, TypeAttr::get(builder.getF32Type()));
+  EXPECT_EQ(verifyErrors(toInteger),
+            "'dfg.weight' op weight 'w' stored as 'f32' must be a conversion "
+            "between two different floating-point types, not to 'i64'");
 }
 
 TEST_F(DfgOpsTest, DeclaredResultMustAgreeWithInference) {

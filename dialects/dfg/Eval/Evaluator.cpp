@@ -24,6 +24,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -78,6 +79,18 @@ double roundTo(Type t, double x) {
   if (t.isInteger(32))
     return static_cast<double>(static_cast<int32_t>(truncated));
   return static_cast<double>(static_cast<int64_t>(truncated));
+}
+
+/// `x` as element type `t` the way `--dtype` converts weights and literals:
+/// finite values beyond the type's range saturate to its largest finite
+/// value (rt::convertFloatsSaturating), then round to nearest even.
+double saturateTo(Type t, double x) {
+  if (const llvm::fltSemantics *sem = semanticsOf(t)) {
+    double largest = APFloat::getLargest(*sem).convertToDouble();
+    if (std::isfinite(x))
+      x = std::clamp(x, -largest, largest);
+  }
+  return roundTo(t, x);
 }
 
 void roundAll(EvalTensor &t) {
@@ -320,9 +333,12 @@ FailureOr<EvalTensor> Evaluator::readWeight(WeightOp op) {
            << op.getName() << "' from '" << path << "'";
   EvalTensor t = like(op.getType().getElementType(), op.getType().getShape());
   t.values = decodeElements(
-      t.elementType,
+      op.getStoredElementType(),
       reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
       t.numElements());
+  if (op.getStored())
+    for (double &v : t.values)
+      v = saturateTo(t.elementType, v);
   return t;
 }
 
@@ -472,6 +488,25 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
 
   return llvm::TypeSwitch<Operation *, FailureOr<SmallVector<EvalTensor>>>(op)
       .Case([&](WeightOp w) { return one(readWeight(w)); })
+      .Case([&](FusedElementwiseOp f) -> FailureOr<SmallVector<EvalTensor>> {
+        // The body's ops one after another, as they were before fusion.
+        Block &body = f.getBody().front();
+        for (auto [arg, input] :
+             llvm::zip_equal(body.getArguments(), f.getInputs()))
+          values_[arg] = get(input);
+        for (Operation &inner : body.without_terminator()) {
+          FailureOr<SmallVector<EvalTensor>> results = evalOp(&inner);
+          if (failed(results))
+            return failure();
+          for (auto [value, tensor] :
+               llvm::zip_equal(inner.getResults(), *results))
+            values_[value] = std::move(tensor);
+        }
+        SmallVector<EvalTensor> results;
+        for (Value v : body.getTerminator()->getOperands())
+          results.push_back(get(v));
+        return results;
+      })
       .Case([&](ConstantOp c) { return one(readConstant(c)); })
       .Case([&](MatMulOp) { return one(matmul(op, operand(0), operand(1))); })
       .Case([&](AddOp) {

@@ -12,6 +12,13 @@ namespace meshc::dfg {
 /// constant(v) -> v
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+/// cast(x : T) to T -> x   (a conversion that converts nothing)
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
 /// reshape(x : T) -> x : T   (a reshape to the operand's own static type)
 /// reshape(reshape(x : T)) : T -> x   (a reshape that undoes another)
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {

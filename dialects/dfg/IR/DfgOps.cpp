@@ -128,12 +128,26 @@ LogicalResult WeightOp::verify() {
   if (offset < 0) // 2
     return emitOpError("weight '")
            << getName() << "' has negative offset " << offset;
+  Type element = type.getElementType();
+  if (std::optional<Type> stored = getStored()) { // 5
+    auto isFloat = [](Type t) { return t.isF32() || t.isF16() || t.isBF16(); };
+    if (!isFloat(*stored) || !isFloat(element) || *stored == element)
+      return emitOpError("weight '")
+             << getName() << "' stored as " << *stored
+             << " must be a conversion between two different floating-point "
+                "types, not to "
+             << element;
+  }
   int64_t expected =
-      type.getNumElements() * elementByteWidth(type.getElementType());
-  if (length != expected) // 3
-    return emitOpError("weight '")
-           << getName() << "' has length " << length << " bytes but " << type
-           << " needs " << expected;
+      type.getNumElements() * elementByteWidth(getStoredElementType());
+  if (length != expected) { // 3
+    InFlightDiagnostic diag = emitOpError("weight '")
+                              << getName() << "' has length " << length
+                              << " bytes but " << type;
+    if (getStored())
+      diag << " stored as " << *getStored();
+    return diag << " needs " << expected;
+  }
   StringRef file = getFile();
   if (file.empty()) // 4
     return emitOpError("weight '") << getName() << "' has an empty file path";

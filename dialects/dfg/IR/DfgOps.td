@@ -28,27 +28,52 @@ def Dfg_WeightOp : Dfg_Op<"weight", [Pure]> {
     weight files by streaming. `name` is the initializer's name in the source
     model and appears in diagnostics.
 
+    With `stored`, the file holds elements of that floating-point type and
+    the reference converts them to the result's (`meshc compile --dtype`):
+    rounding to nearest even, with finite values beyond the result type's
+    range saturating to its largest finite value. Code generation converts
+    while it slices, so rank weight files hold the result type.
+
     Invariants:
     1. The result type has a static shape.
     2. `offset` is non-negative.
-    3. `length` equals the element count times the element byte width
-       (bool takes one byte).
+    3. `length` equals the element count times the byte width of the stored
+       element type (`stored`, else the result's; bool takes one byte).
     4. `file` is a non-empty relative path without `..` components, so a
        reference can never leave the model's folder.
+    5. `stored`, when present, is a floating-point type other than the
+       result's floating-point element type.
 
     Example:
 
     ```mlir
     %w = dfg.weight "h.0.attn.c_attn.weight" in "model.onnx.data"
            [offset = 4096, length = 49152] : tensor<64x192xf32>
+    %h = dfg.weight "h.0.attn.c_attn.weight" in "model.onnx.data"
+           [offset = 4096, length = 49152] stored f32 : tensor<64x192xf16>
     ```
   }];
   let arguments = (ins StrAttr:$name, StrAttr:$file, I64Attr:$offset,
-                       I64Attr:$length);
+                       I64Attr:$length, OptionalAttr<TypeAttr>:$stored);
   let results = (outs Dfg_Tensor:$result);
   let assemblyFormat = [{
     $name `in` $file ` ` `[` `offset` `=` $offset `,` `length` `=` $length `]`
-    attr-dict `:` type($result)
+    (`stored` $stored^)? attr-dict `:` type($result)
+  }];
+  let builders = [
+    // A reference whose file holds the result's own element type.
+    OpBuilder<(ins "::mlir::Type":$result, "::llvm::StringRef":$name,
+                   "::llvm::StringRef":$file, "int64_t":$offset,
+                   "int64_t":$length), [{
+      build($_builder, $_state, result, name, file, offset, length,
+            ::mlir::TypeAttr());
+    }]>,
+  ];
+  let extraClassDeclaration = [{
+    /// The element type of the bytes in the file.
+    ::mlir::Type getStoredElementType() {
+      return getStored() ? *getStored() : getType().getElementType();
+    }
   }];
   let hasVerifier = 1;
 }
@@ -291,6 +316,7 @@ def Dfg_CastOp : Dfg_InferredOp<"cast"> {
   let assemblyFormat = [{
     $input `to` $to attr-dict `:` functional-type($input, $result)
   }];
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1005,5 +1031,6 @@ def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax", [SameOperandsAndResultElementType]
 }
 
 include "dialects/dfg/IR/DfgSymbolicOps.td"
+include "dialects/dfg/IR/DfgFusedOps.td"
 
 #endif // MESHC_DIALECTS_DFG_IR_DFGOPS_TD

@@ -34,6 +34,9 @@ std::string formatShape(const std::vector<std::int64_t> &shape);
 /// process through the installed handler.
 [[noreturn]] void fatal(const std::string &message);
 
+/// Prints "meshc: <context>: warning: <message>" to stderr and goes on.
+void warn(const std::string &message);
+
 } // namespace meshc::rt
 
 #endif // MESHC_RUNTIME_ERROR_H

@@ -10,6 +10,10 @@
 #ifndef MESHC_RUNTIME_HALF_H
 #define MESHC_RUNTIME_HALF_H
 
+#include "meshc/runtime/dtype.h"
+
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -73,6 +77,40 @@ inline std::uint16_t floatToBfloat16(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u) // NaN made quiet
     return static_cast<std::uint16_t>((x >> 16) | 0x40u);
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/// Converts `n` elements of floating-point type `from` at `src` to `to` at
+/// `dst` (each F32, F16 or BF16), rounding to nearest even. Finite values
+/// beyond `to`'s range saturate to its largest finite value instead of
+/// becoming infinities: `meshc compile --dtype` converts weights this way,
+/// so that a finite mask constant such as -3.4e38 stays finite in f16.
+inline void convertFloatsSaturating(DType from, DType to, const void *src,
+                                    void *dst, std::size_t n) {
+  const auto *in = static_cast<const std::uint8_t *>(src);
+  auto *out = static_cast<std::uint8_t *>(dst);
+  for (std::size_t i = 0; i < n; ++i) {
+    float x;
+    if (from == DType::F32) {
+      std::memcpy(&x, in + 4 * i, 4);
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, in + 2 * i, 2);
+      x = from == DType::F16 ? halfToFloat(h) : bfloat16ToFloat(h);
+    }
+    if (to == DType::F32) {
+      std::memcpy(out + 4 * i, &x, 4);
+      continue;
+    }
+    const float largest =
+        to == DType::F16 ? 65504.0f : detail::bitsFloat(0x7f7f0000u); // 3.39e38
+    if (x > largest && x != INFINITY)
+      x = largest;
+    else if (x < -largest && x != -INFINITY)
+      x = -largest;
+    const std::uint16_t h =
+        to == DType::F16 ? floatToHalf(x) : floatToBfloat16(x);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
 }
 
 } // namespace meshc::rt
