@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))  # bench/cpu_gpt2.py
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
 import gpt2_tiny  # noqa: E402
 import llama  # noqa: E402
+from half_weights import to_bf16_bits  # noqa: E402
 from cpu_gpt2 import INIT_SCALE, ScaledRng  # noqa: E402
 
 
@@ -300,12 +301,6 @@ def write_models(arch, steps, directory, interface, seed=0):
 # travels in .npy files as its uint16 bits, as the runtime reads and writes it.
 NUMPY_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64,
                 "I32": np.int32, "BOOL": np.bool_}
-
-
-def to_bf16_bits(values):
-    """f32 array -> bf16 bits (uint16), rounded to nearest even."""
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def from_npy(value, dtype):
