@@ -155,9 +155,9 @@ struct ConvertDTypePass : impl::ConvertDTypePassBase<ConvertDTypePass> {
         call, call.getCalleeAttr());
     b.setInsertionPoint(call);
     for (OpOperand &operand : call->getOpOperands())
-      operand.set(castTo(b, operand.get(),
-                         callee.getFunctionType().getInput(
-                             operand.getOperandNumber())));
+      operand.set(castTo(
+          b, operand.get(),
+          callee.getFunctionType().getInput(operand.getOperandNumber())));
     b.setInsertionPointAfter(call);
     for (Value result : call->getResults()) {
       Type inner = retype(result.getType(), target);

@@ -93,8 +93,7 @@ struct FuseElementwisePass
       for (Value r : member->getResults())
         for (Operation *user : r.getUsers())
           if (user != op && !group.contains(user) &&
-              user->getBlock() == op->getBlock() &&
-              user->isBeforeInBlock(op))
+              user->getBlock() == op->getBlock() && user->isBeforeInBlock(op))
             return false;
     Group grown = group;
     grown.ops.push_back(op);

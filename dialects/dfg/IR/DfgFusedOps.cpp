@@ -43,8 +43,8 @@ LogicalResult FusedElementwiseOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size()) // 1
     return emitOpError("body takes ")
-           << body.getNumArguments() << " arguments for "
-           << getInputs().size() << " inputs";
+           << body.getNumArguments() << " arguments for " << getInputs().size()
+           << " inputs";
   for (auto [arg, input] : llvm::zip_equal(body.getArguments(), getInputs())) {
     if (arg.getType() != input.getType())
       return emitOpError("body argument #")
@@ -65,8 +65,7 @@ LogicalResult FusedElementwiseOp::verify() {
              << op.getName() << ", which is not a fusible elementwise op";
     for (Type t : op.getResultTypes())
       if (cast<RankedTensorType>(t).getShape() != shape) // 3
-        return emitOpError("body computes ")
-               << t << ", not the result shape";
+        return emitOpError("body computes ") << t << ", not the result shape";
   }
   Operation *terminator = body.getTerminator();
   if (!isa<YieldOp>(terminator) ||

@@ -1,4 +1,5 @@
-//===- fused.h - Kernels the compiler generates for fused chains -*- C++ -*-===//
+//===- fused.h - Kernels the compiler generates for fused chains -*- C++
+//-*-===//
 //
 // Part of meshc. A dfg.fused_elementwise op becomes, in generated code, one
 // call of k::fusedElementwise with a lambda that computes the chain for one
@@ -224,8 +225,7 @@ namespace meshc::rt::cuda {
 cudaStream_t stream();
 void checkLaunch(const char *kernel);
 
-template <class F>
-__global__ void fusedElementwiseKernel(fused::Args a, F f) {
+template <class F> __global__ void fusedElementwiseKernel(fused::Args a, F f) {
   for (std::int64_t i =
            static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < a.count; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -240,8 +240,8 @@ void fusedElementwise(const TensorRef *ins, int numInputs,
     return;
   constexpr int kThreads = 256;
   const std::int64_t blocks = (a.count + kThreads - 1) / kThreads;
-  fusedElementwiseKernel<<<static_cast<unsigned>(
-                               blocks < 65536 ? blocks : 65536),
+  fusedElementwiseKernel<<<static_cast<unsigned>(blocks < 65536 ? blocks
+                                                                : 65536),
                            kThreads, 0, stream()>>>(a, f);
   checkLaunch("a fused elementwise kernel");
 }
