@@ -475,4 +475,48 @@ def FuseElementwisePass : Pass<"meshc-fuse-elementwise", "mlir::ModuleOp"> {
   let dependentDialects = ["meshc::dfg::DfgDialect"];
 }
 
+def ScheduleCollectivesPass
+    : Pass<"meshc-schedule-collectives", "mlir::ModuleOp"> {
+  let summary = "Issue collectives early and wait for them late, so that "
+                "communication overlaps independent compute";
+  let description = [{
+    In each function of a rank program, moves every collective (all_reduce,
+    all_gather, reduce_scatter, all_to_all, send, recv) up to just after its
+    operands' producers, never past another collective or a call, so that
+    every rank still starts the collectives in the SPMD program's order; and
+    puts a `dfg.wait` right before the first op that reads its result (a
+    send's before the terminator). Code generation issues the collective
+    without blocking and completes it at the wait; the ops in between run
+    meanwhile (on the cuda target the collective runs on the communication
+    stream, the ops on the compute stream). The buffer plan keeps the
+    collective's operand and result live across that window.
+
+    In a microbatched pipeline, the sends of one microbatch overlap the
+    next microbatch's compute. Within a tensor-parallel layer the next op
+    reads the all-reduce's result, so there the wait follows at once.
+
+    Before:
+
+    ```mlir
+    %1:2 = call @main_stage0(%0) : (tensor<1x8xi64>) -> (tensor<1x8x16xf32>, ...)
+    %s = shard.send %1#0 on @mesh grid_axes = [0] destination = [1]
+           : (tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
+    %3:2 = call @main_stage0(%2) : (tensor<1x8xi64>) -> (tensor<1x8x16xf32>, ...)
+    return
+    ```
+
+    After:
+
+    ```mlir
+    %1:2 = call @main_stage0(%0) : (tensor<1x8xi64>) -> (tensor<1x8x16xf32>, ...)
+    %s = shard.send %1#0 on @mesh grid_axes = [0] destination = [1]
+           : (tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
+    %3:2 = call @main_stage0(%2) : (tensor<1x8xi64>) -> (tensor<1x8x16xf32>, ...)
+    %w = dfg.wait %s : tensor<1x8x16xf32>
+    return
+    ```
+  }];
+  let dependentDialects = ["meshc::dfg::DfgDialect"];
+}
+
 #endif // MESHC_PASSES_PASSES_TD

@@ -451,6 +451,11 @@ void Program::execute(void (*body)(Program &)) {
       placement::replay();
     else
       body(*this);
+    // Generated code waits for every collective it starts.
+    if (comm_->inFlight() != 0)
+      fatal("the forward step of " + std::string(info_.role) + " left " +
+            std::to_string(comm_->inFlight()) +
+            " collective(s) started and never waited for");
     placement::synchronize("the forward step");
     if (n > 1)
       comm_->barrier("benchmark stop");

@@ -207,6 +207,7 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
   }
   if (!options.dtype.empty())
     manifest["dtype"] = options.dtype;
+  manifest["overlap"] = !options.noOverlap;
   manifest["model"] = options.model;
   manifest["mesh"] = options.mesh;
   manifest["world_size"] = world;

@@ -46,6 +46,9 @@ struct CpuCompileOptions {
   std::string dtype;
   /// --no-cuda-graph: repeated steps are never recorded as a CUDA graph.
   bool noCudaGraph = false;
+  /// --no-overlap: every collective blocks where it stands (no
+  /// meshc-schedule-collectives).
+  bool noOverlap = false;
   /// The architectures the runtime's CUDA half was built for ("sm_80").
   static std::vector<std::string> cudaArchitectures();
   bool keepSources = false;

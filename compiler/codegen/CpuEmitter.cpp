@@ -6,9 +6,11 @@
 //    (WeightShards::fold) emits nothing; where a computing op reads it, it
 //    becomes a tensor of the rank's weight file.
 // 2. Liveness, per function: ops are numbered in order; a reshape-like view
-//    (and a send's result) shares its operand's buffer and extends its life.
-//    Every other result gets a buffer from the arena, live from its op to its
-//    last use (through views), placed by planBuffers. `@main`'s frame starts
+//    (and a send's result, and a dfg.wait's) shares its operand's buffer and
+//    extends its life. Every other result gets a buffer from the arena, live
+//    from its op to its last use (through views), placed by planBuffers. A
+//    collective completed by a dfg.wait keeps its operand live up to the
+//    wait: the communication may read it until then. `@main`'s frame starts
 //    at offset 0, the stage functions' frames (never live at the same time)
 //    after it.
 // 3. Emission: one statement per op, a comment with the ONNX node it came
@@ -124,7 +126,15 @@ std::string identifier(StringRef s) {
 
 bool isView(Operation *op) {
   return isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
-             dfg::UnsqueezeOp, shard::SendOp>(op);
+             dfg::UnsqueezeOp, shard::SendOp, dfg::WaitOp>(op);
+}
+
+/// The dfg.wait that completes collective `op` (meshc-schedule-collectives),
+/// or null when `op` blocks where it stands.
+dfg::WaitOp waitOf(Operation *op) {
+  if (op->getNumResults() != 1 || !op->getResult(0).hasOneUse())
+    return nullptr;
+  return dyn_cast<dfg::WaitOp>(*op->getResult(0).getUsers().begin());
 }
 
 /// A receive's buffer (tensor.empty, or dfg.symbolic_expand of zero where
@@ -237,6 +247,8 @@ private:
   llvm::DenseMap<Value, uint64_t> offsets_;  // buffers, frame-relative
   llvm::DenseMap<Value, uint64_t> capacity_; // their planned bytes
   llvm::DenseMap<Value, std::string> names_;
+  /// The ticket variable of each dfg.wait's collective, once it is issued.
+  llvm::DenseMap<Operation *, std::string> tickets_;
   /// Sizes of the symbolic dimensions at the compiled bounds; null when the
   /// program has static shapes.
   const dfg::DimBindings *bounds_;
@@ -275,15 +287,20 @@ uint64_t FunctionEmitter::plan() {
       live[r] = {step[&op], step[&op]};
     }
   }
-  for (Operation &op : body)
+  for (Operation &op : body) {
+    // An asynchronous collective reads its operands up to its wait.
+    dfg::WaitOp wait =
+        isa<shard::ShardDialect>(op.getDialect()) ? waitOf(&op) : dfg::WaitOp();
+    int64_t until = wait ? step[wait] : step[&op];
     for (Value v : op.getOperands()) {
       auto it = root.find(v);
       if (it == root.end())
         continue;
       auto l = live.find(it->second);
       if (l != live.end())
-        l->second.second = std::max(l->second.second, step[&op]);
+        l->second.second = std::max(l->second.second, until);
     }
+  }
   std::vector<BufferRequest> requests;
   std::vector<Value> values;
   for (auto &[v, range] : live) {
@@ -516,6 +533,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
   }
   if (isa<shard::ShardDialect>(op->getDialect()))
     return emitCollective(op, os);
+  if (auto wait = dyn_cast<dfg::WaitOp>(op)) {
+    auto ticket = tickets_.find(wait);
+    if (ticket == tickets_.end())
+      return op->emitOpError("waits for a collective that was not issued");
+    os << "  p.comm().wait(" << ticket->second << ");\n";
+    declare(wait.getResult(), os);
+    return success();
+  }
 
   SmallVector<std::string> in;
   auto get = [&](Value v) { return operand(v, os); };
@@ -882,9 +907,21 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
   auto group = [&]() {
     return "p.group(" + std::to_string(groups_.lookup(groupKey(axes))) + ")";
   };
+  // "  p.comm().allReduceSum(", or, for a collective a dfg.wait completes,
+  // "  const int t4 = p.comm().startAllReduceSum(" (the wait's ticket).
+  auto call = [&](StringRef method) {
+    dfg::WaitOp wait = waitOf(op);
+    if (!wait)
+      return ("  p.comm()." + method + "(").str();
+    std::string ticket = "t" + std::to_string(next_++);
+    tickets_[wait] = ticket;
+    std::string start = method.str();
+    start[0] = llvm::toUpper(start[0]);
+    return "  const int " + ticket + " = p.comm().start" + start + "(";
+  };
   if (auto send = dyn_cast<shard::SendOp>(op)) {
     std::string in = operand(send.getInput(), os);
-    os << "  p.comm().send(p.comm().peer(" << list(axes64) << ", "
+    os << call("send") << "p.comm().peer(" << list(axes64) << ", "
        << list(send.getDestination()) << "), " << in << ", " << what << ");\n";
     declare(send.getResult(), os);
     return success();
@@ -894,7 +931,7 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
     if (!source)
       return op->emitOpError("needs a static source for ") << theTarget();
     std::string o = declare(recv.getResult(), os);
-    os << "  p.comm().recv(p.comm().peer(" << list(axes64) << ", "
+    os << call("recv") << "p.comm().peer(" << list(axes64) << ", "
        << list(*source) << "), " << o << ", " << what << ");\n";
     return success();
   }
@@ -910,13 +947,13 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
     if (failed(checkSum(ar.getReduction())))
       return failure();
     std::string o = declare(ar.getResult(), os);
-    os << "  p.comm().allReduceSum(" << group() << ", " << in << ", " << o
-       << ", " << what << ");\n";
+    os << call("allReduceSum") << group() << ", " << in << ", " << o << ", "
+       << what << ");\n";
     return success();
   }
   if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {
     std::string o = declare(ag.getResult(), os);
-    os << "  p.comm().allGather(" << group() << ", " << in << ", " << o << ", "
+    os << call("allGather") << group() << ", " << in << ", " << o << ", "
        << ag.getGatherAxis().getSExtValue() << ", " << what << ");\n";
     return success();
   }
@@ -924,13 +961,13 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
     if (failed(checkSum(rs.getReduction())))
       return failure();
     std::string o = declare(rs.getResult(), os);
-    os << "  p.comm().reduceScatterSum(" << group() << ", " << in << ", " << o
-       << ", " << rs.getScatterAxis().getSExtValue() << ", " << what << ");\n";
+    os << call("reduceScatterSum") << group() << ", " << in << ", " << o << ", "
+       << rs.getScatterAxis().getSExtValue() << ", " << what << ");\n";
     return success();
   }
   if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
     std::string o = declare(a2a.getResult(), os);
-    os << "  p.comm().allToAll(" << group() << ", " << in << ", " << o << ", "
+    os << call("allToAll") << group() << ", " << in << ", " << o << ", "
        << a2a.getSplitAxis().getSExtValue() << ", "
        << a2a.getConcatAxis().getSExtValue() << ", " << what << ");\n";
     return success();

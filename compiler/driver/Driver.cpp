@@ -429,7 +429,7 @@ int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
       options.dtype,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         mlir::PassManager pm(all.getContext());
-        buildLoweringPipeline(pm);
+        buildLoweringPipeline(pm, !options.noOverlap);
         if (failed(pm.run(all)) ||
             failed(codegen::compileCpu(roles, all, options)))
           return 1;
@@ -664,6 +664,13 @@ int runDriver(int argc, char **argv) {
                "it is repeated (meshc run --repeat); with compile, recorded "
                "in the manifest"),
       cl::sub(compileCmd), cl::sub(runCmd), cl::cat(category));
+  cl::opt<bool> noOverlap(
+      "no-overlap",
+      cl::desc("Run every collective blocking where it stands, instead of "
+               "issuing it early and waiting for it where its result is "
+               "first read (meshc-schedule-collectives); recorded in the "
+               "manifest"),
+      cl::sub(compileCmd), cl::cat(category));
   cl::opt<std::string> runMpirunArgs(
       "mpirun-args",
       cl::desc("Extra arguments for mpirun, e.g. \"--hostfile hosts\" "
@@ -763,6 +770,7 @@ int runDriver(int argc, char **argv) {
     options.cudaArch = cudaArch;
     options.dtype = computeDType;
     options.noCudaGraph = noCudaGraph;
+    options.noOverlap = noOverlap;
     std::string problem = codegen::targetProblem(options);
     if (!problem.empty())
       return fail(command, problem);

@@ -73,8 +73,10 @@ void buildDTypeConversion(mlir::OpPassManager &pm, llvm::StringRef dtype) {
   pm.addPass(mlir::createCSEPass());
 }
 
-void buildLoweringPipeline(mlir::OpPassManager &pm) {
+void buildLoweringPipeline(mlir::OpPassManager &pm, bool overlap) {
   pm.addPass(createFuseElementwisePass());
+  if (overlap)
+    pm.addPass(createScheduleCollectivesPass());
 }
 
 void registerMeshcPipelines() {

@@ -35,10 +35,11 @@ void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
 /// Adds nothing when `dtype` is empty.
 void buildDTypeConversion(mlir::OpPassManager &pm, llvm::StringRef dtype);
 
-/// meshc-lowering-pipeline: what code generation runs on the rank programs
-/// (`meshc compile` with executables): fusion of elementwise chains into
-/// generated kernels (meshc-fuse-elementwise).
-void buildLoweringPipeline(mlir::OpPassManager &pm);
+/// What code generation runs on the rank programs (`meshc compile` with
+/// executables): fusion of elementwise chains into generated kernels
+/// (meshc-fuse-elementwise), then, unless `overlap` is false (--no-overlap),
+/// collectives issued early and waited for late (meshc-schedule-collectives).
+void buildLoweringPipeline(mlir::OpPassManager &pm, bool overlap = true);
 
 /// Registers the pipelines with the pass registry (for meshc-opt).
 void registerMeshcPipelines();

@@ -1,13 +1,15 @@
 //===- mpi_comm.cpp - The MPI communication backend of the cpu target -----===//
 //
-// Part of meshc. Implements rt::Comm (comm.h) on MPI. Each blocking call is
-// issued in its nonblocking form (MPI_Iallreduce, MPI_Isend, MPI_Ibarrier,
-// ...) and completed by a polling loop that sleeps between tests, so that a
-// rank sharing a core with its peers leaves them the cpu, and that gives up
-// after the timeout: a rank whose peer died or took another path reports the
-// op and the group through rt::fatal, which aborts the whole job, instead of
-// hanging. Communicators return their errors (MPI_ERRORS_RETURN) so that an
-// MPI failure, too, becomes one line naming the op.
+// Part of meshc. Implements rt::Comm (comm.h) on MPI. Every call is issued
+// in its nonblocking form (MPI_Iallreduce, MPI_Isend, MPI_Ibarrier, ...);
+// a collective's start form returns a ticket for its requests, and a wait
+// (at once for the blocking forms) completes them by a polling loop that
+// sleeps between tests, so that a rank sharing a core with its peers leaves
+// them the cpu, and that gives up after the timeout: a rank whose peer died or
+// took another path reports the op and the group through rt::fatal, which
+// aborts the whole job, instead of hanging. Communicators return their errors
+// (MPI_ERRORS_RETURN) so that an MPI failure, too, becomes one line naming the
+// op.
 //
 // Collectives move dense row-major tensors. A gather, scatter or all-to-all
 // along an axis that is not the outermost one is the MPI collective on
@@ -29,6 +31,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <sstream>
 
 namespace meshc::rt {
@@ -45,6 +48,20 @@ struct Comm::Group {
   std::string label;
 };
 
+/// A collective in flight: its requests, what completing them leaves to do,
+/// and the packing buffers, kept with the slot for its next collective.
+struct Comm::Pending {
+  std::vector<MPI_Request> requests;
+  /// For receives: the bytes each request must bring (empty: no check).
+  std::vector<std::size_t> expected;
+  std::string what, where;
+  /// Runs once the requests complete (unpacking a received block order).
+  std::function<void()> finish;
+  /// Packing buffers, kept with the slot for its next collective.
+  std::vector<unsigned char> sendScratch, recvScratch;
+  bool busy = false;
+};
+
 namespace {
 
 /// The program's point-to-point channel and the world's collectives: a dup
@@ -56,9 +73,6 @@ MPI_Comm worldComm = MPI_COMM_NULL;
 MPI_Comm bytesComm = MPI_COMM_NULL;
 /// Whether this module called MPI_Init_thread (and so must finalize).
 bool initialised = false;
-/// Packing buffers, kept between calls: collectives run on the main thread
-/// only (MPI_THREAD_FUNNELED).
-std::vector<unsigned char> sendScratch, recvScratch;
 
 /// The fatal handler under MPI: a rank that stops must take the job with it,
 /// or its peers would wait for it until their own timeout.
@@ -86,20 +100,23 @@ std::string formatSeconds(double seconds) {
   return os.str();
 }
 
-/// Completes `request`, polling with a growing sleep, and aborts the job when
-/// it takes longer than `timeout` seconds. `where` names the peers ("over
-/// ranks {0, 1}", "to rank 3") for the message.
-MPI_Status wait(MPI_Request &request, const std::string &what,
-                const std::string &where, double timeout) {
+/// Completes `requests`, polling with a growing sleep, and aborts the job
+/// when that takes longer than `timeout` seconds. `where` names the peers
+/// ("over ranks {0, 1}", "to rank 3") for the message.
+std::vector<MPI_Status> complete(std::vector<MPI_Request> &requests,
+                                 const std::string &what,
+                                 const std::string &where, double timeout) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  MPI_Status status{};
+  std::vector<MPI_Status> statuses(requests.size());
+  const int count = static_cast<int>(requests.size());
   long sleepNs = 20000;
   for (int polls = 0;; ++polls) {
     int done = 0;
-    check(MPI_Test(&request, &done, &status), what, "MPI_Test");
+    check(MPI_Testall(count, requests.data(), &done, statuses.data()), what,
+          "MPI_Testall");
     if (done)
-      return status;
+      return statuses;
     // A short spin serves the common case of peers arriving together; past
     // it, sleep so that oversubscribed peers get the core.
     if (polls < 64)
@@ -114,6 +131,13 @@ MPI_Status wait(MPI_Request &request, const std::string &what,
     nanosleep(&pause, nullptr);
     sleepNs = std::min(sleepNs * 2, 1000000L);
   }
+}
+
+/// complete() of one request.
+void completeOne(MPI_Request request, const std::string &what,
+                 const std::string &where, double timeout) {
+  std::vector<MPI_Request> requests{request};
+  complete(requests, what, where, timeout);
 }
 
 /// The MPI type of a summed element; f16/bf16 have no MPI sum here.
@@ -244,6 +268,10 @@ void Comm::finalize() {
   for (Group *group : comm.groups_)
     delete group;
   comm.groups_.clear();
+  for (Pending *pending : comm.pending_)
+    delete pending;
+  comm.pending_.clear();
+  comm.freeTickets_.clear();
   worldComm = bytesComm = MPI_COMM_NULL;
   // MPI_Abort is not allowed after MPI_Finalize.
   setFatalHandler(nullptr);
@@ -380,10 +408,113 @@ void checkShapes(const std::string &what, const TensorRef &in,
 
 } // namespace
 
-void Comm::allReduceSum(int group, const TensorRef &in, const TensorRef &out,
-                        const char *what) {
+//===----------------------------------------------------------------------===//
+// Collectives in flight
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Posts the sends of `bytes` at `data` to `peerRank` in chunks of at most
+/// kChunkBytes (MPI counts are ints); same-tag messages between two ranks
+/// arrive in order.
+void postSends(MPI_Comm comm, int peerRank, const void *data, std::size_t bytes,
+               int tag, const std::string &what,
+               std::vector<MPI_Request> &requests) {
+  const auto *base = static_cast<const unsigned char *>(data);
+  std::size_t offset = 0;
+  do {
+    std::size_t chunk = std::min(bytes - offset, kChunkBytes);
+    requests.emplace_back();
+    check(MPI_Isend(base + offset, static_cast<int>(chunk), MPI_BYTE, peerRank,
+                    tag, comm, &requests.back()),
+          what, "MPI_Isend");
+    offset += chunk;
+  } while (offset < bytes);
+}
+
+/// The receiving side of postSends, recording the bytes each part brings.
+void postRecvs(MPI_Comm comm, int peerRank, void *data, std::size_t bytes,
+               int tag, const std::string &what,
+               std::vector<MPI_Request> &requests,
+               std::vector<std::size_t> &expected) {
+  auto *base = static_cast<unsigned char *>(data);
+  std::size_t offset = 0;
+  do {
+    std::size_t chunk = std::min(bytes - offset, kChunkBytes);
+    requests.emplace_back();
+    expected.push_back(chunk);
+    check(MPI_Irecv(base + offset, static_cast<int>(chunk), MPI_BYTE, peerRank,
+                    tag, comm, &requests.back()),
+          what, "MPI_Irecv");
+    offset += chunk;
+  } while (offset < bytes);
+}
+
+/// Fatal when a receive's parts brought other than the bytes expected.
+void checkReceived(const std::vector<MPI_Status> &statuses,
+                   const std::vector<std::size_t> &expected,
+                   const std::string &what, const std::string &where) {
+  std::size_t want = 0, got = 0;
+  bool ok = true;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    int received = 0;
+    MPI_Get_count(&statuses[i], MPI_BYTE, &received);
+    ok = ok && static_cast<std::size_t>(received) == expected[i];
+    want += expected[i];
+    got += static_cast<std::size_t>(std::max(received, 0));
+  }
+  if (!ok)
+    fatal(what + ": expected " + std::to_string(want) + " bytes " + where +
+          " but received " + std::to_string(got));
+}
+
+void checkPeer(int peerRank, int size, const std::string &what) {
+  if (peerRank < 0 || peerRank >= size)
+    fatal(what + ": rank " + std::to_string(peerRank) +
+          " is not in the world of " + std::to_string(size) + " ranks");
+}
+
+} // namespace
+
+Comm::Pending &Comm::acquire(int &ticket) {
+  if (freeTickets_.empty()) {
+    freeTickets_.push_back(static_cast<int>(pending_.size()));
+    pending_.push_back(new Pending);
+  }
+  ticket = freeTickets_.back();
+  freeTickets_.pop_back();
+  Pending &p = *pending_[ticket];
+  p.requests.clear();
+  p.expected.clear();
+  p.finish = nullptr;
+  p.busy = true;
+  return p;
+}
+
+void Comm::wait(int ticket) {
+  if (transport_) {
+    --inFlight_;
+    return transport_->wait(ticket);
+  }
+  if (ticket < 0 || ticket >= static_cast<int>(pending_.size()) ||
+      !pending_[ticket]->busy)
+    fatal("waiting for collective ticket " + std::to_string(ticket) +
+          ", which is not in flight");
+  Pending &p = *pending_[ticket];
+  checkReceived(complete(p.requests, p.what, p.where, timeoutSeconds_),
+                p.expected, p.what, p.where);
+  if (p.finish)
+    p.finish();
+  p.busy = false;
+  p.finish = nullptr;
+  freeTickets_.push_back(ticket);
+  --inFlight_;
+}
+
+int Comm::startAllReduceSum(int group, const TensorRef &in,
+                            const TensorRef &out, const char *what) {
   if (transport_)
-    return transport_->allReduceSum(group, in, out, what);
+    return started(transport_->allReduceSum(group, in, out, what));
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -392,17 +523,21 @@ void Comm::allReduceSum(int group, const TensorRef &in, const TensorRef &out,
     fatal(op + ": operand " + shapeString(in) + " and result " +
           shapeString(out) + " differ");
   MPI_Datatype type = sumType(in.dtype, op);
-  MPI_Request request;
+  int ticket = 0;
+  Pending &p = acquire(ticket);
+  p.what = op;
+  p.where = "over " + g.label;
+  p.requests.emplace_back();
   check(MPI_Iallreduce(in.data, out.data, countOf(in.numElements(), op), type,
-                       MPI_SUM, g.comm, &request),
+                       MPI_SUM, g.comm, &p.requests.back()),
         op, "MPI_Iallreduce");
-  wait(request, op, "over " + g.label, timeoutSeconds_);
+  return started(ticket);
 }
 
-void Comm::allGather(int group, const TensorRef &in, const TensorRef &out,
-                     std::int64_t axis, const char *what) {
+int Comm::startAllGather(int group, const TensorRef &in, const TensorRef &out,
+                         std::int64_t axis, const char *what) {
   if (transport_)
-    return transport_->allGather(group, in, out, axis, what);
+    return started(transport_->allGather(group, in, out, axis, what));
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -413,26 +548,34 @@ void Comm::allGather(int group, const TensorRef &in, const TensorRef &out,
   const std::size_t inBytes = in.byteSize();
   const std::size_t chunk =
       product(in, static_cast<int>(axis), in.rank) * byteWidth(in.dtype);
+  int ticket = 0;
+  Pending &p = acquire(ticket);
+  p.what = op;
+  p.where = "over " + g.label;
   // Member t's input lands as block t of a [T][in] buffer; along an inner
   // axis that buffer is then transposed into [outer][T][inner].
   unsigned char *gathered =
-      outer == 1 ? bytesOf(out) : scratch(recvScratch, members * inBytes);
+      outer == 1 ? bytesOf(out) : scratch(p.recvScratch, members * inBytes);
   MPI_Datatype type = moveType(in.dtype);
   int count = countOf(in.numElements(), op);
-  MPI_Request request;
+  p.requests.emplace_back();
   check(MPI_Iallgather(in.data, count, type, gathered, count, type, g.comm,
-                       &request),
+                       &p.requests.back()),
         op, "MPI_Iallgather");
-  wait(request, op, "over " + g.label, timeoutSeconds_);
-  if (outer != 1)
-    transposeChunks(gathered, bytesOf(out), members, outer, chunk);
+  if (outer != 1) {
+    unsigned char *result = bytesOf(out);
+    p.finish = [gathered, result, members, outer, chunk] {
+      transposeChunks(gathered, result, members, outer, chunk);
+    };
+  }
+  return started(ticket);
 }
 
-void Comm::reduceScatterSum(int group, const TensorRef &in,
-                            const TensorRef &out, std::int64_t axis,
-                            const char *what) {
+int Comm::startReduceScatterSum(int group, const TensorRef &in,
+                                const TensorRef &out, std::int64_t axis,
+                                const char *what) {
   if (transport_)
-    return transport_->reduceScatterSum(group, in, out, axis, what);
+    return started(transport_->reduceScatterSum(group, in, out, axis, what));
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -443,27 +586,32 @@ void Comm::reduceScatterSum(int group, const TensorRef &in,
   const std::int64_t outer = product(in, 0, static_cast<int>(axis));
   const std::size_t chunk =
       product(out, static_cast<int>(axis), out.rank) * byteWidth(out.dtype);
+  int ticket = 0;
+  Pending &p = acquire(ticket);
+  p.what = op;
+  p.where = "over " + g.label;
   // Block j (slice j along `axis`, out's shape) must be contiguous for
   // MPI_Reduce_scatter_block: [outer][T][inner] becomes [T][outer][inner].
   const unsigned char *packed = bytesOf(in);
   if (outer != 1) {
-    unsigned char *buffer = scratch(sendScratch, in.byteSize());
+    unsigned char *buffer = scratch(p.sendScratch, in.byteSize());
     transposeChunks(bytesOf(in), buffer, outer, members, chunk);
     packed = buffer;
   }
-  MPI_Request request;
+  p.requests.emplace_back();
   check(MPI_Ireduce_scatter_block(packed, out.data,
                                   countOf(out.numElements(), op), type, MPI_SUM,
-                                  g.comm, &request),
+                                  g.comm, &p.requests.back()),
         op, "MPI_Ireduce_scatter_block");
-  wait(request, op, "over " + g.label, timeoutSeconds_);
+  return started(ticket);
 }
 
-void Comm::allToAll(int group, const TensorRef &in, const TensorRef &out,
-                    std::int64_t splitAxis, std::int64_t concatAxis,
-                    const char *what) {
+int Comm::startAllToAll(int group, const TensorRef &in, const TensorRef &out,
+                        std::int64_t splitAxis, std::int64_t concatAxis,
+                        const char *what) {
   if (transport_)
-    return transport_->allToAll(group, in, out, splitAxis, concatAxis, what);
+    return started(
+        transport_->allToAll(group, in, out, splitAxis, concatAxis, what));
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -490,11 +638,15 @@ void Comm::allToAll(int group, const TensorRef &in, const TensorRef &out,
   const std::int64_t splitOuter = product(in, 0, static_cast<int>(splitAxis));
   const std::int64_t concatOuter =
       product(block, 0, static_cast<int>(concatAxis));
+  int ticket = 0;
+  Pending &p = acquire(ticket);
+  p.what = op;
+  p.where = "over " + g.label;
 
   // Send side: [outer][T][inner] packed into [T][outer][inner].
   const unsigned char *sendBuffer = bytesOf(in);
   if (splitOuter != 1) {
-    unsigned char *buffer = scratch(sendScratch, in.byteSize());
+    unsigned char *buffer = scratch(p.sendScratch, in.byteSize());
     transposeChunks(bytesOf(in), buffer, splitOuter, members,
                     product(block, static_cast<int>(splitAxis), block.rank) *
                         byteWidth(in.dtype));
@@ -502,110 +654,84 @@ void Comm::allToAll(int group, const TensorRef &in, const TensorRef &out,
   }
   // Receive side: [T][outer][inner] unpacked into [outer][T][inner].
   unsigned char *recvBuffer =
-      concatOuter == 1 ? bytesOf(out) : scratch(recvScratch, out.byteSize());
+      concatOuter == 1 ? bytesOf(out) : scratch(p.recvScratch, out.byteSize());
   MPI_Datatype type = moveType(in.dtype);
   int count = countOf(block.numElements(), op);
-  MPI_Request request;
+  p.requests.emplace_back();
   check(MPI_Ialltoall(sendBuffer, count, type, recvBuffer, count, type, g.comm,
-                      &request),
+                      &p.requests.back()),
         op, "MPI_Ialltoall");
-  wait(request, op, "over " + g.label, timeoutSeconds_);
-  if (concatOuter != 1)
-    transposeChunks(recvBuffer, bytesOf(out), members, concatOuter,
-                    product(block, static_cast<int>(concatAxis), block.rank) *
-                        byteWidth(in.dtype));
+  if (concatOuter != 1) {
+    unsigned char *result = bytesOf(out);
+    const std::size_t chunk =
+        product(block, static_cast<int>(concatAxis), block.rank) *
+        byteWidth(in.dtype);
+    p.finish = [recvBuffer, result, members, concatOuter, chunk] {
+      transposeChunks(recvBuffer, result, members, concatOuter, chunk);
+    };
+  }
+  return started(ticket);
 }
 
 //===----------------------------------------------------------------------===//
 // Point to point and the world
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-void checkPeer(int peerRank, int size, const std::string &what) {
-  if (peerRank < 0 || peerRank >= size)
-    fatal(what + ": rank " + std::to_string(peerRank) +
-          " is not in the world of " + std::to_string(size) + " ranks");
-}
-
-void sendChunks(MPI_Comm comm, int peerRank, const void *data,
-                std::size_t bytes, int tag, const std::string &what,
-                double timeout) {
-  const auto *base = static_cast<const unsigned char *>(data);
-  std::size_t offset = 0;
-  do {
-    std::size_t chunk = std::min(bytes - offset, kChunkBytes);
-    MPI_Request request;
-    check(MPI_Isend(base + offset, static_cast<int>(chunk), MPI_BYTE, peerRank,
-                    tag, comm, &request),
-          what, "MPI_Isend");
-    wait(request, what, "to rank " + std::to_string(peerRank), timeout);
-    offset += chunk;
-  } while (offset < bytes);
-}
-
-void recvChunks(MPI_Comm comm, int peerRank, void *data, std::size_t bytes,
-                int tag, const std::string &what, double timeout) {
-  auto *base = static_cast<unsigned char *>(data);
-  std::size_t offset = 0;
-  do {
-    std::size_t chunk = std::min(bytes - offset, kChunkBytes);
-    MPI_Request request;
-    check(MPI_Irecv(base + offset, static_cast<int>(chunk), MPI_BYTE, peerRank,
-                    tag, comm, &request),
-          what, "MPI_Irecv");
-    MPI_Status status =
-        wait(request, what, "from rank " + std::to_string(peerRank), timeout);
-    int received = 0;
-    MPI_Get_count(&status, MPI_BYTE, &received);
-    if (static_cast<std::size_t>(received) != chunk)
-      fatal(what + ": expected " + std::to_string(bytes) + " bytes from rank " +
-            std::to_string(peerRank) + " but received " +
-            std::to_string(offset + received));
-    offset += chunk;
-  } while (offset < bytes);
-}
-
-} // namespace
-
-void Comm::send(int peerRank, const TensorRef &in, const char *what) {
+int Comm::startSend(int peerRank, const TensorRef &in, const char *what) {
   if (transport_)
-    return transport_->send(peerRank, in, what);
+    return started(transport_->send(peerRank, in, what));
   std::string op = name(what);
   checkPeer(peerRank, size_, op);
-  sendChunks(worldComm, peerRank, in.data, in.byteSize(), 0, op,
-             timeoutSeconds_);
+  int ticket = 0;
+  Pending &p = acquire(ticket);
+  p.what = op;
+  p.where = "to rank " + std::to_string(peerRank);
+  postSends(worldComm, peerRank, in.data, in.byteSize(), 0, op, p.requests);
+  return started(ticket);
 }
 
-void Comm::recv(int peerRank, const TensorRef &out, const char *what) {
+int Comm::startRecv(int peerRank, const TensorRef &out, const char *what) {
   if (transport_)
-    return transport_->recv(peerRank, out, what);
+    return started(transport_->recv(peerRank, out, what));
   std::string op = name(what);
   checkPeer(peerRank, size_, op);
-  recvChunks(worldComm, peerRank, out.data, out.byteSize(), 0, op,
-             timeoutSeconds_);
+  int ticket = 0;
+  Pending &p = acquire(ticket);
+  p.what = op;
+  p.where = "from rank " + std::to_string(peerRank);
+  postRecvs(worldComm, peerRank, out.data, out.byteSize(), 0, op, p.requests,
+            p.expected);
+  return started(ticket);
 }
 
 void Comm::sendBytes(int peerRank, const void *data, std::size_t bytes, int tag,
                      const char *what) {
   std::string op = name(what);
   checkPeer(peerRank, size_, op);
-  sendChunks(bytesComm, peerRank, data, bytes, tag, op, timeoutSeconds_);
+  std::vector<MPI_Request> requests;
+  postSends(bytesComm, peerRank, data, bytes, tag, op, requests);
+  complete(requests, op, "to rank " + std::to_string(peerRank),
+           timeoutSeconds_);
 }
 
 void Comm::recvBytes(int peerRank, void *data, std::size_t bytes, int tag,
                      const char *what) {
   std::string op = name(what);
   checkPeer(peerRank, size_, op);
-  recvChunks(bytesComm, peerRank, data, bytes, tag, op, timeoutSeconds_);
+  std::vector<MPI_Request> requests;
+  std::vector<std::size_t> expected;
+  postRecvs(bytesComm, peerRank, data, bytes, tag, op, requests, expected);
+  std::string where = "from rank " + std::to_string(peerRank);
+  checkReceived(complete(requests, op, where, timeoutSeconds_), expected, op,
+                where);
 }
 
 void Comm::barrier(const char *what) {
   std::string op = name(what);
   MPI_Request request;
   check(MPI_Ibarrier(worldComm, &request), op, "MPI_Ibarrier");
-  wait(request, op, "over all " + std::to_string(size_) + " ranks",
-       timeoutSeconds_);
+  completeOne(request, op, "over all " + std::to_string(size_) + " ranks",
+              timeoutSeconds_);
 }
 
 std::vector<std::uint64_t> Comm::allGatherWorld(std::uint64_t value,
@@ -616,8 +742,8 @@ std::vector<std::uint64_t> Comm::allGatherWorld(std::uint64_t value,
   check(MPI_Iallgather(&value, 1, MPI_UINT64_T, values.data(), 1, MPI_UINT64_T,
                        worldComm, &request),
         op, "MPI_Iallgather");
-  wait(request, op, "over all " + std::to_string(size_) + " ranks",
-       timeoutSeconds_);
+  completeOne(request, op, "over all " + std::to_string(size_) + " ranks",
+              timeoutSeconds_);
   return values;
 }
 

@@ -3,8 +3,9 @@
 // Part of meshc. Internal to runtime/cuda (generated code never includes
 // it): the device this process drives, its stream, its cuBLASLt handle and
 // workspace, and the slot where kernels record a data-dependent error. One
-// GPU per process (the local rank picks it), one stream that every kernel
-// and collective of the program is enqueued on, in program order.
+// GPU per process (the local rank picks it), one compute stream that every
+// kernel of the program is enqueued on, in program order (the collectives
+// run on a communication stream of their own, see device_placement.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_RUNTIME_CUDA_CUDADEVICE_H

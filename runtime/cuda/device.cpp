@@ -1,7 +1,7 @@
 //===- device.cpp - The rank's GPU ----------------------------------------===//
 //
 // Part of meshc. Implements CudaDevice.h: picks the node-local GPU, makes the
-// stream every kernel and collective of the program runs on, the cuBLASLt
+// compute stream every kernel of the program runs on, the cuBLASLt
 // handle and workspace, and the device slot where kernels record a
 // data-dependent error, which synchronize() turns into one message.
 //

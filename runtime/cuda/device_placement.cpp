@@ -2,8 +2,15 @@
 //
 // Part of meshc. The cuda target's Placement.h: the arena, the weights and
 // the inputs live on the GPU this rank drives (one per rank, picked by the
-// node-local rank), kernels and collectives are enqueued on its one stream,
-// and the tensor collectives run on NCCL.
+// node-local rank), kernels are enqueued on its compute stream, and the
+// tensor collectives run on NCCL on a second, higher-priority communication
+// stream, so that they overlap the kernels enqueued between a collective's
+// start and its wait (meshc-schedule-collectives places both). A start
+// records an event on the compute stream that the communication stream waits
+// for (the operand is written), enqueues the collective and records a second
+// event after it; the wait makes the compute stream wait for that one. Both
+// streams take their work in program order, so every rank enqueues its NCCL
+// calls in the SPMD program's order.
 //
 // NCCL communicators: one for the world, bootstrapped through MPI (rank 0's
 // ncclUniqueId sent to every rank over Comm's host channel), and one per
@@ -11,21 +18,24 @@
 // MPI communicator, so group index = rank in the NCCL group. Every
 // communicator is non-blocking (ncclConfig_t::blocking = 0) so that no call
 // can hang the host: a call that is still in progress is polled with
-// ncclCommGetAsyncError up to the collective timeout. Each collective
-// records an event after it on the stream; waiting for the device polls
-// those events in order, so a collective that does not complete within
+// ncclCommGetAsyncError up to the collective timeout. The event after each
+// collective also serves the watchdog: waiting for the device polls those
+// events in order, so a collective that does not complete within
 // --collective-timeout (a dead or stuck peer) is reported by name, every
 // communicator is aborted and the job stops, never hangs.
 //
 // Repeated forward steps (--repeat) are recorded once as a CUDA graph and
 // replayed (unless --no-cuda-graph): kernel launches, copies and NCCL calls
-// are captured from the stream. While recording, collectives record no
-// events; a replayed step is watched as one, so a collective stuck in it is
-// reported as the step, and --no-cuda-graph names the collective itself.
+// are captured from the compute stream, which the communication stream
+// joins through the events of each start and wait. While recording, the
+// watchdog records no events; a replayed step is watched as one, so a
+// collective stuck in it is reported as the step, and --no-cuda-graph names
+// the collective itself.
 //
 // Gathers and scatters along an axis that is not the outermost one move
 // contiguous blocks with NCCL and transpose (outer index, block index)
-// chunks before or after it with strided 2-D copies on the stream.
+// chunks before or after it with strided 2-D copies on the communication
+// stream.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Placement.h"
@@ -82,12 +92,13 @@ ncclDataType_t sumType(DType dtype, const std::string &what) {
 /// Copies a [rows][cols] matrix of `chunk`-byte chunks on the device into
 /// its transpose [cols][rows], one strided 2-D copy per column.
 void transposeChunks(const void *src, void *dst, std::int64_t rows,
-                     std::int64_t cols, std::size_t chunk) {
+                     std::int64_t cols, std::size_t chunk,
+                     cudaStream_t stream) {
   for (std::int64_t c = 0; c < cols; ++c)
     cuda::check(cudaMemcpy2DAsync(
                     static_cast<char *>(dst) + c * rows * chunk, chunk,
                     static_cast<const char *>(src) + c * chunk, cols * chunk,
-                    chunk, rows, cudaMemcpyDeviceToDevice, cuda::stream()),
+                    chunk, rows, cudaMemcpyDeviceToDevice, stream),
                 "transposing collective blocks");
 }
 
@@ -112,6 +123,15 @@ public:
     ncclResult_t status = ncclCommInitRankConfig(&world_, comm_.size(), id,
                                                  comm_.rank(), &config);
     settle(world_, status, what);
+    // The communication stream, ahead of the kernels when both are ready.
+    int least = 0, greatest = 0;
+    cuda::check(cudaDeviceGetStreamPriorityRange(&least, &greatest),
+                "cudaDeviceGetStreamPriorityRange");
+    cuda::check(
+        cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest),
+        "creating the communication stream");
+    cuda::check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming),
+                "cudaEventCreate");
   }
 
   void groupOpened(int group, int color, int key, int) override {
@@ -128,22 +148,23 @@ public:
     groups_[group] = split;
   }
 
-  void allReduceSum(int group, const TensorRef &in, const TensorRef &out,
-                    const char *what) override {
+  int allReduceSum(int group, const TensorRef &in, const TensorRef &out,
+                   const char *what) override {
     std::string op = what;
     ncclComm_t c = groupComm(group, op);
     if (in.dtype != out.dtype || in.numElements() != out.numElements())
       fatal(op + ": operand " + shapeString(in) + " and result " +
             shapeString(out) + " differ");
+    fork();
     settle(c,
            ncclAllReduce(in.data, out.data, in.numElements(),
-                         sumType(in.dtype, op), ncclSum, c, cuda::stream()),
+                         sumType(in.dtype, op), ncclSum, c, stream_),
            op);
-    enqueued(op);
+    return join(op);
   }
 
-  void allGather(int group, const TensorRef &in, const TensorRef &out,
-                 std::int64_t axis, const char *what) override {
+  int allGather(int group, const TensorRef &in, const TensorRef &out,
+                std::int64_t axis, const char *what) override {
     std::string op = what;
     ncclComm_t c = groupComm(group, op);
     std::int64_t members = groupSize(c);
@@ -154,17 +175,18 @@ public:
     // into [outer][T][inner] along an inner axis.
     void *gathered =
         outer == 1 ? out.data : scratch(recvScratch_, out.byteSize());
-    settle(c,
-           ncclAllGather(in.data, gathered, in.byteSize(), ncclUint8, c,
-                         cuda::stream()),
-           op);
+    fork();
+    settle(
+        c,
+        ncclAllGather(in.data, gathered, in.byteSize(), ncclUint8, c, stream_),
+        op);
     if (outer != 1)
-      transposeChunks(gathered, out.data, members, outer, chunk);
-    enqueued(op);
+      transposeChunks(gathered, out.data, members, outer, chunk, stream_);
+    return join(op);
   }
 
-  void reduceScatterSum(int group, const TensorRef &in, const TensorRef &out,
-                        std::int64_t axis, const char *what) override {
+  int reduceScatterSum(int group, const TensorRef &in, const TensorRef &out,
+                       std::int64_t axis, const char *what) override {
     std::string op = what;
     ncclComm_t c = groupComm(group, op);
     std::int64_t members = groupSize(c);
@@ -173,21 +195,22 @@ public:
         product(out, static_cast<int>(axis), out.rank) * byteWidth(out.dtype);
     // Block j must be contiguous: [outer][T][inner] -> [T][outer][inner].
     const void *packed = in.data;
-    if (outer != 1) {
-      void *buffer = scratch(sendScratch_, in.byteSize());
-      transposeChunks(in.data, buffer, outer, members, chunk);
+    void *buffer = outer != 1 ? scratch(sendScratch_, in.byteSize()) : nullptr;
+    fork();
+    if (buffer) {
+      transposeChunks(in.data, buffer, outer, members, chunk, stream_);
       packed = buffer;
     }
     settle(c,
            ncclReduceScatter(packed, out.data, out.numElements(),
-                             sumType(in.dtype, op), ncclSum, c, cuda::stream()),
+                             sumType(in.dtype, op), ncclSum, c, stream_),
            op);
-    enqueued(op);
+    return join(op);
   }
 
-  void allToAll(int group, const TensorRef &in, const TensorRef &out,
-                std::int64_t splitAxis, std::int64_t concatAxis,
-                const char *what) override {
+  int allToAll(int group, const TensorRef &in, const TensorRef &out,
+               std::int64_t splitAxis, std::int64_t concatAxis,
+               const char *what) override {
     std::string op = what;
     ncclComm_t c = groupComm(group, op);
     std::int64_t members = groupSize(c);
@@ -204,68 +227,86 @@ public:
     const std::int64_t concatOuter =
         product(block, 0, static_cast<int>(concatAxis));
     const char *sendBuffer = static_cast<const char *>(in.data);
-    if (splitOuter != 1) {
-      void *buffer = scratch(sendScratch_, in.byteSize());
-      transposeChunks(in.data, buffer, splitOuter, members,
-                      product(block, static_cast<int>(splitAxis), block.rank) *
-                          width);
-      sendBuffer = static_cast<const char *>(buffer);
-    }
+    void *packed =
+        splitOuter != 1 ? scratch(sendScratch_, in.byteSize()) : nullptr;
     char *recvBuffer = static_cast<char *>(
         concatOuter == 1 ? out.data : scratch(recvScratch_, out.byteSize()));
+    fork();
+    if (packed) {
+      transposeChunks(in.data, packed, splitOuter, members,
+                      product(block, static_cast<int>(splitAxis), block.rank) *
+                          width,
+                      stream_);
+      sendBuffer = static_cast<const char *>(packed);
+    }
     const std::size_t blockBytes = block.byteSize();
     settle(c, ncclGroupStart(), op);
     for (std::int64_t peer = 0; peer < members; ++peer) {
       settle(c,
              ncclSend(sendBuffer + peer * blockBytes, blockBytes, ncclUint8,
-                      static_cast<int>(peer), c, cuda::stream()),
+                      static_cast<int>(peer), c, stream_),
              op);
       settle(c,
              ncclRecv(recvBuffer + peer * blockBytes, blockBytes, ncclUint8,
-                      static_cast<int>(peer), c, cuda::stream()),
+                      static_cast<int>(peer), c, stream_),
              op);
     }
     settle(c, ncclGroupEnd(), op);
     if (concatOuter != 1)
       transposeChunks(recvBuffer, out.data, members, concatOuter,
                       product(block, static_cast<int>(concatAxis), block.rank) *
-                          width);
-    enqueued(op);
+                          width,
+                      stream_);
+    return join(op);
   }
 
-  void send(int peerRank, const TensorRef &in, const char *what) override {
+  int send(int peerRank, const TensorRef &in, const char *what) override {
     std::string op = what;
     checkPeer(peerRank, op);
-    settle(world_,
-           ncclSend(in.data, in.byteSize(), ncclUint8, peerRank, world_,
-                    cuda::stream()),
-           op);
-    enqueued(op);
+    fork();
+    settle(
+        world_,
+        ncclSend(in.data, in.byteSize(), ncclUint8, peerRank, world_, stream_),
+        op);
+    return join(op);
   }
 
-  void recv(int peerRank, const TensorRef &out, const char *what) override {
+  int recv(int peerRank, const TensorRef &out, const char *what) override {
     std::string op = what;
     checkPeer(peerRank, op);
+    fork();
     settle(world_,
            ncclRecv(out.data, out.byteSize(), ncclUint8, peerRank, world_,
-                    cuda::stream()),
+                    stream_),
            op);
-    enqueued(op);
+    return join(op);
+  }
+
+  void wait(int ticket) override {
+    if (ticket < 0 || ticket >= static_cast<int>(done_.size()) ||
+        !busy_[ticket])
+      fatal("waiting for collective ticket " + std::to_string(ticket) +
+            ", which is not in flight");
+    cuda::check(cudaStreamWaitEvent(cuda::stream(), done_[ticket], 0),
+                "waiting for a collective (cudaStreamWaitEvent)");
+    busy_[ticket] = false;
+    freeTickets_.push_back(ticket);
   }
 
   /// While the stream is being recorded as a graph, collectives record no
   /// events (a recorded event cannot be waited for from the host).
   void setRecording(bool recording) { recording_ = recording; }
 
-  /// Records an event after the work just enqueued, so that a wait can name
-  /// the first collective (or replayed step) that does not complete.
-  void enqueued(const std::string &op) {
+  /// Records an event after the work just enqueued on `stream`, so that a
+  /// wait can name the first collective (or replayed step) that does not
+  /// complete.
+  void enqueued(const std::string &op, cudaStream_t stream) {
     if (recording_)
       return;
     Pending p;
     cuda::check(cudaEventCreateWithFlags(&p.event, cudaEventDisableTiming),
                 "cudaEventCreate");
-    cuda::check(cudaEventRecord(p.event, cuda::stream()), "cudaEventRecord");
+    cuda::check(cudaEventRecord(p.event, stream), "cudaEventRecord");
     p.what = op;
     pending_.push_back(std::move(p));
     // Completed collectives leave the list as it grows.
@@ -276,7 +317,7 @@ public:
     }
   }
 
-  /// Waits for everything enqueued on the stream, within the collective
+  /// Waits for everything enqueued on both streams, within the collective
   /// timeout for each collective; a collective past it, or an NCCL error,
   /// aborts the communicators and stops the job naming the op.
   void drain(const std::string &what) {
@@ -303,6 +344,9 @@ public:
       cudaEventDestroy(p.event);
       pending_.pop_front();
     }
+    // Every collective's event is past: the communication stream is idle.
+    if (stream_)
+      cuda::check(cudaStreamSynchronize(stream_), what.c_str());
     cuda::synchronize(what.c_str());
   }
 
@@ -310,6 +354,17 @@ public:
     for (Pending &p : pending_)
       cudaEventDestroy(p.event);
     pending_.clear();
+    for (cudaEvent_t e : done_)
+      cudaEventDestroy(e);
+    done_.clear();
+    busy_.clear();
+    freeTickets_.clear();
+    if (fork_)
+      cudaEventDestroy(fork_);
+    fork_ = nullptr;
+    if (stream_)
+      cudaStreamDestroy(stream_);
+    stream_ = nullptr;
     for (ncclComm_t c : groups_)
       if (c)
         ncclCommDestroy(c);
@@ -333,6 +388,34 @@ private:
   };
   /// Apart from Comm's output-assembly tags (small positive numbers).
   static constexpr int kBootstrapTag = 1 << 20;
+
+  /// The start of a collective: the communication stream waits for the work
+  /// enqueued so far on the compute stream (which wrote the operand).
+  void fork() {
+    cuda::check(cudaEventRecord(fork_, cuda::stream()), "cudaEventRecord");
+    cuda::check(cudaStreamWaitEvent(stream_, fork_, 0),
+                "starting a collective (cudaStreamWaitEvent)");
+  }
+
+  /// The end of a collective's enqueueing: an event after it on the
+  /// communication stream, which wait(ticket) makes the compute stream
+  /// wait for.
+  int join(const std::string &op) {
+    if (freeTickets_.empty()) {
+      cudaEvent_t event = nullptr;
+      cuda::check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                  "cudaEventCreate");
+      freeTickets_.push_back(static_cast<int>(done_.size()));
+      done_.push_back(event);
+      busy_.push_back(false);
+    }
+    int ticket = freeTickets_.back();
+    freeTickets_.pop_back();
+    cuda::check(cudaEventRecord(done_[ticket], stream_), "cudaEventRecord");
+    busy_[ticket] = true;
+    enqueued(op, stream_);
+    return ticket;
+  }
 
   ncclComm_t groupComm(int group, const std::string &op) {
     if (group < 0 || group >= static_cast<int>(groups_.size()) ||
@@ -411,6 +494,15 @@ private:
   std::deque<Pending> pending_;
   Scratch sendScratch_, recvScratch_;
   bool recording_ = false;
+  /// The communication stream, and the event each start records on the
+  /// compute stream for it.
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t fork_ = nullptr;
+  /// Per ticket: the event after its collective, and whether it is in
+  /// flight; free tickets are reused.
+  std::vector<cudaEvent_t> done_;
+  std::vector<bool> busy_;
+  std::vector<int> freeTickets_;
 };
 
 NcclTransport *transport = nullptr;
@@ -493,7 +585,8 @@ void replay() {
               "launching the forward step's CUDA graph");
   transport->enqueued("the forward step (a CUDA graph, whose collectives "
                       "are not named one by one: run with --no-cuda-graph "
-                      "to name the one that stalls)");
+                      "to name the one that stalls)",
+                      cuda::stream());
 }
 
 void stop() {

@@ -488,6 +488,7 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
 
   return llvm::TypeSwitch<Operation *, FailureOr<SmallVector<EvalTensor>>>(op)
       .Case([&](WeightOp w) { return one(readWeight(w)); })
+      .Case([&](WaitOp w) { return one(get(w.getInput())); })
       .Case([&](FusedElementwiseOp f) -> FailureOr<SmallVector<EvalTensor>> {
         // The body's ops one after another, as they were before fusion.
         Block &body = f.getBody().front();

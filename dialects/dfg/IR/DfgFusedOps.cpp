@@ -1,10 +1,12 @@
-//===- DfgFusedOps.cpp - Verifier of dfg.fused_elementwise ----------------===//
+//===- DfgFusedOps.cpp - Verifiers of dfg.fused_elementwise and dfg.wait --===//
 //
 // Part of meshc.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 using namespace mlir;
 
@@ -75,6 +77,25 @@ LogicalResult FusedElementwiseOp::verify() {
     if (cast<RankedTensorType>(t).getShape() != shape) // 3
       return emitOpError("results differ in shape: ")
              << t << " and " << shapeType;
+  return success();
+}
+
+bool WaitOp::isWaitable(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllToAllOp, shard::SendOp, shard::RecvOp>(op);
+}
+
+LogicalResult WaitOp::verify() {
+  Operation *producer = getInput().getDefiningOp();
+  if (!producer || !isWaitable(producer))
+    return emitOpError("waits for a value that no collective produces (it "
+                       "must be the result of shard.all_reduce, all_gather, "
+                       "reduce_scatter, all_to_all, send or recv)");
+  if (producer->getBlock() != (*this)->getBlock())
+    return emitOpError("waits for a collective of another block");
+  if (!getInput().hasOneUse())
+    return emitOpError("waits for a collective whose result has other uses; "
+                       "they must read the wait's result");
   return success();
 }
 

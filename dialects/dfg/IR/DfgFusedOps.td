@@ -2,7 +2,8 @@
 //
 // Part of meshc. Ops that only rank programs hold, made by the lowering
 // passes just before code generation: they come after partitioning, so they
-// have no sharding rule.
+// have no sharding rule. dfg.fused_elementwise is one generated kernel;
+// dfg.wait marks where an asynchronous collective's result is first needed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_DIALECTS_DFG_IR_DFGFUSEDOPS_TD
@@ -60,6 +61,46 @@ def Dfg_FusedElementwiseOp : Dfg_Op<"fused_elementwise",
     static constexpr unsigned kMaxInputs = 8, kMaxResults = 4;
     /// Whether `op` may be part of a fused body.
     static bool isFusible(::mlir::Operation *op);
+  }];
+}
+
+def Dfg_WaitOp : Dfg_Op<"wait", [SameOperandsAndResultType]> {
+  let summary = "Where the result of an asynchronous collective is needed";
+  let description = [{
+    Its result is its operand, the result of a collective: the collective is
+    issued where it stands and runs alongside the ops between it and this
+    wait, which is where its result is first read (or, for a send, where its
+    operand may next be overwritten). Code generation issues the collective
+    without blocking (an MPI request on the cpu target; NCCL on the
+    communication stream of the cuda target) and completes it here, and the
+    buffer plan keeps the collective's operand and result live from the one
+    to the other. meshc-schedule-collectives forms it in rank programs.
+
+    Not pure: a wait whose result is unused (a send's) still completes the
+    collective, so no pass may erase it.
+
+    Invariants:
+    1. The operand is the result of a `shard.all_reduce`, `all_gather`,
+       `reduce_scatter`, `all_to_all`, `send` or `recv` in the same block.
+    2. That result has no other use: every reader reads the wait's result.
+
+    Example:
+
+    ```mlir
+    %r = shard.all_reduce %p on @mesh grid_axes = [1]
+           : tensor<1x8x32xf32> -> tensor<1x8x32xf32>
+    %k = dfg.concat %past, %new axis = 2 : ...   // runs during the all-reduce
+    %w = dfg.wait %r : tensor<1x8x32xf32>
+    %n = dfg.add %x, %w : ...
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$input);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{ $input attr-dict `:` type($input) }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether `op` is a collective that a dfg.wait may complete.
+    static bool isWaitable(::mlir::Operation *op);
   }];
 }
 

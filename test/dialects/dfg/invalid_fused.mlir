@@ -69,3 +69,34 @@ func.func @weight_invariant_5() -> tensor<4xi64> {
   %w = dfg.weight "w" in "w.bin" [offset = 0, length = 16] stored f32 : tensor<4xi64>
   return %w : tensor<4xi64>
 }
+
+// -----
+
+// dfg.wait (DfgFusedOps.td): a valid one, then one negative test per
+// numbered invariant.
+shard.grid @mesh(shape = 2)
+func.func @wait_valid(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<2x4xf32> -> tensor<2x4xf32>
+  %w = dfg.wait %r : tensor<2x4xf32>
+  return %w : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @wait_invariant_1(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %n = dfg.neg %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  // expected-error @+1 {{waits for a value that no collective produces}}
+  %w = dfg.wait %n : tensor<2x4xf32>
+  return %w : tensor<2x4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2)
+func.func @wait_invariant_2(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<2x4xf32> -> tensor<2x4xf32>
+  // expected-error @+1 {{waits for a collective whose result has other uses}}
+  %w = dfg.wait %r : tensor<2x4xf32>
+  %a = dfg.add %r, %w : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %a : tensor<2x4xf32>
+}

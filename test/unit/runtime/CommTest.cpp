@@ -360,6 +360,71 @@ TEST_F(CommTest, SendBytesRing) {
   EXPECT_EQ(number, 100u + prev);
 }
 
+TEST_F(CommTest, StartedCollectivesInFlightTogether) {
+  // An all-gather along an inner axis (unpacked when it completes), an
+  // all-reduce, a reduce-scatter along an inner axis (packed when it
+  // starts) and an exchange with a partner, all started before any is
+  // waited for, then waited for in reverse order.
+  comm().setGrid({2, 2});
+  int all = comm().openGroup({0, 1});
+  int pair = comm().openGroup({1});
+  int b = comm().rank() % 2;
+  int partner = comm().peer({1}, {1 - b});
+  Buffer<std::int32_t> gin(DType::I32, {2, 3}), gout(DType::I32, {2, 12});
+  Buffer<float> rin(DType::F32, {5}), rout(DType::F32, {5});
+  Buffer<std::int64_t> sin(DType::I64, {3, 4}), sout(DType::I64, {3, 2});
+  Buffer<float> mine(DType::F32, {1 << 18}), theirs(DType::F32, {1 << 18});
+  fillRank(gin, comm().rank());
+  fillRank(rin, comm().rank());
+  fillRank(sin, comm().rank());
+  std::iota(mine.values.begin(), mine.values.end(), comm().rank() * 10.0f);
+  EXPECT_EQ(comm().inFlight(), 0);
+  int tickets[] = {
+      comm().startAllGather(all, gin.ref, gout.ref, 1, "started all_gather"),
+      comm().startAllReduceSum(all, rin.ref, rout.ref, "started all_reduce"),
+      comm().startReduceScatterSum(pair, sin.ref, sout.ref, 1,
+                                   "started reduce_scatter"),
+      comm().startSend(partner, mine.ref, "started send"),
+      comm().startRecv(partner, theirs.ref, "started recv"),
+  };
+  EXPECT_EQ(comm().inFlight(), 5);
+  // The operands are packed or sent from where they lie: the caller may
+  // not write them before the wait, but what was packed at the start is
+  // what arrives.
+  for (int i = 4; i >= 0; --i)
+    comm().wait(tickets[i]);
+  EXPECT_EQ(comm().inFlight(), 0);
+
+  for (int o = 0; o < 2; ++o)
+    for (int t = 0; t < 4; ++t)
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(gout.values[o * 12 + t * 3 + i], t * 1000 + o * 3 + i);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(rout.values[i], (0 + 1 + 2 + 3) * 1000.0f + 4 * i);
+  // The pair {b = 0, b = 1} of this rank's row; member b keeps columns
+  // [2b, 2b + 2) of the sum.
+  int row = comm().rank() - b;
+  for (int o = 0; o < 3; ++o)
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(sout.values[o * 2 + i],
+                row * 1000 + (row + 1) * 1000 + 2 * (o * 4 + 2 * b + i));
+  EXPECT_EQ(theirs.values[0], partner * 10.0f);
+  EXPECT_EQ(theirs.values.back(), partner * 10.0f + (1 << 18) - 1);
+
+  // Tickets are reused once waited for.
+  int again = comm().startAllReduceSum(all, rin.ref, rout.ref, "again");
+  comm().wait(again);
+  EXPECT_EQ(rout.values[0], 6000.0f);
+}
+
+TEST_F(CommTest, WaitForATicketNotInFlight) {
+  FatalThrows guard;
+  EXPECT_THROW(comm().wait(12345), std::runtime_error);
+  EXPECT_NE(guard.messages().find("collective ticket 12345, which is not in "
+                                  "flight"),
+            std::string::npos);
+}
+
 TEST_F(CommTest, AllGatherWorldAndBarrier) {
   std::uint64_t value = (std::uint64_t(1) << 40) + comm().rank() * 7;
   std::vector<std::uint64_t> values = comm().allGatherWorld(value, "world");

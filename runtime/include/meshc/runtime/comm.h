@@ -30,25 +30,28 @@ namespace meshc::rt {
 /// not in host memory: the cuda target installs one on NCCL. Comm keeps the
 /// world, the grid, the groups and the host transfers (start-up checks,
 /// output assembly) on MPI either way, and forwards the tensor collectives
-/// here, with the same arguments and the same promises as its own.
+/// here, with the same arguments and the same promises as its start forms:
+/// each starts the collective and returns a ticket that wait() completes.
 class TensorTransport {
 public:
   virtual ~TensorTransport() = default;
   /// Comm::openGroup made group `group` (MPI_Comm_split with this color and
   /// key); called on every rank in the same order.
   virtual void groupOpened(int group, int color, int key, int size) = 0;
-  virtual void allReduceSum(int group, const TensorRef &in,
-                            const TensorRef &out, const char *what) = 0;
-  virtual void allGather(int group, const TensorRef &in, const TensorRef &out,
-                         std::int64_t axis, const char *what) = 0;
-  virtual void reduceScatterSum(int group, const TensorRef &in,
-                                const TensorRef &out, std::int64_t axis,
-                                const char *what) = 0;
-  virtual void allToAll(int group, const TensorRef &in, const TensorRef &out,
-                        std::int64_t splitAxis, std::int64_t concatAxis,
-                        const char *what) = 0;
-  virtual void send(int peerRank, const TensorRef &in, const char *what) = 0;
-  virtual void recv(int peerRank, const TensorRef &out, const char *what) = 0;
+  virtual int allReduceSum(int group, const TensorRef &in, const TensorRef &out,
+                           const char *what) = 0;
+  virtual int allGather(int group, const TensorRef &in, const TensorRef &out,
+                        std::int64_t axis, const char *what) = 0;
+  virtual int reduceScatterSum(int group, const TensorRef &in,
+                               const TensorRef &out, std::int64_t axis,
+                               const char *what) = 0;
+  virtual int allToAll(int group, const TensorRef &in, const TensorRef &out,
+                       std::int64_t splitAxis, std::int64_t concatAxis,
+                       const char *what) = 0;
+  virtual int send(int peerRank, const TensorRef &in, const char *what) = 0;
+  virtual int recv(int peerRank, const TensorRef &out, const char *what) = 0;
+  /// Work enqueued after this call sees the collective of `ticket` done.
+  virtual void wait(int ticket) = 0;
 };
 
 class Comm {
@@ -94,25 +97,63 @@ public:
   void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
 
   // Collectives. `what` names the op in messages (e.g. "shard.all_reduce
-  // #3"). Tensors are f32, i64 or i32; `in` and `out` never alias.
+  // #3"). Tensors are f32, i64 or i32 (f16 and bf16 through a transport);
+  // `in` and `out` never alias.
+  //
+  // Each blocks until it is done. Its start form returns at once with a
+  // ticket, and wait(ticket) completes it: until then `out` must not be
+  // read, nor `in` written. Collectives may be in flight together and be
+  // waited for in any order; every rank of a group starts the group's
+  // collectives in the same order. A wait, like a blocking call, gives up
+  // after the timeout.
 
   /// out = sum over the group of in (same shapes).
   void allReduceSum(int group, const TensorRef &in, const TensorRef &out,
-                    const char *what);
+                    const char *what) {
+    wait(startAllReduceSum(group, in, out, what));
+  }
+  int startAllReduceSum(int group, const TensorRef &in, const TensorRef &out,
+                        const char *what);
   /// out = the group's `in` concatenated along `axis` in group order.
   void allGather(int group, const TensorRef &in, const TensorRef &out,
-                 std::int64_t axis, const char *what);
+                 std::int64_t axis, const char *what) {
+    wait(startAllGather(group, in, out, axis, what));
+  }
+  int startAllGather(int group, const TensorRef &in, const TensorRef &out,
+                     std::int64_t axis, const char *what);
   /// out = block (group index) along `axis` of the sum over the group of in.
   void reduceScatterSum(int group, const TensorRef &in, const TensorRef &out,
-                        std::int64_t axis, const char *what);
+                        std::int64_t axis, const char *what) {
+    wait(startReduceScatterSum(group, in, out, axis, what));
+  }
+  int startReduceScatterSum(int group, const TensorRef &in,
+                            const TensorRef &out, std::int64_t axis,
+                            const char *what);
   /// Splits `in` along splitAxis into group-size blocks, sends block j to
   /// group member j, and concatenates the received blocks along concatAxis.
   void allToAll(int group, const TensorRef &in, const TensorRef &out,
                 std::int64_t splitAxis, std::int64_t concatAxis,
-                const char *what);
+                const char *what) {
+    wait(startAllToAll(group, in, out, splitAxis, concatAxis, what));
+  }
+  int startAllToAll(int group, const TensorRef &in, const TensorRef &out,
+                    std::int64_t splitAxis, std::int64_t concatAxis,
+                    const char *what);
   /// Point to point between global ranks.
-  void send(int peerRank, const TensorRef &in, const char *what);
-  void recv(int peerRank, const TensorRef &out, const char *what);
+  void send(int peerRank, const TensorRef &in, const char *what) {
+    wait(startSend(peerRank, in, what));
+  }
+  int startSend(int peerRank, const TensorRef &in, const char *what);
+  void recv(int peerRank, const TensorRef &out, const char *what) {
+    wait(startRecv(peerRank, out, what));
+  }
+  int startRecv(int peerRank, const TensorRef &out, const char *what);
+  /// Completes the collective of `ticket` (a start form's). Under a
+  /// transport, makes the work enqueued after it wait for the collective.
+  void wait(int ticket);
+  /// Collectives started and not yet waited for.
+  int inFlight() const { return inFlight_; }
+
   /// Raw bytes between global ranks on a channel apart from the program's
   /// (output assembly at the end of a run); `tag` keeps transfers apart.
   void sendBytes(int peerRank, const void *data, std::size_t bytes, int tag,
@@ -136,6 +177,19 @@ private:
   double timeoutSeconds_ = 300;
   struct Group;
   std::vector<Group *> groups_;
+  /// A collective in flight on MPI (its requests, its packing buffers and
+  /// what is left to do once they complete), kept for reuse once waited.
+  struct Pending;
+  std::vector<Pending *> pending_;
+  std::vector<int> freeTickets_;
+  int inFlight_ = 0;
+  /// A free Pending slot and its ticket.
+  Pending &acquire(int &ticket);
+  /// Counts a started collective, returning its ticket.
+  int started(int ticket) {
+    ++inFlight_;
+    return ticket;
+  }
 };
 
 } // namespace meshc::rt
