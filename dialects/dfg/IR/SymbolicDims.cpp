@@ -438,7 +438,7 @@ Dims SymbolicShapes::compute(Value value) {
   return llvm::TypeSwitch<Operation *, Dims>(op)
       .Case<SqrtOp, ReciprocalOp, NegOp, SiluOp, ErfOp, TanhOp, SigmoidOp,
             ExpOp, CosOp, SinOp, NotOp, GeluOp, CastOp, SoftmaxOp, TriluOp,
-            LayerNormOp, RmsNormOp, RotaryOp, ScatterNDOp>(
+            LayerNormOp, RmsNormOp, RotaryOp, ScatterNDOp, WaitOp>(
           [&](Operation *) { return sameAsInput(); })
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
             EqualOp, LessOp, GreaterOp, LessOrEqualOp, WhereOp>(
