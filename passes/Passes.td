@@ -482,7 +482,8 @@ def ScheduleCollectivesPass
   let description = [{
     In each function of a rank program, moves every collective (all_reduce,
     all_gather, reduce_scatter, all_to_all, send, recv) up to just after its
-    operands' producers, never past another collective or a call, so that
+    operands' producers (a receive with its buffer), never past another
+    collective or a call of a function that holds collectives, so that
     every rank still starts the collectives in the SPMD program's order; and
     puts a `dfg.wait` right before the first op that reads its result (a
     send's before the terminator). Code generation issues the collective
@@ -492,8 +493,10 @@ def ScheduleCollectivesPass
     collective's operand and result live across that window.
 
     In a microbatched pipeline, the sends of one microbatch overlap the
-    next microbatch's compute. Within a tensor-parallel layer the next op
-    reads the all-reduce's result, so there the wait follows at once.
+    next microbatch's compute; without tp (stages free of collectives) the
+    last stage also receives the next microbatch while it computes this
+    one. Within a tensor-parallel layer the next op reads the all-reduce's
+    result, so there the wait follows at once.
 
     Before:
 

@@ -5,12 +5,15 @@
 // Algorithm, for each function's body, in program order:
 //   1. Issue early. Each collective (dfg::WaitOp::isWaitable) moves up to
 //      just after the last of: the producers of its operands in the body,
-//      and the previous *ordered* op. Ordered ops are the collectives and
-//      every op with side effects other than a dfg.wait (a call to a stage
-//      function, which holds collectives). So collectives keep their order,
-//      and every rank still starts them in the SPMD program's order: the
-//      cuda target runs them on one stream in exactly that order, which is
-//      why none may overtake another.
+//      and the previous *ordered* op (a receive takes along its buffer, the
+//      op that makes the tensor it fills, when nothing else uses it). Ordered
+//      ops are the collectives, the calls of functions that hold collectives
+//      (pipeline stages under tp), and every other op with side effects except
+//      a dfg.wait. So collectives keep their order, and every rank still starts
+//      them in the SPMD program's order: the cuda target runs them on one
+//      stream in exactly that order, which is why none may overtake another. A
+//      call of a stage without collectives (pp alone) is overtaken: the last
+//      stage receives the next microbatch while it computes this one.
 //   2. Wait late. Each collective gets one dfg.wait, right before the first
 //      op that reads its result; the readers read the wait's result. A send
 //      (nothing reads its result) waits before the terminator, so that its
@@ -55,31 +58,82 @@ bool isScheduled(Operation *op) {
   return !(result.hasOneUse() && isa<WaitOp>(*result.getUsers().begin()));
 }
 
-/// Collectives and ops with side effects keep their relative order.
-bool isOrdered(Operation *op) {
-  if (isa<WaitOp>(op))
-    return false;
-  return WaitOp::isWaitable(op) || !isMemoryEffectFree(op);
+/// Whether `fn` starts a collective, itself or through a call.
+bool holdsCollectives(func::FuncOp fn, SymbolTableCollection &symbols,
+                      llvm::SmallPtrSetImpl<Operation *> &visiting) {
+  if (fn.isDeclaration() || !visiting.insert(fn).second)
+    return true; // unknown, or recursive: keep it ordered
+  WalkResult walk = fn.walk([&](Operation *op) {
+    if (WaitOp::isWaitable(op))
+      return WalkResult::interrupt();
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || holdsCollectives(callee, symbols, visiting))
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  visiting.erase(fn);
+  return walk.wasInterrupted();
 }
 
-/// Step 1: moves each scheduled collective up to its earliest place.
-void issueEarly(Block &body) {
+/// Collectives, calls that start collectives and ops with other side effects
+/// keep their relative order.
+bool isOrdered(Operation *op, SymbolTableCollection &symbols) {
+  if (isa<WaitOp>(op))
+    return false;
+  if (WaitOp::isWaitable(op))
+    return true;
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    llvm::SmallPtrSet<Operation *, 4> visiting;
+    return !callee || holdsCollectives(callee, symbols, visiting);
+  }
+  return !isMemoryEffectFree(op);
+}
+
+/// The last of `after` and the producers in `body` of `op`'s operands.
+Operation *lastProducer(Operation *op, Operation *after, Block &body) {
+  for (Value v : op->getOperands()) {
+    Operation *producer = v.getDefiningOp();
+    if (producer && producer->getBlock() == &body &&
+        (!after || after->isBeforeInBlock(producer)))
+      after = producer;
+  }
+  return after;
+}
+
+/// Moves `op` just after `after` (nullptr: to the start of `body`).
+void placeAfter(Operation *op, Operation *after, Block &body) {
+  if (after)
+    op->moveAfter(after);
+  else
+    op->moveBefore(&body, body.begin());
+}
+
+/// Step 1: moves each scheduled collective up to its earliest place. A
+/// receive takes its buffer (an op of its own, used by it alone) along.
+void issueEarly(Block &body, SymbolTableCollection &symbols) {
   Operation *lastOrdered = nullptr; // nullptr: the start of the body
   for (Operation &op : llvm::make_early_inc_range(body)) {
-    if (!isOrdered(&op))
+    if (!isOrdered(&op, symbols))
       continue;
     if (isScheduled(&op)) {
-      Operation *after = lastOrdered;
-      for (Value v : op.getOperands()) {
-        Operation *producer = v.getDefiningOp();
-        if (producer && producer->getBlock() == &body &&
-            (!after || after->isBeforeInBlock(producer)))
-          after = producer;
+      Operation *buffer = nullptr;
+      if (auto recv = dyn_cast<shard::RecvOp>(op)) {
+        buffer = recv.getInput().getDefiningOp();
+        if (!buffer || buffer->getBlock() != &body ||
+            !recv.getInput().hasOneUse() || !isMemoryEffectFree(buffer))
+          buffer = nullptr;
       }
-      if (after)
-        op.moveAfter(after);
-      else
-        op.moveBefore(&body, body.begin());
+      if (buffer) {
+        placeAfter(buffer, lastProducer(buffer, lastOrdered, body), body);
+        op.moveAfter(buffer);
+      } else {
+        placeAfter(&op, lastProducer(&op, lastOrdered, body), body);
+      }
     }
     lastOrdered = &op;
   }
@@ -110,11 +164,12 @@ struct ScheduleCollectivesPass
   using ScheduleCollectivesPassBase::ScheduleCollectivesPassBase;
 
   void runOnOperation() override {
+    SymbolTableCollection symbols;
     getOperation().walk([&](func::FuncOp func) {
       if (func.isDeclaration())
         return;
       Block &body = func.getBody().front();
-      issueEarly(body);
+      issueEarly(body, symbols);
       waitLate(body);
     });
   }

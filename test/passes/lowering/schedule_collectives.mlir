@@ -48,10 +48,11 @@ func.func @collectives_keep_their_order(%x: tensor<2x4xf32>, %y: tensor<2x4xf32>
 
 // -----
 
-// A rank program's pipeline: the first microbatch's send stays after the
-// call that produces it (a call is never overtaken) and is waited for at the
-// end, so it is in flight during the second call; a receive is waited for
-// before the call that reads it.
+// A rank program's pipeline under tp: the first microbatch's send stays
+// after the call that produces it and is waited for at the end, so it is in
+// flight during the second call; the receive does not overtake the calls,
+// whose stage holds an all-reduce; it is waited for before the call that
+// reads it.
 // CHECK-LABEL: func.func @sends_overlap_the_next_call
 // CHECK: %[[C1:.+]] = call @stage(%{{.+}})
 // CHECK-NEXT: %[[S1:.+]] = shard.send %[[C1]]
@@ -67,7 +68,8 @@ func.func @collectives_keep_their_order(%x: tensor<2x4xf32>, %y: tensor<2x4xf32>
 shard.grid @mesh(shape = 2)
 func.func private @stage(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %n = dfg.neg %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
-  return %n : tensor<2x4xf32>
+  %r = shard.all_reduce %n on @mesh grid_axes = [0] : tensor<2x4xf32> -> tensor<2x4xf32>
+  return %r : tensor<2x4xf32>
 }
 func.func @sends_overlap_the_next_call(%x: tensor<2x4xf32>, %y: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %c1 = call @stage(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
@@ -78,6 +80,37 @@ func.func @sends_overlap_the_next_call(%x: tensor<2x4xf32>, %y: tensor<2x4xf32>)
   %r = shard.recv %e on @mesh grid_axes = [0] source = [1] : (tensor<2x4xf32>) -> tensor<2x4xf32>
   %c3 = call @stage(%r) : (tensor<2x4xf32>) -> tensor<2x4xf32>
   return %c3 : tensor<2x4xf32>
+}
+
+// -----
+
+// The last stage of a pipeline without tp: its stage holds no collective, so
+// the second microbatch's receive (with its buffer) moves ahead of the first
+// microbatch's call and arrives while it runs.
+// CHECK-LABEL: func.func @receives_overtake_calls_without_collectives
+// CHECK: %[[E0:.+]] = tensor.empty
+// CHECK-NEXT: %[[R0:.+]] = shard.recv %[[E0]]
+// CHECK-NEXT: %[[E1:.+]] = tensor.empty
+// CHECK-NEXT: %[[R1:.+]] = shard.recv %[[E1]]
+// CHECK-NEXT: %[[W0:.+]] = dfg.wait %[[R0]]
+// CHECK-NEXT: %[[C0:.+]] = call @free(%[[W0]])
+// CHECK-NEXT: %[[W1:.+]] = dfg.wait %[[R1]]
+// CHECK-NEXT: %[[C1:.+]] = call @free(%[[W1]])
+// CHECK-NEXT: dfg.concat %[[C0]], %[[C1]]
+shard.grid @mesh(shape = 2)
+func.func private @free(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %n = dfg.neg %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %n : tensor<2x4xf32>
+}
+func.func @receives_overtake_calls_without_collectives() -> tensor<4x4xf32> {
+  %e0 = tensor.empty() : tensor<2x4xf32>
+  %r0 = shard.recv %e0 on @mesh grid_axes = [0] source = [0] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c0 = call @free(%r0) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %e1 = tensor.empty() : tensor<2x4xf32>
+  %r1 = shard.recv %e1 on @mesh grid_axes = [0] source = [0] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c1 = call @free(%r1) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %cat = dfg.concat %c0, %c1 axis = 0 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+  return %cat : tensor<4x4xf32>
 }
 
 // -----
