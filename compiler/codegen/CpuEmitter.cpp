@@ -280,7 +280,10 @@ uint64_t FunctionEmitter::plan() {
         continue;
       if (isView(&op) && !weights_.fold(op.getOperand(0))) {
         Value in = op.getOperand(0);
-        root[r] = root.count(in) ? root[in] : in;
+        // Looked up before root[r] inserts: an insertion that grows the
+        // map would leave a reference into it dangling.
+        Value base = root.lookup(in);
+        root[r] = base ? base : in;
         continue;
       }
       root[r] = r;

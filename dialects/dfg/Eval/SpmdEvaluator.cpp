@@ -211,14 +211,20 @@ LogicalResult SpmdEvaluator::call(func::CallOp op,
   if (!callee || callee.isExternal())
     return op.emitOpError("calls no function with a body");
   Block &body = callee.getBody().front();
+  // Copied out before values_[...] inserts: an insertion that grows the map
+  // would leave a reference into it dangling.
   for (auto [arg, operand] :
-       llvm::zip_equal(body.getArguments(), op.getOperands()))
-    values_[arg] = values_[operand];
+       llvm::zip_equal(body.getArguments(), op.getOperands())) {
+    PerRank value = values_.lookup(operand);
+    values_[arg] = std::move(value);
+  }
   if (failed(execute(body, ranks)))
     return failure();
   for (auto [result, v] :
-       llvm::zip_equal(op.getResults(), body.getTerminator()->getOperands()))
-    values_[result] = values_[v];
+       llvm::zip_equal(op.getResults(), body.getTerminator()->getOperands())) {
+    PerRank value = values_.lookup(v);
+    values_[result] = std::move(value);
+  }
   return success();
 }
 
