@@ -30,6 +30,7 @@
 #include "meshc/runtime/half.h"
 #include "meshc/runtime/kernels.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "test/unit/runtime/HostTensor.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -51,17 +52,13 @@ namespace gpu = meshc::rt::cuda;
 
 namespace {
 
-using Shape = std::vector<std::int64_t>;
+using meshc::test::broadcastShape;
+using meshc::test::HostTensor;
+using meshc::test::numElementsOf;
+using meshc::test::Shape;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::int64_t numElementsOf(const Shape &shape) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
@@ -73,93 +70,6 @@ std::string shapeString(const Shape &shape) {
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
-
-/// An owning dense host tensor of any dtype, with element access as doubles
-/// (16-bit floats through half.h; `set` rounds to the element type).
-struct HostTensor {
-  DType dtype = DType::F32;
-  Shape shape;
-  std::vector<unsigned char> bytes;
-
-  HostTensor() = default;
-  HostTensor(DType t, Shape s)
-      : dtype(t), shape(std::move(s)),
-        bytes(static_cast<std::size_t>(numElementsOf(shape)) * byteWidth(t)) {}
-
-  std::int64_t size() const { return numElementsOf(shape); }
-
-  TensorRef ref() const {
-    TensorRef r;
-    r.data = const_cast<unsigned char *>(bytes.data());
-    r.dtype = dtype;
-    r.rank = static_cast<int>(shape.size());
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      r.shape[i] = shape[i];
-    return r;
-  }
-
-  double at(std::int64_t i) const {
-    const unsigned char *p = bytes.data() + i * byteWidth(dtype);
-    switch (dtype) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::F16:
-    case DType::BF16: {
-      std::uint16_t h;
-      std::memcpy(&h, p, 2);
-      return dtype == DType::F16 ? halfToFloat(h) : bfloat16ToFloat(h);
-    }
-    case DType::I64: {
-      std::int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case DType::I32: {
-      std::int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::Bool:
-      return *p;
-    }
-    return 0;
-  }
-
-  void set(std::int64_t i, double v) {
-    unsigned char *p = bytes.data() + i * byteWidth(dtype);
-    switch (dtype) {
-    case DType::F32: {
-      const auto f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      return;
-    }
-    case DType::F16:
-    case DType::BF16: {
-      const auto f = static_cast<float>(v);
-      const std::uint16_t h =
-          dtype == DType::F16 ? floatToHalf(f) : floatToBfloat16(f);
-      std::memcpy(p, &h, 2);
-      return;
-    }
-    case DType::I64: {
-      const auto x = static_cast<std::int64_t>(v);
-      std::memcpy(p, &x, 8);
-      return;
-    }
-    case DType::I32: {
-      const auto x = static_cast<std::int32_t>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
-    case DType::Bool:
-      *p = v != 0;
-      return;
-    }
-  }
-};
 
 /// `t`'s values in dtype `to` (rounded when narrowing floats).
 HostTensor convert(const HostTensor &t, DType to) {
@@ -326,18 +236,6 @@ void expectMatchesCpu(const HostTensor &got, const HostTensor &want,
   const HostTensor rounded =
       want.dtype == got.dtype ? want : convert(want, got.dtype);
   expectNear(got, rounded, tolerance(got.dtype), what);
-}
-
-Shape broadcastShape(const Shape &a, const Shape &b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::int64_t da =
-        i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
-    const std::int64_t db =
-        i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
 }
 
 class CudaKernelsTest : public ::testing::Test {

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
+#include "test/unit/runtime/HostTensor.h"
 
 #include <gtest/gtest.h>
 
@@ -33,96 +34,11 @@ constexpr double kRtol = 1e-5;
 constexpr double kAtol = 1e-5;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-using Shape = std::vector<std::int64_t>;
-
-std::int64_t numElementsOf(const Shape &shape) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape)
-    n *= d;
-  return n;
-}
-
+using meshc::test::broadcastShape;
+using meshc::test::numElementsOf;
+using meshc::test::Shape;
 /// An owning dense tensor of any dtype, with element access as doubles.
-struct Tensor {
-  DType dtype = DType::F32;
-  Shape shape;
-  std::vector<unsigned char> bytes;
-
-  Tensor() = default;
-  Tensor(DType t, Shape s)
-      : dtype(t), shape(std::move(s)),
-        bytes(static_cast<std::size_t>(numElementsOf(shape)) * byteWidth(t)) {}
-
-  std::int64_t size() const { return numElementsOf(shape); }
-
-  TensorRef ref() const {
-    TensorRef r;
-    r.data = const_cast<unsigned char *>(bytes.data());
-    r.dtype = dtype;
-    r.rank = static_cast<int>(shape.size());
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      r.shape[i] = shape[i];
-    return r;
-  }
-
-  double at(std::int64_t i) const {
-    const unsigned char *p = bytes.data() + i * byteWidth(dtype);
-    switch (dtype) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::I64: {
-      std::int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case DType::I32: {
-      std::int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::Bool:
-      return *p;
-    default:
-      return 0;
-    }
-  }
-
-  void set(std::int64_t i, double v) {
-    unsigned char *p = bytes.data() + i * byteWidth(dtype);
-    switch (dtype) {
-    case DType::F32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      return;
-    }
-    case DType::I64: {
-      const auto x = static_cast<std::int64_t>(v);
-      std::memcpy(p, &x, 8);
-      return;
-    }
-    case DType::I32: {
-      const auto x = static_cast<std::int32_t>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
-    case DType::Bool:
-      *p = v != 0;
-      return;
-    default:
-      return;
-    }
-  }
-
-  std::vector<double> values() const {
-    std::vector<double> v(static_cast<std::size_t>(size()));
-    for (std::int64_t i = 0; i < size(); ++i)
-      v[i] = at(i);
-    return v;
-  }
-};
+using Tensor = meshc::test::HostTensor;
 
 std::mt19937 &rng() {
   static std::mt19937 engine(20240607);
@@ -177,18 +93,6 @@ std::int64_t broadcastOffset(const Shape &index, const Shape &inShape) {
   for (std::size_t d = 0; d < inShape.size(); ++d)
     offset = offset * inShape[d] + (inShape[d] == 1 ? 0 : index[skip + d]);
   return offset;
-}
-
-Shape broadcastShape(const Shape &a, const Shape &b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::int64_t da =
-        i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
-    const std::int64_t db =
-        i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
 }
 
 /// Checks `got` against `want` within atol + rtol * |want| (NaN matches NaN,
