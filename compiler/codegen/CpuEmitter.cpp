@@ -292,8 +292,7 @@ uint64_t FunctionEmitter::plan() {
   }
   for (Operation &op : body) {
     // An asynchronous collective reads its operands up to its wait.
-    dfg::WaitOp wait =
-        isa<shard::ShardDialect>(op.getDialect()) ? waitOf(&op) : dfg::WaitOp();
+    dfg::WaitOp wait = waitOf(&op);
     int64_t until = wait ? step[wait] : step[&op];
     for (Value v : op.getOperands()) {
       auto it = root.find(v);

@@ -58,39 +58,47 @@ bool isScheduled(Operation *op) {
   return !(result.hasOneUse() && isa<WaitOp>(*result.getUsers().begin()));
 }
 
-/// Whether `fn` starts a collective, itself or through a call.
-bool holdsCollectives(func::FuncOp fn, SymbolTableCollection &symbols,
-                      llvm::SmallPtrSetImpl<Operation *> &visiting) {
-  if (fn.isDeclaration() || !visiting.insert(fn).second)
-    return true; // unknown, or recursive: keep it ordered
-  WalkResult walk = fn.walk([&](Operation *op) {
-    if (WaitOp::isWaitable(op))
-      return WalkResult::interrupt();
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
-      if (!callee || holdsCollectives(callee, symbols, visiting))
-        return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  visiting.erase(fn);
-  return walk.wasInterrupted();
-}
+/// Which calls keep their place among the collectives: those whose callee
+/// starts a collective, itself or through a call, or is unknown. Memoized
+/// per callee (a pipeline's @main calls each stage once per microbatch); a
+/// recursive callee counts as starting one.
+class OrderedCalls {
+public:
+  bool isOrdered(func::CallOp call) {
+    auto callee = symbols_.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    return !callee || holdsCollectives(callee);
+  }
+
+private:
+  bool holdsCollectives(func::FuncOp fn) {
+    if (auto it = memo_.find(fn); it != memo_.end())
+      return it->second;
+    memo_[fn] = true; // while `fn` is walked
+    bool holds = fn.isDeclaration() ||
+                 fn.walk([&](Operation *op) {
+                     auto call = dyn_cast<func::CallOp>(op);
+                     return WaitOp::isWaitable(op) || (call && isOrdered(call))
+                                ? WalkResult::interrupt()
+                                : WalkResult::advance();
+                   }).wasInterrupted();
+    memo_[fn] = holds;
+    return holds;
+  }
+
+  SymbolTableCollection symbols_;
+  llvm::DenseMap<Operation *, bool> memo_;
+};
 
 /// Collectives, calls that start collectives and ops with other side effects
 /// keep their relative order.
-bool isOrdered(Operation *op, SymbolTableCollection &symbols) {
+bool isOrdered(Operation *op, OrderedCalls &calls) {
   if (isa<WaitOp>(op))
     return false;
   if (WaitOp::isWaitable(op))
     return true;
-  if (auto call = dyn_cast<func::CallOp>(op)) {
-    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
-        call, call.getCalleeAttr());
-    llvm::SmallPtrSet<Operation *, 4> visiting;
-    return !callee || holdsCollectives(callee, symbols, visiting);
-  }
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return calls.isOrdered(call);
   return !isMemoryEffectFree(op);
 }
 
@@ -115,10 +123,10 @@ void placeAfter(Operation *op, Operation *after, Block &body) {
 
 /// Step 1: moves each scheduled collective up to its earliest place. A
 /// receive takes its buffer (an op of its own, used by it alone) along.
-void issueEarly(Block &body, SymbolTableCollection &symbols) {
+void issueEarly(Block &body, OrderedCalls &calls) {
   Operation *lastOrdered = nullptr; // nullptr: the start of the body
   for (Operation &op : llvm::make_early_inc_range(body)) {
-    if (!isOrdered(&op, symbols))
+    if (!isOrdered(&op, calls))
       continue;
     if (isScheduled(&op)) {
       Operation *buffer = nullptr;
@@ -164,12 +172,12 @@ struct ScheduleCollectivesPass
   using ScheduleCollectivesPassBase::ScheduleCollectivesPassBase;
 
   void runOnOperation() override {
-    SymbolTableCollection symbols;
+    OrderedCalls calls;
     getOperation().walk([&](func::FuncOp func) {
       if (func.isDeclaration())
         return;
       Block &body = func.getBody().front();
-      issueEarly(body, symbols);
+      issueEarly(body, calls);
       waitLate(body);
     });
   }

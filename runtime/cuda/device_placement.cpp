@@ -18,9 +18,10 @@
 // MPI communicator, so group index = rank in the NCCL group. Every
 // communicator is non-blocking (ncclConfig_t::blocking = 0) so that no call
 // can hang the host: a call that is still in progress is polled with
-// ncclCommGetAsyncError up to the collective timeout. The event after each
-// collective also serves the watchdog: waiting for the device polls those
-// events in order, so a collective that does not complete within
+// ncclCommGetAsyncError up to the collective timeout. Each collective also
+// records a watchdog event after it (its ticket's event is reused once
+// waited for); waiting for the device polls those events in order, so a
+// collective that does not complete within
 // --collective-timeout (a dead or stuck peer) is reported by name, every
 // communicator is aborted and the job stops, never hangs.
 //

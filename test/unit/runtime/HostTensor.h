@@ -96,8 +96,8 @@ struct HostTensor {
     case rt::DType::F16:
     case rt::DType::BF16: {
       const auto f = static_cast<float>(v);
-      const std::uint16_t h = dtype == rt::DType::F16 ? rt::floatToHalf(f)
-                                                      : rt::floatToBfloat16(f);
+      const std::uint16_t h =
+          dtype == rt::DType::F16 ? rt::floatToHalf(f) : rt::floatToBfloat16(f);
       std::memcpy(p, &h, 2);
       return;
     }
