@@ -156,7 +156,7 @@ def RaisePass : Pass<"meshc-graph-raise", "mlir::ModuleOp"> {
   let dependentDialects = ["meshc::dfg::DfgDialect"];
 }
 
-def ConvertDTypePass : Pass<"meshc-convert-dtype", "mlir::ModuleOp"> {
+def ConvertDTypePass : Pass<"meshc-graph-convert-dtype", "mlir::ModuleOp"> {
   let summary = "Compute in another floating-point type (meshc compile --dtype)";
   let description = [{
     Makes every floating-point tensor of each function's body `dtype` (f32,
@@ -241,9 +241,9 @@ def ShardPlanPass : Pass<"meshc-shard-plan", "mlir::ModuleOp"> {
 
     With `microbatches` N > 1 (which needs a pp axis) the batch of each dp
     block is split N ways as well, over a planning axis `mb` appended to
-    the grid; `meshc-pipeline-split` turns that axis into a loop over
+    the grid; `meshc-shard-pipeline-split` turns that axis into a loop over
     microbatches. The pp axis itself is not planned here: every pipeline
-    stage holds whole (dp/tp-sharded) tensors, and `meshc-pipeline-split`
+    stage holds whole (dp/tp-sharded) tensors, and `meshc-shard-pipeline-split`
     assigns the layers to stages after partitioning.
 
     Refused with a message naming the op and the numbers: heads or KV heads
@@ -321,7 +321,7 @@ def ShardPartitionPass : Pass<"meshc-shard-partition", "mlir::ModuleOp"> {
                            "meshc::dfg::DfgDialect"];
 }
 
-def PipelineSplitPass : Pass<"meshc-pipeline-split", "mlir::ModuleOp"> {
+def PipelineSplitPass : Pass<"meshc-shard-pipeline-split", "mlir::ModuleOp"> {
   let summary = "Split a partitioned program into pipeline stages joined by "
                 "send/recv";
   let description = [{
@@ -373,7 +373,7 @@ def PipelineSplitPass : Pass<"meshc-pipeline-split", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
-def SpecializeRankPass : Pass<"meshc-specialize-rank", "mlir::ModuleOp"> {
+def SpecializeRankPass : Pass<"meshc-shard-specialize-rank", "mlir::ModuleOp"> {
   let summary = "The program one rank runs, from a verified SPMD program";
   let description = [{
     Runs on the output of `meshc-shard-pipeline`. Keeps what rank `rank`
@@ -440,7 +440,7 @@ def ShardVerifyPass : Pass<"meshc-shard-verify", "mlir::ModuleOp"> {
 // Lowering passes (passes/lowering/)
 //===----------------------------------------------------------------------===//
 
-def FuseElementwisePass : Pass<"meshc-fuse-elementwise", "mlir::ModuleOp"> {
+def FuseElementwisePass : Pass<"meshc-lower-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse chains of elementwise ops into generated kernels";
   let description = [{
     Groups chains of float elementwise ops of a rank program (arithmetic,
@@ -476,7 +476,7 @@ def FuseElementwisePass : Pass<"meshc-fuse-elementwise", "mlir::ModuleOp"> {
 }
 
 def ScheduleCollectivesPass
-    : Pass<"meshc-schedule-collectives", "mlir::ModuleOp"> {
+    : Pass<"meshc-lower-schedule-collectives", "mlir::ModuleOp"> {
   let summary = "Issue collectives early and wait for them late, so that "
                 "communication overlaps independent compute";
   let description = [{

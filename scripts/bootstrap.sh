@@ -24,7 +24,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${MESHC_VENV:-$repo/.venv}
 
 # --- system packages ---------------------------------------------------------------------------
-# Each line: package — why meshc needs it. Keep in sync with README.md ("Dependencies").
+# Each line: package — why meshc needs it. Keep in sync with docs/dependencies.md.
 apt_packages=(
   cmake                # build system
   ninja-build          # fast incremental builds

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/WeightShards.h"
+#include "compiler/codegen/DTypes.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
@@ -132,7 +133,7 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
   std::vector<rt::SafetensorsEntry> header;
   uint64_t totalBytes = 0;
   for (const Entry &e : entries_) {
-    std::optional<rt::DType> dtype = dfg::elementDType(e.type.getElementType());
+    std::optional<rt::DType> dtype = elementDType(e.type.getElementType());
     if (!dtype)
       return error("weight '" + e.name +
                    "' has an element type meshc cannot "
@@ -160,8 +161,8 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
     Type stored = rootType.getElementType();
     if (auto w = dyn_cast<dfg::WeightOp>(box.root))
       stored = w.getStoredElementType();
-    rt::DType from = *dfg::elementDType(stored),
-              to = *dfg::elementDType(rootType.getElementType());
+    rt::DType from = *elementDType(stored),
+              to = *elementDType(rootType.getElementType());
     size_t width = rt::byteWidth(from);
     auto flush = [&]() -> bool {
       if (from != to) {

@@ -3,8 +3,8 @@
 //
 // Part of meshc. In a rank program, every weight and constant reaches the
 // computation through a chain of `dfg.slice` (the rank's shard, cut by
-// meshc-specialize-rank) and reshape-like views. Such a chain is folded at
-// compile time into one strided box of the root tensor: the rank's weight
+// meshc-shard-specialize-rank) and reshape-like views. Such a chain is folded
+// at compile time into one strided box of the root tensor: the rank's weight
 // file holds exactly the boxes its kernels read, written by streaming rows
 // from the memory-mapped source file, never the whole model in memory.
 //

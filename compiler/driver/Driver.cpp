@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Driver.h"
 
-#include "compiler/codegen/CompileCpu.h"
+#include "compiler/driver/DriverOptions.h"
+
+#include "compiler/codegen/BuildExecutables.h"
 #include "compiler/driver/PlanTool.h"
 #include "compiler/driver/ReportError.h"
 #include "compiler/driver/RunTool.h"
@@ -208,9 +210,8 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command,
 /// bound). A default bound applies only where the model has the dimension
 /// and neither --dim nor --max-dim sizes it; a given one must find it.
 struct AxisBounds {
-  static constexpr int64_t kDefaultBatch = 8, kDefaultSeq = 512,
-                           kDefaultCache = 512;
-  int64_t batch = kDefaultBatch, seq = kDefaultSeq, cache = kDefaultCache;
+  int64_t batch = driver::kDefaultMaxBatch, seq = driver::kDefaultMaxSeq,
+          cache = driver::kDefaultMaxCache;
   bool batchGiven = false, seqGiven = false, cacheGiven = false;
 };
 
@@ -415,10 +416,13 @@ int runCompileRanks(StringRef model, const onnximport::DimSizes &dims,
 }
 
 /// meshc compile MODEL --mesh M [--target cpu] [-o DIR]: the rank programs,
-/// then per-rank executables, weight shards and the manifest (CompileCpu.h).
-int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
-                  StringRef mesh, bool sequenceParallel, int64_t microbatches,
-                  codegen::CpuCompileOptions options, AxisBounds axes) {
+/// then per-rank executables, weight shards and the manifest
+/// (BuildExecutables.h); with `sourcesOutput` (--emit cpp), only the
+/// generated source of each rank program, written there.
+int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
+                          StringRef mesh, bool sequenceParallel,
+                          int64_t microbatches, codegen::BuildOptions options,
+                          AxisBounds axes, StringRef sourcesOutput = "") {
   SmallString<256> folder = sys::path::parent_path(model);
   options.weightsDir = folder.empty() ? "." : folder.str().str();
   options.model = sys::path::filename(model).str();
@@ -430,8 +434,19 @@ int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         mlir::PassManager pm(all.getContext());
         buildLoweringPipeline(pm, !options.noOverlap);
-        if (failed(pm.run(all)) ||
-            failed(codegen::compileCpu(roles, all, options)))
+        if (failed(pm.run(all)))
+          return 1;
+        if (!sourcesOutput.empty()) {
+          std::string error;
+          auto out = mlir::openOutputFile(sourcesOutput, &error);
+          if (!out)
+            return fail("compile", error);
+          if (failed(codegen::writeRankSources(roles, all, options, out->os())))
+            return 1;
+          out->keep();
+          return 0;
+        }
+        if (failed(codegen::buildExecutables(roles, all, options)))
           return 1;
         outs() << "meshc compile: wrote " << options.outputDir << "/ ("
                << roles.size() << " rank program(s) for mesh " << mesh
@@ -439,6 +454,171 @@ int runCompileCpu(StringRef model, const onnximport::DimSizes &dims,
                << " --input NAME=FILE.npy ...'\n";
         return 0;
       });
+}
+
+/// The model file of a command and its --dim sizes, checked.
+Expected<onnximport::DimSizes> readModelOptions(const driver::ModelOptions &m) {
+  if (Error e = checkReadableFile(m.path, "model"))
+    return std::move(e);
+  return parseDimSizes(m.dims, "--dim");
+}
+
+/// The checks of --dtype and --microbatches that plan and compile share.
+Error checkMeshOptions(const driver::MeshOptions &m) {
+  if (!llvm::is_contained({"", "f32", "f16", "bf16"}, m.dtype))
+    return createStringError("--dtype '" + m.dtype +
+                             "' is not one of f32, f16, bf16");
+  if (m.microbatches == 0)
+    return createStringError("--microbatches must be at least 1");
+  return Error::success();
+}
+
+/// --mesh parsed, and --microbatches checked against its pp axis.
+Expected<MeshSpec> parseMesh(const driver::MeshOptions &m) {
+  auto spec = MeshSpec::parse(m.mesh);
+  if (!spec)
+    return spec.takeError();
+  if (m.microbatches > 1 && spec->axisSize("pp").value_or(1) <= 1)
+    return createStringError("--microbatches " +
+                             std::to_string(m.microbatches) +
+                             " needs a pp axis in --mesh (microbatches keep "
+                             "pipeline stages busy)");
+  return spec;
+}
+
+/// meshc import MODEL [--dim ...] [--optimize] [-o FILE].
+int importCommand(const driver::ModelOptions &model,
+                  const driver::ImportOptions &options) {
+  auto dims = readModelOptions(model);
+  if (!dims)
+    return fail("import", toString(dims.takeError()));
+  return runImport(model.path, *dims, options.output, options.optimize);
+}
+
+/// meshc plan MODEL --mesh M|auto [...].
+int planCommand(const driver::ModelOptions &model,
+                const driver::MeshOptions &mesh,
+                const driver::PlanOptions &options) {
+  auto dims = readModelOptions(model);
+  if (!dims)
+    return fail("plan", toString(dims.takeError()));
+  if (Error e = checkMeshOptions(mesh))
+    return fail("plan", toString(std::move(e)));
+  if (options.deviceMemory <= 0)
+    return fail("plan", "--device-memory must be positive (GiB)");
+  if ((options.batch.getNumOccurrences() && options.batch == 0) ||
+      (options.seq.getNumOccurrences() && options.seq == 0))
+    return fail("plan", "--batch and --seq must be at least 1");
+  PlanRequest request;
+  request.model = model.path;
+  request.mesh = mesh.mesh;
+  request.devices = options.devices;
+  request.sequenceParallel = mesh.sequenceParallel;
+  request.microbatches =
+      mesh.microbatches.getNumOccurrences() ? int64_t(mesh.microbatches) : 0;
+  request.batch = options.batch;
+  request.seq = options.seq;
+  request.topology = options.topology;
+  request.deviceMemoryBytes = options.deviceMemory * double(1ull << 30);
+  request.dtype = mesh.dtype;
+  if (mesh.mesh != "auto") {
+    auto spec = parseMesh(mesh);
+    if (!spec)
+      return fail("plan", toString(spec.takeError()));
+    request.mesh = spec->str();
+  }
+  return runPlanCommand(request, *dims);
+}
+
+/// meshc compile MODEL --mesh M [...]: the IR (--emit sharded, ranks), the
+/// generated sources (--emit cpp) or the executables.
+int compileCommand(const driver::ModelOptions &model,
+                   const driver::MeshOptions &mesh,
+                   const driver::CompileOptions &options) {
+  auto dims = readModelOptions(model);
+  if (!dims)
+    return fail("compile", toString(dims.takeError()));
+  if (Error e = checkMeshOptions(mesh))
+    return fail("compile", toString(std::move(e)));
+  auto meshSpec = parseMesh(mesh);
+  if (!meshSpec)
+    return fail("compile", toString(meshSpec.takeError()));
+  StringRef irOutput = options.output.getNumOccurrences()
+                           ? StringRef(options.output)
+                           : StringRef("-");
+  if (options.emit == driver::Emit::Sharded)
+    return runCompileSharded(model.path, *dims, meshSpec->str(),
+                             mesh.sequenceParallel, mesh.microbatches,
+                             mesh.dtype, irOutput);
+  if (options.emit == driver::Emit::Ranks)
+    return runCompileRanks(model.path, *dims, meshSpec->str(),
+                           mesh.sequenceParallel, mesh.microbatches, mesh.dtype,
+                           irOutput);
+  codegen::BuildOptions build;
+  auto bounds = parseDimSizes(options.maxDims, "--max-dim");
+  if (!bounds)
+    return fail("compile", toString(bounds.takeError()));
+  for (const auto &entry : *bounds) {
+    if (dims->count(entry.getKey()))
+      return fail("compile",
+                  "--dim and --max-dim both give '" + entry.getKey() + "'");
+    build.bounds[entry.getKey()] = entry.getValue();
+  }
+  build.outputDir = options.output;
+  build.march = options.march;
+  build.target = options.target;
+  build.cudaArch = options.cudaArch;
+  build.dtype = mesh.dtype;
+  build.noCudaGraph = options.noCudaGraph;
+  build.noOverlap = options.noOverlap;
+  std::string problem = codegen::targetProblem(build);
+  if (!problem.empty())
+    return fail("compile", problem);
+  build.keepSources = options.keepSources;
+  build.verbose = options.verbose;
+  AxisBounds axes;
+  axes.batch = options.maxBatch;
+  axes.seq = options.maxSeq;
+  axes.cache = options.maxCache;
+  axes.batchGiven = options.maxBatch.getNumOccurrences() > 0;
+  axes.seqGiven = options.maxSeq.getNumOccurrences() > 0;
+  axes.cacheGiven = options.maxCache.getNumOccurrences() > 0;
+  return runCompileExecutables(
+      model.path, *dims, meshSpec->str(), mesh.sequenceParallel,
+      mesh.microbatches, build, axes,
+      options.emit == driver::Emit::Sources ? irOutput : StringRef());
+}
+
+/// meshc run FOLDER --input NAME=FILE.npy ... [...].
+int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
+  if (!sys::fs::is_directory(options.folder))
+    return fail("run",
+                "compiled folder '" + options.folder + "' does not exist");
+  SmallString<256> manifest(options.folder);
+  sys::path::append(manifest, "manifest.json");
+  if (Error e = checkReadableFile(manifest, "manifest"))
+    return fail("run", toString(std::move(e)) +
+                           " (is this a folder written by 'meshc compile'?)");
+  for (const std::string &input : options.inputs) {
+    auto [name, file] = StringRef(input).split('=');
+    if (name.empty() || file.empty())
+      return fail("run", "--input '" + input + "' is not NAME=FILE");
+    if (Error e = checkReadableFile(file, "input"))
+      return fail("run", toString(std::move(e)));
+  }
+  RunRequest request;
+  request.folder = options.folder;
+  request.outputDir = options.outputDir;
+  request.collectiveTimeout = options.timeout;
+  request.threads = options.threads;
+  request.mpirunArgs = options.mpirunArgs;
+  request.repeat = options.repeat;
+  request.noCudaGraph = noCudaGraph;
+  for (const std::string &input : options.inputs) {
+    auto [name, file] = StringRef(input).split('=');
+    request.inputs.emplace_back(name.str(), file.str());
+  }
+  return runCompiled(request);
 }
 
 void printVersion(raw_ostream &os) {
@@ -458,363 +638,38 @@ int runDriver(int argc, char **argv) {
     return fail("", "unknown command '" + first + "' (commands: " +
                         join(kCommands, ", ") + "; see 'meshc --help')");
 
-  cl::OptionCategory category("meshc options");
-
-  cl::opt<bool> supportedOps(
-      "supported-ops",
-      cl::desc("List the ONNX ops meshc imports: domain, op type and the "
-               "opset versions from which each legalisation applies"),
-      cl::cat(category));
-
-  cl::SubCommand importCmd("import", "Import an ONNX model into dfg IR");
-  cl::SubCommand planCmd("plan", "Print the per-rank cost and memory plan of "
-                                 "a model on a device mesh");
-  cl::SubCommand compileCmd("compile", "Compile a model into per-rank "
-                                       "executables for a device mesh");
-
-  // Shared by the commands that read a model / take a mesh.
-  cl::opt<std::string> model(cl::Positional, cl::Required,
-                             cl::desc("<model.onnx>"), cl::sub(importCmd),
-                             cl::sub(planCmd), cl::sub(compileCmd),
-                             cl::cat(category));
-  cl::opt<std::string> mesh(
-      "mesh", cl::Required, cl::value_desc("axis=size,..."),
-      cl::desc("Device mesh, e.g. dp=2,pp=2,tp=4 (axes: dp, pp, tp); for "
-               "'meshc plan' also 'auto' (with --devices)"),
-      cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
-
-  cl::list<std::string> dimSizes(
-      "dim",
-      cl::desc("Give a symbolic input dimension (an ONNX dim_param such as "
-               "batch_size or sequence_length) a fixed size; repeatable or "
-               "comma-separated. Exporters' shape arithmetic on it then "
-               "folds to constants"),
-      cl::value_desc("name=size"), cl::CommaSeparated, cl::sub(importCmd),
-      cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
-
-  cl::list<std::string> maxDims(
-      "max-dim",
-      cl::desc("Compile executables that accept any size up to N for a "
-               "symbolic input dimension (batch_size, sequence_length, "
-               "past_sequence_length, ...); repeatable or comma-separated. "
-               "Buffers are planned at the bounds; each run checks its "
-               "inputs against them"),
-      cl::value_desc("name=N"), cl::CommaSeparated, cl::sub(compileCmd),
-      cl::cat(category));
-
-  cl::opt<unsigned> maxBatch(
-      "max-batch",
-      cl::desc("As --max-dim for the model's batch dimension (dimension 0 of "
-               "its inputs), whatever its name (default 8 where the model's "
-               "batch is symbolic and neither --dim nor --max-dim sizes it; "
-               "0: no bound, --dim must size it)"),
-      cl::value_desc("N"), cl::init(AxisBounds::kDefaultBatch),
-      cl::sub(compileCmd), cl::cat(category));
-  cl::opt<unsigned> maxSeq(
-      "max-seq",
-      cl::desc("As --max-dim for the sequence dimension (dimension 1 of the "
-               "token ids; default 512, applied as --max-batch's)"),
-      cl::value_desc("N"), cl::init(AxisBounds::kDefaultSeq),
-      cl::sub(compileCmd), cl::cat(category));
-  cl::opt<unsigned> maxCache(
-      "max-cache",
-      cl::desc("As --max-dim for the KV-cache length (dimension 2 of the past "
-               "keys and values; default 512, applied as --max-batch's)"),
-      cl::value_desc("N"), cl::init(AxisBounds::kDefaultCache),
-      cl::sub(compileCmd), cl::cat(category));
-
-  cl::opt<std::string> importOutput(
-      "o", cl::desc("Write the IR to <file> (default: standard output)"),
-      cl::value_desc("file"), cl::init("-"), cl::sub(importCmd),
-      cl::cat(category));
-  cl::opt<bool> importOptimize("optimize",
-                               cl::desc("Run the graph pipeline after import"),
-                               cl::sub(importCmd), cl::cat(category));
-
-  cl::opt<unsigned> planBatch(
-      "batch",
-      cl::desc("Batch size to plan for (default: the model's; its shapes are "
-               "static, so a different size is refused)"),
-      cl::init(0), cl::sub(planCmd), cl::cat(category));
-  cl::opt<unsigned> planSeq(
-      "seq",
-      cl::desc("Sequence length to plan for (default: the model's; as "
-               "--batch)"),
-      cl::init(0), cl::sub(planCmd), cl::cat(category));
-  cl::opt<unsigned> planDevices(
-      "devices",
-      cl::desc("Number of GPUs: required with --mesh auto (which searches "
-               "their dp x pp x tp factorisations), else checked against the "
-               "mesh"),
-      cl::value_desc("N"), cl::init(0), cl::sub(planCmd), cl::cat(category));
-  cl::opt<std::string> planTopology(
-      "topology",
-      cl::desc("Where the ranks sit, e.g. nodes=2,gpus-per-node=8; optional "
-               "link figures nvlink-gbps, nvlink-us, network-gbps, network-us "
-               "(defaults 450 GB/s, 4 us; 50 GB/s, 8 us). Default: one node"),
-      cl::value_desc("spec"), cl::sub(planCmd), cl::cat(category));
-  cl::opt<double> planDeviceMemory(
-      "device-memory",
-      cl::desc("Memory per GPU in GiB that a plan must fit (default 80)"),
-      cl::value_desc("GiB"), cl::init(80), cl::sub(planCmd), cl::cat(category));
-
-  using codegen::Target;
-  cl::opt<Target> compileTarget(
-      "target", cl::desc("Code-generation target (default cpu)"),
-      cl::values(clEnumValN(Target::Cpu, "cpu",
-                            "OpenBLAS + MPI executables, built by g++"),
-                 clEnumValN(Target::Cuda, "cuda",
-                            "CUDA + cuBLASLt + NCCL executables, built by "
-                            "nvcc (one GPU per rank)")),
-      cl::init(Target::Cpu), cl::sub(compileCmd), cl::cat(category));
-  cl::opt<std::string> cudaArch(
-      "cuda-arch",
-      cl::desc("GPU architecture of --target cuda executables: sm_90 "
-               "(default; H100, H200) or sm_80 (A100)"),
-      cl::value_desc("sm_NN"), cl::init("sm_90"), cl::sub(compileCmd),
-      cl::cat(category));
-  cl::opt<std::string> computeDType(
-      "dtype",
-      cl::desc("Floating-point type the program computes in and keeps its "
-               "weights in: f32, f16 or bf16 (default: the model's own). "
-               "Weights are converted while they are sharded; inputs and "
-               "outputs keep the model's types. f16 and bf16 need --target "
-               "cuda to build executables"),
-      cl::value_desc("type"), cl::sub(planCmd), cl::sub(compileCmd),
-      cl::cat(category));
-  cl::opt<std::string> compileOutput(
-      "o",
-      cl::desc("Output folder (default: out); with --emit sharded or "
-               "ranks, the IR file (default: standard output)"),
-      cl::value_desc("path"), cl::init("out"), cl::sub(compileCmd),
-      cl::cat(category));
-  enum class Emit { Executables, Sharded, Ranks };
-  cl::opt<Emit> compileEmit(
-      "emit", cl::desc("What to write (default exe)"),
-      cl::values(clEnumValN(Emit::Executables, "exe",
-                            "Per-rank executables, weight shards and a "
-                            "manifest"),
-                 clEnumValN(Emit::Sharded, "sharded",
-                            "The partitioned SPMD program (dfg + shard "
-                            "collectives), as MLIR"),
-                 clEnumValN(Emit::Ranks, "ranks",
-                            "One program per distinct rank role (pipeline "
-                            "stage x tp position), with the rank's weight "
-                            "slices as references, as MLIR")),
-      cl::init(Emit::Executables), cl::sub(compileCmd), cl::cat(category));
-  cl::opt<std::string> compileMarch(
-      "march",
-      cl::desc("Target CPU of the rank executables, as g++ -march (default "
-               "native: the machine compiling)"),
-      cl::value_desc("cpu"), cl::init("native"), cl::sub(compileCmd),
-      cl::cat(category));
-  cl::opt<bool> keepSources(
-      "keep-sources",
-      cl::desc("Keep the generated C++ in <output>/src/ (default: deleted "
-               "once built)"),
-      cl::sub(compileCmd), cl::cat(category));
-  cl::opt<bool> compileVerbose(
-      "verbose", cl::desc("Print the compiler command lines meshc runs"),
-      cl::sub(compileCmd), cl::cat(category));
-  cl::opt<bool> sequenceParallel(
-      "sequence-parallel",
-      cl::desc("Split the residual stream along the sequence over tp "
-               "(reduce_scatter / all_gather around the norms instead of "
-               "all_reduce)"),
-      cl::sub(planCmd), cl::sub(compileCmd), cl::cat(category));
-  cl::opt<unsigned> microbatches(
-      "microbatches",
-      cl::desc("With a pp axis: split each dp block of the batch into N "
-               "microbatches that flow through the pipeline stages one after "
-               "another (default 1)"),
-      cl::value_desc("N"), cl::init(1), cl::sub(planCmd), cl::sub(compileCmd),
-      cl::cat(category));
-
-  cl::SubCommand runCmd("run", "Launch a compiled model's ranks and write "
-                               "its outputs");
-  cl::opt<std::string> runDir(cl::Positional, cl::Required,
-                              cl::desc("<compiled folder>"), cl::sub(runCmd),
-                              cl::cat(category));
-  cl::list<std::string> runInputs(
-      "input", cl::desc("A model input, NAME=FILE.npy (repeatable)"),
-      cl::value_desc("NAME=FILE"), cl::sub(runCmd), cl::cat(category));
-  cl::opt<std::string> runOutputDir(
-      "output-dir", cl::desc("Folder for the outputs (default: .)"),
-      cl::value_desc("dir"), cl::init("."), cl::sub(runCmd), cl::cat(category));
-
-  cl::opt<double> runTimeout(
-      "collective-timeout",
-      cl::desc("Seconds a rank waits in a collective before the whole job "
-               "is aborted with a message naming the op (default 300)"),
-      cl::value_desc("s"), cl::init(300), cl::sub(runCmd), cl::cat(category));
-  cl::opt<unsigned> runThreads(
-      "threads",
-      cl::desc("Threads per rank for the kernels (default: the machine's "
-               "cores divided by the ranks, at least 1)"),
-      cl::value_desc("N"), cl::init(0), cl::sub(runCmd), cl::cat(category));
-  cl::opt<unsigned> runRepeat(
-      "repeat",
-      cl::desc("Run the forward step N times (benchmarking); rank 0 prints "
-               "the median and fastest time (default 1)"),
-      cl::value_desc("N"), cl::init(1), cl::sub(runCmd), cl::cat(category));
-  cl::opt<bool> noCudaGraph(
-      "no-cuda-graph",
-      cl::desc("--target cuda: run every step directly instead of recording "
-               "the forward step once as a CUDA graph and replaying it when "
-               "it is repeated (meshc run --repeat); with compile, recorded "
-               "in the manifest"),
-      cl::sub(compileCmd), cl::sub(runCmd), cl::cat(category));
-  cl::opt<bool> noOverlap(
-      "no-overlap",
-      cl::desc("Run every collective blocking where it stands, instead of "
-               "issuing it early and waiting for it where its result is "
-               "first read (meshc-schedule-collectives); recorded in the "
-               "manifest"),
-      cl::sub(compileCmd), cl::cat(category));
-  cl::opt<std::string> runMpirunArgs(
-      "mpirun-args",
-      cl::desc("Extra arguments for mpirun, e.g. \"--hostfile hosts\" "
-               "(split at spaces)"),
-      cl::value_desc("args"), cl::sub(runCmd), cl::cat(category));
+  driver::Commands commands;
+  driver::ModelOptions model(commands);
+  driver::MeshOptions mesh(commands);
+  driver::ImportOptions importOptions(commands);
+  driver::PlanOptions planOptions(commands);
+  driver::CompileOptions compileOptions(commands);
+  driver::RunOptions runOptions(commands);
 
   // libLLVM registers options of its own; show only meshc's.
-  for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &importCmd,
-                              &planCmd, &compileCmd, &runCmd})
-    cl::HideUnrelatedOptions(category, *sub);
+  for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &commands.import,
+                              &commands.plan, &commands.compile, &commands.run})
+    cl::HideUnrelatedOptions(commands.category, *sub);
   cl::SetVersionPrinter(printVersion);
   cl::ParseCommandLineOptions(
       argc, argv,
       "meshc: compiles ONNX transformers into per-rank executables for a "
       "device mesh\n");
 
-  if (supportedOps) {
+  if (commands.supportedOps) {
     for (const auto &[domain, opType, since] :
          onnximport::LegalizationTable::get().entries())
       outs() << domain << " " << opType << " " << since << "\n";
     return 0;
   }
-  if (importCmd || planCmd || compileCmd) {
-    StringRef command = importCmd ? "import" : planCmd ? "plan" : "compile";
-    if (Error e = checkReadableFile(model, "model"))
-      return fail(command, toString(std::move(e)));
-    auto dims = parseDimSizes(dimSizes, "--dim");
-    if (!dims)
-      return fail(command, toString(dims.takeError()));
-    if (!llvm::is_contained({"", "f32", "f16", "bf16"}, computeDType))
-      return fail(command, "--dtype '" + computeDType +
-                               "' is not one of f32, f16, bf16");
-    if (importCmd)
-      return runImport(model, *dims, importOutput, importOptimize);
-    if (microbatches == 0)
-      return fail(command, "--microbatches must be at least 1");
-    if (planCmd) {
-      if (planDeviceMemory <= 0)
-        return fail(command, "--device-memory must be positive (GiB)");
-      if ((planBatch.getNumOccurrences() && planBatch == 0) ||
-          (planSeq.getNumOccurrences() && planSeq == 0))
-        return fail(command, "--batch and --seq must be at least 1");
-      PlanRequest request;
-      request.model = model;
-      request.mesh = mesh;
-      request.devices = planDevices;
-      request.sequenceParallel = sequenceParallel;
-      request.microbatches =
-          microbatches.getNumOccurrences() ? int64_t(microbatches) : 0;
-      request.batch = planBatch;
-      request.seq = planSeq;
-      request.topology = planTopology;
-      request.deviceMemoryBytes = planDeviceMemory * double(1ull << 30);
-      request.dtype = computeDType;
-      if (mesh != "auto") {
-        auto spec = MeshSpec::parse(mesh);
-        if (!spec)
-          return fail(command, toString(spec.takeError()));
-        if (microbatches > 1 && spec->axisSize("pp").value_or(1) <= 1)
-          return fail(command, "--microbatches " +
-                                   std::to_string(microbatches) +
-                                   " needs a pp axis in --mesh (microbatches "
-                                   "keep pipeline stages busy)");
-        request.mesh = spec->str();
-      }
-      return runPlanCommand(request, *dims);
-    }
-    auto meshSpec = MeshSpec::parse(mesh);
-    if (!meshSpec)
-      return fail(command, toString(meshSpec.takeError()));
-    if (microbatches > 1 && meshSpec->axisSize("pp").value_or(1) <= 1)
-      return fail(command, "--microbatches " + std::to_string(microbatches) +
-                               " needs a pp axis in --mesh (microbatches keep "
-                               "pipeline stages busy)");
-    StringRef irOutput = compileOutput.getNumOccurrences()
-                             ? StringRef(compileOutput)
-                             : StringRef("-");
-    if (compileCmd && compileEmit == Emit::Sharded)
-      return runCompileSharded(model, *dims, meshSpec->str(), sequenceParallel,
-                               microbatches, computeDType, irOutput);
-    if (compileCmd && compileEmit == Emit::Ranks)
-      return runCompileRanks(model, *dims, meshSpec->str(), sequenceParallel,
-                             microbatches, computeDType, irOutput);
-    codegen::CpuCompileOptions options;
-    auto bounds = parseDimSizes(maxDims, "--max-dim");
-    if (!bounds)
-      return fail(command, toString(bounds.takeError()));
-    for (const auto &entry : *bounds) {
-      if (dims->count(entry.getKey()))
-        return fail(command,
-                    "--dim and --max-dim both give '" + entry.getKey() + "'");
-      options.bounds[entry.getKey()] = entry.getValue();
-    }
-    options.outputDir = compileOutput;
-    options.march = compileMarch;
-    options.target = compileTarget;
-    options.cudaArch = cudaArch;
-    options.dtype = computeDType;
-    options.noCudaGraph = noCudaGraph;
-    options.noOverlap = noOverlap;
-    std::string problem = codegen::targetProblem(options);
-    if (!problem.empty())
-      return fail(command, problem);
-    options.keepSources = keepSources;
-    options.verbose = compileVerbose;
-    AxisBounds axes;
-    axes.batch = maxBatch;
-    axes.seq = maxSeq;
-    axes.cache = maxCache;
-    axes.batchGiven = maxBatch.getNumOccurrences() > 0;
-    axes.seqGiven = maxSeq.getNumOccurrences() > 0;
-    axes.cacheGiven = maxCache.getNumOccurrences() > 0;
-    return runCompileCpu(model, *dims, meshSpec->str(), sequenceParallel,
-                         microbatches, options, axes);
-  }
-  if (runCmd) {
-    if (!sys::fs::is_directory(runDir))
-      return fail("run", "compiled folder '" + runDir + "' does not exist");
-    SmallString<256> manifest(runDir);
-    sys::path::append(manifest, "manifest.json");
-    if (Error e = checkReadableFile(manifest, "manifest"))
-      return fail("run", toString(std::move(e)) +
-                             " (is this a folder written by 'meshc compile'?)");
-    for (const std::string &input : runInputs) {
-      auto [name, file] = StringRef(input).split('=');
-      if (name.empty() || file.empty())
-        return fail("run", "--input '" + input + "' is not NAME=FILE");
-      if (Error e = checkReadableFile(file, "input"))
-        return fail("run", toString(std::move(e)));
-    }
-    RunRequest request;
-    request.folder = runDir;
-    request.outputDir = runOutputDir;
-    request.collectiveTimeout = runTimeout;
-    request.threads = runThreads;
-    request.mpirunArgs = runMpirunArgs;
-    request.repeat = runRepeat;
-    request.noCudaGraph = noCudaGraph;
-    for (const std::string &input : runInputs) {
-      auto [name, file] = StringRef(input).split('=');
-      request.inputs.emplace_back(name.str(), file.str());
-    }
-    return runCompiled(request);
-  }
+  if (commands.import)
+    return importCommand(model, importOptions);
+  if (commands.plan)
+    return planCommand(model, mesh, planOptions);
+  if (commands.compile)
+    return compileCommand(model, mesh, compileOptions);
+  if (commands.run)
+    return runCommand(runOptions, compileOptions.noCudaGraph);
   return fail("", "no command given; usage: meshc <" + join(kCommands, "|") +
                       "> ... (see 'meshc --help')");
 }

@@ -9,11 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/EvalTool.h"
+
+#include "compiler/codegen/DTypes.h"
 #include "compiler/driver/ReportError.h"
 
 #include "compiler/tools/init_meshc.h"
 #include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/Eval/SpmdEvaluator.h"
+#include "meshc/runtime/npy.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -104,10 +107,9 @@ int runEvalTool(int argc, char **argv) {
     std::string error;
     if (!rt::readNpy(it->second, host, error))
       return fail(error);
-    auto tensor = dfg::fromHostTensor(host, &context);
-    if (failed(tensor))
-      return 1;
-    args.push_back(std::move(*tensor));
+    args.push_back(
+        dfg::decodeTensor(codegen::elementTypeOf(host.dtype, &context),
+                          host.shape, host.bytes.data()));
     files.erase(it);
   }
   if (!files.empty())
@@ -129,9 +131,16 @@ int runEvalTool(int argc, char **argv) {
     SmallString<256> path(outputDir);
     sys::path::append(path, portName(func.getResultAttrDict(i), "result", i) +
                                 ".npy");
-    auto host = dfg::toHostTensor(tensor);
+    std::optional<rt::DType> dtype = codegen::elementDType(tensor.elementType);
+    if (!dtype)
+      return fail("result '" + path.str().str() + "' has an element type " +
+                  "that .npy files of meshc cannot hold");
+    rt::HostTensor host;
+    host.dtype = *dtype;
+    host.shape.assign(tensor.shape.begin(), tensor.shape.end());
+    host.bytes = dfg::encodeTensor(tensor);
     std::string error;
-    if (failed(host) || !rt::writeNpy(path.str().str(), *host, error))
+    if (!rt::writeNpy(path.str().str(), host, error))
       return fail(error);
   }
   return 0;

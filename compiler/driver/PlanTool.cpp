@@ -12,7 +12,7 @@
 #include "compiler/driver/PlanTool.h"
 #include "compiler/driver/ReportError.h"
 
-#include "compiler/codegen/CpuEmitter.h"
+#include "compiler/codegen/RankEmitter.h"
 #include "compiler/pipelines/Pipelines.h"
 #include "dialects/dfg/Sharding/MeshSpec.h"
 #include "passes/sharding/RankRoles.h"
@@ -145,7 +145,7 @@ cpuArenas(mlir::ModuleOp graph, const Candidate &c, std::string *why) {
   for (RankRole &role : *roles) {
     codegen::WeightShards weights;
     auto program =
-        codegen::emitCpuProgram(*role.program, "role", groups, "", weights);
+        codegen::emitRankProgram(*role.program, "role", groups, "", weights);
     if (failed(program))
       return failure();
     arenas.emplace_back(role.ranks, program->arenaBytes);

@@ -175,6 +175,17 @@ template <typename OpTy> LogicalResult legalizeUnary(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// IsNaN(x) -> dfg.<op>(x): a float tensor in, a bool tensor of its shape out
+template <typename OpTy> LogicalResult legalizePredicate(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  if (!isa<FloatType>(in.getElementType()))
+    return ctx.error("needs a floating-point input");
+  return ctx.emit<OpTy>(dfg::Shape(in.getShape()), ctx.builder().getI1Type(),
+                        ctx.input(0));
+}
+
 } // namespace
 
 void populateElementwiseLegalizations(LegalizationTable &table) {
@@ -194,6 +205,7 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Less", 13, legalizeCompare<dfg::LessOp>);
   table.add("", "Greater", 13, legalizeCompare<dfg::GreaterOp>);
   table.add("", "LessOrEqual", 12, legalizeCompare<dfg::LessOrEqualOp>);
+  table.add("", "GreaterOrEqual", 12, legalizeCompare<dfg::GreaterOrEqualOp>);
   table.add("", "Where", 9, legalizeWhere);
   table.add("", "Cast", 13, legalizeCast);
   table.add("", "CastLike", 15, legalizeCastLike);
@@ -209,6 +221,7 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Cos", 7, legalizeUnary<dfg::CosOp>);
   table.add("", "Sin", 7, legalizeUnary<dfg::SinOp>);
   table.add("", "Not", 1, legalizeUnary<dfg::NotOp>);
+  table.add("", "IsNaN", 9, legalizePredicate<dfg::IsNaNOp>);
 }
 
 } // namespace meshc::onnximport

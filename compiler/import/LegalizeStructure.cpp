@@ -88,6 +88,18 @@ LogicalResult legalizeGather(NodeContext &ctx) {
       data.getElementType(), ctx.input(0), ctx.input(1), axis);
 }
 
+/// GatherND(data, indices) -> dfg.gather_nd (batch_dims from opset 12; 0
+/// before)
+LogicalResult legalizeGatherND(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType data = ctx.inputType(0), indices = ctx.inputType(1);
+  int64_t batchDims = ctx.attrInt("batch_dims", 0);
+  return ctx.emit<dfg::GatherNDOp>(
+      dfg::gatherNDShape(data.getShape(), indices.getShape(), batchDims),
+      data.getElementType(), ctx.input(0), ctx.input(1), batchDims);
+}
+
 /// A slice whose starts or ends are symbolic: an end equal to the sliced
 /// dimension means "to the end" (INT64_MAX); if every bound is then
 /// constant, dfg.slice, else dfg.symbolic_slice.
@@ -339,6 +351,7 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Squeeze", 13, legalizeSqueeze);
   table.add("", "Concat", 13, legalizeConcat);
   table.add("", "Gather", 13, legalizeGather);
+  table.add("", "GatherND", 11, legalizeGatherND);
   table.add("", "Slice", 13, legalizeSlice);
   table.add("", "Split", 13, legalizeSplit);
   table.add("", "Split", 18, legalizeSplit); // + num_outputs

@@ -31,14 +31,15 @@ void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
                            bool sequenceParallel, int64_t microbatches = 1);
 
 /// `meshc compile --dtype`: makes the program compute in `dtype` (f32, f16,
-/// bf16; meshc-convert-dtype), then folds the casts that convert nothing.
+/// bf16; meshc-graph-convert-dtype), then folds the casts that convert nothing.
 /// Adds nothing when `dtype` is empty.
 void buildDTypeConversion(mlir::OpPassManager &pm, llvm::StringRef dtype);
 
 /// What code generation runs on the rank programs (`meshc compile` with
 /// executables): fusion of elementwise chains into generated kernels
-/// (meshc-fuse-elementwise), then, unless `overlap` is false (--no-overlap),
-/// collectives issued early and waited for late (meshc-schedule-collectives).
+/// (meshc-lower-fuse-elementwise), then, unless `overlap` is false
+/// (--no-overlap), collectives issued early and waited for late
+/// (meshc-lower-schedule-collectives).
 void buildLoweringPipeline(mlir::OpPassManager &pm, bool overlap = true);
 
 /// Registers the pipelines with the pass registry (for meshc-opt).

@@ -156,7 +156,7 @@ private:
 
   LogicalResult seed() {
     // The batch splits over dp and, with microbatches, over the planning
-    // axis mb inside each dp block (meshc-pipeline-split turns it into a
+    // axis mb inside each dp block (meshc-shard-pipeline-split turns it into a
     // loop over microbatches).
     DimAxes batchAxes;
     for (StringRef name : {StringRef("dp"), StringRef(kMicrobatchAxis)})
@@ -262,8 +262,7 @@ private:
       auto shape = [](Value x) {
         return cast<RankedTensorType>(x.getType()).getShape();
       };
-      if (!isa<dfg::GeluOp, dfg::SiluOp, dfg::MulOp, dfg::AddOp, dfg::CastOp,
-               dfg::TanhOp, dfg::SigmoidOp, dfg::ErfOp>(def))
+      if (!isa<dfg::ElementwiseOpInterface>(def))
         return success();
       for (Value operand : def->getOperands())
         if (shape(operand) == shape(v))
@@ -485,7 +484,7 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
 
 /// Appends the planning axis `mb` of `n` microbatches to the grid. Being
 /// last, it leaves the other axes' indices as they are when
-/// meshc-pipeline-split removes it again.
+/// meshc-shard-pipeline-split removes it again.
 void addMicrobatchAxis(shard::GridOp grid, int64_t n) {
   SmallVector<int64_t> shape(grid.getShape());
   SmallVector<Attribute> names;

@@ -1,7 +1,7 @@
 //===- RankRoles.h - Per-rank programs of an SPMD program -------*- C++ -*-===//
 //
 // Part of meshc. From the verified SPMD program of meshc-shard-pipeline, the
-// program each rank runs (meshc-specialize-rank), and the distinct ones:
+// program each rank runs (meshc-shard-specialize-rank), and the distinct ones:
 // ranks whose programs are identical (dp replicas) form one role.
 //
 //===----------------------------------------------------------------------===//
@@ -15,7 +15,7 @@
 namespace meshc {
 
 /// Rewrites `module` in place into the program of `rank` (row-major over
-/// the module's grid); see meshc-specialize-rank. Errors at the op that
+/// the module's grid); see meshc-shard-specialize-rank. Errors at the op that
 /// cannot be specialized.
 mlir::LogicalResult specializeForRank(mlir::ModuleOp module, int64_t rank);
 

@@ -11,6 +11,7 @@
 
 #include "meshc/runtime/error.h"
 #include "meshc/runtime/half.h"
+#include "meshc/runtime/scalar.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <atomic>
@@ -111,14 +112,8 @@ void arithmetic(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
       return broadcastBinary<T, T>(lhs, rhs, out,
                                    [](T x, T y) { return std::pow(x, y); });
     } else {
-      // As the reference evaluator: the power in double, truncated.
-      return broadcastBinary<T, T>(lhs, rhs, out, [](T x, T y) {
-        const double p = std::trunc(
-            std::pow(static_cast<double>(x), static_cast<double>(y)));
-        if (!(std::abs(p) < 9.2e18))
-          return T(0);
-        return static_cast<T>(static_cast<std::int64_t>(p));
-      });
+      return broadcastBinary<T, T>(
+          lhs, rhs, out, [](T x, T y) { return scalar::intPow<T>(x, y); });
     }
   case BinaryOp::Min:
     return broadcastBinary<T, T>(lhs, rhs, out,
@@ -126,20 +121,12 @@ void arithmetic(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
   case BinaryOp::Max:
     return broadcastBinary<T, T>(lhs, rhs, out,
                                  [](T x, T y) { return x < y ? y : x; });
-  case BinaryOp::Equal:
-    return broadcastBinary<T, std::uint8_t>(
-        lhs, rhs, out, [](T x, T y) { return std::uint8_t(x == y); });
-  case BinaryOp::Less:
-    return broadcastBinary<T, std::uint8_t>(
-        lhs, rhs, out, [](T x, T y) { return std::uint8_t(x < y); });
-  case BinaryOp::Greater:
-    return broadcastBinary<T, std::uint8_t>(
-        lhs, rhs, out, [](T x, T y) { return std::uint8_t(x > y); });
-  case BinaryOp::LessOrEqual:
-    return broadcastBinary<T, std::uint8_t>(
-        lhs, rhs, out, [](T x, T y) { return std::uint8_t(x <= y); });
-  case BinaryOp::And:
-  case BinaryOp::Or:
+#define MESHC_COMPARISON(Name, name, expr)                                     \
+  case BinaryOp::Name:                                                         \
+    return broadcastBinary<T, std::uint8_t>(                                   \
+        lhs, rhs, out, [](T x, T y) { return std::uint8_t(expr); });
+#define MESHC_LOGICAL(Name, name, expr) case BinaryOp::Name:
+#include "meshc/runtime/elementwise_ops.def"
     break;
   }
   unsupportedDType("binary", lhs.dtype);
@@ -151,18 +138,19 @@ void binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
             const TensorRef &out) {
   if (out.numElements() == 0)
     return;
-  if (op == BinaryOp::And || op == BinaryOp::Or) {
-    if (lhs.dtype != DType::Bool)
-      unsupportedDType(op == BinaryOp::And ? "and" : "or", lhs.dtype);
-    if (op == BinaryOp::And)
-      return broadcastBinary<std::uint8_t, std::uint8_t>(
-          lhs, rhs, out, [](std::uint8_t x, std::uint8_t y) {
-            return std::uint8_t((x != 0) & (y != 0));
-          });
-    return broadcastBinary<std::uint8_t, std::uint8_t>(
-        lhs, rhs, out, [](std::uint8_t x, std::uint8_t y) {
-          return std::uint8_t((x != 0) | (y != 0));
+  switch (op) {
+#define MESHC_LOGICAL(Name, name, expr)                                        \
+  case BinaryOp::Name:                                                         \
+    if (lhs.dtype != DType::Bool)                                              \
+      unsupportedDType(name, lhs.dtype);                                       \
+    return broadcastBinary<std::uint8_t, std::uint8_t>(                        \
+        lhs, rhs, out, [](std::uint8_t xb, std::uint8_t yb) {                  \
+          const bool x = xb != 0, y = yb != 0;                                 \
+          return std::uint8_t(expr);                                           \
         });
+#include "meshc/runtime/elementwise_ops.def"
+  default:
+    break;
   }
   switch (lhs.dtype) {
   case DType::F32:
@@ -182,44 +170,28 @@ void binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
 
 namespace {
 
-template <typename T, typename Op>
-void map(const TensorRef &in, const TensorRef &out, Op op) {
+template <typename T, typename R, typename Op>
+void mapTo(const TensorRef &in, const TensorRef &out, Op op) {
   const T *x = in.as<const T>();
-  T *y = out.as<T>();
+  R *y = out.as<R>();
   const std::int64_t n = in.numElements();
 #pragma omp parallel for schedule(static) if (n > kParallelThreshold)
   for (std::int64_t i = 0; i < n; ++i)
     y[i] = op(x[i]);
 }
 
+template <typename T, typename Op>
+void map(const TensorRef &in, const TensorRef &out, Op op) {
+  mapTo<T, T>(in, out, op);
+}
+
 /// The dfg op a UnaryOp implements, for messages.
 const char *unaryName(UnaryOp op) {
   switch (op) {
-  case UnaryOp::Sqrt:
-    return "sqrt";
-  case UnaryOp::Reciprocal:
-    return "reciprocal";
-  case UnaryOp::Neg:
-    return "neg";
-  case UnaryOp::Silu:
-    return "silu";
-  case UnaryOp::Erf:
-    return "erf";
-  case UnaryOp::Tanh:
-    return "tanh";
-  case UnaryOp::Sigmoid:
-    return "sigmoid";
-  case UnaryOp::Exp:
-    return "exp";
-  case UnaryOp::Cos:
-    return "cos";
-  case UnaryOp::Sin:
-    return "sin";
-  case UnaryOp::Not:
-    return "not";
-  case UnaryOp::Gelu:
-  case UnaryOp::GeluTanh:
-    return "gelu";
+#define MESHC_UNARY(Name, name)                                                \
+  case UnaryOp::Name:                                                          \
+    return name;
+#include "meshc/runtime/elementwise_ops.def"
   }
   return "unary";
 }
@@ -229,11 +201,23 @@ const char *unaryName(UnaryOp op) {
 void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   if (in.numElements() == 0)
     return;
-  if (op == UnaryOp::Not) {
-    if (in.dtype != DType::Bool)
-      unsupportedDType(unaryName(op), in.dtype);
-    return map<std::uint8_t>(
-        in, out, [](std::uint8_t x) { return std::uint8_t(x == 0); });
+  switch (op) {
+#define MESHC_UNARY_LOGICAL(Name, name, expr)                                  \
+  case UnaryOp::Name:                                                          \
+    if (in.dtype != DType::Bool)                                               \
+      unsupportedDType(name, in.dtype);                                        \
+    return map<std::uint8_t>(in, out, [](std::uint8_t xb) {                    \
+      const bool x = xb != 0;                                                  \
+      return std::uint8_t(expr);                                               \
+    });
+#define MESHC_UNARY_PREDICATE(Name, name, expr)                                \
+  case UnaryOp::Name:                                                          \
+    requireF32(in, name);                                                      \
+    return mapTo<float, std::uint8_t>(                                         \
+        in, out, [](float x) { return std::uint8_t(expr); });
+#include "meshc/runtime/elementwise_ops.def"
+  default:
+    break;
   }
   if (op == UnaryOp::Neg && in.dtype == DType::I64)
     return map<std::int64_t>(in, out, [](std::int64_t x) {
@@ -279,7 +263,9 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
       const float u2 = kTwoC * (x + 0.044715f * x * x * x);
       return x / (1.0f + fastExp(-u2));
     });
-  case UnaryOp::Not:
+#define MESHC_UNARY_PREDICATE(Name, name, expr) case UnaryOp::Name:
+#define MESHC_UNARY_LOGICAL(Name, name, expr) case UnaryOp::Name:
+#include "meshc/runtime/elementwise_ops.def"
     break;
   }
 }

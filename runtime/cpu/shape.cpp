@@ -12,7 +12,9 @@
 #include "meshc/runtime/error.h"
 #include "runtime/cpu/KernelsInternal.h"
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace meshc::rt::cpu {
 using namespace detail;
@@ -98,6 +100,53 @@ void gather(const TensorRef &data, const TensorRef &indices, std::int64_t axis,
       index += dim;
     std::memcpy(dst + r * slice, src + (o * dim + index) * slice, slice);
   }
+}
+
+void gatherND(const TensorRef &data, const TensorRef &indices,
+              std::int64_t batchDims, const TensorRef &out) {
+  requireIndices(indices, "gather_nd");
+  const int k = static_cast<int>(indices.shape[indices.rank - 1]);
+  // Element strides of data's dimensions; a row of the output is one slice
+  // of data's trailing dimensions.
+  std::int64_t strides[kMaxRank];
+  denseStrides(data, strides);
+  std::int64_t inner = 1;
+  for (int d = static_cast<int>(batchDims) + k; d < data.rank; ++d)
+    inner *= data.shape[d];
+  std::int64_t batch = 1, perBatch = 1;
+  for (int d = 0; d < batchDims; ++d)
+    batch *= indices.shape[d];
+  for (int d = static_cast<int>(batchDims); d < indices.rank - 1; ++d)
+    perBatch *= indices.shape[d];
+  const std::int64_t rows = batch * perBatch;
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t offset =
+        (r / perBatch) * (batchDims > 0 ? strides[batchDims - 1] : 0);
+    for (int j = 0; j < k; ++j) {
+      const int d = static_cast<int>(batchDims) + j;
+      const std::int64_t dim = data.shape[d];
+      std::int64_t index = readIndex(indices, r * k + j);
+      if (index < -dim || index >= dim)
+        fatal("gather_nd: index " + std::to_string(index) + " is outside [-" +
+              std::to_string(dim) + ", " + std::to_string(dim) +
+              ") of dimension " + std::to_string(d));
+      if (index < 0)
+        index += dim;
+      offset += index * strides[d];
+    }
+    offsets[static_cast<std::size_t>(r)] = offset;
+  }
+  if (out.numElements() == 0)
+    return;
+  const std::size_t width = byteWidth(data.dtype);
+  const std::size_t slice = static_cast<std::size_t>(inner) * width;
+  const auto *src = static_cast<const unsigned char *>(data.data);
+  auto *dst = static_cast<unsigned char *>(out.data);
+#pragma omp parallel for schedule(static) if (rows * inner > kParallelThreshold)
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * slice,
+                src + offsets[static_cast<std::size_t>(r)] * width, slice);
 }
 
 void slice(const TensorRef &in, const std::int64_t *starts,

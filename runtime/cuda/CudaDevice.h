@@ -5,7 +5,7 @@
 // workspace, and the slot where kernels record a data-dependent error. One
 // GPU per process (the local rank picks it), one compute stream that every
 // kernel of the program is enqueued on, in program order (the collectives
-// run on a communication stream of their own, see device_placement.cpp).
+// run on a communication stream of their own, see runtime/comm/nccl_comm.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_RUNTIME_CUDA_CUDADEVICE_H
@@ -19,9 +19,30 @@
 
 namespace meshc::rt::cuda {
 
+/// How matmul and linear compute f32/f16/bf16 products.
+enum class GemmPath {
+  /// cuBLASLt, and meshc's own GEMM kernel only for what it refuses (the
+  /// default).
+  CublasLt,
+  /// meshc's own GEMM kernel for every product, and no cuBLASLt handle at
+  /// all (MESHC_CUDA_GEMM=fallback): so that every other kernel can be
+  /// tested where cuBLASLt cannot run, such as a GPU simulator.
+  Fallback,
+};
+/// The path the environment variable MESHC_CUDA_GEMM selects, read once per
+/// process (so that every product of a run takes the same path); an unknown
+/// value is fatal (parseGemmPath).
+GemmPath gemmPath();
+/// The path a value of MESHC_CUDA_GEMM selects: unset or empty and
+/// "cublaslt" the default, "fallback" meshc's kernel; anything else is fatal,
+/// naming the variable and the accepted values. Apart from gemmPath(), which
+/// reads the environment once, so that a test can check it without a GPU.
+GemmPath parseGemmPath(const char *value);
+
 /// Picks GPU `localRank` of this node and sets up the stream, the cuBLASLt
-/// handle and the error slot. A node with no usable GPU, or fewer GPUs than
-/// `localSize` ranks on it, is fatal with a message naming both.
+/// handle (unless gemmPath() is Fallback) and the error slot. A node with no
+/// usable GPU, or fewer GPUs than `localSize` ranks on it, is fatal with a
+/// message naming both.
 void initDevice(int localRank, int localSize);
 /// Releases what initDevice made (a no-op when it was not called).
 void shutdownDevice();
@@ -29,8 +50,10 @@ void shutdownDevice();
 bool deviceReady();
 
 cudaStream_t stream();
+/// The cuBLASLt handle; nullptr when gemmPath() is Fallback.
 cublasLtHandle_t blasLt();
-/// A cuBLASLt workspace on the device, of workspaceBytes() bytes.
+/// A cuBLASLt workspace on the device, of workspaceBytes() bytes (nullptr
+/// when gemmPath() is Fallback).
 void *workspace();
 std::size_t workspaceBytes();
 

@@ -19,6 +19,11 @@
 // accumulated into; where cuBLASLt has no algorithm at all, a plain kernel
 // computes the product.
 //
+// MESHC_CUDA_GEMM=fallback (CudaDevice.h, docs/testing.md) sends every float
+// product to that plain kernel (f32 accumulation, the bias added before the
+// one rounding) and never calls cuBLASLt, so that the rest of the CUDA
+// kernels can be tested where cuBLASLt cannot run, such as a GPU simulator.
+//
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/cuda_kernels.h"
 
@@ -276,12 +281,15 @@ template <typename T> void runPlain(const Product &p, const char *kernel) {
 
 /// Runs `p` (beta 0) on element type T: cuBLASLt for floats, with the bias
 /// in the epilogue or, where that is refused, preloaded into C; the plain
-/// kernel for integers and whatever cuBLASLt refuses.
+/// kernel for integers, whatever cuBLASLt refuses, and every product under
+/// MESHC_CUDA_GEMM=fallback.
 template <typename T>
 void runProduct(const Product &p, DType dtype, const char *kernel) {
   if (p.batch * p.m * p.n == 0)
     return;
   if constexpr (kIsFloat<T>) {
+    if (gemmPath() == GemmPath::Fallback)
+      return runPlain<T>(p, kernel);
     if (runLt(p, dtype))
       return;
     if (p.bias) {

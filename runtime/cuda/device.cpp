@@ -2,7 +2,8 @@
 //
 // Part of meshc. Implements CudaDevice.h: picks the node-local GPU, makes the
 // compute stream every kernel of the program runs on, the cuBLASLt
-// handle and workspace, and the device slot where kernels record a
+// handle and workspace (unless MESHC_CUDA_GEMM=fallback keeps cuBLASLt out
+// of the process), and the device slot where kernels record a
 // data-dependent error, which synchronize() turns into one message.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,8 @@
 
 #include "meshc/runtime/error.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace meshc::rt::cuda {
@@ -53,6 +56,22 @@ const char *errorKernel(DeviceError kind) {
 
 } // namespace
 
+GemmPath parseGemmPath(const char *value) {
+  if (!value || !*value || std::strcmp(value, "cublaslt") == 0)
+    return GemmPath::CublasLt;
+  if (std::strcmp(value, "fallback") == 0)
+    return GemmPath::Fallback;
+  fatal(std::string("MESHC_CUDA_GEMM=") + value +
+        " is not understood: accepted values are 'cublaslt' (the default: "
+        "matmul and linear through cuBLASLt) and 'fallback' (meshc's own "
+        "GEMM kernel instead of cuBLASLt)");
+}
+
+GemmPath gemmPath() {
+  static const GemmPath path = parseGemmPath(std::getenv("MESHC_CUDA_GEMM"));
+  return path;
+}
+
 void check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
     fatal(std::string(what) + " failed on GPU " + std::to_string(device.index) +
@@ -76,6 +95,8 @@ void checkLaunch(const char *kernel) {
 void initDevice(int localRank, int localSize) {
   if (device.ready)
     return;
+  // Read first, so that a mistyped value stops the run before any GPU work.
+  const GemmPath gemm = gemmPath();
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0)
@@ -94,8 +115,10 @@ void initDevice(int localRank, int localSize) {
   check(cudaSetDevice(localRank), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&device.stream, cudaStreamNonBlocking),
         "cudaStreamCreate");
-  checkBlas(cublasLtCreate(&device.blasLt), "cublasLtCreate");
-  device.workspace = deviceAlloc(kWorkspaceBytes, "the cuBLASLt workspace");
+  if (gemm == GemmPath::CublasLt) {
+    checkBlas(cublasLtCreate(&device.blasLt), "cublasLtCreate");
+    device.workspace = deviceAlloc(kWorkspaceBytes, "the cuBLASLt workspace");
+  }
   device.errorSlot = static_cast<std::int64_t *>(
       deviceAlloc(3 * sizeof(std::int64_t), "the error slot"));
   check(cudaMemsetAsync(device.errorSlot, 0, 3 * sizeof(std::int64_t),
@@ -111,7 +134,8 @@ void shutdownDevice() {
   cudaStreamSynchronize(device.stream);
   cudaFree(device.workspace);
   cudaFree(device.errorSlot);
-  cublasLtDestroy(device.blasLt);
+  if (device.blasLt)
+    cublasLtDestroy(device.blasLt);
   cudaStreamDestroy(device.stream);
   device = Device();
 }

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/cuda_kernels.h"
+#include "meshc/runtime/scalar.h"
 
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/KernelsInternal.cuh"
@@ -73,7 +74,7 @@ __device__ __forceinline__ float arithmeticF32(BinaryOp op, float x, float y) {
 /// Arithmetic on i64 or i32, wrapping on overflow. Div truncates toward zero
 /// (ONNX); a zero divisor gives 0 here and is recorded as an error by the
 /// kernel (reported at the next synchronisation, as the CPU stops). Pow is
-/// the power in double, truncated, 0 when it does not fit (as the CPU).
+/// exact, as the CPU's (scalar::intPow).
 template <typename I>
 __device__ __forceinline__ I arithmeticInt(BinaryOp op, I x, I y) {
   using U = std::make_unsigned_t<I>;
@@ -90,12 +91,8 @@ __device__ __forceinline__ I arithmeticInt(BinaryOp op, I x, I y) {
     if (y == -1) // INT_MIN / -1 would trap
       return static_cast<I>(U(0) - static_cast<U>(x));
     return x / y;
-  case BinaryOp::Pow: {
-    const double p = trunc(pow(static_cast<double>(x), static_cast<double>(y)));
-    if (!(fabs(p) < 9.2e18))
-      return 0;
-    return static_cast<I>(static_cast<std::int64_t>(p));
-  }
+  case BinaryOp::Pow:
+    return scalar::intPow<I>(x, y);
   case BinaryOp::Min:
     return y < x ? y : x;
   case BinaryOp::Max:
@@ -127,14 +124,10 @@ __global__ void arithmeticKernel(BinaryOp op, Plan<2> plan, const T *a,
 template <typename V>
 __device__ __forceinline__ bool compare(BinaryOp op, V x, V y) {
   switch (op) {
-  case BinaryOp::Equal:
-    return x == y;
-  case BinaryOp::Less:
-    return x < y;
-  case BinaryOp::Greater:
-    return x > y;
-  case BinaryOp::LessOrEqual:
-    return x <= y;
+#define MESHC_COMPARISON(Name, name, expr)                                     \
+  case BinaryOp::Name:                                                         \
+    return expr;
+#include "meshc/runtime/elementwise_ops.def"
   default:
     return false;
   }
@@ -156,21 +149,54 @@ __global__ void compareKernel(BinaryOp op, Plan<2> plan, const T *a, const T *b,
   }
 }
 
-__global__ void logicKernel(bool isAnd, Plan<2> plan, const std::uint8_t *a,
+__device__ __forceinline__ bool logical(BinaryOp op, bool x, bool y) {
+  switch (op) {
+#define MESHC_LOGICAL(Name, name, expr)                                        \
+  case BinaryOp::Name:                                                         \
+    return expr;
+#include "meshc/runtime/elementwise_ops.def"
+  default:
+    return false;
+  }
+}
+
+__global__ void logicKernel(BinaryOp op, Plan<2> plan, const std::uint8_t *a,
                             const std::uint8_t *b, std::uint8_t *out,
                             std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
        i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
     std::int64_t off[2];
     planOffsets(plan, i, off);
-    const bool x = a[off[0]] != 0, y = b[off[1]] != 0;
-    out[i] = (isAnd ? (x && y) : (x || y)) ? 1 : 0;
+    out[i] = logical(op, a[off[0]] != 0, b[off[1]] != 0) ? 1 : 0;
   }
 }
 
-bool isComparison(BinaryOp op) {
-  return op == BinaryOp::Equal || op == BinaryOp::Less ||
-         op == BinaryOp::Greater || op == BinaryOp::LessOrEqual;
+/// The family of a BinaryOp (elementwise_ops.def).
+enum class BinaryFamily { Arithmetic, Comparison, Logical };
+BinaryFamily familyOf(BinaryOp op) {
+  switch (op) {
+#define MESHC_ARITHMETIC(Name, name)                                           \
+  case BinaryOp::Name:                                                         \
+    return BinaryFamily::Arithmetic;
+#define MESHC_COMPARISON(Name, name, expr)                                     \
+  case BinaryOp::Name:                                                         \
+    return BinaryFamily::Comparison;
+#define MESHC_LOGICAL(Name, name, expr)                                        \
+  case BinaryOp::Name:                                                         \
+    return BinaryFamily::Logical;
+#include "meshc/runtime/elementwise_ops.def"
+  }
+  return BinaryFamily::Arithmetic;
+}
+
+const char *binaryName(BinaryOp op) {
+  switch (op) {
+#define MESHC_BINARY(Name, name)                                               \
+  case BinaryOp::Name:                                                         \
+    return name;
+#include "meshc/runtime/elementwise_ops.def"
+  }
+  return "binary";
 }
 
 } // namespace
@@ -183,17 +209,18 @@ void binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
   const TensorRef *inputs[] = {&lhs, &rhs};
   const Plan<2> plan = broadcastPlan<2>(out, inputs);
   const unsigned grid = gridFor(n);
-  if (op == BinaryOp::And || op == BinaryOp::Or) {
-    const char *name = op == BinaryOp::And ? "and" : "or";
+  const BinaryFamily family = familyOf(op);
+  if (family == BinaryFamily::Logical) {
+    const char *name = binaryName(op);
     if (lhs.dtype != DType::Bool || rhs.dtype != DType::Bool)
       unsupportedDType(name, lhs.dtype != DType::Bool ? lhs.dtype : rhs.dtype);
     logicKernel<<<grid, kThreads, 0, stream()>>>(
-        op == BinaryOp::And, plan, lhs.as<const std::uint8_t>(),
-        rhs.as<const std::uint8_t>(), out.as<std::uint8_t>(), n);
+        op, plan, lhs.as<const std::uint8_t>(), rhs.as<const std::uint8_t>(),
+        out.as<std::uint8_t>(), n);
     return checkLaunch(name);
   }
   requireDType(rhs, lhs.dtype, "binary");
-  if (isComparison(op)) {
+  if (family == BinaryFamily::Comparison) {
     dispatchNumeric(lhs.dtype, "compare", [&](auto tag) {
       using T = typename decltype(tag)::type;
       compareKernel<T><<<grid, kThreads, 0, stream()>>>(
@@ -249,10 +276,43 @@ __device__ __forceinline__ float unaryF32(UnaryOp op, float x) {
     const float u2 = kTwoC * (x + 0.044715f * x * x * x);
     return x / (1.0f + expf(-u2));
   }
-  case UnaryOp::Not:
-    break;
+#define MESHC_UNARY_PREDICATE(Name, name, expr) case UnaryOp::Name:
+#define MESHC_UNARY_LOGICAL(Name, name, expr) case UnaryOp::Name:
+#include "meshc/runtime/elementwise_ops.def"
+  break;
   }
   return 0.0f;
+}
+
+/// Predicates (float to bool) and logical ops (bool to bool).
+__device__ __forceinline__ bool unaryPredicate(UnaryOp op, float x) {
+  switch (op) {
+#define MESHC_UNARY_PREDICATE(Name, name, expr)                                \
+  case UnaryOp::Name:                                                          \
+    return expr;
+#include "meshc/runtime/elementwise_ops.def"
+  default:
+    return false;
+  }
+}
+
+__device__ __forceinline__ bool unaryLogical(UnaryOp op, bool x) {
+  switch (op) {
+#define MESHC_UNARY_LOGICAL(Name, name, expr)                                  \
+  case UnaryOp::Name:                                                          \
+    return expr;
+#include "meshc/runtime/elementwise_ops.def"
+  default:
+    return false;
+  }
+}
+
+template <typename T>
+__global__ void predicateKernel(UnaryOp op, const T *in, std::uint8_t *out,
+                                std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = unaryPredicate(op, toFloat(in[i])) ? 1 : 0;
 }
 
 template <typename T>
@@ -271,41 +331,38 @@ __global__ void negIntKernel(const I *in, I *out, std::int64_t n) {
     out[i] = static_cast<I>(U(0) - static_cast<U>(in[i]));
 }
 
-__global__ void notKernel(const std::uint8_t *in, std::uint8_t *out,
-                          std::int64_t n) {
+__global__ void logicalUnaryKernel(UnaryOp op, const std::uint8_t *in,
+                                   std::uint8_t *out, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
        i < n; i += std::int64_t(gridDim.x) * blockDim.x)
-    out[i] = in[i] == 0 ? 1 : 0;
+    out[i] = unaryLogical(op, in[i] != 0) ? 1 : 0;
+}
+
+/// The family of a UnaryOp (elementwise_ops.def).
+enum class UnaryFamily { Math, Predicate, Logical };
+UnaryFamily familyOf(UnaryOp op) {
+  switch (op) {
+#define MESHC_UNARY_MATH(Name, name)                                           \
+  case UnaryOp::Name:                                                          \
+    return UnaryFamily::Math;
+#define MESHC_UNARY_PREDICATE(Name, name, expr)                                \
+  case UnaryOp::Name:                                                          \
+    return UnaryFamily::Predicate;
+#define MESHC_UNARY_LOGICAL(Name, name, expr)                                  \
+  case UnaryOp::Name:                                                          \
+    return UnaryFamily::Logical;
+#include "meshc/runtime/elementwise_ops.def"
+  }
+  return UnaryFamily::Math;
 }
 
 /// The dfg op a UnaryOp implements, for messages.
 const char *unaryName(UnaryOp op) {
   switch (op) {
-  case UnaryOp::Sqrt:
-    return "sqrt";
-  case UnaryOp::Reciprocal:
-    return "reciprocal";
-  case UnaryOp::Neg:
-    return "neg";
-  case UnaryOp::Silu:
-    return "silu";
-  case UnaryOp::Erf:
-    return "erf";
-  case UnaryOp::Tanh:
-    return "tanh";
-  case UnaryOp::Sigmoid:
-    return "sigmoid";
-  case UnaryOp::Exp:
-    return "exp";
-  case UnaryOp::Cos:
-    return "cos";
-  case UnaryOp::Sin:
-    return "sin";
-  case UnaryOp::Not:
-    return "not";
-  case UnaryOp::Gelu:
-  case UnaryOp::GeluTanh:
-    return "gelu";
+#define MESHC_UNARY(Name, name)                                                \
+  case UnaryOp::Name:                                                          \
+    return name;
+#include "meshc/runtime/elementwise_ops.def"
   }
   return "unary";
 }
@@ -318,11 +375,20 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
     return;
   const char *name = unaryName(op);
   const unsigned grid = gridFor(n);
-  if (op == UnaryOp::Not) {
+  const UnaryFamily family = familyOf(op);
+  if (family == UnaryFamily::Logical) {
     if (in.dtype != DType::Bool)
       unsupportedDType(name, in.dtype);
-    notKernel<<<grid, kThreads, 0, stream()>>>(in.as<const std::uint8_t>(),
-                                               out.as<std::uint8_t>(), n);
+    logicalUnaryKernel<<<grid, kThreads, 0, stream()>>>(
+        op, in.as<const std::uint8_t>(), out.as<std::uint8_t>(), n);
+    return checkLaunch(name);
+  }
+  if (family == UnaryFamily::Predicate) {
+    dispatchFloat(in.dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      predicateKernel<T><<<grid, kThreads, 0, stream()>>>(
+          op, in.as<const T>(), out.as<std::uint8_t>(), n);
+    });
     return checkLaunch(name);
   }
   if (op == UnaryOp::Neg && in.dtype == DType::I64) {

@@ -401,6 +401,79 @@ void gather(const TensorRef &data, const TensorRef &indices, std::int64_t axis,
              DeviceError::GatherIndex, "gather");
 }
 
+namespace {
+
+/// What a gatherND thread needs of data's shape: the sizes and element
+/// strides of the k indexed dimensions, and the stride of one batch.
+struct GatherNDShape {
+  std::int64_t size[kMaxRank], stride[kMaxRank];
+  std::int64_t batchStride, perBatch, inner;
+  int k;
+};
+
+template <typename U>
+__global__ void gatherNDKernel(const U *src, U *dst, const void *indices,
+                               bool is32, GatherNDShape g, std::int64_t n,
+                               std::int64_t *slot) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       e < n; e += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t r, c;
+    divmod(e, g.inner, r, c);
+    std::int64_t offset = (r / g.perBatch) * g.batchStride;
+    bool bad = false;
+    for (int j = 0; j < g.k; ++j) {
+      std::int64_t index = readIndex(indices, is32, r * g.k + j);
+      if (index < -g.size[j] || index >= g.size[j]) {
+        if (c == 0)
+          recordError(slot, DeviceError::GatherIndex, index, g.size[j]);
+        bad = true;
+        break;
+      }
+      if (index < 0)
+        index += g.size[j];
+      offset += index * g.stride[j];
+    }
+    if (!bad)
+      dst[e] = src[offset + c];
+  }
+}
+
+} // namespace
+
+void gatherND(const TensorRef &data, const TensorRef &indices,
+              std::int64_t batchDims, const TensorRef &out) {
+  requireIndices(indices, "gather_nd");
+  GatherNDShape g;
+  g.k = static_cast<int>(indices.shape[indices.rank - 1]);
+  std::int64_t strides[kMaxRank];
+  std::int64_t s = 1;
+  for (int d = data.rank - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= data.shape[d];
+  }
+  for (int j = 0; j < g.k; ++j) {
+    g.size[j] = data.shape[batchDims + j];
+    g.stride[j] = strides[batchDims + j];
+  }
+  g.batchStride = batchDims > 0 ? strides[batchDims - 1] : 0;
+  g.inner = 1;
+  for (int d = static_cast<int>(batchDims) + g.k; d < data.rank; ++d)
+    g.inner *= data.shape[d];
+  g.perBatch = 1;
+  for (int d = static_cast<int>(batchDims); d < indices.rank - 1; ++d)
+    g.perBatch *= indices.shape[d];
+  const std::int64_t n = out.numElements();
+  if (n == 0 || g.inner == 0)
+    return;
+  const bool is32 = indices.dtype == DType::I32;
+  dispatchUnit(byteWidth(data.dtype), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    gatherNDKernel<U><<<gridFor(n), kThreads, 0, stream()>>>(
+        data.as<const U>(), out.as<U>(), indices.data, is32, g, n, errorSlot());
+  });
+  checkLaunch("gather_nd");
+}
+
 void embedding(const TensorRef &table, const TensorRef &ids,
                const TensorRef &out) {
   requireIndices(ids, "embedding");

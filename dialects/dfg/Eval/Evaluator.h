@@ -11,7 +11,6 @@
 #define MESHC_DIALECTS_DFG_EVAL_EVALUATOR_H
 
 #include "dialects/dfg/IR/SymbolicDims.h"
-#include "meshc/runtime/npy.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Types.h"
@@ -66,10 +65,15 @@ void roundToElementType(EvalTensor &tensor);
 /// The value of `tensor` as an attribute of its (static) type.
 mlir::DenseElementsAttr toDenseAttr(const EvalTensor &tensor);
 
-/// Conversions to and from the runtime's host tensors (.npy files).
-mlir::FailureOr<EvalTensor> fromHostTensor(const rt::HostTensor &tensor,
-                                           mlir::MLIRContext *context);
-mlir::FailureOr<rt::HostTensor> toHostTensor(const EvalTensor &tensor);
+/// A tensor from `bytes`: little-endian elements of `elementType` (bool one
+/// byte each), as weight files and .npy files hold them; `bytes` holds at
+/// least the shape's element count of them.
+EvalTensor decodeTensor(mlir::Type elementType, llvm::ArrayRef<int64_t> shape,
+                        const uint8_t *bytes);
+
+/// The tensor's values as little-endian bytes of its element type (bool one
+/// byte each; floats rounded to nearest even).
+std::vector<uint8_t> encodeTensor(const EvalTensor &tensor);
 
 } // namespace meshc::dfg
 

@@ -23,9 +23,11 @@ bool isFloatTensor(Type t) {
 } // namespace
 
 bool FusedElementwiseOp::isFusible(Operation *op) {
-  if (!isa<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, SqrtOp,
-           ReciprocalOp, NegOp, SiluOp, ErfOp, TanhOp, SigmoidOp, ExpOp, CosOp,
-           SinOp, GeluOp, CastOp>(op))
+  auto elementwise = dyn_cast<ElementwiseOpInterface>(op);
+  if (!elementwise)
+    return false;
+  SmallVector<std::string> names(op->getNumOperands(), "x");
+  if (elementwise.getFusedExpression(names).empty())
     return false;
   return llvm::all_of(op->getOperandTypes(), isFloatTensor) &&
          llvm::all_of(op->getResultTypes(), isFloatTensor);

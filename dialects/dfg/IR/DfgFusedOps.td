@@ -74,7 +74,7 @@ def Dfg_WaitOp : Dfg_Op<"wait", [SameOperandsAndResultType]> {
     without blocking (an MPI request on the cpu target; NCCL on the
     communication stream of the cuda target) and completes it here, and the
     buffer plan keeps the collective's operand and result live from the one
-    to the other. meshc-schedule-collectives forms it in rank programs.
+    to the other. meshc-lower-schedule-collectives forms it in rank programs.
 
     Not pure: a wait whose result is unused (a send's) still completes the
     collective, so no pass may erase it.

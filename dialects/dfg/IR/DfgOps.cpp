@@ -7,7 +7,6 @@
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "dialects/dfg/IR/DfgShapes.h"
-#include "meshc/runtime/dtype.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -15,6 +14,9 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 
@@ -95,26 +97,10 @@ LogicalResult inferBroadcastBinary(std::optional<Location> loc,
 // WeightOp
 //===----------------------------------------------------------------------===//
 
-std::optional<rt::DType> elementDType(Type t) {
-  if (t.isF32())
-    return rt::DType::F32;
-  if (t.isF16())
-    return rt::DType::F16;
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isInteger(64))
-    return rt::DType::I64;
-  if (t.isInteger(32))
-    return rt::DType::I32;
-  if (t.isInteger(1))
-    return rt::DType::Bool;
-  return std::nullopt;
-}
-
-/// The byte width of a dfg element type (which ODS has already restricted).
+/// The byte width of a dfg element type (which ODS has already restricted;
+/// bool takes one byte).
 static int64_t elementByteWidth(Type t) {
-  return static_cast<int64_t>(
-      rt::byteWidth(elementDType(t).value_or(rt::DType::F32)));
+  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
 LogicalResult WeightOp::verify() {
@@ -332,6 +318,18 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                       gatherShape(data.getShape(), indices.getShape(),
                                   static_cast<int64_t>(adaptor.getAxis())),
                       data, types); // 2, 3
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  return pushInferred(loc, getOperationName(),
+                      gatherNDShape(data.getShape(), indices.getShape(),
+                                    adaptor.getBatchDims()),
+                      data, types); // 1-4
 }
 
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
@@ -671,7 +669,61 @@ LogicalResult inferNormalization(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Elementwise ops whose definitions depend on an attribute
+//===----------------------------------------------------------------------===//
+
+std::string fusedExpression(StringRef pattern, ArrayRef<std::string> operands) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '@' && i + 1 < pattern.size() &&
+        llvm::isDigit(pattern[i + 1]) &&
+        size_t(pattern[i + 1] - '0') < operands.size()) {
+      out += operands[pattern[i + 1] - '0'];
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+double GeluOp::evaluateElement(ArrayRef<double> operands) {
+  double x = operands[0];
+  if (getExact())
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  double c = std::sqrt(2 / M_PI);
+  return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+StringRef GeluOp::getKernelName() { return getExact() ? "Gelu" : "GeluTanh"; }
+
+std::string GeluOp::getFusedExpression(ArrayRef<std::string> operands) {
+  return fusedExpression(
+      getExact() ? "rt::fused::gelu(@0)" : "rt::fused::geluTanh(@0)", operands);
+}
+
+/// The value itself: the evaluator rounds it to the result's element type.
+double CastOp::evaluateElement(ArrayRef<double> operands) {
+  return operands[0];
+}
+
+StringRef CastOp::getKernelName() { return ""; } // k::cast
+
+/// Between float types only (f16 and bf16 live as rounded f32 in a fused
+/// kernel).
+std::string CastOp::getFusedExpression(ArrayRef<std::string> operands) {
+  Type to = getTo();
+  if (to.isF16())
+    return fusedExpression("rt::fused::roundToHalf(@0)", operands);
+  if (to.isBF16())
+    return fusedExpression("rt::fused::roundToBfloat16(@0)", operands);
+  return to.isF32() ? operands[0] : std::string();
+}
+
 } // namespace meshc::dfg
+
+#include "dialects/dfg/IR/DfgInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/dfg/IR/DfgOps.cpp.inc"

@@ -13,8 +13,6 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "meshc/runtime/dtype.h"
-
 #include <optional>
 
 #include "dialects/dfg/IR/DfgDialect.h.inc"
@@ -49,10 +47,11 @@ inferNormalization(std::optional<mlir::Location> loc, llvm::StringRef opName,
 /// may be more or less refined than what inference derives.
 bool areCompatibleTensorTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
 
-/// The runtime element type of a dfg element type (f32, f16, bf16, i64, i32,
-/// i1); std::nullopt for any other type. Weight files, .npy files and
-/// generated code all name element types this way.
-std::optional<rt::DType> elementDType(mlir::Type type);
+/// `pattern` with `@0`, `@1`, ... replaced by `operands[0]`, `operands[1]`,
+/// ...: the body of an elementwise op in a generated fused kernel
+/// (ElementwiseOpInterface::getFusedExpression); empty for an empty pattern.
+std::string fusedExpression(llvm::StringRef pattern,
+                            llvm::ArrayRef<std::string> operands);
 
 /// The verifier of every op with shape inference: runs the inference (which
 /// reports a broken invariant by its number's message) and checks that the
@@ -60,6 +59,8 @@ std::optional<rt::DType> elementDType(mlir::Type type);
 llvm::LogicalResult verifyInferredTypes(mlir::InferTypeOpInterface op);
 
 } // namespace meshc::dfg
+
+#include "dialects/dfg/IR/DfgInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/dfg/IR/DfgOps.h.inc"

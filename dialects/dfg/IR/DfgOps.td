@@ -12,6 +12,7 @@
 #define MESHC_DIALECTS_DFG_IR_DFGOPS_TD
 
 include "dialects/dfg/IR/DfgDialect.td"
+include "dialects/dfg/IR/DfgInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -180,10 +181,35 @@ def Dfg_MatMulOp : Dfg_InferredOp<"matmul", [SameOperandsAndResultElementType]> 
 // Elementwise arithmetic with ONNX multidirectional broadcasting
 //===----------------------------------------------------------------------===//
 
+/// An elementwise op (Dfg_ElementwiseOpInterface) defined by three strings:
+/// `reference`, a C++ double expression of the operand elements `a` and `b`
+/// (the reference evaluator); `fused`, the float expression of a generated
+/// fused kernel with `@0` and `@1` standing for the operands (empty: not
+/// fusible); and the runtime kernel, `BinaryOp::<onnxName>`.
+class Dfg_ElementwiseDefs<string kernel, string reference, string fused> {
+  code elementwiseDefinitions = [{
+    double $cppClass::evaluateElement(::llvm::ArrayRef<double> operands) {
+      [[maybe_unused]] const double a = operands[0];
+      [[maybe_unused]] const double b = operands.size() > 1 ? operands[1] : 0;
+      [[maybe_unused]] const double x = a;
+      return }] # reference # [{;
+    }
+    ::llvm::StringRef $cppClass::getKernelName() { return "}] # kernel # [{"; }
+    std::string $cppClass::getFusedExpression(
+        ::llvm::ArrayRef<std::string> operands) {
+      return ::meshc::dfg::fusedExpression("}] # fused # [{", operands);
+    }
+  }];
+}
+
 class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
+                            string reference, string fused,
                             list<Trait> traits = [],
                             Type tensorType = Dfg_NumericTensor>
-    : Dfg_InferredOp<mnemonic, traits # [SameOperandsAndResultElementType]> {
+    : Dfg_InferredOp<mnemonic, traits # [SameOperandsAndResultElementType,
+          DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface,
+                                    ["getFusedExpression"]>]>,
+      Dfg_ElementwiseDefs<onnxName, reference, fused> {
   let summary = "Elementwise " # onnxName # " with numpy broadcasting";
   let description = [{
     Applies the operation elementwise after broadcasting both operands to a
@@ -214,24 +240,38 @@ class Dfg_BroadcastBinaryOp<string mnemonic, string onnxName,
       return ::meshc::dfg::inferBroadcastBinary(
           loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(), types);
     }
-  }];
+  }] # elementwiseDefinitions;
 }
 
-def Dfg_AddOp : Dfg_BroadcastBinaryOp<"add", "Add", [Commutative]>;
-def Dfg_SubOp : Dfg_BroadcastBinaryOp<"sub", "Sub">;
-def Dfg_MulOp : Dfg_BroadcastBinaryOp<"mul", "Mul", [Commutative]>;
-def Dfg_DivOp : Dfg_BroadcastBinaryOp<"div", "Div">;
-def Dfg_PowOp : Dfg_BroadcastBinaryOp<"pow", "Pow">;
-def Dfg_MinOp : Dfg_BroadcastBinaryOp<"min", "Min", [Commutative]>;
-def Dfg_MaxOp : Dfg_BroadcastBinaryOp<"max", "Max", [Commutative]>;
-def Dfg_AndOp : Dfg_BroadcastBinaryOp<"and", "And", [Commutative],
-                                      Dfg_BoolTensor>;
-def Dfg_OrOp : Dfg_BroadcastBinaryOp<"or", "Or", [Commutative], Dfg_BoolTensor>;
+def Dfg_AddOp : Dfg_BroadcastBinaryOp<"add", "Add", "a + b", "@0 + @1",
+                                      [Commutative]>;
+def Dfg_SubOp : Dfg_BroadcastBinaryOp<"sub", "Sub", "a - b", "@0 - @1">;
+def Dfg_MulOp : Dfg_BroadcastBinaryOp<"mul", "Mul", "a * b", "@0 * @1",
+                                      [Commutative]>;
+// Integer division truncates toward zero, as ONNX Div.
+def Dfg_DivOp : Dfg_BroadcastBinaryOp<"div", "Div",
+    "::llvm::isa<::mlir::IntegerType>(getType().getElementType()) "
+    "? std::trunc(a / b) : a / b", "@0 / @1">;
+def Dfg_PowOp : Dfg_BroadcastBinaryOp<"pow", "Pow", "std::pow(a, b)",
+                                      "powf(@0, @1)">;
+def Dfg_MinOp : Dfg_BroadcastBinaryOp<"min", "Min", "std::min(a, b)",
+                                      "rt::fused::minimum(@0, @1)",
+                                      [Commutative]>;
+def Dfg_MaxOp : Dfg_BroadcastBinaryOp<"max", "Max", "std::max(a, b)",
+                                      "rt::fused::maximum(@0, @1)",
+                                      [Commutative]>;
+def Dfg_AndOp : Dfg_BroadcastBinaryOp<"and", "And", "double(a != 0 && b != 0)",
+                                      "", [Commutative], Dfg_BoolTensor>;
+def Dfg_OrOp : Dfg_BroadcastBinaryOp<"or", "Or", "double(a != 0 || b != 0)", "",
+                                     [Commutative], Dfg_BoolTensor>;
 
 /// Comparisons: numeric operands, bool result, broadcasting as above.
 class Dfg_CompareOp<string mnemonic, string onnxName, string relation,
                     list<Trait> traits = []>
-    : Dfg_InferredOp<mnemonic, traits # [SameOperandsElementType]> {
+    : Dfg_InferredOp<mnemonic, traits # [SameOperandsElementType,
+          DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface,
+                                    ["getFusedExpression"]>]>,
+      Dfg_ElementwiseDefs<onnxName, "double(a " # relation # " b)", ""> {
   let summary = "Elementwise " # onnxName # " comparison with numpy broadcasting";
   let description = [{
     `result = lhs }] # relation # [{ rhs` elementwise, after broadcasting both
@@ -261,15 +301,18 @@ class Dfg_CompareOp<string mnemonic, string onnxName, string relation,
           loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(), types,
           ::mlir::IntegerType::get(context, 1));
     }
-  }];
+  }] # elementwiseDefinitions;
 }
 
 def Dfg_EqualOp : Dfg_CompareOp<"equal", "Equal", "==", [Commutative]>;
 def Dfg_LessOp : Dfg_CompareOp<"less", "Less", "<">;
 def Dfg_GreaterOp : Dfg_CompareOp<"greater", "Greater", ">">;
 def Dfg_LessOrEqualOp : Dfg_CompareOp<"less_or_equal", "LessOrEqual", "<=">;
+def Dfg_GreaterOrEqualOp
+    : Dfg_CompareOp<"greater_or_equal", "GreaterOrEqual", ">=">;
 
-def Dfg_WhereOp : Dfg_InferredOp<"where"> {
+def Dfg_WhereOp : Dfg_InferredOp<"where",
+    [DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface>]> {
   let summary = "Select elementwise between two tensors (ONNX Where)";
   let description = [{
     `result = condition ? lhs : rhs` elementwise, after broadcasting all three
@@ -293,9 +336,17 @@ def Dfg_WhereOp : Dfg_InferredOp<"where"> {
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let extraClassDefinition = inferredOpDefinitions # [{
+    double $cppClass::evaluateElement(::llvm::ArrayRef<double> v) {
+      return v[0] != 0 ? v[1] : v[2];
+    }
+    ::llvm::StringRef $cppClass::getKernelName() { return ""; } // k::where
+  }];
 }
 
-def Dfg_CastOp : Dfg_InferredOp<"cast"> {
+def Dfg_CastOp : Dfg_InferredOp<"cast",
+    [DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface,
+                               ["getFusedExpression"]>]> {
   let summary = "Convert elements to another type (ONNX Cast)";
   let description = [{
     Converts each element to `to` as ONNX Cast does: floats round to nearest
@@ -323,9 +374,15 @@ def Dfg_CastOp : Dfg_InferredOp<"cast"> {
 // Elementwise unary functions
 //===----------------------------------------------------------------------===//
 
-class Dfg_UnaryOp<string mnemonic, string onnxName, string formula,
+/// `reference` and `fused` as for Dfg_ElementwiseDefs, with `x` the operand
+/// element; the runtime kernel is `UnaryOp::<kernel>`.
+class Dfg_UnaryOp<string mnemonic, string kernel, string onnxName,
+                  string formula, string reference, string fused,
                   Type tensorType = Dfg_FloatTensor, list<Trait> traits = []>
-    : Dfg_InferredOp<mnemonic, traits # [SameOperandsAndResultElementType]> {
+    : Dfg_InferredOp<mnemonic, traits # [SameOperandsAndResultElementType,
+          DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface,
+                                    ["getFusedExpression"]>]>,
+      Dfg_ElementwiseDefs<kernel, reference, fused> {
   let summary = "Elementwise " # onnxName;
   let description = [{
     `result = }] # formula # [{` for each element.
@@ -353,23 +410,74 @@ class Dfg_UnaryOp<string mnemonic, string onnxName, string formula,
       types.push_back(adaptor.getInput().getType()); // 2
       return ::mlir::success();
     }
-  }];
+  }] # elementwiseDefinitions;
 }
 
-def Dfg_SqrtOp : Dfg_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
-def Dfg_ReciprocalOp : Dfg_UnaryOp<"reciprocal", "Reciprocal", "1 / x">;
-def Dfg_NegOp : Dfg_UnaryOp<"neg", "Neg", "-x", Dfg_NumericTensor>;
-def Dfg_SiluOp : Dfg_UnaryOp<"silu", "SiLU (swish, x times its sigmoid)",
-                             "x / (1 + exp(-x))">;
-def Dfg_ErfOp : Dfg_UnaryOp<"erf", "Erf", "erf(x)">;
-def Dfg_TanhOp : Dfg_UnaryOp<"tanh", "Tanh", "tanh(x)">;
-def Dfg_SigmoidOp : Dfg_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))">;
-def Dfg_ExpOp : Dfg_UnaryOp<"exp", "Exp", "exp(x)">;
-def Dfg_CosOp : Dfg_UnaryOp<"cos", "Cos", "cos(x)">;
-def Dfg_SinOp : Dfg_UnaryOp<"sin", "Sin", "sin(x)">;
-def Dfg_NotOp : Dfg_UnaryOp<"not", "Not", "!x", Dfg_BoolTensor>;
+def Dfg_SqrtOp : Dfg_UnaryOp<"sqrt", "Sqrt", "Sqrt", "sqrt(x)", "std::sqrt(x)",
+                             "sqrtf(@0)">;
+def Dfg_ReciprocalOp : Dfg_UnaryOp<"reciprocal", "Reciprocal", "Reciprocal",
+                                   "1 / x", "1 / x", "1.0f / @0">;
+def Dfg_NegOp : Dfg_UnaryOp<"neg", "Neg", "Neg", "-x", "-x", "-@0",
+                            Dfg_NumericTensor>;
+def Dfg_SiluOp : Dfg_UnaryOp<"silu", "Silu", "SiLU (swish, x times its sigmoid)",
+                             "x / (1 + exp(-x))", "x / (1 + std::exp(-x))",
+                             "rt::fused::silu(@0)">;
+def Dfg_ErfOp : Dfg_UnaryOp<"erf", "Erf", "Erf", "erf(x)", "std::erf(x)",
+                            "erff(@0)">;
+def Dfg_TanhOp : Dfg_UnaryOp<"tanh", "Tanh", "Tanh", "tanh(x)", "std::tanh(x)",
+                             "tanhf(@0)">;
+def Dfg_SigmoidOp : Dfg_UnaryOp<"sigmoid", "Sigmoid", "Sigmoid",
+                                "1 / (1 + exp(-x))", "1 / (1 + std::exp(-x))",
+                                "rt::fused::sigmoid(@0)">;
+def Dfg_ExpOp : Dfg_UnaryOp<"exp", "Exp", "Exp", "exp(x)", "std::exp(x)",
+                            "expf(@0)">;
+def Dfg_CosOp : Dfg_UnaryOp<"cos", "Cos", "Cos", "cos(x)", "std::cos(x)",
+                            "cosf(@0)">;
+def Dfg_SinOp : Dfg_UnaryOp<"sin", "Sin", "Sin", "sin(x)", "std::sin(x)",
+                            "sinf(@0)">;
+def Dfg_NotOp : Dfg_UnaryOp<"not", "Not", "Not", "!x", "double(x == 0)", "",
+                            Dfg_BoolTensor>;
 
-def Dfg_GeluOp : Dfg_InferredOp<"gelu", [SameOperandsAndResultElementType]> {
+def Dfg_IsNaNOp : Dfg_InferredOp<"is_nan",
+    [DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface,
+                               ["getFusedExpression"]>]>,
+    Dfg_ElementwiseDefs<"IsNaN", "double(std::isnan(x))", ""> {
+  let summary = "Whether each element is NaN (ONNX IsNaN)";
+  let description = [{
+    `result = isnan(x)` for each element: true where the element is a NaN.
+    PyTorch's scaled-dot-product attention writes it after the softmax
+    (`where(isnan(p), 0, p)`) to zero fully masked rows.
+
+    Invariants:
+    1. The operand is a floating-point tensor; the result is bool (i1).
+    2. The result has the operand's shape.
+
+    Example:
+
+    ```mlir
+    %n = dfg.is_nan %p : (tensor<2x8xf32>) -> tensor<2x8xi1>
+    ```
+  }];
+  let arguments = (ins Dfg_FloatTensor:$input);
+  let results = (outs Dfg_BoolTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type($input, $result)
+  }];
+  let extraClassDefinition = inferredOpDefinitions # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      auto in = ::llvm::cast<::mlir::RankedTensorType>(
+          adaptor.getInput().getType());
+      types.push_back(in.clone(::mlir::IntegerType::get(context, 1))); // 2
+      return ::mlir::success();
+    }
+  }] # elementwiseDefinitions;
+}
+
+def Dfg_GeluOp : Dfg_InferredOp<"gelu", [SameOperandsAndResultElementType,
+    DeclareOpInterfaceMethods<Dfg_ElementwiseOpInterface,
+                              ["getFusedExpression"]>]> {
   let summary = "Gaussian error linear unit, exact or tanh-approximated";
   let description = [{
     `exact`: `x * 0.5 * (1 + erf(x / sqrt(2)))` (ONNX Gelu, approximate =
@@ -546,6 +654,40 @@ def Dfg_GatherOp : Dfg_InferredOp<"gather"> {
   let results = (outs Dfg_Tensor:$result);
   let assemblyFormat = [{
     $data `,` $indices `axis` `=` $axis attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Dfg_GatherNDOp : Dfg_InferredOp<"gather_nd"> {
+  let summary = "Take slices of `data` at index tuples (ONNX GatherND)";
+  let description = [{
+    Each row of the last dimension of `indices` (length k) indexes the first
+    k dimensions of `data` after its `batch_dims` leading ones:
+    `result[b..., j..., r...] = data[b..., indices[b..., j..., 0..k-1], r...]`.
+    A negative index counts from the end; an index outside its dimension is
+    an error when the program runs. PyTorch's exporter writes it for
+    advanced indexing such as `attention_mask[batch_idx, kv_idx]`.
+
+    Invariants:
+    1. `data` and the result share an element type; `indices` are i32 or i64
+       of rank at least 1 with a static last dimension k.
+    2. `batch_dims` lies in `[0, min(rank(data), rank(indices)))` and the
+       leading `batch_dims` dimensions of `data` and `indices` agree.
+    3. `1 <= k <= rank(data) - batch_dims`.
+    4. The result shape is `indices[:-1] + data[batch_dims + k:]`.
+
+    Example:
+
+    ```mlir
+    %m = dfg.gather_nd %mask, %idx batch_dims = 0
+           : (tensor<2x8xi1>, tensor<2x8x2xi64>) -> tensor<2x8xi1>
+    ```
+  }];
+  let arguments = (ins Dfg_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices,
+                       I64Attr:$batch_dims);
+  let results = (outs Dfg_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `batch_dims` `=` $batch_dims attr-dict `:`
     functional-type(operands, results)
   }];
 }

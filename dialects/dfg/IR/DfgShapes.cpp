@@ -272,6 +272,31 @@ Expected<Shape> gatherShape(ArrayRef<int64_t> data, ArrayRef<int64_t> indices,
   return result;
 }
 
+Expected<Shape> gatherNDShape(ArrayRef<int64_t> data, ArrayRef<int64_t> indices,
+                              int64_t batchDims) {
+  int64_t r = data.size(), q = indices.size();
+  if (q < 1)
+    return shapeError("indices must have rank at least 1");
+  if (batchDims < 0 || batchDims >= std::min(r, q))
+    return shapeError(formatv("batch_dims {0} must lie in [0, {1})", batchDims,
+                              std::min(r, q)));
+  int64_t k = indices.back();
+  if (k == kDynamic)
+    return shapeError("the last dimension of indices must be static");
+  if (k < 1 || k > r - batchDims)
+    return shapeError(formatv("index tuples of length {0} do not fit data of "
+                              "rank {1} with batch_dims {2}",
+                              k, r, batchDims));
+  for (int64_t i = 0; i < batchDims; ++i)
+    if (data[i] != kDynamic && indices[i] != kDynamic && data[i] != indices[i])
+      return shapeError(formatv("batch dimension {0} differs: {1} in data, {2} "
+                                "in indices",
+                                i, formatDim(data[i]), formatDim(indices[i])));
+  Shape result(indices.drop_back());
+  result.append(data.begin() + batchDims + k, data.end());
+  return result;
+}
+
 Shape reduceShape(ArrayRef<int64_t> input, ArrayRef<int64_t> axes,
                   bool keepDims) {
   Shape result;

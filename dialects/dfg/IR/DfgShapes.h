@@ -65,6 +65,13 @@ llvm::Expected<Shape> gatherShape(llvm::ArrayRef<int64_t> data,
                                   llvm::ArrayRef<int64_t> indices,
                                   int64_t axis);
 
+/// ONNX GatherND: `indices[:-1] + data[batchDims + k:]` with k the (static)
+/// last dimension of `indices`; an error when k is dynamic or out of
+/// [1, rank(data) - batchDims], or the batch dimensions disagree.
+llvm::Expected<Shape> gatherNDShape(llvm::ArrayRef<int64_t> data,
+                                    llvm::ArrayRef<int64_t> indices,
+                                    int64_t batchDims);
+
 /// Reduction over `axes` (already normalised), keeping them as 1 or not.
 Shape reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
                   bool keepDims);

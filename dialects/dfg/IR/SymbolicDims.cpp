@@ -400,6 +400,13 @@ std::optional<Dims> SymbolicShapes::values(Value value) {
   return std::nullopt;
 }
 
+bool SymbolicShapes::hasRule(Operation *op) {
+  noRule_ = false;
+  for (Value result : op->getResults())
+    (void)compute(result);
+  return !noRule_;
+}
+
 Dims SymbolicShapes::compute(Value value) {
   MLIRContext *ctx = table_.context();
   auto type = cast<RankedTensorType>(value.getType());
@@ -435,14 +442,18 @@ Dims SymbolicShapes::compute(Value value) {
     return broadcastDims(refs, ctx);
   };
 
+  if (isa<ElementwiseOpInterface>(op))
+    return broadcastAll();
   return llvm::TypeSwitch<Operation *, Dims>(op)
-      .Case<SqrtOp, ReciprocalOp, NegOp, SiluOp, ErfOp, TanhOp, SigmoidOp,
-            ExpOp, CosOp, SinOp, NotOp, GeluOp, CastOp, SoftmaxOp, TriluOp,
-            LayerNormOp, RmsNormOp, RotaryOp, ScatterNDOp, WaitOp>(
-          [&](Operation *) { return sameAsInput(); })
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
-            EqualOp, LessOp, GreaterOp, LessOrEqualOp, WhereOp>(
-          [&](Operation *) { return broadcastAll(); })
+      .Case<FusedElementwiseOp>([&](Operation *) { return broadcastAll(); })
+      .Case<WeightOp, ConstantOp, SizesOp>([&](Operation *) {
+        Dims d; // static by definition
+        for (int64_t size : type.getShape())
+          d.push_back(c(size));
+        return d;
+      })
+      .Case<SoftmaxOp, TriluOp, LayerNormOp, RmsNormOp, RotaryOp, ScatterNDOp,
+            WaitOp>([&](Operation *) { return sameAsInput(); })
       .Case([&](MatMulOp) {
         Dims l = in(0), r = in(1);
         bool lVec = l.size() == 1, rVec = r.size() == 1;
@@ -538,6 +549,16 @@ Dims SymbolicShapes::compute(Value value) {
         d.append(data.begin() + axis + 1, data.end());
         return d;
       })
+      .Case([&](GatherNDOp g) {
+        Dims data = in(0), indices = in(1);
+        int64_t skip =
+            g.getBatchDims() +
+            cast<RankedTensorType>(g.getIndices().getType()).getShape().back();
+        Dims d(indices.begin(), indices.end() - 1);
+        if (skip <= static_cast<int64_t>(data.size()))
+          d.append(data.begin() + skip, data.end());
+        return d;
+      })
       .Case([&](SliceOp s) {
         Dims d = in(0);
         for (auto [start, end, axis, step] : llvm::zip_equal(
@@ -627,7 +648,11 @@ Dims SymbolicShapes::compute(Value value) {
         // keep their operand's dimensions, except the one they gather,
         // scatter or slice over a group of n ranks: that one is n times as
         // large, or its n-th (the runtime checks that it divides).
-        if (isa<DfgDialect>(o->getDialect()) || o->getNumOperands() == 0)
+        if (isa<DfgDialect>(o->getDialect())) {
+          noRule_ = true;
+          return unknown;
+        }
+        if (o->getNumOperands() == 0)
           return unknown;
         Dims d = in(0);
         if (d.size() != static_cast<size_t>(type.getRank()))

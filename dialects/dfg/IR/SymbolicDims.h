@@ -110,6 +110,11 @@ public:
   /// for anything else.
   std::optional<llvm::SmallVector<mlir::AffineExpr>> values(mlir::Value value);
 
+  /// Whether `op` has a shape rule here (a dfg op without one has results
+  /// whose dynamic dimensions no rule derives). Checked for every dfg op by
+  /// test/unit/OpCoverageTest.cpp.
+  bool hasRule(mlir::Operation *op);
+
   DimTable &table() { return table_; }
   /// Drops what is remembered of `value` (call before erasing its op: a new
   /// value may later live at the same address).
@@ -125,6 +130,8 @@ private:
 
   DimTable &table_;
   llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::AffineExpr>> memo_;
+  /// Set when compute() meets a dfg op that no rule covers.
+  bool noRule_ = false;
 };
 
 } // namespace meshc::dfg

@@ -34,7 +34,7 @@ inline constexpr llvm::StringLiteral kShardingAttr = "meshc.sharding";
 inline constexpr llvm::StringLiteral kVocabAxesAttr = "meshc.vocab_axes";
 /// The symbol of the grid the passes create.
 inline constexpr llvm::StringLiteral kGridName = "mesh";
-/// Between meshc-shard-plan and meshc-pipeline-split only: the last grid
+/// Between meshc-shard-plan and meshc-shard-pipeline-split only: the last grid
 /// axis, of one entry per microbatch, splits the batch inside each dp block.
 inline constexpr llvm::StringLiteral kMicrobatchAxis = "mb";
 /// On pipeline stage functions, on the calls, sends and receives of the
@@ -42,7 +42,7 @@ inline constexpr llvm::StringLiteral kMicrobatchAxis = "mb";
 /// coordinate) whose ranks run the op or hold the result.
 inline constexpr llvm::StringLiteral kStageAttr = "meshc.stage";
 
-/// On a dfg.symbolic_slice that meshc-specialize-rank made of a
+/// On a dfg.symbolic_slice that meshc-shard-specialize-rank made of a
 /// shard.all_slice: the number of ranks the symbolic dimension splits over
 /// (it must divide the size when the program runs).
 inline constexpr llvm::StringLiteral kSplitOverAttr = "meshc.split_over";

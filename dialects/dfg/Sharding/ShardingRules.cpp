@@ -386,6 +386,32 @@ ShardingRule gather(GatherOp op) {
   return b.take();
 }
 
+/// GatherND: the batch dimensions shared by data, indices and result; the
+/// indexed dimensions of data whole (any rank may read any row); the index
+/// tuples' leading dimensions and data's trailing ones parallel into the
+/// result; the tuple dimension of indices whole.
+ShardingRule gatherND(GatherNDOp op) {
+  RuleBuilder b;
+  ArrayRef<int64_t> data = shapeOf(op.getData()),
+                    indices = shapeOf(op.getIndices());
+  int64_t batch = op.getBatchDims(), k = indices.back();
+  TensorFactors d = b.fresh(data, FactorKind::Parallel);
+  for (int64_t i = batch; i < batch + k; ++i)
+    for (int f : d[i])
+      b.at(f).kind = FactorKind::Pinned;
+  TensorFactors idx = b.fresh(indices, FactorKind::Parallel);
+  for (int f : idx.back())
+    b.at(f).kind = FactorKind::Pinned;
+  for (int64_t i = 0; i < batch; ++i)
+    idx[i] = d[i];
+  TensorFactors result(idx.begin(), idx.end() - 1);
+  result.append(d.begin() + batch + k, d.end());
+  b.operand(d);
+  b.operand(idx);
+  b.result(result);
+  return b.take();
+}
+
 /// Normalised dimensions [axis, rank) whole; leading ones parallel.
 template <typename NormOp> ShardingRule norm(NormOp op) {
   RuleBuilder b;
@@ -489,6 +515,8 @@ FailureOr<ShardingRule> getShardingRule(Operation *op) {
     return op->emitOpError(
         "has no sharding rule: its operands and results must be ranked "
         "tensors");
+  if (isa<ElementwiseOpInterface>(op))
+    return elementwise(op);
   std::optional<ShardingRule> rule =
       llvm::TypeSwitch<Operation *, std::optional<ShardingRule>>(op)
           // Sources: each dimension its own factor; partition slices them.
@@ -497,11 +525,6 @@ FailureOr<ShardingRule> getShardingRule(Operation *op) {
             b.result(b.fresh(shapeOf(o->getResult(0)), FactorKind::Parallel));
             return b.take();
           })
-          .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
-                EqualOp, LessOp, GreaterOp, LessOrEqualOp, WhereOp, CastOp,
-                SqrtOp, ReciprocalOp, NegOp, SiluOp, ErfOp, TanhOp, SigmoidOp,
-                ExpOp, CosOp, SinOp, NotOp, GeluOp>(
-              [](Operation *o) { return elementwise(o); })
           .Case<MatMulOp>([](MatMulOp o) { return matmul(o); })
           .Case<ReshapeOp>([](ReshapeOp o) { return reshape(o); })
           .Case<TransposeOp>([](TransposeOp o) { return transpose(o); })
@@ -516,6 +539,7 @@ FailureOr<ShardingRule> getShardingRule(Operation *op) {
                 o, normalizeAxis(o.getAxis(), shapeOf(o.getInput()).size()));
           })
           .Case<GatherOp>([](GatherOp o) { return gather(o); })
+          .Case<GatherNDOp>([](GatherNDOp o) { return gatherND(o); })
           .Case<SliceOp>([](SliceOp o) { return slice(o); })
           .Case<ExpandOp>([](ExpandOp o) { return expand(o); })
           .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([](auto o) {
@@ -531,6 +555,10 @@ FailureOr<ShardingRule> getShardingRule(Operation *op) {
             return sameShape(o, {normalizeAxis(o.getAxis(), rank)});
           })
           .Case<ScatterNDOp>([](ScatterNDOp o) { return replicated(o); })
+          // Rank programs' own ops: a fused chain is elementwise as its body;
+          // a wait is its operand.
+          .Case<FusedElementwiseOp>([](Operation *o) { return elementwise(o); })
+          .Case<WaitOp>([](Operation *o) { return sameShape(o, {}); })
           // Ops on symbolic dimensions compute their shapes at run time:
           // every dimension stays whole on every rank.
           .Case<SizesOp, RangeOp, SymbolicReshapeOp, SymbolicExpandOp,

@@ -940,3 +940,65 @@ func.func @range_invariant_2() -> tensor<?x1xi64> {
   %r = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["n"] : tensor<?x1xi64>
   return %r : tensor<?x1xi64>
 }
+
+// -----
+
+// dfg.is_nan invariant 1: a float operand, a bool result.
+func.func @is_nan_invariant_1_operand(%x: tensor<4xi64>) -> tensor<4xi1> {
+  // expected-error @+1 {{'dfg.is_nan' op operand #0 must be ranked tensor of}}
+  %0 = dfg.is_nan %x : (tensor<4xi64>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @is_nan_invariant_1_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.is_nan' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = dfg.is_nan %x : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// dfg.is_nan invariant 2: the result has the operand's shape.
+func.func @is_nan_invariant_2(%x: tensor<4xf32>) -> tensor<5xi1> {
+  // expected-error @+1 {{'dfg.is_nan' op result type 'tensor<5xi1>' contradicts the inferred 'tensor<4xi1>'}}
+  %0 = dfg.is_nan %x : (tensor<4xf32>) -> tensor<5xi1>
+  return %0 : tensor<5xi1>
+}
+
+// -----
+
+// dfg.gather_nd invariant 1: the tuple length must be static.
+func.func @gather_nd_invariant_1(%d: tensor<2x3xf32>, %i: tensor<4x?xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.gather_nd' op the last dimension of indices must be static}}
+  %0 = dfg.gather_nd %d, %i batch_dims = 0 : (tensor<2x3xf32>, tensor<4x?xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// dfg.gather_nd invariant 2: batch dimensions agree.
+func.func @gather_nd_invariant_2(%d: tensor<2x3xf32>, %i: tensor<3x1xi64>) -> tensor<3xf32> {
+  // expected-error @+1 {{'dfg.gather_nd' op batch dimension 0 differs: 2 in data, 3 in indices}}
+  %0 = dfg.gather_nd %d, %i batch_dims = 1 : (tensor<2x3xf32>, tensor<3x1xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// dfg.gather_nd invariant 3: tuples no longer than data's rank.
+func.func @gather_nd_invariant_3(%d: tensor<2x3xf32>, %i: tensor<4x3xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.gather_nd' op index tuples of length 3 do not fit data of rank 2 with batch_dims 0}}
+  %0 = dfg.gather_nd %d, %i batch_dims = 0 : (tensor<2x3xf32>, tensor<4x3xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// dfg.gather_nd invariant 4: the result shape.
+func.func @gather_nd_invariant_4(%d: tensor<2x3x4xf32>, %i: tensor<5x2xi64>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{'dfg.gather_nd' op result type 'tensor<5x3xf32>' contradicts the inferred 'tensor<5x4xf32>'}}
+  %0 = dfg.gather_nd %d, %i batch_dims = 0 : (tensor<2x3x4xf32>, tensor<5x2xi64>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}

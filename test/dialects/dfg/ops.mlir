@@ -127,6 +127,8 @@ func.func @compare_where_cast(%i: tensor<8x1xi64>, %j: tensor<8xi64>, %s: tensor
   %g = dfg.greater %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
   // CHECK: %[[LE:.+]] = dfg.less_or_equal %{{.+}}, %{{.+}} : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
   %2 = dfg.less_or_equal %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  // CHECK: dfg.greater_or_equal %{{.+}}, %{{.+}} : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
+  %ge = dfg.greater_or_equal %i, %j : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>
   // CHECK: dfg.where %[[LE]], %{{.+}}, %{{.+}} : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
   %3 = dfg.where %2, %s, %m : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
   // CHECK: dfg.cast %{{.+}} to f16 : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf16>
@@ -134,6 +136,17 @@ func.func @compare_where_cast(%i: tensor<8x1xi64>, %j: tensor<8xi64>, %s: tensor
   // CHECK: dfg.cast %{{.+}} to i1 : (tensor<8xi64>) -> tensor<8xi1>
   %5 = dfg.cast %j to i1 : (tensor<8xi64>) -> tensor<8xi1>
   return %0, %1, %g, %3, %4, %5 : tensor<8x8xi1>, tensor<8x8xi1>, tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf16>, tensor<8xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @is_nan
+func.func @is_nan(%x: tensor<2x8xf32>, %h: tensor<?x4xbf16>) -> (tensor<2x8xi1>, tensor<?x4xi1>) {
+  // CHECK: dfg.is_nan %{{.+}} : (tensor<2x8xf32>) -> tensor<2x8xi1>
+  %0 = dfg.is_nan %x : (tensor<2x8xf32>) -> tensor<2x8xi1>
+  // CHECK: dfg.is_nan %{{.+}} : (tensor<?x4xbf16>) -> tensor<?x4xi1>
+  %1 = dfg.is_nan %h : (tensor<?x4xbf16>) -> tensor<?x4xi1>
+  return %0, %1 : tensor<2x8xi1>, tensor<?x4xi1>
 }
 
 // -----
@@ -299,4 +312,15 @@ func.func @symbolic(%x: tensor<?x96xf32>, %bias: tensor<1x1x16x16xi1>) -> (tenso
   // CHECK: dfg.range #{{.+}} delta = 1 symbols ["past_sequence_length", "sequence_length"] : tensor<?xi64>
   %pos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["past_sequence_length", "sequence_length"] : tensor<?xi64>
   return %s, %r, %e, %rows, %pos : tensor<2xi64>, tensor<?x?x96xf32>, tensor<1x?xf32>, tensor<1x1x?x16xi1>, tensor<?xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_nd
+func.func @gather_nd(%m: tensor<?x?xi1>, %idx: tensor<?x?x2xi64>, %d: tensor<2x3x4xf32>, %b: tensor<2x5x1xi32>) -> (tensor<?x?xi1>, tensor<2x5x4xf32>) {
+  // CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 0 : (tensor<?x?xi1>, tensor<?x?x2xi64>) -> tensor<?x?xi1>
+  %0 = dfg.gather_nd %m, %idx batch_dims = 0 : (tensor<?x?xi1>, tensor<?x?x2xi64>) -> tensor<?x?xi1>
+  // CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 1 : (tensor<2x3x4xf32>, tensor<2x5x1xi32>) -> tensor<2x5x4xf32>
+  %1 = dfg.gather_nd %d, %b batch_dims = 1 : (tensor<2x3x4xf32>, tensor<2x5x1xi32>) -> tensor<2x5x4xf32>
+  return %0, %1 : tensor<?x?xi1>, tensor<2x5x4xf32>
 }

@@ -1,6 +1,6 @@
-// RUN: meshc-opt %s --split-input-file --meshc-convert-dtype=dtype=f16 --canonicalize | FileCheck %s
-// RUN: meshc-opt %s --split-input-file --meshc-convert-dtype=dtype=bf16 --canonicalize | FileCheck %s --check-prefix=BF16
-// RUN: not meshc-opt %s --split-input-file --meshc-convert-dtype=dtype=f64 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: meshc-opt %s --split-input-file --meshc-graph-convert-dtype=dtype=f16 --canonicalize | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --meshc-graph-convert-dtype=dtype=bf16 --canonicalize | FileCheck %s --check-prefix=BF16
+// RUN: not meshc-opt %s --split-input-file --meshc-graph-convert-dtype=dtype=f64 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: unknown dtype 'f64' (expected f32, f16 or bf16)
 

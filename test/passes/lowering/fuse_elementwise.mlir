@@ -1,5 +1,5 @@
-// RUN: meshc-opt %s --split-input-file --meshc-fuse-elementwise | FileCheck %s
-// RUN: meshc-opt %s --split-input-file --meshc-fuse-elementwise --verify-roundtrip > /dev/null
+// RUN: meshc-opt %s --split-input-file --meshc-lower-fuse-elementwise | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --meshc-lower-fuse-elementwise --verify-roundtrip > /dev/null
 
 // SwiGLU with its up projection between the silu and the product: the
 // fused op takes the place of the mul, after both linears.

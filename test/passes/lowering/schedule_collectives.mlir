@@ -1,6 +1,6 @@
-// RUN: meshc-opt %s --split-input-file --meshc-schedule-collectives | FileCheck %s
-// RUN: meshc-opt %s --split-input-file --meshc-schedule-collectives --meshc-schedule-collectives | FileCheck %s
-// RUN: meshc-opt %s --split-input-file --meshc-schedule-collectives --verify-roundtrip > /dev/null
+// RUN: meshc-opt %s --split-input-file --meshc-lower-schedule-collectives | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --meshc-lower-schedule-collectives --meshc-lower-schedule-collectives | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --meshc-lower-schedule-collectives --verify-roundtrip > /dev/null
 
 // An all-reduce moves up to its operand's producer, past an op it does not
 // depend on (the concat runs while it is in flight); its readers read the
@@ -115,7 +115,7 @@ func.func @receives_overtake_calls_without_collectives() -> tensor<4x4xf32> {
 
 // -----
 
-// An SPMD program's send -> recv pair (before meshc-specialize-rank) is left
+// An SPMD program's send -> recv pair (before meshc-shard-specialize-rank) is left
 // as it is: the receive reads the send's result.
 // CHECK-LABEL: func.func @spmd_pairs_stay
 // CHECK: %[[S:.+]] = shard.send

@@ -1,7 +1,7 @@
-// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-shard-verify | FileCheck %s
-// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan=microbatches=2 --meshc-shard-partition --meshc-pipeline-split --meshc-shard-verify | FileCheck %s --check-prefix=MB
-// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-specialize-rank=rank=1 --canonicalize | FileCheck %s --check-prefix=RANK1
-// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-pipeline-split --meshc-specialize-rank=rank=3 --canonicalize | FileCheck %s --check-prefix=RANK3
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-shard-pipeline-split --meshc-shard-verify | FileCheck %s
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan=microbatches=2 --meshc-shard-partition --meshc-shard-pipeline-split --meshc-shard-verify | FileCheck %s --check-prefix=MB
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-shard-pipeline-split --meshc-shard-specialize-rank=rank=1 --canonicalize | FileCheck %s --check-prefix=RANK1
+// RUN: meshc-opt %s --split-input-file --verify-diagnostics --meshc-shard-plan --meshc-shard-partition --meshc-shard-pipeline-split --meshc-shard-specialize-rank=rank=3 --canonicalize | FileCheck %s --check-prefix=RANK3
 
 // Two layers on pp=2, tp=2: one stage each. Stage 0 runs the embedding and
 // layer 0 and yields the residual stream; the schedule sends it to stage 1

@@ -11,7 +11,11 @@
 // and looped batches, and attention's prefill (flash) and decode (split
 // keys) kernels with grouped heads, a KV cache, causal, bool and float
 // masks, fully masked rows and a softcap. Without a usable CUDA GPU every
-// test is skipped.
+// kernel test is skipped; the tests of the harness itself (DeviceTensor's
+// refusal of a host tensor whose bytes disagree with its shape, the parsing
+// of MESHC_CUDA_GEMM) run anyway. Under MESHC_CUDA_GEMM=fallback the float
+// matmul and linear tests check meshc's own GEMM kernel instead of cuBLASLt
+// (docs/testing.md).
 //
 // Tolerances, |got - want| <= atol + rtol * |want| (NaN matches NaN):
 //   - data movement, integer and bool results, casts and comparisons:
@@ -42,6 +46,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -119,10 +124,41 @@ void cudaOrDie(cudaError_t status, const char *what) {
   }
 }
 
+/// Why `h` cannot be uploaded: its bytes disagree with its shape's element
+/// count times its element type's width; empty when they agree. A default
+/// HostTensor (shape {}: one element, no bytes) is such a tensor: it once
+/// stood for an absent attention mask and was uploaded from a null pointer.
+/// Host-only, so that a test checks it without a GPU.
+std::string uploadProblem(const HostTensor &h) {
+  const std::int64_t elements = numElementsOf(h.shape);
+  const std::size_t want =
+      elements < 0 ? 0
+                   : static_cast<std::size_t>(elements) * byteWidth(h.dtype);
+  if (elements >= 0 && h.bytes.size() == want)
+    return {};
+  return "a host tensor of shape " + shapeString(h.shape) + " and type " +
+         dtypeName(h.dtype) + " must hold " + std::to_string(want) +
+         " bytes, not " + std::to_string(h.bytes.size()) +
+         " (an absent operand takes no device tensor)";
+}
+
+/// `h`, unless uploadProblem finds it inconsistent: then the test binary
+/// stops with the reason, instead of copying from a short or null buffer.
+const HostTensor &checkedForUpload(const HostTensor &h) {
+  const std::string problem = uploadProblem(h);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "CudaKernelsTest: DeviceTensor: %s\n",
+                 problem.c_str());
+    std::abort();
+  }
+  return h;
+}
+
 /// A device tensor. A fresh one is filled with 0xff bytes (NaN in every
 /// float type, -1 in the integers) so that elements a kernel forgets to
 /// write show up. Uploads wait for the device, since the kernels run on the
-/// runtime's own stream.
+/// runtime's own stream; a host tensor whose bytes disagree with its shape
+/// is refused before anything is allocated (checkedForUpload).
 class DeviceTensor {
 public:
   DeviceTensor(DType t, Shape s)
@@ -134,7 +170,8 @@ public:
     cudaOrDie(cudaMemset(data, 0xff, bytes), "cudaMemset");
     cudaOrDie(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
-  explicit DeviceTensor(const HostTensor &h) : DeviceTensor(h.dtype, h.shape) {
+  explicit DeviceTensor(const HostTensor &h)
+      : DeviceTensor(checkedForUpload(h).dtype, h.shape) {
     if (bytes == 0)
       return;
     cudaOrDie(cudaMemcpy(data, h.bytes.data(), bytes, cudaMemcpyHostToDevice),
@@ -238,6 +275,82 @@ void expectMatchesCpu(const HostTensor &got, const HostTensor &want,
   expectNear(got, rounded, tolerance(got.dtype), what);
 }
 
+/// f16/bf16 operands that may be absent, widened for the CPU kernels.
+std::optional<HostTensor> forCpu(const std::optional<HostTensor> &t) {
+  if (!t)
+    return std::nullopt;
+  return forCpu(*t);
+}
+
+/// The device copy of an operand that may be absent: none for an absent one.
+std::unique_ptr<DeviceTensor> upload(const std::optional<HostTensor> &t) {
+  return t ? std::make_unique<DeviceTensor>(*t) : nullptr;
+}
+
+/// The TensorRef of a HostTensor or DeviceTensor that may be absent (an
+/// optional or a pointer); a kernel takes a null `const TensorRef *` for an
+/// absent operand (refPointer).
+template <typename Holder> std::optional<TensorRef> refOf(const Holder &t) {
+  if (!t)
+    return std::nullopt;
+  return t->ref();
+}
+const TensorRef *refPointer(const std::optional<TensorRef> &r) {
+  return r ? &*r : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// The test harness itself (no GPU needed)
+//===----------------------------------------------------------------------===//
+
+TEST(DeviceTensorUpload, HostBytesMustMatchTheShape) {
+  EXPECT_EQ(uploadProblem(HostTensor(DType::F16, {2, 3})), "");
+  EXPECT_EQ(uploadProblem(HostTensor(DType::Bool, {0, 4})), "");
+  EXPECT_EQ(uploadProblem(HostTensor(DType::I64, {})), ""); // a scalar
+  // A default HostTensor: shape {} is one element, but it has no bytes.
+  const std::string absent = uploadProblem(HostTensor());
+  EXPECT_NE(absent.find("shape [] and type f32 must hold 4 bytes, not 0"),
+            std::string::npos)
+      << absent;
+  HostTensor shortOne(DType::I32, {3, 2});
+  shortOne.bytes.resize(20);
+  const std::string truncated = uploadProblem(shortOne);
+  EXPECT_NE(truncated.find("must hold 24 bytes, not 20"), std::string::npos)
+      << truncated;
+  HostTensor negative(DType::F32, {});
+  negative.shape = {-1, 2};
+  EXPECT_NE(uploadProblem(negative), "");
+}
+
+// Refused before any CUDA call, so this runs without a GPU too. The death
+// tests re-run the binary ("threadsafe") instead of forking it: a library
+// linked in has already started a second thread, and gtest warns that a fork
+// of a threaded process is unsafe.
+TEST(DeviceTensorUploadDeathTest, RefusesAHostTensorWithoutItsBytes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(DeviceTensor{HostTensor()},
+               "DeviceTensor: a host tensor of shape \\[\\] and type f32 "
+               "must hold 4 bytes, not 0");
+}
+
+TEST(GemmPath, ParsesMeshcCudaGemm) {
+  EXPECT_EQ(gpu::parseGemmPath(nullptr), gpu::GemmPath::CublasLt);
+  EXPECT_EQ(gpu::parseGemmPath(""), gpu::GemmPath::CublasLt);
+  EXPECT_EQ(gpu::parseGemmPath("cublaslt"), gpu::GemmPath::CublasLt);
+  EXPECT_EQ(gpu::parseGemmPath("fallback"), gpu::GemmPath::Fallback);
+}
+
+TEST(GemmPathDeathTest, AnUnknownValueIsFatalNamingTheAcceptedOnes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(gpu::parseGemmPath("cutlass"), ::testing::ExitedWithCode(1),
+              "MESHC_CUDA_GEMM=cutlass is not understood: accepted values are "
+              "'cublaslt' .* and 'fallback'");
+}
+
+//===----------------------------------------------------------------------===//
+// The kernels (each test skips itself without a GPU)
+//===----------------------------------------------------------------------===//
+
 class CudaKernelsTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -263,7 +376,8 @@ constexpr DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 bool isComparison(gpu::BinaryOp op) {
   return op == gpu::BinaryOp::Equal || op == gpu::BinaryOp::Less ||
-         op == gpu::BinaryOp::Greater || op == gpu::BinaryOp::LessOrEqual;
+         op == gpu::BinaryOp::Greater || op == gpu::BinaryOp::LessOrEqual ||
+         op == gpu::BinaryOp::GreaterOrEqual;
 }
 
 void checkBinary(gpu::BinaryOp op, const HostTensor &a, const HostTensor &b) {
@@ -331,9 +445,9 @@ TEST_F(CudaKernelsTest, IntegerDivisionTruncatesTowardZero) {
 }
 
 TEST_F(CudaKernelsTest, ComparisonsAndLogic) {
-  const gpu::BinaryOp ops[] = {gpu::BinaryOp::Equal, gpu::BinaryOp::Less,
-                               gpu::BinaryOp::Greater,
-                               gpu::BinaryOp::LessOrEqual};
+  const gpu::BinaryOp ops[] = {
+      gpu::BinaryOp::Equal, gpu::BinaryOp::Less, gpu::BinaryOp::Greater,
+      gpu::BinaryOp::LessOrEqual, gpu::BinaryOp::GreaterOrEqual};
   const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::I64,
                          DType::I32};
   for (DType t : types)
@@ -986,48 +1100,56 @@ void checkAttention(const AttentionCase &c, DType t) {
   const HostTensor q = randomTensor(t, {c.batch, c.heads, c.seq, c.dim});
   const HostTensor k = randomTensor(t, {c.batch, c.kvHeads, c.newKv, c.dim});
   const HostTensor v = randomTensor(t, {c.batch, c.kvHeads, c.newKv, c.vDim});
-  const HostTensor pk = randomTensor(t, {c.batch, c.kvHeads, c.past, c.dim});
-  const HostTensor pv = randomTensor(t, {c.batch, c.kvHeads, c.past, c.vDim});
   const bool hasMask = !c.maskShape.empty(), hasPast = c.past > 0;
-  HostTensor mask;
+  // Absent operands (no mask, no past) have no tensor at all, on either
+  // side: the kernels get a null pointer for them.
+  std::optional<HostTensor> pk, pv, mask;
+  if (hasPast) {
+    pk = randomTensor(t, {c.batch, c.kvHeads, c.past, c.dim});
+    pv = randomTensor(t, {c.batch, c.kvHeads, c.past, c.vDim});
+  }
   if (hasMask && c.maskType == DType::Bool) {
     mask = randomTensor(DType::Bool, c.maskShape);
     const std::size_t r = c.maskShape.size();
     if (c.maskWholeRows && r >= 2 && c.maskShape[r - 2] == c.seq) {
       // Elements whose query coordinate is 0.
       const std::int64_t cols = c.maskShape[r - 1];
-      for (std::int64_t i = 0; i < mask.size(); ++i)
+      for (std::int64_t i = 0; i < mask->size(); ++i)
         if ((i / cols) % c.seq == 0)
-          mask.set(i, 0);
+          mask->set(i, 0);
     }
   } else if (hasMask) {
     mask = randomTensor(c.maskInQueryType ? t : DType::F32, c.maskShape, -3, 1);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
 
-  const HostTensor q32 = forCpu(q), k32 = forCpu(k), v32 = forCpu(v),
-                   pk32 = forCpu(pk), pv32 = forCpu(pv), mask32 = forCpu(mask);
+  const HostTensor q32 = forCpu(q), k32 = forCpu(k), v32 = forCpu(v);
+  const std::optional<HostTensor> pk32 = forCpu(pk), pv32 = forCpu(pv),
+                                  mask32 = forCpu(mask);
   HostTensor want(DType::F32, {c.batch, c.heads, c.seq, c.vDim});
   HostTensor wantK(DType::F32, {c.batch, c.kvHeads, total, c.dim});
   HostTensor wantV(DType::F32, {c.batch, c.kvHeads, total, c.vDim});
   {
-    const TensorRef m = mask32.ref(), pkr = pk32.ref(), pvr = pv32.ref(),
-                    kr = wantK.ref(), vr = wantV.ref();
-    cpu::attention(q32.ref(), k32.ref(), v32.ref(), hasMask ? &m : nullptr,
-                   hasPast ? &pkr : nullptr, hasPast ? &pvr : nullptr, scale,
-                   c.causal, c.softcap, want.ref(), hasPast ? &kr : nullptr,
+    const std::optional<TensorRef> m = refOf(mask32), pkr = refOf(pk32),
+                                   pvr = refOf(pv32);
+    const TensorRef kr = wantK.ref(), vr = wantV.ref();
+    cpu::attention(q32.ref(), k32.ref(), v32.ref(), refPointer(m),
+                   refPointer(pkr), refPointer(pvr), scale, c.causal, c.softcap,
+                   want.ref(), hasPast ? &kr : nullptr,
                    hasPast ? &vr : nullptr);
   }
 
-  const DeviceTensor dq(q), dk(k), dv(v), dpk(pk), dpv(pv), dmask(mask);
+  const DeviceTensor dq(q), dk(k), dv(v);
+  const std::unique_ptr<DeviceTensor> dpk = upload(pk), dpv = upload(pv),
+                                      dmask = upload(mask);
   DeviceTensor out(t, want.shape), presentK(t, wantK.shape),
       presentV(t, wantV.shape);
-  const TensorRef m = dmask.ref(), pkr = dpk.ref(), pvr = dpv.ref(),
-                  kr = presentK.ref(), vr = presentV.ref();
-  gpu::attention(dq.ref(), dk.ref(), dv.ref(), hasMask ? &m : nullptr,
-                 hasPast ? &pkr : nullptr, hasPast ? &pvr : nullptr, scale,
-                 c.causal, c.softcap, out.ref(), hasPast ? &kr : nullptr,
-                 hasPast ? &vr : nullptr);
+  const std::optional<TensorRef> m = refOf(dmask), pkr = refOf(dpk),
+                                 pvr = refOf(dpv);
+  const TensorRef kr = presentK.ref(), vr = presentV.ref();
+  gpu::attention(dq.ref(), dk.ref(), dv.ref(), refPointer(m), refPointer(pkr),
+                 refPointer(pvr), scale, c.causal, c.softcap, out.ref(),
+                 hasPast ? &kr : nullptr, hasPast ? &vr : nullptr);
   const std::string what = describe(c, t);
   expectMatchesCpu(out.download(), want, what);
   if (hasPast) {

@@ -155,13 +155,16 @@ double refBinary(BinaryOp op, double a, double b, bool integer) {
     return a > b;
   case BinaryOp::LessOrEqual:
     return a <= b;
+  case BinaryOp::GreaterOrEqual:
+    return a >= b;
   }
   return 0;
 }
 
 bool isComparison(BinaryOp op) {
   return op == BinaryOp::Equal || op == BinaryOp::Less ||
-         op == BinaryOp::Greater || op == BinaryOp::LessOrEqual;
+         op == BinaryOp::Greater || op == BinaryOp::LessOrEqual ||
+         op == BinaryOp::GreaterOrEqual;
 }
 
 /// Runs binary(op) on `a` and `b` and checks it against refBinary.
@@ -239,7 +242,7 @@ TEST(KernelsTest, BinaryIntegers) {
 
 TEST(KernelsTest, BinaryComparisonsGiveBool) {
   const BinaryOp ops[] = {BinaryOp::Equal, BinaryOp::Less, BinaryOp::Greater,
-                          BinaryOp::LessOrEqual};
+                          BinaryOp::LessOrEqual, BinaryOp::GreaterOrEqual};
   for (BinaryOp op : ops) {
     Tensor a = randomInt(DType::I64, {8, 8}, 0, 7);
     Tensor b = randomInt(DType::I64, {8}, 0, 7);
@@ -298,6 +301,8 @@ double refUnary(UnaryOp op, double x) {
     return std::sin(x);
   case UnaryOp::Not:
     return x == 0;
+  case UnaryOp::IsNaN:
+    return std::isnan(x);
   case UnaryOp::Gelu:
     return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
   case UnaryOp::GeluTanh: {
@@ -331,6 +336,51 @@ TEST(KernelsTest, UnaryF32) {
     checkUnary(op, randomF32({3, 5}, positive ? 0.1 : -4.0, 4.0));
     checkUnary(op, randomF32({128, 3 * 256}, positive ? 0.1 : -4.0, 4.0));
   }
+}
+
+TEST(KernelsTest, IsNaNGivesBool) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  Tensor in = fromValues(DType::F32, {2, 3}, {0.0, nan, -inf, inf, -nan, 1.5});
+  Tensor out(DType::Bool, in.shape);
+  unary(UnaryOp::IsNaN, in.ref(), out.ref());
+  expectExact(out, {0, 1, 0, 0, 1, 0});
+}
+
+TEST(KernelsTest, IntegerPowIsExact) {
+  // The powers a double pow may round below the integer (issue: the GPU's
+  // 2-ulp pow gave 3^1 = 2, 2^11 = 2047); every x in [-20, 20], y in
+  // [-2, 12] against square-and-multiply in 128-bit integers.
+  std::vector<double> xs, ys, want;
+  for (int x = -20; x <= 20; ++x)
+    for (int y = -2; y <= 12; ++y) {
+      __int128 p = 1;
+      for (int k = 0; k < y; ++k)
+        p *= x;
+      double w = y >= 0 ? double(p)
+                        : (x == 1    ? 1
+                           : x == -1 ? (y % 2 ? -1 : 1)
+                                     : 0);
+      if (y >= 0 && (p >= (__int128)9200000000000000000ll ||
+                     p <= -(__int128)9200000000000000000ll))
+        w = 0;
+      xs.push_back(x);
+      ys.push_back(y);
+      want.push_back(w);
+    }
+  const std::int64_t n = static_cast<std::int64_t>(xs.size());
+  Tensor a = fromValues(DType::I64, {n}, xs),
+         b = fromValues(DType::I64, {n}, ys);
+  Tensor out(DType::I64, {n});
+  binary(BinaryOp::Pow, a.ref(), b.ref(), out.ref());
+  expectExact(out, want);
+  // Beyond 2^53, where a double cannot hold the power: 3^39 and 7^22.
+  Tensor big = fromValues(DType::I64, {2}, {3, 7}),
+         e = fromValues(DType::I64, {2}, {39, 22});
+  Tensor got(DType::I64, {2});
+  binary(BinaryOp::Pow, big.ref(), e.ref(), got.ref());
+  EXPECT_EQ(got.ref().as<const std::int64_t>()[0], 4052555153018976267ll);
+  EXPECT_EQ(got.ref().as<const std::int64_t>()[1], 3909821048582988049ll);
 }
 
 TEST(KernelsTest, UnaryIntegersAndBool) {
@@ -634,6 +684,65 @@ TEST(KernelsTest, GatherOutOfRangeIsFatal) {
   Tensor out(DType::F32, {2, 3});
   EXPECT_EXIT(gather(data.ref(), indices.ref(), 0, out.ref()),
               ::testing::ExitedWithCode(1), "gather: index 5 is outside");
+}
+
+/// gatherND against the definition, element by element.
+void checkGatherND(const Tensor &data, const Tensor &indices,
+                   std::int64_t batch) {
+  const std::int64_t k = indices.shape.back();
+  Shape shape(indices.shape.begin(), indices.shape.end() - 1);
+  shape.insert(shape.end(), data.shape.begin() + batch + k, data.shape.end());
+  Tensor out(data.dtype, shape);
+  gatherND(data.ref(), indices.ref(), batch, out.ref());
+  const std::int64_t q = static_cast<std::int64_t>(indices.shape.size());
+  std::vector<double> want(static_cast<std::size_t>(out.size()));
+  forEachIndex(shape, [&](std::int64_t i, const Shape &index) {
+    Shape at(index.begin(), index.begin() + batch);
+    std::int64_t tuple = 0;
+    for (std::int64_t d = 0; d < q - 1; ++d)
+      tuple = tuple * indices.shape[d] + index[d];
+    for (std::int64_t j = 0; j < k; ++j) {
+      std::int64_t v = static_cast<std::int64_t>(indices.at(tuple * k + j));
+      at.push_back(v < 0 ? v + data.shape[batch + j] : v);
+    }
+    at.insert(at.end(), index.begin() + (q - 1), index.end());
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < data.shape.size(); ++d)
+      offset = offset * data.shape[d] + at[d];
+    want[i] = data.at(offset);
+  });
+  expectExact(out, want);
+}
+
+TEST(KernelsTest, GatherNDTuplesBatchesAndNegativeIndices) {
+  // Pairs indexing the first two dimensions, rows of the third kept.
+  checkGatherND(randomF32({2, 3, 4}),
+                fromValues(DType::I64, {3, 2}, {0, 1, 1, -1, -2, 0}), 0);
+  // One batch dimension: each batch picks its own rows.
+  checkGatherND(randomF32({2, 3, 4}),
+                fromValues(DType::I32, {2, 2, 1}, {2, 0, -3, 1}), 1);
+  // Full tuples (scalars out), and the padding-mask form PyTorch's exporter
+  // writes: mask[batch_idx, kv_idx] over a grid of both.
+  checkGatherND(randomInt(DType::I64, {2, 3}, -9, 9),
+                fromValues(DType::I64, {2, 2}, {1, 2, 0, -1}), 0);
+  std::vector<double> grid;
+  for (int b = 0; b < 2; ++b)
+    for (int s = 0; s < 5; ++s) {
+      grid.push_back(b);
+      grid.push_back(s);
+    }
+  checkGatherND(randomInt(DType::Bool, {2, 5}, 0, 1),
+                fromValues(DType::I64, {2, 5, 2}, grid), 0);
+}
+
+TEST(KernelsTest, GatherNDOutOfRangeIsFatal) {
+  useThreadsafeDeathTests();
+  Tensor data = randomF32({2, 3});
+  Tensor indices = fromValues(DType::I64, {1, 2}, {1, 3});
+  Tensor out(DType::F32, {1});
+  EXPECT_EXIT(gatherND(data.ref(), indices.ref(), 0, out.ref()),
+              ::testing::ExitedWithCode(1),
+              "gather_nd: index 3 is outside \\[-3, 3\\) of dimension 1");
 }
 
 void checkSlice(const Tensor &in, const Shape &starts, const Shape &steps,

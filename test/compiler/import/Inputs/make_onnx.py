@@ -51,6 +51,21 @@ def case_mlp(path):
     return model(nodes, [f32("x", ["batch", "seq", 16])], [f32("y", None)], inits)
 
 
+def case_mlp2(path):
+    """A residual two-layer MLP (x + W2 tanh(W1 x + b1) + b2): under tp=2 the
+    first projection splits by columns, the second by rows, one all_reduce."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="up"),
+        helper.make_node("Add", ["h", "b1"], ["hb"], name="up_bias"),
+        helper.make_node("Tanh", ["hb"], ["a"], name="act"),
+        helper.make_node("MatMul", ["a", "w2"], ["d"], name="down"),
+        helper.make_node("Add", ["d", "b2"], ["db"], name="down_bias"),
+        helper.make_node("Add", ["x", "db"], ["y"], name="residual"),
+    ]
+    inits = [weight("w1", 8, 16), weight("b1", 16), weight("w2", 16, 8), weight("b2", 8)]
+    return model(nodes, [f32("x", [2, 4, 8])], [f32("y", [2, 4, 8])], inits)
+
+
 def case_gemm(path):
     """Gemm (GPT-2 Conv1D style) with transB, alpha and beta, plus Flatten."""
     nodes = [
@@ -92,6 +107,29 @@ def case_elementwise(path):
            helper.make_tensor_value_info("j", TensorProto.INT64, [4])]
     outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None),
             helper.make_tensor_value_info("eq", TensorProto.BOOL, None)]
+    return model(nodes, ins, outs, inits)
+
+
+def case_nan_guard(path):
+    """PyTorch SDPA's guard after the softmax, where(isnan(p), 0, p), a
+    bidirectional mask built with GreaterOrEqual (BERT), and the dynamo
+    exporter's padding mask mask[batch_idx, kv_idx] as GatherND."""
+    nodes = [
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1, name="softmax"),
+        helper.make_node("IsNaN", ["p"], ["nan"], name="isnan"),
+        helper.make_node("Where", ["nan", "zero", "p"], ["guarded"], name="guard"),
+        helper.make_node("GreaterOrEqual", ["i", "j"], ["ge"], name="ge"),
+        helper.make_node("GatherND", ["m", "grid"], ["picked"], name="pick"),
+    ]
+    grid = np.stack(np.meshgrid(np.arange(2), np.arange(3), indexing="ij"), -1)
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(grid.astype(np.int64), "grid")]
+    ins = [f32("s", [2, 4, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [4, 1]),
+           helper.make_tensor_value_info("j", TensorProto.INT64, [4]),
+           helper.make_tensor_value_info("m", TensorProto.BOOL, [2, 3])]
+    outs = [helper.make_tensor_value_info("guarded", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("ge", TensorProto.BOOL, None),
+            helper.make_tensor_value_info("picked", TensorProto.BOOL, None)]
     return model(nodes, ins, outs, inits)
 
 

@@ -1,11 +1,12 @@
-//===- CompileCpu.cpp - `meshc compile --target cpu` ----------------------===//
+//===- BuildExecutables.cpp - `meshc compile` to executables -------------===//
 //
 // Part of meshc.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/codegen/CompileCpu.h"
+#include "compiler/codegen/BuildExecutables.h"
+#include "compiler/codegen/DTypes.h"
 
-#include "compiler/codegen/CpuEmitter.h"
+#include "compiler/codegen/RankEmitter.h"
 #include "compiler/codegen/ToolchainConfig.h"
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/Sharding/Sharding.h"
@@ -52,7 +53,7 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
   }
   json entry{{"name", e.name},
              {"dtype", std::string(rt::safetensorsName(
-                           *dfg::elementDType(e.localType.getElementType())))},
+                           *elementDType(e.localType.getElementType())))},
              {"shape", std::vector<int64_t>(global.begin(), global.end())},
              {"sharding", axes}};
   if (!e.localType.hasStaticShape())
@@ -92,7 +93,7 @@ LogicalResult runTool(ModuleOp where, ArrayRef<std::string> argv,
 
 } // namespace
 
-std::vector<std::string> CpuCompileOptions::cudaArchitectures() {
+std::vector<std::string> BuildOptions::cudaArchitectures() {
   std::vector<std::string> archs;
   for (StringRef a : llvm::split(MESHC_CUDA_ARCHITECTURES, ';'))
     if (!a.empty())
@@ -100,7 +101,7 @@ std::vector<std::string> CpuCompileOptions::cudaArchitectures() {
   return archs;
 }
 
-std::string targetProblem(const CpuCompileOptions &options) {
+std::string targetProblem(const BuildOptions &options) {
   if (options.target != Target::Cuda) {
     if (options.dtype == "f16" || options.dtype == "bf16")
       return "--dtype " + options.dtype +
@@ -113,7 +114,7 @@ std::string targetProblem(const CpuCompileOptions &options) {
            "and NCCL were not found when it was configured), so it cannot "
            "build --target cuda executables; install the toolkit and rebuild "
            "meshc, or use --target cpu";
-  std::vector<std::string> archs = CpuCompileOptions::cudaArchitectures();
+  std::vector<std::string> archs = BuildOptions::cudaArchitectures();
   if (!llvm::is_contained(archs, options.cudaArch))
     return "--cuda-arch " + options.cudaArch +
            ": the runtime's CUDA kernels are built for " +
@@ -124,7 +125,7 @@ std::string targetProblem(const CpuCompileOptions &options) {
 namespace {
 
 /// The compiler command that builds rank program `src` into `exe`.
-std::vector<std::string> buildCommand(const CpuCompileOptions &options,
+std::vector<std::string> buildCommand(const BuildOptions &options,
                                       StringRef src, StringRef exe) {
   std::vector<std::string> argv;
   StringRef link;
@@ -174,8 +175,32 @@ std::vector<std::string> buildCommand(const CpuCompileOptions &options,
 
 } // namespace
 
-LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
-                         const CpuCompileOptions &options) {
+LogicalResult writeRankSources(ArrayRef<RoleProgram> roles,
+                               ModuleOp ranksModule,
+                               const BuildOptions &options, raw_ostream &os) {
+  std::vector<GroupAxes> groups = collectGroups(ranksModule);
+  for (auto [k, role] : llvm::enumerate(roles)) {
+    std::string name = "role" + std::to_string(k);
+    std::string banner =
+        "// ----- " + name + ": rank(s) " +
+        llvm::join(llvm::map_range(role.ranks,
+                                   [](int64_t r) { return std::to_string(r); }),
+                   ", ") +
+        "\n";
+    WeightShards weights;
+    FailureOr<EmittedProgram> program = emitRankProgram(
+        role.module, name, groups, banner, weights,
+        options.bounds.empty() ? nullptr : &options.bounds, options.target);
+    if (failed(program))
+      return failure();
+    os << program->source;
+  }
+  return success();
+}
+
+LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
+                               ModuleOp ranksModule,
+                               const BuildOptions &options) {
   namespace fs = llvm::sys::fs;
   namespace path = llvm::sys::path;
   std::string problem = targetProblem(options);
@@ -249,7 +274,7 @@ LogicalResult compileCpu(ArrayRef<RoleProgram> roles, ModuleOp ranksModule,
         "//===----------------------------------------------------------------"
         "------===//\n";
     WeightShards weights;
-    FailureOr<EmittedProgram> program = emitCpuProgram(
+    FailureOr<EmittedProgram> program = emitRankProgram(
         role.module, name, groups, banner, weights,
         options.bounds.empty() ? nullptr : &options.bounds, options.target);
     if (failed(program))

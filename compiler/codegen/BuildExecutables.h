@@ -1,4 +1,4 @@
-//===- CompileCpu.h - `meshc compile` to executables ------------*- C++ -*-===//
+//===- BuildExecutables.h - `meshc compile` to executables -----*- C++ -*-===//
 //
 // Part of meshc. From the rank programs of a model (one `@role<k>` module per
 // distinct program, as `--emit ranks` writes them) to a folder that runs:
@@ -11,15 +11,15 @@
 //   out/src/role<k>.cpp            the generated C++ (with --keep-sources;
 //                                  role<k>.cu for the cuda target)
 //
-// Both targets emit the same program text (CpuEmitter); the cpu target builds
+// Both targets emit the same program text (RankEmitter); the cpu target builds
 // it with g++ against libmeshc_rt_cpu, the cuda target with nvcc against
 // libmeshc_rt_cuda.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MESHC_COMPILER_CODEGEN_COMPILECPU_H
-#define MESHC_COMPILER_CODEGEN_COMPILECPU_H
+#ifndef MESHC_COMPILER_CODEGEN_BUILDEXECUTABLES_H
+#define MESHC_COMPILER_CODEGEN_BUILDEXECUTABLES_H
 
-#include "compiler/codegen/CpuEmitter.h"
+#include "compiler/codegen/RankEmitter.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -31,7 +31,7 @@
 
 namespace meshc::codegen {
 
-struct CpuCompileOptions {
+struct BuildOptions {
   std::string outputDir = "out";
   std::string weightsDir; ///< the model's folder, where weight files are
   std::string model;      ///< the model's file name, for the manifest
@@ -47,7 +47,7 @@ struct CpuCompileOptions {
   /// --no-cuda-graph: repeated steps are never recorded as a CUDA graph.
   bool noCudaGraph = false;
   /// --no-overlap: every collective blocks where it stands (no
-  /// meshc-schedule-collectives).
+  /// meshc-lower-schedule-collectives).
   bool noOverlap = false;
   /// The architectures the runtime's CUDA half was built for ("sm_80").
   static std::vector<std::string> cudaArchitectures();
@@ -67,14 +67,23 @@ struct RoleProgram {
 /// Why `options` cannot be built here ("" when it can): the cuda target
 /// without the CUDA toolkit, an architecture the runtime lacks, or a 16-bit
 /// --dtype for the cpu target.
-std::string targetProblem(const CpuCompileOptions &options);
+std::string targetProblem(const BuildOptions &options);
 
 /// Writes the folder. Fails with a diagnostic (an op the cpu target cannot
 /// run) or an error line (a file that cannot be written, g++ failing).
-mlir::LogicalResult compileCpu(llvm::ArrayRef<RoleProgram> roles,
-                               mlir::ModuleOp ranksModule,
-                               const CpuCompileOptions &options);
+mlir::LogicalResult buildExecutables(llvm::ArrayRef<RoleProgram> roles,
+                                     mlir::ModuleOp ranksModule,
+                                     const BuildOptions &options);
+
+/// Writes the generated source of every rank program to `os` (C++ for the
+/// cpu target, CUDA C++ for the cuda target), each under a `// ----- role<k>`
+/// line, and builds nothing (`meshc compile --emit cpp`: what the golden tests
+/// of test/compiler/codegen read).
+mlir::LogicalResult writeRankSources(llvm::ArrayRef<RoleProgram> roles,
+                                     mlir::ModuleOp ranksModule,
+                                     const BuildOptions &options,
+                                     llvm::raw_ostream &os);
 
 } // namespace meshc::codegen
 
-#endif // MESHC_COMPILER_CODEGEN_COMPILECPU_H
+#endif // MESHC_COMPILER_CODEGEN_BUILDEXECUTABLES_H

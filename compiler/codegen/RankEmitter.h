@@ -1,4 +1,4 @@
-//===- CpuEmitter.h - C++ for one rank program (cpu target) -----*- C++ -*-===//
+//===- RankEmitter.h - C++ for one rank program -----------------*- C++ -*-===//
 //
 // Part of meshc. Turns one rank program (a `@role<k>` module of
 // `meshc compile --emit ranks`) into a C++ translation unit against the
@@ -6,11 +6,12 @@
 // stage function and one for `@main`'s schedule, every activation a view into
 // one static arena planned by liveness (BufferPlan.h), every weight and
 // constant a tensor of the rank's weight file (WeightShards.h), every
-// collective a call on the MPI backend, comments naming the ONNX nodes.
+// collective a call on the rank communicator (MPI on the cpu target, NCCL on
+// the cuda target), comments naming the ONNX nodes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MESHC_COMPILER_CODEGEN_CPUEMITTER_H
-#define MESHC_COMPILER_CODEGEN_CPUEMITTER_H
+#ifndef MESHC_COMPILER_CODEGEN_RANKEMITTER_H
+#define MESHC_COMPILER_CODEGEN_RANKEMITTER_H
 
 #include "compiler/codegen/WeightShards.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
@@ -55,11 +56,11 @@ std::vector<GroupAxes> collectGroups(mlir::ModuleOp ranksModule);
 /// shapes are computed when the program runs and buffers are planned at the
 /// bounds; without, every shape must be static.
 mlir::FailureOr<EmittedProgram>
-emitCpuProgram(mlir::ModuleOp role, llvm::StringRef roleName,
-               llvm::ArrayRef<GroupAxes> groups, llvm::StringRef banner,
-               WeightShards &weights, const dfg::DimBindings *bounds = nullptr,
-               Target target = Target::Cpu);
+emitRankProgram(mlir::ModuleOp role, llvm::StringRef roleName,
+                llvm::ArrayRef<GroupAxes> groups, llvm::StringRef banner,
+                WeightShards &weights, const dfg::DimBindings *bounds = nullptr,
+                Target target = Target::Cpu);
 
 } // namespace meshc::codegen
 
-#endif // MESHC_COMPILER_CODEGEN_CPUEMITTER_H
+#endif // MESHC_COMPILER_CODEGEN_RANKEMITTER_H

@@ -1,0 +1,146 @@
+//===- EmitTransformer.cpp - C++ for transformer ops ----------------------===//
+//
+// Part of meshc. The computing ops of transformer models: contractions
+// (matmul, linear), attention, rotary embeddings, norms, embedding lookups,
+// softmax, reductions, trilu and scatter_nd.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/RankEmitterImpl.h"
+
+using namespace mlir;
+
+namespace meshc::codegen {
+
+template <typename ReduceOp>
+LogicalResult FunctionEmitter::emitReduce(ReduceOp r, llvm::raw_ostream &os) {
+  Operation *op = r;
+  StringRef kind = isa<dfg::ReduceMeanOp>(op)  ? "Mean"
+                   : isa<dfg::ReduceSumOp>(op) ? "Sum"
+                                               : "Max";
+  int64_t rank = rankOf(r.getInput());
+  SmallVector<int64_t> axes;
+  for (int64_t a : r.getAxes())
+    axes.push_back(normalizeAxis(a, rank));
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  std::string i = operand(r.getInput(), os), o = declare(r.getResult(), os);
+  os << "  {\n    const std::int64_t axes[] = " << list(axes)
+     << ";\n    k::reduce(k::ReduceOp::" << kind << ", " << i << ", axes, "
+     << axes.size() << ", " << o << ");\n  }\n";
+  return success();
+}
+
+template LogicalResult FunctionEmitter::emitReduce(dfg::ReduceMeanOp,
+                                                   llvm::raw_ostream &);
+template LogicalResult FunctionEmitter::emitReduce(dfg::ReduceSumOp,
+                                                   llvm::raw_ostream &);
+template LogicalResult FunctionEmitter::emitReduce(dfg::ReduceMaxOp,
+                                                   llvm::raw_ostream &);
+
+LogicalResult FunctionEmitter::emitTrilu(dfg::TriluOp t,
+                                         llvm::raw_ostream &os) {
+  std::string i = operand(t.getInput(), os), o = declare(t.getResult(), os);
+  os << "  k::trilu(" << i << ", " << (t.getUpper() ? "true" : "false") << ", "
+     << t.getDiagonal() << ", " << o << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitScatterND(dfg::ScatterNDOp s,
+                                             llvm::raw_ostream &os) {
+  std::string d = operand(s.getData(), os), i = operand(s.getIndices(), os),
+              u = operand(s.getUpdates(), os), o = declare(s.getResult(), os);
+  os << "  k::scatterND(" << d << ", " << i << ", " << u << ", " << o << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitEmbedding(dfg::EmbeddingOp e,
+                                             llvm::raw_ostream &os) {
+  std::string t = operand(e.getTable(), os), i = operand(e.getIds(), os),
+              o = declare(e.getResult(), os);
+  os << "  k::embedding(" << t << ", " << i << ", " << o << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitMatMul(dfg::MatMulOp m,
+                                          llvm::raw_ostream &os) {
+  std::string l = operand(m.getLhs(), os), r = operand(m.getRhs(), os),
+              o = declare(m.getResult(), os);
+  os << "  k::matmul(" << l << ", " << r << ", " << o << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitLinear(dfg::LinearOp l,
+                                          llvm::raw_ostream &os) {
+  std::string i = operand(l.getInput(), os), w = operand(l.getWeight(), os),
+              b = optionalOperand(l.getBias(), os),
+              o = declare(l.getResult(), os);
+  os << "  k::linear(" << i << ", " << w << ", " << b << ", "
+     << (l.getTransposeWeight() ? "true" : "false") << ", " << o << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
+                                             llvm::raw_ostream &os) {
+  std::string q = operand(a.getQuery(), os), kk = operand(a.getKey(), os),
+              v = operand(a.getValue(), os),
+              m = optionalOperand(a.getMask(), os),
+              pk = optionalOperand(a.getPastKey(), os),
+              pv = optionalOperand(a.getPastValue(), os);
+  std::string o = declare(a->getResult(0), os), presentK = "nullptr",
+              presentV = "nullptr";
+  if (a.getPresent().size() == 2) {
+    presentK = "&" + declare(a.getPresent()[0], os);
+    presentV = "&" + declare(a.getPresent()[1], os);
+  }
+  os << "  k::attention(" << q << ", " << kk << ", " << v << ", " << m << ", "
+     << pk << ", " << pv << ", " << cppFloat(a.getScale().convertToDouble())
+     << ", " << (a.getCausal() ? "true" : "false") << ", "
+     << cppFloat(a.getSoftcap().convertToDouble()) << ", " << o << ", "
+     << presentK << ", " << presentV << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitRotary(dfg::RotaryOp r,
+                                          llvm::raw_ostream &os) {
+  std::string i = operand(r.getInput(), os), c = operand(r.getCos(), os),
+              s = operand(r.getSin(), os),
+              pos = optionalOperand(r.getPositions(), os),
+              o = declare(r.getResult(), os);
+  os << "  k::rotary(" << i << ", " << c << ", " << s << ", " << pos << ", "
+     << (r.getInterleaved() ? "true" : "false") << ", " << r.getRotaryDim()
+     << ", " << o << ");\n";
+  return success();
+}
+
+template <typename NormOp>
+LogicalResult FunctionEmitter::emitNorm(NormOp n, llvm::raw_ostream &os) {
+  Operation *op = n;
+  std::string i = operand(n.getInput(), os), s = operand(n.getScale(), os),
+              b = optionalOperand(n.getBias(), os),
+              res = optionalOperand(n.getResidual(), os);
+  std::string o = declare(op->getResult(0), os), sum = "nullptr";
+  if (n.getSum().size() == 1)
+    sum = "&" + declare(n.getSum()[0], os);
+  os << "  k::" << (isa<dfg::LayerNormOp>(op) ? "layerNorm" : "rmsNorm") << "("
+     << i << ", " << s << ", " << b << ", " << res << ", "
+     << normalizeAxis(n.getAxis(), rankOf(n.getInput())) << ", "
+     << cppFloat(n.getEpsilon().convertToDouble()) << ", " << o << ", " << sum
+     << ");\n";
+  return success();
+}
+
+template LogicalResult FunctionEmitter::emitNorm(dfg::LayerNormOp,
+                                                 llvm::raw_ostream &);
+template LogicalResult FunctionEmitter::emitNorm(dfg::RmsNormOp,
+                                                 llvm::raw_ostream &);
+
+LogicalResult FunctionEmitter::emitSoftmax(dfg::SoftmaxOp s,
+                                           llvm::raw_ostream &os) {
+  std::string i = operand(s.getInput(), os), o = declare(s.getResult(), os);
+  os << "  k::softmax(" << i << ", " << s.getNormalizedAxis() << ", " << o
+     << ");\n";
+  return success();
+}
+
+} // namespace meshc::codegen

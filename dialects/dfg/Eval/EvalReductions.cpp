@@ -1,0 +1,120 @@
+//===- EvalReductions.cpp - Reference evaluation of reductions ------------===//
+//
+// Part of meshc.
+//
+// Reductions along axes (mean, sum, max), softmax, and the ops that keep or
+// overwrite parts of a tensor in place (trilu, scatter_nd).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/Eval/EvaluatorImpl.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/DfgShapes.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace meshc::dfg::detail {
+
+FailureOr<EvalTensor> Evaluator::reduce(Operation *op, const EvalTensor &in,
+                                        ArrayRef<int64_t> axes, bool keepDims,
+                                        StringRef kind) {
+  Shape kept = reduceShape(in.shape, axes, /*keepDims=*/true);
+  EvalTensor acc = like(in.elementType, kept);
+  std::fill(acc.values.begin(), acc.values.end(),
+            kind == "max" ? -INFINITY : 0.0);
+  SmallVector<int64_t> accStrides = broadcastStrides(kept, in.shape);
+  forEachIndex(in.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
+    double &slot = acc.values[dot(index, accStrides)];
+    double v = in.values[linear];
+    slot = kind == "max" ? std::max(slot, v) : slot + v;
+  });
+  if (kind == "mean") {
+    int64_t count = 1;
+    for (int64_t a : axes)
+      count *= in.shape[a];
+    for (double &v : acc.values)
+      v /= count;
+  }
+  acc.shape = reduceShape(in.shape, axes, keepDims);
+  roundAll(acc);
+  return acc;
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalReduceMean(ReduceMeanOp op) {
+  return one(
+      reduce(op, operand(op, 0), op.getAxes(), op.getKeepDims(), "mean"));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalReduceSum(ReduceSumOp op) {
+  return one(reduce(op, operand(op, 0), op.getAxes(), op.getKeepDims(), "sum"));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalReduceMax(ReduceMaxOp op) {
+  return one(reduce(op, operand(op, 0), op.getAxes(), op.getKeepDims(), "max"));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalSoftmax(SoftmaxOp op) {
+  const EvalTensor &in = operand(op, 0);
+  int64_t axis = op.getNormalizedAxis();
+  auto maxed = reduce(op, in, {axis}, true, "max");
+  if (failed(maxed))
+    return failure();
+  SmallVector<int64_t> strides = broadcastStrides(maxed->shape, in.shape);
+  EvalTensor e = like(in.elementType, in.shape);
+  forEachIndex(in.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
+    e.values[linear] =
+        std::exp(in.values[linear] - maxed->values[dot(index, strides)]);
+  });
+  EvalTensor sums = like(in.elementType, maxed->shape);
+  forEachIndex(in.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
+    sums.values[dot(index, strides)] += e.values[linear];
+  });
+  forEachIndex(in.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
+    e.values[linear] /= sums.values[dot(index, strides)];
+  });
+  roundAll(e);
+  return one(std::move(e));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalTrilu(TriluOp op) {
+  EvalTensor result = operand(op, 0);
+  int64_t rank = result.shape.size(), k = op.getDiagonal();
+  bool upper = op.getUpper();
+  forEachIndex(result.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
+    int64_t diff = index[rank - 1] - index[rank - 2];
+    if (upper ? diff < k : diff > k)
+      result.values[linear] = 0;
+  });
+  return one(std::move(result));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalScatterND(ScatterNDOp op) {
+  EvalTensor result = operand(op, 0);
+  const EvalTensor &indices = operand(op, 1), &updates = operand(op, 2);
+  int64_t q = indices.shape.back();
+  int64_t slice = 1;
+  for (size_t d = q; d < result.shape.size(); ++d)
+    slice *= result.shape[d];
+  SmallVector<int64_t> strides = stridesOf(result.shape);
+  int64_t tuples = indices.numElements() / std::max<int64_t>(q, 1);
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < q; ++d) {
+      int64_t i = indices.values[t * q + d];
+      if (i < 0)
+        i += result.shape[d];
+      if (i < 0 || i >= result.shape[d])
+        return op.emitOpError("index ") << i << " is out of range for "
+                                        << "dimension " << d;
+      offset += i * strides[d];
+    }
+    for (int64_t e = 0; e < slice; ++e)
+      result.values[offset + e] = updates.values[t * slice + e];
+  }
+  return one(std::move(result));
+}
+
+} // namespace meshc::dfg::detail

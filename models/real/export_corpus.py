@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""Exports the real-model corpus: tiny random-weight models built from
+`transformers` config classes (never downloaded), written by the real
+exporters, with inputs as users pass them and onnxruntime's outputs.
+
+Usage (environments from models/real/setup_export_env.sh):
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      [--arch gpt2,llama,...] [--exporter dynamo,torchscript,genai,ortopt]
+  .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --exporter optimum
+
+Each export is a folder <arch>-<exporter>/ holding:
+  model.onnx (+ model.onnx.data when the exporter writes external data)
+  inputs/*.npy       the inputs: a left-padded batch of 2 with its
+                     attention_mask and position ids (and, for KV-cache exports,
+                     the cache of a real 3-token prefix)
+  reference/*.npy    onnxruntime's outputs for them
+  export.json        architecture, exporter and versions, the torch
+                     cross-check (largest difference from torch's logits)
+and corpus/index.json lists every export with its status ("ok" or the
+exporter's error, so a failed export is recorded rather than silently
+missing).
+
+Sizes: hidden 32, 2 layers, 4 heads (2 key/value heads where the
+architecture has GQA), head dim 8, vocabulary 96, so each model is well under
+1 MB.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+
+SEED = 0
+VOCAB = 96
+BATCH, SEQ, PREFIX = 2, 5, 3
+
+
+# ---------------------------------------------------------------------------
+# Configurations
+# ---------------------------------------------------------------------------
+
+def config_for(arch):
+    import transformers as tf
+
+    common = dict(vocab_size=VOCAB, num_hidden_layers=2, num_attention_heads=4,
+                  hidden_size=32, intermediate_size=64, max_position_embeddings=64)
+    if arch == "gpt2":
+        return tf.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                             resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), tf.GPT2LMHeadModel
+    if arch == "llama":
+        return tf.LlamaConfig(num_key_value_heads=2, **common), tf.LlamaForCausalLM
+    if arch == "mistral":
+        return tf.MistralConfig(num_key_value_heads=2, sliding_window=None, **common), \
+            tf.MistralForCausalLM
+    if arch == "qwen2":
+        return tf.Qwen2Config(num_key_value_heads=2, **common), tf.Qwen2ForCausalLM
+    if arch == "phi3":
+        return tf.Phi3Config(num_key_value_heads=4, pad_token_id=0, **common), tf.Phi3ForCausalLM
+    if arch == "gpt_neox":
+        return tf.GPTNeoXConfig(rotary_pct=0.5, use_parallel_residual=True, **common), \
+            tf.GPTNeoXForCausalLM
+    if arch == "bert":
+        return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
+                             num_attention_heads=5, intermediate_size=64,
+                             max_position_embeddings=64, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0), tf.BertModel
+    raise SystemExit(f"unknown architecture {arch}")
+
+
+ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "bert"]
+DECODERS = [a for a in ARCHS if a != "bert"]
+
+
+def build_model(arch):
+    import torch
+
+    torch.manual_seed(SEED)
+    config, cls = config_for(arch)
+    model = cls(config).eval()
+    # Random weights at a scale where differences show: transformers
+    # initialises with std 0.02, which makes every logit nearly equal.
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(SEED)
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+    return config, model
+
+
+# ---------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------
+
+def prompt_inputs(arch):
+    """A left-padded batch: row 0 has SEQ tokens, row 1 has SEQ - 2."""
+    rng = np.random.default_rng(SEED)
+    ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
+    mask = np.ones((BATCH, SEQ), np.int64)
+    if arch != "bert":
+        mask[1, :2] = 0
+        ids[1, :2] = 0
+    else:
+        mask[1, -2:] = 0  # BERT pads on the right
+    pos = np.clip(np.cumsum(mask, axis=1) - 1, 0, None).astype(np.int64)
+    return ids, mask, pos
+
+
+# ---------------------------------------------------------------------------
+# Exporters
+# ---------------------------------------------------------------------------
+
+def torch_inputs(arch, ids, mask, pos):
+    import torch
+
+    kw = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask))
+    if arch == "bert":
+        kw["token_type_ids"] = torch.zeros_like(kw["input_ids"])
+    elif arch != "gpt2":
+        kw["position_ids"] = torch.tensor(pos)
+    else:
+        kw["position_ids"] = torch.tensor(pos)
+    return kw
+
+
+def export_torch(arch, model, out, dynamo, opset=None):
+    import torch
+
+    ids, mask, pos = prompt_inputs(arch)
+    kw = torch_inputs(arch, ids, mask, pos)
+    names = list(kw)
+    path = os.path.join(out, "model.onnx")
+
+    class Wrapper(torch.nn.Module):
+        """The model with named tensor inputs and one output, as exporters
+        want it (no cache objects, no dict output)."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, position_ids=None, token_type_ids=None):
+            kw = dict(input_ids=input_ids, attention_mask=attention_mask)
+            if position_ids is not None:
+                kw["position_ids"] = position_ids
+            if token_type_ids is not None:
+                kw["token_type_ids"] = token_type_ids
+            if arch == "bert":
+                return self.inner(**kw, return_dict=True).last_hidden_state
+            return self.inner(**kw, use_cache=False, return_dict=True).logits
+
+    wrapped = Wrapper(model).eval()
+    args = tuple(kw[n] for n in names)
+    if names[2:] == ["token_type_ids"]:  # BERT: no position ids
+        args = (args[0], args[1], None, args[2])
+    out_name = "logits" if arch != "bert" else "last_hidden_state"
+    if dynamo:
+        batch = torch.export.Dim("batch_size", max=64)
+        seq = torch.export.Dim("sequence_length", max=60)
+        dyn = {n: ({0: batch, 1: seq} if n in names else None)
+               for n in ("input_ids", "attention_mask", "position_ids", "token_type_ids")}
+        kwargs = dict(dynamo=True, dynamic_shapes=dyn, input_names=names,
+                      output_names=[out_name], external_data=False)
+        if opset:
+            kwargs["opset_version"] = opset
+        prog = torch.onnx.export(wrapped, args, **kwargs)
+        prog.save(path)
+    else:
+        axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
+        axes[out_name] = {0: "batch_size", 1: "sequence_length"}
+        torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
+                          input_names=names, output_names=[out_name], dynamic_axes=axes)
+    feeds = {n: kw[n].numpy() for n in names}
+    with torch.no_grad():
+        want = {out_name: wrapped(*args).numpy()}
+    return feeds, want
+
+
+def export_optimum(arch, model, out):
+    """optimum-cli on a local save_pretrained folder, text-generation-with-past."""
+    with tempfile.TemporaryDirectory() as src:
+        model.save_pretrained(src)
+        task = "feature-extraction" if arch == "bert" else "text-generation-with-past"
+        cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
+               "--no-post-process", out]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return None, None
+
+
+def export_genai(arch, model, out):
+    """onnxruntime-genai's builder, fp32 for the cpu, from a local folder."""
+    with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as cache:
+        model.save_pretrained(src)
+        model.config.save_pretrained(src)
+        cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", src, "-o", out,
+               "-p", "fp32", "-e", "cpu", "-c", cache]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return None, None
+
+
+def export_ortopt(arch, model, out, attn):
+    """onnxruntime's transformer optimizer over a TorchScript export (gpt2, bert)."""
+    from onnxruntime.transformers import optimizer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, want = export_torch(arch, model, tmp, dynamo=False, opset=17)
+        heads = model.config.num_attention_heads
+        hidden = model.config.hidden_size
+        opt = optimizer.optimize_model(os.path.join(tmp, "model.onnx"),
+                                       model_type="gpt2" if arch == "gpt2" else "bert",
+                                       num_heads=heads, hidden_size=hidden, opt_level=1)
+        opt.save_model_to_file(os.path.join(out, "model.onnx"))
+    return feeds, want
+
+
+# ---------------------------------------------------------------------------
+# KV-cache inputs for exports that take them
+# ---------------------------------------------------------------------------
+
+def cache_feeds(session, model, arch, ids, mask, pos):
+    """Feeds for a session whose inputs include past keys/values: the cache of
+    a real PREFIX-token prefix (computed by torch), then the rest of the
+    prompt as the new tokens."""
+    import torch
+
+    with torch.no_grad():
+        kw = dict(input_ids=torch.tensor(ids[:, :PREFIX]),
+                  attention_mask=torch.tensor(mask[:, :PREFIX]), use_cache=True)
+        if arch != "gpt2":
+            kw["position_ids"] = torch.tensor(pos[:, :PREFIX])
+        past = model(**kw).past_key_values
+    layers = []
+    for layer in range(model.config.num_hidden_layers):
+        if hasattr(past, "layers"):
+            k, v = past.layers[layer].keys, past.layers[layer].values
+        else:
+            k, v = past[layer]
+        layers.append((k.numpy(), v.numpy()))
+    feeds = {}
+    new = SEQ - PREFIX
+    for inp in session.get_inputs():
+        n = inp.name
+        if n == "input_ids":
+            feeds[n] = ids[:, PREFIX:]
+        elif n == "attention_mask":
+            feeds[n] = mask
+        elif n == "position_ids":
+            feeds[n] = pos[:, PREFIX:]
+        elif "past" in n and ("key" in n or "value" in n):
+            idx = int("".join(c for c in n.split(".")[1] if c.isdigit())) if "." in n else 0
+            which = 0 if "key" in n else 1
+            feeds[n] = layers[idx][which].astype(np.float32)
+        elif n == "token_type_ids":
+            feeds[n] = np.zeros_like(ids)
+        else:
+            raise RuntimeError(f"no feed for input {n}")
+    return feeds
+
+
+def run_reference(out, model, arch, feeds):
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(os.path.join(out, "model.onnx"),
+                                providers=["CPUExecutionProvider"])
+    if feeds is None or set(feeds) != {i.name for i in sess.get_inputs()}:
+        ids, mask, pos = prompt_inputs(arch)
+        feeds = cache_feeds(sess, model, arch, ids, mask, pos)
+    outs = sess.run(None, feeds)
+    os.makedirs(os.path.join(out, "inputs"), exist_ok=True)
+    os.makedirs(os.path.join(out, "reference"), exist_ok=True)
+    for n, v in feeds.items():
+        np.save(os.path.join(out, "inputs", f"{n}.npy"), v)
+    for o, v in zip(sess.get_outputs(), outs):
+        np.save(os.path.join(out, "reference", f"{o.name}.npy"), v)
+    return feeds, dict(zip([o.name for o in sess.get_outputs()], outs))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--arch", default=",".join(ARCHS))
+    ap.add_argument("--exporter", default="dynamo,dynamo23,torchscript,genai,ortopt")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    index_path = os.path.join(args.out, "index.json")
+    index = json.load(open(index_path)) if os.path.exists(index_path) else {}
+    import torch
+    import transformers
+
+    for arch in args.arch.split(","):
+        for exporter in args.exporter.split(","):
+            if exporter in ("genai",) and arch not in ("llama", "mistral", "qwen2", "phi3"):
+                continue
+            if exporter == "ortopt" and arch not in ("gpt2", "bert"):
+                continue
+            name = f"{arch}-{exporter}"
+            out = os.path.join(args.out, name)
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            config, model = build_model(arch)
+            meta = dict(arch=arch, exporter=exporter, torch=torch.__version__,
+                        transformers=transformers.__version__)
+            try:
+                if exporter == "dynamo":
+                    feeds, want = export_torch(arch, model, out, dynamo=True)
+                elif exporter == "dynamo23":
+                    feeds, want = export_torch(arch, model, out, dynamo=True, opset=23)
+                elif exporter == "torchscript":
+                    feeds, want = export_torch(arch, model, out, dynamo=False, opset=17)
+                elif exporter == "optimum":
+                    feeds, want = export_optimum(arch, model, out)
+                elif exporter == "genai":
+                    feeds, want = export_genai(arch, model, out)
+                elif exporter == "ortopt":
+                    feeds, want = export_ortopt(arch, model, out, attn="sdpa")
+                else:
+                    raise SystemExit(f"unknown exporter {exporter}")
+                feeds, got = run_reference(out, model, arch, feeds)
+                if want:
+                    key = next(iter(want))
+                    diff = float(np.max(np.abs(got[key] - want[key])))
+                    meta["torch_max_abs_diff"] = diff
+                meta["status"] = "ok"
+                print(f"{name}: ok", flush=True)
+            except Exception as e:  # recorded, so a failed export is visible
+                detail = getattr(e, "stderr", None) or traceback.format_exc()
+                meta["status"] = "export failed: " + str(detail).strip().splitlines()[-1][:300]
+                print(f"{name}: {meta['status']}", flush=True)
+            json.dump(meta, open(os.path.join(out, "export.json"), "w"), indent=1)
+            index[name] = meta
+            json.dump(index, open(index_path, "w"), indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
