@@ -13,7 +13,7 @@ Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
   inputs/*.npy       the inputs: a left-padded batch of 2 with its
                      attention_mask and position ids (and, for KV-cache exports,
-                     the cache of a real 3-token prefix)
+                     the cache of a real 4-token prefix and one new token (a decoding step))
   reference/*.npy    onnxruntime's outputs for them
   export.json        architecture, exporter and versions, the torch
                      cross-check (largest difference from torch's logits)
@@ -38,7 +38,7 @@ import numpy as np
 
 SEED = 0
 VOCAB = 96
-BATCH, SEQ, PREFIX = 2, 5, 3
+BATCH, SEQ, PREFIX = 2, 5, 4  # KV-cache exports: a 4-token cache, one new token
 
 
 # ---------------------------------------------------------------------------
@@ -48,8 +48,10 @@ BATCH, SEQ, PREFIX = 2, 5, 3
 def config_for(arch):
     import transformers as tf
 
+    # Head dimension 16: onnxruntime's GroupQueryAttention needs a multiple
+    # of 16.
     common = dict(vocab_size=VOCAB, num_hidden_layers=2, num_attention_heads=4,
-                  hidden_size=32, intermediate_size=64, max_position_embeddings=64)
+                  hidden_size=64, intermediate_size=128, max_position_embeddings=64)
     if arch == "gpt2":
         return tf.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
                              resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), tf.GPT2LMHeadModel
@@ -161,8 +163,9 @@ def export_torch(arch, model, out, dynamo, opset=None):
     if dynamo:
         batch = torch.export.Dim("batch_size", max=64)
         seq = torch.export.Dim("sequence_length", max=60)
-        dyn = {n: ({0: batch, 1: seq} if n in names else None)
-               for n in ("input_ids", "attention_mask", "position_ids", "token_type_ids")}
+        params = ["input_ids", "attention_mask", "position_ids", "token_type_ids"]
+        params = params[:len(args)]
+        dyn = {n: ({0: batch, 1: seq} if n in names else None) for n in params}
         kwargs = dict(dynamo=True, dynamic_shapes=dyn, input_names=names,
                       output_names=[out_name], external_data=False)
         if opset:
@@ -191,10 +194,26 @@ def export_optimum(arch, model, out):
     return None, None
 
 
+def save_tiny_tokenizer(folder):
+    """A word-level tokenizer of VOCAB made-up tokens, saved beside a model:
+    the genai builder writes the tokenizer into its output, and there is no
+    hub to fetch a real one from."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {f"t{i}": i for i in range(VOCAB)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", pad_token="t0",
+                                   bos_token="t1", eos_token="t2")
+    fast.save_pretrained(folder)
+
+
 def export_genai(arch, model, out):
     """onnxruntime-genai's builder, fp32 for the cpu, from a local folder."""
     with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as cache:
         model.save_pretrained(src)
+        save_tiny_tokenizer(src)
         model.config.save_pretrained(src)
         cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", src, "-o", out,
                "-p", "fp32", "-e", "cpu", "-c", cache]

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Runs meshc over the real-model corpus: every export compiled for every
+mesh (no size flags), run on the cpu target, outputs compared with
+onnxruntime's within 1e-4 + 1e-3 * |reference|.
+
+Usage: check_corpus.py --meshc build/bin/meshc --corpus models/real/corpus
+                       [--mesh tp=1,tp=2,pp=2,dp=2xtp=2] [--only NAME,...]
+                       [--allow-failures]
+
+Prints one line per (export, mesh): `ok`, `mismatch: ...`, or the first line
+of meshc's error, then a summary `corpus: N cases; ok: A, failed: B`.
+Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ATOL, RTOL = 1e-4, 1e-3
+
+
+def first_error(text):
+    for line in text.splitlines():
+        if "error" in line:
+            return line.strip()
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1].strip() if lines else "failed without a message"
+
+
+def compare(ref_dir, out_dir):
+    worst = None
+    for ref_path in sorted(glob.glob(os.path.join(ref_dir, "*.npy"))):
+        name = os.path.basename(ref_path)
+        got_path = os.path.join(out_dir, name)
+        if not os.path.exists(got_path):
+            return f"mismatch: no output {name}"
+        ref, got = np.load(ref_path), np.load(got_path)
+        if ref.shape != got.shape:
+            return f"mismatch: {name} has shape {got.shape}, onnxruntime {ref.shape}"
+        ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
+        finite = np.isfinite(ref64)
+        excess = np.abs(got64 - ref64) - (ATOL + RTOL * np.abs(ref64))
+        excess = np.where(finite, excess, np.where(np.isnan(ref64) & np.isnan(got64), -1, 1))
+        if (excess > 0).any():
+            i = np.unravel_index(np.argmax(excess), ref.shape)
+            return (f"mismatch: {name}{list(i)} is {got64[i]:.6g}, onnxruntime "
+                    f"{ref64[i]:.6g}")
+        diff = float(np.max(np.abs(got64 - ref64)[finite])) if finite.any() else 0.0
+        worst = diff if worst is None else max(worst, diff)
+    return f"ok (largest difference {worst:.2g})"
+
+
+def run_case(meshc, export, mesh, work):
+    out = os.path.join(work, "exe")
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [meshc, "compile", os.path.join(export, "model.onnx"), "--mesh", mesh, "-o", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "compile: " + first_error(r.stderr + r.stdout)
+    inputs = []
+    for f in sorted(glob.glob(os.path.join(export, "inputs", "*.npy"))):
+        inputs += ["--input", f"{os.path.basename(f)[:-4]}={f}"]
+    res = os.path.join(work, "out")
+    shutil.rmtree(res, ignore_errors=True)
+    cmd = [meshc, "run", out, *inputs, "--output-dir", res, "--collective-timeout", "60"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "run: " + first_error(r.stderr + r.stdout)
+    return compare(os.path.join(export, "reference"), res)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshc", required=True)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--mesh", default="tp=1,tp=2,pp=2,dp=2xtp=2")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--allow-failures", action="store_true",
+                    help="exit 0 even when a case fails (the lit test pins the "
+                         "statuses with FileCheck instead)")
+    args = ap.parse_args()
+    index = json.load(open(os.path.join(args.corpus, "index.json")))
+    only = set(filter(None, args.only.split(",")))
+    meshes = [m.replace("x", ",") for m in args.mesh.split(",")]
+    results = {}
+    with tempfile.TemporaryDirectory() as work:
+        for name in sorted(index):
+            if only and name not in only:
+                continue
+            meta = index[name]
+            if meta.get("status") != "ok":
+                continue
+            for mesh in meshes:
+                status = run_case(args.meshc, os.path.join(args.corpus, name), mesh, work)
+                results[(name, mesh)] = status
+                print(f"{name} [{mesh}]: {status}", flush=True)
+    ok = sum(1 for s in results.values() if s.startswith("ok"))
+    print(f"corpus: {len(results)} cases; ok: {ok}, failed: {len(results) - ok}")
+    return 0 if ok == len(results) or args.allow_failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
