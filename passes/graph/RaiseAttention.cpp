@@ -12,13 +12,16 @@
 //
 //   1. P = softmax(S) over the last axis (the keys); anything else is not
 //      attention. A softmax taken in f32 between casts (mixed-precision
-//      exports) counts too: the op's softmax accumulates in f32.
+//      exports) counts too: the op's softmax accumulates in f32. PyTorch's
+//      guard where(isnan(P), 0, P) is P: dfg.attention gives zeros on the
+//      rows (every key masked) where the softmax is NaN.
 //   2. From S down to the score matmul: splat Mul/Div are the scale; one
 //      Where with a fill below -1000 is a bool mask; one Add whose other side
 //      does not lead to the scores is an additive mask (only if no scale is
 //      applied after it, which would scale the mask too).
 //   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
-//      on Q or K folded into the scale.
+//      on Q or K folded into the scale; K^T may also be the dynamo
+//      exporter's reshape to 3-D, transpose, reshape back (keyOfTranspose).
 //   4. K and V lose their GQA repetition (the same factor on both), then a
 //      Concat of a past and new tensor along the sequence becomes the op's
 //      past input, and the Concat results its `present` results.
@@ -60,6 +63,54 @@ bool reachesScores(Value v, int depth = 0) {
   if (auto where = dyn_cast<dfg::WhereOp>(op))
     return reachesScores(where.getLhs(), depth + 1);
   return false;
+}
+
+/// where(is_nan(p), 0, p) -> p: PyTorch's scaled-dot-product attention
+/// zeroes the rows whose every key is masked (their softmax is NaN), which
+/// is what dfg.attention computes for such rows. Any other value is itself.
+Value stripNaNGuard(Value v, const ConstantReader &reader) {
+  auto where = defining<dfg::WhereOp>(v);
+  if (!where || where.getType() != where.getRhs().getType())
+    return v;
+  auto isNaN = defining<dfg::IsNaNOp>(where.getCondition());
+  std::optional<double> fill = reader.splat(where.getLhs());
+  if (!isNaN || isNaN.getInput() != where.getRhs() || !fill || *fill != 0.0)
+    return v;
+  return where.getRhs();
+}
+
+/// The key K of K^T = `kT` (the score matmul's right operand), written
+///   transpose(K, [0, 1, 3, 2]), or, as PyTorch's dynamo exporter writes it,
+///   reshape(transpose(reshape(K, [b*h, s, d]), [0, 2, 1]), [b, h, d, s]):
+/// the first reshape keeps K's last two dimensions (it merges the leading
+/// ones), the second gives back K's leading dimensions, so the composite
+/// swaps the last two. Null for anything else.
+Value keyOfTranspose(Value kT, dfg::SymbolicShapes &shapes) {
+  if (auto t = defining<dfg::TransposeOp>(kT))
+    return t.getPerm() == ArrayRef<int64_t>{0, 1, 3, 2} ? t.getInput()
+                                                        : Value();
+  auto reshapeInput = [](Value v) -> Value {
+    Operation *def = v.getDefiningOp();
+    return isa_and_nonnull<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(def)
+               ? def->getOperand(0)
+               : Value();
+  };
+  Value t3 = reshapeInput(kT);
+  auto t = t3 ? defining<dfg::TransposeOp>(t3) : dfg::TransposeOp();
+  if (!t || t.getPerm() != ArrayRef<int64_t>{0, 2, 1})
+    return Value();
+  Value k = reshapeInput(t.getInput());
+  if (!k || cast<RankedTensorType>(k.getType()).getRank() != 4 ||
+      cast<RankedTensorType>(kT.getType()).getRank() != 4)
+    return Value();
+  SmallVector<AffineExpr> kd(shapes.dims(k)), merged(shapes.dims(t.getInput())),
+      out(shapes.dims(kT));
+  auto same = [](AffineExpr a, AffineExpr b) { return a && a == b; };
+  if (!same(merged[1], kd[2]) || !same(merged[2], kd[3]) ||
+      !same(out[0], kd[0]) || !same(out[1], kd[1]) || !same(out[2], kd[3]) ||
+      !same(out[3], kd[2]))
+    return Value();
+  return k;
 }
 
 /// Strips multiplications and divisions by splat constants, folding them
@@ -170,10 +221,10 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     // 1. Probabilities over the keys (computed in f32 and narrowed back in
     //    mixed-precision exports: cast(softmax(cast(S, f32)), f16)).
     Type element = op.getType().getElementType();
-    Value probabilities = op.getLhs();
+    Value probabilities = stripNaNGuard(op.getLhs(), reader);
     auto narrow = defining<dfg::CastOp>(probabilities);
     if (narrow)
-      probabilities = narrow.getInput();
+      probabilities = stripNaNGuard(narrow.getInput(), reader);
     auto softmax = defining<dfg::SoftmaxOp>(probabilities);
     if (!softmax || op.getType().getRank() != 4 ||
         softmax.getNormalizedAxis() != 3)
@@ -228,19 +279,41 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     if (!scores)
       return failure();
     Value q = stripScale(scores.getLhs(), scale, reader);
-    auto kT =
-        defining<dfg::TransposeOp>(stripScale(scores.getRhs(), scale, reader));
-    if (!kT || kT.getPerm() != ArrayRef<int64_t>{0, 1, 3, 2})
-      return failure();
-    Value k = stripScale(kT.getInput(), scale, reader);
+    Value scoresRhs = stripScale(scores.getRhs(), scale, reader);
+    Value kT = keyOfTranspose(scoresRhs, shapes);
+    // K^T as one transpose of another layout (GPT-2's TorchScript export
+    // writes transpose(X, [0, 2, 3, 1]) of the [B, S, H, D] view): K is
+    // transpose(X, P) with P that perm's last two entries swapped, made
+    // only once the match has succeeded.
+    Value keyView;
+    SmallVector<int64_t> keyPerm;
+    if (!kT) {
+      auto t = defining<dfg::TransposeOp>(scoresRhs);
+      if (!t || t.getPerm().size() != 4)
+        return failure();
+      keyView = t.getInput();
+      keyPerm.assign(t.getPerm().begin(), t.getPerm().end());
+      std::swap(keyPerm[2], keyPerm[3]);
+    }
+    Value k = kT ? stripScale(kT, scale, reader) : Value();
 
     // 4. GQA repetition and KV cache.
-    auto [key, kRepeat] = stripRepeat(k, shapes);
+    auto [key, kRepeat] =
+        k ? stripRepeat(k, shapes) : std::pair<Value, int64_t>(Value(), 1);
     auto [value, vRepeat] = stripRepeat(op.getRhs(), shapes);
     if (kRepeat != vRepeat || !(scale > 0))
       return failure();
     auto qt = cast<RankedTensorType>(q.getType());
-    auto kt = cast<RankedTensorType>(key.getType());
+    RankedTensorType kt;
+    if (key) {
+      kt = cast<RankedTensorType>(key.getType());
+    } else {
+      auto view = cast<RankedTensorType>(keyView.getType());
+      SmallVector<int64_t> shape;
+      for (int64_t p : keyPerm)
+        shape.push_back(view.getDimSize(p));
+      kt = RankedTensorType::get(shape, view.getElementType());
+    }
     auto vt = cast<RankedTensorType>(value.getType());
     // Heads and head sizes must be static; batch and lengths may be
     // symbolic.
@@ -250,7 +323,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         qt.getDimSize(1) != kt.getDimSize(1) * kRepeat)
       return failure();
     Value pastK, pastV, newK = key, newV = value;
-    auto kCat = cacheConcat(key), vCat = cacheConcat(value);
+    auto kCat = key ? cacheConcat(key) : dfg::ConcatOp(),
+         vCat = cacheConcat(value);
     if (kCat && vCat) {
       pastK = kCat.getInputs()[0];
       pastV = vCat.getInputs()[0];
@@ -276,8 +350,10 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     } else if (mask) {
       AffineExpr past = pastK ? shapes.dims(pastK)[2]
                               : getAffineConstantExpr(0, op.getContext());
-      causal = isSymbolicCausalMask(mask, shapes.dims(q)[2],
-                                    shapes.dims(key)[2], past, shapes, reader);
+      AffineExpr keys =
+          key ? shapes.dims(key)[2] : shapes.dims(keyView)[keyPerm[2]];
+      causal = isSymbolicCausalMask(mask, shapes.dims(q)[2], keys, past, shapes,
+                                    reader);
     }
     if (causal)
       mask = Value();
@@ -287,6 +363,9 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         return failure();
     }
 
+    if (keyView)
+      newK = key =
+          dfg::TransposeOp::create(rewriter, op.getLoc(), kt, keyView, keyPerm);
     SmallVector<Type> present;
     if (pastK)
       present = {key.getType(), value.getType()};

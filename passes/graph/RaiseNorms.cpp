@@ -231,7 +231,10 @@ struct AbsorbNormParameter : OpRewritePattern<BinaryOp> {
 };
 
 /// norm(a + r) -> norm(a, residual r), whose second result is a + r
-/// (the pre-norm residual stream, fused as the Skip* ops do).
+/// (the pre-norm residual stream, fused as the Skip* ops do). The sum's
+/// readers after the norm read its second result; readers before it keep
+/// the add (with a parallel residual, GPT-NeoX, GPT-J, Phi-2 and Falcon, two
+/// norms read the same sum: the later one must not be the only producer).
 template <typename NormOp> struct FuseNormResidual : OpRewritePattern<NormOp> {
   using OpRewritePattern<NormOp>::OpRewritePattern;
 
@@ -244,7 +247,14 @@ template <typename NormOp> struct FuseNormResidual : OpRewritePattern<NormOp> {
     auto fused = createNorm<NormOp>(
         rewriter, norm.getLoc(), add.getLhs(), norm.getScale(), norm.getBias(),
         add.getRhs(), static_cast<int64_t>(norm.getAxis()), norm.getEpsilon());
-    rewriter.replaceAllUsesWith(add.getResult(), fused.getSum().front());
+    Operation *op = fused.getOperation();
+    rewriter.replaceUsesWithIf(add.getResult(), fused.getSum().front(),
+                               [&](OpOperand &use) {
+                                 Operation *reader = use.getOwner();
+                                 return reader != norm.getOperation() &&
+                                        reader->getBlock() == op->getBlock() &&
+                                        op->isBeforeInBlock(reader);
+                               });
     rewriter.replaceOp(norm, fused.getResult());
     return success();
   }

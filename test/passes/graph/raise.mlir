@@ -445,3 +445,88 @@ func.func @symbolic_range_mask(%q: tensor<?x4x?x4xf32> {dfg.dim_names = ["b", ""
   %o1 = dfg.matmul %p1, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x4xf32>
   return %o, %o1 : tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>
 }
+
+// -----
+
+// PyTorch's SDPA as the exporters write it: the NaN guard after the softmax
+// (where(isnan(p), 0, p): dfg.attention gives zeros on fully masked rows
+// too), and K^T as the dynamo exporter spells it, reshape to 3-D, transpose,
+// reshape back.
+// CHECK-LABEL: func.func @sdpa_nan_guard_and_3d_transpose
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x2x3x4xf32>, %[[K:.+]]: tensor<1x2x3x4xf32>, %[[V:.+]]: tensor<1x2x3x4xf32>, %[[M:.+]]: tensor<1x1x3x3xf32>)
+// CHECK-NEXT: %[[O:.+]] = dfg.attention %[[Q]], %[[K]], %[[V]] mask(%[[M]]) scale = 5.000000e-01 causal = false
+// CHECK-NEXT: return %[[O]]
+func.func @sdpa_nan_guard_and_3d_transpose(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %mask: tensor<1x1x3x3xf32>) -> tensor<1x2x3x4xf32> {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %k3 = dfg.reshape %k to [2, 3, 4] : (tensor<1x2x3x4xf32>) -> tensor<2x3x4xf32>
+  %kt3 = dfg.transpose %k3 perm = [0, 2, 1] : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %kt = dfg.reshape %kt3 to [1, 2, 4, 3] : (tensor<2x4x3xf32>) -> tensor<1x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %ss = dfg.mul %s, %half : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %sm = dfg.add %ss, %mask : (tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = dfg.softmax %sm axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %nan = dfg.is_nan %p : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xi1>
+  %g = dfg.where %nan, %zero, %p : (tensor<1x2x3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = dfg.matmul %g, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// GPT-2's TorchScript export: K^T as one transpose [0, 2, 3, 1] of the
+// [B, S, H, D] view; K becomes transpose [0, 2, 1, 3] of it.
+// CHECK-LABEL: func.func @key_transposed_from_bshd
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x2x3x4xf32>, %[[X:.+]]: tensor<1x3x2x4xf32>, %[[V:.+]]: tensor<1x2x3x4xf32>)
+// CHECK-NEXT: %[[K:.+]] = dfg.transpose %[[X]] perm = [0, 2, 1, 3] : (tensor<1x3x2x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NEXT: %[[O:.+]] = dfg.attention %[[Q]], %[[K]], %[[V]] scale = 1.000000e+00 causal = false
+// CHECK-NEXT: return %[[O]]
+func.func @key_transposed_from_bshd(%q: tensor<1x2x3x4xf32>, %x: tensor<1x3x2x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %kt = dfg.transpose %x perm = [0, 2, 3, 1] : (tensor<1x3x2x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = dfg.softmax %s axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Near misses that must not fire: a guard that fills NaN rows with 1 (not
+// what attention computes), and a 3-D transpose whose reshape does not keep
+// K's last two dimensions (a different permutation).
+// CHECK-LABEL: func.func @sdpa_near_misses
+// CHECK-NOT: dfg.attention
+// CHECK: return
+func.func @sdpa_near_misses(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %one = dfg.constant dense<1.0> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = dfg.softmax %s axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %nan = dfg.is_nan %p : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xi1>
+  %g = dfg.where %nan, %one, %p : (tensor<1x2x3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = dfg.matmul %g, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %k3 = dfg.reshape %k to [1, 6, 4] : (tensor<1x2x3x4xf32>) -> tensor<1x6x4xf32>
+  %kt3 = dfg.transpose %k3 perm = [0, 2, 1] : (tensor<1x6x4xf32>) -> tensor<1x4x6xf32>
+  %kt4 = dfg.reshape %kt3 to [1, 2, 4, 3] : (tensor<1x4x6xf32>) -> tensor<1x2x4x3xf32>
+  %s2 = dfg.matmul %q, %kt4 : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p2 = dfg.softmax %s2 axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o2 = dfg.matmul %p2, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o, %o2 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// A parallel residual (GPT-NeoX, GPT-J, Phi-2, Falcon): two norms read the
+// same sum. Only one may take it as its fused residual; readers before that
+// norm keep the add (this once moved the sum into the later norm, which the
+// earlier one then read before it was defined).
+// CHECK-LABEL: func.func @parallel_residual
+// CHECK-COUNT-2: dfg.layer_norm
+// CHECK: return
+func.func @parallel_residual(%h: tensor<2x8x32xf32>, %r: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  %x = dfg.add %h, %r : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %a = dfg.layer_norm %x, %g, %b axis = -1 epsilon = 1.0e-05 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %m = dfg.layer_norm %x, %g, %b axis = -1 epsilon = 1.0e-05 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %y = dfg.add %a, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %y, %m, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
