@@ -99,8 +99,10 @@ LogicalResult legalizeGelu(NodeContext &ctx) {
 }
 
 /// com.microsoft FastGelu(x, bias?) -> dfg.gelu(x + bias) exact = false
-LogicalResult legalizeFastGelu(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
+/// com.microsoft BiasGelu(x, bias)  -> dfg.gelu(x + bias) exact = true
+///   (onnxruntime's transformer optimizer fuses BERT's bias and erf GELU)
+template <bool Exact> LogicalResult legalizeBiasedGelu(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(Exact ? 2 : 1)))
     return failure();
   RankedTensorType in = ctx.inputType(0);
   Value x = ctx.input(0);
@@ -112,9 +114,8 @@ LogicalResult legalizeFastGelu(NodeContext &ctx) {
       return failure();
     x = *biased;
   }
-  Value result = dfg::GeluOp::create(ctx.builder(), ctx.loc(),
-                                     cast<RankedTensorType>(x.getType()), x,
-                                     /*exact=*/false);
+  Value result = dfg::GeluOp::create(
+      ctx.builder(), ctx.loc(), cast<RankedTensorType>(x.getType()), x, Exact);
   return ctx.setResults(result);
 }
 
@@ -132,7 +133,8 @@ void populateNormalizationLegalizations(LegalizationTable &table) {
             legalizeSkipNorm<dfg::RmsNormOp, /*hasBeta=*/false>);
   table.add("", "Gelu", 20, legalizeGelu);
   table.add("com.microsoft", "Gelu", 1, legalizeGelu);
-  table.add("com.microsoft", "FastGelu", 1, legalizeFastGelu);
+  table.add("com.microsoft", "FastGelu", 1, legalizeBiasedGelu<false>);
+  table.add("com.microsoft", "BiasGelu", 1, legalizeBiasedGelu<true>);
   table.add("", "LayerNormalization", 17,
             legalizeNorm<dfg::LayerNormOp, /*hasBias=*/true>);
   table.add("", "RMSNormalization", 23,
