@@ -243,7 +243,8 @@ uint64_t FunctionEmitter::plan() {
   std::vector<BufferRequest> requests;
   std::vector<Value> values;
   for (auto &[v, range] : live) {
-    requests.push_back({boundBytes(v), range.first, range.second});
+    // A size not known at the bounds is reported when the op is emitted.
+    requests.push_back({boundBytes(v).value_or(0), range.first, range.second});
     values.push_back(v);
   }
   BufferPlan plan = planBuffers(requests);
@@ -286,17 +287,17 @@ std::string FunctionEmitter::shapeOf(Value v) {
   return s + "}";
 }
 
-uint64_t FunctionEmitter::boundBytes(Value v) {
+std::optional<uint64_t> FunctionEmitter::boundBytes(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   if (type.hasStaticShape() || !bounds_)
     return byteSize(type);
   if (llvm::is_contained(shapes_.dims(v), AffineExpr()))
-    return 0; // reported when the op is emitted
+    return std::nullopt;
   auto [map, names] = table_.write(shapes_.dims(v));
   auto sizes = dfg::evaluateDims(map, names, *bounds_);
   if (!sizes) {
     llvm::consumeError(sizes.takeError());
-    return 0; // reported when the op is emitted
+    return std::nullopt;
   }
   uint64_t n = rt::byteWidth(
       elementDType(type.getElementType()).value_or(rt::DType::F32));
@@ -416,11 +417,9 @@ LogicalResult FunctionEmitter::checkResults(Operation *op) {
         if (llvm::is_contained(dims, AffineExpr()))
           return op->emitOpError("has a dynamic dimension that follows from "
                                  "no symbolic input dimension");
-        // An empty tensor (a static dimension of 0: the rest of a head
-        // that partial rotary leaves, when it covers the whole head) takes
-        // no bytes at any size.
-        if (boundBytes(result) == 0 && !isView(op) &&
-            !llvm::is_contained(tt.getShape(), 0))
+        // An empty tensor (the rest of a head that partial rotary leaves,
+        // when it covers the whole head) is known: 0 bytes.
+        if (!boundBytes(result) && !isView(op))
           return op->emitOpError("has a dimension whose size at the "
                                  "compiled bounds is unknown (every symbolic "
                                  "dimension needs --max-dim)");

@@ -154,8 +154,9 @@ private:
   std::string dimExpr(mlir::AffineExpr e);
   /// The shape of `v`: its static dimensions, or expressions of symbols.
   std::string shapeOf(mlir::Value v);
-  /// The bytes `v` takes at the compiled bounds (its size when static).
-  uint64_t boundBytes(mlir::Value v);
+  /// The bytes `v` takes at the compiled bounds (its size when static);
+  /// std::nullopt when a dimension's size there cannot be derived.
+  std::optional<uint64_t> boundBytes(mlir::Value v);
   /// `map`'s results (symbols named by `names`) as C++ expressions.
   llvm::SmallVector<std::string> mapExprs(mlir::AffineMap map,
                                           mlir::ArrayAttr names);
