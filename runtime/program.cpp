@@ -320,6 +320,11 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
           continue;
         std::string dim = entry["dims"][d].get<std::string>();
         std::int64_t size = full.shape[d];
+        global[d] = size;
+        // A derived dimension (an expression over the symbols) is checked
+        // against its expression by the program.
+        if (symbols.contains(dim) && symbols[dim].value("derived", false))
+          continue;
         std::int64_t max = symbols.contains(dim)
                                ? symbols[dim].value("max", std::int64_t(0))
                                : 0;

@@ -343,6 +343,15 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   manifest["roles"] = roleList;
   manifest["ranks"] = rankList;
   manifest["inputs"] = inputs;
+  // An input dimension whose name is an expression over the symbols
+  // (`past_sequence_length + sequence_length`) is derived: the run checks
+  // it against the expression instead of binding it.
+  if (manifest.contains("symbols"))
+    for (const json &input : inputs)
+      for (const json &dim : input.value("dims", json::array()))
+        if (dim.is_string() && !dim.get<std::string>().empty() &&
+            !manifest["symbols"].contains(dim.get<std::string>()))
+          manifest["symbols"][dim.get<std::string>()] = {{"derived", true}};
   json outputList = json::array();
   for (const std::string &name : outputOrder) {
     json &o = outputs[name];

@@ -177,7 +177,9 @@ std::vector<BoundSymbol> boundSymbols(func::FuncOp main) {
     auto type = cast<RankedTensorType>(arg.getType());
     for (auto [d, n] : llvm::enumerate(names.getValue())) {
       StringRef name = cast<StringAttr>(n).getValue();
-      if (name.empty() || !type.isDynamicDim(d) || !bound.insert(name).second)
+      // A derived name is checked, not bound (FunctionEmitter::emit).
+      if (name.empty() || !type.isDynamicDim(d) ||
+          dfg::isDerivedDimName(name) || !bound.insert(name).second)
         continue;
       symbols.push_back(
           {name.str(),
@@ -389,6 +391,43 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
          << sym.name << "\n";
     os << "  (void)" << var << ";\n";
   }
+  // An input dimension whose name is an expression over others
+  // (`past_sequence_length + sequence_length`) must be that.
+  for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
+    auto names = fn_.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!isMain || !names || symbols_.empty())
+      continue;
+    for (auto [d, n] : llvm::enumerate(names.getValue())) {
+      StringRef name = cast<StringAttr>(n).getValue();
+      if (!dfg::isDerivedDimName(name) || !type.isDynamicDim(d))
+        continue;
+      auto onnx = fn_.getArgAttrOfType<StringAttr>(i, "onnx.name");
+      AffineExpr expr = table_.parseName(name);
+      if (!expr)
+        continue; // not affine: nothing derives from it
+      bool unbound = false;
+      expr.walk([&](AffineExpr e) {
+        if (auto sym = dyn_cast<AffineSymbolExpr>(e))
+          unbound |= llvm::none_of(symbols_, [&](const BoundSymbol &b) {
+            return b.name == table_.name(sym.getPosition());
+          });
+      });
+      if (unbound)
+        return fn_.emitError("input '")
+               << (onnx ? onnx.getValue() : "") << "' has a dimension named '"
+               << name
+               << "', an expression over names that no input dimension "
+                  "has on its own, so a run cannot size them";
+      std::string expected = dimExpr(expr);
+      os << "  if (a" << i << ".shape[" << d << "] != " << expected << ")\n"
+         << "    rt::fatal(\"input '" << (onnx ? onnx.getValue() : "")
+         << "' has \" + std::to_string(a" << i << ".shape[" << d
+         << "]) + \" along dimension " << d << " ('" << name
+         << "'), but its other inputs make that \" + std::to_string("
+         << expected << "));\n";
+    }
+  }
   if (isMain && hasStages_ && !symbols_.empty()) {
     os << "  const std::int64_t dims[] = {";
     for (auto [k, sym] : llvm::enumerate(symbols_))
@@ -578,8 +617,14 @@ void describeSignature(func::FuncOp main, EmittedProgram &result) {
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto name = main.getArgAttrOfType<StringAttr>(i, "onnx.name");
     std::vector<std::string> dims = describe(main.getArgument(i));
-    for (std::string &dim : dims)
+    auto names = main.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
+    for (auto [d, dim] : llvm::enumerate(dims)) {
+      // A derived name as the model writes it.
+      if (names && d < names.size() && !dim.empty() &&
+          dfg::isDerivedDimName(cast<StringAttr>(names[d]).getValue()))
+        dim = cast<StringAttr>(names[d]).getValue().str();
       dim = StringRef(dim).rsplit('@').first; // the whole, not the piece
+    }
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),

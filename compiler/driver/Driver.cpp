@@ -18,6 +18,7 @@
 #include "compiler/import/Legalization.h"
 #include "compiler/pipelines/Pipelines.h"
 #include "compiler/tools/init_meshc.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 #include "dialects/dfg/Sharding/MeshSpec.h"
 #include "passes/sharding/RankRoles.h"
 
@@ -171,13 +172,20 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command,
       for (int64_t i = 0; i < type.getRank(); ++i) {
         if (!type.isDynamicDim(i))
           continue;
-        std::string dim =
+        // A derived name (`past_sequence_length + sequence_length`) needs
+        // the sizes of the names in it.
+        SmallVector<std::string> needed =
             names && i < static_cast<int64_t>(names.size())
-                ? cast<mlir::StringAttr>(names[i]).getValue().str()
-                : inputs.back() + " #" + std::to_string(i);
-        symbolic.insert(dim);
-        if (!is_contained(dims, dim) && !(bounds && bounds->count(dim)))
-          dims.push_back(dim);
+                ? dfg::namesInDimName(
+                      module.getContext(),
+                      cast<mlir::StringAttr>(names[i]).getValue())
+                : SmallVector<std::string>{inputs.back() + " #" +
+                                           std::to_string(i)};
+        for (const std::string &dim : needed) {
+          symbolic.insert(dim);
+          if (!is_contained(dims, dim) && !(bounds && bounds->count(dim)))
+            dims.push_back(dim);
+        }
       }
     }
   if (bounds)
@@ -231,7 +239,8 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     if (!type || !names || dim >= type.getRank() ||
         dim >= static_cast<int64_t>(names.size()) || !type.isDynamicDim(dim))
       return "";
-    return cast<mlir::StringAttr>(names[dim]).getValue().str();
+    StringRef name = cast<mlir::StringAttr>(names[dim]).getValue();
+    return dfg::isDerivedDimName(name) ? "" : name.str();
   };
   for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
     auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());

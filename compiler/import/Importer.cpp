@@ -27,6 +27,7 @@
 #include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/Eval/Folding.h"
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -332,11 +333,14 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     if (dim.has_dim_value() && dim.dim_value() < 0)
       return error("graph value '" + info.name() + "' has a negative " +
                    "dimension " + std::to_string(dim.dim_value()));
-    auto given =
-        dim.has_dim_param() ? dimSizes_.find(dim.dim_param()) : dimSizes_.end();
-    shape.push_back(dim.has_dim_value()        ? dim.dim_value()
-                    : given != dimSizes_.end() ? given->second
-                                               : ShapedType::kDynamic);
+    // --dim sizes a name, and a derived name (`past_sequence_length +
+    // sequence_length`) whose names it sizes.
+    std::optional<int64_t> given;
+    if (dim.has_dim_param())
+      given = dfg::sizeOfDimName(&context_, dim.dim_param(), dimSizes_);
+    shape.push_back(dim.has_dim_value() ? dim.dim_value()
+                    : given             ? *given
+                                        : ShapedType::kDynamic);
     // A dynamic dimension without a dim_param is named after its input, so
     // that every symbolic dimension has a name.
     std::string name =
@@ -731,7 +735,9 @@ OwningOpRef<ModuleOp> Importer::run() {
     if (input.type().has_tensor_type())
       for (const auto &dim : input.type().tensor_type().shape().dim())
         if (dim.has_dim_param() && !dim.has_dim_value())
-          symbolic.insert(dim.dim_param());
+          for (const std::string &name :
+               dfg::namesInDimName(&context_, dim.dim_param()))
+            symbolic.insert(name);
     SmallVector<Attribute> dimNames;
     FailureOr<RankedTensorType> type = valueType(input, &dimNames);
     if (failed(type))

@@ -76,8 +76,11 @@ void nameSplitDims(func::FuncOp main, ArrayRef<int64_t> gridShape) {
       if (d < sharding.size())
         for (shard::GridAxis a : sharding[d])
           pieces *= gridShape[a];
+      // A derived name (`past + seq`) stays: its expression's names are
+      // bound whole, and the run checks the piece against it (so a split
+      // one is refused there, not miscomputed).
       if (!name.empty() && pieces > 1 && type.isDynamicDim(d) &&
-          !name.contains('@'))
+          !name.contains('@') && !dfg::isDerivedDimName(name))
         renamed.push_back(StringAttr::get(ctx, name + "@" + Twine(pieces)));
       else
         renamed.push_back(n);

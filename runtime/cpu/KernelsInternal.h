@@ -1,14 +1,15 @@
 //===- KernelsInternal.h - Helpers shared by the CPU kernels ----*- C++ -*-===//
 //
-// Part of meshc. Private to runtime/cpu: the broadcast/stride iteration plan
-// the elementwise and data-movement kernels share, the OpenMP threshold and
-// the dtype checks. No LLVM or MLIR inside.
+// Part of meshc. Private to runtime/cpu: the walks over the broadcast/stride
+// plans (runtime/ShapePlan.h) the elementwise and data-movement kernels
+// share, the OpenMP threshold and the dtype checks. No LLVM or MLIR inside.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_RUNTIME_CPU_KERNELSINTERNAL_H
 #define MESHC_RUNTIME_CPU_KERNELSINTERNAL_H
 
 #include "meshc/runtime/tensor.h"
+#include "runtime/ShapePlan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,47 +36,31 @@ using meshc::rt::dtypeName;
 /// Stops with "<kernel>: element type <t> is not supported on the CPU".
 [[noreturn]] void unsupportedDType(const char *kernel, DType t);
 
-/// Up to three operands read through per-dimension element strides (0 on a
-/// broadcast dimension) while the output is written densely. Dimensions of
-/// size 1 are dropped and neighbours that every operand walks contiguously
-/// are merged, so a same-shape or suffix-broadcast operation becomes one or
-/// two dimensions and the innermost one is a tight loop.
-struct Plan {
-  int rank = 0;
-  int numOperands = 0;
-  std::int64_t shape[kMaxRank] = {};
-  std::int64_t strides[3][kMaxRank] = {};
-
-  std::int64_t numElements() const {
-    std::int64_t n = 1;
-    for (int i = 0; i < rank; ++i)
-      n *= shape[i];
-    return n;
-  }
-  /// The innermost stride of operand `k` (0 or 1 for broadcast plans).
-  std::int64_t innerStride(int k) const { return strides[k][rank - 1]; }
-};
+/// Up to three operands read through per-dimension element strides while
+/// the output is written densely (runtime/ShapePlan.h plans them for both
+/// targets): a same-shape or suffix-broadcast operation is one or two
+/// dimensions and the innermost one is a tight loop.
+using plans::StridePlan;
+using Plan = StridePlan<3>;
 
 /// A plan that reads `numInputs` tensors broadcast (numpy rules, aligned at
 /// the last dimension) to `out`'s shape.
-Plan broadcastPlan(const TensorRef &out, const TensorRef *const *inputs,
-                   int numInputs);
-
-/// Drops size-1 dimensions and merges mergeable neighbours; leaves at least
-/// one dimension.
-void simplify(Plan &plan);
+inline Plan broadcastPlan(const TensorRef &out, const TensorRef *const *inputs,
+                          int numInputs) {
+  return plans::broadcastPlan<3>(out, inputs, numInputs);
+}
 
 /// Calls fn(outIndex, offsets, length) for every run of consecutive output
 /// elements in [begin, end) that share an innermost row: operand k's element
 /// i of the run is at offsets[k] + i * plan.innerStride(k).
-template <typename Fn>
-void forEachRun(const Plan &plan, std::int64_t begin, std::int64_t end,
+template <int K, typename Fn>
+void forEachRun(const StridePlan<K> &plan, std::int64_t begin, std::int64_t end,
                 Fn &&fn) {
   if (begin >= end)
     return;
   const int rank = plan.rank, last = rank - 1;
   std::int64_t index[kMaxRank];
-  std::int64_t offsets[3] = {0, 0, 0};
+  std::int64_t offsets[K] = {};
   std::int64_t rest = begin;
   for (int d = last; d >= 0; --d) {
     index[d] = rest % plan.shape[d];
@@ -110,7 +95,8 @@ void forEachRun(const Plan &plan, std::int64_t begin, std::int64_t end,
 }
 
 /// forEachRun over the whole plan, in parallel chunks when it is large.
-template <typename Fn> void parallelRuns(const Plan &plan, Fn &&fn) {
+template <int K, typename Fn>
+void parallelRuns(const StridePlan<K> &plan, Fn &&fn) {
   const std::int64_t total = plan.numElements();
   const std::int64_t chunks = (total + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (total > kParallelThreshold)
@@ -120,8 +106,9 @@ template <typename Fn> void parallelRuns(const Plan &plan, Fn &&fn) {
 
 /// Copies `plan`'s elements of width sizeof(T) from `in` (read through
 /// operand 0's strides, starting at `inBase`) densely into `out`.
-template <typename T>
-void stridedCopy(const Plan &plan, const T *in, std::int64_t inBase, T *out) {
+template <typename T, int K>
+void stridedCopy(const StridePlan<K> &plan, const T *in, std::int64_t inBase,
+                 T *out) {
   const std::int64_t s = plan.innerStride(0);
   parallelRuns(
       plan, [&](std::int64_t pos, const std::int64_t *off, std::int64_t len) {
@@ -215,15 +202,6 @@ inline bool softmaxContiguous(const float *x, float *y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i)
     y[i] *= inv;
   return true;
-}
-
-/// Dense row-major strides of `t` in elements.
-inline void denseStrides(const TensorRef &t, std::int64_t *strides) {
-  std::int64_t s = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= t.shape[d];
-  }
 }
 
 /// Reads element `i` of an integer index tensor (i64 or i32).

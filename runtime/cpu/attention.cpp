@@ -119,15 +119,11 @@ void attention(const TensorRef &query, const TensorRef &key,
   requireF32(query, "attention");
   requireF32(key, "attention");
   requireF32(value, "attention");
-  if ((pastKey || pastValue) &&
-      !(pastKey && pastValue && presentKey && presentValue))
-    fatal("attention: past key/value need both present outputs");
-  const std::int64_t batch = query.shape[0], heads = query.shape[1],
-                     seq = query.shape[2], dim = query.shape[3];
-  const std::int64_t kvHeads = key.shape[1], vDim = value.shape[3];
-  const std::int64_t past = pastKey ? pastKey->shape[2] : 0;
-  const std::int64_t total = past + key.shape[2];
-  const std::int64_t group = heads / kvHeads;
+  const plans::AttentionPlan plan = plans::attentionPlan(
+      query, key, value, mask, pastKey, pastValue, presentKey, presentValue);
+  const std::int64_t batch = plan.batch, heads = plan.heads, seq = plan.seq,
+                     dim = plan.dim, kvHeads = plan.kvHeads, vDim = plan.vDim;
+  const std::int64_t past = plan.past, total = plan.total, group = plan.group;
   const float *k = keysOrValues(key, pastKey, presentKey);
   const float *v = keysOrValues(value, pastValue, presentValue);
   const float *q = query.as<const float>();
@@ -143,15 +139,9 @@ void attention(const TensorRef &query, const TensorRef &key,
       requireF32(*mask, "attention mask");
     ctx.mask = mask;
     ctx.boolMask = mask->dtype == DType::Bool;
-    std::int64_t dense[kMaxRank];
-    denseStrides(*mask, dense);
-    const int offset = 4 - mask->rank;
-    for (int d = 0; d < 4; ++d) {
-      const int md = d - offset;
-      ctx.maskStrides[d] = (md < 0 || mask->shape[md] == 1) ? 0 : dense[md];
-    }
+    std::copy(plan.maskStrides, plan.maskStrides + 4, ctx.maskStrides);
   }
-  const std::int64_t rows = batch * heads * seq;
+  const std::int64_t rows = plan.rows();
   if (rows == 0 || vDim == 0)
     return;
 
@@ -243,12 +233,13 @@ void rotary(const TensorRef &in, const TensorRef &cos, const TensorRef &sin,
   requireF32(in, "rotary");
   requireF32(cos, "rotary");
   requireF32(sin, "rotary");
-  const std::int64_t batch = in.shape[0], heads = in.shape[1],
-                     seq = in.shape[2], dim = in.shape[3];
-  const std::int64_t half = rotaryDim / 2;
+  const plans::RotaryPlan plan =
+      plans::rotaryPlan(in, cos, positions != nullptr, rotaryDim);
+  const std::int64_t batch = plan.batch, heads = plan.heads, seq = plan.seq,
+                     dim = plan.dim, half = plan.half;
   if (positions) {
     requireIndices(*positions, "rotary");
-    const std::int64_t cacheRows = cos.shape[0];
+    const std::int64_t cacheRows = plan.cacheRows;
     for (std::int64_t i = 0, n = batch * seq; i < n; ++i) {
       const std::int64_t p = readIndex(*positions, i);
       if (p < 0 || p >= cacheRows)
@@ -258,12 +249,12 @@ void rotary(const TensorRef &in, const TensorRef &cos, const TensorRef &sin,
     }
   }
   // Without positions the tables are [batch or 1, seq, half].
-  const bool sharedTable = !positions && cos.shape[0] == 1;
+  const bool sharedTable = plan.sharedTable;
   const float *cosData = cos.as<const float>();
   const float *sinData = sin.as<const float>();
   const float *x = in.as<const float>();
   float *y = out.as<float>();
-  const std::int64_t rows = batch * heads * seq;
+  const std::int64_t rows = plan.rows();
 #pragma omp parallel for schedule(static) if (rows * dim > kParallelThreshold)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t s = r % seq, b = r / (seq * heads);

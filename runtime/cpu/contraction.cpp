@@ -77,36 +77,13 @@ struct MatmulShape {
 };
 
 MatmulShape matmulShape(const TensorRef &lhs, const TensorRef &rhs) {
+  const plans::MatmulPlan p = plans::matmulPlan(lhs, rhs);
   MatmulShape s;
-  const bool lhsVector = lhs.rank == 1, rhsVector = rhs.rank == 1;
-  s.k = lhs.shape[lhs.rank - 1];
-  s.m = lhsVector ? 1 : lhs.shape[lhs.rank - 2];
-  s.n = rhsVector ? 1 : rhs.shape[rhs.rank - 1];
-  const int lhsBatch = lhsVector ? 0 : lhs.rank - 2;
-  const int rhsBatch = rhsVector ? 0 : rhs.rank - 2;
-  const int rank = std::max(lhsBatch, rhsBatch);
-  // Broadcast strides of each operand over the batch, in matrices.
-  Plan plan;
-  plan.rank = rank;
-  plan.numOperands = 2;
-  const int batchRanks[2] = {lhsBatch, rhsBatch};
-  const TensorRef *operands[2] = {&lhs, &rhs};
-  for (int d = 0; d < rank; ++d)
-    plan.shape[d] = 1;
-  for (int k = 0; k < 2; ++k) {
-    std::int64_t stride = 1;
-    for (int d = rank - 1; d >= rank - batchRanks[k]; --d) {
-      const std::int64_t dim = operands[k]->shape[d - (rank - batchRanks[k])];
-      plan.strides[k][d] = dim == 1 ? 0 : stride;
-      stride *= dim;
-      if (dim != 1)
-        plan.shape[d] = dim;
-    }
-    for (int d = 0; d < rank - batchRanks[k]; ++d)
-      plan.strides[k][d] = 0;
-  }
-  simplify(plan);
-  const std::int64_t count = plan.numElements();
+  s.m = p.m;
+  s.k = p.k;
+  s.n = p.n;
+  const StridePlan<2> &plan = p.batch;
+  const std::int64_t count = p.batches();
   s.batches.reserve(count);
   forEachRun(plan, 0, count,
              [&](std::int64_t, const std::int64_t *off, std::int64_t len) {
@@ -115,8 +92,7 @@ MatmulShape matmulShape(const TensorRef &lhs, const TensorRef &rhs) {
                      (off[0] + i * plan.innerStride(0)) * s.m * s.k,
                      (off[1] + i * plan.innerStride(1)) * s.k * s.n);
              });
-  s.foldable = count == 1 || (plan.rank == 1 && plan.strides[0][0] == 1 &&
-                              plan.strides[1][0] == 0);
+  s.foldable = p.foldable();
   return s;
 }
 
@@ -196,11 +172,10 @@ void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             bool transposeWeight, const TensorRef &out) {
   requireF32(in, "linear");
   requireF32(weight, "linear");
-  const std::int64_t k = in.shape[in.rank - 1];
-  const std::int64_t n = out.shape[out.rank - 1];
-  const std::int64_t rows = out.numElements() / std::max<std::int64_t>(n, 1);
-  if (rows == 0 || n == 0)
+  const plans::LinearPlan p = plans::linearPlan(in, out);
+  if (p.empty())
     return;
+  const std::int64_t k = p.k, n = p.n, rows = p.rows;
   float *c = out.as<float>();
   float beta = 0.0f;
   if (bias) {

@@ -19,23 +19,18 @@ using namespace detail;
 
 namespace {
 
-/// `t`'s values broadcast to the normalised dimensions [axis, rank) of `in`
-/// (`inner` elements): `t`'s own data when it already has that many, else a
-/// copy expanded into `storage`.
+/// `t`'s values broadcast to the normalised dimensions of `in` (a row of
+/// `norm.inner` elements): `t`'s own data when it already has that many,
+/// else a copy expanded into `storage`.
 const float *normalisedOperand(const TensorRef &t, const TensorRef &in,
-                               std::int64_t axis, std::int64_t inner,
+                               const plans::NormPlan &norm,
                                std::vector<float> &storage) {
   requireF32(t, "norm");
-  if (t.numElements() == inner)
+  const StridePlan<1> read = plans::normOperandPlan(t, in, norm);
+  if (plans::isContiguous(read))
     return t.as<const float>();
-  TensorRef tail;
-  tail.dtype = DType::F32;
-  tail.rank = in.rank - static_cast<int>(axis);
-  for (int d = 0; d < tail.rank; ++d)
-    tail.shape[d] = in.shape[axis + d];
-  storage.resize(static_cast<std::size_t>(inner));
-  tail.data = storage.data();
-  expand(t, tail);
+  storage.resize(static_cast<std::size_t>(norm.inner));
+  stridedCopy(read, t.as<const float>(), 0, storage.data());
   return storage.data();
 }
 
@@ -45,17 +40,15 @@ void normalize(const TensorRef &in, const TensorRef &scale,
                const TensorRef *sum, bool rms) {
   const char *name = rms ? "rms_norm" : "layer_norm";
   requireF32(in, name);
-  std::int64_t inner = 1;
-  for (int d = static_cast<int>(axis); d < in.rank; ++d)
-    inner *= in.shape[d];
-  const std::int64_t total = in.numElements();
-  if (total == 0 || inner == 0)
+  const plans::NormPlan norm = plans::normPlan(in, axis);
+  if (norm.empty())
     return;
-  const std::int64_t outer = total / inner;
+  const std::int64_t inner = norm.inner, outer = norm.rows;
+  const std::int64_t total = in.numElements();
   std::vector<float> scaleStorage, biasStorage;
-  const float *g = normalisedOperand(scale, in, axis, inner, scaleStorage);
+  const float *g = normalisedOperand(scale, in, norm, scaleStorage);
   const float *beta =
-      bias ? normalisedOperand(*bias, in, axis, inner, biasStorage) : nullptr;
+      bias ? normalisedOperand(*bias, in, norm, biasStorage) : nullptr;
   const float *x0 = in.as<const float>();
   const float *res = residual ? residual->as<const float>() : nullptr;
   float *sumData = (residual && sum) ? sum->as<float>() : nullptr;
@@ -119,12 +112,8 @@ void rmsNorm(const TensorRef &in, const TensorRef &scale, const TensorRef *bias,
 
 void softmax(const TensorRef &in, std::int64_t axis, const TensorRef &out) {
   requireF32(in, "softmax");
-  const std::int64_t n = in.shape[axis];
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= in.shape[d];
-  for (int d = static_cast<int>(axis) + 1; d < in.rank; ++d)
-    inner *= in.shape[d];
+  const plans::AxisSplit split = plans::splitAt(in, axis);
+  const std::int64_t outer = split.outer, n = split.size, inner = split.inner;
   const std::int64_t total = outer * n * inner;
   if (total == 0)
     return;

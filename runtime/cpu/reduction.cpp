@@ -43,27 +43,9 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
                  int numAxes, const TensorRef &out) {
   const T *x = in.as<const T>();
   T *y = out.as<T>();
-  bool reduced[kMaxRank] = {};
-  for (int i = 0; i < numAxes; ++i)
-    reduced[axes[i]] = true;
-  // Group into alternating kept/reduced runs, dropping size-1 dimensions.
-  int groups = 0;
-  std::int64_t size[kMaxRank];
-  bool isReduced[kMaxRank];
-  std::int64_t count = 1;
-  for (int d = 0; d < in.rank; ++d) {
-    if (reduced[d])
-      count *= in.shape[d];
-    if (in.shape[d] == 1)
-      continue;
-    if (groups > 0 && isReduced[groups - 1] == reduced[d]) {
-      size[groups - 1] *= in.shape[d];
-      continue;
-    }
-    size[groups] = in.shape[d];
-    isReduced[groups] = reduced[d];
-    ++groups;
-  }
+  // Alternating kept/reduced runs, size-1 dimensions dropped.
+  const plans::ReducePlan p = plans::reducePlan(in, axes, numAxes);
+  const std::int64_t count = p.count;
   const Reducer<T> reducer{op, count};
   const std::int64_t outCount = out.numElements();
   const bool isMax = op == ReduceOp::Max;
@@ -77,23 +59,12 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
     std::fill(y, y + outCount, init);
     return;
   }
-  int reducedRuns = 0;
-  for (int g = 0; g < groups; ++g)
-    reducedRuns += isReduced[g];
-  if (reducedRuns == 0) {
+  if (p.reducedRuns == 0) {
     std::memcpy(y, x, static_cast<std::size_t>(outCount) * sizeof(T));
     return;
   }
-  if (reducedRuns == 1) {
-    std::int64_t outer = 1, r = 1, inner = 1;
-    for (int g = 0, seen = 0; g < groups; ++g) {
-      if (isReduced[g]) {
-        r = size[g];
-        seen = 1;
-      } else {
-        (seen ? inner : outer) *= size[g];
-      }
-    }
+  if (p.reducedRuns == 1) {
+    const std::int64_t outer = p.outer, r = p.r, inner = p.inner;
     const std::int64_t total = outer * r * inner;
     if (inner == 1) {
       // Row reductions: each output reads r contiguous elements.
@@ -159,23 +130,14 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
   }
   // General case: walk the kept runs for the output index and the reduced
   // runs with an odometer.
-  std::int64_t strides[kMaxRank];
-  for (std::int64_t g = groups - 1, s = 1; g >= 0; --g) {
-    strides[g] = s;
-    s *= size[g];
-  }
-  int keptDims[kMaxRank], redDims[kMaxRank];
-  int numKept = 0, numRed = 0;
-  for (int g = 0; g < groups; ++g)
-    (isReduced[g] ? redDims[numRed++] : keptDims[numKept++]) = g;
+  const plans::ReduceLayout &l = p.layout;
 #pragma omp parallel for schedule(static) if (outCount * count >               \
                                               kParallelThreshold)
   for (std::int64_t o = 0; o < outCount; ++o) {
     std::int64_t base = 0, rest = o;
-    for (int k = numKept - 1; k >= 0; --k) {
-      const int g = keptDims[k];
-      base += (rest % size[g]) * strides[g];
-      rest /= size[g];
+    for (int k = l.numKept - 1; k >= 0; --k) {
+      base += (rest % l.keptSize[k]) * l.keptStride[k];
+      rest /= l.keptSize[k];
     }
     std::int64_t index[kMaxRank] = {};
     std::int64_t offset = base;
@@ -187,12 +149,11 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
         m = m < v ? v : m;
       else
         sum += v;
-      for (int k = numRed - 1; k >= 0; --k) {
-        const int g = redDims[k];
-        offset += strides[g];
-        if (++index[k] < size[g])
+      for (int k = l.numReduced - 1; k >= 0; --k) {
+        offset += l.reducedStride[k];
+        if (++index[k] < l.reducedSize[k])
           break;
-        offset -= size[g] * strides[g];
+        offset -= l.reducedSize[k] * l.reducedStride[k];
         index[k] = 0;
       }
     }

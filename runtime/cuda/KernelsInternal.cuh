@@ -12,6 +12,7 @@
 
 #include "meshc/runtime/error.h"
 #include "meshc/runtime/tensor.h"
+#include "runtime/ShapePlan.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include <cuda_bf16.h>
@@ -169,99 +170,13 @@ inline std::size_t alignmentOf(const void *p, std::size_t cap,
 //===----------------------------------------------------------------------===//
 
 /// K operands read through per-dimension element strides (0 on a broadcast
-/// dimension) while the output is walked densely, as the CPU's detail::Plan.
-/// Built on the host and passed to a kernel by value (a few hundred bytes of
-/// parameter space). Size-1 dimensions are dropped and neighbours every
-/// operand walks contiguously are merged, so a same-shape operation is one
-/// dimension and its offsets cost no division.
-template <int K> struct Plan {
-  int rank = 0;
-  std::int64_t shape[kMaxRank] = {};
-  std::int64_t strides[K][kMaxRank] = {};
-
-  std::int64_t numElements() const {
-    std::int64_t n = 1;
-    for (int i = 0; i < rank; ++i)
-      n *= shape[i];
-    return n;
-  }
-};
-
-/// Dense row-major strides of `t` in elements.
-inline void denseStrides(const TensorRef &t, std::int64_t *strides) {
-  std::int64_t s = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= t.shape[d];
-  }
-}
-
-/// Drops size-1 dimensions and merges mergeable neighbours; leaves at least
-/// one dimension.
-template <int K> void simplify(Plan<K> &plan) {
-  int rank = 0;
-  for (int d = 0; d < plan.rank; ++d) {
-    if (plan.shape[d] == 1)
-      continue;
-    plan.shape[rank] = plan.shape[d];
-    for (int k = 0; k < K; ++k)
-      plan.strides[k][rank] = plan.strides[k][d];
-    ++rank;
-  }
-  if (rank == 0) {
-    plan.rank = 1;
-    plan.shape[0] = 1;
-    for (int k = 0; k < K; ++k)
-      plan.strides[k][0] = 0;
-    return;
-  }
-  // Dimension d merges into its outer neighbour when every operand steps
-  // over d's whole extent exactly once per step of the neighbour.
-  int merged = 0;
-  for (int d = 1; d < rank; ++d) {
-    bool mergeable = true;
-    for (int k = 0; k < K; ++k)
-      if (plan.strides[k][merged] != plan.strides[k][d] * plan.shape[d])
-        mergeable = false;
-    if (mergeable) {
-      plan.shape[merged] *= plan.shape[d];
-      for (int k = 0; k < K; ++k)
-        plan.strides[k][merged] = plan.strides[k][d];
-      continue;
-    }
-    ++merged;
-    plan.shape[merged] = plan.shape[d];
-    for (int k = 0; k < K; ++k)
-      plan.strides[k][merged] = plan.strides[k][d];
-  }
-  plan.rank = merged + 1;
-}
-
-/// Sets operand `k` of `plan` (whose shape is the output's, rank `rank`) to
-/// read `in` broadcast by numpy rules (aligned at the last dimension).
-template <int K>
-void setBroadcastOperand(Plan<K> &plan, int k, const TensorRef &in) {
-  std::int64_t dense[kMaxRank];
-  denseStrides(in, dense);
-  const int offset = plan.rank - in.rank;
-  for (int d = 0; d < plan.rank; ++d) {
-    const int id = d - offset;
-    plan.strides[k][d] = (id < 0 || in.shape[id] == 1) ? 0 : dense[id];
-  }
-}
-
-/// A simplified plan reading `K` tensors broadcast to `out`'s shape.
-template <int K>
-Plan<K> broadcastPlan(const TensorRef &out, const TensorRef *const *inputs) {
-  Plan<K> plan;
-  plan.rank = out.rank;
-  for (int d = 0; d < out.rank; ++d)
-    plan.shape[d] = out.shape[d];
-  for (int k = 0; k < K; ++k)
-    setBroadcastOperand(plan, k, *inputs[k]);
-  simplify(plan);
-  return plan;
-}
+/// dimension) while the output is walked densely: runtime/ShapePlan.h's
+/// plans, the same as the CPU kernels walk. Built on the host and passed to
+/// a kernel by value (a few hundred bytes of parameter space); a same-shape
+/// operation is one dimension and its offsets cost no division.
+template <int K> using Plan = plans::StridePlan<K>;
+using plans::broadcastPlan;
+using plans::simplify;
 
 //===----------------------------------------------------------------------===//
 // Index arithmetic (device)

@@ -432,16 +432,17 @@ const void *keysOrValues(const TensorRef &fresh, const TensorRef *past,
     return fresh.data;
   if (past) {
     const std::size_t width = byteWidth(fresh.dtype);
-    const std::int64_t outer = fresh.shape[0] * fresh.shape[1];
+    const plans::ConcatPlan p = plans::presentPlan(*present);
     const std::size_t pastRow =
-        static_cast<std::size_t>(past->shape[2] * past->shape[3]) * width;
+        static_cast<std::size_t>(p.rowOf(*past)) * width;
     const std::size_t freshRow =
-        static_cast<std::size_t>(fresh.shape[2] * fresh.shape[3]) * width;
+        static_cast<std::size_t>(p.rowOf(fresh)) * width;
+    const std::size_t presentRow = static_cast<std::size_t>(p.outRow) * width;
     auto *dst = static_cast<unsigned char *>(present->data);
-    copyRows(dst, pastRow + freshRow, past->data, pastRow, pastRow, outer,
+    copyRows(dst, presentRow, past->data, pastRow, pastRow, p.outer,
              "attention");
-    copyRows(dst + pastRow, pastRow + freshRow, fresh.data, freshRow, freshRow,
-             outer, "attention");
+    copyRows(dst + pastRow, presentRow, fresh.data, freshRow, freshRow, p.outer,
+             "attention");
   } else {
     copy(fresh, *present);
   }
@@ -510,24 +511,21 @@ void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef *presentKey, const TensorRef *presentValue) {
   requireDType(key, query.dtype, "attention");
   requireDType(value, query.dtype, "attention");
-  if ((pastKey || pastValue) &&
-      !(pastKey && pastValue && presentKey && presentValue))
-    fatal("attention: past key/value need both present outputs");
+  const plans::AttentionPlan plan = plans::attentionPlan(
+      query, key, value, mask, pastKey, pastValue, presentKey, presentValue);
   if (pastKey) {
     requireDType(*pastKey, query.dtype, "attention");
     requireDType(*pastValue, query.dtype, "attention");
   }
-  const std::int64_t batch = query.shape[0], heads = query.shape[1],
-                     seq = query.shape[2], dim = query.shape[3];
-  const std::int64_t kvHeads = key.shape[1], vDim = value.shape[3];
-  const std::int64_t past = pastKey ? pastKey->shape[2] : 0;
+  const std::int64_t batch = plan.batch, heads = plan.heads, seq = plan.seq,
+                     dim = plan.dim, vDim = plan.vDim;
   if (dim > kMaxHeadDim || vDim > kMaxHeadDim)
     fatal("attention: head dimension " + std::to_string(std::max(dim, vDim)) +
           " is larger than the " + std::to_string(kMaxHeadDim) +
           " the CUDA kernels support");
   const void *k = keysOrValues(key, pastKey, presentKey);
   const void *v = keysOrValues(value, pastValue, presentValue);
-  const std::int64_t rows = batch * heads * seq;
+  const std::int64_t rows = plan.rows();
   if (rows == 0 || vDim == 0)
     return;
 
@@ -539,11 +537,11 @@ void attention(const TensorRef &query, const TensorRef &key,
     a.v = static_cast<const T *>(v);
     a.out = out.as<T>();
     a.heads = heads;
-    a.kvHeads = kvHeads;
-    a.group = heads / kvHeads;
+    a.kvHeads = plan.kvHeads;
+    a.group = plan.group;
     a.seq = seq;
-    a.total = past + key.shape[2];
-    a.past = past;
+    a.total = plan.total;
+    a.past = plan.past;
     a.dim = static_cast<int>(dim);
     a.vDim = static_cast<int>(vDim);
     a.scale = scale;
@@ -559,14 +557,7 @@ void attention(const TensorRef &query, const TensorRef &key,
       else
         unsupportedDType("attention mask", mask->dtype);
       a.mask = mask->data;
-      // Broadcast to [B, H, S, T], aligned at the last dimension.
-      std::int64_t dense[kMaxRank];
-      denseStrides(*mask, dense);
-      const int offset = 4 - mask->rank;
-      for (int d = 0; d < 4; ++d) {
-        const int md = d - offset;
-        a.maskStrides[d] = (md < 0 || mask->shape[md] == 1) ? 0 : dense[md];
-      }
+      std::copy(plan.maskStrides, plan.maskStrides + 4, a.maskStrides);
     }
     const std::size_t sharedBytes = flashSharedBytes(a.dim, a.vDim);
     const bool flash =

@@ -316,34 +316,11 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
   if (out.numElements() == 0)
     return;
   requireDType(rhs, lhs.dtype, "matmul");
-  const bool lhsVector = lhs.rank == 1, rhsVector = rhs.rank == 1;
-  const std::int64_t k = lhs.shape[lhs.rank - 1];
-  const std::int64_t m = lhsVector ? 1 : lhs.shape[lhs.rank - 2];
-  const std::int64_t n = rhsVector ? 1 : rhs.shape[rhs.rank - 1];
-  const int lhsBatch = lhsVector ? 0 : lhs.rank - 2;
-  const int rhsBatch = rhsVector ? 0 : rhs.rank - 2;
-  const int rank = std::max(lhsBatch, rhsBatch);
   // Broadcast strides of each operand over the batch, in matrices.
-  Plan<2> plan;
-  plan.rank = rank;
-  const int batchRanks[2] = {lhsBatch, rhsBatch};
-  const TensorRef *operands[2] = {&lhs, &rhs};
-  for (int d = 0; d < rank; ++d)
-    plan.shape[d] = 1;
-  for (int op = 0; op < 2; ++op) {
-    std::int64_t stride = 1;
-    for (int d = rank - 1; d >= rank - batchRanks[op]; --d) {
-      const std::int64_t dim = operands[op]->shape[d - (rank - batchRanks[op])];
-      plan.strides[op][d] = dim == 1 ? 0 : stride;
-      stride *= dim;
-      if (dim != 1)
-        plan.shape[d] = dim;
-    }
-    for (int d = 0; d < rank - batchRanks[op]; ++d)
-      plan.strides[op][d] = 0;
-  }
-  simplify(plan);
-  const std::int64_t count = plan.numElements();
+  const plans::MatmulPlan mp = plans::matmulPlan(lhs, rhs);
+  const std::int64_t m = mp.m, k = mp.k, n = mp.n;
+  const Plan<2> &plan = mp.batch;
+  const std::int64_t count = mp.batches();
   const std::size_t es = byteWidth(lhs.dtype);
 
   dispatchNumeric(lhs.dtype, "matmul", [&](auto tag) {
@@ -352,10 +329,7 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
       check(cudaMemsetAsync(out.data, 0, out.byteSize(), stream()), "matmul");
       return;
     }
-    const bool foldable =
-        count == 1 ||
-        (plan.rank == 1 && plan.strides[0][0] == 1 && plan.strides[1][0] == 0);
-    if (foldable) {
+    if (mp.foldable()) {
       Product p;
       p.m = m * count;
       p.n = n;
@@ -405,11 +379,10 @@ void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
   requireDType(out, in.dtype, "linear");
   if (bias)
     requireDType(*bias, in.dtype, "linear");
-  const std::int64_t k = in.shape[in.rank - 1];
-  const std::int64_t n = out.shape[out.rank - 1];
-  const std::int64_t rows = out.numElements() / std::max<std::int64_t>(n, 1);
-  if (rows == 0 || n == 0)
+  const plans::LinearPlan lp = plans::linearPlan(in, out);
+  if (lp.empty())
     return;
+  const std::int64_t k = lp.k, n = lp.n, rows = lp.rows;
   dispatchFloat(in.dtype, "linear", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (k == 0) { // an empty sum: the bias alone, or zeros

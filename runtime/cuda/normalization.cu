@@ -91,25 +91,6 @@ template <typename T> __global__ void normKernel(NormArgs<T> a) {
   }
 }
 
-/// How the norm reads `t` (scale or bias) for element i of a normalised row
-/// of `inner` elements: directly when it has that many elements (as the CPU
-/// kernel does), else broadcast to the normalised dimensions [axis, rank).
-Plan<1> normalisedOperandPlan(const TensorRef &t, const TensorRef &in,
-                              std::int64_t axis, std::int64_t inner) {
-  Plan<1> plan;
-  plan.rank = 1;
-  plan.shape[0] = inner;
-  plan.strides[0][0] = 1;
-  if (t.numElements() == inner)
-    return plan;
-  plan.rank = in.rank - static_cast<int>(axis);
-  for (int d = 0; d < plan.rank; ++d)
-    plan.shape[d] = in.shape[axis + d];
-  setBroadcastOperand(plan, 0, t);
-  simplify(plan);
-  return plan;
-}
-
 void normalize(const TensorRef &in, const TensorRef &scale,
                const TensorRef *bias, const TensorRef *residual,
                std::int64_t axis, float epsilon, const TensorRef &out,
@@ -120,11 +101,8 @@ void normalize(const TensorRef &in, const TensorRef &scale,
     requireDType(*bias, in.dtype, name);
   if (residual)
     requireDType(*residual, in.dtype, name);
-  std::int64_t inner = 1;
-  for (int d = static_cast<int>(axis); d < in.rank; ++d)
-    inner *= in.shape[d];
-  const std::int64_t total = in.numElements();
-  if (total == 0 || inner == 0)
+  const plans::NormPlan norm = plans::normPlan(in, axis);
+  if (norm.empty())
     return;
   dispatchFloat(in.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -135,14 +113,16 @@ void normalize(const TensorRef &in, const TensorRef &scale,
     a.scale = scale.as<const T>();
     a.bias = bias ? bias->as<const T>() : nullptr;
     a.out = out.as<T>();
-    a.scalePlan = normalisedOperandPlan(scale, in, axis, inner);
+    // Scale and bias are read directly when they have a row's elements
+    // (as the CPU kernel does), else broadcast to the normalised dimensions.
+    a.scalePlan = plans::normOperandPlan(scale, in, norm);
     if (bias)
-      a.biasPlan = normalisedOperandPlan(*bias, in, axis, inner);
-    a.rows = total / inner;
-    a.inner = inner;
+      a.biasPlan = plans::normOperandPlan(*bias, in, norm);
+    a.rows = norm.rows;
+    a.inner = norm.inner;
     a.epsilon = epsilon;
     a.rms = rms;
-    const RowLaunch l = rowLaunch(a.rows, inner);
+    const RowLaunch l = rowLaunch(a.rows, a.inner);
     normKernel<T><<<l.grid, l.block, 0, stream()>>>(a);
   });
   checkLaunch(name);
@@ -243,6 +223,8 @@ void rotary(const TensorRef &in, const TensorRef &cos, const TensorRef &sin,
   const std::int64_t n = in.numElements();
   if (n == 0)
     return;
+  const plans::RotaryPlan p =
+      plans::rotaryPlan(in, cos, positions != nullptr, rotaryDim);
   dispatchFloat(in.dtype, "rotary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     RotaryArgs<T> a;
@@ -253,14 +235,13 @@ void rotary(const TensorRef &in, const TensorRef &cos, const TensorRef &sin,
     a.positions = positions ? positions->data : nullptr;
     a.positions32 = positions && positions->dtype == DType::I32;
     a.interleaved = interleaved;
-    // Without positions the tables are [batch or 1, seq, half].
-    a.sharedTable = !positions && cos.shape[0] == 1;
-    a.heads = in.shape[1];
-    a.seq = in.shape[2];
-    a.dim = in.shape[3];
-    a.half = rotaryDim / 2;
-    a.rotaryDim = rotaryDim;
-    a.cacheRows = cos.shape[0];
+    a.sharedTable = p.sharedTable;
+    a.heads = p.heads;
+    a.seq = p.seq;
+    a.dim = p.dim;
+    a.half = p.half;
+    a.rotaryDim = p.rotaryDim;
+    a.cacheRows = p.cacheRows;
     a.n = n;
     a.slot = errorSlot();
     rotaryKernel<T><<<gridFor(n), kThreads, 0, stream()>>>(a);

@@ -101,19 +101,13 @@ __global__ void reduceRowsKernel(ReduceOp op, const T *x, T *y,
   }
 }
 
-/// Where each output's elements lie: the output index decomposes over the
-/// kept runs (outermost first) into a base offset, and the reduced runs are
-/// walked by an odometer from there. Offsets in elements of the input.
-struct ReduceLayout {
-  int numKept = 0, numReduced = 0;
-  std::int64_t keptSize[kMaxRank] = {}, keptStride[kMaxRank] = {};
-  std::int64_t reducedSize[kMaxRank] = {}, reducedStride[kMaxRank] = {};
-};
-
-/// One thread per output; loops run over compile-time run numbers so the
-/// layout stays in parameter space and the odometer in registers.
+/// Where each output's elements lie: plans::ReduceLayout (the output index
+/// decomposes over the kept runs into a base offset, an odometer walks the
+/// reduced runs from there). One thread per output; loops run over compile-time
+/// run numbers so the layout stays in parameter space and the odometer in
+/// registers.
 template <typename T>
-__global__ void reduceStridedKernel(ReduceOp op, ReduceLayout layout,
+__global__ void reduceStridedKernel(ReduceOp op, plans::ReduceLayout layout,
                                     const T *x, T *y, std::int64_t outputs,
                                     std::int64_t count) {
   using A = Accumulator<T>;
@@ -169,27 +163,9 @@ __global__ void fillReduceIdentityKernel(bool isMax, T *y, std::int64_t n) {
 
 void reduce(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
             int numAxes, const TensorRef &out) {
-  bool reduced[kMaxRank] = {};
-  for (int i = 0; i < numAxes; ++i)
-    reduced[axes[i]] = true;
-  // Group into alternating kept/reduced runs, dropping size-1 dimensions.
-  int groups = 0;
-  std::int64_t size[kMaxRank];
-  bool isReduced[kMaxRank];
-  std::int64_t count = 1;
-  for (int d = 0; d < in.rank; ++d) {
-    if (reduced[d])
-      count *= in.shape[d];
-    if (in.shape[d] == 1)
-      continue;
-    if (groups > 0 && isReduced[groups - 1] == reduced[d]) {
-      size[groups - 1] *= in.shape[d];
-      continue;
-    }
-    size[groups] = in.shape[d];
-    isReduced[groups] = reduced[d];
-    ++groups;
-  }
+  // Alternating kept/reduced runs, size-1 dimensions dropped.
+  const plans::ReducePlan p = plans::reducePlan(in, axes, numAxes);
+  const std::int64_t count = p.count;
   const std::int64_t outputs = out.numElements();
   if (outputs == 0)
     return;
@@ -202,41 +178,20 @@ void reduce(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
           op == ReduceOp::Max, y, outputs);
       return;
     }
-    int reducedRuns = 0;
-    for (int g = 0; g < groups; ++g)
-      reducedRuns += isReduced[g];
-    if (reducedRuns == 0) {
+    if (p.reducedRuns == 0) {
       check(cudaMemcpyAsync(y, x, static_cast<std::size_t>(outputs) * sizeof(T),
                             cudaMemcpyDeviceToDevice, stream()),
             "reduce");
       return;
     }
-    if (reducedRuns == 1 && isReduced[groups - 1]) {
-      const std::int64_t r = size[groups - 1];
-      const RowLaunch l = rowLaunch(outputs, r);
+    if (p.reducedRuns == 1 && p.inner == 1) { // the reduced run is innermost
+      const RowLaunch l = rowLaunch(outputs, p.r);
       reduceRowsKernel<T>
-          <<<l.grid, l.block, 0, stream()>>>(op, x, y, outputs, r);
+          <<<l.grid, l.block, 0, stream()>>>(op, x, y, outputs, p.r);
       return;
     }
-    // Runs are listed outermost first; their strides grow from the
-    // innermost.
-    ReduceLayout layout;
-    std::int64_t strides[kMaxRank];
-    for (std::int64_t g = groups - 1, s = 1; g >= 0; --g) {
-      strides[g] = s;
-      s *= size[g];
-    }
-    for (int g = 0; g < groups; ++g) {
-      if (isReduced[g]) {
-        layout.reducedSize[layout.numReduced] = size[g];
-        layout.reducedStride[layout.numReduced++] = strides[g];
-      } else {
-        layout.keptSize[layout.numKept] = size[g];
-        layout.keptStride[layout.numKept++] = strides[g];
-      }
-    }
     reduceStridedKernel<T><<<gridFor(outputs), kThreads, 0, stream()>>>(
-        op, layout, x, y, outputs, count);
+        op, p.layout, x, y, outputs, count);
   });
   checkLaunch("reduce");
 }
@@ -310,12 +265,8 @@ __global__ void softmaxColumnsKernel(const T *x, T *y, std::int64_t outer,
 } // namespace
 
 void softmax(const TensorRef &in, std::int64_t axis, const TensorRef &out) {
-  const std::int64_t n = in.shape[axis];
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= in.shape[d];
-  for (int d = static_cast<int>(axis) + 1; d < in.rank; ++d)
-    inner *= in.shape[d];
+  const plans::AxisSplit split = plans::splitAt(in, axis);
+  const std::int64_t outer = split.outer, n = split.size, inner = split.inner;
   if (outer * n * inner == 0)
     return;
   dispatchFloat(in.dtype, "softmax", [&](auto tag) {

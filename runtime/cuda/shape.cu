@@ -168,15 +168,7 @@ void transpose(const TensorRef &in, const std::int64_t *perm,
                const TensorRef &out) {
   if (out.numElements() == 0)
     return;
-  std::int64_t inStrides[kMaxRank];
-  denseStrides(in, inStrides);
-  Plan<1> plan;
-  plan.rank = out.rank;
-  for (int d = 0; d < out.rank; ++d) {
-    plan.shape[d] = out.shape[d];
-    plan.strides[0][d] = inStrides[perm[d]];
-  }
-  simplify(plan);
+  const Plan<1> plan = plans::transposePlan(in, perm, out);
   const std::size_t width = byteWidth(in.dtype);
   const int last = plan.rank - 1;
   int contiguous = -1; // the output dimension the input walks with stride 1
@@ -224,20 +216,14 @@ void transpose(const TensorRef &in, const std::int64_t *perm,
 void concat(const TensorRef *inputs, int count, std::int64_t axis,
             const TensorRef &out) {
   const std::size_t width = byteWidth(out.dtype);
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= out.shape[d];
-  for (int d = static_cast<int>(axis) + 1; d < out.rank; ++d)
-    inner *= out.shape[d];
-  const std::size_t outRow =
-      static_cast<std::size_t>(out.shape[axis] * inner) * width;
+  const plans::ConcatPlan p = plans::concatPlan(out, axis);
+  const std::size_t outRow = static_cast<std::size_t>(p.outRow) * width;
   std::size_t start = 0;
   auto *dst = static_cast<unsigned char *>(out.data);
   for (int i = 0; i < count; ++i) {
     const TensorRef &in = inputs[i];
-    const std::size_t row =
-        static_cast<std::size_t>(in.shape[axis] * inner) * width;
-    copyRows(dst + start, outRow, in.data, row, row, outer, "concat");
+    const std::size_t row = static_cast<std::size_t>(p.rowOf(in)) * width;
+    copyRows(dst + start, outRow, in.data, row, row, p.outer, "concat");
     start += row;
   }
 }
@@ -246,29 +232,10 @@ void slice(const TensorRef &in, const std::int64_t *starts,
            const std::int64_t *steps, const TensorRef &out) {
   if (out.numElements() == 0)
     return;
-  std::int64_t inStrides[kMaxRank];
-  denseStrides(in, inStrides);
-  Plan<1> plan;
-  plan.rank = in.rank;
-  std::int64_t base = 0;
-  for (int d = 0; d < in.rank; ++d) {
-    // Shapes computed at run time (symbolic dimensions) must still stay
-    // inside the input: first and last element of each dimension.
-    const std::int64_t last = starts[d] + (out.shape[d] - 1) * steps[d];
-    if (starts[d] < 0 || starts[d] >= in.shape[d] || last < 0 ||
-        last >= in.shape[d])
-      fatal("slice: " + std::to_string(out.shape[d]) + " elements from index " +
-            std::to_string(starts[d]) + " by step " + std::to_string(steps[d]) +
-            " leave dimension " + std::to_string(d) + " of size " +
-            std::to_string(in.shape[d]) +
-            " (a size beyond what the model supports?)");
-    plan.shape[d] = out.shape[d];
-    plan.strides[0][d] = steps[d] * inStrides[d];
-    base += starts[d] * inStrides[d];
-  }
-  simplify(plan);
+  const plans::SlicePlan p = plans::slicePlan(in, starts, steps, out);
   const std::size_t width = byteWidth(in.dtype);
-  stridedCopy(plan, static_cast<const unsigned char *>(in.data) + base * width,
+  stridedCopy(p.read,
+              static_cast<const unsigned char *>(in.data) + p.base * width,
               out.data, width, "slice");
 }
 
@@ -305,11 +272,11 @@ void trilu(const TensorRef &in, bool upper, std::int64_t diagonal,
   const std::int64_t n = out.numElements();
   if (n == 0)
     return;
-  const std::int64_t rows = in.shape[in.rank - 2], cols = in.shape[in.rank - 1];
+  const plans::TriluPlan p = plans::triluPlan(in);
   dispatchWidth(byteWidth(in.dtype), [&](auto tag) {
     using U = typename decltype(tag)::type;
     triluKernel<U><<<gridFor(n), kThreads, 0, stream()>>>(
-        in.as<const U>(), out.as<U>(), rows, cols, upper, diagonal, n);
+        in.as<const U>(), out.as<U>(), p.rows, p.cols, upper, diagonal, n);
   });
   checkLaunch("trilu");
 }
@@ -361,14 +328,14 @@ __global__ void checkIndicesKernel(const void *indices, bool is32,
 
 /// The gather/embedding row copy shared by both kernels.
 void gatherRows(const TensorRef &data, const TensorRef &indices,
-                std::int64_t outer, std::int64_t dim, std::int64_t inner,
-                const TensorRef &out, DeviceError kind, const char *kernel) {
-  const std::int64_t count = indices.numElements();
+                const plans::GatherPlan &p, const TensorRef &out,
+                DeviceError kind, const char *kernel) {
+  const std::int64_t count = p.count, outer = p.outer, dim = p.dim;
   if (count == 0)
     return;
   const bool is32 = indices.dtype == DType::I32;
   const std::size_t rowBytes =
-      static_cast<std::size_t>(inner) * byteWidth(data.dtype);
+      static_cast<std::size_t>(p.inner) * byteWidth(data.dtype);
   if (outer == 0 || rowBytes == 0) {
     checkIndicesKernel<<<gridFor(count), kThreads, 0, stream()>>>(
         indices.data, is32, count, dim, errorSlot(), kind);
@@ -392,28 +359,17 @@ void gatherRows(const TensorRef &data, const TensorRef &indices,
 void gather(const TensorRef &data, const TensorRef &indices, std::int64_t axis,
             const TensorRef &out) {
   requireIndices(indices, "gather");
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= data.shape[d];
-  for (int d = static_cast<int>(axis) + 1; d < data.rank; ++d)
-    inner *= data.shape[d];
-  gatherRows(data, indices, outer, data.shape[axis], inner, out,
+  gatherRows(data, indices, plans::gatherPlan(data, indices, axis), out,
              DeviceError::GatherIndex, "gather");
 }
 
 namespace {
 
-/// What a gatherND thread needs of data's shape: the sizes and element
-/// strides of the k indexed dimensions, and the stride of one batch.
-struct GatherNDShape {
-  std::int64_t size[kMaxRank], stride[kMaxRank];
-  std::int64_t batchStride, perBatch, inner;
-  int k;
-};
-
+/// Output element e is element e % inner of row e / inner (see
+/// plans::GatherNDPlan).
 template <typename U>
 __global__ void gatherNDKernel(const U *src, U *dst, const void *indices,
-                               bool is32, GatherNDShape g, std::int64_t n,
+                               bool is32, plans::GatherNDPlan g, std::int64_t n,
                                std::int64_t *slot) {
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
        e < n; e += std::int64_t(gridDim.x) * blockDim.x) {
@@ -443,25 +399,7 @@ __global__ void gatherNDKernel(const U *src, U *dst, const void *indices,
 void gatherND(const TensorRef &data, const TensorRef &indices,
               std::int64_t batchDims, const TensorRef &out) {
   requireIndices(indices, "gather_nd");
-  GatherNDShape g;
-  g.k = static_cast<int>(indices.shape[indices.rank - 1]);
-  std::int64_t strides[kMaxRank];
-  std::int64_t s = 1;
-  for (int d = data.rank - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= data.shape[d];
-  }
-  for (int j = 0; j < g.k; ++j) {
-    g.size[j] = data.shape[batchDims + j];
-    g.stride[j] = strides[batchDims + j];
-  }
-  g.batchStride = batchDims > 0 ? strides[batchDims - 1] : 0;
-  g.inner = 1;
-  for (int d = static_cast<int>(batchDims) + g.k; d < data.rank; ++d)
-    g.inner *= data.shape[d];
-  g.perBatch = 1;
-  for (int d = static_cast<int>(batchDims); d < indices.rank - 1; ++d)
-    g.perBatch *= indices.shape[d];
+  const plans::GatherNDPlan g = plans::gatherNDPlan(data, indices, batchDims);
   const std::int64_t n = out.numElements();
   if (n == 0 || g.inner == 0)
     return;
@@ -477,7 +415,7 @@ void gatherND(const TensorRef &data, const TensorRef &indices,
 void embedding(const TensorRef &table, const TensorRef &ids,
                const TensorRef &out) {
   requireIndices(ids, "embedding");
-  gatherRows(table, ids, 1, table.shape[0], table.shape[1], out,
+  gatherRows(table, ids, plans::embeddingPlan(table, ids), out,
              DeviceError::EmbeddingId, "embedding");
 }
 
@@ -493,20 +431,17 @@ namespace {
 /// Beyond it duplicates race; ONNX leaves them undefined for reduction none.
 constexpr std::int64_t kScatterDedupLimit = 16384;
 
-/// The first q dimensions of the data, with their strides counted in
-/// slices (the product of the data's dimensions past q).
-struct ScatterDims {
-  std::int64_t shape[kMaxRank];
-  std::int64_t stride[kMaxRank];
-};
-
 /// One block per index tuple: checks it, normalises negative indices, skips
-/// it when a later tuple repeats it (`dedup`), then copies its slice.
+/// it when a later tuple repeats it (`dedup`), then copies its slice. `dims`
+/// holds the first q dimensions of the data with their strides counted in
+/// slices.
 template <typename U>
 __global__ void scatterKernel(U *out, const U *updates, const void *indices,
-                              bool is32, int q, ScatterDims dims,
-                              std::int64_t tuples, std::int64_t sliceUnits,
-                              bool dedup, std::int64_t *slot) {
+                              bool is32, plans::ScatterNDPlan dims,
+                              std::int64_t sliceUnits, bool dedup,
+                              std::int64_t *slot) {
+  const int q = dims.q;
+  const std::int64_t tuples = dims.tuples;
   for (std::int64_t t = blockIdx.x; t < tuples; t += gridDim.x) {
     std::int64_t index[kMaxRank] = {};
     std::int64_t offset = 0;
@@ -561,22 +496,12 @@ void scatterND(const TensorRef &data, const TensorRef &indices,
                const TensorRef &updates, const TensorRef &out) {
   requireIndices(indices, "scatter_nd");
   copy(data, out);
-  const int q = static_cast<int>(indices.shape[indices.rank - 1]);
-  const std::int64_t tuples = q == 0 ? 0 : indices.numElements() / q;
+  const plans::ScatterNDPlan dims = plans::scatterNDPlan(data, indices);
+  const std::int64_t tuples = dims.tuples;
   if (tuples == 0)
     return;
-  ScatterDims dims{};
-  std::int64_t slice = 1;
-  for (int d = q; d < data.rank; ++d)
-    slice *= data.shape[d];
-  std::int64_t stride = 1;
-  for (int d = q - 1; d >= 0; --d) {
-    dims.shape[d] = data.shape[d];
-    dims.stride[d] = stride;
-    stride *= data.shape[d];
-  }
   const std::size_t sliceBytes =
-      static_cast<std::size_t>(slice) * byteWidth(data.dtype);
+      static_cast<std::size_t>(dims.slice) * byteWidth(data.dtype);
   const std::size_t unit =
       alignmentOf(out.data, 16,
                   {reinterpret_cast<std::uintptr_t>(updates.data), sliceBytes});
@@ -585,7 +510,7 @@ void scatterND(const TensorRef &data, const TensorRef &indices,
     using U = typename decltype(tag)::type;
     scatterKernel<U><<<gridFor(tuples, 1), kThreads, 0, stream()>>>(
         out.as<U>(), updates.as<const U>(), indices.data,
-        indices.dtype == DType::I32, q, dims, tuples, sliceUnits,
+        indices.dtype == DType::I32, dims, sliceUnits,
         tuples <= kScatterDedupLimit, errorSlot());
   });
   checkLaunch("scatter_nd");

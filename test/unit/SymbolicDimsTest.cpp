@@ -75,6 +75,41 @@ TEST_F(SymbolicDimsTest, EvaluatesAtBindings) {
             std::string::npos);
 }
 
+TEST_F(SymbolicDimsTest, DerivedDimNamesParseAsExpressions) {
+  AffineExpr p = table.symbol("past_sequence_length"),
+             s = table.symbol("sequence_length");
+  // As Optimum and the dynamo exporter write derived sizes.
+  EXPECT_TRUE(sameDim(
+      table.parseName("past_sequence_length + sequence_length"), p + s));
+  EXPECT_TRUE(sameDim(table.parseName("2*sequence_length"), s * 2));
+  EXPECT_TRUE(sameDim(table.parseName("sequence_length - 1"), s - 1));
+  EXPECT_TRUE(sameDim(table.parseName("(sequence_length + 7) // 8"),
+                      (s + 7).floorDiv(8)));
+  AffineExpr x = table.symbol("p.x");
+  EXPECT_TRUE(sameDim(table.parseName("-sequence_length + 2 * (p.x % 3)"),
+                      x % 3 * 2 - s));
+  // Names of their own, arithmetic-looking or not.
+  for (StringRef name : {"batch_size", "batch-size", "batch size", "s0"}) {
+    EXPECT_FALSE(isDerivedDimName(name)) << name.str();
+    EXPECT_EQ(table.parseName(name), table.symbol(name)) << name.str();
+  }
+  EXPECT_TRUE(isDerivedDimName("a + b"));
+  EXPECT_TRUE(isDerivedDimName("2*s0"));
+  EXPECT_FALSE(isDerivedDimName("(a + b"));
+  // Not affine, or not arithmetic: no expression.
+  EXPECT_FALSE(table.parseName("s0*s1"));
+  EXPECT_FALSE(table.parseName("a + "));
+  EXPECT_FALSE(table.parseName("a / b"));
+  EXPECT_TRUE(table.parseName("").operator bool() == false);
+
+  EXPECT_EQ(namesInDimName(&ctx, "past + seq"),
+            (SmallVector<std::string>{"past", "seq"}));
+  DimBindings bindings{{"past", 5}, {"seq", 3}};
+  EXPECT_EQ(sizeOfDimName(&ctx, "past + seq", bindings), 8);
+  EXPECT_EQ(sizeOfDimName(&ctx, "seq", bindings), 3);
+  EXPECT_EQ(sizeOfDimName(&ctx, "past + total", bindings), std::nullopt);
+}
+
 TEST_F(SymbolicDimsTest, SameDimAfterSimplification) {
   AffineExpr b = table.symbol("batch"), s = table.symbol("seq"),
              p = table.symbol("past");

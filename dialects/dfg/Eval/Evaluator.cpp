@@ -415,6 +415,10 @@ FailureOr<SmallVector<EvalTensor>> evaluateOp(Operation *op,
 FailureOr<DimBindings> bindDims(func::FuncOp func,
                                 ArrayRef<EvalTensor> inputs) {
   DimBindings dims;
+  // Plain names take their sizes from the inputs; a derived name
+  // (`past_sequence_length + sequence_length`) is then checked against its
+  // expression.
+  SmallVector<std::tuple<unsigned, unsigned, StringRef>> derived;
   for (auto [k, input] : llvm::enumerate(inputs)) {
     auto names = func.getArgAttrOfType<ArrayAttr>(k, "dfg.dim_names");
     if (!names)
@@ -423,12 +427,31 @@ FailureOr<DimBindings> bindDims(func::FuncOp func,
       StringRef dim = cast<StringAttr>(name).getValue();
       if (dim.empty() || i >= input.shape.size())
         continue;
+      if (isDerivedDimName(dim)) {
+        derived.emplace_back(k, i, dim);
+        continue;
+      }
       auto [it, added] = dims.try_emplace(dim, input.shape[i]);
       if (!added && it->second != input.shape[i])
         return func.emitError("input #")
                << k << " has " << input.shape[i] << " along dimension " << i
                << " ('" << dim << "'), but an earlier input has " << it->second;
     }
+  }
+  DimTable table(func.getContext());
+  for (auto [k, i, dim] : derived) {
+    AffineExpr expr = table.parseName(dim);
+    if (!expr)
+      continue; // not affine: nothing derives from it
+    llvm::Expected<int64_t> size = evaluateDim(expr, table, dims);
+    if (!size)
+      return func.emitError("input #")
+             << k << " dimension " << i << " ('" << dim
+             << "'): " << llvm::toString(size.takeError());
+    if (*size != inputs[k].shape[i])
+      return func.emitError("input #")
+             << k << " has " << inputs[k].shape[i] << " along dimension " << i
+             << " ('" << dim << "'), which the other inputs make " << *size;
   }
   return dims;
 }

@@ -17,7 +17,7 @@ def Dfg_YieldOp : Dfg_Op<"yield", [Pure, Terminator,
 }
 
 def Dfg_FusedElementwiseOp : Dfg_Op<"fused_elementwise",
-    [Pure, IsolatedFromAbove]> {
+    !listconcat([Pure, IsolatedFromAbove], Dfg_ShapeAndShardingRules)> {
   let summary = "A chain of elementwise ops computed in one kernel";
   let description = [{
     Computes the ops of its body (float elementwise ops: the arithmetic and
@@ -64,7 +64,7 @@ def Dfg_FusedElementwiseOp : Dfg_Op<"fused_elementwise",
   }];
 }
 
-def Dfg_WaitOp : Dfg_Op<"wait", [SameOperandsAndResultType]> {
+def Dfg_WaitOp : Dfg_Op<"wait", !listconcat([SameOperandsAndResultType], Dfg_InputShapedRules)> {
   let summary = "Where the result of an asynchronous collective is needed";
   let description = [{
     Its result is its operand, the result of a collective: the collective is

@@ -53,4 +53,54 @@ def Dfg_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   ];
 }
 
+def Dfg_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::meshc::dfg";
+  let description = [{
+    How the op may be sharded, as a factor rule (dialects/dfg/IR/
+    ShardingRule.h): the op's iteration space as a list of factors, each
+    dimension of each operand and result a product of factors, and each
+    factor parallel, a reduction or pinned whole. The partition pass, the
+    planner and the cost model read every op through this rule. Elementwise
+    ops (ElementwiseOpInterface) do not implement it: their rule follows
+    from broadcasting alone. Operands and results are ranked tensors when it
+    is called.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's factor rule.",
+      "::meshc::dfg::ShardingRule", "getShardingRule", (ins)>,
+  ];
+}
+
+def Dfg_SymbolicShapeOpInterface : OpInterface<"SymbolicShapeOpInterface"> {
+  let cppNamespace = "::meshc::dfg";
+  let description = [{
+    The symbolic shape rule: the dimensions of a result as expressions over
+    the named dimensions of the function's arguments (SymbolicDims.h), from
+    those of the operands. `shapes.dims(operand)` gives an operand's
+    (already derived when the rule runs). A null expression is a dimension
+    the rule cannot derive; static dimensions of the result type win over
+    what the rule says. An op whose results have the dimensions of its
+    first operand lists the interface as it is (the default); any other op
+    declares the method. Elementwise ops (ElementwiseOpInterface) do not
+    implement it: their rule is the broadcast of their operands.
+  }];
+  let methods = [
+    InterfaceMethod<"The dimensions of result `resultNo`.",
+      "::llvm::SmallVector<::mlir::AffineExpr>", "getSymbolicDims",
+      (ins "unsigned":$resultNo, "::meshc::dfg::SymbolicShapes &":$shapes),
+      "", [{
+        return ::meshc::dfg::dimsOfFirstOperand($_op, shapes);
+      }]>,
+  ];
+}
+
+/// The two rules every non-elementwise dfg op declares.
+defvar Dfg_ShapeAndShardingRules = [
+  DeclareOpInterfaceMethods<Dfg_SymbolicShapeOpInterface, ["getSymbolicDims"]>,
+  DeclareOpInterfaceMethods<Dfg_ShardingRuleOpInterface>];
+/// The same for an op whose results have its first operand's dimensions.
+defvar Dfg_InputShapedRules = [
+  Dfg_SymbolicShapeOpInterface,
+  DeclareOpInterfaceMethods<Dfg_ShardingRuleOpInterface>];
+
 #endif // MESHC_DIALECTS_DFG_IR_DFGINTERFACES_TD

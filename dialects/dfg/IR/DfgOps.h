@@ -6,7 +6,10 @@
 #ifndef MESHC_DIALECTS_DFG_IR_DFGOPS_H
 #define MESHC_DIALECTS_DFG_IR_DFGOPS_H
 
+#include "dialects/dfg/IR/ShardingRule.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -57,6 +60,14 @@ std::string fusedExpression(llvm::StringRef pattern,
 /// reports a broken invariant by its number's message) and checks that the
 /// declared result types agree with the inferred ones.
 llvm::LogicalResult verifyInferredTypes(mlir::InferTypeOpInterface op);
+
+class SymbolicShapes;
+
+/// The symbolic dimensions of `op`'s first operand: the shape rule of an op
+/// whose results are shaped as its input (SymbolicShapeOpInterface's
+/// default).
+llvm::SmallVector<mlir::AffineExpr>
+dimsOfFirstOperand(mlir::Operation *op, SymbolicShapes &shapes);
 
 } // namespace meshc::dfg
 

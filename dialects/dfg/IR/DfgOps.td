@@ -20,7 +20,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Sources: weights and literal constants
 //===----------------------------------------------------------------------===//
 
-def Dfg_WeightOp : Dfg_Op<"weight", [Pure]> {
+def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRules)> {
   let summary = "A tensor whose bytes live in a file (a weight reference)";
   let description = [{
     Refers to `length` bytes at `offset` of `file`, read as a dense row-major
@@ -80,7 +80,8 @@ def Dfg_WeightOp : Dfg_Op<"weight", [Pure]> {
 }
 
 def Dfg_ConstantOp : Dfg_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    !listconcat([ConstantLike, Pure, AllTypesMatch<["value", "result"]>],
+                Dfg_ShapeAndShardingRules)> {
   let summary = "A small literal tensor (shape vectors, scalars, epsilons)";
   let description = [{
     Holds its value inline. Meant for the small tensors a graph computes with
@@ -147,7 +148,8 @@ class Dfg_InferredOp<string mnemonic, list<Trait> traits = []>
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Dfg_MatMulOp : Dfg_InferredOp<"matmul", [SameOperandsAndResultElementType]> {
+def Dfg_MatMulOp : Dfg_InferredOp<"matmul",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Matrix product with numpy semantics (ONNX MatMul)";
   let description = [{
     Multiplies the last two dimensions of `lhs` (M×K) and `rhs` (K×N); leading
@@ -505,7 +507,8 @@ def Dfg_GeluOp : Dfg_InferredOp<"gelu", [SameOperandsAndResultElementType,
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Dfg_ReshapeOp : Dfg_InferredOp<"reshape", [SameOperandsAndResultElementType]> {
+def Dfg_ReshapeOp : Dfg_InferredOp<"reshape",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Reinterpret a tensor with a new shape (ONNX Reshape)";
   let description = [{
     `shape` gives the result shape with ONNX's conventions (allowzero = 0):
@@ -536,7 +539,8 @@ def Dfg_ReshapeOp : Dfg_InferredOp<"reshape", [SameOperandsAndResultElementType]
   let hasFolder = 1;
 }
 
-def Dfg_TransposeOp : Dfg_InferredOp<"transpose", [SameOperandsAndResultElementType]> {
+def Dfg_TransposeOp : Dfg_InferredOp<"transpose",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Permute the dimensions of a tensor (ONNX Transpose)";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -562,7 +566,7 @@ def Dfg_TransposeOp : Dfg_InferredOp<"transpose", [SameOperandsAndResultElementT
 }
 
 def Dfg_UnsqueezeOp : Dfg_InferredOp<"unsqueeze",
-                                     [SameOperandsAndResultElementType]> {
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Insert dimensions of size 1 (ONNX Unsqueeze)";
   let description = [{
     `axes` index the result, whose rank is the input's plus `axes.size()`.
@@ -585,7 +589,7 @@ def Dfg_UnsqueezeOp : Dfg_InferredOp<"unsqueeze",
 }
 
 def Dfg_SqueezeOp : Dfg_InferredOp<"squeeze",
-                                   [SameOperandsAndResultElementType]> {
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Remove dimensions of size 1 (ONNX Squeeze)";
   let description = [{
     Invariants:
@@ -607,7 +611,8 @@ def Dfg_SqueezeOp : Dfg_InferredOp<"squeeze",
   }];
 }
 
-def Dfg_ConcatOp : Dfg_InferredOp<"concat", [SameOperandsAndResultElementType]> {
+def Dfg_ConcatOp : Dfg_InferredOp<"concat",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Join tensors along one axis (ONNX Concat)";
   let description = [{
     Invariants:
@@ -630,7 +635,7 @@ def Dfg_ConcatOp : Dfg_InferredOp<"concat", [SameOperandsAndResultElementType]> 
   }];
 }
 
-def Dfg_GatherOp : Dfg_InferredOp<"gather"> {
+def Dfg_GatherOp : Dfg_InferredOp<"gather", Dfg_ShapeAndShardingRules> {
   let summary = "Take slices of `data` at `indices` along an axis (ONNX Gather)";
   let description = [{
     `result[i..., j..., k...] = data[i..., indices[j...], k...]` with `axis`
@@ -658,7 +663,7 @@ def Dfg_GatherOp : Dfg_InferredOp<"gather"> {
   }];
 }
 
-def Dfg_GatherNDOp : Dfg_InferredOp<"gather_nd"> {
+def Dfg_GatherNDOp : Dfg_InferredOp<"gather_nd", Dfg_ShapeAndShardingRules> {
   let summary = "Take slices of `data` at index tuples (ONNX GatherND)";
   let description = [{
     Each row of the last dimension of `indices` (length k) indexes the first
@@ -692,7 +697,8 @@ def Dfg_GatherNDOp : Dfg_InferredOp<"gather_nd"> {
   }];
 }
 
-def Dfg_SliceOp : Dfg_InferredOp<"slice", [SameOperandsAndResultElementType]> {
+def Dfg_SliceOp : Dfg_InferredOp<"slice",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "A strided slice with constant bounds (ONNX Slice)";
   let description = [{
     For each listed axis, takes `start:end:step` as ONNX Slice does: negative
@@ -721,7 +727,8 @@ def Dfg_SliceOp : Dfg_InferredOp<"slice", [SameOperandsAndResultElementType]> {
   }];
 }
 
-def Dfg_SplitOp : Dfg_InferredOp<"split", [SameOperandsAndResultElementType]> {
+def Dfg_SplitOp : Dfg_InferredOp<"split",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Cut a tensor into pieces along an axis (ONNX Split)";
   let description = [{
     Result `i` holds `sizes[i]` consecutive slices of `axis`.
@@ -748,7 +755,8 @@ def Dfg_SplitOp : Dfg_InferredOp<"split", [SameOperandsAndResultElementType]> {
   }];
 }
 
-def Dfg_ExpandOp : Dfg_InferredOp<"expand", [SameOperandsAndResultElementType]> {
+def Dfg_ExpandOp : Dfg_InferredOp<"expand",
+    !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Broadcast a tensor to a shape (ONNX Expand)";
   let description = [{
     The result shape is the numpy broadcast of the input's shape and `shape`
@@ -778,7 +786,8 @@ def Dfg_ExpandOp : Dfg_InferredOp<"expand", [SameOperandsAndResultElementType]> 
 //===----------------------------------------------------------------------===//
 
 class Dfg_ReduceOp<string mnemonic, string onnxName, string formula>
-    : Dfg_InferredOp<mnemonic, [SameOperandsAndResultElementType]> {
+    : Dfg_InferredOp<mnemonic,
+        !listconcat([SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = onnxName # " over a set of axes";
   let description = [{
     `result = }] # formula # [{` over `axes`; with `keep_dims` the reduced
@@ -821,7 +830,8 @@ def Dfg_ReduceMeanOp : Dfg_ReduceOp<"reduce_mean", "Mean", "mean(x)">;
 def Dfg_ReduceSumOp : Dfg_ReduceOp<"reduce_sum", "Sum", "sum(x)">;
 def Dfg_ReduceMaxOp : Dfg_ReduceOp<"reduce_max", "Maximum", "max(x)">;
 
-def Dfg_TriluOp : Dfg_InferredOp<"trilu", [SameOperandsAndResultElementType]> {
+def Dfg_TriluOp : Dfg_InferredOp<"trilu",
+    !listconcat([SameOperandsAndResultElementType], Dfg_InputShapedRules)> {
   let summary = "Keep the upper or lower triangle of matrices (ONNX Trilu)";
   let description = [{
     Over the last two dimensions, keeps elements with `col - row >= diagonal`
@@ -847,7 +857,7 @@ def Dfg_TriluOp : Dfg_InferredOp<"trilu", [SameOperandsAndResultElementType]> {
 }
 
 def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
-    [AllElementTypesMatch<["data", "updates", "result"]>]> {
+    !listconcat([AllElementTypesMatch<["data", "updates", "result"]>], Dfg_InputShapedRules)> {
   let summary = "Write slices into a copy of a tensor (ONNX ScatterND)";
   let description = [{
     `result = data`, then for every index tuple `i` of `indices[..., :]`,
@@ -875,7 +885,7 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
   }];
 }
 
-def Dfg_EmbeddingOp : Dfg_InferredOp<"embedding"> {
+def Dfg_EmbeddingOp : Dfg_InferredOp<"embedding", Dfg_ShapeAndShardingRules> {
   let summary = "Rows of an embedding table picked by token ids";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`; a negative id counts from the
@@ -904,7 +914,7 @@ def Dfg_EmbeddingOp : Dfg_InferredOp<"embedding"> {
   }];
 }
 
-def Dfg_LinearOp : Dfg_InferredOp<"linear"> {
+def Dfg_LinearOp : Dfg_InferredOp<"linear", Dfg_ShapeAndShardingRules> {
   let summary = "A dense layer: input times a 2-D weight, plus an optional bias";
   let description = [{
     `result[..., n] = sum_k input[..., k] * W[k, n] + bias[n]`, where the
@@ -953,7 +963,7 @@ def Dfg_LinearOp : Dfg_InferredOp<"linear"> {
 }
 
 def Dfg_AttentionOp : Dfg_InferredOp<"attention",
-                                     [AttrSizedOperandSegments]> {
+    !listconcat([AttrSizedOperandSegments], Dfg_ShapeAndShardingRules)> {
   let summary = "Scaled dot-product attention with grouped heads and a KV cache";
   let description = [{
     With `past_key`/`past_value`, the keys and values are first extended:
@@ -1013,7 +1023,7 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
   }];
 }
 
-def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
+def Dfg_RotaryOp : Dfg_InferredOp<"rotary", Dfg_InputShapedRules> {
   let summary = "Rotary position embedding of attention heads";
   let description = [{
     Rotates the first `rotary_dim` features of every head of `input`
@@ -1065,7 +1075,7 @@ def Dfg_RotaryOp : Dfg_InferredOp<"rotary"> {
 //===----------------------------------------------------------------------===//
 
 class Dfg_NormOp<string mnemonic, string formula, string onnxName>
-    : Dfg_InferredOp<mnemonic, [AttrSizedOperandSegments]> {
+    : Dfg_InferredOp<mnemonic, !listconcat([AttrSizedOperandSegments], Dfg_InputShapedRules)> {
   let description = [{
     Normalises over the trailing dimensions `[axis, rank)`:
     `result = }] # formula # [{`, with the statistics accumulated in f32 or
@@ -1140,7 +1150,8 @@ def Dfg_RmsNormOp : Dfg_NormOp<"rms_norm",
   }];
 }
 
-def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax", [SameOperandsAndResultElementType]> {
+def Dfg_SoftmaxOp : Dfg_InferredOp<"softmax",
+    !listconcat([SameOperandsAndResultElementType], Dfg_InputShapedRules)> {
   let summary = "Softmax along one axis (ONNX Softmax, opset 13 and later)";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))`, with max and sum taken

@@ -17,7 +17,7 @@
 #ifndef MESHC_DIALECTS_DFG_IR_DFGSYMBOLICOPS_TD
 #define MESHC_DIALECTS_DFG_IR_DFGSYMBOLICOPS_TD
 
-def Dfg_SizesOp : Dfg_Op<"sizes", [Pure]> {
+def Dfg_SizesOp : Dfg_Op<"sizes", !listconcat([Pure], Dfg_ShapeAndShardingRules)> {
   let summary = "Integers computed from symbolic dimensions (a shape vector)";
   let description = [{
     A 0-D or 1-D integer tensor whose elements are the results of `map`
@@ -43,7 +43,7 @@ def Dfg_SizesOp : Dfg_Op<"sizes", [Pure]> {
 }
 
 def Dfg_SymbolicReshapeOp : Dfg_Op<"symbolic_reshape",
-    [Pure, SameOperandsAndResultElementType]> {
+    !listconcat([Pure, SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Reshape to a shape given by symbolic dimensions";
   let description = [{
     Reinterprets `input` (row-major) with the shape `map` gives: one result
@@ -77,7 +77,7 @@ def Dfg_SymbolicReshapeOp : Dfg_Op<"symbolic_reshape",
 }
 
 def Dfg_SymbolicExpandOp : Dfg_Op<"symbolic_expand",
-    [Pure, SameOperandsAndResultElementType]> {
+    !listconcat([Pure, SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "Broadcast to a shape given by symbolic dimensions";
   let description = [{
     ONNX Expand where the target shape depends on symbolic dimensions: the
@@ -108,7 +108,7 @@ def Dfg_SymbolicExpandOp : Dfg_Op<"symbolic_expand",
 }
 
 def Dfg_SymbolicSliceOp : Dfg_Op<"symbolic_slice",
-    [Pure, SameOperandsAndResultElementType]> {
+    !listconcat([Pure, SameOperandsAndResultElementType], Dfg_ShapeAndShardingRules)> {
   let summary = "A strided slice whose bounds depend on symbolic dimensions";
   let description = [{
     ONNX Slice with `starts` and `ends` given by maps (one result per entry
@@ -145,7 +145,7 @@ def Dfg_SymbolicSliceOp : Dfg_Op<"symbolic_slice",
   let hasVerifier = 1;
 }
 
-def Dfg_RangeOp : Dfg_Op<"range", [Pure]> {
+def Dfg_RangeOp : Dfg_Op<"range", !listconcat([Pure], Dfg_ShapeAndShardingRules)> {
   let summary = "start, start + delta, ... below limit (ONNX Range)";
   let description = [{
     A 1-D integer tensor of max(ceil((limit - start) / delta), 0) elements

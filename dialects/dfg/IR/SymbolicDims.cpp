@@ -12,6 +12,7 @@
 #include "mlir/IR/AffineExprVisitor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -64,6 +65,176 @@ DimTable::write(ArrayRef<AffineExpr> exprs) const {
     results.push_back(e.replaceSymbols(replacements));
   return {AffineMap::get(0, used.size(), results, context_),
           ArrayAttr::get(context_, used)};
+}
+
+namespace {
+
+/// Recursive descent over a derived dimension name:
+///   sum     := product (('+' | '-') product)*
+///   product := atom (('*' | '//' | '/' | '%') atom)*
+///   atom    := integer | name | '(' sum ')' | '-' atom
+/// Division and remainder need a constant right-hand side (affine).
+class NameParser {
+public:
+  NameParser(StringRef text, DimTable &table) : text_(text), table_(table) {}
+
+  AffineExpr parse() {
+    AffineExpr e = sum();
+    skipSpace();
+    return e && text_.empty() ? e : AffineExpr();
+  }
+
+private:
+  void skipSpace() { text_ = text_.ltrim(); }
+  bool consume(StringRef token) {
+    skipSpace();
+    return text_.consume_front(token);
+  }
+
+  AffineExpr sum() {
+    AffineExpr e = product();
+    while (e) {
+      if (consume("+"))
+        e = add(e, product());
+      else if (consume("-"))
+        e = add(e, negate(product()));
+      else
+        break;
+    }
+    return e;
+  }
+
+  AffineExpr product() {
+    AffineExpr e = atom();
+    while (e) {
+      if (consume("*")) {
+        AffineExpr r = atom();
+        e = r && (isa<AffineConstantExpr>(e) || isa<AffineConstantExpr>(r))
+                ? e * r
+                : AffineExpr();
+      } else if (consume("//") || consume("/")) {
+        AffineExpr r = atom();
+        auto c = dyn_cast_or_null<AffineConstantExpr>(r);
+        e = c && c.getValue() > 0 ? e.floorDiv(c) : AffineExpr();
+      } else if (consume("%")) {
+        AffineExpr r = atom();
+        auto c = dyn_cast_or_null<AffineConstantExpr>(r);
+        e = c && c.getValue() > 0 ? e % c : AffineExpr();
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+
+  AffineExpr atom() {
+    skipSpace();
+    if (consume("(")) {
+      AffineExpr e = sum();
+      return consume(")") ? e : AffineExpr();
+    }
+    if (consume("-"))
+      return negate(atom());
+    size_t n = 0;
+    if (!text_.empty() && llvm::isDigit(text_[0])) {
+      while (n < text_.size() && llvm::isDigit(text_[n]))
+        ++n;
+      int64_t value;
+      if (text_.take_front(n).getAsInteger(10, value))
+        return {};
+      text_ = text_.drop_front(n);
+      return getAffineConstantExpr(value, table_.context());
+    }
+    while (n < text_.size() &&
+           (llvm::isAlnum(text_[n]) || text_[n] == '_' || text_[n] == '.'))
+      ++n;
+    if (n == 0)
+      return {};
+    StringRef name = text_.take_front(n);
+    text_ = text_.drop_front(n);
+    return table_.symbol(name);
+  }
+
+  static AffineExpr negate(AffineExpr e) { return e ? -e : e; }
+  static AffineExpr add(AffineExpr l, AffineExpr r) {
+    return l && r ? l + r : AffineExpr();
+  }
+
+  StringRef text_;
+  DimTable &table_;
+};
+
+} // namespace
+
+bool isDerivedDimName(StringRef name) {
+  // Arithmetic: only names, integers, operators, parentheses and spaces,
+  // with at least one operator ("batch size" or "batch-size" is a name of
+  // its own).
+  bool hasOperator = false;
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (llvm::isAlnum(c) || c == '_' || c == '.' || c == ' ')
+      continue;
+    if (c == '(' || c == ')') {
+      depth += c == '(' ? 1 : -1;
+      if (depth < 0)
+        return false;
+      continue;
+    }
+    auto word = [](char w) { return llvm::isAlnum(w) || w == '_'; };
+    if (c == '-' && i > 0 && i + 1 < name.size() && word(name[i - 1]) &&
+        word(name[i + 1]))
+      return false; // joins two words of one name
+    if (!StringRef("+-*/%").contains(c))
+      return false;
+    hasOperator = true;
+  }
+  return hasOperator && depth == 0;
+}
+
+AffineExpr DimTable::parseName(StringRef name) {
+  if (name.empty())
+    return {};
+  if (!isDerivedDimName(name))
+    return symbol(name);
+  // Null where the arithmetic is not affine (`s0*s1`): no rule derives it.
+  AffineExpr e = NameParser(name, *this).parse();
+  return e ? simplifyAffineExpr(e, 0, size()) : e;
+}
+
+SmallVector<std::string> namesInDimName(MLIRContext *context,
+                                        StringRef name) {
+  DimTable table(context);
+  (void)table.parseName(name);
+  SmallVector<std::string> names;
+  for (unsigned k = 0; k < table.size(); ++k)
+    names.push_back(table.name(k).str());
+  return names;
+}
+
+std::optional<int64_t> sizeOfDimName(MLIRContext *context, StringRef name,
+                                     const DimBindings &bindings) {
+  DimTable table(context);
+  AffineExpr e = table.parseName(name);
+  if (!e)
+    return std::nullopt;
+  llvm::Expected<int64_t> size = evaluateDim(e, table, bindings);
+  if (!size) {
+    llvm::consumeError(size.takeError());
+    return std::nullopt;
+  }
+  return *size;
+}
+
+llvm::Expected<int64_t> evaluateDim(AffineExpr expr, const DimTable &table,
+                              const DimBindings &bindings) {
+  auto [map, names] = table.write({expr});
+  llvm::Expected<SmallVector<int64_t>> values =
+      evaluateDims(map, names, bindings);
+  if (!values)
+    return values.takeError();
+  return (*values)[0];
 }
 
 std::string DimTable::format(AffineExpr expr) const {
@@ -236,12 +407,8 @@ llvm::Error verifySymbols(AffineMap map, ArrayAttr names, StringRef what) {
 // SymbolicShapes
 //===----------------------------------------------------------------------===//
 
-namespace {
-
 using Dims = SmallVector<AffineExpr>;
 
-/// numpy broadcasting: per aligned position, a static size other than 1
-/// wins, then a symbolic one, else 1.
 Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
   size_t rank = 0;
   for (ArrayRef<AffineExpr> d : all)
@@ -273,11 +440,6 @@ Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
   return result;
 }
 
-/// Length of a slice [start, end) by `step` of a dimension `dim` whose
-/// bounds were normalised (negative constants count from the end, huge ends
-/// mean "to the end"); assumes symbolic bounds lie inside the dimension, as
-/// they do for the slices exporters write on symbolic dimensions. A constant
-/// end on a symbolic dimension gives no expression (ONNX clamps it).
 AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
                        int64_t step) {
   if (!dim || !start || !end || step <= 0)
@@ -300,6 +462,8 @@ AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
   AffineExpr len = normalize(end) - normalize(start);
   return step == 1 ? len : len.ceilDiv(step);
 }
+
+namespace {
 
 /// The number of ranks a collective spans (the product of its grid axes'
 /// sizes); 0 if unknown.
@@ -400,6 +564,14 @@ std::optional<Dims> SymbolicShapes::values(Value value) {
   return std::nullopt;
 }
 
+Dims SymbolicShapes::broadcastOperands(Operation *op) {
+  SmallVector<Dims> all;
+  for (Value v : op->getOperands())
+    all.push_back(Dims(dims(v)));
+  SmallVector<ArrayRef<AffineExpr>> refs(all.begin(), all.end());
+  return broadcastDims(refs, table_.context());
+}
+
 bool SymbolicShapes::hasRule(Operation *op) {
   noRule_ = false;
   for (Value result : op->getResults())
@@ -411,8 +583,6 @@ Dims SymbolicShapes::compute(Value value) {
   MLIRContext *ctx = table_.context();
   auto type = cast<RankedTensorType>(value.getType());
   Dims unknown(type.getRank());
-  auto c = [&](int64_t v) { return getAffineConstantExpr(v, ctx); };
-
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
     if (!func)
@@ -425,215 +595,20 @@ Dims SymbolicShapes::compute(Value value) {
     Dims d = unknown;
     if (names)
       for (auto [i, name] : llvm::enumerate(names))
-        if (i < d.size() && !cast<StringAttr>(name).getValue().empty())
-          d[i] = table_.symbol(cast<StringAttr>(name).getValue());
+        if (i < d.size())
+          d[i] = table_.parseName(cast<StringAttr>(name).getValue());
     return d;
   }
 
   Operation *op = value.getDefiningOp();
   unsigned resultNo = cast<OpResult>(value).getResultNumber();
   auto in = [&](unsigned i) -> Dims { return Dims(dims(op->getOperand(i))); };
-  auto sameAsInput = [&]() { return in(0); };
-  auto broadcastAll = [&]() {
-    SmallVector<Dims> all;
-    for (Value v : op->getOperands())
-      all.push_back(Dims(dims(v)));
-    SmallVector<ArrayRef<AffineExpr>> refs(all.begin(), all.end());
-    return broadcastDims(refs, ctx);
-  };
 
   if (isa<ElementwiseOpInterface>(op))
-    return broadcastAll();
+    return broadcastOperands(op);
+  if (auto ruled = dyn_cast<SymbolicShapeOpInterface>(op))
+    return ruled.getSymbolicDims(resultNo, *this);
   return llvm::TypeSwitch<Operation *, Dims>(op)
-      .Case<FusedElementwiseOp>([&](Operation *) { return broadcastAll(); })
-      .Case<WeightOp, ConstantOp, SizesOp>([&](Operation *) {
-        Dims d; // static by definition
-        for (int64_t size : type.getShape())
-          d.push_back(c(size));
-        return d;
-      })
-      .Case<SoftmaxOp, TriluOp, LayerNormOp, RmsNormOp, RotaryOp, ScatterNDOp,
-            WaitOp>([&](Operation *) { return sameAsInput(); })
-      .Case([&](MatMulOp) {
-        Dims l = in(0), r = in(1);
-        bool lVec = l.size() == 1, rVec = r.size() == 1;
-        if (lVec)
-          l.insert(l.begin(), c(1));
-        if (rVec)
-          r.push_back(c(1));
-        ArrayRef<AffineExpr> lb = ArrayRef(l).drop_back(2),
-                             rb = ArrayRef(r).drop_back(2);
-        Dims d = broadcastDims({lb, rb}, ctx);
-        if (!lVec)
-          d.push_back(l[l.size() - 2]);
-        if (!rVec)
-          d.push_back(r.back());
-        return d;
-      })
-      .Case([&](LinearOp) {
-        Dims d = in(0);
-        d.back() = AffineExpr(); // the type's static out-features
-        return d;
-      })
-      .Case([&](EmbeddingOp) {
-        Dims d = in(1);
-        d.push_back(AffineExpr());
-        return d;
-      })
-      .Case([&](ReshapeOp r) {
-        Dims input = in(0), d;
-        ArrayRef<int64_t> spec = r.getShape();
-        int64_t inferred = -1;
-        for (auto [i, s] : llvm::enumerate(spec)) {
-          if (s == 0)
-            d.push_back(i < input.size() ? input[i] : AffineExpr());
-          else if (s == -1) {
-            inferred = i;
-            d.push_back(AffineExpr());
-          } else
-            d.push_back(c(s));
-        }
-        if (inferred >= 0) {
-          Dims others(d);
-          others.erase(others.begin() + inferred);
-          d[inferred] = divideDims(input, others);
-        }
-        return d;
-      })
-      .Case([&](TransposeOp t) {
-        Dims input = in(0), d;
-        for (int64_t p : t.getPerm())
-          d.push_back(input[p]);
-        return d;
-      })
-      .Case([&](UnsqueezeOp u) {
-        Dims input = in(0);
-        size_t rank = input.size() + u.getAxes().size();
-        Dims d(rank);
-        SmallVector<bool> inserted(rank, false);
-        for (int64_t a : u.getAxes())
-          inserted[a < 0 ? a + rank : a] = true;
-        size_t next = 0;
-        for (size_t i = 0; i < rank; ++i)
-          d[i] = inserted[i] ? c(1) : input[next++];
-        return d;
-      })
-      .Case([&](SqueezeOp s) {
-        Dims input = in(0), d;
-        SmallVector<bool> dropped(input.size(), false);
-        for (int64_t a : s.getAxes())
-          dropped[a < 0 ? a + input.size() : a] = true;
-        for (size_t i = 0; i < input.size(); ++i)
-          if (!dropped[i])
-            d.push_back(input[i]);
-        return d;
-      })
-      .Case([&](ConcatOp cat) {
-        Dims d = in(0);
-        int64_t axis = cat.getAxis();
-        if (axis < 0)
-          axis += d.size();
-        for (unsigned i = 1; i < op->getNumOperands(); ++i) {
-          Dims next = in(i);
-          d[axis] = d[axis] && next[axis] ? d[axis] + next[axis] : AffineExpr();
-        }
-        return d;
-      })
-      .Case([&](GatherOp g) {
-        Dims data = in(0), indices = in(1), d;
-        int64_t axis = g.getAxis();
-        if (axis < 0)
-          axis += data.size();
-        d.append(data.begin(), data.begin() + axis);
-        d.append(indices.begin(), indices.end());
-        d.append(data.begin() + axis + 1, data.end());
-        return d;
-      })
-      .Case([&](GatherNDOp g) {
-        Dims data = in(0), indices = in(1);
-        int64_t skip =
-            g.getBatchDims() +
-            cast<RankedTensorType>(g.getIndices().getType()).getShape().back();
-        Dims d(indices.begin(), indices.end() - 1);
-        if (skip <= static_cast<int64_t>(data.size()))
-          d.append(data.begin() + skip, data.end());
-        return d;
-      })
-      .Case([&](SliceOp s) {
-        Dims d = in(0);
-        for (auto [start, end, axis, step] : llvm::zip_equal(
-                 s.getStarts(), s.getEnds(), s.getAxes(), s.getSteps())) {
-          int64_t a = axis < 0 ? axis + d.size() : axis;
-          d[a] = sliceLength(d[a], c(start), c(end), step);
-        }
-        return d;
-      })
-      .Case([&](SymbolicSliceOp s) {
-        Dims d = in(0);
-        Dims starts = table_.read(s.getStarts(), s.getSymbols());
-        Dims ends = table_.read(s.getEnds(), s.getSymbols());
-        for (auto [i, axis] : llvm::enumerate(s.getAxes())) {
-          int64_t a = axis < 0 ? axis + d.size() : axis;
-          d[a] = sliceLength(d[a], starts[i], ends[i], s.getSteps()[i]);
-        }
-        return d;
-      })
-      .Case([&](SplitOp s) {
-        Dims d = in(0);
-        int64_t axis = s.getAxis();
-        if (axis < 0)
-          axis += d.size();
-        d[axis] = c(s.getSizes()[resultNo]);
-        return d;
-      })
-      .Case([&](ExpandOp e) {
-        Dims input = in(0), shape;
-        for (int64_t v : e.getShape())
-          shape.push_back(c(v));
-        return broadcastDims({input, shape}, ctx);
-      })
-      .Case([&](SymbolicExpandOp e) {
-        Dims input = in(0);
-        Dims shape = table_.read(e.getShape(), e.getSymbols());
-        return broadcastDims({input, shape}, ctx);
-      })
-      .Case([&](SymbolicReshapeOp r) {
-        return table_.read(r.getShape(), r.getSymbols());
-      })
-      .Case([&](RangeOp r) {
-        Dims bounds = table_.read(r.getBounds(), r.getSymbols());
-        AffineExpr span = bounds[1] - bounds[0];
-        int64_t delta = r.getDelta();
-        return Dims{delta == 1  ? span
-                    : delta > 0 ? span.ceilDiv(delta)
-                                : AffineExpr()};
-      })
-      .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>([&](Operation *) {
-        Dims input = in(0), d;
-        auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
-        bool keep = op->getAttrOfType<BoolAttr>("keep_dims").getValue();
-        for (size_t i = 0; i < input.size(); ++i) {
-          bool reduced = llvm::any_of(axes, [&](int64_t a) {
-            return (a < 0 ? a + int64_t(input.size()) : a) == int64_t(i);
-          });
-          if (!reduced)
-            d.push_back(input[i]);
-          else if (keep)
-            d.push_back(c(1));
-        }
-        return d;
-      })
-      .Case([&](AttentionOp a) {
-        Dims q = in(0), k = in(1), v = in(2);
-        if (resultNo == 0)
-          return Dims{q[0], q[1], q[2], v[3]};
-        // present: the past extended by the new keys or values.
-        Dims past =
-            Dims(dims(resultNo == 1 ? a.getPastKey() : a.getPastValue()));
-        Dims fresh = resultNo == 1 ? k : v;
-        past[2] = past[2] && fresh[2] ? past[2] + fresh[2] : AffineExpr();
-        return past;
-      })
       .Case([&](func::CallOp call) {
         // A pipeline stage: its results' dimensions as the stage states them.
         auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(

@@ -49,6 +49,14 @@ public:
   std::pair<mlir::AffineMap, mlir::ArrayAttr>
   write(llvm::ArrayRef<mlir::AffineExpr> exprs) const;
 
+  /// A dimension name of a function argument (`dfg.dim_names`: an ONNX
+  /// dim_param) as an expression over this table's symbols. A plain name is
+  /// its symbol; a name that is arithmetic over names and integers, as
+  /// exporters write derived sizes (`past_sequence_length +
+  /// sequence_length`, `2*s0`, `s1 - 1`, `(s0 + 7) // 8`), is that
+  /// expression. Null for an empty name.
+  mlir::AffineExpr parseName(llvm::StringRef name);
+
   /// "batch_size * sequence_length" (a null expression prints as "?").
   std::string format(mlir::AffineExpr expr) const;
 
@@ -58,8 +66,26 @@ private:
   llvm::StringMap<unsigned> positions_;
 };
 
+/// Whether a dimension name is arithmetic over other names (see
+/// DimTable::parseName) rather than a name of its own. A run gives the sizes
+/// of plain names; an input dimension with a derived name is checked against
+/// its expression instead.
+bool isDerivedDimName(llvm::StringRef name);
+
 /// Sizes of named dimensions (the values the symbols take in one run).
 using DimBindings = llvm::StringMap<int64_t>;
+
+/// The names a dimension name stands on: itself for a plain name, the names
+/// in its expression for a derived one.
+llvm::SmallVector<std::string> namesInDimName(mlir::MLIRContext *context,
+                                              llvm::StringRef name);
+
+/// The size of a dimension name at `bindings`: a plain name's binding, a
+/// derived name's expression evaluated; std::nullopt where a name it needs
+/// is unbound or the arithmetic is not affine.
+std::optional<int64_t> sizeOfDimName(mlir::MLIRContext *context,
+                                     llvm::StringRef name,
+                                     const DimBindings &bindings);
 
 /// The results of `map` (symbols named by `names`) at `bindings`; an error
 /// names an unbound symbol or a division by zero.
@@ -73,6 +99,27 @@ evaluateDims(mlir::AffineMap map, mlir::ArrayAttr names,
 /// division remains only where nothing cancels. Null if a factor is null.
 mlir::AffineExpr divideDims(llvm::ArrayRef<mlir::AffineExpr> whole,
                             llvm::ArrayRef<mlir::AffineExpr> part);
+
+/// numpy broadcasting of dimensions: per aligned position, a static size
+/// other than 1 wins, then a symbolic one, else 1 (null where an operand's
+/// is null and nothing else decides).
+llvm::SmallVector<mlir::AffineExpr>
+broadcastDims(llvm::ArrayRef<llvm::ArrayRef<mlir::AffineExpr>> all,
+              mlir::MLIRContext *context);
+
+/// Length of a slice [start, end) by `step` of a dimension `dim` whose
+/// bounds were normalised (negative constants count from the end, huge ends
+/// mean "to the end"); assumes symbolic bounds lie inside the dimension, as
+/// they do for the slices exporters write on symbolic dimensions. A constant
+/// end on a symbolic dimension gives no expression (ONNX clamps it).
+mlir::AffineExpr sliceLength(mlir::AffineExpr dim, mlir::AffineExpr start,
+                             mlir::AffineExpr end, int64_t step);
+
+/// The value of `expr` (over `table`'s symbols) at `bindings`; an error
+/// names an unbound symbol.
+llvm::Expected<int64_t> evaluateDim(mlir::AffineExpr expr,
+                                    const DimTable &table,
+                                    const DimBindings &bindings);
 
 /// Structural equality after simplification.
 bool sameDim(mlir::AffineExpr a, mlir::AffineExpr b);
@@ -114,6 +161,10 @@ public:
   /// whose dynamic dimensions no rule derives). Checked for every dfg op by
   /// test/unit/OpCoverageTest.cpp.
   bool hasRule(mlir::Operation *op);
+
+  /// The broadcast of `op`'s operands' dimensions (the rule of elementwise
+  /// ops).
+  llvm::SmallVector<mlir::AffineExpr> broadcastOperands(mlir::Operation *op);
 
   DimTable &table() { return table_; }
   /// Drops what is remembered of `value` (call before erasing its op: a new

@@ -1,19 +1,15 @@
 //===- ShardingRules.h - How each dfg op may be sharded ---------*- C++ -*-===//
 //
-// Part of meshc. The sharding model of every dfg op, as a factor rule: the
-// op's iteration space is a list of factors (loops), and each dimension of
-// each operand and result is a product of factors, outermost first. A
-// reshape [B,S,H*D] -> [B,S,H,D] has factors b, s, h, d; its input's last
-// dimension is (h, d) and its result's dimensions are (b), (s), (h), (d).
-// Sharding a dimension over mesh axes shards its outermost factor; the other
-// factors of that dimension stay whole. This is the information the upstream
-// ShardingInterface carries in iterator types and indexing maps, extended to
-// the dimension merges and splits that reshapes, grouped-query heads and
-// packed projections need.
+// Part of meshc. The factor rule of any dfg op (the model is described in
+// dialects/dfg/IR/ShardingRule.h; each op states its rule through
+// ShardingRuleOpInterface), and how grid axes distribute over a dimension's
+// factors.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_DIALECTS_DFG_SHARDING_SHARDINGRULES_H
 #define MESHC_DIALECTS_DFG_SHARDING_SHARDINGRULES_H
+
+#include "dialects/dfg/IR/ShardingRule.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
@@ -23,37 +19,6 @@
 #include <string>
 
 namespace meshc::dfg {
-
-/// What sharding a factor means for the op.
-enum class FactorKind {
-  /// Each rank computes its slice of the results independently.
-  Parallel,
-  /// The op sums over the factor: sharded, each rank holds a partial sum of
-  /// the results, which an all_reduce (or reduce_scatter) completes.
-  Reduction,
-  /// The op needs the whole factor on every rank (a softmax or norm axis, a
-  /// sliced or concatenated axis): a sharded operand is gathered first.
-  Pinned,
-};
-
-struct Factor {
-  /// ShapedType::kDynamic when unknown.
-  int64_t size;
-  FactorKind kind;
-  /// Short name for diagnostics ("heads", "in_features", "dim 2").
-  std::string name;
-};
-
-/// The factors of one tensor dimension, outermost first; empty for a
-/// dimension of size 1 (or broadcast), which is never sharded.
-using DimFactors = llvm::SmallVector<int, 2>;
-using TensorFactors = llvm::SmallVector<DimFactors, 4>;
-
-struct ShardingRule {
-  llvm::SmallVector<Factor> factors;
-  llvm::SmallVector<TensorFactors> operands;
-  llvm::SmallVector<TensorFactors> results;
-};
 
 /// The factor rule of a dfg op. Fails, with an error at the op, for an op
 /// that is not a dfg op or whose operands are not ranked tensors.

@@ -1,0 +1,583 @@
+//===- DfgShardingRules.cpp - The factor rule of each dfg op ---------------===//
+//
+// Part of meshc. ShardingRuleOpInterface of every op that is not
+// elementwise, and the rules families of ops share (ShardingRule.h).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace meshc::dfg {
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RuleBuilder and the rules of families of ops
+//===----------------------------------------------------------------------===//
+
+int RuleBuilder::factor(int64_t size, FactorKind kind, const Twine &name) {
+  rule_.factors.push_back({size, kind, name.str()});
+  return static_cast<int>(rule_.factors.size()) - 1;
+}
+
+TensorFactors RuleBuilder::fresh(ArrayRef<int64_t> shape, FactorKind kind) {
+  TensorFactors t;
+  for (auto [i, size] : llvm::enumerate(shape))
+    t.push_back(size == 1 ? DimFactors{}
+                          : DimFactors{factor(size, kind, "dim " + Twine(i))});
+  return t;
+}
+
+TensorFactors RuleBuilder::broadcastTo(ArrayRef<int64_t> shape,
+                                       ArrayRef<int64_t> targetShape,
+                                       const TensorFactors &target) {
+  TensorFactors t(shape.size());
+  size_t offset = targetShape.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] == targetShape[offset + i] || shape[i] != 1)
+      t[i] = target[offset + i];
+  return t;
+}
+
+DimFactors RuleBuilder::pinned(ArrayRef<int64_t> shape, int64_t d) {
+  return shape[d] == 1 ? DimFactors{}
+                       : DimFactors{factor(shape[d], FactorKind::Pinned,
+                                           "dim " + Twine(d))};
+}
+
+DimFactors RuleBuilder::maybe(int64_t size, FactorKind kind,
+                              const Twine &name) {
+  return size == 1 ? DimFactors{} : DimFactors{factor(size, kind, name)};
+}
+
+ShardingRule elementwiseRule(Operation *op) {
+  RuleBuilder b;
+  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+  TensorFactors result = b.fresh(out, FactorKind::Parallel);
+  for (Value v : op->getOperands())
+    b.operand(RuleBuilder::broadcastTo(shapeOf(v), out, result));
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    b.result(result);
+  return b.take();
+}
+
+ShardingRule replicatedRule(Operation *op) {
+  RuleBuilder b;
+  for (Value v : op->getOperands())
+    b.operand(b.fresh(shapeOf(v), FactorKind::Pinned));
+  for (Value v : op->getResults())
+    b.result(b.fresh(shapeOf(v), FactorKind::Pinned));
+  return b.take();
+}
+
+ShardingRule sameShapeRule(Operation *op, ArrayRef<int64_t> pinnedDims) {
+  RuleBuilder b;
+  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  TensorFactors t = b.fresh(shape, FactorKind::Parallel);
+  for (int64_t d : pinnedDims)
+    for (int f : t[d])
+      b.at(f).kind = FactorKind::Pinned;
+  b.operand(t);
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    b.result(t);
+  return b.take();
+}
+
+ShardingRule unitDimsRule(Operation *op) {
+  RuleBuilder b;
+  TensorFactors in = b.fresh(shapeOf(op->getOperand(0)), FactorKind::Parallel);
+  TensorFactors out;
+  auto next = in.begin();
+  for (int64_t size : shapeOf(op->getResult(0))) {
+    while (next != in.end() && next->empty())
+      ++next;
+    if (size == 1 || next == in.end()) {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(*next++);
+  }
+  b.operand(in);
+  b.result(out);
+  return b.take();
+}
+
+ShardingRule alongAxisRule(Operation *op, int64_t axis) {
+  RuleBuilder b;
+  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  TensorFactors shared = b.fresh(shape, FactorKind::Parallel);
+  auto own = [&](Value v) {
+    TensorFactors t = shared;
+    t[axis] = b.pinned(shapeOf(v), axis);
+    return t;
+  };
+  for (Value v : op->getOperands())
+    b.operand(own(v));
+  for (Value v : op->getResults())
+    b.result(own(v));
+  return b.take();
+}
+
+ShardingRule reductionRule(Operation *op, ArrayRef<int64_t> axes, bool keepDims,
+                           bool isSum) {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+  TensorFactors tin = b.fresh(in, FactorKind::Parallel);
+  SmallVector<bool> reduced(in.size(), axes.empty());
+  for (int64_t a : axes)
+    reduced[normalizeAxis(a, in.size())] = true;
+  TensorFactors tout;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!reduced[d]) {
+      tout.push_back(tin[d]);
+      continue;
+    }
+    for (int f : tin[d])
+      b.at(f).kind = isSum ? FactorKind::Reduction : FactorKind::Pinned;
+    if (keepDims)
+      tout.emplace_back();
+  }
+  b.operand(tin);
+  b.result(tout);
+  return b.take();
+}
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+/// Each dimension its own factor; partition slices them.
+ShardingRule WeightOp::getShardingRule() {
+  RuleBuilder b;
+  b.result(b.fresh(shapeOf(getResult()), FactorKind::Parallel));
+  return b.take();
+}
+
+ShardingRule ConstantOp::getShardingRule() {
+  RuleBuilder b;
+  b.result(b.fresh(shapeOf(getResult()), FactorKind::Parallel));
+  return b.take();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// Batch dimensions broadcast; M and N parallel; K summed.
+ShardingRule MatMulOp::getShardingRule() {
+  ArrayRef<int64_t> a = shapeOf(getLhs()), c = shapeOf(getRhs());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  if (a.size() < 2 || c.size() < 2)
+    return replicatedRule(*this);
+  RuleBuilder b;
+  TensorFactors result = b.fresh(out, FactorKind::Parallel);
+  int k = b.factor(a.back(), FactorKind::Reduction, "contraction");
+  auto side = [&](ArrayRef<int64_t> shape, bool isLhs) {
+    TensorFactors batch = RuleBuilder::broadcastTo(
+        shape.drop_back(2), out.drop_back(2),
+        TensorFactors(result.begin(), result.end() - 2));
+    DimFactors rows = isLhs ? result[out.size() - 2] : DimFactors{k};
+    DimFactors cols = isLhs ? DimFactors{k} : result.back();
+    if (shape[shape.size() - 2] == 1)
+      rows.clear();
+    if (shape.back() == 1)
+      cols.clear();
+    batch.push_back(rows);
+    batch.push_back(cols);
+    return batch;
+  };
+  b.operand(side(a, true));
+  b.operand(side(c, false));
+  b.result(result);
+  return b.take();
+}
+
+/// result[..., out] = input[..., in] W + bias: `in` summed.
+ShardingRule LinearOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  TensorFactors x = b.fresh(in, FactorKind::Parallel);
+  for (int f : x.back()) {
+    b.at(f).kind = FactorKind::Reduction;
+    b.at(f).name = "in_features";
+  }
+  int64_t outFeatures = getOutFeatures();
+  DimFactors o = outFeatures == 1
+                     ? DimFactors{}
+                     : DimFactors{b.factor(outFeatures, FactorKind::Parallel,
+                                           "out_features")};
+  TensorFactors result = x;
+  result.back() = o;
+  b.operand(x);
+  b.operand(getTransposeWeight() ? TensorFactors{o, x.back()}
+                                    : TensorFactors{x.back(), o});
+  if (getBias())
+    b.operand({o});
+  b.result(result);
+  return b.take();
+}
+
+/// result[ids..., h] = table[ids..., h]. The vocabulary is a reduction: a
+/// rank holding a block of the table's rows looks up the ids it owns, zero
+/// rows for the others, and the partial rows sum to the result
+/// (vocabulary-parallel, as Megatron's embedding).
+ShardingRule EmbeddingOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> table = shapeOf(getTable());
+  TensorFactors ids = b.fresh(shapeOf(getIds()), FactorKind::Parallel);
+  int vocab = b.factor(table[0], FactorKind::Reduction, "vocabulary");
+  int hidden = b.factor(table[1], FactorKind::Parallel, "hidden");
+  b.operand({{vocab}, {hidden}});
+  b.operand(ids);
+  TensorFactors result = ids;
+  result.push_back({hidden});
+  b.result(result);
+  return b.take();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Pairs runs of input and result dimensions with equal products. A run of
+/// one input dimension split into several result dimensions shares their
+/// factors (the input's dimension is their product, outermost first), and
+/// the reverse for merges; any other run is pinned.
+ShardingRule ReshapeOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  TensorFactors inF(in.size()), outF(out.size());
+  size_t i = 0, o = 0;
+  auto skipUnit = [](ArrayRef<int64_t> s, size_t &k) {
+    while (k < s.size() && s[k] == 1)
+      ++k;
+  };
+  while (true) {
+    skipUnit(in, i);
+    skipUnit(out, o);
+    if (i == in.size() || o == out.size())
+      break;
+    // A dynamic dimension pairs only with a dynamic one, alone.
+    if (ShapedType::isDynamic(in[i]) || ShapedType::isDynamic(out[o])) {
+      if (ShapedType::isDynamic(in[i]) && ShapedType::isDynamic(out[o])) {
+        int f = b.factor(ShapedType::kDynamic, FactorKind::Parallel,
+                         "dim " + Twine(o));
+        inF[i++] = {f};
+        outF[o++] = {f};
+        continue;
+      }
+      break;
+    }
+    size_t i1 = i + 1, o1 = o + 1;
+    int64_t pin = in[i], pout = out[o];
+    while (pin != pout) {
+      if (pin < pout) {
+        if (i1 == in.size() || ShapedType::isDynamic(in[i1]))
+          break;
+        pin *= in[i1++];
+      } else {
+        if (o1 == out.size() || ShapedType::isDynamic(out[o1]))
+          break;
+        pout *= out[o1++];
+      }
+    }
+    if (pin != pout)
+      break;
+    bool split = i1 - i == 1, merge = o1 - o == 1;
+    if (split || merge) {
+      // The side with several dimensions names the factors.
+      ArrayRef<int64_t> many = split ? out : in;
+      size_t from = split ? o : i, to = split ? o1 : i1;
+      DimFactors whole;
+      for (size_t k = from; k < to; ++k) {
+        if (many[k] == 1)
+          continue;
+        int f = b.factor(many[k], FactorKind::Parallel, "dim " + Twine(k));
+        whole.push_back(f);
+        (split ? outF : inF)[k] = {f};
+      }
+      (split ? inF[i] : outF[o]) = whole;
+    } else {
+      for (size_t k = i; k < i1; ++k)
+        inF[k] = b.pinned(in, k);
+      for (size_t k = o; k < o1; ++k)
+        outF[k] = b.pinned(out, k);
+    }
+    i = i1;
+    o = o1;
+  }
+  // Whatever did not pair is pinned.
+  for (; i < in.size(); ++i)
+    inF[i] = b.pinned(in, i);
+  for (; o < out.size(); ++o)
+    outF[o] = b.pinned(out, o);
+  b.operand(inF);
+  b.result(outF);
+  return b.take();
+}
+
+ShardingRule TransposeOp::getShardingRule() {
+  RuleBuilder b;
+  TensorFactors in = b.fresh(shapeOf(getInput()), FactorKind::Parallel);
+  TensorFactors out;
+  for (int64_t p : getPerm())
+    out.push_back(in[p]);
+  b.operand(in);
+  b.result(out);
+  return b.take();
+}
+
+ShardingRule UnsqueezeOp::getShardingRule() { return unitDimsRule(*this); }
+ShardingRule SqueezeOp::getShardingRule() { return unitDimsRule(*this); }
+
+ShardingRule ConcatOp::getShardingRule() {
+  return alongAxisRule(*this,
+                       normalizeAxis(getAxis(), shapeOf(getResult()).size()));
+}
+
+ShardingRule SplitOp::getShardingRule() {
+  return alongAxisRule(*this,
+                       normalizeAxis(getAxis(), shapeOf(getInput()).size()));
+}
+
+ShardingRule GatherOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> data = shapeOf(getData());
+  int64_t axis = normalizeAxis(getAxis(), data.size());
+  TensorFactors d = b.fresh(data, FactorKind::Parallel);
+  for (int f : d[axis])
+    b.at(f).kind = FactorKind::Pinned;
+  TensorFactors idx = b.fresh(shapeOf(getIndices()), FactorKind::Parallel);
+  TensorFactors result(d.begin(), d.begin() + axis);
+  result.append(idx.begin(), idx.end());
+  result.append(d.begin() + axis + 1, d.end());
+  b.operand(d);
+  b.operand(idx);
+  b.result(result);
+  return b.take();
+}
+
+/// GatherND: the batch dimensions shared by data, indices and result; the
+/// indexed dimensions of data whole (any rank may read any row); the index
+/// tuples' leading dimensions and data's trailing ones parallel into the
+/// result; the tuple dimension of indices whole.
+ShardingRule GatherNDOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> data = shapeOf(getData()),
+                    indices = shapeOf(getIndices());
+  int64_t batch = getBatchDims(), k = indices.back();
+  TensorFactors d = b.fresh(data, FactorKind::Parallel);
+  for (int64_t i = batch; i < batch + k; ++i)
+    for (int f : d[i])
+      b.at(f).kind = FactorKind::Pinned;
+  TensorFactors idx = b.fresh(indices, FactorKind::Parallel);
+  for (int f : idx.back())
+    b.at(f).kind = FactorKind::Pinned;
+  for (int64_t i = 0; i < batch; ++i)
+    idx[i] = d[i];
+  TensorFactors result(idx.begin(), idx.end() - 1);
+  result.append(d.begin() + batch + k, d.end());
+  b.operand(d);
+  b.operand(idx);
+  b.result(result);
+  return b.take();
+}
+
+/// A dimension the slice keeps whole stays shardable.
+ShardingRule SliceOp::getShardingRule() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  // A dimension the slice keeps whole stays shardable.
+  SmallVector<int64_t> sliced;
+  for (auto [axis, start, end, step] : llvm::zip_equal(
+           getAxes(), getStarts(), getEnds(), getSteps())) {
+    int64_t a = normalizeAxis(axis, in.size());
+    bool whole = start == 0 && step == 1 && in[a] == out[a] &&
+                 !ShapedType::isDynamic(in[a]);
+    if (!whole)
+      sliced.push_back(a);
+  }
+  RuleBuilder b;
+  TensorFactors tin = b.fresh(in, FactorKind::Parallel);
+  TensorFactors tout = tin;
+  for (int64_t a : sliced) {
+    tin[a] = b.pinned(in, a);
+    tout[a] = b.pinned(out, a);
+  }
+  b.operand(tin);
+  b.result(tout);
+  return b.take();
+}
+
+ShardingRule ExpandOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  TensorFactors result = b.fresh(out, FactorKind::Parallel);
+  b.operand(RuleBuilder::broadcastTo(shapeOf(getInput()), out, result));
+  b.result(result);
+  return b.take();
+}
+
+ShardingRule TriluOp::getShardingRule() {
+  int64_t rank = shapeOf(getInput()).size();
+  return sameShapeRule(*this, {rank - 2, rank - 1});
+}
+
+ShardingRule ScatterNDOp::getShardingRule() { return replicatedRule(*this); }
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+ShardingRule ReduceSumOp::getShardingRule() {
+  return reductionRule(*this, getAxes(), getKeepDims(), /*isSum=*/true);
+}
+ShardingRule ReduceMeanOp::getShardingRule() {
+  return reductionRule(*this, getAxes(), getKeepDims(), /*isSum=*/false);
+}
+ShardingRule ReduceMaxOp::getShardingRule() {
+  return reductionRule(*this, getAxes(), getKeepDims(), /*isSum=*/false);
+}
+
+ShardingRule SoftmaxOp::getShardingRule() {
+  int64_t rank = shapeOf(getInput()).size();
+  return sameShapeRule(*this, {normalizeAxis(getAxis(), rank)});
+}
+
+namespace {
+/// Normalised dimensions [axis, rank) whole; leading ones parallel.
+template <typename NormOp> ShardingRule normRule(NormOp op) {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(op.getInput());
+  int64_t axis = normalizeAxis(static_cast<int64_t>(op.getAxis()), in.size());
+  TensorFactors x = b.fresh(in, FactorKind::Parallel);
+  for (size_t d = axis; d < in.size(); ++d)
+    for (int f : x[d])
+      b.at(f).kind = FactorKind::Pinned;
+  auto trailing = [&](Value v) {
+    return RuleBuilder::broadcastTo(shapeOf(v), in.drop_front(axis),
+                                    TensorFactors(x.begin() + axis, x.end()));
+  };
+  b.operand(x);
+  b.operand(trailing(op.getScale()));
+  if (op.getBias())
+    b.operand(trailing(op.getBias()));
+  if (op.getResidual())
+    b.operand(x);
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    b.result(x);
+  return b.take();
+}
+
+} // namespace
+
+ShardingRule LayerNormOp::getShardingRule() { return normRule(*this); }
+ShardingRule RmsNormOp::getShardingRule() { return normRule(*this); }
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+/// Query heads are (kv_heads, group), outermost first, so sharding the
+/// heads shards the KV heads and each rank keeps its queries' KV heads.
+/// Keys and the query sequence are whole; v_dim is parallel.
+ShardingRule AttentionOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey()),
+                    v = shapeOf(getValue());
+  DimFactors batch = b.maybe(q[0], FactorKind::Parallel, "batch");
+  DimFactors kvHeads = b.maybe(k[1], FactorKind::Parallel, "kv_heads");
+  int64_t group = ShapedType::isDynamic(q[1]) || ShapedType::isDynamic(k[1])
+                      ? ShapedType::kDynamic
+                      : q[1] / k[1];
+  DimFactors heads = kvHeads;
+  heads.append(b.maybe(group, FactorKind::Parallel, "heads"));
+  DimFactors seq = b.maybe(q[2], FactorKind::Pinned, "query sequence");
+  DimFactors headDim = b.maybe(q[3], FactorKind::Pinned, "head_dim");
+  DimFactors vDim = b.maybe(v[3], FactorKind::Parallel, "v_dim");
+  DimFactors keys = b.maybe(k[2], FactorKind::Pinned, "key sequence");
+  b.operand({batch, heads, seq, headDim});
+  b.operand({batch, kvHeads, keys, headDim});
+  b.operand({batch, kvHeads, keys, vDim});
+  if (Value mask = getMask()) {
+    ArrayRef<int64_t> m = shapeOf(mask);
+    int64_t total = m.back();
+    TensorFactors full = {batch, heads, seq,
+                          b.maybe(total, FactorKind::Pinned, "mask keys")};
+    SmallVector<int64_t> fullShape = {q[0], q[1], q[2], total};
+    b.operand(RuleBuilder::broadcastTo(m, fullShape, full));
+  }
+  if (getPastKey()) {
+    ArrayRef<int64_t> pk = shapeOf(getPastKey());
+    DimFactors past = b.maybe(pk[2], FactorKind::Pinned, "past sequence");
+    b.operand({batch, kvHeads, past, headDim});
+    b.operand({batch, kvHeads, past, vDim});
+  }
+  b.result({batch, heads, seq, vDim});
+  for (auto [i, present] : llvm::enumerate(getPresent())) {
+    ArrayRef<int64_t> p = shapeOf(present);
+    b.result({batch, kvHeads, b.maybe(p[2], FactorKind::Pinned, "present"),
+              i == 0 ? headDim : vDim});
+  }
+  return b.take();
+}
+
+/// Batch and heads parallel; positions and features whole.
+ShardingRule RotaryOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  TensorFactors x = b.fresh(in, FactorKind::Parallel);
+  for (int d : {2, 3})
+    for (int f : x[d])
+      b.at(f).kind = FactorKind::Pinned;
+  b.operand(x);
+  b.operand(b.fresh(shapeOf(getCos()), FactorKind::Pinned));
+  b.operand(b.fresh(shapeOf(getSin()), FactorKind::Pinned));
+  if (Value positions = getPositions())
+    b.operand({x[0], x[2]});
+  b.result(x);
+  return b.take();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops of symbolic shapes and rank programs
+//===----------------------------------------------------------------------===//
+
+// Ops on symbolic dimensions compute their shapes at run time: every
+// dimension stays whole on every rank.
+ShardingRule SizesOp::getShardingRule() { return replicatedRule(*this); }
+ShardingRule RangeOp::getShardingRule() { return replicatedRule(*this); }
+ShardingRule SymbolicReshapeOp::getShardingRule() {
+  return replicatedRule(*this);
+}
+ShardingRule SymbolicExpandOp::getShardingRule() {
+  return replicatedRule(*this);
+}
+ShardingRule SymbolicSliceOp::getShardingRule() {
+  return replicatedRule(*this);
+}
+
+/// A fused chain is elementwise as its body.
+ShardingRule FusedElementwiseOp::getShardingRule() {
+  return elementwiseRule(*this);
+}
+
+/// A wait is its operand.
+ShardingRule WaitOp::getShardingRule() { return sameShapeRule(*this, {}); }
+
+} // namespace meshc::dfg
