@@ -38,6 +38,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <map>
 
 namespace meshc {
 #define GEN_PASS_DEF_SHARDPLANPASS
@@ -120,11 +123,69 @@ public:
           })))
         return failure();
     }
+    if (!tp.empty())
+      reportReplicated(tp);
     annotate();
     return success();
   }
 
 private:
+  /// Where the user asked for tensor parallelism, every op that carries the
+  /// model's compute or weights (linear, matmul, attention, embedding) and
+  /// ends with nothing of its operands or results split over tp is
+  /// computed whole on every tp rank: said in one warning, at the first
+  /// such op, naming the others (an attention the exporter wrote as
+  /// MatMul/Softmax that raising did not recognise; a vocabulary tp does
+  /// not divide). Ops already reported (an attention whose heads tp does
+  /// not divide) are not repeated.
+  void reportReplicated(const DimAxes &tp) {
+    auto onTp = [&](Value v) {
+      if (!isa<RankedTensorType>(v.getType()) || isSource(v))
+        return false;
+      for (const DimAxes &axes : stateOf(v))
+        if (llvm::any_of(axes, [&](shard::GridAxis a) {
+              return llvm::is_contained(tp, a);
+            }))
+          return true;
+      return false;
+    };
+    SmallVector<Operation *> whole;
+    func_.walk([&](Operation *op) {
+      if (!isa<dfg::LinearOp, dfg::MatMulOp, dfg::AttentionOp,
+               dfg::EmbeddingOp>(op) ||
+          reported_.contains(op) ||
+          op->hasAttr(kVocabAxesAttr)) // a vocabulary-parallel embedding
+        return;
+      if (llvm::none_of(op->getOperands(), onTp) &&
+          llvm::none_of(op->getResults(), onTp))
+        whole.push_back(op);
+    });
+    if (whole.empty())
+      return;
+    std::map<std::string, int> kinds;
+    for (Operation *op : whole)
+      ++kinds[op->getName().getStringRef().str()];
+    std::string counts;
+    for (auto &[name, count] : kinds)
+      counts += (counts.empty() ? "" : ", ") + name + " x" +
+                std::to_string(count);
+    std::string others;
+    for (Operation *op : ArrayRef(whole).drop_front().take_front(4)) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << op->getLoc();
+      others += (others.empty() ? "" : "; ") + text;
+    }
+    InFlightDiagnostic diag = whole.front()->emitWarning();
+    diag << whole.size() << " op(s) (" << counts
+         << ") have nothing split over tp=" << groupSize(grid_, tp)
+         << ": every tp rank computes them whole (this one first";
+    if (!others.empty())
+      diag << "; then " << others
+           << (whole.size() > 5 ? "; ..." : "");
+    diag << ")";
+  }
+
   TensorSharding &stateOf(Value v) {
     auto [it, inserted] = state_.try_emplace(v);
     if (inserted)
@@ -232,6 +293,7 @@ private:
       op.emitWarning("dfg.attention has ")
           << heads << " heads, which tp=" << n
           << " does not divide: this attention is replicated on tp";
+      reported_.insert(op);
       return success();
     }
     // Fewer KV heads than tp: splitTensorParallel made tp two sub-axes,
@@ -428,6 +490,8 @@ private:
   func::FuncOp func_;
   bool sequenceParallel_;
   llvm::DenseMap<Value, TensorSharding> state_;
+  /// Ops already warned about as replicated on tp.
+  llvm::SmallPtrSet<Operation *, 8> reported_;
   llvm::SetVector<Operation *> worklist_;
 };
 

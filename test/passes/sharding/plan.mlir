@@ -129,6 +129,23 @@ func.func @heads_do_not_divide(%q: tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32> {
 
 // -----
 
+// Attention the exporter wrote as MatMul/Softmax/MatMul that raising did not
+// recognise: nothing seeds or reaches its heads, so both products are
+// computed whole on every tp rank. Reported once, at the first, naming the
+// second; never silent.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @unraised_attention
+func.func @unraised_attention(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-warning @+1 {{2 op(s) (dfg.matmul x2) have nothing split over tp=2: every tp rank computes them whole (this one first; then loc("scores_times_v"))}}
+  %s = dfg.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = dfg.softmax %s axis = -1 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> loc("scores_times_v")
+  return %o : tensor<1x2x4x8xf32>
+}
+}
+
+// -----
+
 module attributes {meshc.mesh = "tp=2"} {
 func.func @kv_heads_do_not_divide(%q: tensor<1x6x8x8xf32>, %k: tensor<1x3x8x8xf32>) -> tensor<1x6x8x8xf32> {
   // expected-error @+1 {{'dfg.attention' op has 3 KV heads, which tp=2 neither divides nor is a multiple of (KV heads are split when tp divides them, replicated in groups when their count divides tp)}}
