@@ -139,6 +139,10 @@ SmallVector<AffineExpr> NodeContext::inputDims(unsigned i) {
   return SmallVector<AffineExpr>(importer_.shapes().dims(input(i)));
 }
 
+SmallVector<AffineExpr> NodeContext::dimsOf(Value v) {
+  return SmallVector<AffineExpr>(importer_.shapes().dims(v));
+}
+
 Value NodeContext::refineType(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> refined(type.getShape());

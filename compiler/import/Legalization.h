@@ -95,6 +95,8 @@ public:
   /// The dimensions of input `i` as symbolic expressions (null where no
   /// shape rule derives one).
   llvm::SmallVector<mlir::AffineExpr> inputDims(unsigned i);
+  /// The same for any value of the function being built.
+  llvm::SmallVector<mlir::AffineExpr> dimsOf(mlir::Value v);
   /// Gives `v` (a new op's single result) the static dimensions the symbolic
   /// shape rules find for it, and returns it.
   mlir::Value refineType(mlir::Value v);

@@ -222,6 +222,203 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
                        /*merge=*/true);
 }
 
+/// GroupQueryAttention whose past or new length is symbolic (executables
+/// for any length: the onnxruntime-genai builder's decoders, where
+/// total_sequence_length is the attention mask's width): the rule
+/// onnxruntime applies to every batch and sequence, written once over
+/// symbolic sizes. Row b's new tokens sit at start_b .. start_b + seq - 1,
+/// start_b = seqlens_k[b] + 1 - seq, after that row's valid past; the
+/// present is past ++ new with each row's new tokens moved to start_b (a
+/// per-row gather); query i of row b sees keys j <= start_b + i. Rotary
+/// without position_ids rotates at start_b + i. The present holds past +
+/// new positions, so total_sequence_length must equal them (onnxruntime's
+/// shared past/present buffer is not supported).
+LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
+                                  Value pastK, Value pastV, int64_t heads,
+                                  int64_t kvHeads) {
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  MLIRContext *mctx = b.getContext();
+  AffineExpr seqE = ctx.dimsOf(q)[1];
+  AffineExpr pastE = pastK ? ctx.dimsOf(pastK)[2]
+                           : getAffineConstantExpr(0, mctx);
+  if (!seqE || !pastE)
+    return ctx.error("the past and new lengths follow from no named input "
+                     "dimension; give them sizes with --dim NAME=SIZE");
+  AffineExpr totalE = pastE + seqE;
+  // A 0-D i64 value of a symbolic size.
+  auto sizeOf = [&](AffineExpr e) -> Value {
+    auto [map, names] = ctx.dimTable().write({e});
+    return dfg::SizesOp::create(b, ctx.loc(), RankedTensorType::get({}, i64),
+                                map, names)
+        .getResult();
+  };
+  // 0 .. n-1 as an i64 tensor of `shape`, n along its one -1 entry.
+  auto iota = [&](AffineExpr n,
+                  ArrayRef<int64_t> shape) -> FailureOr<Value> {
+    auto [map, names] =
+        ctx.dimTable().write({getAffineConstantExpr(0, mctx), n});
+    Value range = ctx.refineType(dfg::RangeOp::create(
+        b, ctx.loc(), RankedTensorType::get({ShapedType::kDynamic}, i64), map,
+        1, names));
+    return ctx.create<dfg::ReshapeOp>(
+        dfg::reshapeShape(shapeOf(range), shape), i64, range,
+        b.getDenseI64ArrayAttr(shape));
+  };
+  auto binary = [&](auto tag, Value l, Value r, Type element) {
+    using OpTy = decltype(tag);
+    return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
+                            element, l, r);
+  };
+  auto reshape = [&](Value x, ArrayRef<int64_t> shape) {
+    return ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(x), shape),
+                                      elementOf(x), x,
+                                      b.getDenseI64ArrayAttr(shape));
+  };
+
+  // start_b = seqlens_k[b] + 1 - seq, as [batch, 1].
+  Value seqlens = ctx.input(5);
+  auto lensType = cast<RankedTensorType>(seqlens.getType());
+  if (lensType.getRank() != 1)
+    return ctx.error("seqlens_k must be [batch], got " +
+                     dfg::formatShape(lensType.getShape()));
+  Value lens = dfg::CastOp::create(
+      b, ctx.loc(), RankedTensorType::get(lensType.getShape(), i64), seqlens,
+      i64);
+  FailureOr<Value> lensCol = reshape(lens, {-1, 1});
+  FailureOr<Value> oneMinusSeq =
+      binary(dfg::SubOp(), ctx.scalar(1, i64), sizeOf(seqE), i64);
+  if (failed(lensCol) || failed(oneMinusSeq))
+    return failure();
+  FailureOr<Value> start = binary(dfg::AddOp(), *lensCol, *oneMinusSeq, i64);
+  FailureOr<Value> newPos = iota(seqE, {1, -1});
+  if (failed(start) || failed(newPos))
+    return failure();
+
+  if (ctx.attrInt("do_rotary", 0) != 0) {
+    Value cos = ctx.input(7), sin = ctx.input(8);
+    if (!cos || !sin)
+      return ctx.error("do_rotary needs cos_cache and sin_cache");
+    Value positions = ctx.input(9);
+    if (!positions) {
+      FailureOr<Value> at = binary(dfg::AddOp(), *start, *newPos, i64);
+      if (failed(at))
+        return failure();
+      positions = *at; // [batch, seq]
+    }
+    bool interleaved = ctx.attrInt("rotary_interleaved", 0) != 0;
+    FailureOr<Value> rq =
+        rotate(ctx, q, cos, sin, positions, heads, 0, interleaved);
+    FailureOr<Value> rk = failed(rq) ? rq
+                                     : rotate(ctx, k, cos, sin, positions,
+                                              kvHeads, 0, interleaved);
+    if (failed(rk))
+      return failure();
+    q = *rq, k = *rk;
+  }
+
+  FailureOr<Value> qh = ctx.splitHeads(q, heads, "num_heads");
+  FailureOr<Value> kh = ctx.splitHeads(k, kvHeads, "kv_num_heads");
+  FailureOr<Value> vh = ctx.splitHeads(v, kvHeads, "kv_num_heads");
+  if (failed(qh) || failed(kh) || failed(vh))
+    return failure();
+
+  Value presentK = *kh, presentV = *vh, mask;
+  bool causal = false;
+  if (!pastK) {
+    // A prompt: causal, and key j of row b attended iff j <= seqlens_k[b]
+    // (right padding).
+    FailureOr<Value> keys = iota(seqE, {1, 1, 1, -1});
+    FailureOr<Value> lens4 = failed(keys) ? keys : reshape(lens, {-1, 1, 1, 1});
+    FailureOr<Value> keyMask =
+        failed(lens4) ? lens4
+                      : binary(dfg::LessOrEqualOp(), *keys, *lens4, i1);
+    if (failed(keyMask))
+      return failure();
+    mask = *keyMask;
+    causal = true;
+  } else {
+    // present[b, :, t] = the row's past for t < start_b, its new tokens
+    // (cat[b, :, past + t - start_b]) for start_b <= t < start_b + seq, and
+    // zeros beyond, as onnxruntime writes it.
+    FailureOr<Value> t = iota(totalE, {1, -1});
+    if (failed(t))
+      return failure();
+    FailureOr<Value> end = binary(dfg::AddOp(), *start, sizeOf(seqE), i64);
+    FailureOr<Value> before = binary(dfg::LessOp(), *t, *start, i1);
+    FailureOr<Value> notAfter =
+        failed(end) ? end : binary(dfg::LessOp(), *t, *end, i1);
+    FailureOr<Value> shifted = binary(dfg::SubOp(), *t, *start, i64);
+    FailureOr<Value> fromNew =
+        failed(shifted) ? shifted
+                        : binary(dfg::AddOp(), *shifted, sizeOf(pastE), i64);
+    if (failed(before) || failed(notAfter) || failed(fromNew))
+      return failure();
+    auto select = [&](Value cond, Value yes, Value no) {
+      auto shape = dfg::broadcastShapes(shapeOf(cond), shapeOf(yes));
+      if (!shape)
+        return FailureOr<Value>(ctx.error(toString(shape.takeError())));
+      return ctx.create<dfg::WhereOp>(
+          dfg::broadcastShapes(*shape, shapeOf(no)), i64, cond, yes, no);
+    };
+    FailureOr<Value> inNew = select(*notAfter, *fromNew, *t);
+    FailureOr<Value> index =
+        failed(inNew) ? inNew : select(*before, *t, *inNew);
+    FailureOr<Value> index3 =
+        failed(index) ? index : reshape(*index, {0, -1, 1}); // [batch, T, 1]
+    if (failed(index3))
+      return failure();
+    FailureOr<Value> kept = reshape(*notAfter, {0, 1, -1, 1});
+    if (failed(kept))
+      return failure();
+    auto place = [&](Value pastPart, Value fresh) -> FailureOr<Value> {
+      SmallVector<ArrayRef<int64_t>> shapes{shapeOf(pastPart), shapeOf(fresh)};
+      FailureOr<Value> cat = ctx.create<dfg::ConcatOp>(
+          dfg::concatShape(shapes, 2), elementOf(fresh),
+          ValueRange{pastPart, fresh}, 2);
+      // Rows of positions: [batch, T, kv_heads, d], gathered per row.
+      FailureOr<Value> rows = failed(cat) ? cat : ctx.swapDims12(*cat);
+      if (failed(rows))
+        return failure();
+      FailureOr<Value> gathered = ctx.create<dfg::GatherNDOp>(
+          dfg::gatherNDShape(shapeOf(*rows), shapeOf(*index3), 1),
+          elementOf(*rows), *rows, *index3, 1);
+      FailureOr<Value> back =
+          failed(gathered) ? gathered : ctx.swapDims12(*gathered);
+      if (failed(back))
+        return failure();
+      // Positions beyond the new tokens hold zeros, as onnxruntime's do.
+      auto shape = dfg::broadcastShapes(shapeOf(*kept), shapeOf(*back));
+      if (!shape)
+        return ctx.error(toString(shape.takeError()));
+      return ctx.create<dfg::WhereOp>(*shape, elementOf(*back), *kept, *back,
+                                      ctx.scalar(0, elementOf(*back)));
+    };
+    FailureOr<Value> pk = place(pastK, *kh), pv = place(pastV, *vh);
+    // Query i of row b sees keys j <= start_b + i: [batch, 1, seq, T].
+    FailureOr<Value> keys = iota(totalE, {1, 1, 1, -1});
+    FailureOr<Value> queries = iota(seqE, {1, 1, -1, 1});
+    FailureOr<Value> start4 = reshape(*start, {-1, 1, 1, 1});
+    if (failed(pk) || failed(pv) || failed(keys) || failed(queries) ||
+        failed(start4))
+      return failure();
+    FailureOr<Value> limit = binary(dfg::AddOp(), *start4, *queries, i64);
+    FailureOr<Value> visible =
+        failed(limit) ? limit
+                      : binary(dfg::LessOrEqualOp(), *keys, *limit, i1);
+    if (failed(visible))
+      return failure();
+    presentK = *pk, presentV = *pv, mask = *visible;
+  }
+
+  FailureOr<double> scale = attentionScale(ctx, *qh);
+  if (failed(scale))
+    return failure();
+  return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
+                       *scale, causal, ctx.attrFloat("softcap", 0.0f),
+                       /*merge=*/true);
+}
+
 /// com.microsoft GroupQueryAttention(query, key?, value?, past_key?,
 ///   past_value?, seqlens_k, total_sequence_length, cos_cache?, sin_cache?,
 ///   position_ids?) -> dfg.attention with GQA (num_heads / kv_num_heads).
@@ -288,12 +485,12 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   int64_t past = pastK ? shapeOf(pastK)[2] : 0;
   if (pastK && shapeOf(pastK).size() != 4)
     return ctx.error("past_key must be [batch, kv_heads, past, head_dim]");
+  if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq))
+    return legalizeSymbolicGQA(ctx, q, k, v, pastK, pastV, heads, kvHeads);
   FailureOr<SmallVector<int64_t>> total =
       ctx.constantInts(6, "total_sequence_length");
   if (failed(total))
     return failure();
-  if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq))
-    return ctx.error("past and sequence lengths must be static");
   if (total->size() != 1 || total->front() != past + seq)
     return ctx.error(
         "total_sequence_length (" +
