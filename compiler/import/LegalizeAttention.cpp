@@ -222,6 +222,36 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
                        /*merge=*/true);
 }
 
+/// GroupQueryAttention's do_rotary: rotates q and k (still [batch, seq,
+/// hidden]) by cos_cache / sin_cache at position_ids, or at the positions
+/// `defaultPositions` builds when the node has none.
+LogicalResult
+rotateQK(NodeContext &ctx, Value &q, Value &k, int64_t heads, int64_t kvHeads,
+         llvm::function_ref<FailureOr<Value>()> defaultPositions) {
+  if (ctx.attrInt("do_rotary", 0) == 0)
+    return success();
+  Value cos = ctx.input(7), sin = ctx.input(8);
+  if (!cos || !sin)
+    return ctx.error("do_rotary needs cos_cache and sin_cache");
+  Value positions = ctx.input(9);
+  if (!positions) {
+    FailureOr<Value> built = defaultPositions();
+    if (failed(built))
+      return failure();
+    positions = *built;
+  }
+  bool interleaved = ctx.attrInt("rotary_interleaved", 0) != 0;
+  FailureOr<Value> rq =
+      rotate(ctx, q, cos, sin, positions, heads, 0, interleaved);
+  FailureOr<Value> rk =
+      failed(rq) ? rq
+                 : rotate(ctx, k, cos, sin, positions, kvHeads, 0, interleaved);
+  if (failed(rk))
+    return failure();
+  q = *rq, k = *rk;
+  return success();
+}
+
 /// GroupQueryAttention whose past or new length is symbolic (executables
 /// for any length: the onnxruntime-genai builder's decoders, where
 /// total_sequence_length is the attention mask's width): the rule
@@ -295,27 +325,10 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   if (failed(start) || failed(newPos))
     return failure();
 
-  if (ctx.attrInt("do_rotary", 0) != 0) {
-    Value cos = ctx.input(7), sin = ctx.input(8);
-    if (!cos || !sin)
-      return ctx.error("do_rotary needs cos_cache and sin_cache");
-    Value positions = ctx.input(9);
-    if (!positions) {
-      FailureOr<Value> at = binary(dfg::AddOp(), *start, *newPos, i64);
-      if (failed(at))
-        return failure();
-      positions = *at; // [batch, seq]
-    }
-    bool interleaved = ctx.attrInt("rotary_interleaved", 0) != 0;
-    FailureOr<Value> rq =
-        rotate(ctx, q, cos, sin, positions, heads, 0, interleaved);
-    FailureOr<Value> rk = failed(rq) ? rq
-                                     : rotate(ctx, k, cos, sin, positions,
-                                              kvHeads, 0, interleaved);
-    if (failed(rk))
-      return failure();
-    q = *rq, k = *rk;
-  }
+  if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&] {
+        return binary(dfg::AddOp(), *start, *newPos, i64); // [batch, seq]
+      })))
+    return failure();
 
   FailureOr<Value> qh = ctx.splitHeads(q, heads, "num_heads");
   FailureOr<Value> kh = ctx.splitHeads(k, kvHeads, "kv_num_heads");
@@ -500,35 +513,22 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
         ") tokens: the present holds the past buffer and the new tokens "
         "(onnxruntime's shared past/present buffer is not supported)");
 
-  if (ctx.attrInt("do_rotary", 0) != 0) {
-    Value cos = ctx.input(7), sin = ctx.input(8);
-    if (!cos || !sin)
-      return ctx.error("do_rotary needs cos_cache and sin_cache");
-    Value positions = ctx.input(9);
-    if (!positions) {
-      if (ShapedType::isDynamic(batch))
-        return ctx.error("do_rotary without position_ids needs a static "
-                         "batch");
-      SmallVector<int64_t> table;
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t s = 0; s < seq; ++s)
-          table.push_back(past + s);
-      auto type =
-          RankedTensorType::get({batch, seq}, ctx.builder().getI64Type());
-      positions = dfg::ConstantOp::create(
-          ctx.builder(), ctx.loc(),
-          DenseElementsAttr::get(type, ArrayRef<int64_t>(table)));
-    }
-    bool interleaved = ctx.attrInt("rotary_interleaved", 0) != 0;
-    FailureOr<Value> rq =
-        rotate(ctx, q, cos, sin, positions, heads, 0, interleaved);
-    FailureOr<Value> rk = failed(rq) ? rq
-                                     : rotate(ctx, k, cos, sin, positions,
-                                              kvHeads, 0, interleaved);
-    if (failed(rk))
-      return failure();
-    q = *rq, k = *rk;
-  }
+  if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&]() -> FailureOr<Value> {
+        if (ShapedType::isDynamic(batch))
+          return ctx.error("do_rotary without position_ids needs a static "
+                           "batch");
+        SmallVector<int64_t> table;
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t s = 0; s < seq; ++s)
+            table.push_back(past + s);
+        auto type =
+            RankedTensorType::get({batch, seq}, ctx.builder().getI64Type());
+        return dfg::ConstantOp::create(
+                   ctx.builder(), ctx.loc(),
+                   DenseElementsAttr::get(type, ArrayRef<int64_t>(table)))
+            .getResult();
+      })))
+    return failure();
 
   FailureOr<Value> qh = ctx.splitHeads(q, heads, "num_heads");
   FailureOr<Value> kh = ctx.splitHeads(k, kvHeads, "kv_num_heads");
