@@ -47,6 +47,10 @@ using namespace llvm;
 namespace meshc {
 namespace {
 
+/// Whether the graph pipeline raises exporter idioms (false with
+/// --no-raise). One command runs per process; readModelOptions sets it.
+bool raiseIdioms = true;
+
 constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile", "run"};
 constexpr ArrayRef<StringLiteral> kCommands(kCommandArray);
 
@@ -274,6 +278,18 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     if (!bounds.try_emplace(name, size).second && given)
       return fail(command, flag + " and --max-dim both bound '" + name + "'");
   }
+  // The attention mask of a cached step spans the past and the new tokens;
+  // where the exporter names its width on its own (onnxruntime-genai's
+  // total_sequence_length) rather than as past + sequence, the width is
+  // bounded by both bounds together.
+  if (!seq.empty() && !cache.empty() && axes.seq > 0 && axes.cache > 0)
+    for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
+      auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+      std::string width = nameOf(i, 1);
+      if (isa<mlir::IntegerType>(type.getElementType()) && type.getRank() == 2 &&
+          !width.empty() && width != seq && width != cache)
+        bounds.try_emplace(width, axes.seq + axes.cache);
+    }
   return 0;
 }
 
@@ -335,7 +351,7 @@ int runPlanCommand(PlanRequest request, const onnximport::DimSizes &dims) {
   return withFrontEnd(
       "plan", request.model, dims, /*symbolicOk=*/false, nullptr, nullptr,
       [&](mlir::OpPassManager &pm, StringRef folder) {
-        buildGraphPipeline(pm, folder);
+        buildGraphPipeline(pm, folder, raiseIdioms);
         buildDTypeConversion(pm, request.dtype);
       },
       [&](mlir::ModuleOp module) { return runPlan(module, request, outs()); });
@@ -347,7 +363,7 @@ int runImport(StringRef model, const onnximport::DimSizes &dims,
   return runFrontEnd("import", model, dims, output,
                      [&](mlir::OpPassManager &pm, StringRef folder) {
                        if (optimize)
-                         buildGraphPipeline(pm, folder);
+                         buildGraphPipeline(pm, folder, raiseIdioms);
                      });
 }
 
@@ -358,7 +374,7 @@ int runCompileSharded(StringRef model, const onnximport::DimSizes &dims,
                       int64_t microbatches, StringRef dtype, StringRef output) {
   return runFrontEnd("compile", model, dims, output,
                      [&](mlir::OpPassManager &pm, StringRef folder) {
-                       buildGraphPipeline(pm, folder);
+                       buildGraphPipeline(pm, folder, raiseIdioms);
                        buildDTypeConversion(pm, dtype);
                        buildShardingPipeline(pm, mesh, sequenceParallel,
                                              microbatches);
@@ -377,7 +393,7 @@ int withRankPrograms(
   return withFrontEnd(
       "compile", model, dims, /*symbolicOk=*/false, bounds, axes,
       [&](mlir::OpPassManager &pm, StringRef folder) {
-        buildGraphPipeline(pm, folder);
+        buildGraphPipeline(pm, folder, raiseIdioms);
         buildDTypeConversion(pm, dtype);
         buildShardingPipeline(pm, mesh, sequenceParallel, microbatches);
       },
@@ -465,8 +481,10 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
       });
 }
 
-/// The model file of a command and its --dim sizes, checked.
+/// The model file of a command and its --dim sizes, checked; --no-raise
+/// taken into raiseIdioms.
 Expected<onnximport::DimSizes> readModelOptions(const driver::ModelOptions &m) {
+  raiseIdioms = !m.noRaise;
   if (Error e = checkReadableFile(m.path, "model"))
     return std::move(e);
   return parseDimSizes(m.dims, "--dim");

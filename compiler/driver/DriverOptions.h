@@ -59,9 +59,19 @@ struct ModelOptions {
                       "repeatable or comma-separated. Exporters' shape "
                       "arithmetic on it then folds to constants"),
              cl::value_desc("name=size"), cl::CommaSeparated, cl::sub(c.import),
-             cl::sub(c.plan), cl::sub(c.compile), cl::cat(c.category)) {}
+             cl::sub(c.plan), cl::sub(c.compile), cl::cat(c.category)),
+        noRaise("no-raise",
+                cl::desc("Keep the exporter's primitive ops (MatMul, "
+                         "Softmax, ...) instead of raising them to "
+                         "dfg.attention, norms, rotary and linear: slower "
+                         "kernels, the same sharding (it follows from the "
+                         "graph). For checking parallelism, or working "
+                         "around a raising bug"),
+                cl::sub(c.import), cl::sub(c.plan), cl::sub(c.compile),
+                cl::cat(c.category)) {}
   cl::opt<std::string> path;
   cl::list<std::string> dims;
+  cl::opt<bool> noRaise;
 };
 
 /// The mesh a model is split over and how (plan, compile).

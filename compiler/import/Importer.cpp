@@ -59,6 +59,8 @@ public:
   OwningOpRef<ModuleOp> run();
   StringRef modelFolder() const { return model_.folder(); }
   dfg::DimTable &dimTable() { return dimTable_; }
+  /// Symbolic input dimensions that the graph fixes (NodeContext::pinDim).
+  DimSizes &pinned() { return pinned_; }
   dfg::SymbolicShapes &shapes() { return shapes_; }
 
   /// The integer values of a constant dfg value (dfg.constant, or a small
@@ -99,6 +101,7 @@ private:
   std::vector<onnx::NodeProto> nodes_;
   /// Model-local functions by "domain/name".
   StringMap<const onnx::FunctionProto *> functions_;
+  DimSizes pinned_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -141,6 +144,15 @@ SmallVector<AffineExpr> NodeContext::inputDims(unsigned i) {
 
 SmallVector<AffineExpr> NodeContext::dimsOf(Value v) {
   return SmallVector<AffineExpr>(importer_.shapes().dims(v));
+}
+
+bool NodeContext::pinDim(Value v, unsigned dim, int64_t size) {
+  SmallVector<AffineExpr> dims = dimsOf(v);
+  if (dim >= dims.size() || !dims[dim] || !isa<AffineSymbolExpr>(dims[dim]))
+    return false;
+  auto symbol = cast<AffineSymbolExpr>(dims[dim]);
+  importer_.pinned()[dimTable().name(symbol.getPosition())] = size;
+  return true;
 }
 
 Value NodeContext::refineType(Value v) {
@@ -824,7 +836,32 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
         << toString(model.takeError());
     return nullptr;
   }
-  return Importer(context, **model, dimSizes).run();
+  // A symbolic dimension the graph fixes (NodeContext::pinDim) is only
+  // found while importing: the first try's diagnostics are held back, and
+  // with new pins the import is redone with those dimensions sized.
+  DimSizes pinned;
+  SmallVector<Diagnostic> held;
+  OwningOpRef<ModuleOp> module;
+  {
+    ScopedDiagnosticHandler hold(&context, [&](Diagnostic &diag) {
+      held.push_back(std::move(diag));
+      return success();
+    });
+    Importer first(context, **model, dimSizes);
+    module = first.run();
+    for (auto &entry : first.pinned())
+      if (!dimSizes.contains(entry.getKey()))
+        pinned[entry.getKey()] = entry.getValue();
+  }
+  if (pinned.empty()) {
+    for (Diagnostic &diag : held)
+      context.getDiagEngine().emit(std::move(diag));
+    return module;
+  }
+  module = nullptr;
+  for (auto &entry : dimSizes)
+    pinned[entry.getKey()] = entry.getValue();
+  return Importer(context, **model, pinned).run();
 }
 
 } // namespace meshc::onnximport

@@ -97,6 +97,12 @@ public:
   llvm::SmallVector<mlir::AffineExpr> inputDims(unsigned i);
   /// The same for any value of the function being built.
   llvm::SmallVector<mlir::AffineExpr> dimsOf(mlir::Value v);
+  /// Dimension `dim` of `v` must be `size` (the op's semantics fix it: the
+  /// head size of GroupQueryAttention's past). Where that dimension is a
+  /// graph input's symbolic name (onnxruntime-genai's `kv_cache_dim`), the
+  /// import is redone with the name sized so (importOnnxModel), and true is
+  /// returned; false for a static or derived dimension.
+  bool pinDim(mlir::Value v, unsigned dim, int64_t size);
   /// Gives `v` (a new op's single result) the static dimensions the symbolic
   /// shape rules find for it, and returns it.
   mlir::Value refineType(mlir::Value v);

@@ -498,6 +498,20 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   int64_t past = pastK ? shapeOf(pastK)[2] : 0;
   if (pastK && shapeOf(pastK).size() != 4)
     return ctx.error("past_key must be [batch, kv_heads, past, head_dim]");
+  // The past's head size is the query's (onnxruntime-genai names it
+  // kv_cache_dim): a symbolic one is sized by importing again.
+  int64_t headDim = shapeOf(q)[2] / heads;
+  for (Value pastPart : {pastK, pastV})
+    if (pastPart && ShapedType::isDynamic(shapeOf(pastPart)[3])) {
+      bool pinned = ctx.pinDim(pastK, 3, headDim);
+      pinned = ctx.pinDim(pastV, 3, headDim) && pinned;
+      return ctx.error(pinned ? "past head size is symbolic (imported again "
+                                "with it sized " +
+                                    std::to_string(headDim) + ")"
+                              : "past_key and past_value must have a static "
+                                "head size (" +
+                                    std::to_string(headDim) + ")");
+    }
   if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq))
     return legalizeSymbolicGQA(ctx, q, k, v, pastK, pastV, heads, kvHeads);
   FailureOr<SmallVector<int64_t>> total =

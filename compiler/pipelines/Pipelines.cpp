@@ -20,6 +20,10 @@ struct GraphPipelineOptions : mlir::PassPipelineOptions<GraphPipelineOptions> {
       llvm::cl::desc("Folder of the model's weight files (for patterns that "
                      "read weight values)"),
       llvm::cl::init("")};
+  Option<bool> raise{*this, "raise",
+                     llvm::cl::desc("Raise exporter idioms to "
+                                    "transformer-level ops (default true)"),
+                     llvm::cl::init(true)};
 };
 struct ShardingPipelineOptions
     : mlir::PassPipelineOptions<ShardingPipelineOptions> {
@@ -48,7 +52,8 @@ void buildShardingPipeline(mlir::OpPassManager &pm, llvm::StringRef mesh,
   pm.addPass(mlir::createCSEPass());
 }
 
-void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
+void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir,
+                        bool raise) {
   pm.addPass(createInferShapesPass());
   pm.addPass(
       createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
@@ -56,7 +61,8 @@ void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir) {
   // Patterns compare values: an idiom spelled with duplicated ops (two
   // identical `x - mean(x)`) must be one value first.
   pm.addPass(mlir::createCSEPass());
-  pm.addPass(createRaisePass(RaisePassOptions{weightsDir.str()}));
+  if (raise)
+    pm.addPass(createRaisePass(RaisePassOptions{weightsDir.str()}));
   // Raising slices literal tables (half of a cos table): fold them again.
   pm.addPass(
       createFoldConstantsPass(FoldConstantsPassOptions{weightsDir.str()}));
@@ -85,7 +91,7 @@ void registerMeshcPipelines() {
       "Imported dfg IR to transformer-level IR: shape inference, "
       "canonicalize, raise exporter idioms, CSE",
       [](mlir::OpPassManager &pm, const GraphPipelineOptions &options) {
-        buildGraphPipeline(pm, options.weightsDir);
+        buildGraphPipeline(pm, options.weightsDir, options.raise);
       });
   mlir::PassPipelineRegistration<ShardingPipelineOptions>(
       "meshc-shard-pipeline",

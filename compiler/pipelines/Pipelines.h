@@ -19,8 +19,10 @@ namespace meshc {
 /// canonicalisation, CSE, raising of exporter idioms to transformer-level ops
 /// (meshc-graph-raise, reading weights under `weightsDir` where a pattern
 /// needs their values), folding and canonicalisation again, CSE and removal
-/// of dead symbols.
-void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir);
+/// of dead symbols. Without `raise` (--no-raise) the exporter's primitive ops
+/// stay as they are: slower kernels, the same parallelism.
+void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir,
+                        bool raise = true);
 
 /// meshc-shard-pipeline: transformer-level IR to the SPMD program for
 /// `mesh` ("dp=2,pp=2,tp=2"): plan the shardings, partition into the

@@ -5,10 +5,16 @@ onnxruntime's within 1e-4 + 1e-3 * |reference|.
 
 Usage: check_corpus.py --meshc build/bin/meshc --corpus models/real/corpus
                        [--mesh tp=1,tp=2,pp=2,dp=2xtp=2] [--only NAME,...]
-                       [--allow-failures]
+                       [--no-raise] [--allow-failures]
 
 Prints one line per (export, mesh): `ok`, `mismatch: ...`, or the first line
-of meshc's error, then a summary `corpus: N cases; ok: A, failed: B`.
+of meshc's error, then a summary `corpus: N cases; ok: A, failed: B`. On a
+mesh with tp, an `ok` line also says how many all_reduce the SPMD program
+has and, when meshc warned that ops stay whole on every tp rank, `whole: N`.
+--no-raise compiles without raising exporter idioms (meshc compile
+--no-raise): the sharding must still follow from the graph. --static sizes
+every symbolic input dimension as the inputs have it (--dim), as a user
+compiling for one shape does.
 Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
 """
 import argparse
@@ -56,10 +62,46 @@ def compare(ref_dir, out_dir):
     return f"ok (largest difference {worst:.2g})"
 
 
-def run_case(meshc, export, mesh, work):
+def split_summary(meshc, model, mesh, flags, work):
+    """'; all_reduce N[; whole: M]' of the SPMD program on a tp mesh."""
+    if "tp=" not in mesh or "tp=1" in mesh.split(","):
+        return ""
+    spmd = os.path.join(work, "spmd.mlir")
+    cmd = [meshc, "compile", model, "--mesh", mesh, *flags, "--emit", "sharded", "-o", spmd]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "; --emit sharded: " + first_error(r.stderr + r.stdout)
+    text = open(spmd).read()
+    summary = f"; all_reduce {text.count('= shard.all_reduce')}"
+    for line in r.stderr.splitlines():
+        if "have nothing split over tp" in line:
+            summary += "; whole: " + line.split("warning:")[-1].split(" op(s)")[0].split(":")[-1].strip()
+    return summary
+
+
+def static_dims(export):
+    """['--dim', 'name=size,...'] for the model's symbolic input dimensions,
+    sized as the export's inputs are (derived names are left to meshc)."""
+    import onnx
+    model = onnx.load(os.path.join(export, "model.onnx"), load_external_data=False)
+    sizes = {}
+    for value in model.graph.input:
+        path = os.path.join(export, "inputs", value.name + ".npy")
+        if not os.path.exists(path):
+            continue
+        shape = np.load(path, mmap_mode="r").shape
+        for dim, size in zip(value.type.tensor_type.shape.dim, shape):
+            name = dim.dim_param
+            if name and name.isidentifier():
+                sizes[name] = size
+    return ["--dim", ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))] if sizes else []
+
+
+def run_case(meshc, export, mesh, work, flags=()):
     out = os.path.join(work, "exe")
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [meshc, "compile", os.path.join(export, "model.onnx"), "--mesh", mesh, "-o", out]
+    model = os.path.join(export, "model.onnx")
+    cmd = [meshc, "compile", model, "--mesh", mesh, *flags, "-o", out]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return "compile: " + first_error(r.stderr + r.stdout)
@@ -72,7 +114,10 @@ def run_case(meshc, export, mesh, work):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return "run: " + first_error(r.stderr + r.stdout)
-    return compare(os.path.join(export, "reference"), res)
+    status = compare(os.path.join(export, "reference"), res)
+    if status.startswith("ok"):
+        status += split_summary(meshc, model, mesh, flags, work)
+    return status
 
 
 def main():
@@ -81,6 +126,10 @@ def main():
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--mesh", default="tp=1,tp=2,pp=2,dp=2xtp=2")
     ap.add_argument("--only", default="")
+    ap.add_argument("--no-raise", action="store_true",
+                    help="compile with meshc compile --no-raise")
+    ap.add_argument("--static", action="store_true",
+                    help="size the symbolic input dimensions as the inputs have them")
     ap.add_argument("--allow-failures", action="store_true",
                     help="exit 0 even when a case fails (the lit test pins the "
                          "statuses with FileCheck instead)")
@@ -97,7 +146,10 @@ def main():
             if meta.get("status") != "ok":
                 continue
             for mesh in meshes:
-                status = run_case(args.meshc, os.path.join(args.corpus, name), mesh, work)
+                export = os.path.join(args.corpus, name)
+                flags = (["--no-raise"] if args.no_raise else []) + \
+                    (static_dims(export) if args.static else [])
+                status = run_case(args.meshc, export, mesh, work, flags)
                 results[(name, mesh)] = status
                 print(f"{name} [{mesh}]: {status}", flush=True)
     ok = sum(1 for s in results.values() if s.startswith("ok"))

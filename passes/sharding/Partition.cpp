@@ -180,60 +180,23 @@ private:
 
   LogicalResult partition(Operation *op) {
     const dfg::ShardingRule *rule = &rules_[op];
-    size_t n = rule->factors.size();
-    SmallVector<DimAxes> factors(n);
-    SmallVector<bool> inResult(n, false);
-    auto clashes = [&](const DimAxes &axes) {
-      return llvm::any_of(factors, [&](const DimAxes &other) {
-        return llvm::any_of(
-            axes, [&](int16_t a) { return llvm::is_contained(other, a); });
-      });
-    };
-    for (const dfg::TensorFactors &tf : rule->results)
-      for (const dfg::DimFactors &dims : tf)
-        for (int f : dims)
-          inResult[f] = true;
     ArrayRef<int64_t> gridShape = grid_.getShape();
-    // Gives the factors of one dimension the axes it is split over, where
-    // `admit` takes each factor and none is pinned, taken or clashing.
-    auto assign = [&](const DimAxes &axes, const dfg::DimFactors &dims,
-                      llvm::function_ref<bool(int)> admit) {
-      if (axes.empty() || dims.empty() || clashes(axes))
-        return;
-      FailureOr<SmallVector<DimAxes>> split =
-          dfg::distributeAxes(*rule, dims, axes, gridShape);
-      if (failed(split))
-        return;
-      for (auto [f, mine] : llvm::zip(dims, *split))
-        if (!mine.empty() &&
-            (!admit(f) || rule->factors[f].kind == dfg::FactorKind::Pinned ||
-             !factors[f].empty()))
-          return;
-      for (auto [f, mine] : llvm::zip(dims, *split))
-        if (!mine.empty())
-          factors[f] = mine;
-    };
+    SmallVector<TensorSharding> operandShardings, resultShardings;
+    for (Value v : op->getOperands())
+      operandShardings.push_back(locals_[v].sharding);
+    for (unsigned r = 0; r < op->getNumResults(); ++r)
+      resultShardings.push_back(planned(op, r));
     // A vocabulary-parallel embedding: the table's rows, as planned.
-    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr))
-      factors[rule->operands[0][0].front()].assign(axes.asArrayRef().begin(),
-                                                   axes.asArrayRef().end());
-    // Contractions first: sharded as their operands are.
-    for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
-      for (auto [axes, dims] : llvm::zip_equal(locals_[v].sharding, tf))
-        assign(axes, dims, [&](int f) { return !inResult[f]; });
-    // Then the results' planned shardings, where the axes are free (with a
-    // contraction over tp, a result split over tp is reached by a
-    // reduce_scatter after the op instead).
-    for (auto [r, tf] : llvm::enumerate(rule->results)) {
-      TensorSharding s = planned(op, r);
-      for (auto [axes, dims] : llvm::zip_equal(s, tf))
-        assign(axes, dims, [](int) { return true; });
+    SmallVector<DimAxes> preset;
+    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr)) {
+      preset.resize(rule->factors.size());
+      preset[rule->operands[0][0].front()].assign(axes.asArrayRef().begin(),
+                                                  axes.asArrayRef().end());
     }
+    SmallVector<DimAxes> factors = dfg::assignFactors(
+        *rule, operandShardings, resultShardings, gridShape, preset);
     auto shardingOf = [&](const dfg::TensorFactors &tf) {
-      TensorSharding s(tf.size());
-      for (auto [axes, dims] : llvm::zip_equal(s, tf))
-        axes = dfg::dimensionAxes(*rule, dims, factors, gridShape);
-      return s;
+      return dfg::tensorAxes(*rule, tf, factors, gridShape);
     };
 
     b_.setInsertionPoint(op);

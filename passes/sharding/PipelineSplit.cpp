@@ -11,9 +11,10 @@
 //      norm, and what depends on them) are *chain* ops, kept in program
 //      order.
 //   2. A cut between two chain ops carries the chain values defined before
-//      it and used after it. Between consecutive attentions (layers), the
-//      candidate cut is the position that carries the fewest bytes (the
-//      residual stream), the latest on ties.
+//      it and used after it. Between consecutive attentions (layers: a
+//      dfg.attention, or the softmax of an attention raising left as
+//      MatMul/Softmax/MatMul), the candidate cut is the position that
+//      carries the fewest bytes (the residual stream), the latest on ties.
 //   3. Dynamic programming picks pp - 1 candidates minimising the slowest
 //      stage under the cost model (CostModel.h).
 //   4. Each stage becomes a private function `<name>_stage<k>` with
@@ -142,14 +143,18 @@ private:
 
   /// Steps 2 and 3.
   LogicalResult chooseCuts() {
+    // The layers: each mixes tokens once, where its attention normalises
+    // the scores (a dfg.attention, or the softmax of an attention written
+    // as MatMul/Softmax/MatMul that raising left as it was).
     SmallVector<size_t> attentions;
     for (auto [i, op] : llvm::enumerate(chain_))
-      if (isa<dfg::AttentionOp>(op))
+      if (isa<dfg::AttentionOp, dfg::SoftmaxOp>(op))
         attentions.push_back(i);
     if (stages_ > static_cast<int64_t>(attentions.size()))
       return func_.emitError("pp=")
              << stages_ << " exceeds the " << attentions.size()
-             << " layers of the model (its dfg.attention ops); use pp <= "
+             << " layers of the model (its attentions: dfg.attention, or "
+                "the softmax of an unraised one); use pp <= "
              << std::max<size_t>(1, attentions.size());
 
     // carried[p]: bytes of chain values live across a cut before chain_[p].

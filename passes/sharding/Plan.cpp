@@ -19,6 +19,12 @@
 //        another linear through elementwise ops only); then, once those
 //        have propagated, the vocabulary of the lm_head (a returned linear
 //        whose input is whole) and of the embeddings, when tp divides it.
+//      Then, from the graph alone, every linear still whole: its output
+//      features are split over tp on trial and propagated (step 4); the
+//      split is kept where it ends in contractions that sum it (partial
+//      sums, one all_reduce) and needs no all_gather on the way, so an
+//      attention that raising did not recognise is still split by heads.
+//      Otherwise it is undone, and the reason kept for the report (step 6).
 //   4. Propagate through the ops' factor rules (ShardingRules.h) until
 //      nothing changes: a sharded dimension shards its outermost factor,
 //      which shards every other dimension that factor leads. Pinned factors
@@ -27,6 +33,8 @@
 //      each use slices them as it needs (partition).
 //   5. Record the shardings as `meshc.sharding` on ops, arguments and
 //      results.
+//   6. Report, in one warning, the ops that carry compute or weights and
+//      stay whole on every tp rank, with the reason for the first.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -110,6 +118,8 @@ public:
       return failure();
     DimAxes tp = findAxes(grid_, "tp");
     if (!tp.empty()) {
+      if (failed(seedProjections(tp)))
+        return failure();
       seedLmHeads(tp);
       if (failed(propagate()))
         return failure();
@@ -170,12 +180,8 @@ private:
       counts += (counts.empty() ? "" : ", ") + name + " x" +
                 std::to_string(count);
     std::string others;
-    for (Operation *op : ArrayRef(whole).drop_front().take_front(4)) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      os << op->getLoc();
-      others += (others.empty() ? "" : "; ") + text;
-    }
+    for (Operation *op : ArrayRef(whole).drop_front().take_front(4))
+      others += (others.empty() ? "" : "; ") + describe(op->getLoc());
     InFlightDiagnostic diag = whole.front()->emitWarning();
     diag << whole.size() << " op(s) (" << counts
          << ") have nothing split over tp=" << groupSize(grid_, tp)
@@ -184,6 +190,24 @@ private:
       diag << "; then " << others
            << (whole.size() > 5 ? "; ..." : "");
     diag << ")";
+    for (Operation *op : whole)
+      if (auto it = whyWhole_.find(op); it != whyWhole_.end()) {
+        diag.attachNote(op->getLoc()) << "not split: " << it->second;
+        break;
+      }
+  }
+
+  /// A location as a user reads it: an ONNX node's name where there is one.
+  static std::string describe(Location loc) {
+    if (auto fused = dyn_cast<FusedLoc>(loc);
+        fused && !fused.getLocations().empty())
+      return describe(fused.getLocations().front());
+    if (auto name = dyn_cast<NameLoc>(loc))
+      return name.getName().str();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << loc;
+    return text;
   }
 
   TensorSharding &stateOf(Value v) {
@@ -362,12 +386,159 @@ private:
     });
   }
 
+  /// True when `v` is split over one of the `tp` axes in `state`.
+  static bool onAxes(const TensorSharding &state, const DimAxes &tp) {
+    return llvm::any_of(state, [&](const DimAxes &axes) {
+      return llvm::any_of(
+          axes, [&](shard::GridAxis a) { return llvm::is_contained(tp, a); });
+    });
+  }
+  bool onAxes(Value v, const DimAxes &tp) {
+    return isa<RankedTensorType>(v.getType()) && onAxes(stateOf(v), tp);
+  }
+
+  /// What partition would do at `op` under the current plan: the first
+  /// operand it would all_gather over a tp axis (-1 if none), and whether
+  /// the op sums over a factor split on tp (partial sums).
+  struct Realisation {
+    int gathered = -1;
+    bool sums = false;
+  };
+  FailureOr<Realisation> realise(Operation *op, const DimAxes &tp) {
+    FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(op);
+    if (failed(rule))
+      return failure();
+    SmallVector<TensorSharding> operands, results;
+    for (Value v : op->getOperands())
+      operands.push_back(isSource(v) ? TensorSharding(rankOf(v)) : stateOf(v));
+    for (Value v : op->getResults())
+      results.push_back(stateOf(v));
+    ArrayRef<int64_t> gridShape = grid_.getShape();
+    SmallVector<DimAxes> preset;
+    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr)) {
+      preset.resize(rule->factors.size());
+      preset[rule->operands[0][0].front()].assign(axes.asArrayRef().begin(),
+                                                  axes.asArrayRef().end());
+    }
+    SmallVector<DimAxes> factors =
+        dfg::assignFactors(*rule, operands, results, gridShape, preset);
+    Realisation out;
+    for (auto [f, axes] : llvm::enumerate(factors))
+      if (rule->factors[f].kind == dfg::FactorKind::Reduction &&
+          onAxes(TensorSharding{axes}, tp))
+        out.sums = true;
+    for (auto [i, tf] : llvm::enumerate(rule->operands)) {
+      TensorSharding want =
+          dfg::tensorAxes(*rule, tf, factors, gridShape);
+      for (auto [have, need] : llvm::zip_equal(operands[i], want))
+        if (have != need && onAxes(TensorSharding{have}, tp)) {
+          out.gathered = static_cast<int>(i);
+          return out;
+        }
+    }
+    return out;
+  }
+
+  static int64_t rankOf(Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  }
+
+  /// Splits, on trial, the output features of every projection still whole
+  /// over tp (algorithm, step 3). Kept when the split ends in at least one
+  /// contraction that sums it and adds no all_gather over tp; else undone,
+  /// with the reason in whyWhole_.
+  LogicalResult seedProjections(const DimAxes &tp) {
+    int64_t n = groupSize(grid_, tp);
+    for (Operation *projection : projections()) {
+      Value in = projection->getOperand(0), out = projection->getResult(0);
+      if (onAxes(out, tp) || onAxes(in, tp))
+        continue;
+      int64_t features =
+          cast<RankedTensorType>(out.getType()).getShape().back();
+      if (ShapedType::isDynamic(features) || features % n != 0) {
+        whyWhole_[projection] = "its " + std::to_string(features) +
+                                " output features are not divisible by tp=" +
+                                std::to_string(n);
+        continue;
+      }
+      llvm::DenseMap<Value, TensorSharding> saved = state_;
+      shard(out, rankOf(out) - 1, tp);
+      if (failed(propagate()))
+        return failure();
+      FailureOr<std::string> why = judgeTrial(saved, tp);
+      if (failed(why))
+        return failure();
+      if (why->empty())
+        continue;
+      state_ = std::move(saved);
+      worklist_.clear();
+      whyWhole_[projection] = *why;
+    }
+    return success();
+  }
+
+  /// The reason to undo a trial split (empty to keep it): the ops that
+  /// define or read a value the trial changed, realised before and after.
+  FailureOr<std::string>
+  judgeTrial(const llvm::DenseMap<Value, TensorSharding> &before,
+             const DimAxes &tp) {
+    llvm::SetVector<Operation *> region;
+    for (auto &[v, s] : state_) {
+      auto it = before.find(v);
+      if (it != before.end() ? it->second == s : isReplicated(s))
+        continue;
+      if (Operation *def = v.getDefiningOp())
+        region.insert(def);
+      for (Operation *user : v.getUsers())
+        region.insert(user);
+    }
+    SmallVector<Operation *> ops;
+    for (Operation *op : region)
+      if (isa<dfg::DfgDialect>(op->getDialect()) &&
+          !isa<dfg::WeightOp, dfg::ConstantOp>(op))
+        ops.push_back(op);
+    llvm::sort(ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    bool sums = false;
+    for (Operation *op : ops) {
+      FailureOr<Realisation> after = realise(op, tp);
+      if (failed(after))
+        return failure();
+      sums |= after->sums;
+      if (after->gathered < 0)
+        continue;
+      // Was it gathered before the trial too?
+      llvm::DenseMap<Value, TensorSharding> trial = std::move(state_);
+      state_ = before;
+      FailureOr<Realisation> old = realise(op, tp);
+      state_ = std::move(trial);
+      if (failed(old))
+        return failure();
+      if (old->gathered >= 0)
+        continue;
+      std::string where;
+      llvm::raw_string_ostream os(where);
+      os << "splitting its output features over tp would need an "
+            "all_gather of operand #"
+         << after->gathered << " of " << op->getName() << " (";
+      llvm::interleave(op->getOperandTypes(), os, " and ");
+      os << " to " << op->getResultTypes() << ") at "
+         << describe(op->getLoc());
+      return where;
+    }
+    if (!sums)
+      return std::string("splitting its output features over tp reaches no "
+                         "contraction that sums them");
+    return std::string();
+  }
+
   /// Vocabulary-parallel lm_head: a returned linear whose input is whole
   /// (not a row-parallel projection) computes its slice of the logits on
   /// each rank, when tp divides the vocabulary (else it is replicated).
   void seedLmHeads(const DimAxes &tp) {
     int64_t n = groupSize(grid_, tp);
-    func_.walk([&](dfg::LinearOp op) {
+    for (Operation *op : projections()) {
       // Returned, directly or through casts (bf16 logits widened to f32).
       std::function<bool(Value)> returned = [&](Value v) {
         return llvm::any_of(v.getUsers(), [&](Operation *user) {
@@ -375,11 +546,28 @@ private:
                  (isa<dfg::CastOp>(user) && returned(user->getResult(0)));
         });
       };
-      const TensorSharding &in = stateOf(op.getInput());
-      if (returned(op.getResult()) && in.back().empty() &&
-          op.getOutFeatures() % n == 0)
-        shard(op.getResult(), op.getType().getRank() - 1, tp);
+      Value out = op->getResult(0);
+      int64_t vocab = cast<RankedTensorType>(out.getType()).getShape().back();
+      const TensorSharding &in = stateOf(op->getOperand(0));
+      if (returned(out) && in.back().empty() &&
+          !ShapedType::isDynamic(vocab) && vocab % n == 0)
+        shard(out, rankOf(out) - 1, tp);
+    }
+  }
+
+  /// Projections: linears, and matmuls by a weight matrix (an exporter's
+  /// MatMul or Gemm that raising left as it was), in program order.
+  SmallVector<Operation *> projections() {
+    SmallVector<Operation *> found;
+    func_.walk([&](Operation *op) {
+      if (isa<dfg::LinearOp>(op))
+        found.push_back(op);
+      else if (auto matmul = dyn_cast<dfg::MatMulOp>(op);
+               matmul && isSource(matmul.getRhs()) &&
+               rankOf(matmul.getRhs()) == 2)
+        found.push_back(op);
     });
+    return found;
   }
 
   /// Sequence parallelism: the residual stream (every norm's input,
@@ -450,6 +638,7 @@ private:
         gather(v, tf);
       for (auto [v, tf] : llvm::zip_equal(op->getResults(), rule->results))
         gather(v, tf);
+      dfg::dropUnreachableFactors(*rule, factors, gridShape);
       for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
         scatter(v, tf);
       for (auto [v, tf] : llvm::zip_equal(op->getResults(), rule->results))
@@ -492,6 +681,8 @@ private:
   llvm::DenseMap<Value, TensorSharding> state_;
   /// Ops already warned about as replicated on tp.
   llvm::SmallPtrSet<Operation *, 8> reported_;
+  /// Why a linear's output features could not be split over tp.
+  llvm::DenseMap<Operation *, std::string> whyWhole_;
   llvm::SetVector<Operation *> worklist_;
 };
 

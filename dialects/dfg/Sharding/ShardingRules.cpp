@@ -84,4 +84,90 @@ GridAxes dimensionAxes(const ShardingRule &rule, const DimFactors &dims,
   return axes;
 }
 
+SmallVector<GridAxes>
+assignFactors(const ShardingRule &rule,
+              ArrayRef<SmallVector<GridAxes, 4>> operands,
+              ArrayRef<SmallVector<GridAxes, 4>> results,
+              ArrayRef<int64_t> gridShape, ArrayRef<GridAxes> preset) {
+  size_t n = rule.factors.size();
+  SmallVector<GridAxes> factors(n);
+  if (!preset.empty())
+    factors.assign(preset.begin(), preset.end());
+  SmallVector<bool> inResult(n, false);
+  for (const TensorFactors &tf : rule.results)
+    for (const DimFactors &dims : tf)
+      for (int f : dims)
+        inResult[f] = true;
+  auto clashes = [&](ArrayRef<int16_t> axes) {
+    return llvm::any_of(factors, [&](const GridAxes &other) {
+      return llvm::any_of(
+          axes, [&](int16_t a) { return llvm::is_contained(other, a); });
+    });
+  };
+  // Gives the factors of one dimension the axes it is split over, where
+  // `admit` takes each factor and none is pinned, taken or clashing.
+  auto assign = [&](ArrayRef<int16_t> axes, const DimFactors &dims,
+                    llvm::function_ref<bool(int)> admit) {
+    if (axes.empty() || dims.empty() || clashes(axes))
+      return;
+    FailureOr<SmallVector<GridAxes>> split =
+        distributeAxes(rule, dims, axes, gridShape);
+    if (failed(split))
+      return;
+    for (auto [f, mine] : llvm::zip(dims, *split))
+      if (!mine.empty() && (!admit(f) ||
+                            rule.factors[f].kind == FactorKind::Pinned ||
+                            !factors[f].empty()))
+        return;
+    for (auto [f, mine] : llvm::zip(dims, *split))
+      if (!mine.empty())
+        factors[f] = mine;
+  };
+  // Contractions first: sharded as their operands are.
+  for (auto [sharding, tf] : llvm::zip_equal(operands, rule.operands))
+    for (auto [axes, dims] : llvm::zip_equal(sharding, tf))
+      assign(axes, dims, [&](int f) { return !inResult[f]; });
+  // Then the results' planned shardings, where the axes are free (with a
+  // contraction over tp, a result split over tp is reached by a
+  // reduce_scatter after the op instead).
+  for (auto [sharding, tf] : llvm::zip_equal(results, rule.results))
+    for (auto [axes, dims] : llvm::zip_equal(sharding, tf))
+      assign(axes, dims, [](int) { return true; });
+  dropUnreachableFactors(rule, factors, gridShape);
+  return factors;
+}
+
+void dropUnreachableFactors(const ShardingRule &rule,
+                            SmallVectorImpl<GridAxes> &factorAxes,
+                            ArrayRef<int64_t> gridShape) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto visit = [&](const DimFactors &dims) {
+      bool reachable = true;
+      for (int f : dims) {
+        if (!reachable && !factorAxes[f].empty()) {
+          factorAxes[f].clear();
+          changed = true;
+        }
+        reachable = reachable && !factorAxes[f].empty() &&
+                    groupOf(factorAxes[f], gridShape) == rule.factors[f].size;
+      }
+    };
+    for (const TensorFactors &tf : rule.operands)
+      llvm::for_each(tf, visit);
+    for (const TensorFactors &tf : rule.results)
+      llvm::for_each(tf, visit);
+  }
+}
+
+SmallVector<GridAxes, 4> tensorAxes(const ShardingRule &rule,
+                                    const TensorFactors &tf,
+                                    ArrayRef<GridAxes> factorAxes,
+                                    ArrayRef<int64_t> gridShape) {
+  SmallVector<GridAxes, 4> s(tf.size());
+  for (auto [axes, dims] : llvm::zip_equal(s, tf))
+    axes = dimensionAxes(rule, dims, factorAxes, gridShape);
+  return s;
+}
+
 } // namespace meshc::dfg

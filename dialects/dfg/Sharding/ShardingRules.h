@@ -44,6 +44,34 @@ GridAxes dimensionAxes(const ShardingRule &rule, const DimFactors &dims,
                        llvm::ArrayRef<GridAxes> factorAxes,
                        llvm::ArrayRef<int64_t> gridShape);
 
+/// The grid axes every factor of `rule` is split over, as partition
+/// realises an op whose operands are sharded as `operands` and whose results
+/// are planned as `results` (one list of axes per dimension each): factors
+/// that reach no result (contractions) take their operands' axes, then the
+/// others take the results' where the axes are still free; a pinned factor
+/// stays whole. `preset` fixes factors in advance (a vocabulary-parallel
+/// table's rows); it is empty or has one entry per factor.
+llvm::SmallVector<GridAxes>
+assignFactors(const ShardingRule &rule,
+              llvm::ArrayRef<llvm::SmallVector<GridAxes, 4>> operands,
+              llvm::ArrayRef<llvm::SmallVector<GridAxes, 4>> results,
+              llvm::ArrayRef<int64_t> gridShape,
+              llvm::ArrayRef<GridAxes> preset = {});
+
+/// Clears the axes of every factor that some dimension holds behind a factor
+/// not split whole (a dimension (b, h) of a reshape with only h split): no
+/// sharding of that dimension gives each rank its slice of h.
+void dropUnreachableFactors(const ShardingRule &rule,
+                            llvm::SmallVectorImpl<GridAxes> &factorAxes,
+                            llvm::ArrayRef<int64_t> gridShape);
+
+/// The sharding (axes per dimension) of a tensor whose factors are `tf`,
+/// when the factors are split as `factorAxes` says.
+llvm::SmallVector<GridAxes, 4> tensorAxes(const ShardingRule &rule,
+                                          const TensorFactors &tf,
+                                          llvm::ArrayRef<GridAxes> factorAxes,
+                                          llvm::ArrayRef<int64_t> gridShape);
+
 } // namespace meshc::dfg
 
 #endif // MESHC_DIALECTS_DFG_SHARDING_SHARDINGRULES_H

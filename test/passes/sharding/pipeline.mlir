@@ -122,7 +122,7 @@ func.func @two_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 // -----
 
 // More stages than layers.
-// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (its dfg.attention ops); use pp <= 2}}
+// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (its attentions: dfg.attention, or the softmax of an unraised one); use pp <= 2}}
 module attributes {meshc.mesh = "pp=4"} {
 func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
   %table = dfg.weight "table" in "w.bin" [offset = 8192, length = 512] : tensor<16x8xf32>
