@@ -528,6 +528,32 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
         "(onnxruntime's shared past/present buffer is not supported)");
 
   if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&]() -> FailureOr<Value> {
+        if (pastK) {
+          // After a past, onnxruntime rotates row b's new tokens at their
+          // own positions, seqlens_k[b] + 1 - seq + s (rows of a padded
+          // batch hold different amounts of history), not at past + s.
+          OpBuilder &b = ctx.builder();
+          Type i64 = b.getI64Type();
+          Value lens = dfg::CastOp::create(
+              b, ctx.loc(),
+              RankedTensorType::get(shapeOf(ctx.input(5)), i64), ctx.input(5),
+              i64);
+          FailureOr<Value> col = ctx.create<dfg::ReshapeOp>(
+              dfg::reshapeShape(shapeOf(lens), {-1, 1}), i64, lens,
+              b.getDenseI64ArrayAttr({-1, 1}));
+          if (failed(col))
+            return failure();
+          SmallVector<int64_t> offsets;
+          for (int64_t s = 0; s < seq; ++s)
+            offsets.push_back(1 - seq + s);
+          auto type = RankedTensorType::get({1, seq}, i64);
+          Value offset = dfg::ConstantOp::create(
+              b, ctx.loc(),
+              DenseElementsAttr::get(type, ArrayRef<int64_t>(offsets)));
+          return ctx.create<dfg::AddOp>(
+              dfg::broadcastShapes(shapeOf(*col), type.getShape()), i64, *col,
+              offset);
+        }
         if (ShapedType::isDynamic(batch))
           return ctx.error("do_rotary without position_ids needs a static "
                            "batch");
@@ -620,9 +646,20 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
             fresh, cat);
       };
       FailureOr<Value> k1 = place(*kh, *catK), v1 = place(*vh, *catV);
-      if (failed(k1) || failed(v1))
+      // onnxruntime leaves zeros beyond row b's new token.
+      FailureOr<Value> beyond = binary(
+          dfg::GreaterOp(), positions({1, 1, totalLen, 1}), *lensCol, i1);
+      if (failed(k1) || failed(v1) || failed(beyond))
         return failure();
-      presentK = *k1, presentV = *v1;
+      auto clear = [&](Value x) {
+        return ctx.create<dfg::WhereOp>(
+            dfg::broadcastShapes(shapeOf(*beyond), shapeOf(x)), elementOf(x),
+            *beyond, ctx.scalar(0, elementOf(x)), x);
+      };
+      FailureOr<Value> k2 = clear(*k1), v2 = clear(*v1);
+      if (failed(k2) || failed(v2))
+        return failure();
+      presentK = *k2, presentV = *v2;
     } else if (batch == 1) {
       // present[t] = cat[t < past_0 ? t : past + t - past_0], and query i
       // sees keys j <= past_0 + i.

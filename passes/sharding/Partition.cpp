@@ -254,6 +254,18 @@ private:
           spec[i] = i >= offset ? original[i - offset] : 1;
       local->setAttr("shape", b_.getDenseI64ArrayAttr(spec));
     }
+    if (auto reshape = dyn_cast<dfg::SymbolicReshapeOp>(local)) {
+      // The static dimensions of the target (the map's constants) take
+      // their local sizes; the symbolic ones are never split.
+      AffineMap map = reshape.getShape();
+      SmallVector<AffineExpr> exprs(map.getResults());
+      for (auto [expr, size] : llvm::zip_equal(exprs, expected.front().getShape()))
+        if (isa<AffineConstantExpr>(expr) && !ShapedType::isDynamic(size))
+          expr = getAffineConstantExpr(size, op->getContext());
+      reshape.setShapeAttr(AffineMapAttr::get(AffineMap::get(
+          map.getNumDims(), map.getNumSymbols(), exprs, op->getContext())));
+      reshape.getResult().setType(expected.front());
+    }
     if (failed(refineTypes(local)))
       return failure();
     for (auto [r, t] : llvm::enumerate(expected)) {

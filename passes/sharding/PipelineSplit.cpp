@@ -11,10 +11,12 @@
 //      norm, and what depends on them) are *chain* ops, kept in program
 //      order.
 //   2. A cut between two chain ops carries the chain values defined before
-//      it and used after it. Between consecutive attentions (layers: a
-//      dfg.attention, or the softmax of an attention raising left as
-//      MatMul/Softmax/MatMul), the candidate cut is the position that
-//      carries the fewest bytes (the residual stream), the latest on ties.
+//      it and used after it. Between consecutive layers, the candidate cut
+//      is the position that carries the fewest bytes (the residual stream),
+//      the latest on ties. A layer is where tokens mix: a dfg.attention, or
+//      the products of two activations (an attention raising left as
+//      MatMul/Softmax/MatMul) with no place between them where the residual
+//      stream alone is live.
 //   3. Dynamic programming picks pp - 1 candidates minimising the slowest
 //      stage under the cost model (CostModel.h).
 //   4. Each stage becomes a private function `<name>_stage<k>` with
@@ -141,20 +143,64 @@ private:
     }
   }
 
+  /// liveOps[p]: how many ops produced the floating-point chain values live
+  /// across a cut before chain_[p] (1: the residual stream alone).
+  std::vector<int> countLiveProducers() {
+    size_t n = chain_.size();
+    std::vector<int> delta(n + 1, 0);
+    for (auto [i, op] : llvm::enumerate(chain_)) {
+      size_t last = i;
+      for (Value v : op->getResults()) {
+        if (!isa<FloatType>(getElementTypeOrSelf(v.getType())))
+          continue;
+        for (Operation *user : v.getUsers())
+          if (auto it = index_.find(user); it != index_.end())
+            last = std::max(last, it->second);
+      }
+      if (last > i) {
+        ++delta[i + 1];
+        --delta[last + 1];
+      }
+    }
+    std::vector<int> live(n + 1, 0);
+    for (size_t p = 1; p <= n; ++p)
+      live[p] = live[p - 1] + delta[p];
+    return live;
+  }
+
   /// Steps 2 and 3.
   LogicalResult chooseCuts() {
-    // The layers: each mixes tokens once, where its attention normalises
-    // the scores (a dfg.attention, or the softmax of an attention written
-    // as MatMul/Softmax/MatMul that raising left as it was).
+    // The layers: where tokens mix. A dfg.attention is one layer; so are the
+    // products of two activations (Q Kᵀ and P V of an attention left as
+    // MatMul/Softmax/MatMul) between two places where the residual stream
+    // alone is live (the floating-point values one op produced: a residual
+    // sum, or a norm with its fused residual).
+    std::vector<int> liveOps = countLiveProducers();
     SmallVector<size_t> attentions;
-    for (auto [i, op] : llvm::enumerate(chain_))
-      if (isa<dfg::AttentionOp, dfg::SoftmaxOp>(op))
-        attentions.push_back(i);
+    bool open = false; // the last layer is a group of products still open
+    for (auto [i, op] : llvm::enumerate(chain_)) {
+      bool attention = isa<dfg::AttentionOp>(op);
+      auto matmul = dyn_cast<dfg::MatMulOp>(op);
+      bool mixes = matmul && !isInput(matmul.getLhs()) &&
+                   !isInput(matmul.getRhs()) &&
+                   !free_.contains(matmul.getLhs().getDefiningOp()) &&
+                   !free_.contains(matmul.getRhs().getDefiningOp());
+      if (!attention && !mixes)
+        continue;
+      if (mixes && open &&
+          llvm::none_of(llvm::seq<size_t>(attentions.back() + 1, i + 1),
+                        [&](size_t p) { return liveOps[p] == 1; })) {
+        attentions.back() = i;
+        continue;
+      }
+      attentions.push_back(i);
+      open = mixes;
+    }
     if (stages_ > static_cast<int64_t>(attentions.size()))
       return func_.emitError("pp=")
              << stages_ << " exceeds the " << attentions.size()
-             << " layers of the model (its attentions: dfg.attention, or "
-                "the softmax of an unraised one); use pp <= "
+             << " layers of the model (where tokens mix: its attentions, "
+                "raised or not); use pp <= "
              << std::max<size_t>(1, attentions.size());
 
     // carried[p]: bytes of chain values live across a cut before chain_[p].

@@ -8,7 +8,9 @@
 //      tp), split tp into the sub-axes tp.kv x tp.rep: the KV heads shard
 //      over tp.kv and are replicated over tp.rep, as vLLM does.
 //   2. With a tp axis, split packed projections: a linear whose only user
-//      splits its features into parts becomes one linear per part, each on a
+//      splits its features into parts, or that is read only as column blocks
+//      (slices of its last axis: Phi-3's qkv_proj and gate_up_proj, a packed
+//      GroupQueryAttention input), becomes one linear per part, each on a
 //      slice of the weight, so that every part can be column-parallel.
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
@@ -45,6 +47,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -69,9 +72,80 @@ bool isSource(Value v) {
   return def && isa<dfg::WeightOp, dfg::ConstantOp>(def);
 }
 
+/// The column block [start, end) of the last axis that `op` reads of its
+/// operand of rank `rank`, when it is a unit-step dfg.slice of that axis
+/// alone.
+std::optional<std::pair<int64_t, int64_t>> columnBlock(Operation *op,
+                                                       int64_t rank) {
+  auto slice = dyn_cast<dfg::SliceOp>(op);
+  if (!slice || slice.getAxes().size() != 1 ||
+      slice.getSteps().front() != 1 ||
+      (slice.getAxes().front() != -1 && slice.getAxes().front() != rank - 1))
+    return std::nullopt;
+  int64_t width = cast<RankedTensorType>(slice.getInput().getType())
+                      .getShape()
+                      .back();
+  int64_t size = slice.getType().getShape().back();
+  int64_t start = slice.getStarts().front();
+  if (start < 0)
+    start += width;
+  if (ShapedType::isDynamic(width) || ShapedType::isDynamic(size) ||
+      start < 0 || start + size > width)
+    return std::nullopt;
+  return std::make_pair(start, start + size);
+}
+
+/// linear(x, W, b), or matmul(x, W) by a weight matrix, read only as
+/// column blocks (slices of its last axis) ==> one projection per block on
+/// the block of W (and b).
+void splitSlicedProjections(func::FuncOp func) {
+  SmallVector<Operation *> packed;
+  func.walk([&](Operation *op) {
+    auto matmul = dyn_cast<dfg::MatMulOp>(op);
+    if (!isa<dfg::LinearOp>(op) &&
+        !(matmul && isSource(matmul.getRhs()) &&
+          cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2))
+      return;
+    int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+    if (!op->use_empty() && llvm::all_of(op->getUsers(), [&](Operation *user) {
+          return columnBlock(user, rank).has_value();
+        }))
+      packed.push_back(op);
+  });
+  for (Operation *op : packed) {
+    auto linear = dyn_cast<dfg::LinearOp>(op);
+    Value weight = op->getOperand(1);
+    int64_t weightAxis = linear && linear.getTransposeWeight() ? 0 : 1;
+    int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+      auto [start, end] = *columnBlock(user, rank);
+      OpBuilder b(user);
+      Location loc = op->getLoc();
+      auto cut = [&](Value v, int64_t axis) {
+        return dfg::SliceOp::create(b, loc, v, {start}, {end}, {axis}, {1})
+            .getResult();
+      };
+      Type type = user->getResult(0).getType();
+      Value piece;
+      if (linear)
+        piece = dfg::LinearOp::create(
+            b, loc, type, linear.getInput(), cut(weight, weightAxis),
+            linear.getBias() ? cut(linear.getBias(), 0) : Value(),
+            linear.getTransposeWeight());
+      else
+        piece = dfg::MatMulOp::create(b, loc, type, op->getOperand(0),
+                                      cut(weight, weightAxis));
+      user->getResult(0).replaceAllUsesWith(piece);
+      user->erase();
+    }
+    op->erase();
+  }
+}
+
 /// linear(x, W, b) -> split(axis=-1) into N parts  ==>  N linears on slices
 /// of W and b (column blocks), one per part.
 void splitPackedProjections(func::FuncOp func) {
+  splitSlicedProjections(func);
   SmallVector<dfg::LinearOp> packed;
   func.walk([&](dfg::LinearOp linear) {
     if (!linear->hasOneUse())
@@ -159,10 +233,31 @@ private:
           return true;
       return false;
     };
+    // Activations: what the embeddings and the floating-point inputs flow
+    // into. Tables computed from positions alone (a rotary angle's outer
+    // product of inv_freq and the position ids) are not the model's compute.
+    llvm::DenseSet<Value> activations;
+    for (BlockArgument arg : func_.getArguments())
+      if (isa<FloatType>(getElementTypeOrSelf(arg.getType())))
+        activations.insert(arg);
+    func_.walk([&](Operation *op) {
+      // A lookup in a table of weights is an embedding, raised or not.
+      bool lookup = isa<dfg::GatherOp, dfg::GatherNDOp>(op) &&
+                    isSource(op->getOperand(0)) &&
+                    cast<RankedTensorType>(op->getOperand(0).getType())
+                            .getRank() >= 2;
+      if (isa<dfg::EmbeddingOp>(op) || lookup ||
+          llvm::any_of(op->getOperands(),
+                       [&](Value v) { return activations.contains(v); }))
+        activations.insert(op->result_begin(), op->result_end());
+    });
     SmallVector<Operation *> whole;
     func_.walk([&](Operation *op) {
       if (!isa<dfg::LinearOp, dfg::MatMulOp, dfg::AttentionOp,
                dfg::EmbeddingOp>(op) ||
+          (!isa<dfg::EmbeddingOp>(op) &&
+           llvm::none_of(op->getOperands(),
+                         [&](Value v) { return activations.contains(v); })) ||
           reported_.contains(op) ||
           op->hasAttr(kVocabAxesAttr)) // a vocabulary-parallel embedding
         return;

@@ -253,16 +253,18 @@ ShardingRule EmbeddingOp::getShardingRule() {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-/// Pairs runs of input and result dimensions with equal products. A run of
-/// one input dimension split into several result dimensions shares their
-/// factors (the input's dimension is their product, outermost first), and
-/// the reverse for merges; any other run is pinned.
-ShardingRule ReshapeOp::getShardingRule() {
-  RuleBuilder b;
-  ArrayRef<int64_t> in = shapeOf(getInput());
-  ArrayRef<int64_t> out = shapeOf(getResult());
-  TensorFactors inF(in.size()), outF(out.size());
-  size_t i = 0, o = 0;
+namespace {
+/// Pairs runs of input and result dimensions with equal products, from
+/// input dimension `i` and result dimension `o` on, until a run does not
+/// pair; returns where it stopped. A run of one input dimension split into
+/// several result dimensions shares their factors (the input's dimension is
+/// their product, outermost first), and the reverse for merges; any other
+/// run is pinned.
+std::pair<size_t, size_t> pairReshapeDims(RuleBuilder &b, ArrayRef<int64_t> in,
+                                          ArrayRef<int64_t> out,
+                                          TensorFactors &inF,
+                                          TensorFactors &outF, size_t i,
+                                          size_t o) {
   auto skipUnit = [](ArrayRef<int64_t> s, size_t &k) {
     while (k < s.size() && s[k] == 1)
       ++k;
@@ -321,11 +323,55 @@ ShardingRule ReshapeOp::getShardingRule() {
     i = i1;
     o = o1;
   }
-  // Whatever did not pair is pinned.
+  return {i, o};
+}
+
+/// From input dimension `i` and result dimension `o` on: the longest static
+/// suffixes of input and result with equal products hold the same elements
+/// in the same order, whatever comes before them (a [batch, seq, heads, d]
+/// -> [batch * seq, heads * d] keeps heads * d), so they pair; the
+/// dimensions in front of them are pinned.
+void pairStaticSuffix(RuleBuilder &b, ArrayRef<int64_t> in,
+                      ArrayRef<int64_t> out, TensorFactors &inF,
+                      TensorFactors &outF, size_t i, size_t o) {
+  auto staticFrom = [](ArrayRef<int64_t> shape, size_t from) {
+    size_t k = shape.size();
+    while (k > from && !ShapedType::isDynamic(shape[k - 1]))
+      --k;
+    return k;
+  };
+  auto product = [](ArrayRef<int64_t> shape, size_t from) {
+    int64_t p = 1;
+    for (int64_t d : shape.drop_front(from))
+      p *= d;
+    return p;
+  };
+  size_t i0 = in.size(), o0 = out.size();
+  for (size_t a = staticFrom(in, i); a <= in.size(); ++a)
+    for (size_t c = staticFrom(out, o); c <= out.size(); ++c)
+      if (product(in, a) == product(out, c) && a + c < i0 + o0)
+        i0 = a, o0 = c;
+  for (; i < i0; ++i)
+    inF[i] = b.pinned(in, i);
+  for (; o < o0; ++o)
+    outF[o] = b.pinned(out, o);
+  std::tie(i, o) = pairReshapeDims(b, in, out, inF, outF, i0, o0);
   for (; i < in.size(); ++i)
     inF[i] = b.pinned(in, i);
   for (; o < out.size(); ++o)
     outF[o] = b.pinned(out, o);
+}
+} // namespace
+
+/// Pairs runs of input and result dimensions with equal products
+/// (pairReshapeDims).
+ShardingRule ReshapeOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  TensorFactors inF(in.size()), outF(out.size());
+  auto [i, o] = pairReshapeDims(b, in, out, inF, outF, 0, 0);
+  pairStaticSuffix(b, in, out, inF, outF, i, o);
   b.operand(inF);
   b.result(outF);
   return b.take();
@@ -562,8 +608,18 @@ ShardingRule RotaryOp::getShardingRule() {
 // dimension stays whole on every rank.
 ShardingRule SizesOp::getShardingRule() { return replicatedRule(*this); }
 ShardingRule RangeOp::getShardingRule() { return replicatedRule(*this); }
+/// The static suffixes of input and result pair as in dfg.reshape
+/// (pairStaticSuffix: a [batch * seq, d] -> [batch, seq, d] keeps d's
+/// split); the dimensions in front of them, sized by symbols, are held whole.
 ShardingRule SymbolicReshapeOp::getShardingRule() {
-  return replicatedRule(*this);
+  RuleBuilder b;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  TensorFactors inF(in.size()), outF(out.size());
+  pairStaticSuffix(b, in, out, inF, outF, 0, 0);
+  b.operand(inF);
+  b.result(outF);
+  return b.take();
 }
 ShardingRule SymbolicExpandOp::getShardingRule() {
   return replicatedRule(*this);

@@ -136,3 +136,30 @@ func.func @embeddings(%ids: tensor<2x4xi64>, %positions: tensor<1x4xi64>) -> ten
   return %y : tensor<2x4x8xf32>
 }
 }
+
+// -----
+
+// A projection read only as column blocks (Phi-3's packed gate_up_proj)
+// becomes one projection per block, each column-parallel; a reshape over
+// symbolic sizes keeps the split of its static suffix ([b*s, 16] ->
+// [b, s, 16]), so the down projection is row-parallel: one all_reduce.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @sliced_gate_up
+func.func @sliced_gate_up(%x: tensor<?x8xf32>) -> tensor<?x?x8xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 1024, length = 512] : tensor<16x8xf32>
+  // CHECK-COUNT-2: dfg.matmul %{{.+}}, %{{.+}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  // CHECK: dfg.symbolic_reshape %{{.+}} to #{{.+}} symbols ["b", "s"] : (tensor<?x8xf32>) -> tensor<?x?x8xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  // CHECK-NEXT: shard.all_reduce
+  // CHECK-NOT: shard.all_gather
+  %gu = dfg.matmul %x, %w : (tensor<?x8xf32>, tensor<8x32xf32>) -> tensor<?x32xf32>
+  %g = dfg.slice %gu starts = [0] ends = [16] axes = [1] steps = [1] : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  %u = dfg.slice %gu starts = [16] ends = [32] axes = [-1] steps = [1] : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  %a = dfg.silu %g : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  %h = dfg.mul %a, %u : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = dfg.symbolic_reshape %h to affine_map<()[s0, s1] -> (s0, s1, 16)> symbols ["b", "s"] : (tensor<?x16xf32>) -> tensor<?x?x16xf32>
+  %y = dfg.matmul %r, %w2 : (tensor<?x?x16xf32>, tensor<16x8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+}

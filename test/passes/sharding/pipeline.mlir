@@ -122,7 +122,7 @@ func.func @two_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 // -----
 
 // More stages than layers.
-// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (its attentions: dfg.attention, or the softmax of an unraised one); use pp <= 2}}
+// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not); use pp <= 2}}
 module attributes {meshc.mesh = "pp=4"} {
 func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
   %table = dfg.weight "table" in "w.bin" [offset = 8192, length = 512] : tensor<16x8xf32>
@@ -162,6 +162,35 @@ func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
   %at1 = dfg.transpose %a1 perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
   %am1 = dfg.reshape %at1 to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
   %o1 = dfg.linear %am1, %wo1 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = dfg.add %h0, %o1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %h1 : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// Attention left as MatMul/Softmax/MatMul: its two products of activations
+// are one layer, since the residual stream is not alone live between them;
+// two layers, so pp=3 is refused.
+// expected-error @+2 {{pp=3 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not); use pp <= 2}}
+module attributes {meshc.mesh = "pp=3"} {
+func.func @unraised_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %w = dfg.weight "w" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %q0 = dfg.matmul %e, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k0 = dfg.matmul %e, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %kt0 = dfg.transpose %k0 perm = [0, 2, 1] : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s0 = dfg.matmul %q0, %kt0 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p0 = dfg.softmax %s0 axis = -1 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o0 = dfg.matmul %p0, %e : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %h0 = dfg.add %e, %o0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %q1 = dfg.matmul %h0, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k1 = dfg.matmul %h0, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %kt1 = dfg.transpose %k1 perm = [0, 2, 1] : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s1 = dfg.matmul %q1, %kt1 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p1 = dfg.softmax %s1 axis = -1 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o1 = dfg.matmul %p1, %h0 : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %h1 = dfg.add %h0, %o1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %h1 : tensor<2x4x8xf32>
 }
