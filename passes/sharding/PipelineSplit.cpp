@@ -47,6 +47,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <limits>
@@ -145,13 +146,35 @@ private:
 
   /// liveOps[p]: how many ops produced the floating-point chain values live
   /// across a cut before chain_[p] (1: the residual stream alone).
+  /// Only activations count: what the token embeddings (a lookup in a
+  /// table of weights, raised or not) and the floating-point inputs flow
+  /// into. A rotary table computed from the positions by a matmul is a
+  /// chain value too, live through every layer, but not the residual
+  /// stream.
   std::vector<int> countLiveProducers() {
+    llvm::DenseSet<Value> activations;
+    auto isActivation = [&](Value v) {
+      return activations.contains(v) ||
+             (isa<BlockArgument>(v) &&
+              isa<FloatType>(getElementTypeOrSelf(v.getType())));
+    };
+    for (Operation &each : func_.getBody().front().without_terminator()) {
+      Operation *op = &each;
+      bool lookup =
+          isa<dfg::EmbeddingOp>(op) ||
+          (isa<dfg::GatherOp, dfg::GatherNDOp>(op) &&
+           cast<RankedTensorType>(op->getOperand(0).getType()).getRank() >= 2 &&
+           !llvm::any_of(op->getOperands(), isActivation));
+      if (lookup || llvm::any_of(op->getOperands(), isActivation))
+        activations.insert(op->result_begin(), op->result_end());
+    }
     size_t n = chain_.size();
     std::vector<int> delta(n + 1, 0);
     for (auto [i, op] : llvm::enumerate(chain_)) {
       size_t last = i;
       for (Value v : op->getResults()) {
-        if (!isa<FloatType>(getElementTypeOrSelf(v.getType())))
+        if (!isa<FloatType>(getElementTypeOrSelf(v.getType())) ||
+            !activations.contains(v))
           continue;
         for (Operation *user : v.getUsers())
           if (auto it = index_.find(user); it != index_.end())
