@@ -7,7 +7,9 @@
 //      Where attentions have fewer KV heads than tp (and their count divides
 //      tp), split tp into the sub-axes tp.kv x tp.rep: the KV heads shard
 //      over tp.kv and are replicated over tp.rep, as vLLM does.
-//   2. With a tp axis, split packed projections: a linear whose only user
+//   2. With a tp axis, a transpose between a merge of leading dimensions and
+//      its split back becomes a transpose of the unmerged tensor (the dynamo
+//      exporter's Kᵀ), and split packed projections: a linear whose only user
 //      splits its features into parts, or that is read only as column blocks
 //      (slices of its last axis: Phi-3's qkv_proj and gate_up_proj, a packed
 //      GroupQueryAttention input), becomes one linear per part, each on a
@@ -95,29 +97,94 @@ std::optional<std::pair<int64_t, int64_t>> columnBlock(Operation *op,
   return std::make_pair(start, start + size);
 }
 
-/// linear(x, W, b), or matmul(x, W) by a weight matrix, read only as
-/// column blocks (slices of its last axis) ==> one projection per block on
-/// the block of W (and b).
+/// A projection: a linear, or a matmul by a weight matrix (an exporter's
+/// MatMul or Gemm that raising left as it was).
+bool isProjection(Operation *op) {
+  auto matmul = dyn_cast_or_null<dfg::MatMulOp>(op);
+  return isa_and_nonnull<dfg::LinearOp>(op) ||
+         (matmul && isSource(matmul.getRhs()) &&
+          cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2);
+}
+
+/// The bias `add` reads after `projection` when the projection's only user
+/// adds a 1-D weight to it (an unraised Gemm or MatMul + Add), else null.
+dfg::AddOp biasAddOf(Operation *projection) {
+  if (!isa<dfg::MatMulOp>(projection) || !projection->hasOneUse())
+    return nullptr;
+  auto add = dyn_cast<dfg::AddOp>(*projection->getUsers().begin());
+  if (!add)
+    return nullptr;
+  Value bias = add.getLhs() == projection->getResult(0) ? add.getRhs()
+                                                         : add.getLhs();
+  auto type = cast<RankedTensorType>(bias.getType());
+  return isSource(bias) && type.getRank() == 1 && add.getType() ==
+                                                      projection->getResult(0)
+                                                          .getType()
+             ? add
+             : nullptr;
+}
+
+/// split(p, axis=-1) of a projection p (or of its bias add) ==> slices, one
+/// per part, for splitSlicedProjections.
+void splitsToSlices(func::FuncOp func) {
+  SmallVector<dfg::SplitOp> splits;
+  func.walk([&](dfg::SplitOp split) {
+    Operation *def = split.getInput().getDefiningOp();
+    if (auto add = dyn_cast_or_null<dfg::AddOp>(def))
+      for (Value operand : add->getOperands())
+        if (isProjection(operand.getDefiningOp()) &&
+            biasAddOf(operand.getDefiningOp()) == add)
+          def = operand.getDefiningOp();
+    int64_t rank =
+        cast<RankedTensorType>(split.getInput().getType()).getRank();
+    int64_t axis = split.getAxis();
+    if (isProjection(def) && (axis == -1 || axis == rank - 1))
+      splits.push_back(split);
+  });
+  for (dfg::SplitOp split : splits) {
+    OpBuilder b(split);
+    int64_t start = 0, rank =
+                          cast<RankedTensorType>(split.getInput().getType())
+                              .getRank();
+    for (auto [size, part] :
+         llvm::zip_equal(split.getSizes(), split.getResults())) {
+      Value slice = dfg::SliceOp::create(b, split.getLoc(), split.getInput(),
+                                         {start}, {start + size}, {rank - 1},
+                                         {1});
+      part.replaceAllUsesWith(slice);
+      start += size;
+    }
+    split.erase();
+  }
+}
+
+/// A projection read only as column blocks (slices of its last axis: a
+/// packed QKV or gate_up), directly or after its bias add ==> one projection
+/// per block on the block of W (and of the bias), so that each block can be
+/// column-parallel.
 void splitSlicedProjections(func::FuncOp func) {
   SmallVector<Operation *> packed;
   func.walk([&](Operation *op) {
-    auto matmul = dyn_cast<dfg::MatMulOp>(op);
-    if (!isa<dfg::LinearOp>(op) &&
-        !(matmul && isSource(matmul.getRhs()) &&
-          cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2))
+    if (!isProjection(op))
       return;
+    Operation *reader = op;
+    if (dfg::AddOp add = biasAddOf(op))
+      reader = add;
     int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
-    if (!op->use_empty() && llvm::all_of(op->getUsers(), [&](Operation *user) {
+    if (!reader->use_empty() &&
+        llvm::all_of(reader->getUsers(), [&](Operation *user) {
           return columnBlock(user, rank).has_value();
         }))
       packed.push_back(op);
   });
   for (Operation *op : packed) {
     auto linear = dyn_cast<dfg::LinearOp>(op);
+    dfg::AddOp add = biasAddOf(op);
+    Operation *reader = add ? add.getOperation() : op;
     Value weight = op->getOperand(1);
     int64_t weightAxis = linear && linear.getTransposeWeight() ? 0 : 1;
     int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
-    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+    for (Operation *user : llvm::make_early_inc_range(reader->getUsers())) {
       auto [start, end] = *columnBlock(user, rank);
       OpBuilder b(user);
       Location loc = op->getLoc();
@@ -135,51 +202,136 @@ void splitSlicedProjections(func::FuncOp func) {
       else
         piece = dfg::MatMulOp::create(b, loc, type, op->getOperand(0),
                                       cut(weight, weightAxis));
+      if (add) {
+        Value bias = add.getLhs() == op->getResult(0) ? add.getRhs()
+                                                      : add.getLhs();
+        piece = dfg::AddOp::create(b, add.getLoc(), type, piece, cut(bias, 0));
+      }
       user->getResult(0).replaceAllUsesWith(piece);
       user->erase();
     }
+    if (add)
+      add.erase();
     op->erase();
   }
 }
 
-/// linear(x, W, b) -> split(axis=-1) into N parts  ==>  N linears on slices
-/// of W and b (column blocks), one per part.
-void splitPackedProjections(func::FuncOp func) {
-  splitSlicedProjections(func);
-  SmallVector<dfg::LinearOp> packed;
-  func.walk([&](dfg::LinearOp linear) {
-    if (!linear->hasOneUse())
-      return;
-    auto split = dyn_cast<dfg::SplitOp>(*linear->getUsers().begin());
-    int64_t rank = linear.getType().getRank();
-    int64_t axis = split ? static_cast<int64_t>(split.getAxis()) : 0;
-    if (split && (axis == -1 || axis == rank - 1))
-      packed.push_back(linear);
-  });
-  for (dfg::LinearOp linear : packed) {
-    auto split = cast<dfg::SplitOp>(*linear->getUsers().begin());
-    OpBuilder b(split);
-    Location loc = linear.getLoc();
-    int64_t weightAxis = linear.getTransposeWeight() ? 0 : 1;
-    int64_t start = 0;
-    for (auto [size, part] :
-         llvm::zip_equal(split.getSizes(), split.getResults())) {
-      auto cut = [&](Value v, int64_t axis) {
-        return dfg::SliceOp::create(b, loc, v, {start}, {start + size}, {axis},
-                                    {1})
-            .getResult();
-      };
-      Value weight = cut(linear.getWeight(), weightAxis);
-      Value bias = linear.getBias() ? cut(linear.getBias(), 0) : Value();
-      auto piece =
-          dfg::LinearOp::create(b, loc, part.getType(), linear.getInput(),
-                                weight, bias, linear.getTransposeWeight());
-      part.replaceAllUsesWith(piece.getResult());
-      start += size;
-    }
-    split.erase();
-    linear.erase();
+/// reshape(transpose(reshape(x : [a0..ak-1, r...]) : [a0*..*ak-1, r...],
+///   [0, p...]) : [a0*..*ak-1, t...]) : [a0..ak-1, t...]
+///   ==> transpose(x, [0..k-1, k-1+p...])
+/// A transpose between a merge of leading dimensions and its split back (the
+/// dynamo exporter's Kᵀ: [B, H, S, D] -> [B*H, S, D], swap, -> [B, H, D, S])
+/// is a transpose of the unmerged tensor, which keeps the heads a dimension
+/// of their own for the sharding rules.
+void unmergeTransposes(func::FuncOp func) {
+  SmallVector<dfg::ReshapeOp> outers;
+  func.walk([&](dfg::ReshapeOp op) { outers.push_back(op); });
+  for (dfg::ReshapeOp outer : outers) {
+    auto t = outer.getInput().getDefiningOp<dfg::TransposeOp>();
+    auto r = t ? t.getInput().getDefiningOp<dfg::ReshapeOp>() : nullptr;
+    if (!r || !t->hasOneUse() || !r->hasOneUse())
+      continue;
+    auto shape = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getShape();
+    };
+    ArrayRef<int64_t> x = shape(r.getInput()), merged = shape(r),
+                      swapped = shape(t), out = shape(outer);
+    ArrayRef<int64_t> perm = t.getPerm();
+    if (!cast<RankedTensorType>(r.getInput().getType()).hasStaticShape() ||
+        merged.empty() || merged.size() > x.size() || perm.front() != 0)
+      continue;
+    size_t k = x.size() - merged.size() + 1;
+    int64_t lead = 1;
+    for (int64_t d : x.take_front(k))
+      lead *= d;
+    SmallVector<int64_t> want(x.take_front(k));
+    want.append(swapped.begin() + 1, swapped.end());
+    if (k < 2 || lead != merged.front() ||
+        x.drop_front(k) != merged.drop_front() || ArrayRef(want) != out)
+      continue;
+    SmallVector<int64_t> lifted;
+    for (size_t i = 0; i < k; ++i)
+      lifted.push_back(i);
+    for (int64_t p : perm.drop_front())
+      lifted.push_back(p - 1 + k);
+    OpBuilder b(outer);
+    Value replacement = dfg::TransposeOp::create(
+        b, outer.getLoc(), outer.getType(), r.getInput(),
+        b.getDenseI64ArrayAttr(lifted));
+    outer.getResult().replaceAllUsesWith(replacement);
+    outer.erase();
+    t.erase();
+    r.erase();
   }
+}
+
+/// reshape(p(x) [+ b]) : [d..., n]  ==>  p(reshape(x) : [d..., k]) [+ b]
+/// for a projection p : [..., k] -> [..., n] and a static reshape that keeps
+/// the last dimension: a projection acts on each row alike, so the rows'
+/// layout can change before it as well as after. TorchScript's Gemm on
+/// [batch * seq, k] then reshaped to [batch, seq, n] becomes a projection of
+/// [batch, seq, k] (the flattening reshape before it folds away), and a
+/// split of its result is a split of the projection.
+void sinkRowReshapes(func::FuncOp func) {
+  SmallVector<dfg::ReshapeOp> reshapes;
+  func.walk([&](dfg::ReshapeOp op) { reshapes.push_back(op); });
+  for (dfg::ReshapeOp reshape : reshapes) {
+    Operation *def = reshape.getInput().getDefiningOp();
+    dfg::AddOp add = dyn_cast_or_null<dfg::AddOp>(def);
+    Operation *projection = def;
+    if (add)
+      for (Value operand : add->getOperands())
+        if (isProjection(operand.getDefiningOp()) &&
+            biasAddOf(operand.getDefiningOp()) == add)
+          projection = operand.getDefiningOp();
+    if (!isProjection(projection) || projection == add.getOperation() ||
+        !(add ? add->hasOneUse() : projection->hasOneUse()) ||
+        isa<dfg::LinearOp>(projection))
+      continue;
+    auto in = cast<RankedTensorType>(reshape.getInput().getType());
+    auto out = reshape.getType();
+    auto x = projection->getOperand(0);
+    auto xType = cast<RankedTensorType>(x.getType());
+    if (!in.hasStaticShape() || !out.hasStaticShape() ||
+        !xType.hasStaticShape() || out.getRank() < 2 ||
+        in.getShape().back() != out.getShape().back())
+      continue;
+    SmallVector<int64_t> rows(out.getShape().drop_back());
+    rows.push_back(xType.getShape().back());
+    OpBuilder b(reshape);
+    Location loc = reshape.getLoc();
+    auto rowsType = RankedTensorType::get(rows, xType.getElementType());
+    auto flatten = x.getDefiningOp<dfg::ReshapeOp>();
+    Value x2 = flatten && flatten.getInput().getType() == rowsType
+                   ? flatten.getInput()
+                   : dfg::ReshapeOp::create(b, loc, rowsType, x,
+                                            b.getDenseI64ArrayAttr(rows))
+                         .getResult();
+    Value p2 = dfg::MatMulOp::create(b, projection->getLoc(), out, x2,
+                                     projection->getOperand(1));
+    if (add) {
+      Value bias = add.getLhs() == projection->getResult(0) ? add.getRhs()
+                                                            : add.getLhs();
+      p2 = dfg::AddOp::create(b, add.getLoc(), out, p2, bias);
+    }
+    reshape.getResult().replaceAllUsesWith(p2);
+    reshape.erase();
+    if (add)
+      add.erase();
+    projection->erase();
+  }
+}
+
+/// With a tp axis, before planning: Kᵀ unmerged (unmergeTransposes), row
+/// reshapes moved before projections (sinkRowReshapes), and
+/// packed projections split into one projection per part, whether a split
+/// or slices of the last axis read them (splitsToSlices,
+/// splitSlicedProjections).
+void splitPackedProjections(func::FuncOp func) {
+  unmergeTransposes(func);
+  sinkRowReshapes(func);
+  splitsToSlices(func);
+  splitSlicedProjections(func);
 }
 
 class Planner {
@@ -655,11 +807,7 @@ private:
   SmallVector<Operation *> projections() {
     SmallVector<Operation *> found;
     func_.walk([&](Operation *op) {
-      if (isa<dfg::LinearOp>(op))
-        found.push_back(op);
-      else if (auto matmul = dyn_cast<dfg::MatMulOp>(op);
-               matmul && isSource(matmul.getRhs()) &&
-               rankOf(matmul.getRhs()) == 2)
+      if (isProjection(op))
         found.push_back(op);
     });
     return found;

@@ -255,3 +255,50 @@ func.func @no_mesh(%x: tensor<2xf32>) -> tensor<2xf32> {
   return %x : tensor<2xf32>
 }
 }
+
+// -----
+
+// TorchScript's packed projection: a Gemm on [batch * seq, k] with its bias
+// Add, reshaped back to [batch, seq, n] and Split. The reshape moves before
+// the projection, the Split becomes one projection per part (with its bias
+// block), and each part is column-parallel.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @flattened_packed_gate_up
+func.func @flattened_packed_gate_up(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %b1 = dfg.weight "b1" in "w.bin" [offset = 1024, length = 128] : tensor<32xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 1152, length = 512] : tensor<16x8xf32>
+  // CHECK: dfg.matmul %arg0, {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: dfg.add {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<2x4x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: dfg.matmul %arg0, {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: dfg.add {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<2x4x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: dfg.matmul
+  // CHECK-NOT: meshc.sharding
+  // CHECK-SAME: -> tensor<2x4x8xf32>
+  %flat = dfg.reshape %x to [8, 8] : (tensor<2x4x8xf32>) -> tensor<8x8xf32>
+  %p = dfg.matmul %flat, %w1 : (tensor<8x8xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %pb = dfg.add %p, %b1 : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %rows = dfg.reshape %pb to [2, 4, 32] : (tensor<8x32xf32>) -> tensor<2x4x32xf32>
+  %parts:2 = dfg.split %rows axis = 2 sizes = [16, 16] : (tensor<2x4x32xf32>) -> (tensor<2x4x16xf32>, tensor<2x4x16xf32>)
+  %a = dfg.silu %parts#0 : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %h = dfg.mul %a, %parts#1 : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %y = dfg.matmul %h, %w2 : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// The dynamo exporter's Kᵀ, a swap between merging batch and heads and
+// splitting them back, is one transpose of the [B, H, S, D] tensor.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @dynamo_key_transpose
+// CHECK-NEXT: dfg.transpose %{{.+}} perm = [0, 1, 3, 2] : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT: return
+func.func @dynamo_key_transpose(%k: tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32> {
+  %m = dfg.reshape %k to [-1, 4, 8] : (tensor<1x2x4x8xf32>) -> tensor<2x4x8xf32>
+  %t = dfg.transpose %m perm = [0, 2, 1] : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %r = dfg.reshape %t to [1, 2, 8, 4] : (tensor<2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  return %r : tensor<1x2x8x4xf32>
+}
+}
