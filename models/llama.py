@@ -56,6 +56,7 @@ class Config:
     past: int = 0
     batch: int = 1
     dynamic: bool = False
+    local_window: int = -1
 
 
 class EmbeddedWeights:
@@ -386,7 +387,8 @@ def build_fused(cfg, weights):
         past = [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
         attn = node("GroupQueryAttention",
                     [q, k, v] + (past if cfg.past else ["", ""]) + [seqlens_k, total_len],
-                    outputs=3, domain=ms, num_heads=cfg.heads, kv_num_heads=cfg.kv_heads)
+                    outputs=3, domain=ms, num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
+                    **({"local_window_size": cfg.local_window} if cfg.local_window >= 0 else {}))
         if cfg.past:
             nodes[-1].output[1:] = [f"present.{i}.key", f"present.{i}.value"]
         x, h = skip_norm(linear(attn[0], p + "o", cfg.d, cfg.d), h, p + "post_norm")
@@ -432,6 +434,9 @@ def main():
     ap.add_argument("--pad", type=int, default=0,
                     help="with --fused: the last batch row's attention_mask ends in this "
                          "many zeros (a right-padded prompt)")
+    ap.add_argument("--local-window", type=int, default=-1,
+                    help="with --fused: GroupQueryAttention's local_window_size (sliding-window "
+                         "attention over the last N + 1 positions; default -1, none)")
     ap.add_argument("--pad-past", type=int, default=0,
                     help="with --fused and --past: the last batch row has this many fewer "
                          "cached tokens (the end of its past is padding; its new tokens "
@@ -446,8 +451,10 @@ def main():
     rng = np.random.default_rng(args.seed)
     if args.seq < 1 or args.past < 0 or args.batch < 1:
         ap.error("--seq and --batch must be at least 1 and --past at least 0")
+    if args.local_window >= 0 and not args.fused:
+        ap.error("--local-window needs --fused")
     cfg = Config(layers=args.layers, seq=args.seq, past=args.past, batch=args.batch,
-                 dynamic=args.dynamic)
+                 dynamic=args.dynamic, local_window=args.local_window)
     if args.fused:
         model = build_fused(cfg, EmbeddedWeights(rng))
     else:

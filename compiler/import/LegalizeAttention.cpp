@@ -252,6 +252,33 @@ rotateQK(NodeContext &ctx, Value &q, Value &k, int64_t heads, int64_t kvHeads,
   return success();
 }
 
+/// GroupQueryAttention's local_window_size W: query i sees only the keys
+/// j >= pos_i - W (a window of W + 1 keys ending at itself, as onnxruntime
+/// computes it), where pos_i = i in a first prompt and start_b + i after a
+/// past. `keys` is [1, 1, 1, T], `queries` [1, 1, seq, 1] and `start` the
+/// rows' [batch, 1, 1, 1] first new position (null for a first prompt); the
+/// window is and-ed into `mask`.
+FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
+                                  Value queries, Value start, int64_t window) {
+  Type i64 = ctx.builder().getI64Type(), i1 = ctx.builder().getI1Type();
+  auto binary = [&](auto tag, Value l, Value r, Type element) {
+    using OpTy = decltype(tag);
+    return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
+                            element, l, r);
+  };
+  FailureOr<Value> pos =
+      start ? binary(dfg::AddOp(), start, queries, i64) : queries;
+  FailureOr<Value> low =
+      failed(pos) ? pos
+                  : binary(dfg::SubOp(), *pos,
+                           ctx.scalar(static_cast<double>(window), i64), i64);
+  FailureOr<Value> inside =
+      failed(low) ? low : binary(dfg::GreaterOrEqualOp(), keys, *low, i1);
+  if (failed(inside))
+    return failure();
+  return binary(dfg::AndOp(), mask, *inside, i1);
+}
+
 /// GroupQueryAttention whose past or new length is symbolic (executables
 /// for any length: the onnxruntime-genai builder's decoders, where
 /// total_sequence_length is the attention mask's width): the rule
@@ -423,6 +450,19 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
       return failure();
     presentK = *pk, presentV = *pv, mask = *visible;
   }
+  if (int64_t window = ctx.attrInt("local_window_size", -1); window >= 0) {
+    FailureOr<Value> keys = iota(totalE, {1, 1, 1, -1});
+    FailureOr<Value> queries = iota(seqE, {1, 1, -1, 1});
+    FailureOr<Value> start4 =
+        pastK ? reshape(*start, {-1, 1, 1, 1}) : FailureOr<Value>(Value());
+    FailureOr<Value> windowed =
+        failed(keys) || failed(queries) || failed(start4)
+            ? FailureOr<Value>(failure())
+            : applyLocalWindow(ctx, mask, *keys, *queries, *start4, window);
+    if (failed(windowed))
+      return failure();
+    mask = *windowed;
+  }
 
   FailureOr<double> scale = attentionScale(ctx, *qh);
   if (failed(scale))
@@ -455,9 +495,10 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return ctx.error("seqlens_k and total_sequence_length are required");
   if (ctx.input(10) || ctx.input(11))
     return ctx.error("attention_bias and head_sink are not supported");
-  if (ctx.attrInt("local_window_size", -1) != -1)
-    return ctx.error("sliding-window attention (local_window_size) is not "
-                     "supported");
+  if (ctx.attrInt("local_window_size", -1) < -1)
+    return ctx.error("local_window_size must be -1 (no window) or at least "
+                     "0, got " +
+                     std::to_string(ctx.attrInt("local_window_size", -1)));
   if (ctx.attrInt("smooth_softmax", 0) != 0)
     return ctx.error("smooth_softmax is not supported");
   if (ctx.attrInt("qk_output", 0) != 0)
@@ -712,6 +753,21 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
                        std::to_string(batch) + " and " + std::to_string(seq) +
                        " new tokens");
     }
+  }
+  if (int64_t window = ctx.attrInt("local_window_size", -1); window >= 0) {
+    FailureOr<Value> start =
+        pastK ? binary(dfg::AddOp(), *lensCol,
+                       ctx.scalar(static_cast<double>(1 - seq), i64), i64)
+              : FailureOr<Value>(Value());
+    FailureOr<Value> windowed =
+        failed(start) ? start
+                      : applyLocalWindow(ctx, mask,
+                                         positions({1, 1, 1, totalLen}),
+                                         positions({1, 1, seq, 1}), *start,
+                                         window);
+    if (failed(windowed))
+      return failure();
+    mask = *windowed;
   }
 
   FailureOr<double> scale = attentionScale(ctx, *qh);
