@@ -286,8 +286,9 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
       auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
       std::string width = nameOf(i, 1);
-      if (isa<mlir::IntegerType>(type.getElementType()) && type.getRank() == 2 &&
-          !width.empty() && width != seq && width != cache)
+      if (isa<mlir::IntegerType>(type.getElementType()) &&
+          type.getRank() == 2 && !width.empty() && width != seq &&
+          width != cache)
         bounds.try_emplace(width, axes.seq + axes.cache);
     }
   return 0;

@@ -297,8 +297,8 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   Type i64 = b.getI64Type(), i1 = b.getI1Type();
   MLIRContext *mctx = b.getContext();
   AffineExpr seqE = ctx.dimsOf(q)[1];
-  AffineExpr pastE = pastK ? ctx.dimsOf(pastK)[2]
-                           : getAffineConstantExpr(0, mctx);
+  AffineExpr pastE =
+      pastK ? ctx.dimsOf(pastK)[2] : getAffineConstantExpr(0, mctx);
   if (!seqE || !pastE)
     return ctx.error("the past and new lengths follow from no named input "
                      "dimension; give them sizes with --dim NAME=SIZE");
@@ -311,16 +311,15 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
         .getResult();
   };
   // 0 .. n-1 as an i64 tensor of `shape`, n along its one -1 entry.
-  auto iota = [&](AffineExpr n,
-                  ArrayRef<int64_t> shape) -> FailureOr<Value> {
+  auto iota = [&](AffineExpr n, ArrayRef<int64_t> shape) -> FailureOr<Value> {
     auto [map, names] =
         ctx.dimTable().write({getAffineConstantExpr(0, mctx), n});
     Value range = ctx.refineType(dfg::RangeOp::create(
         b, ctx.loc(), RankedTensorType::get({ShapedType::kDynamic}, i64), map,
         1, names));
-    return ctx.create<dfg::ReshapeOp>(
-        dfg::reshapeShape(shapeOf(range), shape), i64, range,
-        b.getDenseI64ArrayAttr(shape));
+    return ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(range), shape),
+                                      i64, range,
+                                      b.getDenseI64ArrayAttr(shape));
   };
   auto binary = [&](auto tag, Value l, Value r, Type element) {
     using OpTy = decltype(tag);
@@ -371,8 +370,7 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     FailureOr<Value> keys = iota(seqE, {1, 1, 1, -1});
     FailureOr<Value> lens4 = failed(keys) ? keys : reshape(lens, {-1, 1, 1, 1});
     FailureOr<Value> keyMask =
-        failed(lens4) ? lens4
-                      : binary(dfg::LessOrEqualOp(), *keys, *lens4, i1);
+        failed(lens4) ? lens4 : binary(dfg::LessOrEqualOp(), *keys, *lens4, i1);
     if (failed(keyMask))
       return failure();
     mask = *keyMask;
@@ -398,8 +396,8 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
       auto shape = dfg::broadcastShapes(shapeOf(cond), shapeOf(yes));
       if (!shape)
         return FailureOr<Value>(ctx.error(toString(shape.takeError())));
-      return ctx.create<dfg::WhereOp>(
-          dfg::broadcastShapes(*shape, shapeOf(no)), i64, cond, yes, no);
+      return ctx.create<dfg::WhereOp>(dfg::broadcastShapes(*shape, shapeOf(no)),
+                                      i64, cond, yes, no);
     };
     FailureOr<Value> inNew = select(*notAfter, *fromNew, *t);
     FailureOr<Value> index =
@@ -444,8 +442,7 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
       return failure();
     FailureOr<Value> limit = binary(dfg::AddOp(), *start4, *queries, i64);
     FailureOr<Value> visible =
-        failed(limit) ? limit
-                      : binary(dfg::LessOrEqualOp(), *keys, *limit, i1);
+        failed(limit) ? limit : binary(dfg::LessOrEqualOp(), *keys, *limit, i1);
     if (failed(visible))
       return failure();
     presentK = *pk, presentV = *pv, mask = *visible;
@@ -576,9 +573,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
           OpBuilder &b = ctx.builder();
           Type i64 = b.getI64Type();
           Value lens = dfg::CastOp::create(
-              b, ctx.loc(),
-              RankedTensorType::get(shapeOf(ctx.input(5)), i64), ctx.input(5),
-              i64);
+              b, ctx.loc(), RankedTensorType::get(shapeOf(ctx.input(5)), i64),
+              ctx.input(5), i64);
           FailureOr<Value> col = ctx.create<dfg::ReshapeOp>(
               dfg::reshapeShape(shapeOf(lens), {-1, 1}), i64, lens,
               b.getDenseI64ArrayAttr({-1, 1}));
@@ -760,11 +756,10 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
                        ctx.scalar(static_cast<double>(1 - seq), i64), i64)
               : FailureOr<Value>(Value());
     FailureOr<Value> windowed =
-        failed(start) ? start
-                      : applyLocalWindow(ctx, mask,
-                                         positions({1, 1, 1, totalLen}),
-                                         positions({1, 1, seq, 1}), *start,
-                                         window);
+        failed(start)
+            ? start
+            : applyLocalWindow(ctx, mask, positions({1, 1, 1, totalLen}),
+                               positions({1, 1, seq, 1}), *start, window);
     if (failed(windowed))
       return failure();
     mask = *windowed;

@@ -187,14 +187,9 @@ private:
     for (unsigned r = 0; r < op->getNumResults(); ++r)
       resultShardings.push_back(planned(op, r));
     // A vocabulary-parallel embedding: the table's rows, as planned.
-    SmallVector<DimAxes> preset;
-    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr)) {
-      preset.resize(rule->factors.size());
-      preset[rule->operands[0][0].front()].assign(axes.asArrayRef().begin(),
-                                                  axes.asArrayRef().end());
-    }
-    SmallVector<DimAxes> factors = dfg::assignFactors(
-        *rule, operandShardings, resultShardings, gridShape, preset);
+    SmallVector<DimAxes> factors =
+        dfg::assignFactors(*rule, operandShardings, resultShardings, gridShape,
+                           dfg::presetFactors(op, *rule));
     auto shardingOf = [&](const dfg::TensorFactors &tf) {
       return dfg::tensorAxes(*rule, tf, factors, gridShape);
     };
@@ -259,7 +254,8 @@ private:
       // their local sizes; the symbolic ones are never split.
       AffineMap map = reshape.getShape();
       SmallVector<AffineExpr> exprs(map.getResults());
-      for (auto [expr, size] : llvm::zip_equal(exprs, expected.front().getShape()))
+      for (auto [expr, size] :
+           llvm::zip_equal(exprs, expected.front().getShape()))
         if (isa<AffineConstantExpr>(expr) && !ShapedType::isDynamic(size))
           expr = getAffineConstantExpr(size, op->getContext());
       reshape.setShapeAttr(AffineMapAttr::get(AffineMap::get(

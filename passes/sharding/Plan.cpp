@@ -80,13 +80,11 @@ bool isSource(Value v) {
 std::optional<std::pair<int64_t, int64_t>> columnBlock(Operation *op,
                                                        int64_t rank) {
   auto slice = dyn_cast<dfg::SliceOp>(op);
-  if (!slice || slice.getAxes().size() != 1 ||
-      slice.getSteps().front() != 1 ||
+  if (!slice || slice.getAxes().size() != 1 || slice.getSteps().front() != 1 ||
       (slice.getAxes().front() != -1 && slice.getAxes().front() != rank - 1))
     return std::nullopt;
-  int64_t width = cast<RankedTensorType>(slice.getInput().getType())
-                      .getShape()
-                      .back();
+  int64_t width =
+      cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
   int64_t size = slice.getType().getShape().back();
   int64_t start = slice.getStarts().front();
   if (start < 0)
@@ -114,12 +112,11 @@ dfg::AddOp biasAddOf(Operation *projection) {
   auto add = dyn_cast<dfg::AddOp>(*projection->getUsers().begin());
   if (!add)
     return nullptr;
-  Value bias = add.getLhs() == projection->getResult(0) ? add.getRhs()
-                                                         : add.getLhs();
+  Value bias =
+      add.getLhs() == projection->getResult(0) ? add.getRhs() : add.getLhs();
   auto type = cast<RankedTensorType>(bias.getType());
-  return isSource(bias) && type.getRank() == 1 && add.getType() ==
-                                                      projection->getResult(0)
-                                                          .getType()
+  return isSource(bias) && type.getRank() == 1 &&
+                 add.getType() == projection->getResult(0).getType()
              ? add
              : nullptr;
 }
@@ -135,22 +132,20 @@ void splitsToSlices(func::FuncOp func) {
         if (isProjection(operand.getDefiningOp()) &&
             biasAddOf(operand.getDefiningOp()) == add)
           def = operand.getDefiningOp();
-    int64_t rank =
-        cast<RankedTensorType>(split.getInput().getType()).getRank();
+    int64_t rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
     int64_t axis = split.getAxis();
     if (isProjection(def) && (axis == -1 || axis == rank - 1))
       splits.push_back(split);
   });
   for (dfg::SplitOp split : splits) {
     OpBuilder b(split);
-    int64_t start = 0, rank =
-                          cast<RankedTensorType>(split.getInput().getType())
-                              .getRank();
+    int64_t start = 0,
+            rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
     for (auto [size, part] :
          llvm::zip_equal(split.getSizes(), split.getResults())) {
-      Value slice = dfg::SliceOp::create(b, split.getLoc(), split.getInput(),
-                                         {start}, {start + size}, {rank - 1},
-                                         {1});
+      Value slice =
+          dfg::SliceOp::create(b, split.getLoc(), split.getInput(), {start},
+                               {start + size}, {rank - 1}, {1});
       part.replaceAllUsesWith(slice);
       start += size;
     }
@@ -203,8 +198,8 @@ void splitSlicedProjections(func::FuncOp func) {
         piece = dfg::MatMulOp::create(b, loc, type, op->getOperand(0),
                                       cut(weight, weightAxis));
       if (add) {
-        Value bias = add.getLhs() == op->getResult(0) ? add.getRhs()
-                                                      : add.getLhs();
+        Value bias =
+            add.getLhs() == op->getResult(0) ? add.getRhs() : add.getLhs();
         piece = dfg::AddOp::create(b, add.getLoc(), type, piece, cut(bias, 0));
       }
       user->getResult(0).replaceAllUsesWith(piece);
@@ -255,9 +250,9 @@ void unmergeTransposes(func::FuncOp func) {
     for (int64_t p : perm.drop_front())
       lifted.push_back(p - 1 + k);
     OpBuilder b(outer);
-    Value replacement = dfg::TransposeOp::create(
-        b, outer.getLoc(), outer.getType(), r.getInput(),
-        b.getDenseI64ArrayAttr(lifted));
+    Value replacement =
+        dfg::TransposeOp::create(b, outer.getLoc(), outer.getType(),
+                                 r.getInput(), b.getDenseI64ArrayAttr(lifted));
     outer.getResult().replaceAllUsesWith(replacement);
     outer.erase();
     t.erase();
@@ -394,10 +389,10 @@ private:
         activations.insert(arg);
     func_.walk([&](Operation *op) {
       // A lookup in a table of weights is an embedding, raised or not.
-      bool lookup = isa<dfg::GatherOp, dfg::GatherNDOp>(op) &&
-                    isSource(op->getOperand(0)) &&
-                    cast<RankedTensorType>(op->getOperand(0).getType())
-                            .getRank() >= 2;
+      bool lookup =
+          isa<dfg::GatherOp, dfg::GatherNDOp>(op) &&
+          isSource(op->getOperand(0)) &&
+          cast<RankedTensorType>(op->getOperand(0).getType()).getRank() >= 2;
       if (isa<dfg::EmbeddingOp>(op) || lookup ||
           llvm::any_of(op->getOperands(),
                        [&](Value v) { return activations.contains(v); }))
@@ -424,8 +419,8 @@ private:
       ++kinds[op->getName().getStringRef().str()];
     std::string counts;
     for (auto &[name, count] : kinds)
-      counts += (counts.empty() ? "" : ", ") + name + " x" +
-                std::to_string(count);
+      counts +=
+          (counts.empty() ? "" : ", ") + name + " x" + std::to_string(count);
     std::string others;
     for (Operation *op : ArrayRef(whole).drop_front().take_front(4))
       others += (others.empty() ? "" : "; ") + describe(op->getLoc());
@@ -434,8 +429,7 @@ private:
          << ") have nothing split over tp=" << groupSize(grid_, tp)
          << ": every tp rank computes them whole (this one first";
     if (!others.empty())
-      diag << "; then " << others
-           << (whole.size() > 5 ? "; ..." : "");
+      diag << "; then " << others << (whole.size() > 5 ? "; ..." : "");
     diag << ")";
     for (Operation *op : whole)
       if (auto it = whyWhole_.find(op); it != whyWhole_.end()) {
@@ -661,22 +655,15 @@ private:
     for (Value v : op->getResults())
       results.push_back(stateOf(v));
     ArrayRef<int64_t> gridShape = grid_.getShape();
-    SmallVector<DimAxes> preset;
-    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr)) {
-      preset.resize(rule->factors.size());
-      preset[rule->operands[0][0].front()].assign(axes.asArrayRef().begin(),
-                                                  axes.asArrayRef().end());
-    }
-    SmallVector<DimAxes> factors =
-        dfg::assignFactors(*rule, operands, results, gridShape, preset);
+    SmallVector<DimAxes> factors = dfg::assignFactors(
+        *rule, operands, results, gridShape, dfg::presetFactors(op, *rule));
     Realisation out;
     for (auto [f, axes] : llvm::enumerate(factors))
       if (rule->factors[f].kind == dfg::FactorKind::Reduction &&
           onAxes(TensorSharding{axes}, tp))
         out.sums = true;
     for (auto [i, tf] : llvm::enumerate(rule->operands)) {
-      TensorSharding want =
-          dfg::tensorAxes(*rule, tf, factors, gridShape);
+      TensorSharding want = dfg::tensorAxes(*rule, tf, factors, gridShape);
       for (auto [have, need] : llvm::zip_equal(operands[i], want))
         if (have != need && onAxes(TensorSharding{have}, tp)) {
           out.gathered = static_cast<int>(i);
@@ -703,9 +690,9 @@ private:
       int64_t features =
           cast<RankedTensorType>(out.getType()).getShape().back();
       if (ShapedType::isDynamic(features) || features % n != 0) {
-        whyWhole_[projection] = "its " + std::to_string(features) +
-                                " output features are not divisible by tp=" +
-                                std::to_string(n);
+        whyWhole_[projection] =
+            "its " + std::to_string(features) +
+            " output features are not divisible by tp=" + std::to_string(n);
         continue;
       }
       llvm::DenseMap<Value, TensorSharding> saved = state_;
@@ -744,9 +731,8 @@ private:
       if (isa<dfg::DfgDialect>(op->getDialect()) &&
           !isa<dfg::WeightOp, dfg::ConstantOp>(op))
         ops.push_back(op);
-    llvm::sort(ops, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
+    llvm::sort(
+        ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
     bool sums = false;
     for (Operation *op : ops) {
       FailureOr<Realisation> after = realise(op, tp);
@@ -770,8 +756,7 @@ private:
             "all_gather of operand #"
          << after->gathered << " of " << op->getName() << " (";
       llvm::interleave(op->getOperandTypes(), os, " and ");
-      os << " to " << op->getResultTypes() << ") at "
-         << describe(op->getLoc());
+      os << " to " << op->getResultTypes() << ") at " << describe(op->getLoc());
       return where;
     }
     if (!sums)
@@ -796,8 +781,8 @@ private:
       Value out = op->getResult(0);
       int64_t vocab = cast<RankedTensorType>(out.getType()).getShape().back();
       const TensorSharding &in = stateOf(op->getOperand(0));
-      if (returned(out) && in.back().empty() &&
-          !ShapedType::isDynamic(vocab) && vocab % n == 0)
+      if (returned(out) && in.back().empty() && !ShapedType::isDynamic(vocab) &&
+          vocab % n == 0)
         shard(out, rankOf(out) - 1, tp);
     }
   }

@@ -1,4 +1,5 @@
-//===- DfgShardingRules.cpp - The factor rule of each dfg op ---------------===//
+//===- DfgShardingRules.cpp - The factor rule of each dfg op
+//---------------===//
 //
 // Part of meshc. ShardingRuleOpInterface of every op that is not
 // elementwise, and the rules families of ops share (ShardingRule.h).
@@ -224,7 +225,7 @@ ShardingRule LinearOp::getShardingRule() {
   result.back() = o;
   b.operand(x);
   b.operand(getTransposeWeight() ? TensorFactors{o, x.back()}
-                                    : TensorFactors{x.back(), o});
+                                 : TensorFactors{x.back(), o});
   if (getBias())
     b.operand({o});
   b.result(result);
@@ -260,11 +261,9 @@ namespace {
 /// several result dimensions shares their factors (the input's dimension is
 /// their product, outermost first), and the reverse for merges; any other
 /// run is pinned.
-std::pair<size_t, size_t> pairReshapeDims(RuleBuilder &b, ArrayRef<int64_t> in,
-                                          ArrayRef<int64_t> out,
-                                          TensorFactors &inF,
-                                          TensorFactors &outF, size_t i,
-                                          size_t o) {
+std::pair<size_t, size_t>
+pairReshapeDims(RuleBuilder &b, ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                TensorFactors &inF, TensorFactors &outF, size_t i, size_t o) {
   auto skipUnit = [](ArrayRef<int64_t> s, size_t &k) {
     while (k < s.size() && s[k] == 1)
       ++k;
@@ -424,8 +423,7 @@ ShardingRule GatherOp::getShardingRule() {
 /// result; the tuple dimension of indices whole.
 ShardingRule GatherNDOp::getShardingRule() {
   RuleBuilder b;
-  ArrayRef<int64_t> data = shapeOf(getData()),
-                    indices = shapeOf(getIndices());
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
   int64_t batch = getBatchDims(), k = indices.back();
   TensorFactors d = b.fresh(data, FactorKind::Parallel);
   for (int64_t i = batch; i < batch + k; ++i)
@@ -450,8 +448,8 @@ ShardingRule SliceOp::getShardingRule() {
   ArrayRef<int64_t> out = shapeOf(getResult());
   // A dimension the slice keeps whole stays shardable.
   SmallVector<int64_t> sliced;
-  for (auto [axis, start, end, step] : llvm::zip_equal(
-           getAxes(), getStarts(), getEnds(), getSteps())) {
+  for (auto [axis, start, end, step] :
+       llvm::zip_equal(getAxes(), getStarts(), getEnds(), getSteps())) {
     int64_t a = normalizeAxis(axis, in.size());
     bool whole = start == 0 && step == 1 && in[a] == out[a] &&
                  !ShapedType::isDynamic(in[a]);

@@ -6,6 +6,7 @@
 #include "dialects/dfg/Sharding/ShardingRules.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/Sharding/Sharding.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -84,11 +85,11 @@ GridAxes dimensionAxes(const ShardingRule &rule, const DimFactors &dims,
   return axes;
 }
 
-SmallVector<GridAxes>
-assignFactors(const ShardingRule &rule,
-              ArrayRef<SmallVector<GridAxes, 4>> operands,
-              ArrayRef<SmallVector<GridAxes, 4>> results,
-              ArrayRef<int64_t> gridShape, ArrayRef<GridAxes> preset) {
+SmallVector<GridAxes> assignFactors(const ShardingRule &rule,
+                                    ArrayRef<SmallVector<GridAxes, 4>> operands,
+                                    ArrayRef<SmallVector<GridAxes, 4>> results,
+                                    ArrayRef<int64_t> gridShape,
+                                    ArrayRef<GridAxes> preset) {
   size_t n = rule.factors.size();
   SmallVector<GridAxes> factors(n);
   if (!preset.empty())
@@ -115,9 +116,9 @@ assignFactors(const ShardingRule &rule,
     if (failed(split))
       return;
     for (auto [f, mine] : llvm::zip(dims, *split))
-      if (!mine.empty() && (!admit(f) ||
-                            rule.factors[f].kind == FactorKind::Pinned ||
-                            !factors[f].empty()))
+      if (!mine.empty() &&
+          (!admit(f) || rule.factors[f].kind == FactorKind::Pinned ||
+           !factors[f].empty()))
         return;
     for (auto [f, mine] : llvm::zip(dims, *split))
       if (!mine.empty())
@@ -135,6 +136,16 @@ assignFactors(const ShardingRule &rule,
       assign(axes, dims, [](int) { return true; });
   dropUnreachableFactors(rule, factors, gridShape);
   return factors;
+}
+
+SmallVector<GridAxes> presetFactors(Operation *op, const ShardingRule &rule) {
+  SmallVector<GridAxes> preset;
+  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>(kVocabAxesAttr)) {
+    preset.resize(rule.factors.size());
+    preset[rule.operands[0][0].front()].assign(axes.asArrayRef().begin(),
+                                               axes.asArrayRef().end());
+  }
+  return preset;
 }
 
 void dropUnreachableFactors(const ShardingRule &rule,

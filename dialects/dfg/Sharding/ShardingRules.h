@@ -58,6 +58,11 @@ assignFactors(const ShardingRule &rule,
               llvm::ArrayRef<int64_t> gridShape,
               llvm::ArrayRef<GridAxes> preset = {});
 
+/// The factors fixed before assignFactors: a vocabulary-parallel embedding's
+/// table rows (`meshc.vocab_axes`, set by the planner); empty otherwise.
+llvm::SmallVector<GridAxes> presetFactors(mlir::Operation *op,
+                                          const ShardingRule &rule);
+
 /// Clears the axes of every factor that some dimension holds behind a factor
 /// not split whole (a dimension (b, h) of a reshape with only h split): no
 /// sharding of that dimension gives each rank its slice of h.
