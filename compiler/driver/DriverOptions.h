@@ -64,9 +64,9 @@ struct ModelOptions {
                 cl::desc("Keep the exporter's primitive ops (MatMul, "
                          "Softmax, ...) instead of raising them to "
                          "dfg.attention, norms, rotary and linear: slower "
-                         "kernels, the same sharding (it follows from the "
-                         "graph). For checking parallelism, or working "
-                         "around a raising bug"),
+                         "kernels; the sharding still follows from the graph. "
+                         "For checking parallelism, or working around a "
+                         "raising bug"),
                 cl::sub(c.import), cl::sub(c.plan), cl::sub(c.compile),
                 cl::cat(c.category)) {}
   cl::opt<std::string> path;

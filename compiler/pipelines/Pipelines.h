@@ -20,7 +20,7 @@ namespace meshc {
 /// (meshc-graph-raise, reading weights under `weightsDir` where a pattern
 /// needs their values), folding and canonicalisation again, CSE and removal
 /// of dead symbols. Without `raise` (--no-raise) the exporter's primitive ops
-/// stay as they are: slower kernels, the same parallelism.
+/// stay as they are: slower kernels; the parallelism still follows from the graph.
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir,
                         bool raise = true);
 

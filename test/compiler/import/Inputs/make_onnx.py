@@ -653,9 +653,10 @@ def case_gqa_shared_buffer(path):
 
 
 def case_gqa_window(path):
-    """GroupQueryAttention with a sliding window."""
+    """GroupQueryAttention with a sliding window of a size that means nothing
+    (-1 is no window, 0 and above a window)."""
     nodes = [gqa(["q", "k", "v", "", "", "lens", "total"], ["y", "y_k", "y_v"], "window",
-                 local_window_size=2)]
+                 local_window_size=-2)]
     ins = [f32("q", [1, 3, 32]), f32("k", [1, 3, 16]), f32("v", [1, 3, 16])]
     return model(nodes, ins, [f32("y", None)], [i32("lens", [2]), i32("total", 3)],
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
