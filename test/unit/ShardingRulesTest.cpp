@@ -161,3 +161,62 @@ TEST_F(ShardingRulesTest, BroadcastAndReductions) {
 }
 
 } // namespace
+
+// [B, S, H, D] -> [B*S, H*D] with B and S dynamic: the dynamic dimensions do
+// not pair with the static ones, but the static suffixes (h, d) and (h*d)
+// hold the same elements, so the heads still lead the merged dimension.
+TEST_F(ShardingRulesTest, ReshapePairsItsStaticSuffixBehindDynamicDims) {
+  Value x = weight({ShapedType::kDynamic, ShapedType::kDynamic, 4, 8});
+  auto op = ReshapeOp::create(builder, builder.getUnknownLoc(),
+                              f32({ShapedType::kDynamic, 32}), x,
+                              builder.getDenseI64ArrayAttr({-1, 32}));
+  ShardingRule r = rule(op);
+  const TensorFactors &in = r.operands[0], &out = r.results[0];
+  ASSERT_EQ(out[1].size(), 2u);
+  EXPECT_EQ(out[1][0], in[2][0]);
+  EXPECT_EQ(out[1][1], in[3][0]);
+  EXPECT_EQ(r.factors[in[2][0]].kind, FactorKind::Parallel);
+}
+
+// [B*H, S, D] -> [B, H, S, D] (the dynamo exporter's way back from 3-D
+// matmuls): the input's first dimension is (b, h). A result split over its
+// heads alone is no sharding of B*H, so assignFactors drops the heads' axis
+// (partition then slices the result instead of building a reshape of the
+// wrong size).
+TEST_F(ShardingRulesTest, AFactorBehindAWholeOneIsDropped) {
+  Value x = weight({8, 5, 16});
+  auto op = ReshapeOp::create(builder, builder.getUnknownLoc(), x,
+                              ArrayRef<int64_t>{2, 4, 5, 16});
+  ShardingRule r = rule(op);
+  int b = r.results[0][0][0], h = r.results[0][1][0];
+  ASSERT_EQ(r.operands[0][0], (DimFactors{b, h}));
+  SmallVector<GridAxes, 4> whole(3), heads = {{}, {0}, {}, {}};
+  SmallVector<GridAxes> factors =
+      assignFactors(r, {whole}, {heads}, /*gridShape=*/{2});
+  EXPECT_TRUE(factors[h].empty());
+  // With b split whole first, h may follow it.
+  SmallVector<GridAxes, 4> both = {{0}, {1}, {}, {}};
+  factors = assignFactors(r, {whole}, {both}, /*gridShape=*/{2, 4});
+  EXPECT_EQ(factors[b], GridAxes{0});
+  EXPECT_EQ(factors[h], GridAxes{1});
+}
+
+// A symbolic reshape [b*s, 32] -> [b, s, 32] keeps the split of its last
+// dimension; the symbolic ones are held whole.
+TEST_F(ShardingRulesTest, SymbolicReshapeKeepsItsStaticSuffix) {
+  Value x = weight({ShapedType::kDynamic, 32});
+  MLIRContext *c = &ctx;
+  AffineMap map =
+      AffineMap::get(0, 2,
+                     {getAffineSymbolExpr(0, c), getAffineSymbolExpr(1, c),
+                      getAffineConstantExpr(32, c)},
+                     c);
+  auto op = SymbolicReshapeOp::create(
+      builder, builder.getUnknownLoc(),
+      f32({ShapedType::kDynamic, ShapedType::kDynamic, 32}), x, map,
+      builder.getStrArrayAttr({"b", "s"}));
+  ShardingRule r = rule(op);
+  EXPECT_EQ(r.operands[0][1], r.results[0][2]);
+  EXPECT_EQ(r.factors[r.results[0][2][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Pinned);
+}
