@@ -287,7 +287,8 @@ FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
 /// start_b = seqlens_k[b] + 1 - seq, after that row's valid past; the
 /// present is past ++ new with each row's new tokens moved to start_b (a
 /// per-row gather); query i of row b sees keys j <= start_b + i. Rotary
-/// without position_ids rotates at start_b + i. The present holds past +
+/// without position_ids rotates at start_b + i after a past, at i in a first
+/// prompt. The present holds past +
 /// new positions, so total_sequence_length must equal them (onnxruntime's
 /// shared past/present buffer is not supported).
 LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
@@ -351,8 +352,14 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   if (failed(start) || failed(newPos))
     return failure();
 
-  if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&] {
-        return binary(dfg::AddOp(), *start, *newPos, i64); // [batch, seq]
+  // Rotary without position_ids: after a past, at start_b + i; in a first
+  // prompt at i, whatever the row's padding (onnxruntime's rule).
+  if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&]() -> FailureOr<Value> {
+        if (pastK)
+          return binary(dfg::AddOp(), *start, *newPos, i64); // [batch, seq]
+        FailureOr<Value> zero =
+            binary(dfg::MulOp(), *start, ctx.scalar(0, i64), i64);
+        return failed(zero) ? zero : binary(dfg::AddOp(), *zero, *newPos, i64);
       })))
     return failure();
 
