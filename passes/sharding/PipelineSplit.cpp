@@ -146,28 +146,12 @@ private:
 
   /// liveOps[p]: how many ops produced the floating-point chain values live
   /// across a cut before chain_[p] (1: the residual stream alone).
-  /// Only activations count: what the token embeddings (a lookup in a
-  /// table of weights, raised or not) and the floating-point inputs flow
-  /// into. A rotary table computed from the positions by a matmul is a
-  /// chain value too, live through every layer, but not the residual
-  /// stream.
+  /// Only activations count (activationValues): a rotary table computed
+  /// from the positions by a matmul is a chain value too, live through
+  /// every layer, but not the residual stream.
   std::vector<int> countLiveProducers() {
-    llvm::DenseSet<Value> activations;
-    auto isActivation = [&](Value v) {
-      return activations.contains(v) ||
-             (isa<BlockArgument>(v) &&
-              isa<FloatType>(getElementTypeOrSelf(v.getType())));
-    };
-    for (Operation &each : func_.getBody().front().without_terminator()) {
-      Operation *op = &each;
-      bool lookup =
-          isa<dfg::EmbeddingOp>(op) ||
-          (isa<dfg::GatherOp, dfg::GatherNDOp>(op) &&
-           cast<RankedTensorType>(op->getOperand(0).getType()).getRank() >= 2 &&
-           !llvm::any_of(op->getOperands(), isActivation));
-      if (lookup || llvm::any_of(op->getOperands(), isActivation))
-        activations.insert(op->result_begin(), op->result_end());
-    }
+    llvm::DenseSet<Value> activations =
+        activationValues(func_.getBody().front());
     size_t n = chain_.size();
     std::vector<int> delta(n + 1, 0);
     for (auto [i, op] : llvm::enumerate(chain_)) {

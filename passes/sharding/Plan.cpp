@@ -7,13 +7,16 @@
 //      Where attentions have fewer KV heads than tp (and their count divides
 //      tp), split tp into the sub-axes tp.kv x tp.rep: the KV heads shard
 //      over tp.kv and are replicated over tp.rep, as vLLM does.
-//   2. With a tp axis, a transpose between a merge of leading dimensions and
-//      its split back becomes a transpose of the unmerged tensor (the dynamo
-//      exporter's Kᵀ), and split packed projections: a linear whose only user
-//      splits its features into parts, or that is read only as column blocks
-//      (slices of its last axis: Phi-3's qkv_proj and gate_up_proj, a packed
-//      GroupQueryAttention input), becomes one linear per part, each on a
-//      slice of the weight, so that every part can be column-parallel.
+//   2. With a tp axis (splitPackedProjections), normalise what exporters
+//      write around projections (linears, and matmuls by a weight matrix)
+//      and heads: a transpose between a merge of leading dimensions and its
+//      split back becomes a transpose of the unmerged tensor (the dynamo
+//      exporter's Kᵀ); a row reshape after a projection moves before it
+//      (TorchScript's Gemm on [batch * seq, k]); and a projection read only
+//      as parts of its features (a Split, or slices of its last axis,
+//      directly or after its bias add: packed QKV, gate_up, a packed
+//      GroupQueryAttention input) becomes one projection per part, each on
+//      a slice of the weight, so that every part can be column-parallel.
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
 //      - tp: the heads of every attention (so the KV heads when there are
@@ -23,7 +26,7 @@
 //        another linear through elementwise ops only); then, once those
 //        have propagated, the vocabulary of the lm_head (a returned linear
 //        whose input is whole) and of the embeddings, when tp divides it.
-//      Then, from the graph alone, every linear still whole: its output
+//      Then, from the graph alone, every projection still whole: its output
 //      features are split over tp on trial and propagated (step 4); the
 //      split is kept where it ends in contractions that sum it (partial
 //      sums, one all_reduce) and needs no all_gather on the way, so an
@@ -104,6 +107,11 @@ bool isProjection(Operation *op) {
           cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2);
 }
 
+/// The bias a projection's bias add adds.
+Value biasOf(dfg::AddOp add, Operation *projection) {
+  return add.getLhs() == projection->getResult(0) ? add.getRhs() : add.getLhs();
+}
+
 /// The bias `add` reads after `projection` when the projection's only user
 /// adds a 1-D weight to it (an unraised Gemm or MatMul + Add), else null.
 dfg::AddOp biasAddOf(Operation *projection) {
@@ -112,13 +120,23 @@ dfg::AddOp biasAddOf(Operation *projection) {
   auto add = dyn_cast<dfg::AddOp>(*projection->getUsers().begin());
   if (!add)
     return nullptr;
-  Value bias =
-      add.getLhs() == projection->getResult(0) ? add.getRhs() : add.getLhs();
-  auto type = cast<RankedTensorType>(bias.getType());
-  return isSource(bias) && type.getRank() == 1 &&
+  auto type = cast<RankedTensorType>(biasOf(add, projection).getType());
+  return isSource(biasOf(add, projection)) && type.getRank() == 1 &&
                  add.getType() == projection->getResult(0).getType()
              ? add
              : nullptr;
+}
+
+/// The projection that defines `v`, directly or through its bias add; null
+/// for anything else.
+Operation *projectionBehind(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto add = dyn_cast_or_null<dfg::AddOp>(def))
+    for (Value operand : add->getOperands())
+      if (isProjection(operand.getDefiningOp()) &&
+          biasAddOf(operand.getDefiningOp()) == add)
+        return operand.getDefiningOp();
+  return isProjection(def) ? def : nullptr;
 }
 
 /// split(p, axis=-1) of a projection p (or of its bias add) ==> slices, one
@@ -126,15 +144,9 @@ dfg::AddOp biasAddOf(Operation *projection) {
 void splitsToSlices(func::FuncOp func) {
   SmallVector<dfg::SplitOp> splits;
   func.walk([&](dfg::SplitOp split) {
-    Operation *def = split.getInput().getDefiningOp();
-    if (auto add = dyn_cast_or_null<dfg::AddOp>(def))
-      for (Value operand : add->getOperands())
-        if (isProjection(operand.getDefiningOp()) &&
-            biasAddOf(operand.getDefiningOp()) == add)
-          def = operand.getDefiningOp();
     int64_t rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
     int64_t axis = split.getAxis();
-    if (isProjection(def) && (axis == -1 || axis == rank - 1))
+    if (projectionBehind(split.getInput()) && (axis == -1 || axis == rank - 1))
       splits.push_back(split);
   });
   for (dfg::SplitOp split : splits) {
@@ -197,11 +209,9 @@ void splitSlicedProjections(func::FuncOp func) {
       else
         piece = dfg::MatMulOp::create(b, loc, type, op->getOperand(0),
                                       cut(weight, weightAxis));
-      if (add) {
-        Value bias =
-            add.getLhs() == op->getResult(0) ? add.getRhs() : add.getLhs();
-        piece = dfg::AddOp::create(b, add.getLoc(), type, piece, cut(bias, 0));
-      }
+      if (add)
+        piece = dfg::AddOp::create(b, add.getLoc(), type, piece,
+                                   cut(biasOf(add, op), 0));
       user->getResult(0).replaceAllUsesWith(piece);
       user->erase();
     }
@@ -271,18 +281,11 @@ void sinkRowReshapes(func::FuncOp func) {
   SmallVector<dfg::ReshapeOp> reshapes;
   func.walk([&](dfg::ReshapeOp op) { reshapes.push_back(op); });
   for (dfg::ReshapeOp reshape : reshapes) {
-    Operation *def = reshape.getInput().getDefiningOp();
-    dfg::AddOp add = dyn_cast_or_null<dfg::AddOp>(def);
-    Operation *projection = def;
-    if (add)
-      for (Value operand : add->getOperands())
-        if (isProjection(operand.getDefiningOp()) &&
-            biasAddOf(operand.getDefiningOp()) == add)
-          projection = operand.getDefiningOp();
-    if (!isProjection(projection) || projection == add.getOperation() ||
-        !(add ? add->hasOneUse() : projection->hasOneUse()) ||
-        isa<dfg::LinearOp>(projection))
+    Operation *projection = projectionBehind(reshape.getInput());
+    if (!projection || isa<dfg::LinearOp>(projection) ||
+        !reshape.getInput().hasOneUse())
       continue;
+    dfg::AddOp add = biasAddOf(projection);
     auto in = cast<RankedTensorType>(reshape.getInput().getType());
     auto out = reshape.getType();
     auto x = projection->getOperand(0);
@@ -304,11 +307,9 @@ void sinkRowReshapes(func::FuncOp func) {
                          .getResult();
     Value p2 = dfg::MatMulOp::create(b, projection->getLoc(), out, x2,
                                      projection->getOperand(1));
-    if (add) {
-      Value bias = add.getLhs() == projection->getResult(0) ? add.getRhs()
-                                                            : add.getLhs();
-      p2 = dfg::AddOp::create(b, add.getLoc(), out, p2, bias);
-    }
+    if (add)
+      p2 =
+          dfg::AddOp::create(b, add.getLoc(), out, p2, biasOf(add, projection));
     reshape.getResult().replaceAllUsesWith(p2);
     reshape.erase();
     if (add)
@@ -380,24 +381,10 @@ private:
           return true;
       return false;
     };
-    // Activations: what the embeddings and the floating-point inputs flow
-    // into. Tables computed from positions alone (a rotary angle's outer
-    // product of inv_freq and the position ids) are not the model's compute.
-    llvm::DenseSet<Value> activations;
-    for (BlockArgument arg : func_.getArguments())
-      if (isa<FloatType>(getElementTypeOrSelf(arg.getType())))
-        activations.insert(arg);
-    func_.walk([&](Operation *op) {
-      // A lookup in a table of weights is an embedding, raised or not.
-      bool lookup =
-          isa<dfg::GatherOp, dfg::GatherNDOp>(op) &&
-          isSource(op->getOperand(0)) &&
-          cast<RankedTensorType>(op->getOperand(0).getType()).getRank() >= 2;
-      if (isa<dfg::EmbeddingOp>(op) || lookup ||
-          llvm::any_of(op->getOperands(),
-                       [&](Value v) { return activations.contains(v); }))
-        activations.insert(op->result_begin(), op->result_end());
-    });
+    // Only the model's compute: tables computed from positions alone are
+    // not activations (activationValues).
+    llvm::DenseSet<Value> activations =
+        activationValues(func_.getBody().front());
     SmallVector<Operation *> whole;
     func_.walk([&](Operation *op) {
       if (!isa<dfg::LinearOp, dfg::MatMulOp, dfg::AttentionOp,
@@ -909,7 +896,7 @@ private:
   llvm::DenseMap<Value, TensorSharding> state_;
   /// Ops already warned about as replicated on tp.
   llvm::SmallPtrSet<Operation *, 8> reported_;
-  /// Why a linear's output features could not be split over tp.
+  /// Why a projection's output features could not be split over tp.
   llvm::DenseMap<Operation *, std::string> whyWhole_;
   llvm::SetVector<Operation *> worklist_;
 };

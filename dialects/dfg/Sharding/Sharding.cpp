@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/dfg/Sharding/Sharding.h"
 
+#include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/Sharding/MeshSpec.h"
 
 #include "mlir/IR/Builders.h"
@@ -185,6 +186,29 @@ FailureOr<RankedTensorType> localType(shard::GridOp grid,
   }
   return RankedTensorType::get(shape, global.getElementType(),
                                global.getEncoding());
+}
+
+llvm::DenseSet<Value> activationValues(Block &body) {
+  llvm::DenseSet<Value> activations;
+  auto isActivation = [&](Value v) {
+    return activations.contains(v) ||
+           (isa<BlockArgument>(v) &&
+            isa<FloatType>(getElementTypeOrSelf(v.getType())));
+  };
+  for (Operation &op : body.without_terminator()) {
+    bool reached = llvm::any_of(op.getOperands(), isActivation);
+    bool lookup =
+        isa<dfg::EmbeddingOp>(op) ||
+        (isa<dfg::GatherOp, dfg::GatherNDOp>(op) && !reached &&
+         cast<RankedTensorType>(op.getOperand(0).getType()).getRank() >= 2 &&
+         isa<FloatType>(getElementTypeOrSelf(op.getOperand(0).getType())));
+    if (lookup || reached)
+      activations.insert(op.result_begin(), op.result_end());
+  }
+  for (BlockArgument arg : body.getArguments())
+    if (isActivation(arg))
+      activations.insert(arg);
+  return activations;
 }
 
 } // namespace meshc

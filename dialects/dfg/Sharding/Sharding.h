@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -103,6 +104,14 @@ int64_t groupIndex(llvm::ArrayRef<int64_t> gridShape, int64_t rank,
 llvm::ArrayRef<int16_t> collectiveGridAxes(mlir::Operation *op);
 
 bool isReplicated(const TensorSharding &sharding);
+
+/// The activations of a function body: its floating-point arguments, the
+/// rows looked up in a table (a dfg.embedding, or a gather from a
+/// floating-point tensor of rank 2 or more that no activation reaches: an
+/// embedding left unraised),
+/// and whatever they flow into. Tables computed from positions alone (a
+/// rotary angle's outer product of inv_freq and the position ids) are not.
+llvm::DenseSet<mlir::Value> activationValues(mlir::Block &body);
 mlir::Attribute toAttr(mlir::MLIRContext *context,
                        const TensorSharding &sharding);
 /// The sharding an attribute holds; a null attribute is `rank` whole dims.
