@@ -2,7 +2,7 @@
 //
 // Part of meshc. The computing ops of transformer models: contractions
 // (matmul, linear), attention, rotary embeddings, norms, embedding lookups,
-// softmax, reductions, trilu and scatter_nd.
+// softmax, reductions, cumsum, trilu and scatter_nd.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/RankEmitterImpl.h"
@@ -37,6 +37,15 @@ template LogicalResult FunctionEmitter::emitReduce(dfg::ReduceSumOp,
                                                    llvm::raw_ostream &);
 template LogicalResult FunctionEmitter::emitReduce(dfg::ReduceMaxOp,
                                                    llvm::raw_ostream &);
+
+LogicalResult FunctionEmitter::emitCumSum(dfg::CumSumOp c,
+                                          llvm::raw_ostream &os) {
+  std::string i = operand(c.getInput(), os), o = declare(c.getResult(), os);
+  os << "  k::cumSum(" << i << ", " << c.getNormalizedAxis() << ", "
+     << (c.getExclusive() ? "true" : "false") << ", "
+     << (c.getReverse() ? "true" : "false") << ", " << o << ");\n";
+  return success();
+}
 
 LogicalResult FunctionEmitter::emitTrilu(dfg::TriluOp t,
                                          llvm::raw_ostream &os) {

@@ -8,7 +8,7 @@
 //   EmitLayout.cpp        views, transpose, concat, gather, slices, expand,
 //                         split, range, sizes
 //   EmitTransformer.cpp   matmul, linear, attention, rotary, norms, embedding,
-//                         softmax, reductions, trilu, scatter_nd
+//                         softmax, reductions, cumsum, trilu, scatter_nd
 //   EmitCommunication.cpp collectives, sends, receives and their waits
 //
 //===----------------------------------------------------------------------===//
@@ -133,6 +133,7 @@ private:
   template <typename ReduceOp>
   mlir::LogicalResult emitReduce(ReduceOp r, llvm::raw_ostream &os);
   mlir::LogicalResult emitTrilu(dfg::TriluOp t, llvm::raw_ostream &os);
+  mlir::LogicalResult emitCumSum(dfg::CumSumOp c, llvm::raw_ostream &os);
   mlir::LogicalResult emitScatterND(dfg::ScatterNDOp s, llvm::raw_ostream &os);
   mlir::LogicalResult emitEmbedding(dfg::EmbeddingOp e, llvm::raw_ostream &os);
   mlir::LogicalResult emitMatMul(dfg::MatMulOp m, llvm::raw_ostream &os);

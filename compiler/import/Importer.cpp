@@ -272,6 +272,17 @@ Value NodeContext::scalar(double value, Type elementType) {
                                  DenseElementsAttr::get(type, element));
 }
 
+FailureOr<Value> NodeContext::iota(AffineExpr n, ArrayRef<int64_t> shape) {
+  Type i64 = builder_.getI64Type();
+  auto [map, names] =
+      dimTable().write({getAffineConstantExpr(0, builder_.getContext()), n});
+  Value range = refineType(dfg::RangeOp::create(
+      builder_, loc_, RankedTensorType::get({ShapedType::kDynamic}, i64), map,
+      1, names));
+  return create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(range), shape), i64,
+                                range, builder_.getDenseI64ArrayAttr(shape));
+}
+
 FailureOr<Value> NodeContext::swapDims12(Value v) {
   SmallVector<int64_t> perm{0, 2, 1, 3};
   return create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), perm),

@@ -114,6 +114,10 @@ public:
 
   /// A scalar dfg.constant of `elementType`.
   mlir::Value scalar(double value, mlir::Type elementType);
+  /// 0 .. n-1 as an i64 tensor of `shape`, n along its one -1 entry (a
+  /// dfg.range, so `n` may be symbolic).
+  mlir::FailureOr<mlir::Value> iota(mlir::AffineExpr n,
+                                    llvm::ArrayRef<int64_t> shape);
 
   /// Creates `OpTy` whose result has `shape` (computed by the dfg shape rule
   /// the op's verifier uses), or reports the rule's error at this node.

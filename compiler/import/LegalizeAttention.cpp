@@ -311,16 +311,8 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
                                 map, names)
         .getResult();
   };
-  // 0 .. n-1 as an i64 tensor of `shape`, n along its one -1 entry.
-  auto iota = [&](AffineExpr n, ArrayRef<int64_t> shape) -> FailureOr<Value> {
-    auto [map, names] =
-        ctx.dimTable().write({getAffineConstantExpr(0, mctx), n});
-    Value range = ctx.refineType(dfg::RangeOp::create(
-        b, ctx.loc(), RankedTensorType::get({ShapedType::kDynamic}, i64), map,
-        1, names));
-    return ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(range), shape),
-                                      i64, range,
-                                      b.getDenseI64ArrayAttr(shape));
+  auto iota = [&](AffineExpr n, ArrayRef<int64_t> shape) {
+    return ctx.iota(n, shape);
   };
   auto binary = [&](auto tag, Value l, Value r, Type element) {
     using OpTy = decltype(tag);
@@ -505,6 +497,11 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
                      std::to_string(ctx.attrInt("local_window_size", -1)));
   if (ctx.attrInt("smooth_softmax", 0) != 0)
     return ctx.error("smooth_softmax is not supported");
+  if (ctx.attrInt("sliding_window_cache", 0) != 0)
+    return ctx.error("sliding_window_cache (a past and present of fixed "
+                     "capacity that keep only the latest keys, as "
+                     "onnxruntime-genai writes sliding-window layers) is not "
+                     "supported");
   if (ctx.attrInt("qk_output", 0) != 0)
     return ctx.error("qk_output is not supported");
   int64_t heads = ctx.attrInt("num_heads", 0);

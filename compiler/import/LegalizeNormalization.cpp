@@ -3,7 +3,8 @@
 // Part of meshc. LayerNormalization-17, RMSNormalization-23, onnxruntime's
 // SimplifiedLayerNormalization and the com.microsoft Skip* forms, and the
 // Gelu family (Gelu-20, com.microsoft Gelu and FastGelu). The Skip* forms
-// become norms with a fused residual.
+// become norms with a fused residual; EmbedLayerNormalization the embedding
+// lookups, their sum and a layer norm.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -119,6 +120,91 @@ template <bool Exact> LogicalResult legalizeBiasedGelu(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// com.microsoft EmbedLayerNormalization(input_ids, segment_ids?, word,
+///   position, segment?, gamma, beta, mask?, position_ids?)
+///   -> out = layer_norm(word[ids] + position[pos] (+ segment[seg])),
+///      mask_index[b] = the number of ones in mask[b] (0 without a mask),
+///      embedding_sum = the sum before the norm;
+///   pos = position_ids, or 0 .. seq-1 without them (onnxruntime's fusion of
+///   BERT's embeddings).
+LogicalResult legalizeEmbedLayerNorm(NodeContext &ctx) {
+  for (unsigned i : {0u, 2u, 3u, 5u, 6u})
+    if (!ctx.input(i))
+      return ctx.error("input #" + std::to_string(i) +
+                       " (input_ids, word_embedding, position_embedding, "
+                       "gamma, beta) is missing");
+  OpBuilder &b = ctx.builder();
+  RankedTensorType ids = ctx.inputType(0), words = ctx.inputType(2);
+  if (ids.getRank() != 2 || words.getRank() != 2)
+    return ctx.error("needs input_ids [batch, seq] and a word_embedding "
+                     "[vocab, hidden], got " +
+                     dfg::formatShape(ids.getShape()) + " and " +
+                     dfg::formatShape(words.getShape()));
+  Type element = words.getElementType();
+  auto lookup = [&](Value table, Value indices) {
+    return ctx.create<dfg::GatherOp>(
+        dfg::gatherShape(shapeOf(table), shapeOf(indices), 0), element, table,
+        indices, 0);
+  };
+  auto add = [&](Value l, Value r) {
+    return ctx.create<dfg::AddOp>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
+                                  element, l, r);
+  };
+  FailureOr<Value> sum = lookup(ctx.input(2), ctx.input(0));
+  if (failed(sum))
+    return failure();
+  Value positions = ctx.input(8);
+  if (!positions) {
+    AffineExpr seq = ctx.inputDims(0)[1];
+    if (!seq)
+      return ctx.error("the sequence length of input_ids follows from no "
+                       "named input dimension; give it a size with --dim");
+    FailureOr<Value> range = ctx.iota(seq, {-1});
+    if (failed(range))
+      return failure();
+    positions = *range;
+  }
+  FailureOr<Value> position = lookup(ctx.input(3), positions);
+  if (failed(position) || failed(sum = add(*sum, *position)))
+    return failure();
+  if (ctx.input(1) && ctx.input(4)) {
+    FailureOr<Value> segment = lookup(ctx.input(4), ctx.input(1));
+    if (failed(segment) || failed(sum = add(*sum, *segment)))
+      return failure();
+  }
+  if (shapeOf(*sum).size() != 3)
+    return ctx.error("the embeddings sum to " +
+                     dfg::formatShape(shapeOf(*sum)) +
+                     ", not [batch, seq, hidden]");
+  Value out = dfg::LayerNormOp::create(
+                  b, ctx.loc(), cast<RankedTensorType>(sum->getType()),
+                  TypeRange{}, *sum, ctx.input(5), ctx.input(6),
+                  /*residual=*/Value(), b.getI64IntegerAttr(-1),
+                  b.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-12f)))
+                  .getResult();
+  // mask_index: the ones of each row of the mask, counted; without a mask a
+  // zero per row (ids < ids is false everywhere).
+  Type i32 = b.getI32Type();
+  Value mask = ctx.input(7);
+  FailureOr<Value> ones =
+      mask ? ctx.create<dfg::EqualOp>(
+                 dfg::broadcastShapes(shapeOf(mask), {}), b.getI1Type(), mask,
+                 ctx.scalar(1, elementOf(mask)))
+           : ctx.create<dfg::LessOp>(
+                 dfg::broadcastShapes(ids.getShape(), ids.getShape()),
+                 b.getI1Type(), ctx.input(0), ctx.input(0));
+  if (failed(ones))
+    return failure();
+  auto counted = dfg::CastOp::create(
+      b, ctx.loc(), RankedTensorType::get(shapeOf(*ones), i32), *ones, i32);
+  Value maskIndex = dfg::ReduceSumOp::create(
+      b, ctx.loc(),
+      RankedTensorType::get(dfg::reduceShape(shapeOf(counted), {1}, false),
+                            i32),
+      counted, b.getDenseI64ArrayAttr({1}), false);
+  return ctx.setResults({out, maskIndex, *sum});
+}
+
 } // namespace
 
 void populateNormalizationLegalizations(LegalizationTable &table) {
@@ -135,6 +221,8 @@ void populateNormalizationLegalizations(LegalizationTable &table) {
   table.add("com.microsoft", "Gelu", 1, legalizeGelu);
   table.add("com.microsoft", "FastGelu", 1, legalizeBiasedGelu<false>);
   table.add("com.microsoft", "BiasGelu", 1, legalizeBiasedGelu<true>);
+  table.add("com.microsoft", "EmbedLayerNormalization", 1,
+            legalizeEmbedLayerNorm);
   table.add("", "LayerNormalization", 17,
             legalizeNorm<dfg::LayerNormOp, /*hasBias=*/true>);
   table.add("", "RMSNormalization", 23,

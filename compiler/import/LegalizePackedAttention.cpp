@@ -17,17 +17,6 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
-/// [n] i64 constant 0 .. n-1 reshaped to `shape` (one non-unit dimension).
-Value iota(NodeContext &ctx, ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get(shape, ctx.builder().getI64Type());
-  SmallVector<int64_t> values;
-  for (int64_t i = 0; i < type.getNumElements(); ++i)
-    values.push_back(i);
-  return dfg::ConstantOp::create(
-      ctx.builder(), ctx.loc(),
-      DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
-}
-
 /// An elementwise binary op on broadcast shapes.
 template <typename OpTy>
 FailureOr<Value> binary(NodeContext &ctx, Value l, Value r, Type element) {
@@ -42,8 +31,9 @@ FailureOr<Value> binary(NodeContext &ctx, Value l, Value r, Type element) {
 ///   [batch]               end positions: key j attended iff j < end[b];
 ///   [2 * batch]           end positions, then start positions: and j >=
 ///                         start[b] (left padding).
+/// `totalE` is the total length as an expression of the named dimensions.
 FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
-                          int64_t seq, int64_t total) {
+                          int64_t total, AffineExpr totalE) {
   OpBuilder &b = ctx.builder();
   Type i64 = b.getI64Type(), i1 = b.getI1Type();
   ArrayRef<int64_t> shape = shapeOf(index);
@@ -73,18 +63,20 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
     return ctx.error("mask_index " + dfg::formatShape(shape) +
                      " is not supported (meshc takes [batch], [2 * batch], "
                      "[batch, total] and [batch, seq, total])");
-  if (ShapedType::isDynamic(total))
-    return ctx.error("a mask_index of positions needs a static sequence "
-                     "length");
+  if (!totalE)
+    return ctx.error("the sequence length follows from no named input "
+                     "dimension; give it a size with --dim NAME=SIZE");
   // Positions as a column [rows, 1, 1, 1] against keys [1, 1, 1, total].
   FailureOr<Value> column = ctx.create<dfg::ReshapeOp>(
       dfg::reshapeShape(shape, {-1, 1, 1, 1}), i64, as64(index),
       b.getDenseI64ArrayAttr({-1, 1, 1, 1}));
   if (failed(column))
     return failure();
-  Value keys = iota(ctx, {1, 1, 1, total});
+  FailureOr<Value> keys = ctx.iota(totalE, {1, 1, 1, -1});
+  if (failed(keys))
+    return failure();
   if (shape[0] == batch)
-    return binary<dfg::LessOp>(ctx, keys, *column, i1);
+    return binary<dfg::LessOp>(ctx, *keys, *column, i1);
   auto rows = [&](int64_t start) {
     SmallVector<int64_t> starts{start}, ends{start + batch}, axes{0}, steps{1};
     return ctx.create<dfg::SliceOp>(
@@ -95,9 +87,9 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
   FailureOr<Value> ends = rows(0), starts = rows(batch);
   if (failed(ends) || failed(starts))
     return failure();
-  FailureOr<Value> beforeEnd = binary<dfg::LessOp>(ctx, keys, *ends, i1);
+  FailureOr<Value> beforeEnd = binary<dfg::LessOp>(ctx, *keys, *ends, i1);
   FailureOr<Value> afterStart =
-      binary<dfg::LessOrEqualOp>(ctx, *starts, keys, i1);
+      binary<dfg::LessOrEqualOp>(ctx, *starts, *keys, i1);
   if (failed(beforeEnd) || failed(afterStart))
     return failure();
   return binary<dfg::AndOp>(ctx, *beforeEnd, *afterStart, i1);
@@ -207,7 +199,12 @@ LogicalResult legalizePackedAttention(NodeContext &ctx) {
   // attention_bias.
   Value mask;
   if (Value index = ctx.input(3)) {
-    FailureOr<Value> keep = keepMask(ctx, index, xShape[0], seq, total);
+    AffineExpr seqE = ctx.dimsOf(x)[1];
+    AffineExpr totalE =
+        !seqE || !pastK ? seqE
+                        : (ctx.dimsOf(pastK)[2] ? ctx.dimsOf(pastK)[2] + seqE
+                                                : AffineExpr());
+    FailureOr<Value> keep = keepMask(ctx, index, xShape[0], total, totalE);
     if (failed(keep))
       return failure();
     auto f = RankedTensorType::get(shapeOf(*keep), element);

@@ -1,8 +1,9 @@
 //===- LegalizeStructure.cpp - Structural ONNX ops -> dfg -----------------===//
 //
-// Part of meshc. Unsqueeze, Squeeze, Concat, Gather, Slice, Split, Expand and
-// the reductions. Operands that ONNX passes as tensors but that must be known
-// at compile time (axes, starts, sizes, shapes) are read as constants.
+// Part of meshc. Unsqueeze, Squeeze, Concat, Gather, Slice, Split, Expand,
+// the reductions and CumSum. Operands that ONNX passes as tensors but that
+// must be known at compile time (axes, starts, sizes, shapes) are read as
+// constants.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -344,6 +345,35 @@ LogicalResult legalizeReduce(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// CumSum(x, axis) exclusive reverse -> dfg.cumsum; the axis (a scalar or
+/// one-element tensor) must be a constant.
+LogicalResult legalizeCumSum(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  if (in.getElementType().isInteger(1))
+    return ctx.error("CumSum of a bool tensor " +
+                     dfg::formatShape(in.getShape()) +
+                     ": ONNX sums numbers only");
+  FailureOr<SmallVector<int64_t>> axis = ctx.constantInts(1, "axis");
+  if (failed(axis))
+    return failure();
+  if (axis->size() != 1)
+    return ctx.error("CumSum's axis must hold one value, got " +
+                     std::to_string(axis->size()));
+  int64_t rank = in.getRank(), a = axis->front();
+  if (rank == 0 || a < -rank || a >= rank)
+    return ctx.error("CumSum axis " + std::to_string(a) +
+                     " is out of range for an input of rank " +
+                     std::to_string(rank));
+  OpBuilder &b = ctx.builder();
+  Value result = dfg::CumSumOp::create(
+      b, ctx.loc(), in, ctx.input(0), b.getI64IntegerAttr(a < 0 ? a + rank : a),
+      b.getBoolAttr(ctx.attrInt("exclusive", 0) != 0),
+      b.getBoolAttr(ctx.attrInt("reverse", 0) != 0));
+  return ctx.setResults(result);
+}
+
 } // namespace
 
 void populateStructureLegalizations(LegalizationTable &table) {
@@ -364,6 +394,8 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "ReduceMax", 13, legalizeReduce<dfg::ReduceMaxOp, false>);
   table.add("", "ReduceMax", 18, legalizeReduce<dfg::ReduceMaxOp, true>);
   table.add("", "ReduceSum", 13, legalizeReduce<dfg::ReduceSumOp, true>);
+  table.add("", "CumSum", 11, legalizeCumSum);
+  table.add("", "CumSum", 14, legalizeCumSum); // + f16, bf16
 }
 
 } // namespace meshc::onnximport

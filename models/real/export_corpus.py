@@ -21,9 +21,10 @@ and corpus/index.json lists every export with its status ("ok" or the
 exporter's error, so a failed export is recorded rather than silently
 missing).
 
-Sizes: hidden 32, 2 layers, 4 heads (2 key/value heads where the
-architecture has GQA), head dim 8, vocabulary 96, so each model is well under
-1 MB.
+Sizes: 2 layers, 4 heads of 16 (2 key/value heads where the architecture has
+GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT: 5 heads of 8; Qwen3: 6
+heads of 16, hidden 96, so that tp=3 divides its heads), so each model is well
+under 1 MB.
 """
 import argparse
 import json
@@ -67,6 +68,20 @@ def config_for(arch):
     if arch == "gpt_neox":
         return tf.GPTNeoXConfig(rotary_pct=0.5, use_parallel_residual=True, **common), \
             tf.GPTNeoXForCausalLM
+    if arch == "gemma2":
+        # Softcaps small enough to bite at these weights; every other layer a
+        # sliding window shorter than the prompt.
+        return tf.Gemma2Config(num_key_value_heads=2, head_dim=16, sliding_window=3,
+                               attn_logit_softcapping=5.0, final_logit_softcapping=3.0,
+                               query_pre_attn_scalar=16, **common), tf.Gemma2ForCausalLM
+    if arch == "qwen3":
+        # 6 heads of 16 (no GQA) and 192 MLP features: tp=2 and tp=3 divide
+        # them all, so this one runs on tp=3 too.
+        wide = dict(common, hidden_size=96, intermediate_size=192, num_attention_heads=6)
+        return tf.Qwen3Config(num_key_value_heads=6, head_dim=16, **wide), tf.Qwen3ForCausalLM
+    if arch == "phi":
+        return tf.PhiConfig(partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0,
+                            attention_dropout=0.0, **common), tf.PhiForCausalLM
     if arch == "bert":
         return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
                              num_attention_heads=5, intermediate_size=64,
@@ -75,8 +90,11 @@ def config_for(arch):
     raise SystemExit(f"unknown architecture {arch}")
 
 
-ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "bert"]
+ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwen3", "phi",
+         "bert"]
 DECODERS = [a for a in ARCHS if a != "bert"]
+# What the onnxruntime-genai builder takes.
+GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi"]
 
 
 def build_model(arch):
@@ -225,6 +243,10 @@ def export_ortopt(arch, model, out, attn):
     """onnxruntime's transformer optimizer over a TorchScript export (gpt2, bert)."""
     from onnxruntime.transformers import optimizer
 
+    if attn == "eager":
+        # transformers' own attention (no SDPA): the form the optimizer fuses
+        # into com.microsoft Attention and EmbedLayerNormalization.
+        model.set_attn_implementation("eager")
     with tempfile.TemporaryDirectory() as tmp:
         feeds, want = export_torch(arch, model, tmp, dynamo=False, opset=17)
         heads = model.config.num_attention_heads
@@ -246,9 +268,15 @@ def cache_feeds(session, model, arch, ids, mask, pos):
     prompt as the new tokens."""
     import torch
 
+    from transformers import DynamicCache
+
     with torch.no_grad():
+        # A cache of every layer's full prefix: the config's own cache would
+        # keep only the last window of a sliding-window layer (Gemma-2),
+        # while the exports take the whole past for every layer.
         kw = dict(input_ids=torch.tensor(ids[:, :PREFIX]),
-                  attention_mask=torch.tensor(mask[:, :PREFIX]), use_cache=True)
+                  attention_mask=torch.tensor(mask[:, :PREFIX]), use_cache=True,
+                  past_key_values=DynamicCache())
         if arch != "gpt2":
             kw["position_ids"] = torch.tensor(pos[:, :PREFIX])
         past = model(**kw).past_key_values
@@ -302,7 +330,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--arch", default=",".join(ARCHS))
-    ap.add_argument("--exporter", default="dynamo,dynamo23,torchscript,genai,ortopt")
+    ap.add_argument("--exporter",
+                    default="dynamo,dynamo23,torchscript,genai,ortopt,ortopt_eager")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     index_path = os.path.join(args.out, "index.json")
@@ -312,9 +341,9 @@ def main():
 
     for arch in args.arch.split(","):
         for exporter in args.exporter.split(","):
-            if exporter in ("genai",) and arch not in ("llama", "mistral", "qwen2", "phi3"):
+            if exporter in ("genai",) and arch not in GENAI_ARCHS:
                 continue
-            if exporter == "ortopt" and arch not in ("gpt2", "bert"):
+            if exporter.startswith("ortopt") and arch not in ("gpt2", "bert"):
                 continue
             name = f"{arch}-{exporter}"
             out = os.path.join(args.out, name)
@@ -336,6 +365,8 @@ def main():
                     feeds, want = export_genai(arch, model, out)
                 elif exporter == "ortopt":
                     feeds, want = export_ortopt(arch, model, out, attn="sdpa")
+                elif exporter == "ortopt_eager":
+                    feeds, want = export_ortopt(arch, model, out, attn="eager")
                 else:
                     raise SystemExit(f"unknown exporter {exporter}")
                 feeds, got = run_reference(out, model, arch, feeds)

@@ -318,13 +318,109 @@ void sinkRowReshapes(func::FuncOp func) {
   }
 }
 
+/// Whether entry `i` of a reshape's `spec` keeps input dimension `i` (a `0`,
+/// or the same static size).
+bool keepsDim(ArrayRef<int64_t> spec, ArrayRef<int64_t> in, size_t i) {
+  return spec[i] == 0 || (!ShapedType::isDynamic(in[i]) && spec[i] == in[i]);
+}
+
+/// reshape(f(reshape(x : [d..., s, n]) : [d..., s * n/k, k])) : [d..., s, n]
+///   ==>  reshape(f(reshape(x) : [d..., s, n/k, k])) : [d..., s, n]
+/// for f a norm over the last axis or an elementwise op whose other operands
+/// vary along the last axis at most: f treats each row of k alike, so the
+/// n/k rows of each position can keep a dimension of their own instead of
+/// merging into the one before. A per-head norm written on [batch, seq *
+/// heads, head_dim] (Qwen3's q/k norm as onnxruntime-genai's builder writes
+/// it) becomes a norm of [batch, seq, heads, head_dim], whose heads a tp
+/// split follows.
+void unmergeRowGroups(func::FuncOp func) {
+  SmallVector<dfg::ReshapeOp> reshapes;
+  func.walk([&](dfg::ReshapeOp op) { reshapes.push_back(op); });
+  llvm::SmallPtrSet<Operation *, 8> erased; // reshapes back, already gone
+  for (dfg::ReshapeOp merge : reshapes) {
+    if (erased.contains(merge))
+      continue;
+    ArrayRef<int64_t> in = merge.getInput().getType().getShape(),
+                      out = merge.getType().getShape(),
+                      spec = merge.getShape();
+    size_t rank = in.size();
+    if (rank < 2 || out.size() != rank || !merge->hasOneUse())
+      continue;
+    int64_t n = in.back(), k = out.back();
+    if (ShapedType::isDynamic(n) || ShapedType::isDynamic(k) || k == n ||
+        n % k != 0 || spec.back() != k)
+      continue;
+    bool leadingKept = true;
+    for (size_t i = 0; i + 2 < rank; ++i)
+      leadingKept &= keepsDim(spec, in, i);
+    if (!leadingKept)
+      continue;
+    Operation *f = *merge->getUsers().begin();
+    // A norm over the last axis alone, without a fused residual.
+    auto lastAxisNorm = [&](auto norm) {
+      int64_t axis = norm.getAxis();
+      return !norm.getResidual() &&
+             (axis == -1 || axis == static_cast<int64_t>(rank) - 1);
+    };
+    bool rowWise = false;
+    if (auto norm = dyn_cast<dfg::RmsNormOp>(f))
+      rowWise = lastAxisNorm(norm);
+    else if (auto norm = dyn_cast<dfg::LayerNormOp>(f))
+      rowWise = lastAxisNorm(norm);
+    else if (isa<dfg::ElementwiseOpInterface>(f))
+      rowWise = llvm::all_of(f->getOperands(), [&](Value v) {
+        return v == merge.getResult() ||
+               cast<RankedTensorType>(v.getType()).getRank() <= 1;
+      });
+    if (!rowWise || f->getNumResults() != 1 || !f->getResult(0).hasOneUse())
+      continue;
+    auto back = dyn_cast<dfg::ReshapeOp>(*f->getResult(0).getUsers().begin());
+    if (!back || back.getType() != merge.getInput().getType() ||
+        back.getShape().back() != n)
+      continue;
+    bool inverse = true;
+    for (size_t i = 0; i + 2 < rank; ++i)
+      inverse &= keepsDim(back.getShape(), in, i);
+    if (!inverse)
+      continue;
+    // The rows, [d..., s, n/k, k]; copies (0) keep dynamic sizes exact.
+    OpBuilder b(merge);
+    SmallVector<int64_t> rowsSpec(rank - 1, 0), rowsShape(in.drop_back());
+    rowsSpec.append({n / k, k});
+    rowsShape.append({n / k, k});
+    Type element = merge.getType().getElementType();
+    Value rows = dfg::ReshapeOp::create(
+        b, merge.getLoc(), RankedTensorType::get(rowsShape, element),
+        merge.getInput(), b.getDenseI64ArrayAttr(rowsSpec));
+    Operation *f2 = b.clone(*f);
+    f2->replaceUsesOfWith(merge.getResult(), rows);
+    f2->getResult(0).setType(RankedTensorType::get(
+        rowsShape,
+        cast<RankedTensorType>(f->getResult(0).getType()).getElementType()));
+    if (f2->hasAttr("axis"))
+      f2->setAttr("axis", b.getI64IntegerAttr(-1));
+    SmallVector<int64_t> backSpec(rank - 1, 0);
+    backSpec.push_back(n);
+    Value merged = dfg::ReshapeOp::create(b, back.getLoc(), back.getType(),
+                                          f2->getResult(0),
+                                          b.getDenseI64ArrayAttr(backSpec));
+    back.getResult().replaceAllUsesWith(merged);
+    erased.insert(back);
+    back.erase();
+    f->erase();
+    merge.erase();
+  }
+}
+
 /// With a tp axis, before planning: Kᵀ unmerged (unmergeTransposes), row
+/// groups given a dimension of their own (unmergeRowGroups), row
 /// reshapes moved before projections (sinkRowReshapes), and
 /// packed projections split into one projection per part, whether a split
 /// or slices of the last axis read them (splitsToSlices,
 /// splitSlicedProjections).
 void splitPackedProjections(func::FuncOp func) {
   unmergeTransposes(func);
+  unmergeRowGroups(func);
   sinkRowReshapes(func);
   splitsToSlices(func);
   splitSlicedProjections(func);
@@ -758,11 +854,26 @@ private:
   void seedLmHeads(const DimAxes &tp) {
     int64_t n = groupSize(grid_, tp);
     for (Operation *op : projections()) {
-      // Returned, directly or through casts (bf16 logits widened to f32).
+      // Returned, directly or through elementwise ops that keep the shape
+      // and read nothing else along the vocabulary: casts (bf16 logits
+      // widened to f32), a final softcap (Gemma-2's logits / c, tanh, * c).
       std::function<bool(Value)> returned = [&](Value v) {
         return llvm::any_of(v.getUsers(), [&](Operation *user) {
-          return isa<func::ReturnOp>(user) ||
-                 (isa<dfg::CastOp>(user) && returned(user->getResult(0)));
+          if (isa<func::ReturnOp>(user))
+            return true;
+          if (!isa<dfg::ElementwiseOpInterface>(user) ||
+              user->getNumResults() != 1 ||
+              cast<RankedTensorType>(user->getResult(0).getType())
+                      .getShape() !=
+                  cast<RankedTensorType>(v.getType()).getShape())
+            return false;
+          for (Value other : user->getOperands()) {
+            ArrayRef<int64_t> shape =
+                cast<RankedTensorType>(other.getType()).getShape();
+            if (other != v && !shape.empty() && shape.back() != 1)
+              return false;
+          }
+          return returned(user->getResult(0));
         });
       };
       Value out = op->getResult(0);

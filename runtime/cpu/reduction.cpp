@@ -1,11 +1,11 @@
-//===- reduction.cpp - reduce_sum, reduce_mean, reduce_max ----------------===//
+//===- reduction.cpp - reduce_sum, reduce_mean, reduce_max, cumsum --------===//
 //
 // Part of meshc. The input's dimensions are grouped into runs of kept and
 // reduced dimensions. The usual cases (one reduced run: a row reduction
 // [outer, r] or a column reduction [outer, r, inner]) are tight loops; more
 // than one reduced run falls back to an odometer over the reduced indices of
 // each output element. Float sums accumulate in double, as the reference
-// evaluator does.
+// evaluator does; so do cumsum's running sums, one column per iteration.
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
@@ -161,7 +161,47 @@ void reduceTyped(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
   }
 }
 
+template <typename T>
+void cumSumTyped(const TensorRef &in, std::int64_t axis, bool exclusive,
+                 bool reverse, const TensorRef &out) {
+  const plans::AxisSplit s = plans::splitAt(in, axis);
+  const std::int64_t outer = s.outer, n = s.size, inner = s.inner;
+  const T *x = in.as<const T>();
+  T *y = out.as<T>();
+#pragma omp parallel for schedule(static) if (outer * n * inner >             \
+                                                  kParallelThreshold)
+  for (std::int64_t c = 0; c < outer * inner; ++c) {
+    const std::int64_t base = (c / inner) * n * inner + c % inner;
+    SumType<T> sum = 0;
+    for (std::int64_t step = 0; step < n; ++step) {
+      const std::int64_t at = base + (reverse ? n - 1 - step : step) * inner;
+      const T v = x[at];
+      if (!exclusive)
+        sum += v;
+      y[at] = static_cast<T>(sum);
+      if (exclusive)
+        sum += v;
+    }
+  }
+}
+
 } // namespace
+
+void cumSum(const TensorRef &in, std::int64_t axis, bool exclusive,
+            bool reverse, const TensorRef &out) {
+  if (out.numElements() == 0)
+    return;
+  switch (in.dtype) {
+  case DType::F32:
+    return cumSumTyped<float>(in, axis, exclusive, reverse, out);
+  case DType::I64:
+    return cumSumTyped<std::int64_t>(in, axis, exclusive, reverse, out);
+  case DType::I32:
+    return cumSumTyped<std::int32_t>(in, axis, exclusive, reverse, out);
+  default:
+    unsupportedDType("cumsum", in.dtype);
+  }
+}
 
 void reduce(ReduceOp op, const TensorRef &in, const std::int64_t *axes,
             int numAxes, const TensorRef &out) {

@@ -11,7 +11,8 @@
 // softmax along the last axis is a row kernel (max, sum of exponentials,
 // scale: three passes over a row that stays in L1/L2); along another axis
 // each thread owns one column of `inner`-strided elements. Both compute in
-// f32 with CUDA's accurate expf.
+// f32 with CUDA's accurate expf. cumsum gives each thread one column's
+// running sum, accumulated as the reductions do.
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/cuda_kernels.h"
@@ -145,6 +146,32 @@ __global__ void reduceStridedKernel(ReduceOp op, plans::ReduceLayout layout,
       }
     }
     y[o] = isMax ? A::fromMax(m) : finishSum<T>(s, op, count);
+  }
+}
+
+/// Running sums: one thread per column of `inner`-strided elements, the sum in
+/// the reduce kernels' accumulator type.
+template <typename T>
+__global__ void cumSumKernel(const T *x, T *y, std::int64_t outer,
+                             std::int64_t n, std::int64_t inner,
+                             bool exclusive, bool reverse) {
+  using A = Accumulator<T>;
+  const std::int64_t columns = outer * inner;
+  for (std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       c < columns; c += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t o, i;
+    divmod(c, inner, o, i);
+    const std::int64_t base = o * n * inner + i;
+    typename A::Sum s = 0;
+    for (std::int64_t step = 0; step < n; ++step) {
+      const std::int64_t at = base + (reverse ? n - 1 - step : step) * inner;
+      const typename A::Sum v = static_cast<typename A::Sum>(A::load(x[at]));
+      if (!exclusive)
+        s += v;
+      y[at] = A::fromSum(s);
+      if (exclusive)
+        s += v;
+    }
   }
 }
 
@@ -282,6 +309,20 @@ void softmax(const TensorRef &in, std::int64_t axis, const TensorRef &out) {
     }
   });
   checkLaunch("softmax");
+}
+
+void cumSum(const TensorRef &in, std::int64_t axis, bool exclusive,
+            bool reverse, const TensorRef &out) {
+  const plans::AxisSplit s = plans::splitAt(in, axis);
+  if (s.outer * s.size * s.inner == 0)
+    return;
+  dispatchNumeric(in.dtype, "cumsum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cumSumKernel<T><<<gridFor(s.outer * s.inner), kThreads, 0, stream()>>>(
+        in.as<const T>(), out.as<T>(), s.outer, s.size, s.inner, exclusive,
+        reverse);
+  });
+  checkLaunch("cumsum");
 }
 
 } // namespace meshc::rt::cuda

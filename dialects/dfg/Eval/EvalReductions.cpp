@@ -3,7 +3,8 @@
 // Part of meshc.
 //
 // Reductions along axes (mean, sum, max), softmax, and the ops that keep or
-// overwrite parts of a tensor in place (trilu, scatter_nd).
+// overwrite parts of a tensor in place (trilu, scatter_nd), running sums
+// (cumsum).
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/dfg/Eval/EvaluatorImpl.h"
@@ -77,6 +78,34 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalSoftmax(SoftmaxOp op) {
   });
   roundAll(e);
   return one(std::move(e));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalCumSum(CumSumOp op) {
+  const EvalTensor &in = operand(op, 0);
+  EvalTensor result = like(in.elementType, in.shape);
+  int64_t axis = op.getNormalizedAxis();
+  int64_t n = in.shape[axis], inner = 1;
+  for (size_t d = axis + 1; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  int64_t outer = n * inner == 0 ? 0 : in.numElements() / (n * inner);
+  bool exclusive = op.getExclusive(), reverse = op.getReverse();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t e = 0; e < inner; ++e) {
+      double sum = 0;
+      for (int64_t step = 0; step < n; ++step) {
+        int64_t i = reverse ? n - 1 - step : step;
+        int64_t at = (o * n + i) * inner + e;
+        if (exclusive) {
+          result.values[at] = sum;
+          sum += in.values[at];
+        } else {
+          sum += in.values[at];
+          result.values[at] = sum;
+        }
+      }
+    }
+  roundAll(result);
+  return one(std::move(result));
 }
 
 FailureOr<SmallVector<EvalTensor>> Evaluator::evalTrilu(TriluOp op) {

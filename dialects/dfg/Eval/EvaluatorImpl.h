@@ -7,7 +7,7 @@
 // manner of StableHLO's reference interpreter:
 //
 //   EvalLayout.cpp       reshapes, transposes, slices, gathers, symbolic ops
-//   EvalReductions.cpp   reductions, softmax, trilu, scatter_nd
+//   EvalReductions.cpp   reductions, softmax, trilu, scatter_nd, cumsum
 //   EvalTransformer.cpp  matmul, linear, attention, rotary, norms, embedding
 //
 // Internal to MeshcDfgEval: the public interface is Evaluator.h.
@@ -174,6 +174,7 @@ private:
   Results evalReduceMax(ReduceMaxOp op);
   Results evalSoftmax(SoftmaxOp op);
   Results evalTrilu(TriluOp op);
+  Results evalCumSum(CumSumOp op);
   Results evalScatterND(ScatterNDOp op);
 
   // Transformer blocks (EvalTransformer.cpp).

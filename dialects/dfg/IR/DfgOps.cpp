@@ -595,6 +595,22 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult CumSumOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  // 1 is ODS (Dfg_NumericTensor).
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t rank = in.getRank();
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  if (rank == 0 || axis < -rank || axis >= rank) // 2
+    return inferError(loc, getOperationName(), "axis ", axis,
+                      " is out of range for an input of rank ", rank,
+                      " (expected [", -rank, ", ", rank, "))");
+  types.push_back(in); // 3
+  return success();
+}
+
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

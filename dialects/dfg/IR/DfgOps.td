@@ -830,6 +830,44 @@ def Dfg_ReduceMeanOp : Dfg_ReduceOp<"reduce_mean", "Mean", "mean(x)">;
 def Dfg_ReduceSumOp : Dfg_ReduceOp<"reduce_sum", "Sum", "sum(x)">;
 def Dfg_ReduceMaxOp : Dfg_ReduceOp<"reduce_max", "Maximum", "max(x)">;
 
+def Dfg_CumSumOp : Dfg_InferredOp<"cumsum",
+    !listconcat([SameOperandsAndResultElementType], Dfg_InputShapedRules)> {
+  let summary = "Running sum along one axis (ONNX CumSum)";
+  let description = [{
+    `result[..., i, ...] = sum of input[..., j, ...]` along `axis` for
+    `j <= i` (`j < i` when `exclusive`); with `reverse`, for `j >= i`
+    (`j > i`). Exporters write it for position ids computed from an attention
+    mask (`cumsum(mask) - 1`). A negative `axis` counts from the last
+    dimension.
+
+    Invariants:
+    1. The element type is numeric.
+    2. `axis` lies in `[-rank, rank)` and the input has rank at least 1.
+    3. The result has the input's type.
+
+    Example:
+
+    ```mlir
+    %pos = dfg.cumsum %mask axis = -1 exclusive = false reverse = false
+             : (tensor<2x8xi64>) -> tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins Dfg_NumericTensor:$input, I64Attr:$axis,
+                       BoolAttr:$exclusive, BoolAttr:$reverse);
+  let results = (outs Dfg_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `exclusive` `=` $exclusive `reverse` `=` $reverse
+    attr-dict `:` functional-type($input, $result)
+  }];
+  let extraClassDeclaration = inferredOpDeclarations # [{
+    /// `axis` as a non-negative dimension index.
+    int64_t getNormalizedAxis() {
+      int64_t axis = static_cast<int64_t>(getAxis());
+      return axis < 0 ? axis + getType().getRank() : axis;
+    }
+  }];
+}
+
 def Dfg_TriluOp : Dfg_InferredOp<"trilu",
     !listconcat([SameOperandsAndResultElementType], Dfg_InputShapedRules)> {
   let summary = "Keep the upper or lower triangle of matrices (ONNX Trilu)";

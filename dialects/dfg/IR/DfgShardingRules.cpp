@@ -477,6 +477,11 @@ ShardingRule ExpandOp::getShardingRule() {
   return b.take();
 }
 
+ShardingRule CumSumOp::getShardingRule() {
+  int64_t rank = shapeOf(getInput()).size();
+  return sameShapeRule(*this, {normalizeAxis(getAxis(), rank)});
+}
+
 ShardingRule TriluOp::getShardingRule() {
   int64_t rank = shapeOf(getInput()).size();
   return sameShapeRule(*this, {rank - 2, rank - 1});

@@ -589,6 +589,30 @@ func.func @reduce_max_bool(%x: tensor<4xi1>) -> tensor<i1> {
 
 // -----
 
+func.func @cumsum_invariant_1(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'dfg.cumsum' op operand #0 must be ranked tensor of}}
+  %0 = dfg.cumsum %x axis = 0 exclusive = false reverse = false : (tensor<4xi1>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @cumsum_invariant_2(%x: tensor<2x4xi64>) -> tensor<2x4xi64> {
+  // expected-error @+1 {{'dfg.cumsum' op axis -3 is out of range for an input of rank 2 (expected [-2, 2))}}
+  %0 = dfg.cumsum %x axis = -3 exclusive = false reverse = false : (tensor<2x4xi64>) -> tensor<2x4xi64>
+  return %0 : tensor<2x4xi64>
+}
+
+// -----
+
+func.func @cumsum_invariant_3(%x: tensor<2x4xi64>) -> tensor<2x4xi32> {
+  // expected-error @+1 {{'dfg.cumsum' op}}
+  %0 = dfg.cumsum %x axis = 0 exclusive = false reverse = false : (tensor<2x4xi64>) -> tensor<2x4xi32>
+  return %0 : tensor<2x4xi32>
+}
+
+// -----
+
 func.func @trilu_invariant_1(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'dfg.trilu' op needs rank at least 2, got 'tensor<8xf32>'}}
   %0 = dfg.trilu %x upper = true diagonal = 0 : (tensor<8xf32>) -> tensor<8xf32>

@@ -220,6 +220,17 @@ func.func @reductions(%x: tensor<1x8x64xf32>, %i: tensor<4x5xi64>) -> (tensor<1x
 
 // -----
 
+// CHECK-LABEL: func.func @cumsum
+func.func @cumsum(%mask: tensor<2x8xi64>, %x: tensor<2x8x4xf32>) -> (tensor<2x8xi64>, tensor<2x8x4xf32>) {
+  // CHECK: dfg.cumsum %{{.+}} axis = -1 exclusive = false reverse = false : (tensor<2x8xi64>) -> tensor<2x8xi64>
+  %0 = dfg.cumsum %mask axis = -1 exclusive = false reverse = false : (tensor<2x8xi64>) -> tensor<2x8xi64>
+  // CHECK: dfg.cumsum %{{.+}} axis = 1 exclusive = true reverse = true : (tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %1 = dfg.cumsum %x axis = 1 exclusive = true reverse = true : (tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  return %0, %1 : tensor<2x8xi64>, tensor<2x8x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @norms_and_masks
 func.func @norms_and_masks(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>, %ones: tensor<8x8xi1>, %past: tensor<1x4x16x8xf32>, %pos: tensor<1x4x1x3xi64>, %new: tensor<1x4x1x8xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1>, tensor<1x4x16x8xf32>) {
   // CHECK: dfg.layer_norm %{{.+}}, %{{.+}}, %{{.+}} axis = -1 epsilon = 9.99999974E-6 : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>

@@ -302,3 +302,50 @@ func.func @dynamo_key_transpose(%k: tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32> 
   return %r : tensor<1x2x8x4xf32>
 }
 }
+
+// -----
+
+// A per-head norm written on [batch, seq * heads, head_dim] (Qwen3's q norm
+// as onnxruntime-genai's builder writes it) is rewritten on [batch, seq,
+// heads, head_dim], so the split of the projection's heads goes through it
+// instead of being undone.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @per_head_norm
+func.func @per_head_norm(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 1024, length = 32] : tensor<8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1056, length = 1024] : tensor<16x16xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 2, 8] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x16xf32>) -> tensor<?x?x2x8xf32>
+  // CHECK: dfg.rms_norm %{{.+}}, %{{.+}} axis = -1 {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x2x8xf32>, tensor<8xf32>) -> tensor<?x?x2x8xf32>
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 16] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x?x2x8xf32>) -> tensor<?x?x16xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %rows = dfg.reshape %q to [0, -1, 8] : (tensor<?x?x16xf32>) -> tensor<?x?x8xf32>
+  %n = dfg.rms_norm %rows, %g axis = -1 epsilon = 1.0e-06 : (tensor<?x?x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %back = dfg.reshape %n to [0, -1, 16] : (tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+  %y = dfg.linear %back, %wo transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+}
+
+// -----
+
+// An lm_head whose logits are returned through a final softcap (Gemma-2's
+// logits / c, tanh, * c) is split over the vocabulary like one returned
+// directly: elementwise ops that read nothing else along it keep the split.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @softcapped_lm_head
+func.func @softcapped_lm_head(%x: tensor<2x4x8xf32>) -> tensor<2x4x32xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %c = dfg.constant dense<3.0> : tensor<f32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  // CHECK: dfg.div {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  // CHECK: dfg.tanh {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  // CHECK: dfg.mul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  %l = dfg.linear %x, %w transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x32xf32>) -> tensor<2x4x32xf32>
+  %d = dfg.div %l, %c : (tensor<2x4x32xf32>, tensor<f32>) -> tensor<2x4x32xf32>
+  %t = dfg.tanh %d : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %y = dfg.mul %t, %c : (tensor<2x4x32xf32>, tensor<f32>) -> tensor<2x4x32xf32>
+  return %y : tensor<2x4x32xf32>
+}
+}

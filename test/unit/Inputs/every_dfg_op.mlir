@@ -232,6 +232,11 @@ func.func @reduce_max(%x: tensor<2x4x8xf32>) -> tensor<2x4x1xf32> {
   return %0 : tensor<2x4x1xf32>
 }
 
+func.func @cumsum(%mask: tensor<2x8xi64>) -> tensor<2x8xi64> {
+  %0 = dfg.cumsum %mask axis = 1 exclusive = false reverse = false : (tensor<2x8xi64>) -> tensor<2x8xi64>
+  return %0 : tensor<2x8xi64>
+}
+
 func.func @trilu(%x: tensor<8x8xi1>) -> tensor<8x8xi1> {
   %0 = dfg.trilu %x upper = false diagonal = 0 : (tensor<8x8xi1>) -> tensor<8x8xi1>
   return %0 : tensor<8x8xi1>

@@ -741,6 +741,30 @@ TEST_F(CudaKernelsTest, TriluUpperAndLower) {
       }
 }
 
+TEST_F(CudaKernelsTest, CumSumMatchesCpu) {
+  for (bool exclusive : {false, true})
+    for (bool reverse : {false, true})
+      for (int axis : {0, 1, 2}) {
+        const std::string what = "cumsum axis " + std::to_string(axis) +
+                                 (exclusive ? " exclusive" : "") +
+                                 (reverse ? " reverse" : "");
+        const HostTensor i = randomTensor(DType::I64, {3, 5, 4}, 0, 1);
+        HostTensor wantI(DType::I64, i.shape);
+        cpu::cumSum(i.ref(), axis, exclusive, reverse, wantI.ref());
+        const DeviceTensor di(i);
+        DeviceTensor outI(DType::I64, i.shape);
+        gpu::cumSum(di.ref(), axis, exclusive, reverse, outI.ref());
+        expectSameBytes(outI.download(), wantI, what);
+        const HostTensor x = randomTensor(DType::F32, {3, 5, 4});
+        HostTensor wantX(DType::F32, x.shape);
+        cpu::cumSum(x.ref(), axis, exclusive, reverse, wantX.ref());
+        const DeviceTensor dx(x);
+        DeviceTensor outX(DType::F32, x.shape);
+        gpu::cumSum(dx.ref(), axis, exclusive, reverse, outX.ref());
+        expectMatchesCpu(outX.download(), wantX, what);
+      }
+}
+
 TEST_F(CudaKernelsTest, ScatterNDWithDuplicatesAndNegativeIndices) {
   const HostTensor data = randomTensor(DType::F32, {4, 5, 6});
   {

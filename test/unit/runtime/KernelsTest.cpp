@@ -809,6 +809,40 @@ TEST(KernelsTest, TriluUpperAndLower) {
     }
 }
 
+/// cumSum against running sums in float64 along `axis`.
+void checkCumSum(const Tensor &in, int axis, bool exclusive, bool reverse) {
+  Tensor out(in.dtype, in.shape);
+  cumSum(in.ref(), axis, exclusive, reverse, out.ref());
+  std::int64_t n = in.shape[axis], inner = 1;
+  for (std::size_t d = axis + 1; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  const std::vector<double> x = in.values();
+  std::vector<double> want(x.size());
+  for (std::int64_t at = 0; at < static_cast<std::int64_t>(x.size()); ++at) {
+    const std::int64_t i = at / inner % n, base = at - i * inner;
+    double sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const bool counted = reverse ? (exclusive ? j > i : j >= i)
+                                   : (exclusive ? j < i : j <= i);
+      if (counted)
+        sum += x[base + j * inner];
+    }
+    want[at] = sum;
+  }
+  expectNear(out, want);
+}
+
+TEST(KernelsTest, CumSumEveryDirection) {
+  for (bool exclusive : {false, true})
+    for (bool reverse : {false, true}) {
+      checkCumSum(randomInt(DType::I64, {2, 7}, 0, 1), 1, exclusive, reverse);
+      checkCumSum(randomInt(DType::I32, {5, 3}, -9, 9), 0, exclusive, reverse);
+      checkCumSum(randomF32({3, 6, 4}), 1, exclusive, reverse);
+      checkCumSum(randomF32({300, 130}), 1, exclusive, reverse); // threaded
+      checkCumSum(randomF32({4}), 0, exclusive, reverse);
+    }
+}
+
 void checkScatterND(const Tensor &data, const Tensor &indices,
                     const Tensor &updates) {
   Tensor out(data.dtype, data.shape);

@@ -133,6 +133,29 @@ def case_nan_guard(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_cumsum(path):
+    """CumSum: position ids from an attention mask (cumsum(mask, -1) - 1, as
+    transformers computes them when only the mask is given), and float running
+    sums exclusive and reversed, the axis a scalar or a one-element tensor."""
+    nodes = [
+        helper.make_node("CumSum", ["mask", "last"], ["run"], name="positions"),
+        helper.make_node("Sub", ["run", "one"], ["pos"], name="minus_one"),
+        helper.make_node("CumSum", ["x", "first"], ["excl"], exclusive=1, name="excl"),
+        helper.make_node("CumSum", ["x", "middle"], ["rev"], reverse=1, exclusive=1,
+                         name="rev"),
+    ]
+    inits = [numpy_helper.from_array(np.array(-1, np.int64), "last"),
+             numpy_helper.from_array(np.array([0], np.int32), "first"),
+             numpy_helper.from_array(np.array(1, np.int64), "middle"),
+             numpy_helper.from_array(np.array(1, np.int64), "one")]
+    ins = [helper.make_tensor_value_info("mask", TensorProto.INT64, [2, 6]),
+           f32("x", [3, 4, 5])]
+    outs = [helper.make_tensor_value_info("pos", TensorProto.INT64, None),
+            helper.make_tensor_value_info("excl", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("rev", TensorProto.FLOAT, None)]
+    return model(nodes, ins, outs, inits)
+
+
 def case_unsorted(path):
     """The mlp model with its nodes listed in reverse (ONNX allows any order)."""
     m = case_mlp(path)
@@ -279,6 +302,32 @@ def case_contrib(path):
     inits = [weight("g", 8), weight("w", 8, 8), weight("b", 8), weight("beta", 8)]
     return model(nodes, [f32("x", [2, 8])], [f32("y", None)], inits, opset=20,
                  extra_opsets=[helper.make_opsetid(ms, 1)])
+
+
+def case_embed_layer_norm(path):
+    """com.microsoft EmbedLayerNormalization as onnxruntime's transformer
+    optimizer fuses BERT's embeddings: word + position + segment lookups, a
+    layer norm, the mask counted into mask_index, the sum before the norm;
+    and a second node without segments or mask, with position ids."""
+    ms = "com.microsoft"
+    i32 = TensorProto.INT32
+    nodes = [
+        helper.make_node("EmbedLayerNormalization",
+                         ["ids", "seg", "word", "pos", "segw", "g", "beta", "mask"],
+                         ["out", "mask_index", "sum"], epsilon=1e-12, domain=ms,
+                         name="embed"),
+        helper.make_node("EmbedLayerNormalization",
+                         ["ids", "", "word", "pos", "", "g", "beta", "", "pids"],
+                         ["out2", "mask_index2"], epsilon=1e-5, domain=ms, name="embed2"),
+    ]
+    inits = [weight("word", 10, 8), weight("pos", 16, 8), weight("segw", 4, 8),
+             weight("g", 8), weight("beta", 8)]
+    ins = [helper.make_tensor_value_info(n, i32, [2, 5]) for n in ("ids", "seg", "mask")]
+    ins.append(helper.make_tensor_value_info("pids", i32, [1, 5]))
+    outs = [f32("out", None), helper.make_tensor_value_info("mask_index", i32, None),
+            f32("sum", None), f32("out2", None),
+            helper.make_tensor_value_info("mask_index2", i32, None)]
+    return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid(ms, 1)])
 
 
 def case_contrib_stats_used(path):
