@@ -23,7 +23,7 @@ missing).
 
 Sizes: 2 layers, 4 heads of 16 (2 key/value heads where the architecture has
 GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT: 5 heads of 8; Qwen3: 6
-heads of 16, hidden 96, so that tp=3 divides its heads), so each model is well
+heads of 16, hidden 48, so that tp=3 divides its heads), so each model is well
 under 1 MB.
 """
 import argparse
@@ -75,9 +75,11 @@ def config_for(arch):
                                attn_logit_softcapping=5.0, final_logit_softcapping=3.0,
                                query_pre_attn_scalar=16, **common), tf.Gemma2ForCausalLM
     if arch == "qwen3":
-        # 6 heads of 16 (no GQA) and 192 MLP features: tp=2 and tp=3 divide
-        # them all, so this one runs on tp=3 too.
-        wide = dict(common, hidden_size=96, intermediate_size=192, num_attention_heads=6)
+        # 6 heads of 16 (no GQA; wider than the hidden 48, as Qwen3 allows)
+        # and 96 MLP features: tp=2 and tp=3 divide them all, so this one
+        # runs on tp=3 too. (A hidden size equal to the vocabulary makes
+        # onnxruntime-genai's builder wire the lm_head to the first layer.)
+        wide = dict(common, hidden_size=48, intermediate_size=96, num_attention_heads=6)
         return tf.Qwen3Config(num_key_value_heads=6, head_dim=16, **wide), tf.Qwen3ForCausalLM
     if arch == "phi":
         return tf.PhiConfig(partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0,

@@ -211,20 +211,29 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 // SoftmaxOp
 //===----------------------------------------------------------------------===//
 
+/// An op along one axis of its input whose result has the input's type
+/// (softmax, cumsum): `axis` must lie in [-rank, rank) of a ranked input.
+static LogicalResult inferAlongAxis(std::optional<Location> loc,
+                                    StringRef opName, Value input,
+                                    int64_t axis,
+                                    SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(input.getType());
+  int64_t rank = in.getRank();
+  if (rank == 0 || axis < -rank || axis >= rank)
+    return inferError(loc, opName, "axis ", axis,
+                      " is out of range for an input of rank ", rank,
+                      " (expected [", -rank, ", ", rank, "))");
+  types.push_back(in);
+  return success();
+}
+
 LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  // 1 is ODS (Dfg_FloatTensor).
-  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t rank = in.getRank();
-  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
-  if (rank == 0 || axis < -rank || axis >= rank) // 2
-    return inferError(loc, getOperationName(), "axis ", axis,
-                      " is out of range for an input of rank ", rank,
-                      " (expected [", -rank, ", ", rank, "))");
-  types.push_back(in); // 3
-  return success();
+  // 1 is ODS (Dfg_FloatTensor); 2 and 3 here.
+  return inferAlongAxis(loc, getOperationName(), adaptor.getInput(),
+                        adaptor.getAxis(), types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -599,16 +608,9 @@ LogicalResult CumSumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  // 1 is ODS (Dfg_NumericTensor).
-  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t rank = in.getRank();
-  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
-  if (rank == 0 || axis < -rank || axis >= rank) // 2
-    return inferError(loc, getOperationName(), "axis ", axis,
-                      " is out of range for an input of rank ", rank,
-                      " (expected [", -rank, ", ", rank, "))");
-  types.push_back(in); // 3
-  return success();
+  // 1 is ODS (Dfg_NumericTensor); 2 and 3 here.
+  return inferAlongAxis(loc, getOperationName(), adaptor.getInput(),
+                        adaptor.getAxis(), types);
 }
 
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
