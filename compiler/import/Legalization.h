@@ -176,6 +176,16 @@ inline mlir::Type elementOf(mlir::Value v) {
   return mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType();
 }
 
+/// An elementwise binary `OpTy` of `l` and `r` on their broadcast shape, with
+/// `element` as the result's element type (a comparison's i1), or the shape
+/// rule's error at the node.
+template <typename OpTy>
+mlir::FailureOr<mlir::Value> binary(NodeContext &ctx, mlir::Value l,
+                                    mlir::Value r, mlir::Type element) {
+  return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)), element,
+                          l, r);
+}
+
 using LegalizeFn = mlir::LogicalResult (*)(NodeContext &);
 
 /// (domain, op type, since-version) -> legalisation.

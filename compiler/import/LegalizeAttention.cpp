@@ -261,22 +261,18 @@ rotateQK(NodeContext &ctx, Value &q, Value &k, int64_t heads, int64_t kvHeads,
 FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
                                   Value queries, Value start, int64_t window) {
   Type i64 = ctx.builder().getI64Type(), i1 = ctx.builder().getI1Type();
-  auto binary = [&](auto tag, Value l, Value r, Type element) {
-    using OpTy = decltype(tag);
-    return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
-                            element, l, r);
-  };
   FailureOr<Value> pos =
-      start ? binary(dfg::AddOp(), start, queries, i64) : queries;
+      start ? binary<dfg::AddOp>(ctx, start, queries, i64) : queries;
   FailureOr<Value> low =
-      failed(pos) ? pos
-                  : binary(dfg::SubOp(), *pos,
-                           ctx.scalar(static_cast<double>(window), i64), i64);
+      failed(pos)
+          ? pos
+          : binary<dfg::SubOp>(
+                ctx, *pos, ctx.scalar(static_cast<double>(window), i64), i64);
   FailureOr<Value> inside =
-      failed(low) ? low : binary(dfg::GreaterOrEqualOp(), keys, *low, i1);
+      failed(low) ? low : binary<dfg::GreaterOrEqualOp>(ctx, keys, *low, i1);
   if (failed(inside))
     return failure();
-  return binary(dfg::AndOp(), mask, *inside, i1);
+  return binary<dfg::AndOp>(ctx, mask, *inside, i1);
 }
 
 /// GroupQueryAttention whose past or new length is symbolic (executables
@@ -314,11 +310,6 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   auto iota = [&](AffineExpr n, ArrayRef<int64_t> shape) {
     return ctx.iota(n, shape);
   };
-  auto binary = [&](auto tag, Value l, Value r, Type element) {
-    using OpTy = decltype(tag);
-    return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
-                            element, l, r);
-  };
   auto reshape = [&](Value x, ArrayRef<int64_t> shape) {
     return ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(x), shape),
                                       elementOf(x), x,
@@ -336,10 +327,10 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
       i64);
   FailureOr<Value> lensCol = reshape(lens, {-1, 1});
   FailureOr<Value> oneMinusSeq =
-      binary(dfg::SubOp(), ctx.scalar(1, i64), sizeOf(seqE), i64);
+      binary<dfg::SubOp>(ctx, ctx.scalar(1, i64), sizeOf(seqE), i64);
   if (failed(lensCol) || failed(oneMinusSeq))
     return failure();
-  FailureOr<Value> start = binary(dfg::AddOp(), *lensCol, *oneMinusSeq, i64);
+  FailureOr<Value> start = binary<dfg::AddOp>(ctx, *lensCol, *oneMinusSeq, i64);
   FailureOr<Value> newPos = iota(seqE, {1, -1});
   if (failed(start) || failed(newPos))
     return failure();
@@ -348,10 +339,11 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   // prompt at i, whatever the row's padding (onnxruntime's rule).
   if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&]() -> FailureOr<Value> {
         if (pastK)
-          return binary(dfg::AddOp(), *start, *newPos, i64); // [batch, seq]
+          return binary<dfg::AddOp>(ctx, *start, *newPos, i64); // [batch, seq]
         FailureOr<Value> zero =
-            binary(dfg::MulOp(), *start, ctx.scalar(0, i64), i64);
-        return failed(zero) ? zero : binary(dfg::AddOp(), *zero, *newPos, i64);
+            binary<dfg::MulOp>(ctx, *start, ctx.scalar(0, i64), i64);
+        return failed(zero) ? zero
+                            : binary<dfg::AddOp>(ctx, *zero, *newPos, i64);
       })))
     return failure();
 
@@ -369,7 +361,8 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     FailureOr<Value> keys = iota(seqE, {1, 1, 1, -1});
     FailureOr<Value> lens4 = failed(keys) ? keys : reshape(lens, {-1, 1, 1, 1});
     FailureOr<Value> keyMask =
-        failed(lens4) ? lens4 : binary(dfg::LessOrEqualOp(), *keys, *lens4, i1);
+        failed(lens4) ? lens4
+                      : binary<dfg::LessOrEqualOp>(ctx, *keys, *lens4, i1);
     if (failed(keyMask))
       return failure();
     mask = *keyMask;
@@ -381,14 +374,14 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     FailureOr<Value> t = iota(totalE, {1, -1});
     if (failed(t))
       return failure();
-    FailureOr<Value> end = binary(dfg::AddOp(), *start, sizeOf(seqE), i64);
-    FailureOr<Value> before = binary(dfg::LessOp(), *t, *start, i1);
+    FailureOr<Value> end = binary<dfg::AddOp>(ctx, *start, sizeOf(seqE), i64);
+    FailureOr<Value> before = binary<dfg::LessOp>(ctx, *t, *start, i1);
     FailureOr<Value> notAfter =
-        failed(end) ? end : binary(dfg::LessOp(), *t, *end, i1);
-    FailureOr<Value> shifted = binary(dfg::SubOp(), *t, *start, i64);
+        failed(end) ? end : binary<dfg::LessOp>(ctx, *t, *end, i1);
+    FailureOr<Value> shifted = binary<dfg::SubOp>(ctx, *t, *start, i64);
     FailureOr<Value> fromNew =
         failed(shifted) ? shifted
-                        : binary(dfg::AddOp(), *shifted, sizeOf(pastE), i64);
+                        : binary<dfg::AddOp>(ctx, *shifted, sizeOf(pastE), i64);
     if (failed(before) || failed(notAfter) || failed(fromNew))
       return failure();
     auto select = [&](Value cond, Value yes, Value no) {
@@ -439,9 +432,10 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     if (failed(pk) || failed(pv) || failed(keys) || failed(queries) ||
         failed(start4))
       return failure();
-    FailureOr<Value> limit = binary(dfg::AddOp(), *start4, *queries, i64);
+    FailureOr<Value> limit = binary<dfg::AddOp>(ctx, *start4, *queries, i64);
     FailureOr<Value> visible =
-        failed(limit) ? limit : binary(dfg::LessOrEqualOp(), *keys, *limit, i1);
+        failed(limit) ? limit
+                      : binary<dfg::LessOrEqualOp>(ctx, *keys, *limit, i1);
     if (failed(visible))
       return failure();
     presentK = *pk, presentV = *pv, mask = *visible;
@@ -543,17 +537,17 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   // The past's head size is the query's (onnxruntime-genai names it
   // kv_cache_dim): a symbolic one is sized by importing again.
   int64_t headDim = shapeOf(q)[2] / heads;
-  for (Value pastPart : {pastK, pastV})
-    if (pastPart && ShapedType::isDynamic(shapeOf(pastPart)[3])) {
-      bool pinned = ctx.pinDim(pastK, 3, headDim);
-      pinned = ctx.pinDim(pastV, 3, headDim) && pinned;
-      return ctx.error(pinned ? "past head size is symbolic (imported again "
-                                "with it sized " +
-                                    std::to_string(headDim) + ")"
-                              : "past_key and past_value must have a static "
-                                "head size (" +
-                                    std::to_string(headDim) + ")");
-    }
+  if (pastK && (ShapedType::isDynamic(shapeOf(pastK)[3]) ||
+                ShapedType::isDynamic(shapeOf(pastV)[3]))) {
+    bool pinned = ctx.pinDim(pastK, 3, headDim);
+    pinned = ctx.pinDim(pastV, 3, headDim) && pinned;
+    return ctx.error(pinned ? "past head size is symbolic (imported again "
+                              "with it sized " +
+                                  std::to_string(headDim) + ")"
+                            : "past_key and past_value must have a static "
+                              "head size (" +
+                                  std::to_string(headDim) + ")");
+  }
   if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq))
     return legalizeSymbolicGQA(ctx, q, k, v, pastK, pastV, heads, kvHeads);
   FailureOr<SmallVector<int64_t>> total =
@@ -569,16 +563,24 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
         ") tokens: the present holds the past buffer and the new tokens "
         "(onnxruntime's shared past/present buffer is not supported)");
 
+  OpBuilder &b = ctx.builder();
+  Value seqlens = ctx.input(5);
+  auto lensType = cast<RankedTensorType>(seqlens.getType());
+  if (lensType.getRank() != 1)
+    return ctx.error("seqlens_k must be [batch], got " +
+                     dfg::formatShape(lensType.getShape()));
+  int64_t totalLen = total->front();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  // Index arithmetic in i64.
+  Value lens = dfg::CastOp::create(
+      b, ctx.loc(), RankedTensorType::get(lensType.getShape(), i64), seqlens,
+      i64);
+
   if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&]() -> FailureOr<Value> {
         if (pastK) {
           // After a past, onnxruntime rotates row b's new tokens at their
           // own positions, seqlens_k[b] + 1 - seq + s (rows of a padded
           // batch hold different amounts of history), not at past + s.
-          OpBuilder &b = ctx.builder();
-          Type i64 = b.getI64Type();
-          Value lens = dfg::CastOp::create(
-              b, ctx.loc(), RankedTensorType::get(shapeOf(ctx.input(5)), i64),
-              ctx.input(5), i64);
           FailureOr<Value> col = ctx.create<dfg::ReshapeOp>(
               dfg::reshapeShape(shapeOf(lens), {-1, 1}), i64, lens,
               b.getDenseI64ArrayAttr({-1, 1}));
@@ -591,15 +593,13 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
           Value offset = dfg::ConstantOp::create(
               b, ctx.loc(),
               DenseElementsAttr::get(type, ArrayRef<int64_t>(offsets)));
-          return ctx.create<dfg::AddOp>(
-              dfg::broadcastShapes(shapeOf(*col), type.getShape()), i64, *col,
-              offset);
+          return binary<dfg::AddOp>(ctx, *col, offset, i64);
         }
         if (ShapedType::isDynamic(batch))
           return ctx.error("do_rotary without position_ids needs a static "
                            "batch");
         SmallVector<int64_t> table;
-        for (int64_t b = 0; b < batch; ++b)
+        for (int64_t row = 0; row < batch; ++row)
           for (int64_t s = 0; s < seq; ++s)
             table.push_back(past + s);
         auto type =
@@ -617,18 +617,7 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   if (failed(qh) || failed(kh) || failed(vh))
     return failure();
 
-  OpBuilder &b = ctx.builder();
-  Value seqlens = ctx.input(5);
-  auto lensType = cast<RankedTensorType>(seqlens.getType());
-  if (lensType.getRank() != 1)
-    return ctx.error("seqlens_k must be [batch], got " +
-                     dfg::formatShape(lensType.getShape()));
-  int64_t totalLen = total->front();
-  Type i64 = b.getI64Type(), i1 = b.getI1Type();
-  // Index arithmetic in i64: seqlens_k as [batch, 1, 1, 1].
-  Value lens = dfg::CastOp::create(
-      b, ctx.loc(), RankedTensorType::get(lensType.getShape(), i64), seqlens,
-      i64);
+  // seqlens_k as [batch, 1, 1, 1].
   FailureOr<Value> lensCol = ctx.create<dfg::ReshapeOp>(
       dfg::reshapeShape(shapeOf(lens), {-1, 1, 1, 1}), i64, lens,
       b.getDenseI64ArrayAttr({-1, 1, 1, 1}));
@@ -644,14 +633,9 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return dfg::ConstantOp::create(
         b, ctx.loc(), DenseElementsAttr::get(type, ArrayRef<int64_t>(values)));
   };
-  auto binary = [&](auto tag, Value l, Value r, Type element) {
-    using OpTy = decltype(tag);
-    return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
-                            element, l, r);
-  };
   // Key j of row b is attended iff j <= seqlens_k[b]: [batch, 1, 1, total].
-  FailureOr<Value> keyMask = binary(
-      dfg::LessOrEqualOp(), positions({1, 1, 1, totalLen}), *lensCol, i1);
+  FailureOr<Value> keyMask = binary<dfg::LessOrEqualOp>(
+      ctx, positions({1, 1, 1, totalLen}), *lensCol, i1);
   if (failed(keyMask))
     return failure();
 
@@ -674,8 +658,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
       return failure();
     causal = false;
     if (seq == 1) {
-      FailureOr<Value> isNew =
-          binary(dfg::EqualOp(), positions({1, 1, totalLen, 1}), *lensCol, i1);
+      FailureOr<Value> isNew = binary<dfg::EqualOp>(
+          ctx, positions({1, 1, totalLen, 1}), *lensCol, i1);
       if (failed(isNew))
         return failure();
       auto place = [&](Value fresh, Value cat) -> FailureOr<Value> {
@@ -688,8 +672,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
       };
       FailureOr<Value> k1 = place(*kh, *catK), v1 = place(*vh, *catV);
       // onnxruntime leaves zeros beyond row b's new token.
-      FailureOr<Value> beyond = binary(
-          dfg::GreaterOp(), positions({1, 1, totalLen, 1}), *lensCol, i1);
+      FailureOr<Value> beyond = binary<dfg::GreaterOp>(
+          ctx, positions({1, 1, totalLen, 1}), *lensCol, i1);
       if (failed(k1) || failed(v1) || failed(beyond))
         return failure();
       auto clear = [&](Value x) {
@@ -704,9 +688,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     } else if (batch == 1) {
       // present[t] = cat[t < past_0 ? t : past + t - past_0], and query i
       // sees keys j <= past_0 + i.
-      FailureOr<Value> start =
-          binary(dfg::AddOp(), *lensCol,
-                 ctx.scalar(static_cast<double>(1 - seq), i64), i64);
+      FailureOr<Value> start = binary<dfg::AddOp>(
+          ctx, *lensCol, ctx.scalar(static_cast<double>(1 - seq), i64), i64);
       FailureOr<Value> flatStart =
           failed(start) ? start
                         : ctx.create<dfg::ReshapeOp>(
@@ -715,18 +698,20 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
       if (failed(flatStart))
         return failure();
       Value t = positions({totalLen});
-      FailureOr<Value> before = binary(dfg::LessOp(), t, *flatStart, i1);
-      FailureOr<Value> shifted = binary(dfg::SubOp(), t, *flatStart, i64);
+      FailureOr<Value> before = binary<dfg::LessOp>(ctx, t, *flatStart, i1);
+      FailureOr<Value> shifted = binary<dfg::SubOp>(ctx, t, *flatStart, i64);
       FailureOr<Value> fromNew =
           failed(shifted)
               ? shifted
-              : binary(dfg::AddOp(), *shifted,
-                       ctx.scalar(static_cast<double>(past), i64), i64);
+              : binary<dfg::AddOp>(ctx, *shifted,
+                                   ctx.scalar(static_cast<double>(past), i64),
+                                   i64);
       FailureOr<Value> clamped =
           failed(fromNew)
               ? fromNew
-              : binary(dfg::MinOp(), *fromNew,
-                       ctx.scalar(static_cast<double>(totalLen - 1), i64), i64);
+              : binary<dfg::MinOp>(
+                    ctx, *fromNew,
+                    ctx.scalar(static_cast<double>(totalLen - 1), i64), i64);
       if (failed(before) || failed(clamped))
         return failure();
       FailureOr<Value> index = ctx.create<dfg::WhereOp>(
@@ -741,9 +726,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
       };
       FailureOr<Value> gk = gather(*catK), gv = gather(*catV);
       // (j - i) <= past_0: [1, 1, seq, total].
-      FailureOr<Value> causalMask =
-          binary(dfg::LessOrEqualOp(), positions({1, 1, seq, totalLen}, 1),
-                 *start, i1);
+      FailureOr<Value> causalMask = binary<dfg::LessOrEqualOp>(
+          ctx, positions({1, 1, seq, totalLen}, 1), *start, i1);
       if (failed(gk) || failed(gv) || failed(causalMask))
         return failure();
       presentK = *gk, presentV = *gv, mask = *causalMask;
@@ -756,9 +740,11 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   }
   if (int64_t window = ctx.attrInt("local_window_size", -1); window >= 0) {
     FailureOr<Value> start =
-        pastK ? binary(dfg::AddOp(), *lensCol,
-                       ctx.scalar(static_cast<double>(1 - seq), i64), i64)
-              : FailureOr<Value>(Value());
+        pastK
+            ? binary<dfg::AddOp>(ctx, *lensCol,
+                                 ctx.scalar(static_cast<double>(1 - seq), i64),
+                                 i64)
+            : FailureOr<Value>(Value());
     FailureOr<Value> windowed =
         failed(start)
             ? start

@@ -147,8 +147,7 @@ LogicalResult legalizeEmbedLayerNorm(NodeContext &ctx) {
         indices, 0);
   };
   auto add = [&](Value l, Value r) {
-    return ctx.create<dfg::AddOp>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)),
-                                  element, l, r);
+    return binary<dfg::AddOp>(ctx, l, r, element);
   };
   FailureOr<Value> sum = lookup(ctx.input(2), ctx.input(0));
   if (failed(sum))
@@ -187,12 +186,10 @@ LogicalResult legalizeEmbedLayerNorm(NodeContext &ctx) {
   Type i32 = b.getI32Type();
   Value mask = ctx.input(7);
   FailureOr<Value> ones =
-      mask ? ctx.create<dfg::EqualOp>(
-                 dfg::broadcastShapes(shapeOf(mask), {}), b.getI1Type(), mask,
-                 ctx.scalar(1, elementOf(mask)))
-           : ctx.create<dfg::LessOp>(
-                 dfg::broadcastShapes(ids.getShape(), ids.getShape()),
-                 b.getI1Type(), ctx.input(0), ctx.input(0));
+      mask
+          ? binary<dfg::EqualOp>(ctx, mask, ctx.scalar(1, elementOf(mask)),
+                                 b.getI1Type())
+          : binary<dfg::LessOp>(ctx, ctx.input(0), ctx.input(0), b.getI1Type());
   if (failed(ones))
     return failure();
   auto counted = dfg::CastOp::create(

@@ -17,13 +17,6 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
-/// An elementwise binary op on broadcast shapes.
-template <typename OpTy>
-FailureOr<Value> binary(NodeContext &ctx, Value l, Value r, Type element) {
-  return ctx.create<OpTy>(dfg::broadcastShapes(shapeOf(l), shapeOf(r)), element,
-                          l, r);
-}
-
 /// The keys each batch row may attend, as a bool tensor that broadcasts to
 /// [batch, heads, seq, total], from onnxruntime's mask_index formats:
 ///   [batch, total]        raw mask, nonzero = attend;

@@ -183,7 +183,7 @@ private:
     // alone is live (the floating-point values one op produced: a residual
     // sum, or a norm with its fused residual).
     std::vector<int> liveOps = countLiveProducers();
-    SmallVector<size_t> attentions;
+    SmallVector<size_t> layers; // each layer's last token-mixing chain op
     bool open = false; // the last layer is a group of products still open
     for (auto [i, op] : llvm::enumerate(chain_)) {
       bool attention = isa<dfg::AttentionOp>(op);
@@ -195,20 +195,20 @@ private:
       if (!attention && !mixes)
         continue;
       if (mixes && open &&
-          llvm::none_of(llvm::seq<size_t>(attentions.back() + 1, i + 1),
+          llvm::none_of(llvm::seq<size_t>(layers.back() + 1, i + 1),
                         [&](size_t p) { return liveOps[p] == 1; })) {
-        attentions.back() = i;
+        layers.back() = i;
         continue;
       }
-      attentions.push_back(i);
+      layers.push_back(i);
       open = mixes;
     }
-    if (stages_ > static_cast<int64_t>(attentions.size()))
+    if (stages_ > static_cast<int64_t>(layers.size()))
       return func_.emitError("pp=")
-             << stages_ << " exceeds the " << attentions.size()
+             << stages_ << " exceeds the " << layers.size()
              << " layers of the model (where tokens mix: its attentions, "
                 "raised or not); use pp <= "
-             << std::max<size_t>(1, attentions.size());
+             << std::max<size_t>(1, layers.size());
 
     // carried[p]: bytes of chain values live across a cut before chain_[p].
     size_t n = chain_.size();
@@ -229,9 +229,9 @@ private:
       carried[p] = carried[p - 1] + delta[p];
 
     SmallVector<size_t> candidates;
-    for (size_t l = 0; l + 1 < attentions.size(); ++l) {
-      size_t best = attentions[l + 1];
-      for (size_t p = attentions[l] + 1; p <= attentions[l + 1]; ++p)
+    for (size_t l = 0; l + 1 < layers.size(); ++l) {
+      size_t best = layers[l + 1];
+      for (size_t p = layers[l] + 1; p <= layers[l + 1]; ++p)
         if (carried[p] <= carried[best])
           best = p;
       candidates.push_back(best);

@@ -341,8 +341,7 @@ void unmergeRowGroups(func::FuncOp func) {
     if (erased.contains(merge))
       continue;
     ArrayRef<int64_t> in = merge.getInput().getType().getShape(),
-                      out = merge.getType().getShape(),
-                      spec = merge.getShape();
+                      out = merge.getType().getShape(), spec = merge.getShape();
     size_t rank = in.size();
     if (rank < 2 || out.size() != rank || !merge->hasOneUse())
       continue;
@@ -467,16 +466,7 @@ private:
   /// not divide). Ops already reported (an attention whose heads tp does
   /// not divide) are not repeated.
   void reportReplicated(const DimAxes &tp) {
-    auto onTp = [&](Value v) {
-      if (!isa<RankedTensorType>(v.getType()) || isSource(v))
-        return false;
-      for (const DimAxes &axes : stateOf(v))
-        if (llvm::any_of(axes, [&](shard::GridAxis a) {
-              return llvm::is_contained(tp, a);
-            }))
-          return true;
-      return false;
-    };
+    auto onTp = [&](Value v) { return !isSource(v) && onAxes(v, tp); };
     // Only the model's compute: tables computed from positions alone are
     // not activations (activationValues).
     llvm::DenseSet<Value> activations =
@@ -863,8 +853,7 @@ private:
             return true;
           if (!isa<dfg::ElementwiseOpInterface>(user) ||
               user->getNumResults() != 1 ||
-              cast<RankedTensorType>(user->getResult(0).getType())
-                      .getShape() !=
+              cast<RankedTensorType>(user->getResult(0).getType()).getShape() !=
                   cast<RankedTensorType>(v.getType()).getShape())
             return false;
           for (Value other : user->getOperands()) {

@@ -1,5 +1,4 @@
-//===- DfgShardingRules.cpp - The factor rule of each dfg op
-//---------------===//
+//===- DfgShardingRules.cpp - The factor rule of each dfg op --------------===//
 //
 // Part of meshc. ShardingRuleOpInterface of every op that is not
 // elementwise, and the rules families of ops share (ShardingRule.h).
