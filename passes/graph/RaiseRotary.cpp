@@ -4,8 +4,10 @@
 // `x * cos + rotate_half(x) * sin` with `rotate_half(x) = concat(-x2, x1)`
 // over the two halves of the head dimension, and cos/sin tables whose two
 // halves repeat the same frequencies (`emb = cat(freqs, freqs)`). The
-// pattern only fires when that repetition is proven: structurally
-// (cos(concat(f, f))) or by reading the table's values. Partial rotary
+// pattern only fires when that repetition is proven: structurally, through
+// whatever elementwise ops compute the tables from concat(f, f) in the
+// graph (cos, sin, casts, HF's attention scaling), or by reading the
+// table's values. Partial rotary
 // (GPT-NeoX, Phi: only the first r features of a head turn) is the same on
 // a slice of the head, concatenated with the rest.
 //
@@ -17,6 +19,7 @@
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -83,52 +86,82 @@ bool isRotateHalf(Value r, Value x) {
 /// A value holding the first half of the table `table` (last dimension
 /// `dim`), provided both halves are equal; null if that is not proven. With
 /// a null `rewriter` it only checks, and returns `table` on success.
-template <typename TrigOp>
+///
+/// Equal halves are proven structurally, whatever computes the table from
+/// the frequencies: concat(f, f) over the last axis; any elementwise op
+/// (cos, sin, a Cast, HF's `* attention_scaling`, ...) whose operands either
+/// have equal halves themselves or are constant along the last axis (a
+/// scalar, a size-1 last dimension); a gather of table rows; an unsqueeze
+/// that keeps the last axis; or, for a literal or weight, by reading it.
+/// The rewritten chain computes the same ops on the first halves.
 Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
-                       const ConstantReader &reader) {
+                       const ConstantReader &reader, int depth = 0) {
   auto type = cast<RankedTensorType>(table.getType());
+  if (depth > 16 || !type.getRank() || type.getShape().back() != dim)
+    return {};
   int64_t half = dim / 2;
+  SmallVector<int64_t> halfShape(type.getShape());
+  halfShape.back() = half;
+  auto halfType = RankedTensorType::get(halfShape, type.getElementType());
   Location loc = table.getLoc();
-  // cos(concat(f, f)) -> cos(f)
-  if (auto trig = defining<TrigOp>(table)) {
-    auto concat = defining<dfg::ConcatOp>(trig.getInput());
-    if (concat && concat.getInputs().size() == 2 &&
+  int64_t last = type.getRank() - 1;
+  // concat(f, f) -> f
+  if (auto concat = defining<dfg::ConcatOp>(table)) {
+    if (concat.getInputs().size() == 2 &&
         concat.getInputs()[0] == concat.getInputs()[1] &&
-        isLastAxis(static_cast<int64_t>(concat.getAxis()), type.getRank())) {
-      Value f = concat.getInputs()[0];
-      return rewriter ? TrigOp::create(*rewriter, loc, f.getType(), f) : table;
+        isLastAxis(static_cast<int64_t>(concat.getAxis()), type.getRank()))
+      return rewriter ? concat.getInputs()[0] : table;
+  }
+  // op(a, b, ...) -> op(half(a), b, ...) for an elementwise op whose
+  // operands have equal halves or broadcast along the last axis.
+  Operation *def = table.getDefiningOp();
+  if (def && isa<dfg::ElementwiseOpInterface>(def) &&
+      def->getNumResults() == 1) {
+    SmallVector<Value> halves;
+    bool anyHalved = false;
+    for (Value operand : def->getOperands()) {
+      auto ot = cast<RankedTensorType>(operand.getType());
+      if (!ot.getRank() || ot.getShape().back() == 1) {
+        halves.push_back(operand);
+        continue;
+      }
+      Value h = firstHalfOfTable(operand, dim, rewriter, reader, depth + 1);
+      if (!h)
+        return {};
+      halves.push_back(h);
+      anyHalved = true;
     }
+    if (!anyHalved)
+      return {};
+    if (!rewriter)
+      return table;
+    IRMapping mapping;
+    mapping.map(def->getOperands(), halves);
+    Operation *clone = rewriter->clone(*def, mapping);
+    clone->getResult(0).setType(halfType);
+    return clone->getResult(0);
   }
   // gather(t, positions) -> gather(first half of t, positions): the table
   // rows of a dynamic-axes export, looked up at Range positions.
   if (auto gather = defining<dfg::GatherOp>(table)) {
     auto data = cast<RankedTensorType>(gather.getData().getType());
-    if (data.getRank() != 2 || data.isDynamicDim(1) ||
-        data.getDimSize(1) != dim || (gather.getAxis() != 0))
+    if (data.getRank() != 2 || gather.getAxis() != 0)
       return {};
-    Value h = firstHalfOfTable<TrigOp>(gather.getData(), dim, rewriter, reader);
+    Value h =
+        firstHalfOfTable(gather.getData(), dim, rewriter, reader, depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
-    SmallVector<int64_t> shape(type.getShape());
-    shape.back() = half;
-    return dfg::GatherOp::create(
-        *rewriter, loc, RankedTensorType::get(shape, type.getElementType()), h,
-        gather.getIndices(), 0);
+    return dfg::GatherOp::create(*rewriter, loc, halfType, h,
+                                 gather.getIndices(), 0);
   }
   // unsqueeze(t) -> unsqueeze(first half of t)
   if (auto unsqueeze = defining<dfg::UnsqueezeOp>(table)) {
-    auto inner = cast<RankedTensorType>(unsqueeze.getInput().getType());
-    if (!inner.getRank() || inner.getShape().back() != dim)
-      return {};
-    Value h =
-        firstHalfOfTable<TrigOp>(unsqueeze.getInput(), dim, rewriter, reader);
+    Value h = firstHalfOfTable(unsqueeze.getInput(), dim, rewriter, reader,
+                               depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
-    SmallVector<int64_t> shape(type.getShape());
-    shape.back() = half;
-    return dfg::UnsqueezeOp::create(
-        *rewriter, loc, RankedTensorType::get(shape, type.getElementType()), h,
-        unsqueeze.getAxes());
+    return dfg::UnsqueezeOp::create(*rewriter, loc, halfType, h,
+                                    unsqueeze.getAxes());
   }
   // A literal or weight whose halves are read and compared.
   std::optional<dfg::EvalTensor> values = reader.read(table);
@@ -140,14 +173,11 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
         return {};
   if (!rewriter)
     return table;
-  SmallVector<int64_t> shape(type.getShape());
-  shape.back() = half;
-  int64_t last = type.getRank() - 1;
   auto &b = *rewriter;
   return dfg::SliceOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()), table,
-      b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({half}),
-      b.getDenseI64ArrayAttr({last}), b.getDenseI64ArrayAttr({1}));
+      b, loc, halfType, table, b.getDenseI64ArrayAttr({0}),
+      b.getDenseI64ArrayAttr({half}), b.getDenseI64ArrayAttr({last}),
+      b.getDenseI64ArrayAttr({1}));
 }
 
 /// x * cos + rotate_half(x) * sin -> rotary(x, cos[..., :d/2], sin[..., :d/2])
@@ -209,11 +239,11 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
       return failure();
     }
     // Check both tables before creating anything for either.
-    if (!firstHalfOfTable<dfg::CosOp>(cos, dim, nullptr, reader) ||
-        !firstHalfOfTable<dfg::SinOp>(sin, dim, nullptr, reader))
+    if (!firstHalfOfTable(cos, dim, nullptr, reader) ||
+        !firstHalfOfTable(sin, dim, nullptr, reader))
       return failure();
-    Value cosHalf = firstHalfOfTable<dfg::CosOp>(cos, dim, &rewriter, reader);
-    Value sinHalf = firstHalfOfTable<dfg::SinOp>(sin, dim, &rewriter, reader);
+    Value cosHalf = firstHalfOfTable(cos, dim, &rewriter, reader);
+    Value sinHalf = firstHalfOfTable(sin, dim, &rewriter, reader);
     int64_t seq = xt.getDimSize(2);
     auto tableType =
         RankedTensorType::get({rows, seq, dim / 2}, ct.getElementType());

@@ -209,6 +209,53 @@ func.func @rotary(%x: tensor<1x2x2x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x2x2
 
 // -----
 
+// The tables computed in the graph, as the TorchScript and Optimum exports
+// of transformers' rotary write them: positions times inv_freq, concat(f, f),
+// cos / sin, a Cast and the attention scaling (a scalar Mul), unsqueezed
+// over the heads. The rotary takes the same chain on the first half. The
+// near miss adds a [4]-wide bias whose halves differ: not raised.
+// CHECK-LABEL: func.func @rotary_tables_in_graph
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x2x3x4xf32>, %[[P:[^:]+]]: tensor<1x3x1xi64>, %[[F:[^:]+]]: tensor<2xf32>)
+// CHECK: %[[PF:.+]] = dfg.cast %[[P]] to f32
+// CHECK: %[[FR:.+]] = dfg.mul %[[PF]], %[[F]] : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[C:.+]] = dfg.cos %[[FR]] : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[S:.+]] = dfg.sin %[[FR]] : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[CS:.+]] = dfg.mul %[[C]], %{{.+}} : (tensor<1x3x2xf32>, tensor<f32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[SS:.+]] = dfg.mul %[[S]], %{{.+}} : (tensor<1x3x2xf32>, tensor<f32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[CU:.+]] = dfg.unsqueeze %[[CS]] axes = [1] : (tensor<1x3x2xf32>) -> tensor<1x1x3x2xf32>
+// CHECK-DAG: %[[SU:.+]] = dfg.unsqueeze %[[SS]] axes = [1] : (tensor<1x3x2xf32>) -> tensor<1x1x3x2xf32>
+// CHECK-DAG: %[[CR:.+]] = dfg.reshape %[[CU]] to [1, 3, 2]
+// CHECK-DAG: %[[SR:.+]] = dfg.reshape %[[SU]] to [1, 3, 2]
+// CHECK: %[[R:.+]] = dfg.rotary %[[X]], %[[CR]], %[[SR]] interleaved = false rotary_dim = 4
+// CHECK: %[[NEAR:.+]] = dfg.add %{{.+}}, %{{.+}} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK: return %[[R]], %[[NEAR]]
+func.func @rotary_tables_in_graph(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xi64>, %inv: tensor<2xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %scaling = dfg.constant dense<1.0> : tensor<f32>
+  %bias = dfg.constant dense<[0.0, 0.0, 0.0, 0.5]> : tensor<4xf32>
+  %pf = dfg.cast %pos to f32 : (tensor<1x3x1xi64>) -> tensor<1x3x1xf32>
+  %f = dfg.mul %pf, %inv : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+  %emb = dfg.concat %f, %f axis = -1 : (tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x3x4xf32>
+  %c0 = dfg.cos %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = dfg.sin %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %c1 = dfg.mul %c0, %scaling : (tensor<1x3x4xf32>, tensor<f32>) -> tensor<1x3x4xf32>
+  %s1 = dfg.mul %s0, %scaling : (tensor<1x3x4xf32>, tensor<f32>) -> tensor<1x3x4xf32>
+  %cos = dfg.unsqueeze %c1 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %sin = dfg.unsqueeze %s1 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %x1 = dfg.slice %x starts = [0] ends = [2] axes = [3] steps = [1] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %x2 = dfg.slice %x starts = [2] ends = [9223372036854775807] axes = [3] steps = [1] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %n = dfg.neg %x2 : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+  %rot = dfg.concat %n, %x1 axis = -1 : (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) -> tensor<1x2x3x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %sb = dfg.add %sin, %bias : (tensor<1x1x3x4xf32>, tensor<4xf32>) -> tensor<1x1x3x4xf32>
+  %bb = dfg.mul %rot, %sb : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %z = dfg.add %a, %bb : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y, %z : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // GPT-2 attention: scores divided by sqrt(d), the causal bool buffer through
 // Where with -1e4, softmax over the keys: one causal dfg.attention.
 // CHECK-LABEL: func.func @causal_where
