@@ -5,7 +5,7 @@ onnxruntime's within 1e-4 + 1e-3 * |reference|.
 
 Usage: check_corpus.py --meshc build/bin/meshc --corpus models/real/corpus
                        [--mesh tp=1,tp=2,pp=2,dp=2xtp=2] [--only NAME,...]
-                       [--no-raise] [--allow-failures]
+                       [--no-raise] [--allow-failures] [--raising]
 
 Prints one line per (export, mesh): `ok`, `mismatch: ...`, or the first line
 of meshc's error, then a summary `corpus: N cases; ok: A, failed: B`. On a
@@ -15,6 +15,10 @@ has and, when meshc warned that ops stay whole on every tp rank, `whole: N`.
 --no-raise): the sharding must still follow from the graph. --static sizes
 every symbolic input dimension as the inputs have it (--dim), as a user
 compiling for one shape does.
+--raising compiles nothing to run: for each export it prints what raising
+made of the graph on one rank (`attention A (causal C); rotary R; norms N;
+softmax S`: dfg.attention ops and how many are causal, dfg.rotary,
+dfg.layer_norm / dfg.rms_norm, and softmaxes left unraised).
 Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
 """
 import argparse
@@ -79,6 +83,22 @@ def split_summary(meshc, model, mesh, flags, work):
     return summary
 
 
+def raising_summary(meshc, export, work):
+    """What raising made of the export on one rank, or meshc's error."""
+    spmd = os.path.join(work, "raised.mlir")
+    cmd = [meshc, "compile", os.path.join(export, "model.onnx"), "--mesh", "tp=1",
+           "--emit", "sharded", "-o", spmd]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "compile: " + first_error(r.stderr + r.stdout)
+    ops = [l for l in open(spmd) if " = dfg." in l]
+    attention = [l for l in ops if "= dfg.attention " in l]
+    causal = sum("causal = true" in l for l in attention)
+    count = lambda *names: sum(any(f"= dfg.{n} " in l for n in names) for l in ops)
+    return (f"attention {len(attention)} (causal {causal}); rotary {count('rotary')}; "
+            f"norms {count('layer_norm', 'rms_norm')}; softmax {count('softmax')}")
+
+
 def static_dims(export):
     """['--dim', 'name=size,...'] for the model's symbolic input dimensions,
     sized as the export's inputs are (derived names are left to meshc)."""
@@ -130,6 +150,8 @@ def main():
                     help="compile with meshc compile --no-raise")
     ap.add_argument("--static", action="store_true",
                     help="size the symbolic input dimensions as the inputs have them")
+    ap.add_argument("--raising", action="store_true",
+                    help="print what raising made of each export instead of running it")
     ap.add_argument("--allow-failures", action="store_true",
                     help="exit 0 even when a case fails (the lit test pins the "
                          "statuses with FileCheck instead)")
@@ -145,6 +167,10 @@ def main():
             meta = index[name]
             if meta.get("status") != "ok":
                 continue
+            if args.raising:
+                print(f"{name}: {raising_summary(args.meshc, os.path.join(args.corpus, name), work)}",
+                      flush=True)
+                continue
             for mesh in meshes:
                 export = os.path.join(args.corpus, name)
                 flags = (["--no-raise"] if args.no_raise else []) + \
@@ -152,6 +178,8 @@ def main():
                 status = run_case(args.meshc, export, mesh, work, flags)
                 results[(name, mesh)] = status
                 print(f"{name} [{mesh}]: {status}", flush=True)
+    if args.raising:
+        return 0
     ok = sum(1 for s in results.values() if s.startswith("ok"))
     print(f"corpus: {len(results)} cases; ok: {ok}, failed: {len(results) - ok}")
     return 0 if ok == len(results) or args.allow_failures else 1

@@ -20,12 +20,30 @@ namespace meshc::graph {
 /// iff j <= i + past" for the symbolic `queries` and `past`. Two spellings:
 ///   - GPT-2's buffer: a constant lower-triangular [1, 1, M, N] bias sliced
 ///     to rows [past, past + queries) and columns [0, keys);
-///   - Llama's: LessOrEqual(range(0, keys) as a row, range(past, past +
-///     queries) as a column), as a bool or through Where(cond, 0, fill).
+///   - a comparison (<=, <, >=, >, or its negation) of two integer functions
+///     of the query row i and key column j that reduces to
+///     `j - i - past <= 0`: unit-step ranges laid along the key or query
+///     axis, constant and symbolic scalars, their sums, differences and
+///     casts (Llama's LessOrEqual(kv_idx row, q_idx column), with or
+///     without offsets, however the exporter spells it);
+/// as a bool or through Where(cond, 0, fill).
 bool isSymbolicCausalMask(mlir::Value mask, mlir::AffineExpr queries,
                           mlir::AffineExpr keys, mlir::AffineExpr past,
                           dfg::SymbolicShapes &shapes,
                           const ConstantReader &reader);
+
+/// For a mask that is a conjunction (dfg.and, through expands and leading
+/// unit dimensions) of bool factors, one of which is causal as above, and
+/// others (HF's padding mask), builds the mask of the other factors and
+/// returns it, or a null Value when no other factor is left (all literal
+/// true). std::nullopt if the mask is not such a conjunction. An additive
+/// mask splits only as where(cond, 0, -inf): with a finite fill a row whose
+/// every key is masked would average over different keys.
+std::optional<mlir::Value>
+splitCausalFactor(mlir::Value mask, mlir::AffineExpr queries,
+                  mlir::AffineExpr keys, mlir::AffineExpr past,
+                  dfg::SymbolicShapes &shapes, const ConstantReader &reader,
+                  mlir::OpBuilder &builder);
 
 } // namespace meshc::graph
 

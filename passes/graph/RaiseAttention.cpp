@@ -29,8 +29,10 @@
 //      folder is known) and equal to "key j visible to query i iff
 //      j <= i + past length" becomes `causal = true`; so does, when the
 //      lengths are symbolic, one of the spellings CausalMasks.h recognises
-//      (a sliced triangular buffer, a comparison of two ranges); any other
-//      mask stays an operand. A Where fill of -1e4 instead of -inf changes
+//      (a sliced triangular buffer, a comparison of index expressions); a
+//      conjunction with such a factor (HF's causal and padding masks) gives
+//      `causal = true` with the other factors as the mask; any other mask
+//      stays an operand. A Where fill of -1e4 instead of -inf changes
 //      nothing except on rows where every key is masked, which only padding
 //      queries have.
 //
@@ -338,8 +340,15 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
     }
 
-    // 5. A causal mask becomes the flag.
+    // 5. A causal mask becomes the flag; so does the causal factor of a
+    //    conjunction (HF's causal and padding masks), the rest staying the
+    //    operand.
     bool causal = false;
+    AffineExpr pastLen = pastK ? shapes.dims(pastK)[2]
+                               : getAffineConstantExpr(0, op.getContext());
+    AffineExpr keysLen =
+        key ? shapes.dims(key)[2] : shapes.dims(keyView)[keyPerm[2]];
+    AffineExpr queriesLen = shapes.dims(q)[2];
     if (qt.hasStaticShape() && kt.hasStaticShape() &&
         (!pastK || cast<RankedTensorType>(pastK.getType()).hasStaticShape())) {
       int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
@@ -347,20 +356,23 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
           pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2) : 0;
       causal = mask && keys - queries == past &&
                isCausalMask(mask, queries, keys, past, reader);
-    } else if (mask) {
-      AffineExpr past = pastK ? shapes.dims(pastK)[2]
-                              : getAffineConstantExpr(0, op.getContext());
-      AffineExpr keys =
-          key ? shapes.dims(key)[2] : shapes.dims(keyView)[keyPerm[2]];
-      causal = isSymbolicCausalMask(mask, shapes.dims(q)[2], keys, past, shapes,
-                                    reader);
     }
+    if (!causal && mask)
+      causal = isSymbolicCausalMask(mask, queriesLen, keysLen, pastLen, shapes,
+                                    reader);
     if (causal)
       mask = Value();
     if (mask) {
       auto mt = cast<RankedTensorType>(mask.getType());
       if (!mt.getElementType().isInteger(1) && mt.getElementType() != element)
         return failure();
+      // From here on the match stands: the split may build the rest.
+      if (std::optional<Value> rest =
+              splitCausalFactor(mask, queriesLen, keysLen, pastLen, shapes,
+                                reader, rewriter)) {
+        causal = true;
+        mask = *rest;
+      }
     }
 
     if (keyView)

@@ -577,3 +577,49 @@ func.func @parallel_residual(%h: tensor<2x8x32xf32>, %r: tensor<2x8x32xf32>, %g:
   %y = dfg.add %a, %x : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
   return %y, %m, %x : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
 }
+
+// -----
+
+// HF's combined mask over a KV cache (past p, new s): query positions
+// range(p, p + s) as a column >= key positions range(0, p + s) as a row, and
+// a literal true, and the padding mask; expanded, sliced whole, where(.., 0,
+// -inf). The comparison is the causal factor: `causal = true`, and the
+// padding alone stays the mask. With a finite fill (finfo.min) the split is
+// not exact on rows whose every key is masked, so that mask stays whole.
+// CHECK-LABEL: func.func @causal_and_padding
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x?xi1>
+// CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00>
+// CHECK-DAG: %[[INF:.+]] = dfg.constant dense<0xFF800000>
+// CHECK: %[[M:.+]] = dfg.where %[[PAD]], %[[ZERO]], %[[INF]] : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = false
+func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %inf = dfg.constant dense<0xFF800000> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %true = dfg.constant dense<true> : tensor<i1>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %qpos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %kpos = dfg.range affine_map<()[s0, s1] -> (0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %col = dfg.unsqueeze %qpos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %row = dfg.unsqueeze %kpos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %vis = dfg.greater_or_equal %col, %row : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %vt = dfg.and %vis, %true : (tensor<1x1x?x?xi1>, tensor<i1>) -> tensor<1x1x?x?xi1>
+  %both = dfg.and %vt, %pad : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %ex = dfg.expand %both shape = [1, 1, 1, 1] : (tensor<?x1x?x?xi1>) -> tensor<?x1x?x?xi1>
+  %sl = dfg.slice %ex starts = [0] ends = [9223372036854775807] axes = [3] steps = [1] : (tensor<?x1x?x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = dfg.where %sl, %zero, %inf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kc = dfg.concat %pk, %k axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %vc = dfg.concat %pv, %v axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = dfg.transpose %kc perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %m = dfg.add %ss, %mask : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %maskf = dfg.where %sl, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %mf = dfg.add %ss, %maskf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %pf = dfg.softmax %mf axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %of = dfg.matmul %pf, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %of : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
