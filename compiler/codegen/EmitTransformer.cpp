@@ -105,7 +105,8 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
   os << "  k::attention(" << q << ", " << kk << ", " << v << ", " << m << ", "
      << pk << ", " << pv << ", " << cppFloat(a.getScale().convertToDouble())
      << ", " << (a.getCausal() ? "true" : "false") << ", "
-     << cppFloat(a.getSoftcap().convertToDouble()) << ", " << o << ", "
+     << cppFloat(a.getSoftcap().convertToDouble()) << ", "
+     << (a.getSoftcapFirst() ? "true" : "false") << ", " << o << ", "
      << presentK << ", " << presentV << ");\n";
   return success();
 }

@@ -64,7 +64,43 @@ bool reachesScores(Value v, int depth = 0) {
            reachesScores(op->getOperand(1), depth + 1);
   if (auto where = dyn_cast<dfg::WhereOp>(op))
     return reachesScores(where.getLhs(), depth + 1);
+  if (auto tanh = dyn_cast<dfg::TanhOp>(op))
+    return reachesScores(tanh.getInput(), depth + 1);
   return false;
+}
+
+/// A softcap `c * tanh(x / c)` (or `tanh(x * (1 / c)) * c`) of `v`: the cap
+/// c and x, or std::nullopt for anything else.
+std::optional<std::pair<double, Value>>
+softcapOf(Value v, const ConstantReader &reader) {
+  auto mul = defining<dfg::MulOp>(v);
+  if (!mul)
+    return std::nullopt;
+  for (auto [t, c] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())}) {
+    auto tanh = defining<dfg::TanhOp>(t);
+    std::optional<double> cap = reader.splat(c);
+    if (!tanh || !cap || !(*cap > 0) || tanh.getType() != mul.getType())
+      continue;
+    Value in = tanh.getInput();
+    Type element = mul.getType().getElementType();
+    if (auto div = defining<dfg::DivOp>(in)) {
+      std::optional<double> d = reader.splat(div.getRhs());
+      if (d && isNear(*d, *cap, element) &&
+          div.getLhs().getType() == div.getType())
+        return std::pair(*cap, div.getLhs());
+    }
+    if (auto scaled = defining<dfg::MulOp>(in)) {
+      for (auto [x, f] : {std::pair(scaled.getLhs(), scaled.getRhs()),
+                          std::pair(scaled.getRhs(), scaled.getLhs())}) {
+        std::optional<double> inv = reader.splat(f);
+        if (inv && isNear(*inv, 1.0 / *cap, element) &&
+            x.getType() == scaled.getType())
+          return std::pair(*cap, x);
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 /// where(is_nan(p), 0, p) -> p: PyTorch's scaled-dot-product attention
@@ -242,10 +278,21 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       s = widen.getInput();
     }
 
-    // 2. Scale and mask down to the score matmul.
-    double scale = 1.0, scaleAbove = 1.0;
+    // 2. Scale, mask and softcap down to the score matmul.
+    double scale = 1.0, scaleAbove = 1.0, softcap = 0.0;
+    bool softcapFirst = false;
     Value mask;
-    for (int step = 0; step < 8; ++step) {
+    for (int step = 0; step < 10; ++step) {
+      // A softcap with nothing scaled above it; below the mask (Gemma-2:
+      // capped, then masked) or above it (ONNX's order).
+      if (auto cap = softcapOf(s, reader)) {
+        if (softcap > 0 || scaleAbove != 1.0)
+          return failure();
+        softcap = cap->first;
+        softcapFirst = static_cast<bool>(mask);
+        s = cap->second;
+        continue;
+      }
       Value stripped = stripScale(s, scaleAbove, reader);
       if (stripped != s) {
         s = stripped;
@@ -384,7 +431,9 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     auto attention = dfg::AttentionOp::create(
         rewriter, op.getLoc(), op.getType(), present, q, newK, newV, mask,
         pastK, pastV, rewriter.getF32FloatAttr(static_cast<float>(scale)),
-        rewriter.getBoolAttr(causal), rewriter.getF32FloatAttr(0.0f));
+        rewriter.getBoolAttr(causal),
+        rewriter.getF32FloatAttr(static_cast<float>(softcap)),
+        rewriter.getBoolAttr(softcapFirst));
     if (pastK) {
       // Later readers of the extended cache (the present outputs) read the
       // op's results; the decomposed chain before it dies with the root.

@@ -8,8 +8,9 @@
 //      else by direct dot products with every row an independent OpenMP task
 //      (decode, short prompts).
 //   3. Each row: the mask and the causal limit (j <= i + P), then softcap
-//      (ONNX's order), then a max-subtracted softmax; a row with no finite
-//      score gives zeros.
+//      (ONNX's order; with softcapFirst the softcap comes first, Gemma-2's
+//      order), then a max-subtracted softmax; a row with no finite score
+//      gives zeros.
 //   4. out = P V, by sgemm or by axpy over the value rows.
 //
 // rotary rotates feature pairs per (batch, head, position) row.
@@ -43,15 +44,17 @@ struct RowContext {
   std::int64_t total = 0, past = 0;
   bool causal = false;
   float softcap = 0.0f;
+  bool softcapFirst = false;
   const TensorRef *mask = nullptr;
   bool boolMask = false;
   std::int64_t maskStrides[4] = {};
 };
 
 /// Keys j < limit are scored for query i: those not causally masked, or
-/// all of them under a softcap (where a masked key scores -softcap).
+/// all of them under a softcap after the mask (where a masked key scores
+/// -softcap).
 inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t i) {
-  return ctx.causal && ctx.softcap <= 0.0f
+  return ctx.causal && (ctx.softcap <= 0.0f || ctx.softcapFirst)
              ? std::min(ctx.total, i + ctx.past + 1)
              : ctx.total;
 }
@@ -64,6 +67,11 @@ inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t i) {
 bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
                 std::int64_t h, std::int64_t i, std::int64_t limit) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (ctx.softcap > 0.0f && ctx.softcapFirst) {
+    const float cap = ctx.softcap, inv = 1.0f / ctx.softcap;
+    for (std::int64_t j = 0; j < limit; ++j)
+      scores[j] = cap * std::tanh(scores[j] * inv);
+  }
   if (ctx.mask) {
     const std::int64_t *ms = ctx.maskStrides;
     const std::int64_t base = b * ms[0] + h * ms[1] + i * ms[2];
@@ -79,7 +87,7 @@ bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
         scores[j] += m[j * sj];
     }
   }
-  if (ctx.softcap > 0.0f) {
+  if (ctx.softcap > 0.0f && !ctx.softcapFirst) {
     if (ctx.causal)
       for (std::int64_t j = i + ctx.past + 1; j < limit; ++j)
         scores[j] = kNegInf;
@@ -114,7 +122,8 @@ const float *keysOrValues(const TensorRef &fresh, const TensorRef *past,
 void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef &value, const TensorRef *mask,
                const TensorRef *pastKey, const TensorRef *pastValue,
-               float scale, bool causal, float softcap, const TensorRef &out,
+               float scale, bool causal, float softcap, bool softcapFirst,
+               const TensorRef &out,
                const TensorRef *presentKey, const TensorRef *presentValue) {
   requireF32(query, "attention");
   requireF32(key, "attention");
@@ -134,6 +143,7 @@ void attention(const TensorRef &query, const TensorRef &key,
   ctx.past = past;
   ctx.causal = causal;
   ctx.softcap = softcap;
+  ctx.softcapFirst = softcapFirst;
   if (mask) {
     if (mask->dtype != DType::Bool)
       requireF32(*mask, "attention mask");

@@ -4,10 +4,12 @@
 //
 //   1. K and V are `present` (past ++ new, written first) or key/value.
 //   2. The score of query i and key j < limit(i) (limit: i + P + 1 under a
-//      causal mask without softcap, else all keys) is scale * q . k_j; then
-//      the mask (bool: -inf where false; float: added), then with a softcap
-//      the causal -inf and s = softcap * tanh(s / softcap), so that a masked
-//      key scores -softcap (ONNX Attention-23's order).
+//      causal mask without softcap or with softcapFirst, else all keys) is
+//      scale * q . k_j; then the mask (bool: -inf where false; float:
+//      added), then with a softcap the causal -inf and s = softcap *
+//      tanh(s / softcap), so that a masked key scores -softcap (ONNX
+//      Attention-23's order); with softcapFirst the softcap comes before the
+//      mask (Gemma-2's order) and a masked key is excluded.
 //   3. A softmax over those scores weights the value rows. A row without a
 //      finite score gives zeros; a NaN score with a finite maximum makes the
 //      row NaN (as the CPU's max-subtracted softmax does).
@@ -78,15 +80,17 @@ template <typename T> struct AttentionArgs {
   std::int64_t heads = 0, kvHeads = 0, group = 1, seq = 0, total = 0, past = 0;
   int dim = 0, vDim = 0;
   float scale = 1.0f, softcap = 0.0f;
-  bool causal = false;
+  bool causal = false, softcapFirst = false;
 };
 
 /// Keys j < keyLimit(i) are scored for query i: those not causally masked,
-/// or all of them under a softcap (where a masked key scores -softcap).
+/// or all of them under a softcap after the mask (where a masked key scores
+/// -softcap).
 template <typename T>
 __device__ __forceinline__ std::int64_t keyLimit(const AttentionArgs<T> &a,
                                                  std::int64_t i) {
-  if (a.causal && a.softcap <= 0.0f && i + a.past + 1 < a.total)
+  if (a.causal && (a.softcap <= 0.0f || a.softcapFirst) &&
+      i + a.past + 1 < a.total)
     return i + a.past + 1;
   return a.total;
 }
@@ -98,6 +102,8 @@ __device__ __forceinline__ float
 finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
             std::int64_t h, std::int64_t i, std::int64_t j) {
   float s = a.scale * dot;
+  if (a.softcap > 0.0f && a.softcapFirst)
+    s = a.softcap * tanhf(s * (1.0f / a.softcap));
   if (a.maskKind != MaskKind::None) {
     const std::int64_t off = b * a.maskStrides[0] + h * a.maskStrides[1] +
                              i * a.maskStrides[2] + j * a.maskStrides[3];
@@ -110,7 +116,7 @@ finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
       s += static_cast<const float *>(a.mask)[off];
     }
   }
-  if (a.softcap > 0.0f) {
+  if (a.softcap > 0.0f && !a.softcapFirst) {
     if (a.causal && j > i + a.past)
       s = -INFINITY;
     s = a.softcap * tanhf(s * (1.0f / a.softcap));
@@ -507,8 +513,9 @@ void launchDecode(const AttentionArgs<T> &a, std::int64_t rows) {
 void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef &value, const TensorRef *mask,
                const TensorRef *pastKey, const TensorRef *pastValue,
-               float scale, bool causal, float softcap, const TensorRef &out,
-               const TensorRef *presentKey, const TensorRef *presentValue) {
+               float scale, bool causal, float softcap, bool softcapFirst,
+               const TensorRef &out, const TensorRef *presentKey,
+               const TensorRef *presentValue) {
   requireDType(key, query.dtype, "attention");
   requireDType(value, query.dtype, "attention");
   const plans::AttentionPlan plan = plans::attentionPlan(
@@ -546,6 +553,7 @@ void attention(const TensorRef &query, const TensorRef &key,
     a.vDim = static_cast<int>(vDim);
     a.scale = scale;
     a.softcap = softcap;
+    a.softcapFirst = softcapFirst;
     a.causal = causal;
     if (mask) {
       if (mask->dtype == DType::Bool)

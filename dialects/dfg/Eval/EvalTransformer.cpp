@@ -158,6 +158,7 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
           vDim = v.shape[3], group = heads / kvHeads;
   double scale = op.getScale().convertToDouble();
   double softcap = op.getSoftcap().convertToDouble();
+  bool softcapFirst = op.getSoftcapFirst();
   const EvalTensor *mask = op.getMask() ? &get(op.getMask()) : nullptr;
   SmallVector<int64_t> full{batch, heads, seq, total};
   SmallVector<int64_t> maskStrides =
@@ -178,13 +179,15 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
           for (int64_t d = 0; d < dim; ++d)
             sum += qi[d] * kj[d];
           double score = scale * sum;
+          if (softcap > 0 && softcapFirst)
+            score = softcap * std::tanh(score / softcap);
           if (mask) {
             double m = mask->values[dot({b, h, i, j}, maskStrides)];
             score += boolMask ? (m != 0 ? 0.0 : -INFINITY) : m;
           }
           if (op.getCausal() && j > i + past)
             score = -INFINITY;
-          if (softcap > 0)
+          if (softcap > 0 && !softcapFirst)
             score = softcap * std::tanh(score / softcap);
           scores[j] = score;
           maxScore = std::max(maxScore, score);

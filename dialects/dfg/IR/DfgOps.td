@@ -1018,7 +1018,10 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
       result = softmax(scores over keys) V   (zeros where every key is masked)
 
     The softcap comes after the mask, as ONNX Attention-23 and onnxruntime
-    apply it: with a softcap, a masked key scores -softcap, not -inf.
+    apply it: with a softcap, a masked key scores -softcap, not -inf. With
+    `softcap_first` it comes before (`scale * Q K^T` is capped, then the
+    mask and the causal limit apply), as transformers' Gemma-2 computes it:
+    a masked key is then excluded.
 
     Layout: `query` `[batch, heads, seq, head_dim]`, `key`/`value`
     `[batch, kv_heads, kv_seq, head_dim | v_dim]`, result
@@ -1050,7 +1053,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
                        Optional<Dfg_FloatTensor>:$past_key,
                        Optional<Dfg_FloatTensor>:$past_value, F32Attr:$scale,
                        BoolAttr:$causal,
-                       DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+                       DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                       DefaultValuedAttr<BoolAttr, "false">:$softcap_first);
   let results = (outs Dfg_FloatTensor:$result,
                       Variadic<Dfg_FloatTensor>:$present);
   let assemblyFormat = [{

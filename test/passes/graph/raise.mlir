@@ -623,3 +623,44 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
   %of = dfg.matmul %pf, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o, %of : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// Gemma-2's softcapped attention as transformers computes it: scores times
+// the scaling, divided by the cap, tanh, times the cap, then the additive
+// mask: one dfg.attention with `softcap_first` (the cap before the mask).
+// The cap after the mask (ONNX's order) is the plain softcap. Near miss:
+// tanh(x / 30) * 50 is no softcap.
+// CHECK-LABEL: func.func @softcaps
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 2.500000e-01 causal = false {softcap = 5.000000e+01 : f32, softcap_first = true}
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 2.500000e-01 causal = false {softcap = 5.000000e+01 : f32}
+// CHECK: dfg.tanh
+// CHECK: dfg.softmax
+func.func @softcaps(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %mask: tensor<1x1x3x3xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %scaling = dfg.constant dense<0.25> : tensor<f32>
+  %cap = dfg.constant dense<50.0> : tensor<f32>
+  %inv = dfg.constant dense<0.02> : tensor<f32>
+  %other = dfg.constant dense<30.0> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %ss = dfg.mul %s, %scaling : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %d = dfg.div %ss, %cap : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %t = dfg.tanh %d : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c = dfg.mul %t, %cap : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = dfg.add %c, %mask : (tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %m2 = dfg.add %ss, %mask : (tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %d2 = dfg.mul %m2, %inv : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %t2 = dfg.tanh %d2 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c2 = dfg.mul %cap, %t2 : (tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p2 = dfg.softmax %c2 axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o2 = dfg.matmul %p2, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %d3 = dfg.div %ss, %other : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %t3 = dfg.tanh %d3 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c3 = dfg.mul %t3, %cap : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m3 = dfg.add %c3, %mask : (tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p3 = dfg.softmax %m3 axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o3 = dfg.matmul %p3, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o, %o2, %o3 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}

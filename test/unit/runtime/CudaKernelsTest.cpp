@@ -1097,6 +1097,7 @@ struct AttentionCase {
                dim = 8, vDim = 8;
   bool causal = false;
   float softcap = 0.0f;
+  bool softcapFirst = false;   // Gemma-2's order: softcap, then the mask
   Shape maskShape;             // empty: no mask
   DType maskType = DType::F32; // Bool, or a float mask
   bool maskInQueryType = true; // a float mask of the query's type
@@ -1109,7 +1110,8 @@ std::string describe(const AttentionCase &c, DType t) {
          std::to_string(c.kvHeads) + " S" + std::to_string(c.seq) + " P" +
          std::to_string(c.past) + " D" + std::to_string(c.dim) + "/" +
          std::to_string(c.vDim) + (c.causal ? " causal" : "") +
-         (c.softcap > 0 ? " softcap" : "") +
+         (c.softcap > 0 ? (c.softcapFirst ? " softcap-first" : " softcap")
+                        : "") +
          (c.maskShape.empty()
               ? ""
               : std::string(" mask ") +
@@ -1157,7 +1159,7 @@ void checkAttention(const AttentionCase &c, DType t) {
     const TensorRef kr = wantK.ref(), vr = wantV.ref();
     cpu::attention(q32.ref(), k32.ref(), v32.ref(), refPointer(m),
                    refPointer(pkr), refPointer(pvr), scale, c.causal, c.softcap,
-                   want.ref(), hasPast ? &kr : nullptr,
+                   c.softcapFirst, want.ref(), hasPast ? &kr : nullptr,
                    hasPast ? &vr : nullptr);
   }
 
@@ -1170,7 +1172,8 @@ void checkAttention(const AttentionCase &c, DType t) {
                                  pvr = refOf(dpv);
   const TensorRef kr = presentK.ref(), vr = presentV.ref();
   gpu::attention(dq.ref(), dk.ref(), dv.ref(), refPointer(m), refPointer(pkr),
-                 refPointer(pvr), scale, c.causal, c.softcap, out.ref(),
+                 refPointer(pvr), scale, c.causal, c.softcap, c.softcapFirst,
+                 out.ref(),
                  hasPast ? &kr : nullptr, hasPast ? &vr : nullptr);
   const std::string what = describe(c, t);
   expectMatchesCpu(out.download(), want, what);
@@ -1281,6 +1284,26 @@ TEST_F(CudaKernelsTest, AttentionSoftcap) {
     c.seq = 37; // prefill: masked keys score -softcap there too
     c.newKv = 37;
     c.maskShape = {1, 1, 37, 37};
+    checkAttention(c, t);
+  }
+}
+
+TEST_F(CudaKernelsTest, AttentionSoftcapBeforeMask) {
+  for (DType t : kFloatTypes) {
+    AttentionCase c;
+    c.seq = 4;
+    c.newKv = 4;
+    c.softcap = 0.5f;
+    c.softcapFirst = true;
+    c.causal = true; // masked keys excluded, not scored -softcap
+    checkAttention(c, t);
+    c.maskShape = {1, 1, 4, 4};
+    checkAttention(c, t);
+    c.seq = 37; // prefill, with a past
+    c.newKv = 37;
+    c.past = 3;
+    c.maskType = DType::Bool;
+    c.maskShape = {1, 1, 37, 40};
     checkAttention(c, t);
   }
 }

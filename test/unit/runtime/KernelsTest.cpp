@@ -1097,6 +1097,7 @@ struct AttentionCase {
                dim = 8, vDim = 8;
   bool causal = false;
   float softcap = 0.0f;
+  bool softcapFirst = false; // Gemma-2's order: softcap, then the mask
   /// The mask: none, bool or f32, of this shape.
   DType maskType = DType::F32;
   Shape maskShape;
@@ -1106,7 +1107,8 @@ struct AttentionCase {
 
 /// Runs attention on random inputs and compares with a float64 reference:
 /// the mask and the causal limit (j > i + past is -inf), then softcap
-/// (ONNX's order), then softmax; a row whose keys are all masked is zeros.
+/// (ONNX's order; before the mask with softcapFirst), then softmax; a row
+/// whose keys are all masked is zeros.
 void checkAttention(const AttentionCase &c) {
   const std::int64_t total = c.past + c.newKv;
   Tensor q = randomF32({c.batch, c.heads, c.seq, c.dim}, -2, 2);
@@ -1137,7 +1139,8 @@ void checkAttention(const AttentionCase &c) {
   const bool hasPast = c.past > 0;
   attention(q.ref(), k.ref(), v.ref(), hasMask ? &maskRef : nullptr,
             hasPast ? &pkRef : nullptr, hasPast ? &pvRef : nullptr, scale,
-            c.causal, c.softcap, out.ref(), hasPast ? &presentKRef : nullptr,
+            c.causal, c.softcap, c.softcapFirst, out.ref(),
+            hasPast ? &presentKRef : nullptr,
             hasPast ? &presentVRef : nullptr);
 
   // K = past ++ key, V likewise.
@@ -1170,6 +1173,8 @@ void checkAttention(const AttentionCase &c) {
             dot += q.at(((b * c.heads + h) * c.seq + i) * c.dim + d) *
                    kk[((b * c.kvHeads + kvh) * total + j) * c.dim + d];
           double score = static_cast<double>(scale) * dot;
+          if (c.softcap > 0 && c.softcapFirst)
+            score = c.softcap * std::tanh(score / c.softcap);
           if (hasMask) {
             const double m =
                 mask.at(broadcastOffset({b, h, i, j}, c.maskShape));
@@ -1177,7 +1182,7 @@ void checkAttention(const AttentionCase &c) {
           }
           if (c.causal && j > i + c.past)
             score = -kInf;
-          if (c.softcap > 0)
+          if (c.softcap > 0 && !c.softcapFirst)
             score = c.softcap * std::tanh(score / c.softcap);
           s[j] = score;
           maxScore = std::max(maxScore, score);
@@ -1257,6 +1262,28 @@ TEST(KernelsTest, AttentionSoftcap) {
   c.causal = true;
   c.maskType = DType::Bool;
   c.maskShape = {1, 1, 4, 4};
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionSoftcapBeforeMask) {
+  AttentionCase c;
+  c.seq = 4;
+  c.newKv = 4;
+  c.softcap = 0.5f;
+  c.softcapFirst = true;
+  c.causal = true; // masked keys excluded, not scored -softcap
+  checkAttention(c);
+  c.maskShape = {1, 1, 4, 4}; // an additive mask after the cap
+  checkAttention(c);
+  c.maskType = DType::Bool;
+  c.maskWholeRows = true;
+  checkAttention(c);
+  c.heads = 4; // prefill through the sgemm path, with a past
+  c.kvHeads = 2;
+  c.seq = c.newKv = 40;
+  c.past = 5;
+  c.maskShape = {45};
+  c.maskWholeRows = false;
   checkAttention(c);
 }
 
