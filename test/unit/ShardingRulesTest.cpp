@@ -112,6 +112,27 @@ TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
   EXPECT_EQ(r.results[0][1], qHeads);
 }
 
+// Rotary with per-row tables ([batch, seq, d/2], as positions times
+// inv_freq computed in the graph give them): the tables' rows are the
+// input's batch, so a batch split (dp) splits them too; a table shared by
+// every row ([1, seq, d/2]) stays whole.
+TEST_F(ShardingRulesTest, RotaryTablesFollowTheBatch) {
+  Value x = weight({2, 4, 8, 16}), rows = weight({2, 8, 8}),
+        shared = weight({1, 8, 8});
+  auto perRow = RotaryOp::create(builder, builder.getUnknownLoc(), x, rows,
+                                 rows, Value(), false, 16);
+  ShardingRule r = rule(perRow);
+  EXPECT_EQ(r.operands[1][0], r.operands[0][0]);
+  EXPECT_EQ(r.operands[2][0], r.operands[0][0]);
+  EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[r.operands[1][2][0]].kind, FactorKind::Pinned);
+  auto sharedRows = RotaryOp::create(builder, builder.getUnknownLoc(), x,
+                                     shared, shared, Value(), false, 16);
+  ShardingRule s = rule(sharedRows);
+  EXPECT_NE(s.operands[1][0], s.operands[0][0]);
+  EXPECT_NE(s.operands[2][0], s.operands[0][0]);
+}
+
 // Query heads (kv_heads=2, group=2) split over grid axes of sizes (2, 2):
 // the first axis fills the KV heads, so the second reaches the group; read
 // back, the query heads are split over both and the KV heads over the first.

@@ -585,7 +585,8 @@ ShardingRule AttentionOp::getShardingRule() {
   return b.take();
 }
 
-/// Batch and heads parallel; positions and features whole.
+/// Batch and heads parallel; positions and features whole (per-row tables
+/// split with the batch).
 ShardingRule RotaryOp::getShardingRule() {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(getInput());
@@ -594,8 +595,18 @@ ShardingRule RotaryOp::getShardingRule() {
     for (int f : x[d])
       b.at(f).kind = FactorKind::Pinned;
   b.operand(x);
-  b.operand(b.fresh(shapeOf(getCos()), FactorKind::Pinned));
-  b.operand(b.fresh(shapeOf(getSin()), FactorKind::Pinned));
+  // Per-row tables ([batch, seq, d/2], no positions) follow the input's
+  // batch split: each rank rotates its rows by its rows' angles. Shared
+  // tables ([1, seq, d/2], or caches indexed by positions) stay whole.
+  auto table = [&](Value t) {
+    ArrayRef<int64_t> shape = shapeOf(t);
+    if (getPositions() || shape.size() != 3 || shape[0] == 1)
+      return b.fresh(shape, FactorKind::Pinned);
+    TensorFactors last = b.fresh(shape.drop_front(2), FactorKind::Pinned);
+    return TensorFactors{x[0], x[2], last[0]};
+  };
+  b.operand(table(getCos()));
+  b.operand(table(getSin()));
   if (Value positions = getPositions())
     b.operand({x[0], x[2]});
   b.result(x);
