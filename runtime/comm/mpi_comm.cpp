@@ -4,8 +4,11 @@
 // in its nonblocking form (MPI_Iallreduce, MPI_Isend, MPI_Ibarrier, ...);
 // a collective's start form returns a ticket for its requests, and a wait
 // (at once for the blocking forms) completes them by a polling loop that
-// sleeps between tests, so that a rank sharing a core with its peers leaves
-// them the cpu, and that gives up after the timeout: a rank whose peer died or
+// first yields the core between tests (sched_yield: a rank sharing a core
+// with its peers leaves them the cpu, a rank alone on its core polls at
+// once, and MPI progresses the collective at every test), then, past a few
+// milliseconds (a pipeline bubble, a straggler), sleeps between tests, and
+// that gives up after the timeout: a rank whose peer died or
 // took another path reports the op and the group through rt::fatal, which
 // aborts the whole job, instead of hanging. Communicators return their errors
 // (MPI_ERRORS_RETURN) so that an MPI failure, too, becomes one line naming the
@@ -32,6 +35,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <sched.h>
 #include <sstream>
 
 namespace meshc::rt {
@@ -100,7 +104,14 @@ std::string formatSeconds(double seconds) {
   return os.str();
 }
 
-/// Completes `requests`, polling with a growing sleep, and aborts the job
+/// How long a wait polls with sched_yield before it sleeps between tests:
+/// long enough to cover the usual skew between ranks of a step (a sleep
+/// there would add its own length to every collective, and MPI does not
+/// progress a nonblocking collective while its rank sleeps), short enough
+/// that a long wait soon stops taking a core.
+constexpr double kYieldSeconds = 0.005;
+
+/// Completes `requests`, polling (see the file comment), and aborts the job
 /// when that takes longer than `timeout` seconds. `where` names the peers
 /// ("over ranks {0, 1}", "to rank 3") for the message.
 std::vector<MPI_Status> complete(std::vector<MPI_Request> &requests,
@@ -110,23 +121,31 @@ std::vector<MPI_Status> complete(std::vector<MPI_Request> &requests,
   const auto start = Clock::now();
   std::vector<MPI_Status> statuses(requests.size());
   const int count = static_cast<int>(requests.size());
-  long sleepNs = 20000;
+  long sleepNs = 50000;
   for (int polls = 0;; ++polls) {
     int done = 0;
     check(MPI_Testall(count, requests.data(), &done, statuses.data()), what,
           "MPI_Testall");
     if (done)
       return statuses;
-    // A short spin serves the common case of peers arriving together; past
-    // it, sleep so that oversubscribed peers get the core.
+    // The first polls spin (peers arriving together); then the clock is
+    // read every 64 polls only.
     if (polls < 64)
       continue;
+    if (polls % 64 != 63) {
+      sched_yield();
+      continue;
+    }
     double elapsed =
         std::chrono::duration<double>(Clock::now() - start).count();
     if (elapsed > timeout)
       fatal(what + " " + where + " did not complete within " +
             formatSeconds(timeout) +
             " s; a peer rank may have died or be stuck");
+    if (elapsed < kYieldSeconds) {
+      sched_yield();
+      continue;
+    }
     timespec pause{0, sleepNs};
     nanosleep(&pause, nullptr);
     sleepNs = std::min(sleepNs * 2, 1000000L);
