@@ -35,7 +35,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/WithColor.h"
 
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
@@ -320,12 +322,37 @@ LogicalResult NodeContext::setResults(ArrayRef<Value> values) {
 // Importer
 //===----------------------------------------------------------------------===//
 
-Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
+/// "node 'NAME' (OP, #INDEX)", as diagnostics name a node.
+static std::string describeNode(const onnx::NodeProto &node, int index) {
   std::string name = node.name().empty() ? "<unnamed>" : node.name();
-  return NameLoc::get(
-      StringAttr::get(&context_, formatv("node '{0}' ({1}, #{2})", name,
-                                         node.op_type(), index)),
-      fileLoc_);
+  return formatv("node '{0}' ({1}, #{2})", name, node.op_type(), index);
+}
+
+FatalErrorAtNode::FatalErrorAtNode(MLIRContext &context, std::string where)
+    : where_(std::move(where)), record_(&context, [this](Diagnostic &diag) {
+        if (diag.getSeverity() == DiagnosticSeverity::Error)
+          lastError_ = diag.str();
+        return failure(); // reported as usual too
+      }) {
+  llvm::install_fatal_error_handler(&FatalErrorAtNode::onFatal, this);
+}
+
+FatalErrorAtNode::~FatalErrorAtNode() { llvm::remove_fatal_error_handler(); }
+
+void FatalErrorAtNode::onFatal(void *self, const char *reason, bool) {
+  auto *guard = static_cast<FatalErrorAtNode *>(self);
+  std::string message = guard->lastError_;
+  if (message.empty()) // only LLVM's own text: its first line
+    message = StringRef(reason).split('\n').first.rtrim(": ").str();
+  llvm::WithColor::error(llvm::errs(), "meshc")
+      << guard->where_ << ": " << message << "\n";
+  llvm::errs().flush();
+  std::exit(1);
+}
+
+Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
+  return NameLoc::get(StringAttr::get(&context_, describeNode(node, index)),
+                      fileLoc_);
 }
 
 LogicalResult Importer::checkOpsets() {
@@ -614,8 +641,12 @@ LogicalResult Importer::importNode(int index) {
   NodeContext ctx(*this, node, *version, builder_, loc, inputs);
   // A legalisation may report a problem (a mistyped attribute) and carry
   // on with a default; the node still fails.
-  if (failed(fn(ctx)) || ctx.hadError())
-    return failure();
+  {
+    FatalErrorAtNode net(context_, model_.path().str() + ": " +
+                                       describeNode(node, index));
+    if (failed(fn(ctx)) || ctx.hadError())
+      return failure();
+  }
   SmallVector<Operation *> created;
   for (Operation &op : llvm::make_range(
            last ? std::next(last->getIterator()) : body->begin(), body->end()))

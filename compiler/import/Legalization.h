@@ -15,9 +15,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -166,6 +168,27 @@ private:
   mlir::Location loc_;
   llvm::SmallVector<mlir::Value> inputs_;
   llvm::SmallVector<mlir::Value> results_;
+};
+
+/// While it lives, a fatal error (an op built through a type-inferring
+/// `create` whose inference fails: LLVM's "Failed to infer result type(s)",
+/// which aborts) ends meshc with status 1 and one line naming `where` (the
+/// node) and the last error reported meanwhile (the inference's own
+/// message), instead of an abort. The importer holds one around each node's
+/// legalisation; legalisations still check before they build
+/// (NodeContext::create), and this guard is the net for what they miss.
+class FatalErrorAtNode {
+public:
+  FatalErrorAtNode(mlir::MLIRContext &context, std::string where);
+  ~FatalErrorAtNode();
+  FatalErrorAtNode(const FatalErrorAtNode &) = delete;
+  FatalErrorAtNode &operator=(const FatalErrorAtNode &) = delete;
+
+private:
+  static void onFatal(void *self, const char *reason, bool genCrashDiag);
+
+  std::string where_, lastError_;
+  mlir::ScopedDiagnosticHandler record_;
 };
 
 /// The shape and element type of a ranked tensor value.

@@ -205,17 +205,28 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
     return failure();
   RankedTensorType in = ctx.inputType(0);
   int64_t axis = ctx.attrInt("axis", 0);
+  auto normalized = dfg::normalizeAxes({axis}, in.getRank());
+  if (!normalized)
+    return ctx.error(llvm::toString(normalized.takeError()));
+  int64_t dim = in.getDimSize(normalized->front());
   SmallVector<int64_t> sizes;
   if (ctx.input(1)) {
     auto given = ctx.constantInts(1, "split");
     if (failed(given))
       return failure();
     sizes = *given;
+    int64_t total = 0;
+    for (int64_t size : sizes) {
+      if (size < 0)
+        return ctx.error("split size " + std::to_string(size) +
+                         " is negative");
+      total += size;
+    }
+    if (!ShapedType::isDynamic(dim) && total != dim)
+      return ctx.error("split sizes add up to " + std::to_string(total) +
+                       " but dimension " + std::to_string(axis) + " is " +
+                       std::to_string(dim));
   } else {
-    auto normalized = dfg::normalizeAxes({axis}, in.getRank());
-    if (!normalized)
-      return ctx.error(llvm::toString(normalized.takeError()));
-    int64_t dim = in.getDimSize(normalized->front());
     int64_t pieces = ctx.opsetVersion() >= 18
                          ? ctx.attrInt("num_outputs", 0)
                          : static_cast<int64_t>(ctx.numOutputs());

@@ -608,6 +608,20 @@ def case_truncated(path):
     raw(path, data[: len(data) * 3 // 5])
 
 
+def case_split_bad_axis(path):
+    """Split with explicit sizes along axis 7 of a rank-3 input."""
+    return model([helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=7, name="cut")],
+                 [f32("x", [2, 4, 6])], [f32("a", None), f32("b", None)],
+                 [ints("sizes", [1, 1])])
+
+
+def case_split_bad_sizes(path):
+    """Split sizes 1 + 5 of a dimension of 2."""
+    return model([helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=0, name="cut")],
+                 [f32("x", [2, 4, 6])], [f32("a", None), f32("b", None)],
+                 [ints("sizes", [1, 5])])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
