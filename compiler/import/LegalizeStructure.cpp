@@ -232,6 +232,10 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
                          : static_cast<int64_t>(ctx.numOutputs());
     if (pieces <= 0)
       return ctx.error("Split needs 'split' sizes or 'num_outputs'");
+    if (pieces != static_cast<int64_t>(ctx.numOutputs()))
+      return ctx.error("num_outputs " + std::to_string(pieces) +
+                       " does not match the node's " +
+                       std::to_string(ctx.numOutputs()) + " outputs");
     if (ShapedType::isDynamic(dim))
       return ctx.error("Split of dynamic dimension " + std::to_string(axis) +
                        " needs explicit 'split' sizes");

@@ -18,6 +18,15 @@ using namespace mlir;
 
 namespace meshc::dfg::detail {
 
+/// The number of elements of a tensor of `shape`.
+static int64_t elementCount(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+
 FailureOr<EvalTensor> Evaluator::slice(Operation *op, const EvalTensor &in,
                                        ArrayRef<int64_t> starts,
                                        ArrayRef<int64_t> ends,
@@ -30,7 +39,7 @@ FailureOr<EvalTensor> Evaluator::slice(Operation *op, const EvalTensor &in,
   Shape first, step;
   sliceOrigin(in.shape, starts, axes, steps, first, step);
   SmallVector<int64_t> strides = stridesOf(in.shape);
-  return gather(in, *shape, [&](ArrayRef<int64_t> index) {
+  return gather(op, in, *shape, [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (int64_t i = 0; i < rank; ++i)
       offset += (first[i] + index[i] * step[i]) * strides[i];
@@ -52,7 +61,7 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalTranspose(TransposeOp op) {
   auto shape = transposeShape(in.shape, op.getPerm());
   SmallVector<int64_t> strides = stridesOf(in.shape);
   ArrayRef<int64_t> perm = op.getPerm();
-  return one(gather(in, *shape, [&](ArrayRef<int64_t> index) {
+  return one(gather(op, in, *shape, [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (size_t i = 0; i < perm.size(); ++i)
       offset += index[i] * strides[perm[i]];
@@ -112,8 +121,11 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalGather(GatherOp op) {
   SmallVector<int64_t> strides = stridesOf(data.shape);
   SmallVector<int64_t> indexStrides = stridesOf(indices.shape);
   int64_t q = indices.shape.size(), dim = data.shape[axis];
+  if (dim == 0 && elementCount(*shape) > 0)
+    return op.emitOpError("an index is out of range for dimension ")
+           << axis << " of size 0";
   bool outOfRange = false;
-  EvalTensor result = gather(data, *shape, [&](ArrayRef<int64_t> index) {
+  FailureOr<EvalTensor> result = gather(op, data, *shape, [&](ArrayRef<int64_t> index) {
     int64_t which = indices.values[dot(index.slice(axis, q), indexStrides)];
     if (which < 0)
       which += dim;
@@ -143,8 +155,12 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalGatherND(GatherNDOp op) {
   int64_t k = indices.shape.back(), q = indices.shape.size();
   SmallVector<int64_t> strides = stridesOf(data.shape);
   SmallVector<int64_t> indexStrides = stridesOf(indices.shape);
+  for (int64_t j = 0; j < k; ++j)
+    if (data.shape[batch + j] == 0 && elementCount(*shape) > 0)
+      return op.emitOpError("an index is out of range for dimension ")
+             << batch + j << " of size 0";
   std::optional<std::pair<int64_t, int64_t>> outOfRange; // (dimension, index)
-  EvalTensor result = gather(data, *shape, [&](ArrayRef<int64_t> index) {
+  FailureOr<EvalTensor> result = gather(op, data, *shape, [&](ArrayRef<int64_t> index) {
     // index = indices[:-1] position, then data's trailing position.
     int64_t tuple = dot(index.take_front(q - 1),
                         ArrayRef<int64_t>(indexStrides).drop_back());
@@ -216,7 +232,7 @@ Evaluator::evalSymbolicExpand(SymbolicExpandOp op) {
   if (!shape)
     return op.emitOpError(llvm::toString(shape.takeError()));
   SmallVector<int64_t> strides = broadcastStrides(in.shape, *shape);
-  return one(gather(in, *shape, [&](ArrayRef<int64_t> index) {
+  return one(gather(op, in, *shape, [&](ArrayRef<int64_t> index) {
     return dot(index, strides);
   }));
 }
@@ -255,11 +271,15 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalSplit(SplitOp op) {
   for (int64_t size : op.getSizes()) {
     Shape shape(in.shape);
     shape[axis] = size;
-    results.push_back(gather(in, shape, [&](ArrayRef<int64_t> index) {
-      SmallVector<int64_t> at(index);
-      at[axis] += start;
-      return dot(at, strides);
-    }));
+    FailureOr<EvalTensor> piece =
+        gather(op, in, shape, [&](ArrayRef<int64_t> index) {
+          SmallVector<int64_t> at(index);
+          at[axis] += start;
+          return dot(at, strides);
+        });
+    if (failed(piece))
+      return failure();
+    results.push_back(std::move(*piece));
     start += size;
   }
   return results;
@@ -271,7 +291,7 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalExpand(ExpandOp op) {
   if (!shape)
     return op.emitOpError(llvm::toString(shape.takeError()));
   SmallVector<int64_t> strides = broadcastStrides(in.shape, *shape);
-  return one(gather(in, *shape, [&](ArrayRef<int64_t> index) {
+  return one(gather(op, in, *shape, [&](ArrayRef<int64_t> index) {
     return dot(index, strides);
   }));
 }

@@ -217,12 +217,22 @@ broadcastMap(Operation *op, ArrayRef<const EvalTensor *> operands,
 
 /// Moves the values of `in` into `shape` with `read(out multi-index)` giving
 /// the input linear index.
-EvalTensor gather(const EvalTensor &in, ArrayRef<int64_t> shape,
-                  llvm::function_ref<int64_t(ArrayRef<int64_t>)> read) {
+FailureOr<EvalTensor>
+gather(Operation *op, const EvalTensor &in, ArrayRef<int64_t> shape,
+       llvm::function_ref<int64_t(ArrayRef<int64_t>)> read) {
   EvalTensor result = like(in.elementType, shape);
+  const auto size = static_cast<int64_t>(in.values.size());
+  bool outside = false;
   forEachIndex(shape, [&](int64_t linear, ArrayRef<int64_t> index) {
-    result.values[linear] = in.values[read(index)];
+    int64_t at = read(index);
+    if (at < 0 || at >= size)
+      outside = true;
+    else
+      result.values[linear] = in.values[at];
   });
+  if (outside)
+    return op->emitOpError("reads outside its input of shape ")
+           << formatShape(in.shape) << " (an index or size is out of range)";
   return result;
 }
 

@@ -69,9 +69,11 @@ broadcastMap(mlir::Operation *op, llvm::ArrayRef<const EvalTensor *> operands,
              llvm::function_ref<double(llvm::ArrayRef<double>)> fn);
 
 /// Moves the values of `in` into `shape` with `read(out multi-index)` giving
-/// the input linear index.
-EvalTensor gather(const EvalTensor &in, llvm::ArrayRef<int64_t> shape,
-                  llvm::function_ref<int64_t(llvm::ArrayRef<int64_t>)> read);
+/// the input linear index. A read outside `in` (an index or size out of
+/// range that the op's checks let through) is reported at `op`, never made.
+mlir::FailureOr<EvalTensor>
+gather(mlir::Operation *op, const EvalTensor &in, llvm::ArrayRef<int64_t> shape,
+       llvm::function_ref<int64_t(llvm::ArrayRef<int64_t>)> read);
 
 //===----------------------------------------------------------------------===//
 // Ops

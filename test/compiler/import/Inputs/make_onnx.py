@@ -622,6 +622,22 @@ def case_split_bad_sizes(path):
                  [ints("sizes", [1, 5])])
 
 
+def case_split_num_outputs(path):
+    """Split-18 asking for 2^40 pieces with 2 outputs."""
+    return model([helper.make_node("Split", ["x"], ["a", "b"], axis=0, num_outputs=2**40,
+                                   name="cut")],
+                 [f32("x", [2, 4, 6])], [f32("a", None), f32("b", None)], opset=18)
+
+
+def case_gather_empty_shape(path):
+    """Shape-15 with start 100 (clamped: no dimensions), then Gather of its
+    first entry, folded at import."""
+    return model([helper.make_node("Shape", ["x"], ["s"], start=100, name="dims"),
+                  helper.make_node("Gather", ["s", "zero"], ["d"], axis=0, name="pick"),
+                  helper.make_node("Reshape", ["x", "d"], ["y"], name="use")],
+                 [f32("x", [2, 4, 6])], [f32("y", None)], [ints("zero", [0])])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
