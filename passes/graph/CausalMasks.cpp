@@ -109,7 +109,8 @@ std::optional<IndexForm> indexForm(Value v, AffineExpr queries,
   MLIRContext *ctx = v.getContext();
   if (depth > 12)
     return std::nullopt;
-  ArrayRef<AffineExpr> dims = shapes.dims(v);
+  // A copy: a query may grow the analysis's table.
+  SmallVector<AffineExpr> dims(shapes.dims(v));
   auto one = getAffineConstantExpr(1, ctx);
   // Which trailing position (0: keys, 1: queries) varies, if one does.
   int64_t rank = dims.size(), varying = -1;
