@@ -2,14 +2,18 @@
 """Benchmark: a GPT-2-small forward step on the cpu target against onnxruntime.
 
 Usage: bench/cpu_gpt2.py --meshc build/bin/meshc [--threads T] [--repeat 20]
-                         [--rounds 3] [--meshes tp=1,tp=2]
+                         [--rounds 3] [--meshes tp=1,tp=2] [--past P]
                          [--mpirun-args FLAGS ...] [--out DIR]
 
 Builds the graph of models/gpt2_tiny.py (the torch.onnx exporter's idioms,
 checked against onnxruntime in the tests) at GPT-2-small sizes: 12 layers,
 d=768, 12 heads, vocabulary 50257, 1024 positions, f32 weights with
-GPT-2's initialisation scale (0.02), batch 1, sequence 128. The model is
-written once to DIR (default build/bench/gpt2_small/) and reused.
+GPT-2's initialisation scale (0.02), batch 1, sequence 128. With --past P
+the step is one decoding step instead: one new token over a KV cache of P
+positions (the past_key_values.* inputs, random values of the cache's scale,
+[1, 12, P, 64] per layer), as the Hugging Face export of a cached step is.
+The model is written once to DIR (default build/bench/gpt2_small/, or
+build/bench/gpt2_small_past<P>/) and reused.
 
 For each mesh it runs `meshc compile --target cpu` (wall time and the arena
 bytes of the manifest's roles), checks the outputs of `meshc run` against
@@ -26,6 +30,7 @@ most 2 ranks to one core, where all of that rank's threads then run.
 Prints one markdown row per mesh and mpirun flags.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -63,8 +68,9 @@ class ScaledRng:
         return getattr(self.rng, name)
 
 
-def write_model(out):
-    """Writes out/model.onnx, out/inputs and out/reference unless present."""
+def write_model(out, past):
+    """Writes out/model.onnx, out/inputs and out/reference unless present:
+    a prompt of SEQ tokens, or with `past` one token over a cache of `past`."""
     if all(os.path.exists(os.path.join(out, p))
            for p in ("model.onnx", "inputs/input_ids.npy", "reference/logits.npy")):
         print(f"reusing {out}/model.onnx")
@@ -73,8 +79,13 @@ def write_model(out):
         setattr(gpt2_tiny, name, value)
     gpt2_tiny.HD = gpt2_tiny.D // gpt2_tiny.HEADS
     rng = np.random.default_rng(0)
-    model = gpt2_tiny.build(LAYERS, SEQ, ScaledRng(rng, INIT_SCALE), batch=BATCH)
-    feeds = {"input_ids": rng.integers(0, gpt2_tiny.VOCAB, (BATCH, SEQ)).astype(np.int64)}
+    seq = 1 if past else SEQ
+    model = gpt2_tiny.build(LAYERS, seq, ScaledRng(rng, INIT_SCALE), past=past, batch=BATCH)
+    feeds = {"input_ids": rng.integers(0, gpt2_tiny.VOCAB, (BATCH, seq)).astype(np.int64)}
+    for i in range(LAYERS if past else 0):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
+                (BATCH, gpt2_tiny.HEADS, past, gpt2_tiny.HD)).astype(np.float32)
     save_with_reference(model, out, feeds, "bench/cpu_gpt2.py (GPT-2 small)")
 
 
@@ -102,9 +113,11 @@ def ort_run(session, feeds, repeat, warmup=3):
 
 
 def meshc_run(meshc, compiled, inputs, outdir, threads, repeat, mpirun_args=""):
-    """Runs the compiled model; returns (median ms, fastest ms) with --repeat."""
-    cmd = [meshc, "run", compiled, "--input", f"input_ids={inputs}",
-           "--output-dir", outdir, "--threads", str(threads)]
+    """Runs the compiled model on `inputs` (name -> .npy path); returns
+    (median ms, fastest ms) with --repeat."""
+    cmd = [meshc, "run", compiled, "--output-dir", outdir, "--threads", str(threads)]
+    for name, file in inputs.items():
+        cmd += ["--input", f"{name}={file}"]
     if mpirun_args:
         cmd += [f"--mpirun-args={mpirun_args}"]
     if repeat > 1:
@@ -129,15 +142,22 @@ def main():
     ap.add_argument("--mpirun-args", action="append",
                     help="extra mpirun flags for `meshc run`, one timed row per value "
                          "(repeatable; default: none, then '--bind-to none')")
-    ap.add_argument("--out", default="build/bench/gpt2_small")
+    ap.add_argument("--past", type=int, default=0,
+                    help="time one decoding step over a KV cache of this many positions "
+                         "instead of the 128-token prompt")
+    ap.add_argument("--out", default=None,
+                    help="model folder (default build/bench/gpt2_small[_past<P>])")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = "build/bench/gpt2_small" + (f"_past{args.past}" if args.past else "")
     # OpenMPI binds each rank to one core when there are at most 2 ranks, so
     # the threads of a 1-rank job share a core unless told otherwise.
     variants = args.mpirun_args or ["", "--bind-to none"]
-    write_model(args.out)
+    write_model(args.out, args.past)
     path = os.path.join(args.out, "model.onnx")
-    inputs = os.path.join(args.out, "inputs", "input_ids.npy")
-    feeds = {"input_ids": np.load(inputs)}
+    inputs = {os.path.basename(f)[:-4]: f
+              for f in sorted(glob.glob(os.path.join(args.out, "inputs", "*.npy")))}
+    feeds = {name: np.load(file) for name, file in inputs.items()}
     session = ort_session(path, args.threads)
     rows = []
     for mesh in args.meshes.split(","):
