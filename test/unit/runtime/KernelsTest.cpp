@@ -1088,6 +1088,22 @@ TEST(KernelsTest, LinearWithAndWithoutTransposeAndBias) {
   checkLinear(tall, wNarrowT, nullptr, true);
 }
 
+// One row (a decoding step) goes to sgemv, serially and split over the
+// OpenMP team by columns past 2^20 multiply-adds; matmul of one row too.
+TEST(KernelsTest, OneRowProductsUseGemv) {
+  Tensor row = randomF32({1, 1, 32});
+  Tensor w = randomF32({32, 24}), wt = randomF32({24, 32}), bias = randomF32({24});
+  checkLinear(row, w, &bias, false);
+  checkLinear(row, wt, nullptr, true);
+  Tensor wide = randomF32({1, 1, 512});
+  Tensor wWide = randomF32({512, 3000}), wWideT = randomF32({3000, 512});
+  Tensor bWide = randomF32({3000});
+  checkLinear(wide, wWide, &bWide, false);
+  checkLinear(wide, wWideT, &bWide, true);
+  checkMatmul(randomF32({1, 512}), randomF32({512, 3000}));
+  checkMatmul(randomF32({2, 1, 64}), randomF32({2, 64, 40})); // per batch
+}
+
 //===----------------------------------------------------------------------===//
 // Attention and rotary
 //===----------------------------------------------------------------------===//
