@@ -221,6 +221,77 @@ void splitSlicedProjections(func::FuncOp func) {
   }
 }
 
+/// True if `v` is returned, directly or through elementwise ops that keep
+/// its shape and read nothing else along its last axis (casts: bf16 logits
+/// widened to f32; a final softcap: Gemma-2's logits / c, tanh, * c), or
+/// through a concat along that axis (an lm_head cut by splitUnevenLmHeads).
+bool returnedAlongLastAxis(Value v) {
+  return llvm::any_of(v.getUsers(), [&](Operation *user) {
+    if (isa<func::ReturnOp>(user))
+      return true;
+    auto type = cast<RankedTensorType>(v.getType());
+    if (auto concat = dyn_cast<dfg::ConcatOp>(user)) {
+      int64_t axis = concat.getAxis();
+      return (axis == -1 || axis == type.getRank() - 1) &&
+             returnedAlongLastAxis(concat.getResult());
+    }
+    if (!isa<dfg::ElementwiseOpInterface>(user) ||
+        user->getNumResults() != 1 ||
+        cast<RankedTensorType>(user->getResult(0).getType()).getShape() !=
+            type.getShape())
+      return false;
+    for (Value other : user->getOperands()) {
+      ArrayRef<int64_t> shape =
+          cast<RankedTensorType>(other.getType()).getShape();
+      if (other != v && !shape.empty() && shape.back() != 1)
+        return false;
+    }
+    return returnedAlongLastAxis(user->getResult(0));
+  });
+}
+
+/// A returned lm_head whose vocabulary V tp (of size n) does not divide
+/// (GPT-2's 50257) ==> concat(lm_head on the first V - V mod n rows of the
+/// weight, lm_head on the last V mod n), so that the first, nearly all of
+/// the logits, can be vocabulary-parallel while the remainder (fewer
+/// columns than ranks) is computed whole.
+void splitUnevenLmHeads(func::FuncOp func, int64_t n) {
+  SmallVector<dfg::LinearOp> heads;
+  func.walk([&](dfg::LinearOp linear) {
+    auto type = linear.getType();
+    int64_t vocab = type.getShape().back();
+    if (!ShapedType::isDynamic(vocab) && vocab > n && vocab % n != 0 &&
+        isSource(linear.getWeight()) && returnedAlongLastAxis(linear))
+      heads.push_back(linear);
+  });
+  for (dfg::LinearOp linear : heads) {
+    OpBuilder b(linear);
+    Location loc = linear.getLoc();
+    auto type = linear.getType();
+    int64_t rank = type.getRank(), vocab = type.getShape().back();
+    int64_t even = vocab - vocab % n;
+    int64_t weightAxis = linear.getTransposeWeight() ? 0 : 1;
+    auto part = [&](int64_t start, int64_t end) -> Value {
+      auto cut = [&](Value v, int64_t axis) {
+        return dfg::SliceOp::create(b, loc, v, {start}, {end}, {axis}, {1})
+            .getResult();
+      };
+      SmallVector<int64_t> shape(type.getShape());
+      shape.back() = end - start;
+      return dfg::LinearOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()),
+          linear.getInput(), cut(linear.getWeight(), weightAxis),
+          linear.getBias() ? cut(linear.getBias(), 0) : Value(),
+          linear.getTransposeWeight());
+    };
+    Value parts[] = {part(0, even), part(even, vocab)};
+    Value logits =
+        dfg::ConcatOp::create(b, loc, type, parts, b.getI64IntegerAttr(rank - 1));
+    linear.getResult().replaceAllUsesWith(logits);
+    linear.erase();
+  }
+}
+
 /// reshape(transpose(reshape(x : [a0..ak-1, r...]) : [a0*..*ak-1, r...],
 ///   [0, p...]) : [a0*..*ak-1, t...]) : [a0..ak-1, t...]
 ///   ==> transpose(x, [0..k-1, k-1+p...])
@@ -844,32 +915,11 @@ private:
   void seedLmHeads(const DimAxes &tp) {
     int64_t n = groupSize(grid_, tp);
     for (Operation *op : projections()) {
-      // Returned, directly or through elementwise ops that keep the shape
-      // and read nothing else along the vocabulary: casts (bf16 logits
-      // widened to f32), a final softcap (Gemma-2's logits / c, tanh, * c).
-      std::function<bool(Value)> returned = [&](Value v) {
-        return llvm::any_of(v.getUsers(), [&](Operation *user) {
-          if (isa<func::ReturnOp>(user))
-            return true;
-          if (!isa<dfg::ElementwiseOpInterface>(user) ||
-              user->getNumResults() != 1 ||
-              cast<RankedTensorType>(user->getResult(0).getType()).getShape() !=
-                  cast<RankedTensorType>(v.getType()).getShape())
-            return false;
-          for (Value other : user->getOperands()) {
-            ArrayRef<int64_t> shape =
-                cast<RankedTensorType>(other.getType()).getShape();
-            if (other != v && !shape.empty() && shape.back() != 1)
-              return false;
-          }
-          return returned(user->getResult(0));
-        });
-      };
       Value out = op->getResult(0);
       int64_t vocab = cast<RankedTensorType>(out.getType()).getShape().back();
       const TensorSharding &in = stateOf(op->getOperand(0));
-      if (returned(out) && in.back().empty() && !ShapedType::isDynamic(vocab) &&
-          vocab % n == 0)
+      if (returnedAlongLastAxis(out) && in.back().empty() &&
+          !ShapedType::isDynamic(vocab) && vocab % n == 0)
         shard(out, rankOf(out) - 1, tp);
     }
   }
@@ -1101,8 +1151,10 @@ public:
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      if (!findAxes(*grid, "tp").empty())
+      if (DimAxes tp = findAxes(*grid, "tp"); !tp.empty()) {
         splitPackedProjections(func);
+        splitUnevenLmHeads(func, groupSize(*grid, tp));
+      }
       if (failed(Planner(*grid, func, sequenceParallel).run()))
         return signalPassFailure();
     }

@@ -349,3 +349,24 @@ func.func @softcapped_lm_head(%x: tensor<2x4x8xf32>) -> tensor<2x4x32xf32> {
   return %y : tensor<2x4x32xf32>
 }
 }
+
+// -----
+
+// A tied lm_head whose vocabulary (50) tp=4 does not divide: cut into the
+// first 48 rows of the weight, split over the vocabulary, and the last 2,
+// computed whole; their logits are concatenated.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK-LABEL: func.func @uneven_lm_head
+func.func @uneven_lm_head(%x: tensor<2x4x8xf32>) -> tensor<2x4x50xf32> {
+  %w = dfg.weight "wte" in "w.bin" [offset = 0, length = 1600] : tensor<50x8xf32>
+  // CHECK: %[[A:.+]] = dfg.slice %{{.+}} starts = [0] ends = [48] axes = [0]
+  // CHECK: %[[LA:.+]] = dfg.linear %{{.+}}, %[[A]] transpose_weight = true {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : {{.*}}-> tensor<2x4x48xf32>
+  // CHECK: %[[B:.+]] = dfg.slice %{{.+}} starts = [48] ends = [50] axes = [0]
+  // CHECK: %[[LB:.+]] = dfg.linear %{{.+}}, %[[B]] transpose_weight = true : {{.*}}-> tensor<2x4x2xf32>
+  // CHECK: dfg.concat %[[LA]], %[[LB]] axis = 2
+  // expected-warning @+2 {{1 op(s) (dfg.linear x1) have nothing split over tp=4: every tp rank computes them whole (this one first)}}
+  // expected-note @+1 {{not split: its 2 output features are not divisible by tp=4}}
+  %l = dfg.linear %x, %w transpose_weight = true : (tensor<2x4x8xf32>, tensor<50x8xf32>) -> tensor<2x4x50xf32>
+  return %l : tensor<2x4x50xf32>
+}
+}
