@@ -260,6 +260,21 @@ bool isCausalFactor(Value cond, AffineExpr queries, AffineExpr keys,
          isCausalComparison(cond, queries, keys, past, shapes, reader);
 }
 
+/// An additive mask `where(visible, 0, fill)` (seen through broadcasts):
+/// the where and its fill; std::nullopt for anything else.
+std::optional<std::pair<dfg::WhereOp, double>>
+additiveMask(Value mask, dfg::SymbolicShapes &shapes,
+             const ConstantReader &reader) {
+  auto where = stripBroadcasts(mask, shapes).getDefiningOp<dfg::WhereOp>();
+  if (!where)
+    return std::nullopt;
+  std::optional<double> keep = reader.splat(where.getLhs());
+  std::optional<double> fill = reader.splat(where.getRhs());
+  if (!keep || *keep != 0.0 || !fill)
+    return std::nullopt;
+  return std::pair(where, *fill);
+}
+
 } // namespace
 
 bool isSymbolicCausalMask(Value mask, AffineExpr queries, AffineExpr keys,
@@ -270,15 +285,10 @@ bool isSymbolicCausalMask(Value mask, AffineExpr queries, AffineExpr keys,
   mask = stripLeadingUnits(mask, shapes);
   if (cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1))
     return isCausalFactor(mask, queries, keys, past, shapes, reader);
-  // An additive mask: where(visible, 0, fill).
-  auto where = mask.getDefiningOp<dfg::WhereOp>();
-  if (!where)
-    return false;
-  std::optional<double> keep = reader.splat(where.getLhs());
-  std::optional<double> fill = reader.splat(where.getRhs());
-  return keep && *keep == 0.0 && fill && isMaskValue(*fill) &&
-         isCausalFactor(where.getCondition(), queries, keys, past, shapes,
-                        reader);
+  auto additive = additiveMask(mask, shapes, reader);
+  return additive && isMaskValue(additive->second) &&
+         isCausalFactor(additive->first.getCondition(), queries, keys, past,
+                        shapes, reader);
 }
 
 std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
@@ -294,13 +304,10 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
     // where(visible, 0, -inf): only an infinite fill splits exactly (a row
     // whose every key is masked gets zeros either way; with a finite fill
     // the softmax would spread over the keys that the fill masks).
-    where = stripBroadcasts(mask, shapes).getDefiningOp<dfg::WhereOp>();
-    if (!where)
+    auto additive = additiveMask(mask, shapes, reader);
+    if (!additive || !std::isinf(additive->second) || additive->second > 0)
       return std::nullopt;
-    std::optional<double> keep = reader.splat(where.getLhs());
-    std::optional<double> fill = reader.splat(where.getRhs());
-    if (!keep || *keep != 0.0 || !fill || !std::isinf(*fill) || *fill > 0)
-      return std::nullopt;
+    where = additive->first;
     cond = where.getCondition();
   }
   SmallVector<Value> factors;

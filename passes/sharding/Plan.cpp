@@ -165,6 +165,22 @@ void splitsToSlices(func::FuncOp func) {
   }
 }
 
+/// `linear` computed on the columns [start, end) of its result alone (the
+/// same rows of the weight's output axis, and of the bias), of type `type`.
+Value linearColumns(OpBuilder &b, dfg::LinearOp linear, int64_t start,
+                    int64_t end, Type type) {
+  Location loc = linear.getLoc();
+  auto cut = [&](Value v, int64_t axis) {
+    return dfg::SliceOp::create(b, loc, v, {start}, {end}, {axis}, {1})
+        .getResult();
+  };
+  int64_t weightAxis = linear.getTransposeWeight() ? 0 : 1;
+  return dfg::LinearOp::create(
+      b, loc, type, linear.getInput(), cut(linear.getWeight(), weightAxis),
+      linear.getBias() ? cut(linear.getBias(), 0) : Value(),
+      linear.getTransposeWeight());
+}
+
 /// A projection read only as column blocks (slices of its last axis: a
 /// packed QKV or gate_up), directly or after its bias add ==> one projection
 /// per block on the block of W (and of the bias), so that each block can be
@@ -202,10 +218,7 @@ void splitSlicedProjections(func::FuncOp func) {
       Type type = user->getResult(0).getType();
       Value piece;
       if (linear)
-        piece = dfg::LinearOp::create(
-            b, loc, type, linear.getInput(), cut(weight, weightAxis),
-            linear.getBias() ? cut(linear.getBias(), 0) : Value(),
-            linear.getTransposeWeight());
+        piece = linearColumns(b, linear, start, end, type);
       else
         piece = dfg::MatMulOp::create(b, loc, type, op->getOperand(0),
                                       cut(weight, weightAxis));
@@ -266,27 +279,19 @@ void splitUnevenLmHeads(func::FuncOp func, int64_t n) {
   });
   for (dfg::LinearOp linear : heads) {
     OpBuilder b(linear);
-    Location loc = linear.getLoc();
     auto type = linear.getType();
     int64_t rank = type.getRank(), vocab = type.getShape().back();
     int64_t even = vocab - vocab % n;
-    int64_t weightAxis = linear.getTransposeWeight() ? 0 : 1;
-    auto part = [&](int64_t start, int64_t end) -> Value {
-      auto cut = [&](Value v, int64_t axis) {
-        return dfg::SliceOp::create(b, loc, v, {start}, {end}, {axis}, {1})
-            .getResult();
-      };
+    auto part = [&](int64_t start, int64_t end) {
       SmallVector<int64_t> shape(type.getShape());
       shape.back() = end - start;
-      return dfg::LinearOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()),
-          linear.getInput(), cut(linear.getWeight(), weightAxis),
-          linear.getBias() ? cut(linear.getBias(), 0) : Value(),
-          linear.getTransposeWeight());
+      return linearColumns(
+          b, linear, start, end,
+          RankedTensorType::get(shape, type.getElementType()));
     };
     Value parts[] = {part(0, even), part(even, vocab)};
-    Value logits =
-        dfg::ConcatOp::create(b, loc, type, parts, b.getI64IntegerAttr(rank - 1));
+    Value logits = dfg::ConcatOp::create(b, linear.getLoc(), type, parts,
+                                         b.getI64IntegerAttr(rank - 1));
     linear.getResult().replaceAllUsesWith(logits);
     linear.erase();
   }
