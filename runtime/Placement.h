@@ -34,6 +34,14 @@ void *allocateArena(std::size_t bytes);
 const void *placeWeights(const void *mapped, std::size_t bytes);
 /// Where kernels read an input piece whose bytes lie at `host`.
 void *placeInput(const void *host, std::size_t bytes);
+/// A buffer kernels can read and write, `bytes` long, kept until stop()
+/// (the KV caches and the per-step inputs of `meshc generate`).
+void *allocateBuffer(std::size_t bytes, const char *what);
+/// Copies `bytes` from host memory into a buffer of allocateBuffer.
+void upload(void *placed, const void *host, std::size_t bytes);
+/// Copies `bytes` between placed tensors (a present into its cache),
+/// ordered after the work enqueued so far.
+void copyPlaced(void *to, const void *from, std::size_t bytes);
 /// Copies `bytes` of a tensor kernels wrote at `placed` to host memory.
 void fetch(void *host, const void *placed, std::size_t bytes);
 /// The end of one forward step (and of the start-up uploads): waits for the

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/program.h"
+#include "runtime/ProgramInternal.h"
 
 #include "meshc/runtime/error.h"
 #include "meshc/runtime/npy.h"
@@ -55,8 +56,19 @@ bool sameShape(const Shape &declared, const Shape &got) {
                   "[--input NAME=FILE.npy ...] [--output-dir DIR] "
                   "[--collective-timeout SECONDS] [--threads N] [--repeat "
                   "N] [--no-cuda-graph]\n(normally started by "
-                  "'meshc run out/ ...' or 'mpirun', which pass these)");
+                  "'meshc run out/ ...', 'meshc generate out/ ...' or "
+                  "'mpirun', which pass these)");
 }
+
+std::uint64_t parseHex(const json &value) {
+  return value.is_string()
+             ? std::strtoull(value.get<std::string>().c_str(), nullptr, 16)
+             : 0;
+}
+
+} // namespace
+
+namespace detail {
 
 /// The per-dimension grid axes of a manifest "sharding" entry.
 std::vector<std::vector<std::int64_t>> parseSharding(const json &entry,
@@ -127,28 +139,9 @@ void copyBox(std::uint8_t *full, const Shape &global, std::uint8_t *piece,
   }
 }
 
-std::uint64_t parseHex(const json &value) {
-  return value.is_string()
-             ? std::strtoull(value.get<std::string>().c_str(), nullptr, 16)
-             : 0;
-}
+} // namespace detail
 
-} // namespace
-
-struct Program::State {
-  std::string manifestPath, manifestDir, outputDir = ".";
-  std::map<std::string, std::string> inputFiles;
-  json manifest;
-  MappedSafetensors weights;
-  std::vector<const void *> weightData;
-  std::vector<HostTensor> inputs;  // the rank's pieces
-  std::vector<void *> inputData;   // where kernels read them
-  std::vector<HostTensor> outputs; // fetched after the last step
-  std::vector<TensorRef> produced; // where the step left them
-  std::vector<bool> outputSet;
-  int repeat = 1;
-  bool cudaGraph = true; // the manifest's "cuda_graph", --no-cuda-graph
-};
+using namespace detail;
 
 Program::Program(int argc, char **argv, const ProgramInfo &info)
     : info_(info), state_(std::make_unique<State>()) {
@@ -186,6 +179,26 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
         usage("--repeat '" + v + "' is not a positive number");
     } else if (arg == "--no-cuda-graph") {
       s.cudaGraph = false;
+    } else if (arg == "--generate-prompt") {
+      s.generate.promptFile = value();
+    } else if (arg == "--generate-mask") {
+      s.generate.maskFile = value();
+    } else if (arg == "--generate-output") {
+      s.generate.outputFile = value();
+    } else if (arg == "--generate-max-new-tokens") {
+      s.generate.maxNewTokens = std::atoi(value().c_str());
+    } else if (arg == "--generate-stop-token") {
+      s.generate.stopTokens.push_back(std::atoll(value().c_str()));
+    } else if (arg == "--generate-temperature") {
+      s.generate.temperature = std::atof(value().c_str());
+    } else if (arg == "--generate-top-k") {
+      s.generate.topK = std::atoi(value().c_str());
+    } else if (arg == "--generate-top-p") {
+      s.generate.topP = std::atof(value().c_str());
+    } else if (arg == "--generate-seed") {
+      s.generate.seed = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (arg == "--generate-jsonl") {
+      s.generate.jsonl = true;
     } else if (arg == "--threads") {
       std::string v = value();
       threads = std::atoi(v.c_str());
@@ -302,7 +315,8 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   for (auto &[name, file] : s.inputFiles)
     if (!declared.count(name))
       fatal("unknown input '" + name + "'; the model's inputs are: " + names);
-  for (int i = 0; i < info.numInputs; ++i) {
+  // `meshc generate` makes the inputs of each step itself.
+  for (int i = 0; i < info.numInputs && !s.generate.enabled(); ++i) {
     const TensorSpec &spec = info.inputs[i];
     auto it = s.inputFiles.find(spec.name);
     if (it == s.inputFiles.end())
@@ -436,6 +450,8 @@ void Program::output(int index, const TensorRef &value) {
 
 void Program::execute(void (*body)(Program &)) {
   State &s = *state_;
+  if (s.generate.enabled())
+    return generate(body);
   int n = s.repeat;
   // Repeated steps on a target that can record one (the cuda target's CUDA
   // graphs): the first runs directly (it sizes the collectives' buffers and
@@ -489,6 +505,13 @@ void Program::execute(void (*body)(Program &)) {
 
 int Program::finish() {
   State &s = *state_;
+  if (s.generate.enabled()) {
+    std::string error;
+    if (s.writesGenerated && !writeNpy(s.generate.outputFile, s.generated, error))
+      fatal(error);
+    Comm::finalize();
+    return 0;
+  }
   const Shape &grid = comm_->grid();
   std::int64_t me = comm_->rank();
   int tag = 0;

@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 using namespace mlir;
 using json = nlohmann::ordered_json;
 
@@ -59,6 +61,87 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
   if (!e.localType.hasStaticShape())
     entry["dims"] = e.dims;
   return entry;
+}
+
+/// What `meshc generate` needs to drive the model token by token: which
+/// inputs carry the tokens, the attention mask and the positions, which
+/// output the logits, and the KV caches (past input, present output, the
+/// axis that grows), with the symbols for the batch, the step's tokens and
+/// the cached length. The roles of the token inputs come from the names the
+/// exporters give them (input_ids, attention_mask, position_ids, logits:
+/// Hugging Face's, which torch.onnx, Optimum and onnxruntime-genai keep); the
+/// caches from the shapes (CachePair). A model that is not a decoder gets
+/// "unsupported" with the reason.
+json generateSection(const json &inputs, const json &outputs,
+                     const std::vector<CachePair> &cache) {
+  auto find = [](const json &list, StringRef name) -> const json * {
+    for (const json &e : list)
+      if (e.value("name", "") == name)
+        return &e;
+    return nullptr;
+  };
+  auto dimName = [](const json &entry, size_t d) -> std::string {
+    if (!entry.contains("dims") || d >= entry["dims"].size())
+      return "";
+    return entry["dims"][d].get<std::string>();
+  };
+  json gen = json::object();
+  const json *ids = find(inputs, "input_ids");
+  const json *logits = find(outputs, "logits");
+  if (!ids || (*ids)["shape"].size() != 2 ||
+      ((*ids)["dtype"] != "I64" && (*ids)["dtype"] != "I32"))
+    return {{"unsupported",
+             "the model has no 2-D integer input 'input_ids' (the token ids "
+             "of a decoder)"}};
+  if (!logits || (*logits)["shape"].size() != 3 ||
+      (*logits)["dtype"] != "F32" || (*logits)["shape"][2].get<int64_t>() < 0)
+    return {{"unsupported", "the model has no output 'logits' of shape "
+                            "[batch, sequence, vocabulary] in f32 (is it a "
+                            "decoder language model?)"}};
+  std::string batch = dimName(*ids, 0), step = dimName(*ids, 1);
+  if (step.empty())
+    return {{"unsupported",
+             "input 'input_ids' has a fixed sequence length; generation "
+             "needs it symbolic (compile without --dim for it)"}};
+  gen["input_ids"] = "input_ids";
+  gen["logits"] = "logits";
+  gen["vocabulary"] = (*logits)["shape"][2];
+  gen["batch_symbol"] = batch;
+  gen["step_symbol"] = step;
+  std::set<std::string> known = {"input_ids"};
+  if (find(inputs, "attention_mask")) {
+    gen["attention_mask"] = "attention_mask";
+    known.insert("attention_mask");
+  }
+  if (find(inputs, "position_ids")) {
+    gen["position_ids"] = "position_ids";
+    known.insert("position_ids");
+  }
+  json pairs = json::array();
+  std::string pastSymbol;
+  for (const CachePair &pair : cache) {
+    if (pair.newSymbol != step)
+      continue;
+    if (!pastSymbol.empty() && pair.pastSymbol != pastSymbol)
+      return {{"unsupported", "the KV caches '" + pair.past +
+                                  "' and others grow from different lengths ('" +
+                                  pair.pastSymbol + "', '" + pastSymbol +
+                                  "')"}};
+    pastSymbol = pair.pastSymbol;
+    pairs.push_back(
+        {{"past", pair.past}, {"present", pair.present}, {"axis", pair.axis}});
+    known.insert(pair.past);
+  }
+  gen["cache"] = pairs;
+  if (!pastSymbol.empty())
+    gen["past_symbol"] = pastSymbol;
+  for (const json &e : inputs)
+    if (!known.count(e.value("name", "")))
+      return {{"unsupported",
+               "input '" + e.value("name", std::string()) +
+                   "' is neither the tokens, the attention mask, the "
+                   "positions nor a KV cache, so generation cannot supply it"}};
+  return gen;
 }
 
 LogicalResult fail(ModuleOp where, const Twine &message) {
@@ -270,6 +353,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   std::map<std::string, json> outputs;
   std::vector<std::string> outputOrder;
   std::vector<std::string> sources;
+  std::vector<CachePair> cache;
   bool progress = llvm::sys::Process::StandardErrIsDisplayed();
 
   for (auto [k, role] : llvm::enumerate(roles)) {
@@ -312,6 +396,15 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
 
     for (int64_t r : role.ranks)
       rankRole[r] = name;
+    json unread = json::array();
+    for (const SignatureEntry &e : program->inputs)
+      if (!e.read)
+        unread.push_back(e.name);
+    for (const CachePair &pair : program->cache)
+      if (llvm::none_of(cache, [&](const CachePair &known) {
+            return known.past == pair.past;
+          }))
+        cache.push_back(pair);
     roleList.push_back({{"name", name},
                         {"executable", name},
                         {"weights", "weights/" + name + ".safetensors"},
@@ -320,6 +413,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
                         {"weight_tensors", weights.entries().size()},
                         {"collective_hash", rt::hex64(program->collectiveHash)},
                         {"arena_bytes", program->arenaBytes},
+                        {"unread_inputs", unread},
                         {"ranks", role.ranks}});
     if (inputs.empty())
       for (const SignatureEntry &e : program->inputs)
@@ -361,6 +455,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     outputList.push_back(o);
   }
   manifest["outputs"] = outputList;
+  manifest["generate"] = generateSection(inputs, outputList, cache);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

@@ -42,6 +42,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <functional>
 
 using namespace mlir;
 
@@ -629,7 +630,8 @@ void describeSignature(func::FuncOp main, EmittedProgram &result) {
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),
-         main.getArgAttr(i, kShardingAttr), dims});
+         main.getArgAttr(i, kShardingAttr), dims,
+         !main.getArgument(i).use_empty()});
   }
   Operation *ret = main.getBody().front().getTerminator();
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
@@ -638,6 +640,113 @@ void describeSignature(func::FuncOp main, EmittedProgram &result) {
                               cast<RankedTensorType>(main.getResultTypes()[i]),
                               main.getResultAttr(i, kShardingAttr),
                               describe(ret->getOperand(i))});
+  }
+  // KV caches: an output shaped as an input but for one dimension, whose
+  // size is the input's (a symbol: the past length) plus another symbol (the
+  // step's new tokens), element type and sharding alike, and which is
+  // computed from that input through values whose shapes carry the past
+  // length (so layer 1's present is not taken for layer 0's past's, which
+  // reaches it only through the new tokens' activations).
+  // Pipeline stages are functions main calls: a call's result is followed
+  // into the callee's return and back out through the arguments it reaches.
+  auto module = main->getParentOfType<ModuleOp>();
+  std::function<void(Value, unsigned, SmallVectorImpl<Value> &)> walk =
+      [&](Value start, unsigned symbol, SmallVectorImpl<Value> &arguments) {
+        SmallVector<Value> work = {start};
+        llvm::DenseSet<Value> seen;
+        auto carriesPast = [&](Value v) {
+          if (!isa<RankedTensorType>(v.getType()))
+            return false;
+          SmallVector<AffineExpr> dims(shapes.dims(v));
+          return llvm::any_of(dims, [&](AffineExpr e) {
+            return !e || e.isFunctionOfSymbol(symbol);
+          });
+        };
+        while (!work.empty()) {
+          Value v = work.pop_back_val();
+          if (!seen.insert(v).second)
+            continue;
+          Operation *def = v.getDefiningOp();
+          if (!def) {
+            arguments.push_back(v);
+            continue;
+          }
+          // dfg.attention's presents extend its past key and past value.
+          auto attention = dyn_cast<dfg::AttentionOp>(def);
+          if (attention && attention.getPastKey() &&
+              v != attention.getResult()) {
+            work.push_back(v == attention.getPresent()[0]
+                               ? attention.getPastKey()
+                               : attention.getPastValue());
+            continue;
+          }
+          if (auto call = dyn_cast<func::CallOp>(def)) {
+            auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+            if (!callee)
+              continue;
+            Operation *calleeReturn = callee.getBody().front().getTerminator();
+            SmallVector<Value> reached;
+            walk(calleeReturn->getOperand(cast<OpResult>(v).getResultNumber()),
+                 symbol, reached);
+            for (Value arg : reached)
+              if (auto blockArg = dyn_cast<BlockArgument>(arg))
+                work.push_back(call.getOperand(blockArg.getArgNumber()));
+            continue;
+          }
+          for (Value operand : def->getOperands())
+            if (carriesPast(operand))
+              work.push_back(operand);
+        }
+      };
+  auto reaches = [&](Value out, Value past, unsigned symbol) {
+    SmallVector<Value> arguments;
+    walk(out, symbol, arguments);
+    return llvm::is_contained(arguments, past);
+  };
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    Value out = ret->getOperand(i);
+    auto outType = cast<RankedTensorType>(out.getType());
+    SmallVector<AffineExpr> outDims(shapes.dims(out));
+    std::optional<CachePair> found;
+    bool ambiguous = false;
+    for (unsigned j = 0; j < main.getNumArguments(); ++j) {
+      Value in = main.getArgument(j);
+      auto inType = cast<RankedTensorType>(in.getType());
+      if (inType.getElementType() != outType.getElementType() ||
+          inType.getRank() != outType.getRank() ||
+          main.getArgAttr(j, kShardingAttr) !=
+              main.getResultAttr(i, kShardingAttr))
+        continue;
+      SmallVector<AffineExpr> inDims(shapes.dims(in));
+      int64_t axis = -1;
+      AffineExpr past, added;
+
+      bool paired = true;
+      for (int64_t d = 0; d < inType.getRank() && paired; ++d) {
+        if (inType.getDimSize(d) == outType.getDimSize(d) &&
+            !inType.isDynamicDim(d))
+          continue;
+        if (inDims[d] && inDims[d] == outDims[d])
+          continue;
+        AffineExpr difference =
+            inDims[d] && outDims[d]
+                ? simplifyAffineExpr(outDims[d] - inDims[d], 0, table.size())
+                : AffineExpr();
+        paired = axis < 0 && difference && isa<AffineSymbolExpr>(inDims[d]) &&
+                 isa<AffineSymbolExpr>(difference);
+        axis = d;
+        past = inDims[d];
+        added = difference;
+      }
+      if (!paired || axis < 0 ||
+          !reaches(out, in, cast<AffineSymbolExpr>(past).getPosition()))
+        continue;
+      ambiguous |= found.has_value();
+      found = CachePair{result.inputs[j].name, result.outputs[i].name, axis,
+                        table.format(past), table.format(added)};
+    }
+    if (found && !ambiguous)
+      result.cache.push_back(*found);
   }
 }
 

@@ -32,6 +32,19 @@ struct SignatureEntry {
   /// Per dimension, what a dynamic one is: the symbolic dimension's name
   /// (inputs) or its expression (outputs); "" for static dimensions.
   std::vector<std::string> dims;
+  /// Whether the program reads it (inputs; a pipeline stage reads only the
+  /// inputs of its layers).
+  bool read = true;
+};
+
+/// A KV cache the program carries from step to step: output `present` is
+/// input `past` extended along `axis`, where the input's length is symbol
+/// `pastSymbol` and the output's is that plus symbol `newSymbol` (the tokens
+/// of the step). Found from the shapes, whatever the names.
+struct CachePair {
+  std::string past, present;
+  int64_t axis;
+  std::string pastSymbol, newSymbol;
 };
 
 struct EmittedProgram {
@@ -39,6 +52,7 @@ struct EmittedProgram {
   uint64_t collectiveHash = 0;
   uint64_t arenaBytes = 0;
   std::vector<SignatureEntry> inputs, outputs;
+  std::vector<CachePair> cache; ///< among the outputs this program returns
 };
 
 /// What a rank program is emitted for: one program text, whose kernels come

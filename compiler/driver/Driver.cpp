@@ -1,6 +1,6 @@
 //===- Driver.cpp - The meshc command-line driver -------------------------===//
 //
-// Part of meshc. `meshc import | plan | compile | run`: argument parsing,
+// Part of meshc. `meshc import | plan | compile | run | generate`: argument parsing,
 // input validation and dispatch. Each command checks everything the user gave
 // it (files, mesh, flags) before any work, so that a mistake is reported as
 // one line naming the culprit.
@@ -51,7 +51,8 @@ namespace {
 /// --no-raise). One command runs per process; readModelOptions sets it.
 bool raiseIdioms = true;
 
-constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile", "run"};
+constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile", "run",
+                                          "generate"};
 constexpr ArrayRef<StringLiteral> kCommands(kCommandArray);
 
 /// Prints "meshc <command>: error: <msg>" and returns the failure status.
@@ -649,6 +650,37 @@ int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
   return runCompiled(request);
 }
 
+/// meshc generate FOLDER --prompt-ids FILE.npy --max-new-tokens N
+/// --output-ids OUT.npy [...].
+int generateCommand(const driver::RunOptions &run,
+                    const driver::GenerateOptions &options) {
+  if (!sys::fs::is_directory(run.folder))
+    return fail("generate",
+                "compiled folder '" + run.folder + "' does not exist");
+  for (StringRef file : {StringRef(options.promptIds),
+                         StringRef(options.attentionMask)})
+    if (!file.empty())
+      if (Error e = checkReadableFile(file, "input"))
+        return fail("generate", toString(std::move(e)));
+  GenerateRequest request;
+  request.run.folder = run.folder;
+  request.run.collectiveTimeout = run.timeout;
+  request.run.threads = run.threads;
+  request.run.mpirunArgs = run.mpirunArgs;
+  request.promptIds = options.promptIds;
+  request.attentionMask = options.attentionMask;
+  request.outputIds = options.outputIds;
+  request.maxNewTokens = options.maxNewTokens;
+  request.stopTokens.assign(options.stopTokens.begin(),
+                            options.stopTokens.end());
+  request.temperature = options.temperature;
+  request.topK = options.topK;
+  request.topP = options.topP;
+  request.seed = options.seed;
+  request.jsonl = options.jsonl;
+  return generateCompiled(request);
+}
+
 void printVersion(raw_ostream &os) {
   os << "meshc " MESHC_VERSION " (LLVM/MLIR " LLVM_VERSION_STRING ")\n";
 }
@@ -673,10 +705,12 @@ int runDriver(int argc, char **argv) {
   driver::PlanOptions planOptions(commands);
   driver::CompileOptions compileOptions(commands);
   driver::RunOptions runOptions(commands);
+  driver::GenerateOptions generateOptions(commands);
 
   // libLLVM registers options of its own; show only meshc's.
   for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &commands.import,
-                              &commands.plan, &commands.compile, &commands.run})
+                              &commands.plan, &commands.compile, &commands.run,
+                              &commands.generate})
     cl::HideUnrelatedOptions(commands.category, *sub);
   cl::SetVersionPrinter(printVersion);
   cl::ParseCommandLineOptions(
@@ -698,6 +732,8 @@ int runDriver(int argc, char **argv) {
     return compileCommand(model, mesh, compileOptions);
   if (commands.run)
     return runCommand(runOptions, compileOptions.noCudaGraph);
+  if (commands.generate)
+    return generateCommand(runOptions, generateOptions);
   return fail("", "no command given; usage: meshc <" + join(kCommands, "|") +
                       "> ... (see 'meshc --help')");
 }

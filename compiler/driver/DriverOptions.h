@@ -39,6 +39,10 @@ struct Commands {
                                     "executables for a device mesh"};
   cl::SubCommand run{"run", "Launch a compiled model's ranks and write its "
                             "outputs"};
+  cl::SubCommand generate{"generate",
+                          "Generate tokens with a compiled decoder: prefill "
+                          "and every decoding step in one launch, the KV "
+                          "cache kept on the ranks"};
   cl::opt<bool> supportedOps{
       "supported-ops",
       cl::desc("List the ONNX ops meshc imports: domain, op type and the "
@@ -272,7 +276,7 @@ struct CompileOptions {
 struct RunOptions {
   explicit RunOptions(Commands &c)
       : folder(cl::Positional, cl::Required, cl::desc("<compiled folder>"),
-               cl::sub(c.run), cl::cat(c.category)),
+               cl::sub(c.run), cl::sub(c.generate), cl::cat(c.category)),
         inputs("input", cl::desc("A model input, NAME=FILE.npy (repeatable)"),
                cl::value_desc("NAME=FILE"), cl::sub(c.run),
                cl::cat(c.category)),
@@ -284,12 +288,13 @@ struct RunOptions {
                          "whole job is aborted with a message naming the op "
                          "(default 300)"),
                 cl::value_desc("s"), cl::init(300), cl::sub(c.run),
+                cl::sub(c.generate),
                 cl::cat(c.category)),
         threads("threads",
                 cl::desc("Threads per rank for the kernels (default: the "
                          "machine's cores divided by the ranks, at least 1)"),
                 cl::value_desc("N"), cl::init(0), cl::sub(c.run),
-                cl::cat(c.category)),
+                cl::sub(c.generate), cl::cat(c.category)),
         repeat("repeat",
                cl::desc("Run the forward step N times (benchmarking); rank 0 "
                         "prints the median and fastest time (default 1)"),
@@ -298,7 +303,7 @@ struct RunOptions {
         mpirunArgs("mpirun-args",
                    cl::desc("Extra arguments for mpirun, e.g. \"--hostfile "
                             "hosts\" (split at spaces)"),
-                   cl::value_desc("args"), cl::sub(c.run),
+                   cl::value_desc("args"), cl::sub(c.run), cl::sub(c.generate),
                    cl::cat(c.category)) {}
   cl::opt<std::string> folder;
   cl::list<std::string> inputs;
@@ -306,6 +311,70 @@ struct RunOptions {
   cl::opt<double> timeout;
   cl::opt<unsigned> threads, repeat;
   cl::opt<std::string> mpirunArgs;
+};
+
+/// meshc generate's own options (the folder, --threads, --collective-timeout
+/// and --mpirun-args are RunOptions').
+struct GenerateOptions {
+  explicit GenerateOptions(Commands &c)
+      : promptIds("prompt-ids",
+                  cl::desc("The prompts' token ids, int64 or int32 [batch, "
+                           "length] (left-padded where lengths differ)"),
+                  cl::value_desc("FILE.npy"), cl::Required,
+                  cl::sub(c.generate), cl::cat(c.category)),
+        attentionMask("attention-mask",
+                      cl::desc("1 for each prompt token, 0 for padding, "
+                               "shaped as the prompt ids (default: all 1)"),
+                      cl::value_desc("FILE.npy"), cl::sub(c.generate),
+                      cl::cat(c.category)),
+        maxNewTokens("max-new-tokens",
+                     cl::desc("Tokens to generate per sequence at most"),
+                     cl::value_desc("N"), cl::Required, cl::sub(c.generate),
+                     cl::cat(c.category)),
+        outputIds("output-ids",
+                  cl::desc("Where to write the generated ids, int64 "
+                           "[batch, steps]; a sequence that stopped repeats "
+                           "its stop token"),
+                  cl::value_desc("FILE.npy"), cl::Required,
+                  cl::sub(c.generate), cl::cat(c.category)),
+        stopTokens("stop-token",
+                   cl::desc("A token id that ends a sequence (repeatable or "
+                            "comma-separated)"),
+                   cl::value_desc("ID"), cl::CommaSeparated,
+                   cl::sub(c.generate), cl::cat(c.category)),
+        temperature("temperature",
+                    cl::desc("Sample from softmax(logits / T) instead of "
+                             "taking the most likely token; 0 is greedy "
+                             "(default: greedy unless --top-k or --top-p is "
+                             "given, then 1)"),
+                    cl::value_desc("T"), cl::init(-1), cl::sub(c.generate),
+                    cl::cat(c.category)),
+        topK("top-k", cl::desc("Sample among the K most likely tokens only"),
+             cl::value_desc("K"), cl::init(0), cl::sub(c.generate),
+             cl::cat(c.category)),
+        topP("top-p",
+             cl::desc("Sample among the most likely tokens whose "
+                      "probabilities sum to P (nucleus sampling)"),
+             cl::value_desc("P"), cl::init(1.0), cl::sub(c.generate),
+             cl::cat(c.category)),
+        seed("seed",
+             cl::desc("Seed of the sampling draws (default 0): the same seed "
+                      "draws the same numbers on every run and mesh"),
+             cl::value_desc("N"), cl::init(0), cl::sub(c.generate),
+             cl::cat(c.category)),
+        jsonl("jsonl",
+              cl::desc("Stream one JSON object per step (tokens, ms) and a "
+                       "summary object instead of text lines"),
+              cl::sub(c.generate), cl::cat(c.category)) {}
+  cl::opt<std::string> promptIds, attentionMask;
+  cl::opt<int> maxNewTokens;
+  cl::opt<std::string> outputIds;
+  cl::list<int64_t> stopTokens;
+  cl::opt<double> temperature;
+  cl::opt<int> topK;
+  cl::opt<double> topP;
+  cl::opt<uint64_t> seed;
+  cl::opt<bool> jsonl;
 };
 
 } // namespace meshc::driver

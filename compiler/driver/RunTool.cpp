@@ -7,6 +7,9 @@
 
 #include "compiler/codegen/ToolchainConfig.h"
 #include "compiler/driver/ReportError.h"
+#include "meshc/runtime/error.h"
+#include "meshc/runtime/npy.h"
+#include "meshc/runtime/safetensors.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -19,7 +22,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <map>
+#include <signal.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 using namespace llvm;
@@ -28,25 +34,173 @@ using json = nlohmann::json;
 namespace meshc {
 
 namespace {
+
 int fail(const Twine &msg) { return reportError("meshc run", msg); }
+
+/// The mpirun child while it runs, for the signal handler.
+volatile sig_atomic_t childPid = 0;
+volatile sig_atomic_t interrupted = 0;
+
+void forwardSignal(int signal) {
+  interrupted = signal;
+  if (childPid > 0)
+    ::kill(static_cast<pid_t>(childPid), SIGTERM);
+}
+
+/// Reads the manifest of `folder` into `m`; false (after reporting through
+/// `failWith`) when it is missing or not meshc's.
+template <typename Fail>
+bool readManifest(StringRef folder, json &m, SmallString<256> &manifestPath,
+                  Fail failWith) {
+  manifestPath = folder;
+  sys::path::append(manifestPath, "manifest.json");
+  auto text = MemoryBuffer::getFile(manifestPath);
+  if (!text) {
+    failWith("cannot read '" + manifestPath +
+             "': " + text.getError().message() +
+             " (is this a folder written by 'meshc compile'?)");
+    return false;
+  }
+  m = json::parse((*text)->getBuffer().begin(), (*text)->getBuffer().end(),
+                  nullptr,
+                  /*allow_exceptions=*/false);
+  if (!m.is_object() || m.value("format", "") != "meshc-manifest" ||
+      !m["ranks"].is_array() || !m["roles"].is_array() ||
+      !m["world_size"].is_number_integer()) {
+    failWith("'" + manifestPath +
+             "' is not a meshc manifest (written by 'meshc compile')");
+    return false;
+  }
+  return true;
+}
+
+/// Starts every rank of the compiled folder through mpirun (MPMD) with
+/// `extra` after the harness's own options, waits, and reports the job's
+/// outcome as `command`.
+int launch(StringRef command, const RunRequest &request, const json &m,
+           StringRef manifestPath, ArrayRef<std::string> extra) {
+  auto failWith = [&](const Twine &msg) {
+    return reportError(("meshc " + command).str(), msg);
+  };
+  int64_t world = m["world_size"].get<int64_t>();
+  if (static_cast<int64_t>(m["ranks"].size()) != world)
+    return failWith("'" + manifestPath + "' lists " + Twine(m["ranks"].size()) +
+                    " ranks for a world of " + Twine(world));
+  std::map<std::string, std::string> executables;
+  for (const json &role : m["roles"]) {
+    SmallString<256> exe(request.folder);
+    sys::path::append(exe, role.value("executable", ""));
+    if (!sys::fs::can_execute(exe))
+      return failWith("rank executable '" + exe +
+                      "' is missing or not executable (recompile with 'meshc "
+                      "compile')");
+    SmallString<256> absolute(exe);
+    sys::fs::make_absolute(absolute);
+    executables[role.value("name", "")] = absolute.str().str();
+  }
+
+  SmallString<256> manifestAbs(manifestPath);
+  sys::fs::make_absolute(manifestAbs);
+  std::vector<std::string> rankArgs = {
+      "--manifest",           manifestAbs.str().str(),
+      "--output-dir",         request.outputDir,
+      "--collective-timeout", std::to_string(request.collectiveTimeout)};
+  unsigned threads = request.threads;
+  if (!threads)
+    threads = std::max<unsigned>(
+        1, llvm::hardware_concurrency().compute_thread_count() / world);
+  if (request.noCudaGraph)
+    rankArgs.push_back("--no-cuda-graph");
+  if (request.repeat > 1) {
+    rankArgs.push_back("--repeat");
+    rankArgs.push_back(std::to_string(request.repeat));
+  }
+  rankArgs.push_back("--threads");
+  rankArgs.push_back(std::to_string(threads));
+  rankArgs.insert(rankArgs.end(), extra.begin(), extra.end());
+
+  // MPMD: consecutive ranks of one role share an app context.
+  std::vector<std::string> argv = {MESHC_MPIRUN};
+  if (geteuid() == 0)
+    argv.push_back("--allow-run-as-root");
+  argv.push_back("--oversubscribe");
+  // OpenMPI binds each rank of a small job to one core, which would put all
+  // of a rank's kernel threads on that core (2.1x slower on GPT-2-small,
+  // bench/RESULTS.md); the OS places threads better. --mpirun-args can bind.
+  argv.push_back("--bind-to");
+  argv.push_back("none");
+  for (StringRef more : llvm::split(request.mpirunArgs, ' '))
+    if (!more.empty())
+      argv.push_back(more.str());
+  int64_t r = 0;
+  while (r < world) {
+    std::string role = m["ranks"][r].value("role", "");
+    if (!executables.count(role))
+      return failWith("rank " + Twine(r) + " has role '" + role +
+                      "', which the manifest does not describe");
+    int64_t n = 1;
+    while (r + n < world && m["ranks"][r + n].value("role", "") == role)
+      ++n;
+    if (r)
+      argv.push_back(":");
+    argv.push_back("-np");
+    argv.push_back(std::to_string(n));
+    argv.push_back(executables[role]);
+    argv.insert(argv.end(), rankArgs.begin(), rankArgs.end());
+    r += n;
+  }
+
+  auto mpirun = sys::findProgramByName(MESHC_MPIRUN);
+  if (!mpirun)
+    return failWith("cannot find '" MESHC_MPIRUN
+                    "' (OpenMPI's launcher; scripts/bootstrap.sh installs it)");
+  SmallVector<StringRef> args(argv.begin(), argv.end());
+  std::string error;
+  // Ctrl-C or a SIGTERM to meshc stops the job: mpirun, on SIGTERM, ends
+  // every rank it started.
+  struct sigaction action = {}, oldInt = {}, oldTerm = {};
+  action.sa_handler = forwardSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &oldInt);
+  sigaction(SIGTERM, &action, &oldTerm);
+  interrupted = 0;
+  sys::ProcessInfo child =
+      sys::ExecuteNoWait(*mpirun, args, std::nullopt, {}, 0, &error);
+  childPid = child.Pid;
+  if (interrupted && child.Pid > 0)
+    ::kill(child.Pid, SIGTERM);
+  int status = -1;
+  if (child.Pid > 0) {
+    sys::ProcessInfo done = sys::Wait(child, std::nullopt, &error);
+    status = done.ReturnCode;
+  }
+  childPid = 0;
+  sigaction(SIGINT, &oldInt, nullptr);
+  sigaction(SIGTERM, &oldTerm, nullptr);
+  if (interrupted) {
+    failWith("interrupted (" +
+             Twine(interrupted == SIGINT ? "SIGINT" : "SIGTERM") +
+             "): every rank was stopped");
+    return 128 + interrupted;
+  }
+  if (status < 0 && child.Pid <= 0)
+    return failWith("cannot start mpirun: " + error);
+  if (status != 0)
+    return failWith("the job of " + Twine(world) +
+                    " rank(s) failed (mpirun exit "
+                    "status " +
+                    Twine(status) + "); the rank's message is above");
+  return 0;
+}
+
 } // namespace
 
 int runCompiled(const RunRequest &request) {
-  SmallString<256> manifestPath(request.folder);
-  sys::path::append(manifestPath, "manifest.json");
-  auto text = MemoryBuffer::getFile(manifestPath);
-  if (!text)
-    return fail("cannot read '" + manifestPath +
-                "': " + text.getError().message() +
-                " (is this a folder written by 'meshc compile'?)");
-  json m = json::parse((*text)->getBuffer().begin(), (*text)->getBuffer().end(),
-                       nullptr,
-                       /*allow_exceptions=*/false);
-  if (!m.is_object() || m.value("format", "") != "meshc-manifest" ||
-      !m["ranks"].is_array() || !m["roles"].is_array() ||
-      !m["world_size"].is_number_integer())
-    return fail("'" + manifestPath +
-                "' is not a meshc manifest (written by 'meshc compile')");
+  json m;
+  SmallString<256> manifestPath;
+  if (!readManifest(request.folder, m, manifestPath,
+                    [](const Twine &msg) { fail(msg); }))
+    return 1;
 
   // Inputs: names the model has, all of them given, files readable (the
   // ranks check dtype and shape).
@@ -72,93 +226,205 @@ int runCompiled(const RunRequest &request) {
     return fail("cannot create output folder '" + request.outputDir +
                 "': " + ec.message());
 
-  int64_t world = m["world_size"].get<int64_t>();
-  if (static_cast<int64_t>(m["ranks"].size()) != world)
-    return fail("'" + manifestPath + "' lists " + Twine(m["ranks"].size()) +
-                " ranks for a world of " + Twine(world));
-  std::map<std::string, std::string> executables;
-  for (const json &role : m["roles"]) {
-    SmallString<256> exe(request.folder);
-    sys::path::append(exe, role.value("executable", ""));
-    if (!sys::fs::can_execute(exe))
-      return fail("rank executable '" + exe +
-                  "' is missing or not executable (recompile with 'meshc "
-                  "compile')");
-    SmallString<256> absolute(exe);
-    sys::fs::make_absolute(absolute);
-    executables[role.value("name", "")] = absolute.str().str();
-  }
-
-  SmallString<256> manifestAbs(manifestPath);
-  sys::fs::make_absolute(manifestAbs);
-  std::vector<std::string> rankArgs = {
-      "--manifest",           manifestAbs.str().str(),
-      "--output-dir",         request.outputDir,
-      "--collective-timeout", std::to_string(request.collectiveTimeout)};
-  unsigned threads = request.threads;
-  if (!threads)
-    threads = std::max<unsigned>(
-        1, llvm::hardware_concurrency().compute_thread_count() / world);
-  if (request.noCudaGraph)
-    rankArgs.push_back("--no-cuda-graph");
-  if (request.repeat > 1) {
-    rankArgs.push_back("--repeat");
-    rankArgs.push_back(std::to_string(request.repeat));
-  }
-  rankArgs.push_back("--threads");
-  rankArgs.push_back(std::to_string(threads));
+  std::vector<std::string> extra;
   for (const auto &[name, file] : given) {
-    rankArgs.push_back("--input");
-    rankArgs.push_back(name + "=" + file);
+    extra.push_back("--input");
+    extra.push_back(name + "=" + file);
   }
+  return launch("run", request, m, manifestPath, extra);
+}
 
-  // MPMD: consecutive ranks of one role share an app context.
-  std::vector<std::string> argv = {MESHC_MPIRUN};
-  if (geteuid() == 0)
-    argv.push_back("--allow-run-as-root");
-  argv.push_back("--oversubscribe");
-  // OpenMPI binds each rank of a small job to one core, which would put all
-  // of a rank's kernel threads on that core (2.1x slower on GPT-2-small,
-  // bench/RESULTS.md); the OS places threads better. --mpirun-args can bind.
-  argv.push_back("--bind-to");
-  argv.push_back("none");
-  for (StringRef extra : llvm::split(request.mpirunArgs, ' '))
-    if (!extra.empty())
-      argv.push_back(extra.str());
-  int64_t r = 0;
-  while (r < world) {
-    std::string role = m["ranks"][r].value("role", "");
-    if (!executables.count(role))
-      return fail("rank " + Twine(r) + " has role '" + role +
-                  "', which the manifest does not describe");
-    int64_t n = 1;
-    while (r + n < world && m["ranks"][r + n].value("role", "") == role)
-      ++n;
-    if (r)
-      argv.push_back(":");
-    argv.push_back("-np");
-    argv.push_back(std::to_string(n));
-    argv.push_back(executables[role]);
-    argv.insert(argv.end(), rankArgs.begin(), rankArgs.end());
-    r += n;
-  }
+int generateCompiled(const GenerateRequest &request) {
+  auto failGen = [](const Twine &msg) {
+    return reportError("meshc generate", msg);
+  };
+  json m;
+  SmallString<256> manifestPath;
+  if (!readManifest(request.run.folder, m, manifestPath,
+                    [&](const Twine &msg) { failGen(msg); }))
+    return 1;
+  if (!m.contains("generate") || !m["generate"].is_object())
+    return failGen("'" + manifestPath +
+                   "' was written by a meshc without generation; recompile "
+                   "the model");
+  const json &gen = m["generate"];
+  if (gen.contains("unsupported"))
+    return failGen("'" + request.run.folder + "' cannot generate: " +
+                   gen["unsupported"].get<std::string>());
+  int64_t vocab = gen.value("vocabulary", int64_t(0));
 
-  auto mpirun = sys::findProgramByName(MESHC_MPIRUN);
-  if (!mpirun)
-    return fail("cannot find '" MESHC_MPIRUN
-                "' (OpenMPI's launcher; scripts/bootstrap.sh installs it)");
-  SmallVector<StringRef> args(argv.begin(), argv.end());
+  // The options.
+  if (request.maxNewTokens < 1)
+    return failGen("--max-new-tokens " + Twine(request.maxNewTokens) +
+                   " must be at least 1");
+  if (request.topK < 0)
+    return failGen("--top-k " + Twine(request.topK) + " must be 0 or more");
+  if (!(request.topP > 0 && request.topP <= 1))
+    return failGen("--top-p " + Twine(std::to_string(request.topP)) +
+                   " must be in (0, 1]");
+  if (request.temperature < 0 && request.temperature != -1)
+    return failGen("--temperature " + Twine(std::to_string(request.temperature)) +
+                   " must be 0 (greedy) or more");
+  for (int64_t stop : request.stopTokens)
+    if (stop < 0 || stop >= vocab)
+      return failGen("--stop-token " + Twine(stop) +
+                     " is outside the vocabulary (0 to " + Twine(vocab - 1) +
+                     ")");
+
+  // The prompts and the mask.
+  rt::HostTensor prompt, mask;
   std::string error;
-  int status =
-      sys::ExecuteAndWait(*mpirun, args, std::nullopt, {}, 0, 0, &error);
-  if (status < 0)
-    return fail("cannot start mpirun: " + error);
-  if (status != 0)
-    return fail("the job of " + Twine(world) +
-                " rank(s) failed (mpirun exit "
-                "status " +
-                Twine(status) + "); the rank's message is above");
-  return 0;
+  if (!rt::readNpy(request.promptIds, prompt, error))
+    return failGen(error);
+  if (prompt.shape.size() != 2 ||
+      (prompt.dtype != rt::DType::I64 && prompt.dtype != rt::DType::I32) ||
+      prompt.shape[0] < 1 || prompt.shape[1] < 1)
+    return failGen("the prompt ids '" + request.promptIds +
+                   "' must be a non-empty 2-D array of int64 or int32 "
+                   "[batch, length], not " +
+                   rt::safetensorsName(prompt.dtype) + " " +
+                   rt::formatShape(prompt.shape));
+  auto element = [](const rt::HostTensor &t, int64_t k) -> int64_t {
+    return t.dtype == rt::DType::I64
+               ? reinterpret_cast<const int64_t *>(t.bytes.data())[k]
+               : reinterpret_cast<const int32_t *>(t.bytes.data())[k];
+  };
+  int64_t batch = prompt.shape[0], length = prompt.shape[1];
+  for (int64_t k = 0; k < batch * length; ++k)
+    if (element(prompt, k) < 0 || element(prompt, k) >= vocab)
+      return failGen("the prompt ids '" + request.promptIds + "' hold " +
+                     Twine(element(prompt, k)) + " (sequence " +
+                     Twine(k / length) + ", position " + Twine(k % length) +
+                     "), outside the model's vocabulary of " + Twine(vocab));
+  if (!request.attentionMask.empty()) {
+    if (!rt::readNpy(request.attentionMask, mask, error))
+      return failGen(error);
+    if (mask.shape != prompt.shape ||
+        (mask.dtype != rt::DType::I64 && mask.dtype != rt::DType::I32))
+      return failGen("the attention mask '" + request.attentionMask +
+                     "' is " + rt::safetensorsName(mask.dtype) + " " +
+                     rt::formatShape(mask.shape) +
+                     "; it must be int64 or int32 shaped as the prompt ids " +
+                     rt::formatShape(prompt.shape));
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t ones = 0;
+      for (int64_t j = 0; j < length; ++j) {
+        int64_t v = element(mask, b * length + j);
+        if (v != 0 && v != 1)
+          return failGen("the attention mask '" + request.attentionMask +
+                         "' holds " + Twine(v) + "; it must be 0 or 1");
+        ones += v;
+      }
+      if (!ones)
+        return failGen("the attention mask '" + request.attentionMask +
+                       "' masks every token of sequence " + Twine(b));
+    }
+  }
+
+  // The compiled bounds and the mesh.
+  const json symbols = m.contains("symbols") ? m["symbols"] : json::object();
+  auto bound = [&](const std::string &symbol) -> int64_t {
+    if (symbol.empty() || !symbols.contains(symbol))
+      return -1;
+    return symbols[symbol].value("max", int64_t(-1));
+  };
+  auto tooLong = [&](const Twine &what, int64_t size, const std::string &symbol,
+                     const Twine &flag) {
+    return failGen(what + " needs " + Twine(size) + " along '" + symbol +
+                   "', but '" + request.run.folder + "' was compiled for at "
+                   "most " + Twine(bound(symbol)) + " (meshc compile " + flag +
+                   ")");
+  };
+  const json *ids = nullptr, *maskEntry = nullptr;
+  for (const json &e : m["inputs"]) {
+    if (e.value("name", "") == gen.value("input_ids", ""))
+      ids = &e;
+    if (gen.contains("attention_mask") &&
+        e.value("name", "") == gen.value("attention_mask", ""))
+      maskEntry = &e;
+  }
+  if (!ids)
+    return failGen("the manifest names no token input");
+  int64_t fixedBatch = (*ids)["shape"][0].get<int64_t>();
+  if (fixedBatch >= 0 && fixedBatch != batch)
+    return failGen("the prompt ids hold " + Twine(batch) +
+                   " sequences; the model was compiled for a batch of " +
+                   Twine(fixedBatch));
+  std::string batchSymbol = gen.value("batch_symbol", "");
+  if (fixedBatch < 0 && bound(batchSymbol) >= 0 && batch > bound(batchSymbol))
+    return tooLong("a batch of " + Twine(batch) + " sequences", batch,
+                   batchSymbol, "--max-batch");
+  int64_t replicas = 1;
+  if ((*ids).contains("sharding"))
+    for (const json &axis : (*ids)["sharding"][0])
+      replicas *= m["grid"]["shape"][axis.get<int64_t>()].get<int64_t>();
+  if (batch % replicas != 0)
+    return failGen("the prompt ids hold " + Twine(batch) +
+                   " sequences, which do not split over the " +
+                   Twine(replicas) + " data-parallel replicas of mesh " +
+                   m.value("mesh", std::string("?")) +
+                   " (give a multiple of " + Twine(replicas) + ")");
+  bool cached = !gen["cache"].empty();
+  int64_t longest = length + request.maxNewTokens - 1;
+  std::string step = gen.value("step_symbol", "");
+  int64_t stepMax = bound(step);
+  if (stepMax >= 0 && (cached ? length : longest) > stepMax)
+    return tooLong(cached ? Twine("a prompt of ") + Twine(length) + " tokens"
+                          : Twine("a prompt of ") + Twine(length) +
+                                " tokens and " + Twine(request.maxNewTokens) +
+                                " new ones (this model has no KV cache: every "
+                                "step reads the whole sequence)",
+                   cached ? length : longest, step, "--max-seq");
+  if (cached) {
+    std::string past = gen.value("past_symbol", "");
+    if (bound(past) >= 0 && longest - 1 > bound(past))
+      return tooLong("a prompt of " + Twine(length) + " tokens and " +
+                         Twine(request.maxNewTokens) + " new ones",
+                     longest - 1, past, "--max-cache");
+  }
+  if (maskEntry && maskEntry->contains("dims")) {
+    std::string dim = (*maskEntry)["dims"][1].get<std::string>();
+    if (bound(dim) >= 0 && longest > bound(dim))
+      return tooLong("a prompt of " + Twine(length) + " tokens and " +
+                         Twine(request.maxNewTokens) + " new ones",
+                     longest, dim, "--max-dim " + dim + "=N");
+  }
+
+  // The output folder exists before any rank starts.
+  StringRef parent = sys::path::parent_path(request.outputIds);
+  if (!parent.empty() && !sys::fs::is_directory(parent))
+    return failGen("cannot write '" + request.outputIds + "': folder '" +
+                   parent + "' does not exist");
+
+  std::vector<std::string> extra = {
+      "--generate-prompt", request.promptIds, "--generate-output",
+      request.outputIds, "--generate-max-new-tokens",
+      std::to_string(request.maxNewTokens)};
+  if (!request.attentionMask.empty()) {
+    extra.push_back("--generate-mask");
+    extra.push_back(request.attentionMask);
+  }
+  for (int64_t stop : request.stopTokens) {
+    extra.push_back("--generate-stop-token");
+    extra.push_back(std::to_string(stop));
+  }
+  if (request.temperature >= 0) {
+    extra.push_back("--generate-temperature");
+    extra.push_back(std::to_string(request.temperature));
+  }
+  if (request.topK > 0) {
+    extra.push_back("--generate-top-k");
+    extra.push_back(std::to_string(request.topK));
+  }
+  if (request.topP < 1) {
+    extra.push_back("--generate-top-p");
+    extra.push_back(std::to_string(request.topP));
+  }
+  extra.push_back("--generate-seed");
+  extra.push_back(std::to_string(request.seed));
+  if (request.jsonl)
+    extra.push_back("--generate-jsonl");
+  return launch("generate", request.run, m, manifestPath, extra);
 }
 
 } // namespace meshc

@@ -3,12 +3,15 @@
 // Part of meshc. Reads a compiled folder's manifest, checks the inputs and
 // executables it names, and starts every rank through OpenMPI's mpirun
 // (MPMD: each rank runs its role's executable), then reports the job's
-// outcome. Outputs land as <output-dir>/<name>.npy.
+// outcome. Outputs land as <output-dir>/<name>.npy. `meshc generate` starts
+// the same job with the --generate-* options of the rank harness. SIGINT and
+// SIGTERM to meshc are passed to mpirun, which stops every rank.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_COMPILER_DRIVER_RUNTOOL_H
 #define MESHC_COMPILER_DRIVER_RUNTOOL_H
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +31,24 @@ struct RunRequest {
 
 /// Runs the job; returns the exit status for meshc.
 int runCompiled(const RunRequest &request);
+
+/// `meshc generate`: the prompts, the sampling and where the ids go.
+struct GenerateRequest {
+  RunRequest run; ///< folder, threads, timeout, mpirun arguments
+  std::string promptIds, attentionMask, outputIds;
+  int maxNewTokens = 0;
+  std::vector<int64_t> stopTokens;
+  double temperature = -1; ///< < 0: not given
+  int topK = 0;
+  double topP = 1;
+  uint64_t seed = 0;
+  bool jsonl = false;
+};
+
+/// Checks the request against the manifest (a decoder, the prompts within
+/// the vocabulary and the compiled bounds, the batch dividing over dp)
+/// before any rank starts, then runs the job; returns meshc's exit status.
+int generateCompiled(const GenerateRequest &request);
 
 } // namespace meshc
 

@@ -38,6 +38,24 @@ void *placeInput(const void *host, std::size_t) {
   return const_cast<void *>(host);
 }
 
+void *allocateBuffer(std::size_t bytes, const char *what) {
+  void *buffer = nullptr;
+  if (posix_memalign(&buffer, 64, bytes ? bytes : 64) != 0)
+    fatal("cannot allocate " + std::to_string(bytes) + " bytes for " + what);
+  arenas.push_back(buffer);
+  return buffer;
+}
+
+void upload(void *placed, const void *host, std::size_t bytes) {
+  if (bytes)
+    std::memcpy(placed, host, bytes);
+}
+
+void copyPlaced(void *to, const void *from, std::size_t bytes) {
+  if (bytes)
+    std::memcpy(to, from, bytes);
+}
+
 void fetch(void *host, const void *placed, std::size_t bytes) {
   if (bytes)
     std::memcpy(host, placed, bytes);

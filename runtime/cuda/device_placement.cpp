@@ -70,6 +70,21 @@ void *placeInput(const void *host, std::size_t bytes) {
   return placed;
 }
 
+void *allocateBuffer(std::size_t bytes, const char *what) {
+  return keep(cuda::deviceAlloc(bytes, what));
+}
+
+void upload(void *placed, const void *host, std::size_t bytes) {
+  cuda::copyToDevice(placed, host, bytes);
+}
+
+void copyPlaced(void *to, const void *from, std::size_t bytes) {
+  if (bytes)
+    cuda::check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice,
+                                cuda::stream()),
+                "copying a KV cache on the GPU");
+}
+
 void fetch(void *host, const void *placed, std::size_t bytes) {
   synchronize("fetching an output");
   cuda::copyToHost(host, placed, bytes);

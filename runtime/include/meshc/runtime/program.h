@@ -11,7 +11,8 @@
 //   }
 //
 // The constructor parses the command line (--manifest, --input NAME=FILE,
-// --output-dir, --collective-timeout, --threads), joins the MPI job and checks,
+// --output-dir, --collective-timeout, --threads, and the --generate-*
+// options `meshc generate` passes), joins the MPI job and checks,
 // before any computation, everything that could make ranks disagree or
 // compute garbage: the world size against the manifest's mesh, that this rank
 // runs the program the manifest gives it, that every rank's collective
@@ -88,7 +89,10 @@ public:
 
   /// Runs `body` (the generated program) once, or `--repeat N` times for
   /// benchmarks, timing each run between barriers; rank 0 prints the
-  /// median and the fastest when repeated.
+  /// median and the fastest when repeated. Started by `meshc generate`
+  /// (--generate-prompt), runs the token loop instead: a prefill step over
+  /// the prompts, then one step per new token, the KV caches kept on the
+  /// rank between steps (runtime/generate.cpp).
   void execute(void (*body)(Program &));
 
   /// Assembles every output from the ranks that hold its pieces, writes
@@ -99,6 +103,8 @@ public:
   struct State;
 
 private:
+  void generate(void (*body)(Program &));
+
   const ProgramInfo &info_;
   Comm *comm_ = nullptr;
   std::uint8_t *arena_ = nullptr;

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The reference token loop: greedy generation driven by onnxruntime on an
+ONNX decoder, as `meshc generate` runs it, for checking its output.
+
+Usage: generate_reference.py MODEL.onnx --prompt-ids P.npy [--attention-mask M.npy]
+           --max-new-tokens N --output-ids OUT.npy [--logits OUT.npy]
+           [--stop-token ID ...]
+
+The loop is the one Hugging Face's generate and Optimum's ORTModelForCausalLM
+run: a prefill step over the prompts (an empty KV cache of length 0), then
+one step per token with the presents fed back as the pasts, the mask grown by
+a 1 and the position ids derived from the mask (cumsum - 1, 1 on padding). A
+model without past inputs reads the whole sequence at every step. A sequence
+that produced a stop token repeats it. KV caches are paired by name: the
+input `past_key_values.N.key` takes the output `present.N.key` (Optimum's and
+onnxruntime-genai's names), or `present_key_values...` where the exporter
+wrote that.
+
+--logits writes the logits of each step's last position [steps, batch,
+vocabulary], from which a checker tells a real mismatch from a near tie.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+
+def present_name(past):
+    for old, new in (("past_key_values", "present"), ("past_key", "present_key"),
+                     ("past_value", "present_value"), ("past", "present")):
+        if past.startswith(old):
+            return new + past[len(old):]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--prompt-ids", required=True)
+    ap.add_argument("--attention-mask")
+    ap.add_argument("--max-new-tokens", type=int, required=True)
+    ap.add_argument("--output-ids", required=True)
+    ap.add_argument("--logits")
+    ap.add_argument("--stop-token", type=int, action="append", default=[])
+    args = ap.parse_args()
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(args.model, options,
+                                   providers=["CPUExecutionProvider"])
+    inputs = {i.name: i for i in session.get_inputs()}
+    outputs = [o.name for o in session.get_outputs()]
+    pasts = [n for n in inputs if n.startswith("past")]
+    for p in pasts:
+        if present_name(p) not in outputs:
+            sys.exit(f"no present output for {p}")
+
+    tokens = np.load(args.prompt_ids).astype(np.int64)
+    batch, _ = tokens.shape
+    mask = (np.load(args.attention_mask).astype(np.int64)
+            if args.attention_mask else np.ones_like(tokens))
+    # An empty cache [batch, heads, 0, head size]. onnxruntime-genai's
+    # builder leaves the head size symbolic; its genai_config.json gives it.
+    config = os.path.join(os.path.dirname(args.model), "genai_config.json")
+    head_size = (json.load(open(config))["model"]["decoder"]["head_size"]
+                 if os.path.exists(config) else None)
+    cache = {}
+    for p in pasts:
+        shape = list(inputs[p].shape)
+        shape[0], shape[2] = batch, 0
+        for d, size in enumerate(shape):
+            if not isinstance(size, int):
+                if head_size is None:
+                    sys.exit(f"{p}: dimension {d} ('{size}') has no size")
+                shape[d] = head_size
+        cache[p] = np.zeros(shape, np.float32)
+    finished = np.zeros(batch, bool)
+    generated, logits_seen = [], []
+    for step in range(args.max_new_tokens):
+        length = tokens.shape[1]
+        news = length if (step == 0 or not pasts) else 1
+        feeds = {}
+        for name, info in inputs.items():
+            dtype = np.int32 if "int32" in info.type else np.int64
+            if name == "input_ids":
+                feeds[name] = tokens[:, length - news:].astype(dtype)
+            elif name == "attention_mask":
+                feeds[name] = mask.astype(dtype)
+            elif name == "position_ids":
+                positions = np.cumsum(mask, -1) - 1
+                positions[mask == 0] = 1
+                feeds[name] = positions[:, length - news:].astype(dtype)
+            elif name in cache:
+                feeds[name] = cache[name]
+            else:
+                sys.exit(f"cannot supply input {name}")
+        results = dict(zip(outputs, session.run(None, feeds)))
+        for p in pasts:
+            cache[p] = results[present_name(p)]
+        last = results["logits"][:, -1, :].astype(np.float32)
+        logits_seen.append(last)
+        chosen = np.argmax(last, -1)
+        chosen = np.where(finished, tokens[:, -1], chosen)
+        finished |= np.isin(chosen, args.stop_token)
+        generated.append(chosen)
+        tokens = np.concatenate([tokens, chosen[:, None]], 1)
+        mask = np.concatenate([mask, np.ones((batch, 1), np.int64)], 1)
+        if finished.all():
+            break
+    np.save(args.output_ids, np.stack(generated, 1).astype(np.int64))
+    if args.logits:
+        np.save(args.logits, np.stack(logits_seen, 0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Checks `meshc generate` on the decoders of the real-model corpus against
+the reference token loop on onnxruntime (models/generate_reference.py):
+greedy generation from a left-padded batch of two prompts (two prompts of
+one length for onnxruntime-genai's exports, whose attention takes no left
+padding), compiled without size flags for each mesh.
+
+Usage: check_generate.py --meshc build/bin/meshc --corpus models/real/corpus
+                         [--mesh tp=1,tp=2,pp=2,dp=2,dp=2xtp=2] [--only NAME,...]
+                         [--new-tokens N] [--sampling] [--allow-failures]
+
+Prints one line per (export, mesh): `generate ok (B x N tokens, kv cache)`
+(or `no kv cache` for exports without past inputs, where every step reads
+the whole sequence), a mismatch naming the sequence and step, or the first
+line of meshc's error. The ids must be identical to onnxruntime's, except
+after a near tie: where meshc took another token than onnxruntime and the
+two have the same logit in onnxruntime's step within 1e-4 + 1e-3 * |logit|
+(the tolerance of every numerical check against onnxruntime), the line says
+`tie at step T` and the sequence is not compared further, since the two
+loops then continue from different tokens.
+
+--sampling also runs each case with --temperature 0.8 --top-k 20 --top-p 0.9
+--seed 7 twice and checks that both runs and every mesh draw the same ids.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ATOL, RTOL = 1e-4, 1e-3
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "..", "generate_reference.py")
+
+
+def first_error(text):
+    for line in text.splitlines():
+        if "error" in line:
+            return line.strip()
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1].strip() if lines else "failed without a message"
+
+
+def prompts(vocab, padded):
+    rng = np.random.default_rng(1234)
+    ids = rng.integers(3, vocab, size=(2, 6)).astype(np.int64)
+    mask = np.ones_like(ids)
+    if padded:
+        mask[1, :2] = 0  # the second prompt is 4 tokens, left-padded
+        ids[1, :2] = 0
+    return ids, mask
+
+
+def compare(got, ref, logits):
+    """None when equal (or equal up to a tie), else the mismatch."""
+    notes = []
+    for b in range(ref.shape[0]):
+        for t in range(ref.shape[1]):
+            if t >= got.shape[1]:
+                return f"sequence {b}: meshc stopped after {got.shape[1]} steps, onnxruntime ran {ref.shape[1]}"
+            if got[b, t] == ref[b, t]:
+                continue
+            top = float(logits[t, b, ref[b, t]])
+            other = float(logits[t, b, got[b, t]])
+            if top - other <= ATOL + RTOL * abs(top):
+                notes.append(f"tie at step {t}")
+                break
+            return (f"sequence {b} step {t}: meshc took {got[b, t]}, onnxruntime {ref[b, t]} "
+                    f"(logits {other:.6g} and {top:.6g})")
+    return ", ".join(notes) if notes else ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshc", required=True)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--mesh", default="tp=1,tp=2,pp=2,dp=2,dp=2xtp=2")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--new-tokens", type=int, default=8)
+    ap.add_argument("--sampling", action="store_true")
+    ap.add_argument("--allow-failures", action="store_true")
+    args = ap.parse_args()
+
+    index = json.load(open(os.path.join(args.corpus, "index.json")))
+    only = set(filter(None, args.only.split(",")))
+    meshes = [m.replace("x", ",") for m in args.mesh.split(",")]
+    work = tempfile.mkdtemp(prefix="meshc-generate-")
+    failed = total = 0
+    try:
+        for name in sorted(os.listdir(args.corpus)):
+            folder = os.path.join(args.corpus, name)
+            model = os.path.join(folder, "model.onnx")
+            if (only and name not in only) or not os.path.isfile(model):
+                continue
+            if not os.path.isdir(os.path.join(folder, "reference")) or \
+                    not os.path.exists(os.path.join(folder, "reference", "logits.npy")):
+                continue  # not a decoder (BERT), or an export that failed
+            vocab = np.load(os.path.join(folder, "reference", "logits.npy")).shape[-1]
+            # onnxruntime-genai's GroupQueryAttention places a prompt's
+            # tokens from the left of its row (seqlens_k), so left-padded
+            # prompts put padding at negative positions, which onnxruntime
+            # reads unchecked and meshc refuses: its exports get prompts of
+            # one length.
+            genai = os.path.exists(os.path.join(folder, "genai_config.json"))
+            ids, mask = prompts(vocab, padded=not genai)
+            case = os.path.join(work, name)
+            os.makedirs(case)
+            np.save(os.path.join(case, "ids.npy"), ids)
+            np.save(os.path.join(case, "mask.npy"), mask)
+            ref_ids, ref_logits = os.path.join(case, "ref.npy"), os.path.join(case, "ref_logits.npy")
+            r = subprocess.run([sys.executable, REFERENCE, model, "--prompt-ids",
+                                os.path.join(case, "ids.npy"), "--attention-mask",
+                                os.path.join(case, "mask.npy"), "--max-new-tokens",
+                                str(args.new_tokens), "--output-ids", ref_ids,
+                                "--logits", ref_logits], capture_output=True, text=True)
+            if r.returncode:
+                print(f"{name}: reference loop failed: {first_error(r.stderr)}")
+                failed += 1
+                continue
+            ref, logits = np.load(ref_ids), np.load(ref_logits)
+            sampled = {}
+            for mesh in meshes:
+                total += 1
+                label = f"{name} [{mesh.replace(',', 'x')}]"
+                out = os.path.join(case, mesh.replace(",", "_").replace("=", ""))
+                c = subprocess.run([args.meshc, "compile", model, "--mesh", mesh, "-o", out],
+                                   capture_output=True, text=True)
+                if c.returncode:
+                    print(f"{label}: {first_error(c.stderr)}")
+                    failed += 1
+                    continue
+                cached = bool(json.load(open(os.path.join(out, "manifest.json")))
+                              ["generate"].get("cache"))
+                got_path = os.path.join(out, "ids.npy")
+                g = subprocess.run([args.meshc, "generate", out, "--prompt-ids",
+                                    os.path.join(case, "ids.npy"), "--attention-mask",
+                                    os.path.join(case, "mask.npy"), "--max-new-tokens",
+                                    str(args.new_tokens), "--output-ids", got_path,
+                                    "--threads", "1"],
+                                   capture_output=True, text=True)
+                if g.returncode:
+                    print(f"{label}: {first_error(g.stderr + g.stdout)}")
+                    failed += 1
+                    continue
+                got = np.load(got_path)
+                verdict = compare(got, ref, logits)
+                kind = "kv cache" if cached else "no kv cache"
+                if verdict is not None and not verdict.startswith("sequence"):
+                    line = f"{label}: generate ok ({got.shape[0]} x {got.shape[1]} tokens, {kind}" + \
+                        (f"; {verdict})" if verdict else ")")
+                else:
+                    line = f"{label}: generate mismatch: {verdict}"
+                    failed += 1
+                if args.sampling:
+                    draws = []
+                    for _ in range(2):
+                        path = os.path.join(out, f"sampled{len(draws)}.npy")
+                        s = subprocess.run([args.meshc, "generate", out, "--prompt-ids",
+                                            os.path.join(case, "ids.npy"), "--attention-mask",
+                                            os.path.join(case, "mask.npy"), "--max-new-tokens",
+                                            str(args.new_tokens), "--output-ids", path,
+                                            "--temperature", "0.8", "--top-k", "20",
+                                            "--top-p", "0.9", "--seed", "7", "--threads", "1"],
+                                           capture_output=True, text=True)
+                        draws.append(np.load(path) if s.returncode == 0 else None)
+                    if draws[0] is None or draws[1] is None or not np.array_equal(draws[0], draws[1]):
+                        line += "; sampling not reproducible across runs"
+                        failed += 1
+                    else:
+                        sampled[mesh] = draws[0]
+                        first = next(iter(sampled.values()))
+                        if not np.array_equal(first, draws[0]):
+                            line += "; sampling differs from the first mesh's"
+                            failed += 1
+                        else:
+                            line += "; sampling reproducible"
+                print(line, flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"generate: {total} cases; ok: {total - failed}, failed: {failed}")
+    return 0 if failed == 0 or args.allow_failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
