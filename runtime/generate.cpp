@@ -506,14 +506,18 @@ void Program::generate(void (*body)(Program &)) {
     decodeMs += d;
   double prefillRate = prefillMs > 0 ? promptTokens / (prefillMs / 1e3) : 0;
   double decodeRate = decodeMs > 0 ? decodedTokens / (decodeMs / 1e3) : 0;
+  std::string stopList;
+  for (std::int64_t t : o.stopTokens)
+    stopList += (stopList.empty() ? "" : ", ") + std::to_string(t);
   if (o.jsonl)
     std::printf("{\"summary\": {\"sequences\": %lld, \"steps\": %d, "
                 "\"time_to_first_token_ms\": %.3f, \"prefill_tokens_per_s\": "
                 "%.1f, \"decode_tokens_per_s\": %.1f, \"token_latency_p50_ms\": "
-                "%.3f, \"token_latency_p99_ms\": %.3f, \"kv_cache\": %s}}\n",
+                "%.3f, \"token_latency_p99_ms\": %.3f, \"kv_cache\": %s, "
+                "\"stop_tokens\": [%s]}}\n",
                 static_cast<long long>(batch), steps, prefillMs, prefillRate,
                 decodeRate, percentile(decode, 0.5), percentile(decode, 0.99),
-                cached ? "true" : "false");
+                cached ? "true" : "false", stopList.c_str());
   else
     std::printf("meshc generate: %lld sequence(s), %d step(s)%s; time to "
                 "first token %.2f ms; prefill %.1f tokens/s; decode %.1f "

@@ -72,8 +72,45 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
 /// Hugging Face's, which torch.onnx, Optimum and onnxruntime-genai keep); the
 /// caches from the shapes (CachePair). A model that is not a decoder gets
 /// "unsupported" with the reason.
+/// The end-of-sequence ids the model's folder declares, within the
+/// vocabulary: Hugging Face's generation_config.json, onnxruntime-genai's
+/// genai_config.json, or config.json, the first that has them; and that
+/// file's name.
+std::pair<std::vector<int64_t>, std::string>
+declaredStopTokens(StringRef folder, int64_t vocabulary) {
+  for (const char *file :
+       {"generation_config.json", "genai_config.json", "config.json"}) {
+    SmallString<256> path(folder);
+    llvm::sys::path::append(path, file);
+    auto text = llvm::MemoryBuffer::getFile(path);
+    if (!text)
+      continue;
+    json config = json::parse((*text)->getBuffer().begin(),
+                              (*text)->getBuffer().end(), nullptr,
+                              /*allow_exceptions=*/false);
+    if (!config.is_object())
+      continue;
+    const json *eos = nullptr;
+    if (config.contains("eos_token_id"))
+      eos = &config["eos_token_id"];
+    else if (config.contains("model") && config["model"].is_object() &&
+             config["model"].contains("eos_token_id"))
+      eos = &config["model"]["eos_token_id"];
+    if (!eos)
+      continue;
+    std::vector<int64_t> ids;
+    for (const json &id : eos->is_array() ? *eos : json::array({*eos}))
+      if (id.is_number_integer() && id.get<int64_t>() >= 0 &&
+          id.get<int64_t>() < vocabulary)
+        ids.push_back(id.get<int64_t>());
+    return {ids, file};
+  }
+  return {{}, ""};
+}
+
 json generateSection(const json &inputs, const json &outputs,
-                     const std::vector<CachePair> &cache) {
+                     const std::vector<CachePair> &cache,
+                     StringRef modelFolder) {
   auto find = [](const json &list, StringRef name) -> const json * {
     for (const json &e : list)
       if (e.value("name", "") == name)
@@ -135,6 +172,11 @@ json generateSection(const json &inputs, const json &outputs,
   gen["cache"] = pairs;
   if (!pastSymbol.empty())
     gen["past_symbol"] = pastSymbol;
+  auto [stops, source] =
+      declaredStopTokens(modelFolder, gen["vocabulary"].get<int64_t>());
+  gen["stop_tokens"] = stops;
+  if (!source.empty())
+    gen["stop_tokens_from"] = source;
   for (const json &e : inputs)
     if (!known.count(e.value("name", "")))
       return {{"unsupported",
@@ -455,7 +497,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     outputList.push_back(o);
   }
   manifest["outputs"] = outputList;
-  manifest["generate"] = generateSection(inputs, outputList, cache);
+  manifest["generate"] =
+      generateSection(inputs, outputList, cache, options.weightsDir);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

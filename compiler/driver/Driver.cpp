@@ -673,6 +673,7 @@ int generateCommand(const driver::RunOptions &run,
   request.maxNewTokens = options.maxNewTokens;
   request.stopTokens.assign(options.stopTokens.begin(),
                             options.stopTokens.end());
+  request.ignoreEos = options.ignoreEos;
   request.temperature = options.temperature;
   request.topK = options.topK;
   request.topP = options.topP;

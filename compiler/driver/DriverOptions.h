@@ -339,9 +339,16 @@ struct GenerateOptions {
                   cl::sub(c.generate), cl::cat(c.category)),
         stopTokens("stop-token",
                    cl::desc("A token id that ends a sequence (repeatable or "
-                            "comma-separated)"),
+                            "comma-separated); replaces the end-of-sequence "
+                            "ids the model's folder declares"),
                    cl::value_desc("ID"), cl::CommaSeparated,
                    cl::sub(c.generate), cl::cat(c.category)),
+        ignoreEos("ignore-eos",
+                  cl::desc("Do not stop at the end-of-sequence ids the "
+                           "model's folder declares (generation_config.json, "
+                           "genai_config.json or config.json, recorded by "
+                           "meshc compile)"),
+                  cl::sub(c.generate), cl::cat(c.category)),
         temperature("temperature",
                     cl::desc("Sample from softmax(logits / T) instead of "
                              "taking the most likely token; 0 is greedy "
@@ -370,6 +377,7 @@ struct GenerateOptions {
   cl::opt<int> maxNewTokens;
   cl::opt<std::string> outputIds;
   cl::list<int64_t> stopTokens;
+  cl::opt<bool> ignoreEos;
   cl::opt<double> temperature;
   cl::opt<int> topK;
   cl::opt<double> topP;

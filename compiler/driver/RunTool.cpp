@@ -265,6 +265,9 @@ int generateCompiled(const GenerateRequest &request) {
   if (request.temperature < 0 && request.temperature != -1)
     return failGen("--temperature " + Twine(std::to_string(request.temperature)) +
                    " must be 0 (greedy) or more");
+  std::vector<int64_t> stopTokens = request.stopTokens;
+  if (stopTokens.empty() && !request.ignoreEos && gen.contains("stop_tokens"))
+    stopTokens = gen["stop_tokens"].get<std::vector<int64_t>>();
   for (int64_t stop : request.stopTokens)
     if (stop < 0 || stop >= vocab)
       return failGen("--stop-token " + Twine(stop) +
@@ -404,7 +407,7 @@ int generateCompiled(const GenerateRequest &request) {
     extra.push_back("--generate-mask");
     extra.push_back(request.attentionMask);
   }
-  for (int64_t stop : request.stopTokens) {
+  for (int64_t stop : stopTokens) {
     extra.push_back("--generate-stop-token");
     extra.push_back(std::to_string(stop));
   }

@@ -37,7 +37,8 @@ struct GenerateRequest {
   RunRequest run; ///< folder, threads, timeout, mpirun arguments
   std::string promptIds, attentionMask, outputIds;
   int maxNewTokens = 0;
-  std::vector<int64_t> stopTokens;
+  std::vector<int64_t> stopTokens; ///< empty: the model's own (ignoreEos: none)
+  bool ignoreEos = false;
   double temperature = -1; ///< < 0: not given
   int topK = 0;
   double topP = 1;

@@ -76,6 +76,8 @@ def compare(got, ref, logits):
                 break
             return (f"sequence {b} step {t}: meshc took {got[b, t]}, onnxruntime {ref[b, t]} "
                     f"(logits {other:.6g} and {top:.6g})")
+    if not notes and got.shape[1] != ref.shape[1]:
+        return f"sequence 0: meshc ran {got.shape[1]} steps, onnxruntime {ref.shape[1]}"
     return ", ".join(notes) if notes else ""
 
 
@@ -135,8 +137,11 @@ def main():
                     print(f"{label}: {first_error(c.stderr)}")
                     failed += 1
                     continue
-                cached = bool(json.load(open(os.path.join(out, "manifest.json")))
-                              ["generate"].get("cache"))
+                section = json.load(open(os.path.join(out, "manifest.json")))["generate"]
+                cached = bool(section.get("cache"))
+                # meshc generate stops at the ids the model's folder declares;
+                # so does the reference.
+                stops = [str(t) for t in section.get("stop_tokens", [])]
                 got_path = os.path.join(out, "ids.npy")
                 g = subprocess.run([args.meshc, "generate", out, "--prompt-ids",
                                     os.path.join(case, "ids.npy"), "--attention-mask",
@@ -153,7 +158,9 @@ def main():
                                         os.path.join(case, "ids.npy"), "--attention-mask",
                                         os.path.join(case, "mask.npy"), "--max-new-tokens",
                                         str(args.new_tokens), "--output-ids", ref_ids,
-                                        "--logits", ref_logits], capture_output=True, text=True)
+                                        "--logits", ref_logits] +
+                                       [a for t in stops for a in ("--stop-token", t)],
+                                       capture_output=True, text=True)
                     if r.returncode:
                         print(f"{label}: reference loop failed: {first_error(r.stderr)}")
                         failed += 1
