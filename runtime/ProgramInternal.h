@@ -72,6 +72,8 @@ struct Program::State {
   int repeat = 1;
   bool cudaGraph = true; // the manifest's "cuda_graph", --no-cuda-graph
   GenerateOptions generate;
+  /// Per input: the capacity of the in-place KV cache it is (0: none).
+  std::vector<std::int64_t> cacheCapacity;
   HostTensor generated; // the new tokens, [batch, steps] (sampling rank)
   bool writesGenerated = false;
 };

@@ -7,8 +7,12 @@
 // piece of each, as `meshc run` does with input files. The KV caches the
 // manifest names (a present output that extends a past input, found by the
 // compiler from the shapes) stay on the rank that computes them, in buffers
-// sized for the whole generation: after each step the rank's present becomes
-// its next past, without leaving the rank or its device.
+// sized for the whole generation. Where the compiler made the attention
+// that reads a cache able to append to it in place (Program::cacheCapacity;
+// the manifest's "in_place_caches"), each step writes only its new keys and
+// values there and nothing else is copied; otherwise the rank's present is
+// copied into the buffer after the step and becomes the next past. Either
+// way the cache never leaves the rank or its device.
 //
 // The logits of the last position go to one rank (the lowest that holds
 // them), which picks each sequence's next token, greedily or by sampling
@@ -190,11 +194,14 @@ void Program::generate(void (*body)(Program &)) {
 
   // This role: the inputs it does not read, the caches it holds.
   std::string role = m["ranks"][me].value("role", "");
-  std::set<std::string> unread;
+  std::set<std::string> unread, inPlace;
   for (const json &r : m["roles"])
-    if (r.value("name", "") == role && r.contains("unread_inputs"))
-      for (const json &name : r["unread_inputs"])
+    if (r.value("name", "") == role) {
+      for (const json &name : r.value("unread_inputs", json::array()))
         unread.insert(name.get<std::string>());
+      for (const json &name : r.value("in_place_caches", json::array()))
+        inPlace.insert(name.get<std::string>());
+    }
   std::map<std::string, const json *> declared;
   for (const json &e : m["inputs"])
     declared[e.value("name", "")] = &e;
@@ -204,16 +211,27 @@ void Program::generate(void (*body)(Program &)) {
         return i;
     return -1;
   };
+  // Benchmarks compare with the copying loop (bench/cpu_generate.py).
+  if (std::getenv("MESHC_KV_CACHE_COPY"))
+    inPlace.clear();
   struct Cache {
     std::int64_t axis;
     int output;
+    bool inPlace; // the attention appends to the buffer itself
     void *buffer = nullptr;
     std::size_t capacity = 0;
   };
   std::map<std::string, Cache> caches; // by past input
-  for (const json &c : gen["cache"])
-    caches[c.value("past", "")] = {c.value("axis", std::int64_t(2)),
-                                   outputIndex(c.value("present", ""))};
+  for (const json &c : gen["cache"]) {
+    std::string past = c.value("past", "");
+    caches[past] = {c.value("axis", std::int64_t(2)),
+                    outputIndex(c.value("present", "")), inPlace.count(past) > 0};
+  }
+  // Positions an in-place cache holds: the prompt and every new token but
+  // the last, which no step reads.
+  const std::int64_t capacity =
+      static_cast<std::int64_t>(tokens[0].size()) + o.maxNewTokens - 1;
+  s.cacheCapacity.assign(info_.numInputs, 0);
 
   // The logits: who holds which piece, and who picks the tokens.
   const json *logitsEntry = nullptr;
@@ -282,9 +300,21 @@ void Program::generate(void (*body)(Program &)) {
         pieceOf(grid, me, global, sharding, offsets, local);
         s.inputs[i].dtype = spec.dtype;
         s.inputs[i].shape = local;
+        Cache &c = cache->second;
+        if (c.inPlace && !unread.count(name) && !c.buffer) {
+          // Sized once for the whole generation: the rank's piece at the
+          // full capacity along the growing axis.
+          Shape full = local;
+          full[c.axis] = std::max<std::int64_t>(capacity, 1);
+          c.capacity = byteWidth(spec.dtype);
+          for (std::int64_t d : full)
+            c.capacity *= static_cast<std::size_t>(d);
+          c.buffer = placement::allocateBuffer(c.capacity, "a KV cache");
+          s.cacheCapacity[i] = full[c.axis];
+        }
         s.inputData[i] = unread.count(name) ? nullptr
-                         : cache->second.buffer ? cache->second.buffer
-                                                : empty;
+                         : c.buffer         ? c.buffer
+                                            : empty;
         continue;
       }
       // Tokens, mask and positions: [batch, width] of the sequences so far.
@@ -364,7 +394,7 @@ void Program::generate(void (*body)(Program &)) {
 
     // The presents become the next step's pasts.
     for (auto &[pastName, cache] : caches) {
-      if (cache.output < 0 || !s.outputSet[cache.output])
+      if (cache.inPlace || cache.output < 0 || !s.outputSet[cache.output])
         continue;
       const TensorRef &present = s.produced[cache.output];
       std::size_t bytes = present.byteSize();
@@ -486,6 +516,16 @@ void Program::generate(void (*body)(Program &)) {
       break;
   }
 
+  // Whether every rank held its caches in place (a collective: all ranks).
+  std::uint64_t copied = 0;
+  for (auto &[pastName, cache] : caches)
+    copied += !cache.inPlace && cache.output >= 0 && !unread.count(pastName);
+  std::uint64_t copiedAnywhere = 0;
+  for (std::uint64_t n : comm_->allGatherWorld(copied, "generation summary"))
+    copiedAnywhere += n;
+  const char *cacheMode = !cached            ? "none"
+                          : copiedAnywhere ? "copied"
+                                           : "in_place";
   if (me != sampler)
     return;
   // [batch, steps], row-major from the step-major list.
@@ -513,18 +553,21 @@ void Program::generate(void (*body)(Program &)) {
     std::printf("{\"summary\": {\"sequences\": %lld, \"steps\": %d, "
                 "\"time_to_first_token_ms\": %.3f, \"prefill_tokens_per_s\": "
                 "%.1f, \"decode_tokens_per_s\": %.1f, \"token_latency_p50_ms\": "
-                "%.3f, \"token_latency_p99_ms\": %.3f, \"kv_cache\": %s, "
+                "%.3f, \"token_latency_p99_ms\": %.3f, \"kv_cache\": \"%s\", "
                 "\"stop_tokens\": [%s]}}\n",
                 static_cast<long long>(batch), steps, prefillMs, prefillRate,
                 decodeRate, percentile(decode, 0.5), percentile(decode, 0.99),
-                cached ? "true" : "false", stopList.c_str());
+                cacheMode, stopList.c_str());
   else
     std::printf("meshc generate: %lld sequence(s), %d step(s)%s; time to "
                 "first token %.2f ms; prefill %.1f tokens/s; decode %.1f "
                 "tokens/s; per token p50 %.2f ms, p99 %.2f ms\n",
                 static_cast<long long>(batch), steps,
-                cached ? "" : " (no KV cache: every step recomputes the "
-                              "whole sequence)",
+                !cached ? " (no KV cache: every step recomputes the whole "
+                          "sequence)"
+                : copiedAnywhere
+                    ? " (KV cache on the ranks, copied once per step)"
+                    : " (KV cache on the ranks, written in place)",
                 prefillMs, prefillRate, decodeRate, percentile(decode, 0.5),
                 percentile(decode, 0.99));
   std::fflush(stdout);

@@ -440,6 +440,15 @@ TensorRef Program::input(int index) const {
   return t;
 }
 
+std::int64_t Program::cacheCapacity(int pastKey, int pastValue) const {
+  const std::vector<std::int64_t> &c = state_->cacheCapacity;
+  if (pastKey < 0 || pastValue < 0 ||
+      static_cast<std::size_t>(std::max(pastKey, pastValue)) >= c.size() ||
+      c[pastKey] != c[pastValue])
+    return 0;
+  return c[pastKey];
+}
+
 void Program::output(int index, const TensorRef &value) {
   // Outputs are the operands of the program's return, so nothing writes
   // their buffers after this: they are fetched once the last step is done,

@@ -456,6 +456,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
                         {"collective_hash", rt::hex64(program->collectiveHash)},
                         {"arena_bytes", program->arenaBytes},
                         {"unread_inputs", unread},
+                        {"in_place_caches", program->inPlaceInputs},
                         {"ranks", role.ranks}});
     if (inputs.empty())
       for (const SignatureEntry &e : program->inputs)

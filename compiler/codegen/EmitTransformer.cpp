@@ -89,6 +89,57 @@ LogicalResult FunctionEmitter::emitLinear(dfg::LinearOp l,
   return success();
 }
 
+/// The one call of stage function `fn` in @main, if it has exactly one
+/// (microbatches call a stage once per microbatch, on slices).
+static func::CallOp soleCall(func::FuncOp fn) {
+  auto module = fn->getParentOfType<ModuleOp>();
+  auto main = module ? module.lookupSymbol<func::FuncOp>("main") : nullptr;
+  if (!main)
+    return nullptr;
+  func::CallOp sole;
+  int calls = 0;
+  main.walk([&](func::CallOp call) {
+    if (call.getCallee() == fn.getSymName()) {
+      sole = call;
+      ++calls;
+    }
+  });
+  return calls == 1 ? sole : nullptr;
+}
+
+std::optional<unsigned> FunctionEmitter::mainInput(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner()->getParentOp() != fn_)
+    return std::nullopt;
+  if (fn_.getSymName() == "main")
+    return arg.getArgNumber();
+  func::CallOp call = soleCall(fn_);
+  if (!call)
+    return std::nullopt;
+  auto outer = dyn_cast<BlockArgument>(call.getOperand(arg.getArgNumber()));
+  if (!outer || outer.getOwner()->getParentOp() != call->getParentOp())
+    return std::nullopt;
+  return outer.getArgNumber();
+}
+
+bool FunctionEmitter::onlyReturned(Value v) {
+  bool isMain = fn_.getSymName() == "main";
+  func::CallOp call = isMain ? nullptr : soleCall(fn_);
+  if (!isMain && !call)
+    return false;
+  for (OpOperand &use : v.getUses()) {
+    if (!isa<func::ReturnOp>(use.getOwner()))
+      return false;
+    if (isMain)
+      continue;
+    for (Operation *user :
+         call->getResult(use.getOperandNumber()).getUsers())
+      if (!isa<func::ReturnOp>(user))
+        return false;
+  }
+  return true;
+}
+
 LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
                                              llvm::raw_ostream &os) {
   std::string q = operand(a.getQuery(), os), kk = operand(a.getKey(), os),
@@ -98,16 +149,28 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
               pv = optionalOperand(a.getPastValue(), os);
   std::string o = declare(a->getResult(0), os), presentK = "nullptr",
               presentV = "nullptr";
+  // The KV cache `meshc generate` can hold in place: past key and value
+  // straight from @main's inputs, presents read by nothing but the return.
+  std::string capacity = "0";
   if (a.getPresent().size() == 2) {
     presentK = "&" + declare(a.getPresent()[0], os);
     presentV = "&" + declare(a.getPresent()[1], os);
+    std::optional<unsigned> pastK = mainInput(a.getPastKey()),
+                            pastV = mainInput(a.getPastValue());
+    if (pastK && pastV && onlyReturned(a.getPresent()[0]) &&
+        onlyReturned(a.getPresent()[1])) {
+      capacity = "p.cacheCapacity(" + std::to_string(*pastK) + ", " +
+                 std::to_string(*pastV) + ")";
+      inPlaceInputs_.push_back(*pastK);
+      inPlaceInputs_.push_back(*pastV);
+    }
   }
   os << "  k::attention(" << q << ", " << kk << ", " << v << ", " << m << ", "
      << pk << ", " << pv << ", " << cppFloat(a.getScale().convertToDouble())
      << ", " << (a.getCausal() ? "true" : "false") << ", "
      << cppFloat(a.getSoftcap().convertToDouble()) << ", "
      << (a.getSoftcapFirst() ? "true" : "false") << ", " << o << ", "
-     << presentK << ", " << presentV << ");\n";
+     << presentK << ", " << presentV << ", " << capacity << ");\n";
   return success();
 }
 

@@ -43,6 +43,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <set>
 
 using namespace mlir;
 
@@ -854,6 +855,13 @@ emitRankProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
 
   // Signature, with what each dynamic dimension is.
   describeSignature(main, result);
+  std::set<unsigned> inPlace(mainEmitter.inPlaceInputs().begin(),
+                             mainEmitter.inPlaceInputs().end());
+  for (const auto &emitter : stageEmitters)
+    inPlace.insert(emitter->inPlaceInputs().begin(),
+                   emitter->inPlaceInputs().end());
+  for (unsigned i : inPlace)
+    result.inPlaceInputs.push_back(result.inputs[i].name);
 
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -53,6 +53,9 @@ struct EmittedProgram {
   uint64_t arenaBytes = 0;
   std::vector<SignatureEntry> inputs, outputs;
   std::vector<CachePair> cache; ///< among the outputs this program returns
+  /// Inputs an attention reads as its past key or value and whose cache
+  /// `meshc generate` may hold in place (Program::cacheCapacity).
+  std::vector<std::string> inPlaceInputs;
 };
 
 /// What a rank program is emitted for: one program text, whose kernels come

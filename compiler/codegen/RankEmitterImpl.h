@@ -24,6 +24,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 
 namespace meshc::codegen {
@@ -77,9 +78,18 @@ public:
   /// Plans the frame; returns its peak.
   uint64_t plan();
   mlir::LogicalResult emit(llvm::raw_ostream &os);
+  /// @main's inputs (argument numbers) that are the past key or value of an
+  /// attention whose cache `meshc generate` may hold in place.
+  llvm::ArrayRef<unsigned> inPlaceInputs() const { return inPlaceInputs_; }
 
 private:
   std::string operand(mlir::Value v, llvm::raw_ostream &os);
+  /// The @main argument `v` is (directly, or through the one call of this
+  /// stage function), if any.
+  std::optional<unsigned> mainInput(mlir::Value v);
+  /// Whether `v` is read by nothing but @main's return (through the one call
+  /// of this stage function).
+  bool onlyReturned(mlir::Value v);
   std::string optionalOperand(mlir::Value v, llvm::raw_ostream &os) {
     return v ? "&" + operand(v, os) : "nullptr";
   }
@@ -179,6 +189,7 @@ private:
   llvm::ArrayRef<BoundSymbol> symbols_;
   bool hasStages_;
   Target target_;
+  std::vector<unsigned> inPlaceInputs_;
   /// "the cpu target", for messages.
   std::string theTarget() const {
     return "the " + targetName(target_).str() + " target";

@@ -10,9 +10,10 @@ Usage: check_generate.py --meshc build/bin/meshc --corpus models/real/corpus
                          [--new-tokens N] [--sampling] [--kind all|cache|no-cache]
                          [--allow-failures]
 
-Prints one line per (export, mesh): `generate ok (B x N tokens, kv cache)`
-(or `no kv cache` for exports without past inputs, where every step reads
-the whole sequence), a mismatch naming the sequence and step, or the first
+Prints one line per (export, mesh): `generate ok (B x N tokens, kv cache in
+place)` (`kv cache copied` where an attention could not append to the cache
+itself, `no kv cache` for exports without past inputs, where every step
+reads the whole sequence), a mismatch naming the sequence and step, or the first
 line of meshc's error. The ids must be identical to onnxruntime's, except
 after a near tie: where meshc took another token than onnxruntime and the
 two have the same logit in onnxruntime's step within 1e-4 + 1e-3 * |logit|
@@ -147,7 +148,7 @@ def main():
                                     os.path.join(case, "ids.npy"), "--attention-mask",
                                     os.path.join(case, "mask.npy"), "--max-new-tokens",
                                     str(args.new_tokens), "--output-ids", got_path,
-                                    "--threads", "1"],
+                                    "--threads", "1", "--jsonl"],
                                    capture_output=True, text=True)
                 if g.returncode:
                     print(f"{label}: {first_error(g.stderr + g.stdout)}")
@@ -169,7 +170,11 @@ def main():
                 ref, logits = reference
                 got = np.load(got_path)
                 verdict = compare(got, ref, logits)
-                kind = "kv cache" if cached else "no kv cache"
+                summary = [json.loads(l)["summary"] for l in g.stdout.splitlines()
+                           if l.startswith('{"summary"')]
+                mode = summary[0]["kv_cache"] if summary else "?"
+                kind = {"in_place": "kv cache in place", "copied": "kv cache copied",
+                        "none": "no kv cache"}.get(mode, mode)
                 if verdict is not None and not verdict.startswith("sequence"):
                     line = f"{label}: generate ok ({got.shape[0]} x {got.shape[1]} tokens, {kind}" + \
                         (f"; {verdict})" if verdict else ")")

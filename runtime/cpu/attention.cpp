@@ -2,7 +2,8 @@
 //
 // Part of meshc. attention computes one score row per (batch, head, query):
 //
-//   1. K and V are `present` (past ++ new, written first) or key/value.
+//   1. K and V are `present` (past ++ new, written first) or key/value; with
+//      an in-place cache, the cache buffers after the new rows are appended.
 //   2. scores = scale * q . k_j, by a single-threaded sgemm per (batch,
 //      head, block of queries) task when the sequences are long (prefill),
 //      else by direct dot products with every row an independent OpenMP task
@@ -22,6 +23,7 @@
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -117,6 +119,21 @@ const float *keysOrValues(const TensorRef &fresh, const TensorRef *past,
   return present->as<const float>();
 }
 
+/// The in-place cache: the new rows `fresh` [B, Hkv, S, D] written after
+/// the `past` positions of each head of `cache` (capacity positions per
+/// head); returns the cache, which attention then reads.
+const float *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
+                           std::int64_t past, std::int64_t capacity) {
+  const std::int64_t heads = fresh.shape[0] * fresh.shape[1],
+                     rows = fresh.shape[2], width = fresh.shape[3];
+  const float *in = fresh.as<const float>();
+  float *base = cache.as<float>();
+  for (std::int64_t h = 0; h < heads; ++h)
+    std::memcpy(base + (h * capacity + past) * width, in + h * rows * width,
+                static_cast<std::size_t>(rows * width) * sizeof(float));
+  return base;
+}
+
 } // namespace
 
 void attention(const TensorRef &query, const TensorRef &key,
@@ -124,7 +141,8 @@ void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef *pastKey, const TensorRef *pastValue,
                float scale, bool causal, float softcap, bool softcapFirst,
                const TensorRef &out,
-               const TensorRef *presentKey, const TensorRef *presentValue) {
+               const TensorRef *presentKey, const TensorRef *presentValue,
+               std::int64_t cacheCapacity) {
   requireF32(query, "attention");
   requireF32(key, "attention");
   requireF32(value, "attention");
@@ -133,8 +151,19 @@ void attention(const TensorRef &query, const TensorRef &key,
   const std::int64_t batch = plan.batch, heads = plan.heads, seq = plan.seq,
                      dim = plan.dim, kvHeads = plan.kvHeads, vDim = plan.vDim;
   const std::int64_t past = plan.past, total = plan.total, group = plan.group;
-  const float *k = keysOrValues(key, pastKey, presentKey);
-  const float *v = keysOrValues(value, pastValue, presentValue);
+  // Positions per KV head in the buffers K and V are read from.
+  const std::int64_t stride = cacheCapacity > 0 ? cacheCapacity : total;
+  if (cacheCapacity > 0 && (!pastKey || !pastValue || total > cacheCapacity))
+    fatal("attention: an in-place KV cache needs the past key and value, and "
+          "room for " +
+          std::to_string(total) + " positions (it has " +
+          std::to_string(cacheCapacity) + ")");
+  const float *k = cacheCapacity > 0
+                       ? appendInPlace(key, *pastKey, past, cacheCapacity)
+                       : keysOrValues(key, pastKey, presentKey);
+  const float *v = cacheCapacity > 0
+                       ? appendInPlace(value, *pastValue, past, cacheCapacity)
+                       : keysOrValues(value, pastValue, presentValue);
   const float *q = query.as<const float>();
   float *o = out.as<float>();
 
@@ -156,10 +185,10 @@ void attention(const TensorRef &query, const TensorRef &key,
     return;
 
   auto kHead = [&](std::int64_t b, std::int64_t h) {
-    return k + (b * kvHeads + h / group) * total * dim;
+    return k + (b * kvHeads + h / group) * stride * dim;
   };
   auto vHead = [&](std::int64_t b, std::int64_t h) {
-    return v + (b * kvHeads + h / group) * total * vDim;
+    return v + (b * kvHeads + h / group) * stride * vDim;
   };
 
   if (seq >= kGemmMinQueries && total >= kGemmMinKeys && dim > 0) {

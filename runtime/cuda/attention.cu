@@ -2,7 +2,8 @@
 //
 // Part of meshc. attention on the GPU, with the semantics of the CPU kernel:
 //
-//   1. K and V are `present` (past ++ new, written first) or key/value.
+//   1. K and V are `present` (past ++ new, written first) or key/value; with
+//      an in-place cache, the cache buffers after the new rows are appended.
 //   2. The score of query i and key j < limit(i) (limit: i + P + 1 under a
 //      causal mask without softcap or with softcapFirst, else all keys) is
 //      scale * q . k_j; then the mask (bool: -inf where false; float:
@@ -78,6 +79,9 @@ template <typename T> struct AttentionArgs {
   MaskKind maskKind = MaskKind::None;
   std::int64_t maskStrides[4] = {};
   std::int64_t heads = 0, kvHeads = 0, group = 1, seq = 0, total = 0, past = 0;
+  /// Positions per KV head in k and v: total, or the in-place cache's
+  /// capacity.
+  std::int64_t kvStride = 0;
   int dim = 0, vDim = 0;
   float scale = 1.0f, softcap = 0.0f;
   bool causal = false, softcapFirst = false;
@@ -161,8 +165,8 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   const std::int64_t h = blockIdx.y, b = blockIdx.z;
   const std::int64_t kvHead = b * a.kvHeads + h / a.group;
   const T *qh = a.q + (b * a.heads + h) * a.seq * dim;
-  const T *kh = a.k + kvHead * a.total * dim;
-  const T *vh = a.v + kvHead * a.total * vDim;
+  const T *kh = a.k + kvHead * a.kvStride * dim;
+  const T *vh = a.v + kvHead * a.kvStride * vDim;
   T *oh = a.out + (b * a.heads + h) * a.seq * vDim;
   const int rows =
       a.seq - q0 < kBlockQ ? static_cast<int>(a.seq - q0) : kBlockQ;
@@ -303,8 +307,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   divmod(bh, a.heads, b, h);
   const std::int64_t kvHead = b * a.kvHeads + h / a.group;
   const T *qr = a.q + row * dim;
-  const T *kh = a.k + kvHead * a.total * dim;
-  const T *vh = a.v + kvHead * a.total * vDim;
+  const T *kh = a.k + kvHead * a.kvStride * dim;
+  const T *vh = a.v + kvHead * a.kvStride * vDim;
 
   float q[kLaneChunks];
 #pragma unroll
@@ -455,6 +459,23 @@ const void *keysOrValues(const TensorRef &fresh, const TensorRef *past,
   return present->data;
 }
 
+/// The in-place cache: the new rows `fresh` [B, Hkv, S, D] written after
+/// the `past` positions of each head of `cache` (capacity positions per
+/// head); returns the cache, which attention then reads.
+const void *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
+                          std::int64_t past, std::int64_t capacity) {
+  const std::size_t width = byteWidth(fresh.dtype);
+  const std::size_t row =
+      static_cast<std::size_t>(fresh.shape[2] * fresh.shape[3]) * width;
+  const std::size_t head =
+      static_cast<std::size_t>(capacity * fresh.shape[3]) * width;
+  auto *dst = static_cast<unsigned char *>(cache.data) +
+              static_cast<std::size_t>(past * fresh.shape[3]) * width;
+  copyRows(dst, head, fresh.data, row, row, fresh.shape[0] * fresh.shape[1],
+           "attention");
+  return cache.data;
+}
+
 template <typename T>
 void launchFlash(const AttentionArgs<T> &a, std::int64_t batch,
                  std::size_t sharedBytes) {
@@ -515,7 +536,7 @@ void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef *pastKey, const TensorRef *pastValue,
                float scale, bool causal, float softcap, bool softcapFirst,
                const TensorRef &out, const TensorRef *presentKey,
-               const TensorRef *presentValue) {
+               const TensorRef *presentValue, std::int64_t cacheCapacity) {
   requireDType(key, query.dtype, "attention");
   requireDType(value, query.dtype, "attention");
   const plans::AttentionPlan plan = plans::attentionPlan(
@@ -530,8 +551,20 @@ void attention(const TensorRef &query, const TensorRef &key,
     fatal("attention: head dimension " + std::to_string(std::max(dim, vDim)) +
           " is larger than the " + std::to_string(kMaxHeadDim) +
           " the CUDA kernels support");
-  const void *k = keysOrValues(key, pastKey, presentKey);
-  const void *v = keysOrValues(value, pastValue, presentValue);
+  if (cacheCapacity > 0 &&
+      (!pastKey || !pastValue || plan.total > cacheCapacity))
+    fatal("attention: an in-place KV cache needs the past key and value, and "
+          "room for " +
+          std::to_string(plan.total) + " positions (it has " +
+          std::to_string(cacheCapacity) + ")");
+  const void *k =
+      cacheCapacity > 0
+          ? appendInPlace(key, *pastKey, plan.past, cacheCapacity)
+          : keysOrValues(key, pastKey, presentKey);
+  const void *v =
+      cacheCapacity > 0
+          ? appendInPlace(value, *pastValue, plan.past, cacheCapacity)
+          : keysOrValues(value, pastValue, presentValue);
   const std::int64_t rows = plan.rows();
   if (rows == 0 || vDim == 0)
     return;
@@ -549,6 +582,7 @@ void attention(const TensorRef &query, const TensorRef &key,
     a.seq = seq;
     a.total = plan.total;
     a.past = plan.past;
+    a.kvStride = cacheCapacity > 0 ? cacheCapacity : plan.total;
     a.dim = static_cast<int>(dim);
     a.vDim = static_cast<int>(vDim);
     a.scale = scale;

@@ -1185,6 +1185,60 @@ void checkAttention(const AttentionCase &c, DType t) {
   }
 }
 
+TEST_F(CudaKernelsTest, AttentionCacheInPlace) {
+  // `meshc generate`'s in-place KV cache: the past at the start of buffers
+  // of `capacity` positions per head, the new keys and values appended
+  // there; compared with the CPU kernel's past ++ new.
+  const std::int64_t batch = 2, heads = 4, kvHeads = 2, dim = 16,
+                     capacity = 48;
+  for (auto [past, seq] : {std::pair<std::int64_t, std::int64_t>{0, 40},
+                           {40, 1}, {44, 4}}) {
+    const std::int64_t total = past + seq;
+    const HostTensor q = randomTensor(DType::F32, {batch, heads, seq, dim});
+    const HostTensor k = randomTensor(DType::F32, {batch, kvHeads, seq, dim});
+    const HostTensor v = randomTensor(DType::F32, {batch, kvHeads, seq, dim});
+    const HostTensor pk = randomTensor(DType::F32, {batch, kvHeads, past, dim});
+    const HostTensor pv = randomTensor(DType::F32, {batch, kvHeads, past, dim});
+    const float scale = 0.25f;
+    HostTensor want(DType::F32, {batch, heads, seq, dim});
+    HostTensor wantK(DType::F32, {batch, kvHeads, total, dim});
+    HostTensor wantV(DType::F32, {batch, kvHeads, total, dim});
+    const TensorRef pkr = pk.ref(), pvr = pv.ref(), kr = wantK.ref(),
+                    vr = wantV.ref();
+    cpu::attention(q.ref(), k.ref(), v.ref(), nullptr, &pkr, &pvr, scale,
+                   /*causal=*/true, 0.0f, false, want.ref(), &kr, &vr);
+
+    auto cacheOf = [&](const HostTensor &p) {
+      HostTensor cache(DType::F32, {batch, kvHeads, capacity, dim});
+      for (std::int64_t bh = 0; bh < batch * kvHeads; ++bh)
+        for (std::int64_t i = 0; i < past * dim; ++i)
+          cache.set(bh * capacity * dim + i, p.at(bh * past * dim + i));
+      return cache;
+    };
+    DeviceTensor dq(q), dk(k), dv(v), cacheK(cacheOf(pk)), cacheV(cacheOf(pv));
+    DeviceTensor out(DType::F32, want.shape),
+        presentK(DType::F32, wantK.shape), presentV(DType::F32, wantV.shape);
+    TensorRef ck = cacheK.ref(), cv = cacheV.ref();
+    ck.shape[2] = cv.shape[2] = past;
+    const TensorRef presentKRef = presentK.ref(), presentVRef = presentV.ref();
+    gpu::attention(dq.ref(), dk.ref(), dv.ref(), nullptr, &ck, &cv, scale,
+                   true, 0.0f, false, out.ref(), &presentKRef, &presentVRef,
+                   capacity);
+    const std::string what = "in-place cache, past " + std::to_string(past) +
+                             ", new " + std::to_string(seq);
+    expectMatchesCpu(out.download(), want, what);
+    auto prefix = [&](const HostTensor &cache) {
+      HostTensor held(DType::F32, {batch, kvHeads, total, dim});
+      for (std::int64_t bh = 0; bh < batch * kvHeads; ++bh)
+        for (std::int64_t i = 0; i < total * dim; ++i)
+          held.set(bh * total * dim + i, cache.at(bh * capacity * dim + i));
+      return held;
+    };
+    expectNear(prefix(cacheK.download()), wantK, kExact, what + " (keys)");
+    expectNear(prefix(cacheV.download()), wantV, kExact, what + " (values)");
+  }
+}
+
 TEST_F(CudaKernelsTest, AttentionPlainAndGroupedWithPast) {
   for (DType t : kFloatTypes) {
     AttentionCase c;

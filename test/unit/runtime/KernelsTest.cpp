@@ -1119,6 +1119,10 @@ struct AttentionCase {
   Shape maskShape;
   /// Masks out whole query rows (bool masks: every key false of a row).
   bool maskWholeRows = false;
+  /// > 0: the KV cache in place (`meshc generate`): the past sits at the
+  /// start of buffers of this many positions per head, the new keys and
+  /// values are appended there, and no present is written.
+  std::int64_t cacheCapacity = 0;
 };
 
 /// Runs attention on random inputs and compares with a float64 reference:
@@ -1152,12 +1156,29 @@ void checkAttention(const AttentionCase &c) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
   TensorRef maskRef = mask.ref(), pkRef = pk.ref(), pvRef = pv.ref(),
             presentKRef = presentK.ref(), presentVRef = presentV.ref();
-  const bool hasPast = c.past > 0;
+  const bool hasPast = c.past > 0 || c.cacheCapacity > 0;
+  // The in-place cache: the past copied to the start of each head's
+  // capacity, the past operands viewing those buffers.
+  const std::int64_t capacity = c.cacheCapacity;
+  Tensor cacheK, cacheV;
+  auto toCache = [&](const Tensor &past, std::int64_t d, Tensor &cache,
+                     TensorRef &ref) {
+    cache = Tensor(DType::F32, {c.batch, c.kvHeads, capacity, d});
+    for (std::int64_t bh = 0; bh < c.batch * c.kvHeads; ++bh)
+      for (std::int64_t i = 0; i < c.past * d; ++i)
+        cache.set(bh * capacity * d + i, past.at(bh * c.past * d + i));
+    ref = cache.ref();
+    ref.shape[2] = c.past;
+  };
+  if (capacity > 0) {
+    toCache(pk, c.dim, cacheK, pkRef);
+    toCache(pv, c.vDim, cacheV, pvRef);
+  }
   attention(q.ref(), k.ref(), v.ref(), hasMask ? &maskRef : nullptr,
             hasPast ? &pkRef : nullptr, hasPast ? &pvRef : nullptr, scale,
             c.causal, c.softcap, c.softcapFirst, out.ref(),
             hasPast ? &presentKRef : nullptr,
-            hasPast ? &presentVRef : nullptr);
+            hasPast ? &presentVRef : nullptr, capacity);
 
   // K = past ++ key, V likewise.
   auto join = [&](const Tensor &old, const Tensor &fresh, std::int64_t d) {
@@ -1171,7 +1192,18 @@ void checkAttention(const AttentionCase &c) {
     return joined;
   };
   const std::vector<double> kk = join(pk, k, c.dim), vv = join(pv, v, c.vDim);
-  if (hasPast) {
+  if (capacity > 0) {
+    // The cache holds past ++ new at the start of each head's capacity.
+    auto prefix = [&](const Tensor &cache, std::int64_t d) {
+      Tensor held(DType::F32, {c.batch, c.kvHeads, total, d});
+      for (std::int64_t bh = 0; bh < c.batch * c.kvHeads; ++bh)
+        for (std::int64_t i = 0; i < total * d; ++i)
+          held.set(bh * total * d + i, cache.at(bh * capacity * d + i));
+      return held;
+    };
+    expectExact(prefix(cacheK, c.dim), kk);
+    expectExact(prefix(cacheV, c.vDim), vv);
+  } else if (hasPast) {
     expectExact(presentK, kk);
     expectExact(presentV, vv);
   }
@@ -1300,6 +1332,32 @@ TEST(KernelsTest, AttentionSoftcapBeforeMask) {
   c.past = 5;
   c.maskShape = {45};
   c.maskWholeRows = false;
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionCacheInPlace) {
+  // A prefill into an empty cache, a decoding step and a few tokens at a
+  // time, with GQA, a mask and the causal limit, on both kernel paths.
+  AttentionCase c;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.causal = true;
+  c.cacheCapacity = 12;
+  c.seq = c.newKv = 5; // prefill, past 0
+  checkAttention(c);
+  c.past = 5;
+  c.seq = c.newKv = 1; // decode
+  c.maskShape = {1, 1, 1, 6};
+  checkAttention(c);
+  c.past = 8;
+  c.seq = c.newKv = 4; // fills the cache exactly
+  c.maskShape = {};
+  checkAttention(c);
+  c.cacheCapacity = 100; // the sgemm path
+  c.past = 30;
+  c.seq = c.newKv = 40;
+  c.maskShape = {70};
+  c.maskType = DType::Bool;
   checkAttention(c);
 }
 

@@ -86,6 +86,11 @@ public:
   TensorRef input(int index) const;
   /// Records output `index` (copied; assembled across ranks by finish()).
   void output(int index, const TensorRef &value);
+  /// The capacity (positions per head) of the in-place KV cache whose past
+  /// key and value are inputs `pastKey` and `pastValue`, when `meshc
+  /// generate` holds them as one; 0 otherwise (attention then writes its
+  /// presents, as for `meshc run`).
+  std::int64_t cacheCapacity(int pastKey, int pastValue) const;
 
   /// Runs `body` (the generated program) once, or `--repeat N` times for
   /// benchmarks, timing each run between barriers; rank 0 prints the
