@@ -37,8 +37,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
 
 #include <tuple>
 
@@ -483,10 +486,42 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
       });
 }
 
+/// The model file in a folder an exporter wrote: the decoder's `filename`
+/// of onnxruntime-genai's genai_config.json, else model.onnx (Optimum's and
+/// torch.onnx's name).
+Expected<std::string> modelInFolder(StringRef folder) {
+  SmallString<256> config(folder);
+  sys::path::append(config, "genai_config.json");
+  std::string file = "model.onnx";
+  if (auto text = MemoryBuffer::getFile(config)) {
+    auto json = nlohmann::json::parse((*text)->getBuffer().begin(),
+                                      (*text)->getBuffer().end(), nullptr,
+                                      /*allow_exceptions=*/false);
+    if (json.is_object() && json["model"].is_object() &&
+        json["model"]["decoder"].is_object() &&
+        json["model"]["decoder"]["filename"].is_string())
+      file = json["model"]["decoder"]["filename"].get<std::string>();
+  }
+  SmallString<256> path(folder);
+  sys::path::append(path, file);
+  if (!sys::fs::exists(path))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "model folder '%s' has no %s (give the .onnx file itself)",
+        folder.str().c_str(), file.c_str());
+  return path.str().str();
+}
+
 /// The model file of a command and its --dim sizes, checked; --no-raise
-/// taken into raiseIdioms.
-Expected<onnximport::DimSizes> readModelOptions(const driver::ModelOptions &m) {
+/// taken into raiseIdioms. A folder stands for the model file in it.
+Expected<onnximport::DimSizes> readModelOptions(driver::ModelOptions &m) {
   raiseIdioms = !m.noRaise;
+  if (sys::fs::is_directory(m.path)) {
+    Expected<std::string> file = modelInFolder(m.path);
+    if (!file)
+      return file.takeError();
+    m.path = *file;
+  }
   if (Error e = checkReadableFile(m.path, "model"))
     return std::move(e);
   return parseDimSizes(m.dims, "--dim");
@@ -516,7 +551,7 @@ Expected<MeshSpec> parseMesh(const driver::MeshOptions &m) {
 }
 
 /// meshc import MODEL [--dim ...] [--optimize] [-o FILE].
-int importCommand(const driver::ModelOptions &model,
+int importCommand(driver::ModelOptions &model,
                   const driver::ImportOptions &options) {
   auto dims = readModelOptions(model);
   if (!dims)
@@ -525,7 +560,7 @@ int importCommand(const driver::ModelOptions &model,
 }
 
 /// meshc plan MODEL --mesh M|auto [...].
-int planCommand(const driver::ModelOptions &model,
+int planCommand(driver::ModelOptions &model,
                 const driver::MeshOptions &mesh,
                 const driver::PlanOptions &options) {
   auto dims = readModelOptions(model);
@@ -561,7 +596,7 @@ int planCommand(const driver::ModelOptions &model,
 
 /// meshc compile MODEL --mesh M [...]: the IR (--emit sharded, ranks), the
 /// generated sources (--emit cpp) or the executables.
-int compileCommand(const driver::ModelOptions &model,
+int compileCommand(driver::ModelOptions &model,
                    const driver::MeshOptions &mesh,
                    const driver::CompileOptions &options) {
   auto dims = readModelOptions(model);
