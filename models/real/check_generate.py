@@ -37,14 +37,8 @@ import numpy as np
 ATOL, RTOL = 1e-4, 1e-3
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "..", "generate_reference.py")
-
-
-def first_error(text):
-    for line in text.splitlines():
-        if "error" in line:
-            return line.strip()
-    lines = [l for l in text.splitlines() if l.strip()]
-    return lines[-1].strip() if lines else "failed without a message"
+sys.path.insert(0, HERE)
+from check_corpus import first_error  # noqa: E402
 
 
 def prompts(vocab, padded):

@@ -1208,12 +1208,19 @@ TEST_F(CudaKernelsTest, AttentionCacheInPlace) {
     cpu::attention(q.ref(), k.ref(), v.ref(), nullptr, &pkr, &pvr, scale,
                    /*causal=*/true, 0.0f, false, want.ref(), &kr, &vr);
 
-    auto cacheOf = [&](const HostTensor &p) {
-      HostTensor cache(DType::F32, {batch, kvHeads, capacity, dim});
+    // The first `n` positions of each head of `from` (`fromPositions` per
+    // head) in a tensor of `toPositions` per head.
+    auto heads = [&](const HostTensor &from, std::int64_t fromPositions,
+                     std::int64_t toPositions, std::int64_t n) {
+      HostTensor to(DType::F32, {batch, kvHeads, toPositions, dim});
       for (std::int64_t bh = 0; bh < batch * kvHeads; ++bh)
-        for (std::int64_t i = 0; i < past * dim; ++i)
-          cache.set(bh * capacity * dim + i, p.at(bh * past * dim + i));
-      return cache;
+        for (std::int64_t i = 0; i < n * dim; ++i)
+          to.set(bh * toPositions * dim + i,
+                 from.at(bh * fromPositions * dim + i));
+      return to;
+    };
+    auto cacheOf = [&](const HostTensor &p) {
+      return heads(p, past, capacity, past);
     };
     DeviceTensor dq(q), dk(k), dv(v), cacheK(cacheOf(pk)), cacheV(cacheOf(pv));
     DeviceTensor out(DType::F32, want.shape),
@@ -1228,11 +1235,7 @@ TEST_F(CudaKernelsTest, AttentionCacheInPlace) {
                              ", new " + std::to_string(seq);
     expectMatchesCpu(out.download(), want, what);
     auto prefix = [&](const HostTensor &cache) {
-      HostTensor held(DType::F32, {batch, kvHeads, total, dim});
-      for (std::int64_t bh = 0; bh < batch * kvHeads; ++bh)
-        for (std::int64_t i = 0; i < total * dim; ++i)
-          held.set(bh * total * dim + i, cache.at(bh * capacity * dim + i));
-      return held;
+      return heads(cache, capacity, total, total);
     };
     expectNear(prefix(cacheK.download()), wantK, kExact, what + " (keys)");
     expectNear(prefix(cacheV.download()), wantV, kExact, what + " (values)");
