@@ -42,7 +42,8 @@ apt_packages=(
   libonnx-testdata     # ONNX backend node tests (conformance runner)
   libopenmpi-dev       # MPI collectives for the cpu target
   openmpi-bin          # mpirun, to launch per-rank executables
-  libopenblas-dev      # GEMM for the cpu target
+  libopenblas-dev      # GEMV (decoding steps) for the cpu target
+  libdnnl-dev          # oneDNN: GEMM for the cpu target, kernels for the CPU it runs on
   libgtest-dev         # GoogleTest (unit tests)
   nlohmann-json3-dev   # manifest.json reading and writing
   libxxhash-dev        # xxh64 checksums of weight shards (compiler writes, runtime verifies)

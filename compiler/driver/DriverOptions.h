@@ -200,8 +200,8 @@ struct CompileOptions {
                  cl::sub(c.compile), cl::cat(c.category)),
         target("target", cl::desc("Code-generation target (default cpu)"),
                cl::values(clEnumValN(codegen::Target::Cpu, "cpu",
-                                     "OpenBLAS + MPI executables, built by "
-                                     "g++"),
+                                     "oneDNN and OpenBLAS + MPI executables, "
+                                     "built by g++"),
                           clEnumValN(codegen::Target::Cuda, "cuda",
                                      "CUDA + cuBLASLt + NCCL executables, "
                                      "built by nvcc (one GPU per rank)")),

@@ -1,6 +1,7 @@
 //===- contraction.cpp - matmul, linear and the sgemm they share ----------===//
 //
-// Part of meshc. f32 products go to OpenBLAS's sgemm through detail::sgemm:
+// Part of meshc. f32 products go to oneDNN's sgemm (OpenBLAS's with
+// MESHC_GEMM=openblas) through detail::sgemm:
 // linear as one product over all rows, matmul as one product over the folded
 // batch when the right operand is shared by every batch (x @ W), else one per
 // batch matrix (those in parallel when each is small). Integer matmuls (shape
@@ -10,8 +11,11 @@
 // instead: sgemm would first copy (pack) the whole weight matrix, which cost
 // more than the product itself (58% of a GPT-2-small decoding step).
 //
-// OpenBLAS is switched to one thread on first use and detail::sgemm splits
-// large products over the OpenMP team instead: the Debian OpenBLAS uses its
+// oneDNN generates its kernels for the CPU it runs on and threads a product
+// over the OpenMP team itself (and runs on one thread inside a parallel
+// region, as attention's per-head products do). OpenBLAS (sgemv, and sgemm
+// under MESHC_GEMM=openblas) is switched to one thread on first use and
+// detail::sgemm splits large products over the OpenMP team instead: the Debian OpenBLAS uses its
 // own pthreads, which busy-wait after each call, and two spinning thread pools
 // on the same cores slow every kernel that follows a GEMM.
 //
@@ -21,14 +25,28 @@
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace meshc::rt::cpu {
 using namespace detail;
+
+namespace {
+/// oneDNN's sgemm for products of several rows, unless MESHC_GEMM=openblas.
+bool useDnnl() {
+  static const bool dnnl = [] {
+    const char *choice = std::getenv("MESHC_GEMM");
+    return !choice || std::string(choice) != "openblas";
+  }();
+  return dnnl;
+}
+} // namespace
 
 void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
                    float alpha, const float *a, std::int64_t lda,
@@ -63,6 +81,16 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t p = 0; p < blocks; ++p)
       gemv(p * block, std::min(block, n - p * block));
+    return;
+  }
+  if (useDnnl()) {
+    // oneDNN threads the product over the OpenMP team itself (one thread
+    // inside a parallel region).
+    dnnl_status_t status =
+        dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                   beta, c, ldc);
+    if (status != dnnl_success)
+      fatal("oneDNN sgemm failed (status " + std::to_string(status) + ")");
     return;
   }
   if (threads <= 1 || macs <= kSerialGemmMacs) {
