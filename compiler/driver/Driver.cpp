@@ -481,7 +481,22 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
         outs() << "meshc compile: wrote " << options.outputDir << "/ ("
                << roles.size() << " rank program(s) for mesh " << mesh
                << "); run it with 'meshc run " << options.outputDir
-               << " --input NAME=FILE.npy ...'\n";
+               << " --input NAME=FILE.npy ...'";
+        // A decoder: say how to generate with it too.
+        SmallString<256> manifest(options.outputDir);
+        sys::path::append(manifest, "manifest.json");
+        if (auto text = MemoryBuffer::getFile(manifest)) {
+          auto m = nlohmann::json::parse((*text)->getBuffer().begin(),
+                                         (*text)->getBuffer().end(), nullptr,
+                                         /*allow_exceptions=*/false);
+          if (m.is_object() && m["generate"].is_object() &&
+              !m["generate"].contains("unsupported"))
+            outs() << ", or generate with 'meshc generate "
+                   << options.outputDir
+                   << " --prompt-ids IDS.npy --max-new-tokens N "
+                      "--output-ids OUT.npy'";
+        }
+        outs() << "\n";
         return 0;
       });
 }

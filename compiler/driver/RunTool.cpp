@@ -321,6 +321,11 @@ int generateCompiled(const GenerateRequest &request) {
       if (!ones)
         return failGen("the attention mask '" + request.attentionMask +
                        "' masks every token of sequence " + Twine(b));
+      if (ones != length && !gen.contains("attention_mask"))
+        return failGen("the attention mask '" + request.attentionMask +
+                       "' pads sequence " + Twine(b) +
+                       ", but the model takes no attention mask, so padding "
+                       "would be attended to; give prompts of one length");
     }
   }
 
