@@ -109,8 +109,13 @@ declaredStopTokens(StringRef folder, int64_t vocabulary) {
 }
 
 json generateSection(const json &inputs, const json &outputs,
-                     const std::vector<CachePair> &cache,
-                     StringRef modelFolder) {
+                     const std::vector<CachePair> &cache, StringRef modelFolder,
+                     bool sequenceParallel) {
+  if (sequenceParallel)
+    return {{"unsupported",
+             "it was compiled with --sequence-parallel, which splits every "
+             "step's tokens over tp, and a decoding step has one token; "
+             "recompile without --sequence-parallel"}};
   auto find = [](const json &list, StringRef name) -> const json * {
     for (const json &e : list)
       if (e.value("name", "") == name)
@@ -372,6 +377,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   manifest["overlap"] = !options.noOverlap;
   manifest["model"] = options.model;
   manifest["mesh"] = options.mesh;
+  manifest["sequence_parallel"] = options.sequenceParallel;
   manifest["world_size"] = world;
   json axisNames = json::array();
   for (int64_t a = 0, e = grid.getShape().size(); a < e; ++a)
@@ -499,7 +505,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   }
   manifest["outputs"] = outputList;
   manifest["generate"] =
-      generateSection(inputs, outputList, cache, options.weightsDir);
+      generateSection(inputs, outputList, cache, options.weightsDir,
+                      options.sequenceParallel);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

@@ -36,6 +36,7 @@ struct BuildOptions {
   std::string weightsDir; ///< the model's folder, where weight files are
   std::string model;      ///< the model's file name, for the manifest
   std::string mesh;       ///< "dp=2,tp=2", for the manifest
+  bool sequenceParallel = false; ///< --sequence-parallel, for the manifest
   std::string version;    ///< meshc's, for the manifest
   std::string march = "native";
   /// --target: cpu (g++, OpenBLAS, MPI) or cuda (nvcc, cuBLASLt, NCCL).

@@ -457,6 +457,7 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
   options.weightsDir = folder.empty() ? "." : folder.str().str();
   options.model = sys::path::filename(model).str();
   options.mesh = mesh.str();
+  options.sequenceParallel = sequenceParallel;
   options.version = MESHC_VERSION;
   return withRankPrograms(
       model, dims, &options.bounds, &axes, mesh, sequenceParallel, microbatches,
