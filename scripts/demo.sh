@@ -99,3 +99,13 @@ for size in a b; do
   echo "   input_ids $("$python" -c "import numpy as np; print(list(np.load('$dyn/$size/inputs/input_ids.npy').shape))"):" \
     "$("$python" "$repo/models/compare.py" --reference "$dyn/$size/reference" --output "$dyn/$size/out" | sed -n 1p)"
 done
+
+echo "== 9. meshc generate: prefill and every decoding step in one launch, the KV cache kept on both ranks"
+"$python" "$repo/models/gpt2_tiny.py" --out "$dyn/kv" --dynamic --past 2 >/dev/null
+"$bin/meshc" compile "$dyn/kv/model.onnx" --mesh tp=2 -o "$dyn/kv-exe" >/dev/null
+"$python" -c "import numpy as np; np.save('$dyn/prompt.npy', np.array([[5, 17, 33, 2, 9], [8, 1, 44, 12, 7]]))"
+"$bin/meshc" generate "$dyn/kv-exe" --prompt-ids "$dyn/prompt.npy" --max-new-tokens 8 \
+  --output-ids "$dyn/new.npy" | sed 's/^/   /'
+"$python" "$repo/models/generate_reference.py" "$dyn/kv/model.onnx" --prompt-ids "$dyn/prompt.npy" \
+  --max-new-tokens 8 --output-ids "$dyn/reference.npy"
+echo "   the same ids as onnxruntime's token loop: $("$python" -c "import numpy as np; print(np.array_equal(np.load('$dyn/new.npy'), np.load('$dyn/reference.npy')))")"
