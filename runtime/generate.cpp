@@ -189,7 +189,6 @@ void Program::generate(void (*body)(Program &)) {
   const Shape &grid = comm_->grid();
   std::int64_t me = comm_->rank();
   std::string batchSymbol = gen.value("batch_symbol", "");
-  std::string pastSymbol = gen.value("past_symbol", "");
   bool cached = !gen["cache"].empty();
 
   // This role: the inputs it does not read, the caches it holds.
@@ -202,9 +201,6 @@ void Program::generate(void (*body)(Program &)) {
       for (const json &name : r.value("in_place_caches", json::array()))
         inPlace.insert(name.get<std::string>());
     }
-  std::map<std::string, const json *> declared;
-  for (const json &e : m["inputs"])
-    declared[e.value("name", "")] = &e;
   auto outputIndex = [&](const std::string &name) {
     for (int i = 0; i < info_.numOutputs; ++i)
       if (name == info_.outputs[i].name)
@@ -227,11 +223,43 @@ void Program::generate(void (*body)(Program &)) {
     caches[past] = {c.value("axis", std::int64_t(2)),
                     outputIndex(c.value("present", "")), inPlace.count(past) > 0};
   }
-  // Positions an in-place cache holds: the prompt and every new token but
+  // Positions a cache holds at most: the prompt and every new token but
   // the last, which no step reads.
-  const std::int64_t capacity =
-      static_cast<std::int64_t>(tokens[0].size()) + o.maxNewTokens - 1;
+  const std::int64_t cachePositions =
+      std::max<std::int64_t>(promptLength + o.maxNewTokens - 1, 1);
   s.cacheCapacity.assign(info_.numInputs, 0);
+
+  // Each input as the steps fill it, read from the manifest once.
+  enum class Feed { Tokens, Mask, Positions, Cache };
+  struct InputPlan {
+    Feed feed;
+    Shape shape; // the manifest's global shape (-1: symbolic)
+    std::vector<std::vector<std::int64_t>> sharding;
+    std::vector<std::string> dims;
+    bool read;
+  };
+  std::vector<InputPlan> plans;
+  for (int i = 0; i < info_.numInputs; ++i) {
+    std::string name = info_.inputs[i].name;
+    const json *entry = nullptr;
+    for (const json &e : m["inputs"])
+      if (e.value("name", "") == name)
+        entry = &e;
+    if (!entry)
+      fatal("input '" + name + "' is not in the manifest");
+    InputPlan plan;
+    plan.feed = caches.count(name)                         ? Feed::Cache
+                : name == gen.value("input_ids", "")      ? Feed::Tokens
+                : name == gen.value("attention_mask", "") ? Feed::Mask
+                                                          : Feed::Positions;
+    plan.shape = (*entry)["shape"].get<Shape>();
+    plan.sharding = parseSharding(*entry, plan.shape.size());
+    plan.dims.assign(plan.shape.size(), "");
+    if (entry->contains("dims"))
+      plan.dims = (*entry)["dims"].get<std::vector<std::string>>();
+    plan.read = !unread.count(name);
+    plans.push_back(std::move(plan));
+  }
 
   // The logits: who holds which piece, and who picks the tokens.
   const json *logitsEntry = nullptr;
@@ -277,50 +305,40 @@ void Program::generate(void (*body)(Program &)) {
 
     for (int i = 0; i < info_.numInputs; ++i) {
       const TensorSpec &spec = info_.inputs[i];
+      const InputPlan &plan = plans[i];
       std::string name = spec.name;
-      const json &entry = *declared.at(name);
-      Shape global = entry["shape"].get<Shape>();
-      auto sharding = parseSharding(entry, global.size());
-      auto dimName = [&](std::size_t d) {
-        return entry.contains("dims") ? entry["dims"][d].get<std::string>()
-                                      : std::string();
-      };
-      auto cache = caches.find(name);
-      if (cache != caches.end()) {
+      Shape global = plan.shape;
+      if (plan.feed == Feed::Cache) {
+        Cache &c = caches.at(name);
         for (std::size_t d = 0; d < global.size(); ++d)
-          if (static_cast<std::int64_t>(d) == cache->second.axis)
+          if (static_cast<std::int64_t>(d) == c.axis)
             global[d] = past;
-          else if (global[d] < 0 && dimName(d) == batchSymbol)
+          else if (global[d] < 0 && plan.dims[d] == batchSymbol)
             global[d] = batch;
           else if (global[d] < 0)
             fatal("KV cache input '" + name + "' has a symbolic dimension " +
-                  std::to_string(d) + " ('" + dimName(d) +
+                  std::to_string(d) + " ('" + plan.dims[d] +
                   "') that is neither the batch nor the cached length");
         Shape offsets, local;
-        pieceOf(grid, me, global, sharding, offsets, local);
+        pieceOf(grid, me, global, plan.sharding, offsets, local);
         s.inputs[i].dtype = spec.dtype;
         s.inputs[i].shape = local;
-        Cache &c = cache->second;
-        if (c.inPlace && !unread.count(name) && !c.buffer) {
+        if (c.inPlace && plan.read && !c.buffer) {
           // Sized once for the whole generation: the rank's piece at the
           // full capacity along the growing axis.
           Shape full = local;
-          full[c.axis] = std::max<std::int64_t>(capacity, 1);
+          full[c.axis] = cachePositions;
           c.capacity = byteWidth(spec.dtype);
           for (std::int64_t d : full)
             c.capacity *= static_cast<std::size_t>(d);
           c.buffer = placement::allocateBuffer(c.capacity, "a KV cache");
           s.cacheCapacity[i] = full[c.axis];
         }
-        s.inputData[i] = unread.count(name) ? nullptr
-                         : c.buffer         ? c.buffer
-                                            : empty;
+        s.inputData[i] = !plan.read ? nullptr : c.buffer ? c.buffer : empty;
         continue;
       }
       // Tokens, mask and positions: [batch, width] of the sequences so far.
-      std::int64_t width = name == gen.value("attention_mask", "")
-                               ? past + news
-                               : news;
+      std::int64_t width = plan.feed == Feed::Mask ? past + news : news;
       if (global.size() != 2 || (global[0] >= 0 && global[0] != batch) ||
           (global[1] >= 0 && global[1] != width))
         fatal("input '" + name + "' is compiled as " + formatShape(global) +
@@ -330,10 +348,10 @@ void Program::generate(void (*body)(Program &)) {
       std::vector<std::int64_t> values(batch * width);
       for (std::int64_t b = 0; b < batch; ++b) {
         std::int64_t from = length - width;
-        if (name == gen.value("input_ids", "")) {
+        if (plan.feed == Feed::Tokens) {
           for (std::int64_t j = 0; j < width; ++j)
             values[b * width + j] = tokens[b][from + j];
-        } else if (name == gen.value("attention_mask", "")) {
+        } else if (plan.feed == Feed::Mask) {
           for (std::int64_t j = 0; j < width; ++j)
             values[b * width + j] = mask[b][from + j];
         } else {
@@ -361,7 +379,7 @@ void Program::generate(void (*body)(Program &)) {
               static_cast<std::int32_t>(values[k]);
       }
       Shape offsets, local;
-      pieceOf(grid, me, global, sharding, offsets, local);
+      pieceOf(grid, me, global, plan.sharding, offsets, local);
       HostTensor &piece = s.inputs[i];
       piece.dtype = spec.dtype;
       piece.shape = local;
@@ -369,18 +387,18 @@ void Program::generate(void (*body)(Program &)) {
                          elementWidth);
       copyBox(full.bytes.data(), global, piece.bytes.data(), offsets, local,
               elementWidth, /*toPiece=*/true);
-      if (unread.count(name)) {
+      if (!plan.read) {
         s.inputData[i] = nullptr;
         continue;
       }
       if (stepCapacity[i] < piece.bytes.size()) {
         // Sized once for the longest step (the prefill's, or the mask's at
         // the end).
-        std::size_t capacity = std::max<std::size_t>(
+        std::size_t bytes = std::max<std::size_t>(
             piece.bytes.size(), static_cast<std::size_t>(local[0]) *
                                     (promptLength + maxNew) * elementWidth);
-        stepBuffers[i] = placement::allocateBuffer(capacity, "a step input");
-        stepCapacity[i] = capacity;
+        stepBuffers[i] = placement::allocateBuffer(bytes, "a step input");
+        stepCapacity[i] = bytes;
       }
       placement::upload(stepBuffers[i], piece.bytes.data(), piece.bytes.size());
       s.inputData[i] = stepBuffers[i];
@@ -402,7 +420,7 @@ void Program::generate(void (*body)(Program &)) {
         std::int64_t positions = present.shape[cache.axis];
         std::size_t perPosition = positions ? bytes / positions : bytes;
         cache.capacity = std::max<std::size_t>(
-            bytes, perPosition * (promptLength + maxNew - 1));
+            bytes, perPosition * static_cast<std::size_t>(cachePositions));
         cache.buffer = placement::allocateBuffer(cache.capacity, "a KV cache");
       }
       placement::copyPlaced(cache.buffer, present.data, bytes);
