@@ -9,6 +9,10 @@
 #                           nlohmann-json, cmake, ninja, ccache, python3-venv
 #   Python packages (pip):  onnx, onnxruntime, numpy into .venv/ (git-ignored)
 #
+# Options:
+#   --fuzz             also the sanitizer and fuzzing toolchain of `make fuzz` / `make sanitize`
+#                      (clang-22, libFuzzer, clang's OpenMP runtime); not needed by `make test`
+#
 # Environment:
 #   MESHC_SKIP_APT=1   do not touch system packages (e.g. no root, packages provided otherwise)
 #   MESHC_VENV=DIR     where the Python environment lives (default: <repo>/.venv)
@@ -50,6 +54,20 @@ apt_packages=(
   python3-venv         # the .venv for the Python test packages
   python3-pip          # pip inside the .venv
 )
+
+# `make fuzz` and `make sanitize` only (docs/testing.md):
+fuzz_packages=(
+  clang-22             # builds the fuzz target (libFuzzer needs clang)
+  libfuzzer-22-dev     # libFuzzer, the coverage-guided engine of meshc-fuzz-frontend
+  libclang-rt-22-dev   # clang's AddressSanitizer / UBSan runtimes
+  libomp-22-dev        # OpenMP for clang (the fuzz build configures the whole project)
+)
+for arg in "$@"; do
+  case $arg in
+  --fuzz) apt_packages+=("${fuzz_packages[@]}") ;;
+  *) die "unknown option '$arg' (known: --fuzz)" ;;
+  esac
+done
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -165,10 +165,10 @@ json generateSection(const json &inputs, const json &outputs,
     if (pair.newSymbol != step)
       continue;
     if (!pastSymbol.empty() && pair.pastSymbol != pastSymbol)
-      return {{"unsupported", "the KV caches '" + pair.past +
-                                  "' and others grow from different lengths ('" +
-                                  pair.pastSymbol + "', '" + pastSymbol +
-                                  "')"}};
+      return {
+          {"unsupported", "the KV caches '" + pair.past +
+                              "' and others grow from different lengths ('" +
+                              pair.pastSymbol + "', '" + pastSymbol + "')"}};
     pastSymbol = pair.pastSymbol;
     pairs.push_back(
         {{"past", pair.past}, {"present", pair.present}, {"axis", pair.axis}});
@@ -281,11 +281,12 @@ std::vector<std::string> buildCommand(const BuildOptions &options,
             "-O3",
             "-march=" + options.march,
             "-fopenmp",
-            "-I" MESHC_RUNTIME_INCLUDE_DIR,
-            src.str(),
-            "-o",
-            exe.str(),
-            MESHC_RUNTIME_CPU_LIBRARY};
+            "-I" MESHC_RUNTIME_INCLUDE_DIR};
+    for (StringRef flag : llvm::split(MESHC_RANK_CXX_FLAGS, ';'))
+      if (!flag.empty())
+        argv.push_back(flag.str());
+    argv.insert(argv.end(),
+                {src.str(), "-o", exe.str(), MESHC_RUNTIME_CPU_LIBRARY});
     link = MESHC_RUNTIME_CPU_LINK;
   }
   llvm::SmallSetVector<StringRef, 4> libraryDirs;
@@ -504,9 +505,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     outputList.push_back(o);
   }
   manifest["outputs"] = outputList;
-  manifest["generate"] =
-      generateSection(inputs, outputList, cache, options.weightsDir,
-                      options.sequenceParallel);
+  manifest["generate"] = generateSection(
+      inputs, outputList, cache, options.weightsDir, options.sequenceParallel);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

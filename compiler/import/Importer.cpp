@@ -405,6 +405,9 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     if (dimNames)
       dimNames->push_back(StringAttr::get(&context_, name));
   }
+  if (!tensorBytes(shape, *element))
+    return error("graph value '" + info.name() +
+                 "' has dimensions larger than meshc accepts (2^48 bytes)");
   return RankedTensorType::get(shape, *element);
 }
 
@@ -414,8 +417,7 @@ LogicalResult Importer::importInitializers() {
     FailureOr<RankedTensorType> type = tensorType(context_, tensor, fileLoc_);
     if (failed(type))
       return failure();
-    int64_t bytes =
-        type->getNumElements() * ((type->getElementTypeBitWidth() + 7) / 8);
+    int64_t bytes = *tensorBytes(type->getShape(), type->getElementType());
     auto ref = model_.initializerData(index, bytes);
     if (!ref)
       return error(toString(ref.takeError()));

@@ -8,6 +8,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -60,7 +61,31 @@ FailureOr<RankedTensorType> tensorType(MLIRContext &context,
     if (d < 0)
       return emitError(loc) << "tensor '" << tensor.name()
                             << "' has a negative dimension " << d;
+  if (!tensorBytes(shape, *element))
+    return emitError(loc) << "tensor '" << tensor.name() << "' of shape ["
+                          << llvm::join(llvm::map_range(shape,
+                                                        [](int64_t d) {
+                                                          return std::to_string(
+                                                              d);
+                                                        }),
+                                        ", ")
+                          << "] is larger than meshc accepts (2^48 bytes)";
   return RankedTensorType::get(shape, *element);
+}
+
+std::optional<int64_t> tensorBytes(ArrayRef<int64_t> shape, Type element) {
+  int64_t bytes =
+      element.isIntOrFloat()
+          ? std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8)
+          : 1;
+  for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes) ||
+        bytes > kMaxTensorBytes)
+      return std::nullopt;
+  }
+  return bytes;
 }
 
 FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,

@@ -12,6 +12,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace onnx {
 class TensorProto;
 } // namespace onnx
@@ -24,7 +26,18 @@ mlir::FailureOr<mlir::Type> elementType(mlir::MLIRContext &context,
                                         int onnxType, llvm::StringRef what,
                                         mlir::Location loc);
 
-/// The static tensor type of an initializer or Constant value.
+/// The largest tensor meshc accepts from a model, in bytes (256 TiB): far
+/// beyond any real one, and far enough below 2^63 that sizes, offsets and
+/// element counts computed from it never overflow.
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// The bytes of a tensor of `shape` and `element`, counting its dynamic
+/// dimensions as 1; std::nullopt when that exceeds kMaxTensorBytes.
+std::optional<int64_t> tensorBytes(llvm::ArrayRef<int64_t> shape,
+                                   mlir::Type element);
+
+/// The static tensor type of an initializer or Constant value; an error
+/// for a negative dimension or more than kMaxTensorBytes.
 mlir::FailureOr<mlir::RankedTensorType>
 tensorType(mlir::MLIRContext &context, const onnx::TensorProto &tensor,
            mlir::Location loc);
