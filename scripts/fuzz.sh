@@ -35,12 +35,17 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "fuzz.sh: $fuzzer for ${seconds}s; corpus $work/corpus, seeds $work/seeds"
+before=$(ls "$work/artifacts" | wc -l)
 status=0
 "$fuzzer" -max_total_time="$seconds" -max_len=1048576 -timeout=30 -rss_limit_mb=4096 \
   -artifact_prefix="$work/artifacts/" -print_final_stats=1 -reload=0 \
   "$@" "$work/corpus" "$work/seeds" >"$work/last.log" 2>&1 || status=$?
-grep -E '^#[0-9]+.*(DONE|pulse)|stat::|ERROR|SUMMARY|artifact' "$work/last.log" | tail -20
-if ((status != 0)); then
+grep -E '^#[0-9]+.*(DONE|pulse|oom/timeout/crash)|stat::|ERROR|SUMMARY' "$work/last.log" | tail -12
+# With -fork and -ignore_crashes libFuzzer goes on past a finding and exits 0: what it
+# kept in artifacts/ tells.
+found=$(($(ls "$work/artifacts" | wc -l) - before))
+if ((status != 0 || found > 0)); then
+  ls -t "$work/artifacts" | head -n "$((found > 0 ? found : 1))" | sed "s|^|fuzz.sh: finding: $work/artifacts/|" >&2
   echo "fuzz.sh: a finding (status $status); see $work/last.log and $work/artifacts/" >&2
   exit 1
 fi

@@ -642,8 +642,17 @@ LogicalResult Importer::importNode(int index) {
   Operation *last = body->empty() ? nullptr : &body->back();
   NodeContext ctx(*this, node, *version, builder_, loc, inputs);
   // A legalisation may report a problem (a mistyped attribute) and carry
-  // on with a default; the node still fails.
+  // on with a default; the node still fails. Only its first error reaches
+  // the user: later ones (the key after the query) say the same again.
   {
+    bool reported = false;
+    ScopedDiagnosticHandler firstOnly(&context_, [&](Diagnostic &diag) {
+      if (diag.getSeverity() != DiagnosticSeverity::Error)
+        return failure(); // passed on
+      bool again = reported;
+      reported = true;
+      return success(again); // handled: dropped
+    });
     FatalErrorAtNode net(context_, model_.path().str() + ": " +
                                        describeNode(node, index));
     if (failed(fn(ctx)) || ctx.hadError())

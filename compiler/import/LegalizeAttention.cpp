@@ -58,6 +58,11 @@ FailureOr<Value> toHeads(NodeContext &ctx, Value v, int64_t heads,
   if (shapeOf(v).size() != 3)
     return ctx.error("attention inputs must be 3-D or 4-D, got " +
                      dfg::formatShape(shapeOf(v)));
+  int64_t hidden = shapeOf(v)[2];
+  if (heads > 0 && !ShapedType::isDynamic(hidden) && hidden % heads != 0)
+    return ctx.error(attr + " " + std::to_string(heads) +
+                     " does not divide the hidden size " +
+                     std::to_string(hidden));
   return ctx.splitHeads(v, heads, attr);
 }
 
@@ -68,6 +73,11 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
                             bool causal, double softcap, bool merge) {
   OpBuilder &b = ctx.builder();
   Type element = elementOf(q);
+  for (Value operand : {q, k, v, pastK, pastV})
+    if (operand && shapeOf(operand).size() != 4)
+      return ctx.error("attention operands must be [batch, heads, seq, "
+                       "head_dim] here, got " +
+                       dfg::formatShape(shapeOf(operand)));
   SmallVector<Type> types{RankedTensorType::get(
       {shapeOf(q)[0], shapeOf(q)[1], shapeOf(q)[2], shapeOf(v)[3]}, element)};
   if (pastK)
@@ -104,17 +114,26 @@ LogicalResult legalizeAttention(NodeContext &ctx) {
   bool is3D = shapeOf(ctx.input(0)).size() == 3;
   FailureOr<Value> q =
       toHeads(ctx, ctx.input(0), ctx.attrInt("q_num_heads", 0), "q_num_heads");
-  FailureOr<Value> k = toHeads(ctx, ctx.input(1),
-                               ctx.attrInt("kv_num_heads", 0), "kv_num_heads");
-  FailureOr<Value> v = toHeads(ctx, ctx.input(2),
-                               ctx.attrInt("kv_num_heads", 0), "kv_num_heads");
-  if (failed(q) || failed(k) || failed(v))
+  FailureOr<Value> k =
+      failed(q) ? q
+                : toHeads(ctx, ctx.input(1), ctx.attrInt("kv_num_heads", 0),
+                          "kv_num_heads");
+  FailureOr<Value> v =
+      failed(k) ? k
+                : toHeads(ctx, ctx.input(2), ctx.attrInt("kv_num_heads", 0),
+                          "kv_num_heads");
+  if (failed(v))
     return failure();
   Value pastK = ctx.input(4), pastV = ctx.input(5);
   if (bool(pastK) != bool(pastV))
     return ctx.error("past_key and past_value must be given together");
+  if (pastK && (shapeOf(pastK).size() != 4 || shapeOf(pastV).size() != 4))
+    return ctx.error("past_key and past_value must be [batch, kv_heads, "
+                     "past, head_dim]");
 
   Value mask = ctx.input(3);
+  if (mask && shapeOf(mask).empty())
+    return ctx.error("attn_mask must have a key axis (rank 0 given)");
   if (mask) {
     int64_t total = shapeOf(*k)[2];
     if (pastK && !ShapedType::isDynamic(total))
@@ -179,10 +198,11 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
     }
   }
 
+  // One diagnostic: the first operand that cannot be split stops it.
   FailureOr<Value> qh = toHeads(ctx, q, heads, "num_heads");
-  FailureOr<Value> kh = toHeads(ctx, k, heads, "num_heads");
-  FailureOr<Value> vh = toHeads(ctx, v, heads, "num_heads");
-  if (failed(qh) || failed(kh) || failed(vh))
+  FailureOr<Value> kh = failed(qh) ? qh : toHeads(ctx, k, heads, "num_heads");
+  FailureOr<Value> vh = failed(kh) ? kh : toHeads(ctx, v, heads, "num_heads");
+  if (failed(vh))
     return failure();
 
   Value mask = ctx.input(5);
@@ -531,9 +551,10 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   Value pastK = ctx.input(3), pastV = ctx.input(4);
   if (bool(pastK) != bool(pastV))
     return ctx.error("past_key and past_value must be given together");
+  if (pastK && (shapeOf(pastK).size() != 4 || shapeOf(pastV).size() != 4))
+    return ctx.error("past_key and past_value must be [batch, kv_heads, "
+                     "past, head_dim]");
   int64_t past = pastK ? shapeOf(pastK)[2] : 0;
-  if (pastK && shapeOf(pastK).size() != 4)
-    return ctx.error("past_key must be [batch, kv_heads, past, head_dim]");
   // The past's head size is the query's (onnxruntime-genai names it
   // kv_cache_dim): a symbolic one is sized by importing again.
   int64_t headDim = shapeOf(q)[2] / heads;

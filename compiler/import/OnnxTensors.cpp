@@ -168,6 +168,13 @@ FailureOr<SmallVector<int64_t>> readWeightInts(dfg::WeightOp weight,
                           << "': " << buffer.getError().message();
   StringRef bytes = (*buffer)->getBuffer();
   bool is64 = type.getElementType().isInteger(64);
+  if (!is64 && !type.getElementType().isInteger(32))
+    return emitError(loc) << "weight '" << weight.getName() << "' of type "
+                          << type << " is used as integers (int32 or int64)";
+  if (static_cast<int64_t>(bytes.size()) <
+      type.getNumElements() * (is64 ? 8 : 4))
+    return emitError(loc) << "weight '" << weight.getName() << "' holds "
+                          << bytes.size() << " bytes, too few for " << type;
   SmallVector<int64_t> ints;
   for (int64_t i = 0, n = type.getNumElements(); i < n; ++i)
     ints.push_back(is64 ? support::endian::read64le(bytes.data() + 8 * i)

@@ -127,10 +127,13 @@ Expected<Shape> reshapeShape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec) {
   // dimensions not copied to the same index (which would cancel out).
   int64_t inStatic = 1, outStatic = 1;
   bool inUnknown = false, outUnknown = false;
+  // A count past int64 (num_heads = 2^62 in a bad model) is an error, not
+  // a wrapped product.
+  bool overflow = false;
   for (auto [i, d] : enumerate(input)) {
     bool copied = i < spec.size() && spec[i] == 0;
     if (d != kDynamic)
-      inStatic *= d;
+      overflow |= __builtin_mul_overflow(inStatic, d, &inStatic);
     else if (!copied)
       inUnknown = true;
   }
@@ -139,10 +142,14 @@ Expected<Shape> reshapeShape(ArrayRef<int64_t> input, ArrayRef<int64_t> spec) {
       continue;
     bool copied = spec[i] == 0;
     if (d != kDynamic)
-      outStatic *= d;
+      overflow |= __builtin_mul_overflow(outStatic, d, &outStatic);
     else if (!copied)
       outUnknown = true;
   }
+  if (overflow)
+    return shapeError(formatv("cannot reshape {0} to {1}: the element count "
+                              "overflows 64 bits",
+                              formatShape(input), formatShape(result)));
   if (inUnknown || outUnknown)
     return result; // the -1 entry (if any) stays dynamic
 

@@ -638,6 +638,51 @@ def case_gather_empty_shape(path):
                  [f32("x", [2, 4, 6])], [f32("y", None)], [ints("zero", [0])])
 
 
+# Found by meshc-fuzz-frontend (docs/testing.md), rebuilt small: each was a
+# sanitizer report or a crash before its fix.
+
+
+def case_fuzz_initializer_huge(path):
+    """An initializer of dims [2^62, 8] (no data): its byte size overflowed
+    int64 before the data was looked at."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2**62, 8], [])
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="use")],
+                 [f32("x", [8])], [f32("y", None)], [w])
+
+
+def case_fuzz_input_huge(path):
+    """A graph input of dims [2^40, 2^40]."""
+    return model([helper.make_node("Relu", ["x"], ["y"], name="act")],
+                 [f32("x", [2**40, 2**40])], [f32("y", None)])
+
+
+def case_fuzz_gqa_past_rank(path):
+    """GroupQueryAttention with a rank-3 past_key: its past length was read
+    as dimension 2 before the rank was checked."""
+    nodes = [gqa(["q", "k", "v", "pk", "pv", "lens", "total"], ["y", "pk_out", "pv_out"], "gqa")]
+    ins = [f32("q", [1, 1, 64]), f32("k", [1, 1, 32]), f32("v", [1, 1, 32]),
+           f32("pk", [1, 2, 16]), f32("pv", [1, 2, 16])]
+    return model(nodes, ins, [f32("y", None)], [i32("lens", [2]), i32("total", 3)],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_fuzz_mha_heads_overflow(path):
+    """MultiHeadAttention with num_heads 2^63 - 1: the head split's element
+    count overflowed."""
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], domain="com.microsoft",
+                            num_heads=2**63 - 1, name="mha")
+    ins = [f32("q", [1, 3, 8]), f32("k", [1, 3, 8]), f32("v", [1, 3, 8])]
+    return model([node], ins, [f32("y", None)],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_fuzz_trilu_bool_k(path):
+    """Trilu whose k is a bool initializer: read as int32, past its bytes."""
+    k = numpy_helper.from_array(np.ones((4, 4), dtype=bool), "k")
+    return model([helper.make_node("Trilu", ["x", "k"], ["y"], name="tri")],
+                 [f32("x", [4, 4])], [f32("y", None)], [k])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
