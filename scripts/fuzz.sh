@@ -35,6 +35,10 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "fuzz.sh: $fuzzer for ${seconds}s; corpus $work/corpus, seeds $work/seeds"
+# The run uses a copy, so that rebuilding meshc while it runs does not pull the binary from
+# under the forked jobs.
+cp "$fuzzer" "$work/meshc-fuzz-frontend"
+fuzzer=$work/meshc-fuzz-frontend
 before=$(ls "$work/artifacts" | wc -l)
 status=0
 "$fuzzer" -max_total_time="$seconds" -max_len=1048576 -timeout=30 -rss_limit_mb=4096 \

@@ -26,7 +26,6 @@ static int64_t elementCount(ArrayRef<int64_t> shape) {
   return n;
 }
 
-
 FailureOr<EvalTensor> Evaluator::slice(Operation *op, const EvalTensor &in,
                                        ArrayRef<int64_t> starts,
                                        ArrayRef<int64_t> ends,
@@ -125,21 +124,22 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalGather(GatherOp op) {
     return op.emitOpError("an index is out of range for dimension ")
            << axis << " of size 0";
   bool outOfRange = false;
-  FailureOr<EvalTensor> result = gather(op, data, *shape, [&](ArrayRef<int64_t> index) {
-    int64_t which = indices.values[dot(index.slice(axis, q), indexStrides)];
-    if (which < 0)
-      which += dim;
-    if (which < 0 || which >= dim) {
-      outOfRange = true;
-      which = 0;
-    }
-    int64_t offset = which * strides[axis];
-    for (int64_t i = 0; i < axis; ++i)
-      offset += index[i] * strides[i];
-    for (size_t i = axis + 1; i < data.shape.size(); ++i)
-      offset += index[i - 1 + q] * strides[i];
-    return offset;
-  });
+  FailureOr<EvalTensor> result =
+      gather(op, data, *shape, [&](ArrayRef<int64_t> index) {
+        int64_t which = indices.values[dot(index.slice(axis, q), indexStrides)];
+        if (which < 0)
+          which += dim;
+        if (which < 0 || which >= dim) {
+          outOfRange = true;
+          which = 0;
+        }
+        int64_t offset = which * strides[axis];
+        for (int64_t i = 0; i < axis; ++i)
+          offset += index[i] * strides[i];
+        for (size_t i = axis + 1; i < data.shape.size(); ++i)
+          offset += index[i - 1 + q] * strides[i];
+        return offset;
+      });
   if (outOfRange)
     return op.emitOpError("an index is out of range for dimension ")
            << axis << " of size " << dim;
@@ -160,29 +160,30 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalGatherND(GatherNDOp op) {
       return op.emitOpError("an index is out of range for dimension ")
              << batch + j << " of size 0";
   std::optional<std::pair<int64_t, int64_t>> outOfRange; // (dimension, index)
-  FailureOr<EvalTensor> result = gather(op, data, *shape, [&](ArrayRef<int64_t> index) {
-    // index = indices[:-1] position, then data's trailing position.
-    int64_t tuple = dot(index.take_front(q - 1),
-                        ArrayRef<int64_t>(indexStrides).drop_back());
-    int64_t offset = 0;
-    for (int64_t i = 0; i < batch; ++i)
-      offset += index[i] * strides[i];
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t dim = data.shape[batch + j];
-      int64_t which = indices.values[tuple + j];
-      if (which < 0)
-        which += dim;
-      if (which < 0 || which >= dim) {
-        if (!outOfRange)
-          outOfRange = {batch + j, int64_t(indices.values[tuple + j])};
-        which = 0;
-      }
-      offset += which * strides[batch + j];
-    }
-    for (size_t i = batch + k; i < data.shape.size(); ++i)
-      offset += index[q - 1 + i - batch - k] * strides[i];
-    return offset;
-  });
+  FailureOr<EvalTensor> result =
+      gather(op, data, *shape, [&](ArrayRef<int64_t> index) {
+        // index = indices[:-1] position, then data's trailing position.
+        int64_t tuple = dot(index.take_front(q - 1),
+                            ArrayRef<int64_t>(indexStrides).drop_back());
+        int64_t offset = 0;
+        for (int64_t i = 0; i < batch; ++i)
+          offset += index[i] * strides[i];
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t dim = data.shape[batch + j];
+          int64_t which = indices.values[tuple + j];
+          if (which < 0)
+            which += dim;
+          if (which < 0 || which >= dim) {
+            if (!outOfRange)
+              outOfRange = {batch + j, int64_t(indices.values[tuple + j])};
+            which = 0;
+          }
+          offset += which * strides[batch + j];
+        }
+        for (size_t i = batch + k; i < data.shape.size(); ++i)
+          offset += index[q - 1 + i - batch - k] * strides[i];
+        return offset;
+      });
   if (outOfRange)
     return op.emitOpError("index ")
            << outOfRange->second << " is out of range for dimension "
@@ -252,8 +253,17 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalRange(RangeOp op) {
   if (failed(bounds))
     return failure();
   int64_t start = (*bounds)[0], limit = (*bounds)[1], delta = op.getDelta();
-  int64_t count = std::max<int64_t>(
-      (limit - start + delta + (delta > 0 ? -1 : 1)) / delta, 0);
+  if (delta == 0)
+    return op.emitOpError("has a delta of 0");
+  // ceil((limit - start) / delta), in 128 bits: the bounds may be anything.
+  __int128 span = static_cast<__int128>(limit) - start;
+  __int128 steps = (span + delta + (delta > 0 ? -1 : 1)) / delta;
+  if (steps > Evaluator::kMaxElements)
+    return op.emitOpError("would make ")
+           << static_cast<double>(steps)
+           << " values, too many for the reference evaluator (at most "
+           << Evaluator::kMaxElements << ")";
+  int64_t count = std::max<int64_t>(static_cast<int64_t>(steps), 0);
   EvalTensor t = like(resultElement(op), {count});
   for (int64_t i = 0; i < count; ++i)
     t.values[i] = static_cast<double>(start + i * delta);

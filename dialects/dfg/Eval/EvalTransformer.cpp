@@ -40,6 +40,8 @@ FailureOr<EvalTensor> Evaluator::matmul(Operation *op, const EvalTensor &a,
   Shape bBatch(ArrayRef<int64_t>(bs).drop_back(2));
   SmallVector<int64_t> aStrides = broadcastStrides(aBatch, *batch);
   SmallVector<int64_t> bStrides = broadcastStrides(bBatch, *batch);
+  if (failed(checkResultSize(op, full)))
+    return failure();
   EvalTensor result = like(a.elementType, full);
   forEachIndex(*batch, [&](int64_t linear, ArrayRef<int64_t> index) {
     int64_t ao = dot(index, aStrides) * m * k,

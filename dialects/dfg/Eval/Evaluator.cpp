@@ -189,6 +189,24 @@ EvalTensor like(Type element, ArrayRef<int64_t> shape) {
   return t;
 }
 
+LogicalResult checkResultSize(Operation *op, ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  bool tooLarge = false;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return op->emitOpError("would make a tensor of shape ")
+             << formatShape(shape) << " (a negative dimension)";
+    tooLarge = tooLarge || __builtin_mul_overflow(count, d, &count) ||
+               count > Evaluator::kMaxElements;
+  }
+  if (tooLarge && count != 0)
+    return op->emitOpError("would make a tensor of shape ")
+           << formatShape(shape)
+           << ", too large for the reference evaluator (at most "
+           << Evaluator::kMaxElements << " elements)";
+  return success();
+}
+
 /// Applies fn elementwise over operands broadcast to a common shape.
 FailureOr<EvalTensor>
 broadcastMap(Operation *op, ArrayRef<const EvalTensor *> operands,
@@ -201,6 +219,8 @@ broadcastMap(Operation *op, ArrayRef<const EvalTensor *> operands,
       return op->emitOpError(llvm::toString(joined.takeError()));
     shape = *joined;
   }
+  if (failed(checkResultSize(op, shape)))
+    return failure();
   EvalTensor result = like(resultElement, shape);
   SmallVector<SmallVector<int64_t>> strides;
   for (const EvalTensor *t : operands)
@@ -220,6 +240,8 @@ broadcastMap(Operation *op, ArrayRef<const EvalTensor *> operands,
 FailureOr<EvalTensor>
 gather(Operation *op, const EvalTensor &in, ArrayRef<int64_t> shape,
        llvm::function_ref<int64_t(ArrayRef<int64_t>)> read) {
+  if (failed(checkResultSize(op, shape)))
+    return failure();
   EvalTensor result = like(in.elementType, shape);
   const auto size = static_cast<int64_t>(in.values.size());
   bool outside = false;

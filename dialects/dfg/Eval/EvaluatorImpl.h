@@ -62,6 +62,13 @@ int64_t dot(llvm::ArrayRef<int64_t> index, llvm::ArrayRef<int64_t> strides);
 /// A tensor of `shape` and element type `element`, filled with zeros.
 EvalTensor like(mlir::Type element, llvm::ArrayRef<int64_t> shape);
 
+/// Checks that `op` may make a tensor of `shape`, one its operands do not
+/// bound (a broadcast, an expand, a product, a range): no negative
+/// dimension and at most Evaluator::kMaxElements elements; reports `op`
+/// otherwise, rather than allocating without limit.
+mlir::LogicalResult checkResultSize(mlir::Operation *op,
+                                    llvm::ArrayRef<int64_t> shape);
+
 /// Applies fn elementwise over operands broadcast to a common shape.
 mlir::FailureOr<EvalTensor>
 broadcastMap(mlir::Operation *op, llvm::ArrayRef<const EvalTensor *> operands,
