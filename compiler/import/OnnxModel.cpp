@@ -179,11 +179,15 @@ OnnxModel::initializerData(int index, int64_t expectedBytes) const {
 
     SmallString<256> full(folder_);
     sys::path::append(full, ref.file);
+    if (sys::fs::is_directory(full))
+      return tensorError("external-data location '" + ref.file +
+                         "' is a folder, not a file");
     uint64_t size = 0;
     if (std::error_code ec = sys::fs::file_size(full, size))
       return tensorError("external-data file '" + ref.file +
                          "' cannot be opened: " + ec.message());
-    if (ref.offset < 0 || static_cast<uint64_t>(ref.offset + ref.length) > size)
+    if (ref.offset < 0 || static_cast<uint64_t>(ref.offset) > size ||
+        static_cast<uint64_t>(ref.length) > size - ref.offset)
       return tensorError("external-data file '" + ref.file + "' holds " +
                          Twine(size) + " bytes, too few for offset " +
                          Twine(ref.offset) + " + length " + Twine(ref.length));

@@ -80,9 +80,18 @@ double roundTo(Type t, double x) {
     return x != 0 ? 1 : 0;
   if (std::isnan(x))
     return 0;
+  // ONNX leaves a float beyond the integer's range undefined; converting
+  // it in C++ is undefined behaviour. It saturates here.
   double truncated = std::trunc(x);
   if (t.isInteger(32))
-    return static_cast<double>(static_cast<int32_t>(truncated));
+    return std::clamp(truncated, double(INT32_MIN), double(INT32_MAX));
+  // The largest double below 2^63 (INT64_MAX itself rounds up to 2^63,
+  // which would not convert back).
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (truncated >= kTwo63)
+    return 9223372036854774784.0;
+  if (truncated < -kTwo63)
+    return -kTwo63;
   return static_cast<double>(static_cast<int64_t>(truncated));
 }
 

@@ -683,6 +683,33 @@ def case_fuzz_trilu_bool_k(path):
                  [f32("x", [4, 4])], [f32("y", None)], [k])
 
 
+def case_fuzz_external_offset(path):
+    """External data at offset 2^63 - 1 of a 64-byte file: offset + length
+    overflowed int64 and the bounds check passed."""
+    m = external_at("w.bin")
+    m.graph.initializer[0].external_data.add(key="offset", value=str(2**63 - 1))
+    with open(os.path.join(os.path.dirname(path), "w.bin"), "wb") as f:
+        f.write(bytes(64))
+    return m
+
+
+def case_fuzz_external_folder(path):
+    """External data whose location is the model's folder itself."""
+    return external_at(".")
+
+
+def case_fuzz_cast_inf(path):
+    """y = x + int64(c) for c = [inf, -inf, 1e30, -2.5]: C++'s conversion of
+    the first three is undefined (ONNX leaves their value undefined); meshc's
+    reference evaluator saturates, and truncates the last."""
+    c = helper.make_tensor("c", TensorProto.FLOAT, [4], [np.inf, -np.inf, 1e30, -2.5])
+    nodes = [helper.make_node("Constant", [], ["cf"], value=c, name="big"),
+             helper.make_node("Cast", ["cf"], ["ci"], to=TensorProto.INT64, name="to_int"),
+             helper.make_node("Add", ["x", "ci"], ["y"], name="use")]
+    return model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT64, [4])],
+                 [helper.make_tensor_value_info("y", TensorProto.INT64, [4])])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
