@@ -1,9 +1,9 @@
 //===- Driver.cpp - The meshc command-line driver -------------------------===//
 //
-// Part of meshc. `meshc import | plan | compile | run | generate`: argument parsing,
-// input validation and dispatch. Each command checks everything the user gave
-// it (files, mesh, flags) before any work, so that a mistake is reported as
-// one line naming the culprit.
+// Part of meshc. `meshc import | plan | compile | run | generate`: argument
+// parsing, input validation and dispatch. Each command checks everything the
+// user gave it (files, mesh, flags) before any work, so that a mistake is
+// reported as one line naming the culprit.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Driver.h"
@@ -35,9 +35,9 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -55,7 +55,7 @@ namespace {
 bool raiseIdioms = true;
 
 constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile", "run",
-                                          "generate"};
+                                           "generate"};
 constexpr ArrayRef<StringLiteral> kCommands(kCommandArray);
 
 /// Prints "meshc <command>: error: <msg>" and returns the failure status.
@@ -325,7 +325,8 @@ int withFrontEnd(
   mlir::PassManager pm(&context);
   SmallString<256> folder = sys::path::parent_path(model);
   build(pm, folder.empty() ? StringRef(".") : folder.str());
-  if (!pm.getPasses().empty() && failed(pm.run(*module)))
+  if (!pm.getPasses().empty() &&
+      failed(runPipeline(pm, *module, ("meshc " + command).str())))
     return 1;
   int status = use(*module);
   return status ? status : diagnostics.sawError() ? 1 : 0;
@@ -465,7 +466,7 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         mlir::PassManager pm(all.getContext());
         buildLoweringPipeline(pm, !options.noOverlap);
-        if (failed(pm.run(all)))
+        if (failed(runPipeline(pm, all, "meshc compile")))
           return 1;
         if (!sourcesOutput.empty()) {
           std::string error;
@@ -492,8 +493,7 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
                                          /*allow_exceptions=*/false);
           if (m.is_object() && m["generate"].is_object() &&
               !m["generate"].contains("unsupported"))
-            outs() << ", or generate with 'meshc generate "
-                   << options.outputDir
+            outs() << ", or generate with 'meshc generate " << options.outputDir
                    << " --prompt-ids IDS.npy --max-new-tokens N "
                       "--output-ids OUT.npy'";
         }
@@ -576,8 +576,7 @@ int importCommand(driver::ModelOptions &model,
 }
 
 /// meshc plan MODEL --mesh M|auto [...].
-int planCommand(driver::ModelOptions &model,
-                const driver::MeshOptions &mesh,
+int planCommand(driver::ModelOptions &model, const driver::MeshOptions &mesh,
                 const driver::PlanOptions &options) {
   auto dims = readModelOptions(model);
   if (!dims)
@@ -612,8 +611,7 @@ int planCommand(driver::ModelOptions &model,
 
 /// meshc compile MODEL --mesh M [...]: the IR (--emit sharded, ranks), the
 /// generated sources (--emit cpp) or the executables.
-int compileCommand(driver::ModelOptions &model,
-                   const driver::MeshOptions &mesh,
+int compileCommand(driver::ModelOptions &model, const driver::MeshOptions &mesh,
                    const driver::CompileOptions &options) {
   auto dims = readModelOptions(model);
   if (!dims)
@@ -708,8 +706,8 @@ int generateCommand(const driver::RunOptions &run,
   if (!sys::fs::is_directory(run.folder))
     return fail("generate",
                 "compiled folder '" + run.folder + "' does not exist");
-  for (StringRef file : {StringRef(options.promptIds),
-                         StringRef(options.attentionMask)})
+  for (StringRef file :
+       {StringRef(options.promptIds), StringRef(options.attentionMask)})
     if (!file.empty())
       if (Error e = checkReadableFile(file, "input"))
         return fail("generate", toString(std::move(e)));
@@ -760,9 +758,9 @@ int runDriver(int argc, char **argv) {
   driver::GenerateOptions generateOptions(commands);
 
   // libLLVM registers options of its own; show only meshc's.
-  for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &commands.import,
-                              &commands.plan, &commands.compile, &commands.run,
-                              &commands.generate})
+  for (cl::SubCommand *sub :
+       {&cl::SubCommand::getTopLevel(), &commands.import, &commands.plan,
+        &commands.compile, &commands.run, &commands.generate})
     cl::HideUnrelatedOptions(commands.category, *sub);
   cl::SetVersionPrinter(printVersion);
   cl::ParseCommandLineOptions(

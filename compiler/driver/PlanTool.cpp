@@ -103,7 +103,7 @@ FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> shardCopy(mlir::ModuleOp graph,
   mlir::OwningOpRef<mlir::ModuleOp> module = graph.clone();
   mlir::PassManager pm(graph.getContext());
   buildShardingPipeline(pm, c.mesh, c.sequenceParallel, c.microbatches);
-  if (failed(pm.run(*module)))
+  if (failed(runPipeline(pm, *module, "meshc plan")))
     return failure();
   return module;
 }

@@ -7,9 +7,18 @@
 
 #include "passes/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/WithColor.h"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
 
 namespace meshc {
 
@@ -101,6 +110,65 @@ void registerMeshcPipelines() {
         buildShardingPipeline(pm, options.mesh, options.sequenceParallel,
                               options.microbatches);
       });
+}
+
+namespace {
+
+/// What runPipeline's fatal error handler names: the latest pass to start
+/// (function passes may run on several threads) and the last error.
+struct PassInFlight {
+  std::string tool, where = "(none)", lastError;
+  std::mutex mutex;
+
+  static void onFatal(void *self, const char *reason, bool) {
+    auto *state = static_cast<PassInFlight *>(self);
+    std::string message = state->lastError;
+    if (message.empty())
+      message = llvm::StringRef(reason).split('\n').first.rtrim(": ").str();
+    llvm::WithColor::error(llvm::errs(), state->tool)
+        << "internal error in pass " << state->where << ": " << message
+        << " (a meshc bug: please report it with the model)\n";
+    llvm::errs().flush();
+    // Other threads may still run passes: no static destructors under them.
+    std::_Exit(1);
+  }
+};
+
+class TrackPasses : public mlir::PassInstrumentation {
+public:
+  explicit TrackPasses(std::shared_ptr<PassInFlight> state)
+      : state_(std::move(state)) {}
+  void runBeforePass(mlir::Pass *pass, mlir::Operation *op) override {
+    llvm::StringRef name = pass->getArgument(); // the flag, where it has one
+    std::string where = "'" + (name.empty() ? pass->getName() : name).str() +
+                        "' on '" + op->getName().getStringRef().str() + "'";
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->where = std::move(where);
+  }
+
+private:
+  std::shared_ptr<PassInFlight> state_;
+};
+
+} // namespace
+
+mlir::LogicalResult runPipeline(mlir::PassManager &pm, mlir::Operation *op,
+                                llvm::StringRef tool) {
+  auto state = std::make_shared<PassInFlight>();
+  state->tool = tool.str();
+  pm.addInstrumentation(std::make_unique<TrackPasses>(state));
+  mlir::ScopedDiagnosticHandler record(
+      op->getContext(), [&](mlir::Diagnostic &diag) {
+        if (diag.getSeverity() == mlir::DiagnosticSeverity::Error) {
+          std::lock_guard<std::mutex> lock(state->mutex);
+          state->lastError = diag.str();
+        }
+        return mlir::failure(); // reported as usual too
+      });
+  llvm::install_fatal_error_handler(&PassInFlight::onFatal, state.get());
+  mlir::LogicalResult result = pm.run(op);
+  llvm::remove_fatal_error_handler();
+  return result;
 }
 
 } // namespace meshc

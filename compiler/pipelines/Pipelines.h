@@ -6,10 +6,14 @@
 #ifndef MESHC_COMPILER_PIPELINES_PIPELINES_H
 #define MESHC_COMPILER_PIPELINES_PIPELINES_H
 
+#include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/LogicalResult.h"
 
 namespace mlir {
 class OpPassManager;
+class Operation;
+class PassManager;
 } // namespace mlir
 
 namespace meshc {
@@ -20,7 +24,8 @@ namespace meshc {
 /// (meshc-graph-raise, reading weights under `weightsDir` where a pattern
 /// needs their values), folding and canonicalisation again, CSE and removal
 /// of dead symbols. Without `raise` (--no-raise) the exporter's primitive ops
-/// stay as they are: slower kernels; the parallelism still follows from the graph.
+/// stay as they are: slower kernels; the parallelism still follows from the
+/// graph.
 void buildGraphPipeline(mlir::OpPassManager &pm, llvm::StringRef weightsDir,
                         bool raise = true);
 
@@ -46,6 +51,12 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, bool overlap = true);
 
 /// Registers the pipelines with the pass registry (for meshc-opt).
 void registerMeshcPipelines();
+
+/// Runs `pm` on `op`. A fatal error inside a pass (a rewrite whose type
+/// inference fails: LLVM would abort) ends in one line, `<tool>: error:
+/// internal error in pass '<pass>' on '<op>': <reason>`, and exit status 1.
+mlir::LogicalResult runPipeline(mlir::PassManager &pm, mlir::Operation *op,
+                                llvm::StringRef tool);
 
 } // namespace meshc
 
