@@ -7,7 +7,8 @@
 #
 #   system packages (apt):  LLVM/MLIR 22, protobuf + libonnx, OpenMPI, OpenBLAS, GoogleTest,
 #                           nlohmann-json, cmake, ninja, ccache, python3-venv
-#   Python packages (pip):  onnx, onnxruntime, numpy into .venv/ (git-ignored)
+#   Python packages (pip):  onnx, onnxruntime, numpy into .venv/ (git-ignored);
+#                           onnxruntime-genai into .venv-genai/ (git-ignored)
 #
 # Options:
 #   --fuzz             also the sanitizer and fuzzing toolchain of `make fuzz` / `make sanitize`
@@ -16,6 +17,7 @@
 # Environment:
 #   MESHC_SKIP_APT=1   do not touch system packages (e.g. no root, packages provided otherwise)
 #   MESHC_VENV=DIR     where the Python environment lives (default: <repo>/.venv)
+#   MESHC_GENAI_VENV=DIR  where onnxruntime-genai's lives (default: <repo>/.venv-genai)
 set -euo pipefail
 
 say() { printf 'bootstrap: %s\n' "$*"; }
@@ -118,6 +120,27 @@ else
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${py_packages[@]}" ||
     die "pip install failed for: ${py_packages[*]} (is PyPI reachable?)"
   printf '%s\n' "$want" >"$stamp"
+fi
+
+# --- onnxruntime-genai's environment -----------------------------------------------------------
+# The generator meshc generate is checked against on the onnxruntime-genai builder's exports
+# (test/e2e/real_models_genai.test, models/genai_reference.py). onnxruntime-genai pins its own,
+# newer onnxruntime, so it lives apart from the test environment's pinned one.
+genai_venv=${MESHC_GENAI_VENV:-$repo/.venv-genai}
+genai_packages=(numpy==2.2.6 onnxruntime-genai==0.18.0)
+if [[ ! -x $genai_venv/bin/python ]]; then
+  say "creating Python environment $genai_venv"
+  "$sys_python" -m venv "$genai_venv" || die "could not create $genai_venv (is python3-venv installed?)"
+fi
+genai_stamp=$genai_venv/.meshc-packages
+genai_want=$(printf '%s\n' "${genai_packages[@]}")
+if [[ -f $genai_stamp && $(cat "$genai_stamp") == "$genai_want" ]]; then
+  say "python packages: all ${#genai_packages[@]} present in $genai_venv"
+else
+  say "installing python packages into $genai_venv: ${genai_packages[*]}"
+  "$genai_venv/bin/python" -m pip install -q --disable-pip-version-check "${genai_packages[@]}" ||
+    die "pip install failed for: ${genai_packages[*]} (is PyPI reachable?)"
+  printf '%s\n' "$genai_want" >"$genai_stamp"
 fi
 
 say "ready"

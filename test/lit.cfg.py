@@ -37,6 +37,13 @@ except (OSError, subprocess.CalledProcessError):
     lit_config.fatal(f"{config.meshc_python} cannot import onnx/numpy; run "
                      "scripts/bootstrap.sh (or `make test`, which runs it)")
 config.substitutions.append(("%meshc_python", config.meshc_python))
+try:
+    subprocess.run([config.meshc_genai_python, "-c", "import onnxruntime_genai"],
+                   check=True, capture_output=True)
+except (OSError, subprocess.CalledProcessError):
+    lit_config.fatal(f"{config.meshc_genai_python} cannot import onnxruntime_genai; run "
+                     "scripts/bootstrap.sh (or `make test`, which runs it)")
+config.substitutions.append(("%genai_python", config.meshc_genai_python))
 llvm_config.add_tool_substitutions(
     ["meshc", "meshc-opt", "meshc-eval"], [config.meshc_tools_dir]
 )

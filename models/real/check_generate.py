@@ -8,7 +8,7 @@ padding), compiled without size flags for each mesh.
 Usage: check_generate.py --meshc build/bin/meshc --corpus models/real/corpus
                          [--mesh tp=1,tp=2,pp=2,dp=2,dp=2xtp=2] [--only NAME,...]
                          [--new-tokens N] [--sampling] [--kind all|cache|no-cache]
-                         [--allow-failures]
+                         [--allow-failures] [--genai-python PYTHON]
 
 Prints one line per (export, mesh): `generate ok (B x N tokens, kv cache in
 place)` (`kv cache copied` where an attention could not append to the cache
@@ -20,6 +20,12 @@ two have the same logit in onnxruntime's step within 1e-4 + 1e-3 * |logit|
 (the tolerance of every numerical check against onnxruntime), the line says
 `tie at step T` and the sequence is not compared further, since the two
 loops then continue from different tokens.
+
+--genai-python PYTHON also runs onnxruntime-genai's own generator
+(models/genai_reference.py, in the environment of that Python, which has
+onnxruntime-genai) on each export the onnxruntime-genai builder wrote, and
+requires meshc's greedy ids to be identical to it: the line adds
+`onnxruntime-genai identical`.
 
 --sampling also runs each case with --temperature 0.8 --top-k 20 --top-p 0.9
 --seed 7 twice and checks that both runs and every mesh draw the same ids.
@@ -37,6 +43,7 @@ import numpy as np
 ATOL, RTOL = 1e-4, 1e-3
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "..", "generate_reference.py")
+GENAI_REFERENCE = os.path.join(HERE, "..", "genai_reference.py")
 sys.path.insert(0, HERE)
 from check_corpus import first_error  # noqa: E402
 
@@ -88,6 +95,9 @@ def main():
                     help="only the exports with a KV cache (Optimum, onnxruntime-genai), "
                          "or only those without")
     ap.add_argument("--allow-failures", action="store_true")
+    ap.add_argument("--genai-python", default="",
+                    help="a Python with onnxruntime-genai: compare its generator's "
+                         "greedy ids too, on the onnxruntime-genai exports")
     args = ap.parse_args()
 
     index = json.load(open(os.path.join(args.corpus, "index.json")))
@@ -121,6 +131,7 @@ def main():
             np.save(os.path.join(case, "mask.npy"), mask)
             ref_ids, ref_logits = os.path.join(case, "ref.npy"), os.path.join(case, "ref_logits.npy")
             reference = None
+            genai_ids = None
             sampled = {}
             for mesh in meshes:
                 total += 1
@@ -175,6 +186,24 @@ def main():
                 else:
                     line = f"{label}: generate mismatch: {verdict}"
                     failed += 1
+                if genai and args.genai_python and not line.startswith(f"{label}: generate mismatch"):
+                    if genai_ids is None:
+                        path = os.path.join(case, "genai.npy")
+                        r = subprocess.run([args.genai_python, GENAI_REFERENCE, folder,
+                                            "--prompt-ids", os.path.join(case, "ids.npy"),
+                                            "--max-new-tokens", str(args.new_tokens),
+                                            "--output-ids", path],
+                                           capture_output=True, text=True)
+                        genai_ids = np.load(path) if r.returncode == 0 else first_error(r.stderr)
+                    if isinstance(genai_ids, str):
+                        line += f"; onnxruntime-genai failed: {genai_ids}"
+                        failed += 1
+                    elif np.array_equal(got, genai_ids):
+                        line += "; onnxruntime-genai identical"
+                    else:
+                        line += (f"; onnxruntime-genai mismatch: meshc {got.tolist()}, "
+                                 f"onnxruntime-genai {genai_ids.tolist()}")
+                        failed += 1
                 if args.sampling:
                     draws = []
                     for _ in range(2):
