@@ -106,41 +106,33 @@ py_packages=(numpy==2.2.6 onnx==1.19.1 onnxruntime==1.23.2)
 sys_python=/usr/bin/python3
 [[ -x $sys_python ]] || sys_python=$(command -v python3) || die "python3 not found"
 
-if [[ ! -x $venv/bin/python ]]; then
-  say "creating Python environment $venv"
-  "$sys_python" -m venv "$venv" || die "could not create $venv (is python3-venv installed?)"
-fi
+# python_env DIR PACKAGE...: a venv at DIR holding exactly these pinned packages (a stamp file
+# records what was installed, so a second run installs nothing).
+python_env() {
+  local dir=$1
+  shift
+  if [[ ! -x $dir/bin/python ]]; then
+    say "creating Python environment $dir"
+    "$sys_python" -m venv "$dir" || die "could not create $dir (is python3-venv installed?)"
+  fi
+  local stamp=$dir/.meshc-packages want
+  want=$(printf '%s\n' "$@")
+  if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+    say "python packages: all $# present in $dir"
+  else
+    say "installing python packages into $dir: $*"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" ||
+      die "pip install failed for: $* (is PyPI reachable?)"
+    printf '%s\n' "$want" >"$stamp"
+  fi
+}
 
-stamp=$venv/.meshc-packages
-want=$(printf '%s\n' "${py_packages[@]}")
-if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
-  say "python packages: all ${#py_packages[@]} present in $venv"
-else
-  say "installing python packages into $venv: ${py_packages[*]}"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${py_packages[@]}" ||
-    die "pip install failed for: ${py_packages[*]} (is PyPI reachable?)"
-  printf '%s\n' "$want" >"$stamp"
-fi
+python_env "$venv" "${py_packages[@]}"
 
 # --- onnxruntime-genai's environment -----------------------------------------------------------
 # The generator meshc generate is checked against on the onnxruntime-genai builder's exports
 # (test/e2e/real_models_genai.test, models/genai_reference.py). onnxruntime-genai pins its own,
 # newer onnxruntime, so it lives apart from the test environment's pinned one.
-genai_venv=${MESHC_GENAI_VENV:-$repo/.venv-genai}
-genai_packages=(numpy==2.2.6 onnxruntime-genai==0.18.0)
-if [[ ! -x $genai_venv/bin/python ]]; then
-  say "creating Python environment $genai_venv"
-  "$sys_python" -m venv "$genai_venv" || die "could not create $genai_venv (is python3-venv installed?)"
-fi
-genai_stamp=$genai_venv/.meshc-packages
-genai_want=$(printf '%s\n' "${genai_packages[@]}")
-if [[ -f $genai_stamp && $(cat "$genai_stamp") == "$genai_want" ]]; then
-  say "python packages: all ${#genai_packages[@]} present in $genai_venv"
-else
-  say "installing python packages into $genai_venv: ${genai_packages[*]}"
-  "$genai_venv/bin/python" -m pip install -q --disable-pip-version-check "${genai_packages[@]}" ||
-    die "pip install failed for: ${genai_packages[*]} (is PyPI reachable?)"
-  printf '%s\n' "$genai_want" >"$genai_stamp"
-fi
+python_env "${MESHC_GENAI_VENV:-$repo/.venv-genai}" numpy==2.2.6 onnxruntime-genai==0.18.0
 
 say "ready"
