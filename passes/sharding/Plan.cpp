@@ -235,7 +235,8 @@ void splitSlicedProjections(func::FuncOp func) {
 }
 
 /// True if `v` is returned, directly or through elementwise ops that keep
-/// its shape and read nothing else along its last axis (casts: bf16 logits
+/// its shape and read nothing else along its last axis but weights (an
+/// unraised lm_head's bias add; casts: bf16 logits
 /// widened to f32; a final softcap: Gemma-2's logits / c, tanh, * c), or
 /// through a concat along that axis (an lm_head cut by splitUnevenLmHeads).
 bool returnedAlongLastAxis(Value v) {
@@ -248,15 +249,16 @@ bool returnedAlongLastAxis(Value v) {
       return (axis == -1 || axis == type.getRank() - 1) &&
              returnedAlongLastAxis(concat.getResult());
     }
-    if (!isa<dfg::ElementwiseOpInterface>(user) ||
-        user->getNumResults() != 1 ||
+    if (!isa<dfg::ElementwiseOpInterface>(user) || user->getNumResults() != 1 ||
         cast<RankedTensorType>(user->getResult(0).getType()).getShape() !=
             type.getShape())
       return false;
+    // Another operand along the last axis: a weight (an unraised lm_head's
+    // bias add) is sliced by each use as it needs; an activation is not.
     for (Value other : user->getOperands()) {
       ArrayRef<int64_t> shape =
           cast<RankedTensorType>(other.getType()).getShape();
-      if (other != v && !shape.empty() && shape.back() != 1)
+      if (other != v && !shape.empty() && shape.back() != 1 && !isSource(other))
         return false;
     }
     return returnedAlongLastAxis(user->getResult(0));
@@ -285,9 +287,8 @@ void splitUnevenLmHeads(func::FuncOp func, int64_t n) {
     auto part = [&](int64_t start, int64_t end) {
       SmallVector<int64_t> shape(type.getShape());
       shape.back() = end - start;
-      return linearColumns(
-          b, linear, start, end,
-          RankedTensorType::get(shape, type.getElementType()));
+      return linearColumns(b, linear, start, end,
+                           RankedTensorType::get(shape, type.getElementType()));
     };
     Value parts[] = {part(0, even), part(even, vocab)};
     Value logits = dfg::ConcatOp::create(b, linear.getLoc(), type, parts,

@@ -370,3 +370,21 @@ func.func @uneven_lm_head(%x: tensor<2x4x8xf32>) -> tensor<2x4x50xf32> {
   return %l : tensor<2x4x50xf32>
 }
 }
+
+// -----
+
+// An lm_head that raising left as the exporter wrote it (Phi): a MatMul by
+// the weight and an Add of a [vocab] bias weight. The bias is a weight, which
+// each rank slices as it needs, so the logits are still vocabulary-parallel.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @unraised_lm_head_with_bias
+func.func @unraised_lm_head_with_bias(%x: tensor<2x4x8xf32>) -> tensor<2x4x32xf32> {
+  %w = dfg.weight "lm_head" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %b = dfg.weight "lm_bias" in "w.bin" [offset = 1024, length = 128] : tensor<32xf32>
+  // CHECK: dfg.matmul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  // CHECK: dfg.add {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  %m = dfg.matmul %x, %w : (tensor<2x4x8xf32>, tensor<8x32xf32>) -> tensor<2x4x32xf32>
+  %l = dfg.add %m, %b : (tensor<2x4x32xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+  return %l : tensor<2x4x32xf32>
+}
+}
