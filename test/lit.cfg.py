@@ -60,3 +60,15 @@ if config.meshc_cuda:
             config.available_features.add("cuda-gpu")
     except (OSError, subprocess.SubprocessError):
         pass
+
+# Several hosts on this machine (scripts/netns_hosts.sh): network namespaces
+# need root (or CAP_NET_ADMIN) and iproute2; without them the multi-host
+# tests are unsupported (`REQUIRES: netns`), and lit says so.
+import os
+import shutil
+
+if shutil.which("ip") and shutil.which("unshare"):
+    probe = f"meshc-probe-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        config.available_features.add("netns")

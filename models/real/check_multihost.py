@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Runs corpus exports with their ranks on several hosts and checks that the
+outputs are those of the same executables on one host.
+
+Usage: scripts/netns_hosts.sh run 2 -- check_multihost.py --meshc build/bin/meshc
+           --corpus models/real/corpus CASE...
+
+CASE is EXPORT:MESH, e.g. gpt2-optimum:tp=2 or llama-optimum:pp=2xtp=2. The
+hosts are those of scripts/netns_hosts.sh (MESHC_HOSTS_MPIRUN_ARGS), whose
+slots (MESHC_HOSTS_SLOTS) mpirun fills in rank order: with 1 slot per host
+each rank of a 2-rank mesh has a host of its own; with 2, a pp=2 x tp=2 mesh
+keeps each tp pair inside a host and crosses hosts along pp, as `meshc plan
+--topology` places them. Each export is compiled
+without size flags and run with the inputs of its corpus folder, once on one
+host and once across the hosts; every output must be identical. One line per
+case: the hosts each rank ran on (from mpirun's --display-map), then `same
+outputs` or the first difference; exit status 1 if any case failed.
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check_corpus import first_error  # noqa: E402
+
+
+def run(meshc, folder, inputs, out, mpirun_args=None):
+    cmd = [meshc, "run", folder, "--output-dir", out, "--threads", "1"]
+    for path in inputs:
+        cmd += ["--input", f"{os.path.basename(path)[:-4]}={path}"]
+    if mpirun_args:
+        cmd += ["--mpirun-args", mpirun_args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshc", required=True)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+    hosts = os.environ.get("MESHC_HOSTS_MPIRUN_ARGS")
+    if not hosts:
+        sys.exit("check_multihost.py: run it under scripts/netns_hosts.sh")
+
+    failed = 0
+    work = tempfile.mkdtemp(prefix="meshc-multihost-")
+    for case in args.cases:
+        name, mesh = case.split(":")
+        mesh = mesh.replace("x", ",")
+        label = f"{name} [{mesh.replace(',', 'x')}]"
+        folder = os.path.join(args.corpus, name)
+        exe = os.path.join(work, f"{name}-{mesh.replace(',', '_').replace('=', '')}")
+        c = subprocess.run([args.meshc, "compile", os.path.join(folder, "model.onnx"),
+                            "--mesh", mesh, "-o", exe], capture_output=True, text=True)
+        if c.returncode:
+            print(f"{label}: {first_error(c.stderr)}")
+            failed += 1
+            continue
+        ranks = 1
+        for axis in mesh.split(","):
+            ranks *= int(axis.split("=")[1])
+        inputs = sorted(glob.glob(os.path.join(folder, "inputs", "*.npy")))
+        single = run(args.meshc, exe, inputs, exe + "-one")
+        spread = run(args.meshc, exe, inputs, exe + "-hosts", f"--display-map {hosts}")
+        if single.returncode or spread.returncode:
+            bad = single if single.returncode else spread
+            print(f"{label}: meshc run failed{' across hosts' if bad is spread else ''}: "
+                  f"{first_error(bad.stderr + bad.stdout)}")
+            failed += 1
+            continue
+        # mpirun's map: "Data for node: h1 ..." then the ranks it runs.
+        where, node = {}, None
+        for line in (spread.stdout + spread.stderr).splitlines():
+            m = re.search(r"Data for node: (\S+)", line)
+            if m:
+                node = m.group(1)
+            m = re.search(r"Process rank: (\d+)", line)
+            if m and node:
+                where[int(m.group(1))] = node
+        placed = " ".join(f"{r}@{where.get(r, '?')}" for r in range(ranks))
+        if len(set(where.values())) < 2:
+            print(f"{label}: ranks {placed}: not spread over the hosts")
+            failed += 1
+            continue
+        verdict = "same outputs"
+        for path in sorted(glob.glob(os.path.join(exe + "-one", "*.npy"))):
+            other = os.path.join(exe + "-hosts", os.path.basename(path))
+            a = np.load(path)
+            b = np.load(other) if os.path.exists(other) else None
+            if b is None or a.shape != b.shape or not np.array_equal(a, b):
+                diff = "missing" if b is None else (
+                    f"shape {b.shape}" if a.shape != b.shape else
+                    f"largest difference {np.abs(a.astype(np.float64) - b).max():.2e}")
+                verdict = f"{os.path.basename(path)} differs ({diff})"
+                failed += 1
+                break
+        print(f"{label}: ranks {placed}: {verdict}")
+    print(f"multihost: {len(args.cases)} cases; failed: {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
