@@ -11,6 +11,8 @@
 #include "llvm/ADT/Sequence.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace meshc::onnximport {
@@ -60,6 +62,10 @@ LogicalResult legalizeGemm(NodeContext &ctx) {
   auto scaled = [&](Value v, float factor) -> FailureOr<Value> {
     if (factor == 1.0f)
       return v;
+    if (!isa<FloatType>(element) && factor != std::trunc(factor))
+      return ctx.error("alpha and beta of an integer Gemm must be whole "
+                       "numbers, not " +
+                       std::to_string(factor));
     return ctx.create<dfg::MulOp>(dfg::broadcastShapes(shapeOf(v), {}), element,
                                   v, ctx.scalar(factor, element));
   };

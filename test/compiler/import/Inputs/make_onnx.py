@@ -710,6 +710,14 @@ def case_fuzz_cast_inf(path):
                  [helper.make_tensor_value_info("y", TensorProto.INT64, [4])])
 
 
+def case_fuzz_gemm_int_nan_alpha(path):
+    """An int64 Gemm with alpha NaN: the scale was converted to int64 (undefined
+    in C++)."""
+    i64 = lambda n, s: helper.make_tensor_value_info(n, TensorProto.INT64, s)
+    return model([helper.make_node("Gemm", ["a", "b"], ["y"], alpha=float("nan"), name="gemm")],
+                 [i64("a", [2, 3]), i64("b", [3, 4])], [i64("y", None)])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
