@@ -36,9 +36,17 @@ bridge="mcbr${id}"
 subnet_base="10.$((200 + id % 50)).$(((id / 50) % 250))"
 work=$(mktemp -d "${TMPDIR:-/tmp}/meshc-hosts.XXXXXX")
 
+# Processes still inside a host (a daemon stuck after a fault) would keep its namespace and
+# links alive after `ip netns del`: they are killed first.
+child=
 cleanup() {
+  # COMMAND runs in a process group of its own: whatever it left (an mpirun stuck in its
+  # abort) goes with it.
+  [[ -n $child ]] && kill -9 -- "-$child" 2>/dev/null || true
   for ((k = 1; k <= count; ++k)); do
+    ip netns pids "${prefix}h$k" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del "${prefix}h$k" 2>/dev/null || true
+    ip link del "${prefix}v$k" 2>/dev/null || true
   done
   ip link del "$bridge" 2>/dev/null || true
   rm -rf "$work"
@@ -71,5 +79,7 @@ export MESHC_HOSTS_PREFIX=$prefix
 export MESHC_HOSTS_SUBNET="$subnet_base.0/24"
 export MESHC_HOSTS_MPIRUN_ARGS="--hostfile $work/hosts --mca plm_rsh_agent $repo/scripts/netns_rsh.sh --mca oob_tcp_if_include $MESHC_HOSTS_SUBNET --mca btl_tcp_if_include $MESHC_HOSTS_SUBNET --mca btl self,vader,tcp"
 status=0
-"$@" || status=$?
+setsid "$@" &
+child=$!
+wait "$child" || status=$?
 exit "$status"
