@@ -15,6 +15,10 @@ without size flags and run with the inputs of its corpus folder, once on one
 host and once across the hosts; every output must be identical. One line per
 case: the hosts each rank ran on (from mpirun's --display-map), then `same
 outputs` or the first difference; exit status 1 if any case failed.
+
+--kill-rank R kills rank R after start-up instead (MESHC_FAULT_KILL_RANK,
+which mpirun's -x passes to the remote hosts): meshc run must fail within
+30 s, and mpirun must name the rank and the host it died on.
 """
 import argparse
 import glob
@@ -23,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -44,6 +49,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--meshc", required=True)
     ap.add_argument("--corpus", required=True)
+    ap.add_argument("--kill-rank", type=int, default=-1,
+                    help="instead of comparing outputs, kill this rank after start-up "
+                         "(MESHC_FAULT_KILL_RANK, passed to the remote hosts with -x) and "
+                         "check that meshc run fails naming its rank and host")
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     hosts = os.environ.get("MESHC_HOSTS_MPIRUN_ARGS")
@@ -68,6 +77,24 @@ def main():
         for axis in mesh.split(","):
             ranks *= int(axis.split("=")[1])
         inputs = sorted(glob.glob(os.path.join(folder, "inputs", "*.npy")))
+        if args.kill_rank >= 0:
+            os.environ["MESHC_FAULT_KILL_RANK"] = str(args.kill_rank)
+            start = time.monotonic()
+            r = run(args.meshc, exe, inputs, exe + "-killed",
+                    f"-x MESHC_FAULT_KILL_RANK {hosts}")
+            seconds = time.monotonic() - start
+            del os.environ["MESHC_FAULT_KILL_RANK"]
+            m = re.search(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal",
+                          r.stdout + r.stderr)
+            if r.returncode == 0 or not m:
+                print(f"{label}: rank {args.kill_rank} killed: not reported "
+                      f"(status {r.returncode}): {first_error(r.stderr + r.stdout)}")
+                failed += 1
+            else:
+                print(f"{label}: rank {m.group(1)} killed on {m.group(2)}: meshc run failed "
+                      f"(status {r.returncode}) within {30 if seconds < 30 else int(seconds)} s")
+                failed += seconds >= 30
+            continue
         single = run(args.meshc, exe, inputs, exe + "-one")
         spread = run(args.meshc, exe, inputs, exe + "-hosts", f"--display-map {hosts}")
         if single.returncode or spread.returncode:
