@@ -129,6 +129,18 @@ int launch(StringRef command, const RunRequest &request, const json &m,
   // bench/RESULTS.md); the OS places threads better. --mpirun-args can bind.
   argv.push_back("--bind-to");
   argv.push_back("none");
+  // Across hosts, a link that fails leaves mpirun waiting on a daemon it
+  // can no longer reach: OpenMPI probes its daemons' connections only after
+  // 300 s of silence, then 9 probes 20 s apart. Probing after 10 s, 3 probes
+  // 5 s apart, ends the job within 25 s of the failure, naming the host
+  // ("ORTE has lost communication with a remote daemon"); --mpirun-args can
+  // override these.
+  const std::pair<const char *, const char *> keepalive[] = {
+      {"oob_tcp_keepalive_time", "10"},
+      {"oob_tcp_keepalive_intvl", "5"},
+      {"oob_tcp_keepalive_probes", "3"}};
+  for (auto [name, value] : keepalive)
+    argv.insert(argv.end(), {"--mca", name, value});
   for (StringRef more : llvm::split(request.mpirunArgs, ' '))
     if (!more.empty())
       argv.push_back(more.str());
@@ -263,7 +275,8 @@ int generateCompiled(const GenerateRequest &request) {
     return failGen("--top-p " + Twine(std::to_string(request.topP)) +
                    " must be in (0, 1]");
   if (request.temperature < 0 && request.temperature != -1)
-    return failGen("--temperature " + Twine(std::to_string(request.temperature)) +
+    return failGen("--temperature " +
+                   Twine(std::to_string(request.temperature)) +
                    " must be 0 (greedy) or more");
   std::vector<int64_t> stopTokens = request.stopTokens;
   if (stopTokens.empty() && !request.ignoreEos && gen.contains("stop_tokens"))
@@ -304,8 +317,8 @@ int generateCompiled(const GenerateRequest &request) {
       return failGen(error);
     if (mask.shape != prompt.shape ||
         (mask.dtype != rt::DType::I64 && mask.dtype != rt::DType::I32))
-      return failGen("the attention mask '" + request.attentionMask +
-                     "' is " + rt::safetensorsName(mask.dtype) + " " +
+      return failGen("the attention mask '" + request.attentionMask + "' is " +
+                     rt::safetensorsName(mask.dtype) + " " +
                      rt::formatShape(mask.shape) +
                      "; it must be int64 or int32 shaped as the prompt ids " +
                      rt::formatShape(prompt.shape));
@@ -339,9 +352,10 @@ int generateCompiled(const GenerateRequest &request) {
   auto tooLong = [&](const Twine &what, int64_t size, const std::string &symbol,
                      const Twine &flag) {
     return failGen(what + " needs " + Twine(size) + " along '" + symbol +
-                   "', but '" + request.run.folder + "' was compiled for at "
-                   "most " + Twine(bound(symbol)) + " (meshc compile " + flag +
-                   ")");
+                   "', but '" + request.run.folder +
+                   "' was compiled for at "
+                   "most " +
+                   Twine(bound(symbol)) + " (meshc compile " + flag + ")");
   };
   const json *ids = nullptr, *maskEntry = nullptr;
   for (const json &e : m["inputs"]) {
@@ -370,8 +384,8 @@ int generateCompiled(const GenerateRequest &request) {
     return failGen("the prompt ids hold " + Twine(batch) +
                    " sequences, which do not split over the " +
                    Twine(replicas) + " data-parallel replicas of mesh " +
-                   m.value("mesh", std::string("?")) +
-                   " (give a multiple of " + Twine(replicas) + ")");
+                   m.value("mesh", std::string("?")) + " (give a multiple of " +
+                   Twine(replicas) + ")");
   bool cached = !gen["cache"].empty();
   int64_t longest = length + request.maxNewTokens - 1;
   std::string step = gen.value("step_symbol", "");
@@ -405,9 +419,9 @@ int generateCompiled(const GenerateRequest &request) {
                    parent + "' does not exist");
 
   std::vector<std::string> extra = {
-      "--generate-prompt", request.promptIds, "--generate-output",
-      request.outputIds, "--generate-max-new-tokens",
-      std::to_string(request.maxNewTokens)};
+      "--generate-prompt",         request.promptIds,
+      "--generate-output",         request.outputIds,
+      "--generate-max-new-tokens", std::to_string(request.maxNewTokens)};
   if (!request.attentionMask.empty()) {
     extra.push_back("--generate-mask");
     extra.push_back(request.attentionMask);

@@ -18,7 +18,9 @@ outputs` or the first difference; exit status 1 if any case failed.
 
 --kill-rank R kills rank R after start-up instead (MESHC_FAULT_KILL_RANK,
 which mpirun's -x passes to the remote hosts): meshc run must fail within
-30 s, and mpirun must name the rank and the host it died on.
+30 s, and mpirun must name the rank and the host it died on. --cut-link takes
+the last host's link down while the step runs over and over: meshc run must
+fail within 60 s of the cut, and mpirun must name the host it lost.
 """
 import argparse
 import glob
@@ -45,6 +47,12 @@ def run(meshc, folder, inputs, out, mpirun_args=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
+def hosts_count(mpirun_args):
+    """The number of hosts in the hostfile of scripts/netns_hosts.sh's args."""
+    hostfile = mpirun_args.split("--hostfile ")[1].split()[0]
+    return sum(1 for line in open(hostfile) if line.strip())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--meshc", required=True)
@@ -53,6 +61,10 @@ def main():
                     help="instead of comparing outputs, kill this rank after start-up "
                          "(MESHC_FAULT_KILL_RANK, passed to the remote hosts with -x) and "
                          "check that meshc run fails naming its rank and host")
+    ap.add_argument("--cut-link", action="store_true",
+                    help="instead of comparing outputs, run the step over and over and take "
+                         "the last host's link down mid-run (ip link set ... down): meshc run "
+                         "must fail within 60 s of the cut, naming that host")
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     hosts = os.environ.get("MESHC_HOSTS_MPIRUN_ARGS")
@@ -94,6 +106,34 @@ def main():
                 print(f"{label}: rank {m.group(1)} killed on {m.group(2)}: meshc run failed "
                       f"(status {r.returncode}) within {30 if seconds < 30 else int(seconds)} s")
                 failed += seconds >= 30
+            continue
+        if args.cut_link:
+            cmd = [args.meshc, "run", exe, "--output-dir", exe + "-cut", "--threads", "1",
+                   "--repeat", "1000000", "--collective-timeout", "60",
+                   "--mpirun-args", hosts]
+            for path in inputs:
+                cmd += ["--input", f"{os.path.basename(path)[:-4]}={path}"]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True)
+            time.sleep(8)  # started, and stepping
+            last = hosts_count(hosts)
+            subprocess.run(["ip", "link", "set", f"{os.environ['MESHC_HOSTS_PREFIX']}v{last}",
+                            "down"], check=True)
+            cut = time.monotonic()
+            try:
+                out, _ = proc.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            seconds = time.monotonic() - cut
+            host = re.search(r"Remote daemon: \S+ on node (\S+)", out)
+            if proc.returncode and host and seconds < 60:
+                print(f"{label}: link to h{last} cut: meshc run failed (status "
+                      f"{proc.returncode}) within 60 s, naming {host.group(1)}")
+            else:
+                print(f"{label}: link to h{last} cut: status {proc.returncode} after "
+                      f"{seconds:.0f} s: {first_error(out)}")
+                failed += 1
             continue
         single = run(args.meshc, exe, inputs, exe + "-one")
         spread = run(args.meshc, exe, inputs, exe + "-hosts", f"--display-map {hosts}")
