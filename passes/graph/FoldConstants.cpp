@@ -20,6 +20,7 @@
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace meshc {
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
@@ -46,9 +47,12 @@ struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
         return signalPassFailure();
       if (constants->empty())
         continue;
-      SmallVector<Operation *> inputs;
+      // Each defining op once: a literal read twice (add(%c, %c)) must be
+      // erased once (the sanitizer build caught the second erase).
+      llvm::SetVector<Operation *> inputs;
       for (Value v : op->getOperands())
-        inputs.push_back(v.getDefiningOp());
+        if (Operation *def = v.getDefiningOp())
+          inputs.insert(def);
       op->replaceAllUsesWith(*constants);
       op->erase();
       // Literals that only fed the folded op go with it.
