@@ -52,7 +52,10 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
     // [batch, 1, seq, total].
     return shape.size() == 2 ? unsqueeze(*keep, {1, 2}) : unsqueeze(*keep, {1});
   }
-  if (shape.size() != 1 || (shape[0] != batch && shape[0] != 2 * batch))
+  // (A symbolic batch is ShapedType::kDynamic, which doubling overflows.)
+  if (shape.size() != 1 ||
+      (shape[0] != batch &&
+       (ShapedType::isDynamic(batch) || shape[0] != 2 * batch)))
     return ctx.error("mask_index " + dfg::formatShape(shape) +
                      " is not supported (meshc takes [batch], [2 * batch], "
                      "[batch, total] and [batch, seq, total])");

@@ -718,6 +718,17 @@ def case_fuzz_gemm_int_nan_alpha(path):
                  [i64("a", [2, 3]), i64("b", [3, 4])], [i64("y", None)])
 
 
+def case_fuzz_mask_index_symbolic_batch(path):
+    """com.microsoft Attention over a symbolic batch with a 1-D mask_index of
+    64: 2 * batch overflowed (a symbolic batch is INT64_MIN inside)."""
+    node = helper.make_node("Attention", ["x", "w", "b", "mask"], ["y"], domain="com.microsoft",
+                            num_heads=2, name="attn")
+    inits = [weight("w", 8, 24), weight("b", 24),
+             numpy_helper.from_array(np.ones(64, np.int32), "mask")]
+    return model([node], [f32("x", ["batch", 3, 8])], [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
