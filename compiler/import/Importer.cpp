@@ -42,7 +42,6 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
-#include <cmath>
 #include <queue>
 
 using namespace mlir;
@@ -267,17 +266,14 @@ FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
 
 Value NodeContext::scalar(double value, Type elementType) {
   auto type = RankedTensorType::get({}, elementType);
-  // An integer from a float attribute: NaN is 0 and the rest saturates
-  // (the conversion itself would be undefined past int64's range).
-  int64_t whole = std::isnan(value)                ? 0
-                  : value >= 9223372036854774784.0 ? INT64_MAX
-                  : value <= -9223372036854775808.0
-                      ? INT64_MIN
-                      : static_cast<int64_t>(value);
+  // An integer from a float attribute converts as the evaluator converts
+  // (NaN 0, saturating: the C++ conversion would be undefined there).
   Attribute element =
       isa<FloatType>(elementType)
           ? Attribute(builder_.getFloatAttr(elementType, value))
-          : Attribute(builder_.getIntegerAttr(elementType, whole));
+          : Attribute(builder_.getIntegerAttr(
+                elementType, static_cast<int64_t>(
+                                 dfg::roundToElementType(elementType, value))));
   return dfg::ConstantOp::create(builder_, loc_,
                                  DenseElementsAttr::get(type, element));
 }

@@ -114,15 +114,11 @@ LogicalResult legalizeAttention(NodeContext &ctx) {
   bool is3D = shapeOf(ctx.input(0)).size() == 3;
   FailureOr<Value> q =
       toHeads(ctx, ctx.input(0), ctx.attrInt("q_num_heads", 0), "q_num_heads");
-  FailureOr<Value> k =
-      failed(q) ? q
-                : toHeads(ctx, ctx.input(1), ctx.attrInt("kv_num_heads", 0),
-                          "kv_num_heads");
-  FailureOr<Value> v =
-      failed(k) ? k
-                : toHeads(ctx, ctx.input(2), ctx.attrInt("kv_num_heads", 0),
-                          "kv_num_heads");
-  if (failed(v))
+  FailureOr<Value> k = toHeads(ctx, ctx.input(1),
+                               ctx.attrInt("kv_num_heads", 0), "kv_num_heads");
+  FailureOr<Value> v = toHeads(ctx, ctx.input(2),
+                               ctx.attrInt("kv_num_heads", 0), "kv_num_heads");
+  if (failed(q) || failed(k) || failed(v))
     return failure();
   Value pastK = ctx.input(4), pastV = ctx.input(5);
   if (bool(pastK) != bool(pastV))
@@ -198,11 +194,10 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
     }
   }
 
-  // One diagnostic: the first operand that cannot be split stops it.
   FailureOr<Value> qh = toHeads(ctx, q, heads, "num_heads");
-  FailureOr<Value> kh = failed(qh) ? qh : toHeads(ctx, k, heads, "num_heads");
-  FailureOr<Value> vh = failed(kh) ? kh : toHeads(ctx, v, heads, "num_heads");
-  if (failed(vh))
+  FailureOr<Value> kh = toHeads(ctx, k, heads, "num_heads");
+  FailureOr<Value> vh = toHeads(ctx, v, heads, "num_heads");
+  if (failed(qh) || failed(kh) || failed(vh))
     return failure();
 
   Value mask = ctx.input(5);

@@ -253,8 +253,6 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalRange(RangeOp op) {
   if (failed(bounds))
     return failure();
   int64_t start = (*bounds)[0], limit = (*bounds)[1], delta = op.getDelta();
-  if (delta == 0)
-    return op.emitOpError("has a delta of 0");
   // ceil((limit - start) / delta), in 128 bits: the bounds may be anything.
   __int128 span = static_cast<__int128>(limit) - start;
   __int128 steps = (span + delta + (delta > 0 ? -1 : 1)) / delta;

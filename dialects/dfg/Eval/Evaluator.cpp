@@ -500,6 +500,10 @@ FailureOr<DimBindings> bindDims(func::FuncOp func,
 
 void roundToElementType(EvalTensor &tensor) { detail::roundAll(tensor); }
 
+double roundToElementType(Type element, double x) {
+  return roundTo(element, x);
+}
+
 DenseElementsAttr toDenseAttr(const EvalTensor &t) {
   auto type = RankedTensorType::get(t.shape, t.elementType);
   if (auto floatType = dyn_cast<FloatType>(t.elementType)) {

@@ -62,6 +62,12 @@ mlir::FailureOr<DimBindings> bindDims(mlir::func::FuncOp func,
 /// precision; integers truncated; bools to 0/1).
 void roundToElementType(EvalTensor &tensor);
 
+/// `x` as a value of `element`, the conversion roundToElementType applies:
+/// floats rounded to their precision; integers truncated, NaN 0 and values
+/// beyond the type's range saturated (C++ leaves those undefined); bools
+/// 0/1.
+double roundToElementType(mlir::Type element, double x);
+
 /// The value of `tensor` as an attribute of its (static) type.
 mlir::DenseElementsAttr toDenseAttr(const EvalTensor &tensor);
 
