@@ -6,7 +6,7 @@
 # Run by `make demo` and `make test` before they build; safe to run by hand.
 #
 #   system packages (apt):  LLVM/MLIR 22, protobuf + libonnx, OpenMPI, OpenBLAS, GoogleTest,
-#                           nlohmann-json, cmake, ninja, ccache, python3-venv
+#                           nlohmann-json, cmake, ninja, ccache, python3-venv, iproute2
 #   Python packages (pip):  onnx, onnxruntime, numpy into .venv/ (git-ignored);
 #                           onnxruntime-genai into .venv-genai/ (git-ignored)
 #
@@ -55,6 +55,7 @@ apt_packages=(
   libxxhash-dev        # xxh64 checksums of weight shards (compiler writes, runtime verifies)
   python3-venv         # the .venv for the Python test packages
   python3-pip          # pip inside the .venv
+  iproute2             # `ip netns`: the hosts of the multi-host test (scripts/netns_hosts.sh)
 )
 
 # `make fuzz` and `make sanitize` only (docs/testing.md):
