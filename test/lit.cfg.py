@@ -72,3 +72,15 @@ if shutil.which("ip") and shutil.which("unshare"):
     if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0:
         subprocess.run(["ip", "netns", "del", probe], capture_output=True)
         config.available_features.add("netns")
+
+# A Slurm cluster of this machine (scripts/slurm_local.sh): slurmctld and
+# slurmd run jobs as their user, so they need root; without it the Slurm tests
+# are unsupported (`REQUIRES: slurm`). As root the daemons must be there
+# (scripts/bootstrap.sh installs them), or the suite stops saying so.
+if os.geteuid() == 0:
+    missing = [t for t in ("munged", "slurmctld", "slurmd", "srun", "sinfo")
+               if not shutil.which(t)]
+    if missing:
+        lit_config.fatal(f"Slurm is not installed ({', '.join(missing)} missing); "
+                         "run scripts/bootstrap.sh")
+    config.available_features.add("slurm")

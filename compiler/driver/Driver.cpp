@@ -667,8 +667,25 @@ int compileCommand(driver::ModelOptions &model, const driver::MeshOptions &mesh,
       options.emit == driver::Emit::Sources ? irOutput : StringRef());
 }
 
+/// The launcher and its arguments from `options` into `request`; an error
+/// when the arguments given are for the other launcher.
+Error chooseLauncher(const driver::RunOptions &options, RunRequest &request) {
+  request.launcher = options.launcher;
+  bool srun = options.launcher == Launcher::Srun;
+  if (srun && options.mpirunArgs.getNumOccurrences())
+    return createStringError("--mpirun-args is for --launcher mpirun; give "
+                             "srun's arguments with --srun-args");
+  if (!srun && options.srunArgs.getNumOccurrences())
+    return createStringError("--srun-args needs --launcher srun");
+  request.launcherArgs = srun ? options.srunArgs : options.mpirunArgs;
+  return Error::success();
+}
+
 /// meshc run FOLDER --input NAME=FILE.npy ... [...].
 int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
+  RunRequest request;
+  if (Error e = chooseLauncher(options, request))
+    return fail("run", toString(std::move(e)));
   if (!sys::fs::is_directory(options.folder))
     return fail("run",
                 "compiled folder '" + options.folder + "' does not exist");
@@ -684,12 +701,10 @@ int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
     if (Error e = checkReadableFile(file, "input"))
       return fail("run", toString(std::move(e)));
   }
-  RunRequest request;
   request.folder = options.folder;
   request.outputDir = options.outputDir;
   request.collectiveTimeout = options.timeout;
   request.threads = options.threads;
-  request.mpirunArgs = options.mpirunArgs;
   request.repeat = options.repeat;
   request.noCudaGraph = noCudaGraph;
   for (const std::string &input : options.inputs) {
@@ -703,6 +718,9 @@ int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
 /// --output-ids OUT.npy [...].
 int generateCommand(const driver::RunOptions &run,
                     const driver::GenerateOptions &options) {
+  GenerateRequest request;
+  if (Error e = chooseLauncher(run, request.run))
+    return fail("generate", toString(std::move(e)));
   if (!sys::fs::is_directory(run.folder))
     return fail("generate",
                 "compiled folder '" + run.folder + "' does not exist");
@@ -711,11 +729,9 @@ int generateCommand(const driver::RunOptions &run,
     if (!file.empty())
       if (Error e = checkReadableFile(file, "input"))
         return fail("generate", toString(std::move(e)));
-  GenerateRequest request;
   request.run.folder = run.folder;
   request.run.collectiveTimeout = run.timeout;
   request.run.threads = run.threads;
-  request.run.mpirunArgs = run.mpirunArgs;
   request.promptIds = options.promptIds;
   request.attentionMask = options.attentionMask;
   request.outputIds = options.outputIds;

@@ -14,6 +14,7 @@
 #define MESHC_COMPILER_DRIVER_DRIVEROPTIONS_H
 
 #include "compiler/codegen/RankEmitter.h"
+#include "compiler/driver/RunTool.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -300,21 +301,39 @@ struct RunOptions {
                         "prints the median and fastest time (default 1)"),
                cl::value_desc("N"), cl::init(1), cl::sub(c.run),
                cl::cat(c.category)),
+        launcher(
+            "launcher",
+            cl::desc("What starts the ranks (default: mpirun)"),
+            cl::values(clEnumValN(Launcher::Mpirun, "mpirun",
+                                  "OpenMPI's mpirun, one app context per "
+                                  "role"),
+                       clEnumValN(Launcher::Srun, "srun",
+                                  "Slurm's srun -n <ranks> --mpi=pmix "
+                                  "--multi-prog, in the allocation it runs "
+                                  "in or a new one")),
+            cl::init(Launcher::Mpirun), cl::sub(c.run), cl::sub(c.generate),
+            cl::cat(c.category)),
         mpirunArgs("mpirun-args",
                    cl::desc("Extra arguments for mpirun, e.g. \"--hostfile "
                             "hosts\" (split at spaces)"),
                    cl::value_desc("args"), cl::sub(c.run), cl::sub(c.generate),
-                   cl::cat(c.category)) {}
+                   cl::cat(c.category)),
+        srunArgs("srun-args",
+                 cl::desc("Extra arguments for srun (--launcher srun), e.g. "
+                          "\"-N 2 -p gpu\" (split at spaces)"),
+                 cl::value_desc("args"), cl::sub(c.run), cl::sub(c.generate),
+                 cl::cat(c.category)) {}
   cl::opt<std::string> folder;
   cl::list<std::string> inputs;
   cl::opt<std::string> outputDir;
   cl::opt<double> timeout;
   cl::opt<unsigned> threads, repeat;
-  cl::opt<std::string> mpirunArgs;
+  cl::opt<Launcher> launcher;
+  cl::opt<std::string> mpirunArgs, srunArgs;
 };
 
 /// meshc generate's own options (the folder, --threads, --collective-timeout
-/// and --mpirun-args are RunOptions').
+/// and the launcher's options are RunOptions').
 struct GenerateOptions {
   explicit GenerateOptions(Commands &c)
       : promptIds("prompt-ids",

@@ -11,6 +11,7 @@
 #include "meshc/runtime/npy.h"
 #include "meshc/runtime/safetensors.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,7 +38,7 @@ namespace {
 
 int fail(const Twine &msg) { return reportError("meshc run", msg); }
 
-/// The mpirun child while it runs, for the signal handler.
+/// The launcher's process while it runs, for the signal handler.
 volatile sig_atomic_t childPid = 0;
 volatile sig_atomic_t interrupted = 0;
 
@@ -74,7 +75,8 @@ bool readManifest(StringRef folder, json &m, SmallString<256> &manifestPath,
   return true;
 }
 
-/// Starts every rank of the compiled folder through mpirun (MPMD) with
+/// Starts every rank of the compiled folder through mpirun (MPMD) or srun
+/// (--multi-prog) with
 /// `extra` after the harness's own options, waits, and reports the job's
 /// outcome as `command`.
 int launch(StringRef command, const RunRequest &request, const json &m,
@@ -119,33 +121,14 @@ int launch(StringRef command, const RunRequest &request, const json &m,
   rankArgs.push_back(std::to_string(threads));
   rankArgs.insert(rankArgs.end(), extra.begin(), extra.end());
 
-  // MPMD: consecutive ranks of one role share an app context.
-  std::vector<std::string> argv = {MESHC_MPIRUN};
-  if (geteuid() == 0)
-    argv.push_back("--allow-run-as-root");
-  argv.push_back("--oversubscribe");
-  // OpenMPI binds each rank of a small job to one core, which would put all
-  // of a rank's kernel threads on that core (2.1x slower on GPT-2-small,
-  // bench/RESULTS.md); the OS places threads better. --mpirun-args can bind.
-  argv.push_back("--bind-to");
-  argv.push_back("none");
-  // Across hosts, a link that fails leaves mpirun waiting on a daemon it
-  // can no longer reach: OpenMPI probes its daemons' connections only after
-  // 300 s of silence, then 9 probes 20 s apart. Probing after 10 s, 3 probes
-  // 5 s apart, ends the job within 25 s of the failure, naming the host
-  // ("ORTE has lost communication with a remote daemon"); --mpirun-args can
-  // override these.
-  const std::pair<const char *, const char *> keepalive[] = {
-      {"oob_tcp_keepalive_time", "10"},
-      {"oob_tcp_keepalive_intvl", "5"},
-      {"oob_tcp_keepalive_probes", "3"}};
-  for (auto [name, value] : keepalive)
-    argv.insert(argv.end(), {"--mca", name, value});
-  for (StringRef more : llvm::split(request.mpirunArgs, ' '))
-    if (!more.empty())
-      argv.push_back(more.str());
-  int64_t r = 0;
-  while (r < world) {
+  // Consecutive ranks of one role form one group: an app context of
+  // mpirun's MPMD command line, a line of srun's --multi-prog file.
+  struct Group {
+    int64_t first, count;
+    std::string executable;
+  };
+  std::vector<Group> groups;
+  for (int64_t r = 0; r < world;) {
     std::string role = m["ranks"][r].value("role", "");
     if (!executables.count(role))
       return failWith("rank " + Twine(r) + " has role '" + role +
@@ -153,23 +136,109 @@ int launch(StringRef command, const RunRequest &request, const json &m,
     int64_t n = 1;
     while (r + n < world && m["ranks"][r + n].value("role", "") == role)
       ++n;
-    if (r)
-      argv.push_back(":");
-    argv.push_back("-np");
-    argv.push_back(std::to_string(n));
-    argv.push_back(executables[role]);
-    argv.insert(argv.end(), rankArgs.begin(), rankArgs.end());
+    groups.push_back({r, n, executables[role]});
     r += n;
   }
 
-  auto mpirun = sys::findProgramByName(MESHC_MPIRUN);
-  if (!mpirun)
-    return failWith("cannot find '" MESHC_MPIRUN
-                    "' (OpenMPI's launcher; scripts/bootstrap.sh installs it)");
+  bool srun = request.launcher == Launcher::Srun;
+  std::string launcher = srun ? "srun" : MESHC_MPIRUN;
+  std::vector<std::string> argv = {launcher};
+  SmallString<128> multiProg;
+  llvm::scope_exit removeMultiProg([&] {
+    if (!multiProg.empty())
+      sys::fs::remove(multiProg);
+  });
+  if (srun) {
+    // srun reads the file where it runs and sends its lines to the tasks;
+    // --mpi=pmix is how Debian's OpenMPI, which the ranks link, wires up
+    // under srun. A task that fails ends the step (--kill-on-bad-exit), as
+    // mpirun ends the job. Each task gets the CPUs Slurm allocates it (one,
+    // unless --srun-args asks for more with -c). --srun-args come last and
+    // can override these.
+    argv.insert(argv.end(), {"-n", std::to_string(world), "--mpi=pmix",
+                             "--kill-on-bad-exit=1"});
+    for (StringRef more : llvm::split(request.launcherArgs, ' '))
+      if (!more.empty())
+        argv.push_back(more.str());
+    // The file's lines are split at spaces, and srun substitutes %t and %o
+    // in them: an argument holding either cannot be written there.
+    const char *unsafe = " \t\n%'\"\\";
+    for (const std::string &arg : rankArgs)
+      if (StringRef(arg).find_first_of(unsafe) != StringRef::npos)
+        return failWith("'" + arg +
+                        "' cannot be passed through srun's --multi-prog file "
+                        "(spaces, quotes and '%' are not allowed there); "
+                        "rename it or use --launcher mpirun");
+    for (const Group &g : groups)
+      if (StringRef(g.executable).find_first_of(unsafe) != StringRef::npos)
+        return failWith("rank executable '" + g.executable +
+                        "' cannot be named in srun's --multi-prog file "
+                        "(spaces, quotes and '%' are not allowed there); "
+                        "move the compiled folder or use --launcher mpirun");
+    int fd = -1;
+    if (std::error_code ec =
+            sys::fs::createTemporaryFile("meshc-ranks", "conf", fd, multiProg))
+      return failWith("cannot write srun's --multi-prog file: " +
+                      ec.message());
+    raw_fd_ostream conf(fd, /*shouldClose=*/true);
+    for (const Group &g : groups) {
+      conf << g.first;
+      if (g.count > 1)
+        conf << "-" << g.first + g.count - 1;
+      conf << " " << g.executable;
+      for (const std::string &arg : rankArgs)
+        conf << " " << arg;
+      conf << "\n";
+    }
+    conf.close();
+    if (conf.has_error())
+      return failWith("cannot write srun's --multi-prog file '" + multiProg +
+                      "': " + conf.error().message());
+    argv.insert(argv.end(), {"--multi-prog", multiProg.str().str()});
+  } else {
+    if (geteuid() == 0)
+      argv.push_back("--allow-run-as-root");
+    argv.push_back("--oversubscribe");
+    // OpenMPI binds each rank of a small job to one core, which would put all
+    // of a rank's kernel threads on that core (2.1x slower on GPT-2-small,
+    // bench/RESULTS.md); the OS places threads better. --mpirun-args can
+    // bind.
+    argv.push_back("--bind-to");
+    argv.push_back("none");
+    // Across hosts, a link that fails leaves mpirun waiting on a daemon it
+    // can no longer reach: OpenMPI probes its daemons' connections only
+    // after 300 s of silence, then 9 probes 20 s apart. Probing after 10 s,
+    // 3 probes 5 s apart, ends the job within 25 s of the failure, naming
+    // the host ("ORTE has lost communication with a remote daemon");
+    // --mpirun-args can override these.
+    const std::pair<const char *, const char *> keepalive[] = {
+        {"oob_tcp_keepalive_time", "10"},
+        {"oob_tcp_keepalive_intvl", "5"},
+        {"oob_tcp_keepalive_probes", "3"}};
+    for (auto [name, value] : keepalive)
+      argv.insert(argv.end(), {"--mca", name, value});
+    for (StringRef more : llvm::split(request.launcherArgs, ' '))
+      if (!more.empty())
+        argv.push_back(more.str());
+    for (const Group &g : groups) {
+      if (g.first)
+        argv.push_back(":");
+      argv.insert(argv.end(), {"-np", std::to_string(g.count), g.executable});
+      argv.insert(argv.end(), rankArgs.begin(), rankArgs.end());
+    }
+  }
+
+  auto program = sys::findProgramByName(launcher);
+  if (!program)
+    return failWith("cannot find '" + launcher + "' (" +
+                    (srun ? "Slurm's launcher; is this a Slurm machine?"
+                          : "OpenMPI's launcher; scripts/bootstrap.sh "
+                            "installs it") +
+                    ")");
   SmallVector<StringRef> args(argv.begin(), argv.end());
   std::string error;
-  // Ctrl-C or a SIGTERM to meshc stops the job: mpirun, on SIGTERM, ends
-  // every rank it started.
+  // Ctrl-C or a SIGTERM to meshc stops the job: mpirun and srun, on SIGTERM,
+  // end every rank they started.
   struct sigaction action = {}, oldInt = {}, oldTerm = {};
   action.sa_handler = forwardSignal;
   sigemptyset(&action.sa_mask);
@@ -177,7 +246,7 @@ int launch(StringRef command, const RunRequest &request, const json &m,
   sigaction(SIGTERM, &action, &oldTerm);
   interrupted = 0;
   sys::ProcessInfo child =
-      sys::ExecuteNoWait(*mpirun, args, std::nullopt, {}, 0, &error);
+      sys::ExecuteNoWait(*program, args, std::nullopt, {}, 0, &error);
   childPid = child.Pid;
   if (interrupted && child.Pid > 0)
     ::kill(child.Pid, SIGTERM);
@@ -196,12 +265,11 @@ int launch(StringRef command, const RunRequest &request, const json &m,
     return 128 + interrupted;
   }
   if (status < 0 && child.Pid <= 0)
-    return failWith("cannot start mpirun: " + error);
+    return failWith("cannot start " + launcher + ": " + error);
   if (status != 0)
-    return failWith("the job of " + Twine(world) +
-                    " rank(s) failed (mpirun exit "
-                    "status " +
-                    Twine(status) + "); the rank's message is above");
+    return failWith("the job of " + Twine(world) + " rank(s) failed (" +
+                    launcher + " exit status " + Twine(status) +
+                    "); the rank's message is above");
   return 0;
 }
 

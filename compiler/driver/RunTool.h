@@ -2,10 +2,10 @@
 //
 // Part of meshc. Reads a compiled folder's manifest, checks the inputs and
 // executables it names, and starts every rank through OpenMPI's mpirun
-// (MPMD: each rank runs its role's executable), then reports the job's
-// outcome. Outputs land as <output-dir>/<name>.npy. `meshc generate` starts
+// (MPMD: each rank runs its role's executable) or Slurm's srun (a
+// --multi-prog file it writes), then reports the job's outcome. Outputs land as <output-dir>/<name>.npy. `meshc generate` starts
 // the same job with the --generate-* options of the rank harness. SIGINT and
-// SIGTERM to meshc are passed to mpirun, which stops every rank.
+// SIGTERM to meshc are passed to the launcher, which stops every rank.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_COMPILER_DRIVER_RUNTOOL_H
@@ -18,13 +18,18 @@
 
 namespace meshc {
 
+/// What starts the ranks: OpenMPI's mpirun, or Slurm's srun (its tasks wire
+/// up through PMIx, as Debian's OpenMPI is built).
+enum class Launcher { Mpirun, Srun };
+
 struct RunRequest {
   std::string folder;
   std::vector<std::pair<std::string, std::string>> inputs; ///< name, file
   std::string outputDir = ".";
   double collectiveTimeout = 300;
   unsigned threads = 0; ///< 0: cores / ranks
-  std::string mpirunArgs;
+  Launcher launcher = Launcher::Mpirun;
+  std::string launcherArgs; ///< --mpirun-args or --srun-args, split at spaces
   unsigned repeat = 1;      ///< > 1: benchmark, rank 0 prints the timings
   bool noCudaGraph = false; ///< replay no CUDA graph (cuda target)
 };
@@ -34,7 +39,7 @@ int runCompiled(const RunRequest &request);
 
 /// `meshc generate`: the prompts, the sampling and where the ids go.
 struct GenerateRequest {
-  RunRequest run; ///< folder, threads, timeout, mpirun arguments
+  RunRequest run; ///< folder, threads, timeout, launcher
   std::string promptIds, attentionMask, outputIds;
   int maxNewTokens = 0;
   std::vector<int64_t> stopTokens; ///< empty: the model's own (ignoreEos: none)

@@ -53,6 +53,21 @@ def run(meshc, folder, inputs, out, mpirun_args=None):
                           capture_output=True, text=True, timeout=600)
 
 
+def compare_outputs(expected, actual):
+    """`same outputs` when every .npy of folder `expected` is in `actual`,
+    bit for bit; else the first that differs, and how."""
+    for path in sorted(glob.glob(os.path.join(expected, "*.npy"))):
+        other = os.path.join(actual, os.path.basename(path))
+        a = np.load(path)
+        b = np.load(other) if os.path.exists(other) else None
+        if b is None or a.shape != b.shape or not np.array_equal(a, b):
+            diff = "missing" if b is None else (
+                f"shape {b.shape}" if a.shape != b.shape else
+                f"largest difference {np.abs(a.astype(np.float64) - b).max():.2e}")
+            return f"{os.path.basename(path)} differs ({diff})"
+    return "same outputs"
+
+
 def hosts_count(mpirun_args):
     """The number of hosts in the hostfile of scripts/netns_hosts.sh's args."""
     hostfile = mpirun_args.split("--hostfile ")[1].split()[0]
@@ -77,8 +92,14 @@ def main():
     if not hosts:
         sys.exit("check_multihost.py: run it under scripts/netns_hosts.sh")
 
+    with tempfile.TemporaryDirectory(prefix="meshc-multihost-") as work:
+        return check(args, work)
+
+
+def check(args, work):
+    """Runs every case of `args` in the folder `work`; the exit status."""
+    hosts = os.environ["MESHC_HOSTS_MPIRUN_ARGS"]
     failed = 0
-    work = tempfile.mkdtemp(prefix="meshc-multihost-")
     for case in args.cases:
         name, mesh = case.split(":")
         mesh = mesh.replace("x", ",")
@@ -163,18 +184,8 @@ def main():
             print(f"{label}: ranks {placed}: not spread over the hosts")
             failed += 1
             continue
-        verdict = "same outputs"
-        for path in sorted(glob.glob(os.path.join(exe + "-one", "*.npy"))):
-            other = os.path.join(exe + "-hosts", os.path.basename(path))
-            a = np.load(path)
-            b = np.load(other) if os.path.exists(other) else None
-            if b is None or a.shape != b.shape or not np.array_equal(a, b):
-                diff = "missing" if b is None else (
-                    f"shape {b.shape}" if a.shape != b.shape else
-                    f"largest difference {np.abs(a.astype(np.float64) - b).max():.2e}")
-                verdict = f"{os.path.basename(path)} differs ({diff})"
-                failed += 1
-                break
+        verdict = compare_outputs(exe + "-one", exe + "-hosts")
+        failed += verdict != "same outputs"
         print(f"{label}: ranks {placed}: {verdict}")
     print(f"multihost: {len(args.cases)} cases; failed: {failed}")
     return 1 if failed else 0
