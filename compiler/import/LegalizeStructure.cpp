@@ -243,7 +243,14 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
       return ctx.error("dimension of size " + std::to_string(dim) +
                        " does not split evenly into " + std::to_string(pieces) +
                        " outputs");
+    // Opset 18: pieces of ceil(dim / pieces), the last one smaller; there
+    // must be enough of the dimension for every piece to begin.
     int64_t piece = (dim + pieces - 1) / pieces;
+    if ((pieces - 1) * piece > dim)
+      return ctx.error("dimension of size " + std::to_string(dim) +
+                       " cannot split into " + std::to_string(pieces) +
+                       " outputs of at most " + std::to_string(piece) +
+                       " (the last would have a negative size)");
     for (int64_t i = 0; i < pieces; ++i)
       sizes.push_back(std::min(piece, dim - i * piece));
   }

@@ -729,6 +729,15 @@ def case_fuzz_mask_index_symbolic_batch(path):
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def case_fuzz_split18_too_many(path):
+    """Split-18 of a dimension of 2 into 4 outputs: pieces of ceil(2 / 4) = 1
+    left -1 for the last, which reached SplitOp's result-type inference
+    (a fatal error)."""
+    outs = ["a", "b", "c", "d"]
+    return model([helper.make_node("Split", ["x"], outs, axis=0, num_outputs=4, name="qkv")],
+                 [f32("x", [2, 4, 6])], [f32(o, None) for o in outs], opset=18)
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
