@@ -6,7 +6,7 @@
 # Run by `make demo` and `make test` before they build; safe to run by hand.
 #
 #   system packages (apt):  LLVM/MLIR 22, protobuf + libonnx, OpenMPI, OpenBLAS, GoogleTest,
-#                           nlohmann-json, cmake, ninja, ccache, python3-venv, iproute2,
+#                           nlohmann-json, cmake, ninja, ccache, python3-venv, iproute2, nftables,
 #                           slurmctld, slurmd, slurm-client, munge
 #   Python packages (pip):  onnx, onnxruntime, numpy into .venv/ (git-ignored);
 #                           onnxruntime-genai into .venv-genai/ (git-ignored)
@@ -57,6 +57,7 @@ apt_packages=(
   python3-venv         # the .venv for the Python test packages
   python3-pip          # pip inside the .venv
   iproute2             # `ip netns`: the hosts of the multi-host test (scripts/netns_hosts.sh)
+  nftables             # `nft`: packet loss on a host's link in the multi-host test
   slurmctld            # Slurm's controller, slurmd its node daemon, slurm-client srun and
   slurmd               #   sinfo, munge its authentication: the one-machine cluster of the
   slurm-client         #   Slurm test (scripts/slurm_local.sh, `meshc run --launcher srun`)

@@ -70,8 +70,16 @@ import shutil
 if shutil.which("ip") and shutil.which("unshare"):
     probe = f"meshc-probe-{os.getpid()}"
     if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0:
+        # tc netem (delay and loss on a link): a qdisc the kernel may lack.
+        if subprocess.run(["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo",
+                           "root", "netem", "delay", "1ms"],
+                          capture_output=True).returncode == 0:
+            config.available_features.add("netem")
         subprocess.run(["ip", "netns", "del", probe], capture_output=True)
         config.available_features.add("netns")
+        if not shutil.which("nft"):
+            lit_config.fatal("nftables is not installed (the multi-host test's packet loss); "
+                             "run scripts/bootstrap.sh")
 
 # A Slurm cluster of this machine (scripts/slurm_local.sh): slurmctld and
 # slurmd run jobs as their user, so they need root; without it the Slurm tests

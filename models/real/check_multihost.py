@@ -20,7 +20,12 @@ outputs` or the first difference; exit status 1 if any case failed.
 which mpirun's -x passes to the remote hosts): meshc run must fail within
 30 s, and mpirun must name the rank and the host it died on. --cut-link takes
 the last host's link down while the step runs over and over: meshc run must
-fail within 60 s of the cut, and mpirun must name the host it lost.
+fail within 60 s of the cut, and mpirun must name the host it lost. --hide
+weights (or folder) makes the compiled folder's weights (or the whole folder)
+missing on the last host (MESHC_HOSTS_HIDE, scripts/netns_rsh.sh): meshc run
+must fail at start-up within 30 s, naming the host and the rank. --loss PCT
+(and --delay-ms MS) impair the last host's link for the run across hosts:
+the outputs must still be identical.
 """
 import argparse
 import glob
@@ -68,6 +73,46 @@ def compare_outputs(expected, actual):
     return "same outputs"
 
 
+def impair_link(host, loss, delay_ms):
+    """Loses `loss` percent of the packets to and from `host` (hK of
+    scripts/netns_hosts.sh) and delays them by `delay_ms`: tc netem on both
+    ends of its link when a delay is asked for, else nftables rules in its
+    namespace, which drop at random. Returns what it did, for the line."""
+    prefix = os.environ["MESHC_HOSTS_PREFIX"]
+    ns = f"{prefix}{host}"
+    if delay_ms:
+        netem = ["netem", "delay", f"{delay_ms:g}ms"] + (["loss", f"{loss:g}%"] if loss else [])
+        veth = f"{prefix}v{host[1:]}"
+        subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0",
+                        "root", *netem], check=True)
+        subprocess.run(["tc", "qdisc", "replace", "dev", veth, "root", *netem], check=True)
+        return f"{loss:g}% loss and {delay_ms:g} ms delay on {host}'s link"
+    nft = ["ip", "netns", "exec", ns, "nft"]
+    subprocess.run([*nft, "delete", "table", "inet", "meshc"], capture_output=True)
+    subprocess.run([*nft, "add", "table", "inet", "meshc"], check=True)
+    for hook in ("input", "output"):
+        subprocess.run([*nft, "add", "chain", "inet", "meshc", hook,
+                        f"{{ type filter hook {hook} priority 0; }}"], check=True)
+        subprocess.run([*nft, "add", "rule", "inet", "meshc", hook, "numgen", "random",
+                        "mod", "1000", "<", str(round(loss * 10)), "counter", "drop"],
+                       check=True)
+    return f"{loss:g}% loss on {host}'s link"
+
+
+def dropped_packets(host):
+    """How many packets impair_link's rules or qdiscs dropped on `host`."""
+    prefix = os.environ["MESHC_HOSTS_PREFIX"]
+    ns = ["ip", "netns", "exec", f"{prefix}{host}"]
+    text = subprocess.run([*ns, "nft", "list", "table", "inet", "meshc"],
+                          capture_output=True, text=True).stdout
+    text += subprocess.run([*ns, "tc", "-s", "qdisc", "show", "dev", "eth0"],
+                           capture_output=True, text=True).stdout
+    text += subprocess.run(["tc", "-s", "qdisc", "show", "dev", f"{prefix}v{host[1:]}"],
+                           capture_output=True, text=True).stdout
+    return (sum(int(n) for n in re.findall(r"counter packets (\d+)", text))
+            + sum(int(n) for n in re.findall(r"netem.*\n.*dropped (\d+)", text)))
+
+
 def hosts_count(mpirun_args):
     """The number of hosts in the hostfile of scripts/netns_hosts.sh's args."""
     hostfile = mpirun_args.split("--hostfile ")[1].split()[0]
@@ -86,6 +131,18 @@ def main():
                     help="instead of comparing outputs, run the step over and over and take "
                          "the last host's link down mid-run (ip link set ... down): meshc run "
                          "must fail within 60 s of the cut, naming that host")
+    ap.add_argument("--hide", choices=["weights", "folder"],
+                    help="instead of comparing outputs, make the compiled folder's weights/ "
+                         "(or the whole folder, executables included) missing on the last "
+                         "host: meshc run must fail at start-up within 30 s, naming the "
+                         "host and the rank")
+    ap.add_argument("--loss", type=float, default=0,
+                    help="drop this percentage of the packets to and from the last host "
+                         "during the run across hosts (tc netem with --delay-ms, else "
+                         "nftables); the outputs must still be identical")
+    ap.add_argument("--delay-ms", type=float, default=0,
+                    help="delay the packets to and from the last host by this much (tc "
+                         "netem, which the kernel must have)")
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     hosts = os.environ.get("MESHC_HOSTS_MPIRUN_ARGS")
@@ -137,6 +194,32 @@ def check(args, work):
                 print(f"{label}: rank {m.group(1)} killed on {m.group(2)}: meshc run failed "
                       f"(status {r.returncode}) within 30 s")
             continue
+        if args.hide:
+            last = f"h{hosts_count(hosts)}"
+            hidden = exe if args.hide == "folder" else os.path.join(exe, "weights")
+            start = time.monotonic()
+            r = subprocess.run(run_command(args.meshc, exe, inputs, exe + "-hidden", hosts),
+                               capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "MESHC_HOSTS_HIDE": f"{last}:{hidden}"})
+            seconds = time.monotonic() - start
+            out = r.stdout + r.stderr
+            # The rank names itself and its host; mpirun names the node and the
+            # rank it could not start.
+            m = (re.search(r"meshc: rank (\d+) on (\S+): error: (cannot open weight file)", out)
+                 or re.search(r"Node: (\S+)\s+while attempting to start process rank (\d+)",
+                              out))
+            if m and m.re.groups == 2:
+                rank, host, what = m.group(2), m.group(1), "cannot start its executable"
+            elif m:
+                rank, host, what = m.group(1), m.group(2), m.group(3)
+            if r.returncode == 0 or not m or seconds >= 30:
+                print(f"{label}: {args.hide} missing on {last}: status {r.returncode} after "
+                      f"{seconds:.0f} s: {first_error(out)}")
+                failed += 1
+            else:
+                print(f"{label}: {args.hide} missing on {last}: meshc run failed (status "
+                      f"{r.returncode}) within 30 s: rank {rank} on {host}: {what}")
+            continue
         if args.cut_link:
             cmd = run_command(args.meshc, exe, inputs, exe + "-cut", hosts,
                               ["--repeat", "1000000", "--collective-timeout", "60"])
@@ -163,7 +246,12 @@ def check(args, work):
                 failed += 1
             continue
         single = run(args.meshc, exe, inputs, exe + "-one")
+        impaired = ""
+        if args.loss or args.delay_ms:
+            impaired = ", " + impair_link(f"h{hosts_count(hosts)}", args.loss, args.delay_ms)
         spread = run(args.meshc, exe, inputs, exe + "-hosts", f"--display-map {hosts}")
+        if impaired:
+            impaired += f" ({dropped_packets(f'h{hosts_count(hosts)}')} packets dropped)"
         if single.returncode or spread.returncode:
             bad = single if single.returncode else spread
             print(f"{label}: meshc run failed{' across hosts' if bad is spread else ''}: "
@@ -186,7 +274,7 @@ def check(args, work):
             continue
         verdict = compare_outputs(exe + "-one", exe + "-hosts")
         failed += verdict != "same outputs"
-        print(f"{label}: ranks {placed}: {verdict}")
+        print(f"{label}: ranks {placed}{impaired}: {verdict}")
     print(f"multihost: {len(args.cases)} cases; failed: {failed}")
     return 1 if failed else 0
 

@@ -294,6 +294,15 @@ Comm &Comm::init(int *argc, char ***argv) {
   MPI_Comm_rank(node, &instance.localRank_);
   MPI_Comm_size(node, &instance.localSize_);
   MPI_Comm_free(&node);
+  // A job over several hosts: a rank's messages name its host too, since
+  // what fails there (a missing weight file, a full disk) is the host's.
+  if (instance.localSize_ < instance.size_) {
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(host, &length);
+    setErrorContext("rank " + std::to_string(instance.rank_) + " on " +
+                    std::string(host, length));
+  }
   instance.grid_ = {instance.size_};
   return instance;
 }
