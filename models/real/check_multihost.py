@@ -20,7 +20,8 @@ outputs` or the first difference; exit status 1 if any case failed.
 which mpirun's -x passes to the remote hosts): meshc run must fail within
 30 s, and mpirun must name the rank and the host it died on. --cut-link takes
 the last host's link down while the step runs over and over: meshc run must
-fail within 60 s of the cut, and mpirun must name the host it lost. --hide
+fail within 60 s of the cut, mpirun must name the host it lost, and a rank on
+this side the collective it was waiting in and its peers. --hide
 weights (or folder) makes the compiled folder's weights (or the whole folder)
 missing on the last host (MESHC_HOSTS_HIDE, scripts/netns_rsh.sh): meshc run
 must fail at start-up within 30 s, naming the host and the rank. --loss PCT
@@ -237,9 +238,15 @@ def check(args, work):
                 out, _ = proc.communicate()
             seconds = time.monotonic() - cut
             host = re.search(r"Remote daemon: \S+ on node (\S+)", out)
-            if proc.returncode and host and seconds < 60:
+            # The ranks left on this side, stopped by mpirun, name the
+            # collective they were waiting in and its peers.
+            waiting = re.search(r"meshc: rank (\d+) on (\S+): stopped by the launcher "
+                                r"\(SIGTERM\) after \d+ s waiting in (\S+) #\d+ (.*?);", out)
+            if proc.returncode and host and waiting and seconds < 60:
                 print(f"{label}: link to h{last} cut: meshc run failed (status "
-                      f"{proc.returncode}) within 60 s, naming {host.group(1)}")
+                      f"{proc.returncode}) within 60 s, naming {host.group(1)}; rank "
+                      f"{waiting.group(1)} on {waiting.group(2)} was waiting in "
+                      f"{waiting.group(3)} {waiting.group(4)}")
             else:
                 print(f"{label}: link to h{last} cut: status {proc.returncode} after "
                       f"{seconds:.0f} s: {first_error(out)}")

@@ -50,8 +50,10 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <csignal>
 #include <sched.h>
 #include <sstream>
+#include <unistd.h>
 
 namespace meshc::rt {
 
@@ -126,6 +128,88 @@ std::string formatSeconds(double seconds) {
 /// that a long wait soon stops taking a core.
 constexpr double kYieldSeconds = 0.005;
 
+//===----------------------------------------------------------------------===//
+// A rank stopped while it waits
+//===----------------------------------------------------------------------===//
+
+/// What a rank is waiting for, read by the SIGTERM handler: the launcher
+/// stops the ranks with SIGTERM when a peer died or a host became
+/// unreachable, and the op and the peers a rank was still waiting for tell
+/// which link or rank the job lost. Set by complete() around its loop.
+struct WaitState {
+  const std::string *what = nullptr, *where = nullptr;
+  timespec since{};
+};
+volatile sig_atomic_t waiting = 0;
+WaitState waitState;
+/// "meshc: rank R[ on HOST]: ", made once the rank knows its place.
+std::string stopPrefix;
+struct sigaction previousTerm {};
+
+/// Appends `text` (or the decimal `value`) to the buffer at `at`; async-
+/// signal-safe, as the handler needs.
+void appendText(char *buffer, std::size_t &at, std::size_t size,
+                const char *text) {
+  while (*text && at + 1 < size)
+    buffer[at++] = *text++;
+}
+void appendNumber(char *buffer, std::size_t &at, std::size_t size,
+                  long value) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && n < 23);
+  while (n > 0 && at + 1 < size)
+    buffer[at++] = digits[--n];
+}
+
+/// SIGTERM: a rank inside a wait of more than a second says what it was
+/// waiting for, then terminates as the signal would have it.
+void onTerminate(int signal) {
+  if (waiting) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long seconds = now.tv_sec - waitState.since.tv_sec;
+    if (seconds >= 1) {
+      char line[512];
+      std::size_t at = 0;
+      appendText(line, at, sizeof line, stopPrefix.c_str());
+      appendText(line, at, sizeof line, "stopped by the launcher (SIGTERM) after ");
+      appendNumber(line, at, sizeof line, seconds);
+      appendText(line, at, sizeof line, " s waiting in ");
+      appendText(line, at, sizeof line, waitState.what->c_str());
+      appendText(line, at, sizeof line, " ");
+      appendText(line, at, sizeof line, waitState.where->c_str());
+      appendText(line, at, sizeof line,
+                 "; that peer rank, or the link to its host, was lost\n");
+      ssize_t ignored = ::write(STDERR_FILENO, line, at);
+      (void)ignored;
+    }
+  }
+  sigaction(SIGTERM, &previousTerm, nullptr);
+  if (previousTerm.sa_handler != SIG_DFL && previousTerm.sa_handler != SIG_IGN &&
+      !(previousTerm.sa_flags & SA_SIGINFO))
+    previousTerm.sa_handler(signal);
+  else
+    raise(signal);
+}
+
+/// Marks a wait for the handler while it lives.
+class WaitMark {
+public:
+  WaitMark(const std::string &what, const std::string &where) {
+    clock_gettime(CLOCK_MONOTONIC, &waitState.since);
+    waitState.what = &what;
+    waitState.where = &where;
+    waiting = 1;
+  }
+  ~WaitMark() { waiting = 0; }
+  WaitMark(const WaitMark &) = delete;
+  WaitMark &operator=(const WaitMark &) = delete;
+};
+
 /// Completes `requests`, polling (see the file comment), and aborts the job
 /// when that takes longer than `timeout` seconds. `where` names the peers
 /// ("over ranks {0, 1}", "to rank 3") for the message.
@@ -136,6 +220,7 @@ std::vector<MPI_Status> complete(std::vector<MPI_Request> &requests,
   const auto start = Clock::now();
   std::vector<MPI_Status> statuses(requests.size());
   const int count = static_cast<int>(requests.size());
+  WaitMark mark(what, where);
   long sleepNs = 50000;
   for (int polls = 0;; ++polls) {
     int done = 0;
@@ -281,6 +366,7 @@ Comm &Comm::init(int *argc, char ***argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &instance.rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &instance.size_);
   setErrorContext("rank " + std::to_string(instance.rank_));
+  stopPrefix = "meshc: rank " + std::to_string(instance.rank_) + ": ";
   setFatalHandler(abortJob);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   check(MPI_Comm_dup(MPI_COMM_WORLD, &worldComm), "start-up", "MPI_Comm_dup");
@@ -302,7 +388,13 @@ Comm &Comm::init(int *argc, char ***argv) {
     MPI_Get_processor_name(host, &length);
     setErrorContext("rank " + std::to_string(instance.rank_) + " on " +
                     std::string(host, length));
+    stopPrefix = "meshc: rank " + std::to_string(instance.rank_) + " on " +
+                 std::string(host, length) + ": ";
   }
+  struct sigaction onTerm = {};
+  onTerm.sa_handler = onTerminate;
+  sigemptyset(&onTerm.sa_mask);
+  sigaction(SIGTERM, &onTerm, &previousTerm);
   instance.grid_ = {instance.size_};
   return instance;
 }
