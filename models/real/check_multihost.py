@@ -237,6 +237,21 @@ def check(args, work):
                 proc.kill()
                 out, _ = proc.communicate()
             seconds = time.monotonic() - cut
+            # The cut-off host's own rank and daemon must end too (its daemon
+            # loses mpirun and stops what it started): nothing may be left
+            # running in its namespace 30 s after the cut.
+            ns = f"{os.environ['MESHC_HOSTS_PREFIX']}h{last}"
+            while True:
+                left = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                                      text=True).stdout.split()
+                if not left or time.monotonic() - cut > 30:
+                    break
+                time.sleep(1)
+            if left:
+                print(f"{label}: link to h{last} cut: {len(left)} process(es) still run on "
+                      f"h{last} 30 s after the cut")
+                failed += 1
+                continue
             host = re.search(r"Remote daemon: \S+ on node (\S+)", out)
             # The ranks left on this side, stopped by mpirun, name the
             # collective they were waiting in and its peers.
@@ -244,7 +259,8 @@ def check(args, work):
                                 r"\(SIGTERM\) after \d+ s waiting in (\S+) #\d+ (.*?);", out)
             if proc.returncode and host and waiting and seconds < 60:
                 print(f"{label}: link to h{last} cut: meshc run failed (status "
-                      f"{proc.returncode}) within 60 s, naming {host.group(1)}; rank "
+                      f"{proc.returncode}) within 60 s, nothing left on h{last}, naming "
+                      f"{host.group(1)}; rank "
                       f"{waiting.group(1)} on {waiting.group(2)} was waiting in "
                       f"{waiting.group(3)} {waiting.group(4)}")
             else:
