@@ -289,6 +289,26 @@ FailureOr<Value> NodeContext::iota(AffineExpr n, ArrayRef<int64_t> shape) {
                                 range, builder_.getDenseI64ArrayAttr(shape));
 }
 
+FailureOr<Value> NodeContext::positionTable(int64_t batch, int64_t seq,
+                                            int64_t first, StringRef what) {
+  constexpr int64_t kMaxPositions = int64_t(1) << 24;
+  if (batch < 0 || seq < 0 || (batch > 0 && seq > kMaxPositions / batch))
+    return error(what + " over a batch of " + Twine(batch) + " and " +
+                 Twine(seq) +
+                 " tokens needs a table of more than 2^24 positions; give "
+                 "position_ids as [batch, seq]");
+  SmallVector<int64_t> table;
+  table.reserve(batch * seq);
+  for (int64_t row = 0; row < batch; ++row)
+    for (int64_t s = 0; s < seq; ++s)
+      table.push_back(first + s);
+  auto type = RankedTensorType::get({batch, seq}, builder_.getI64Type());
+  return dfg::ConstantOp::create(
+             builder_, loc_,
+             DenseElementsAttr::get(type, ArrayRef<int64_t>(table)))
+      .getResult();
+}
+
 FailureOr<Value> NodeContext::swapDims12(Value v) {
   SmallVector<int64_t> perm{0, 2, 1, 3};
   return create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), perm),

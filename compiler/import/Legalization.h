@@ -120,6 +120,12 @@ public:
   /// dfg.range, so `n` may be symbolic).
   mlir::FailureOr<mlir::Value> iota(mlir::AffineExpr n,
                                     llvm::ArrayRef<int64_t> shape);
+  /// The [batch, seq] i64 constant whose rows are first .. first + seq - 1:
+  /// position ids where a node gives only an offset. Refused (naming `what`)
+  /// past 2^24 entries, so that a large static shape is not allocated.
+  mlir::FailureOr<mlir::Value> positionTable(int64_t batch, int64_t seq,
+                                             int64_t first,
+                                             llvm::StringRef what);
 
   /// Creates `OpTy` whose result has `shape` (computed by the dfg shape rule
   /// the op's verifier uses), or reports the rule's error at this node.

@@ -586,6 +586,15 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return ctx.error("seqlens_k must be [batch], got " +
                      dfg::formatShape(lensType.getShape()));
   int64_t totalLen = total->front();
+  // The masks below are built from constant position tables of up to
+  // seq x total entries: bounded, so that a large static shape is refused,
+  // not allocated.
+  if (seq > 0 && totalLen > (int64_t(1) << 24) / seq)
+    return ctx.error("a static GroupQueryAttention over " +
+                     std::to_string(seq) + " new of " +
+                     std::to_string(totalLen) +
+                     " tokens needs position tables of more than 2^24 "
+                     "entries; export it with symbolic lengths");
   Type i64 = b.getI64Type(), i1 = b.getI1Type();
   // Index arithmetic in i64.
   Value lens = dfg::CastOp::create(
@@ -614,16 +623,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
         if (ShapedType::isDynamic(batch))
           return ctx.error("do_rotary without position_ids needs a static "
                            "batch");
-        SmallVector<int64_t> table;
-        for (int64_t row = 0; row < batch; ++row)
-          for (int64_t s = 0; s < seq; ++s)
-            table.push_back(past + s);
-        auto type =
-            RankedTensorType::get({batch, seq}, ctx.builder().getI64Type());
-        return dfg::ConstantOp::create(
-                   ctx.builder(), ctx.loc(),
-                   DenseElementsAttr::get(type, ArrayRef<int64_t>(table)))
-            .getResult();
+        return ctx.positionTable(batch, seq, past,
+                                 "do_rotary without position_ids");
       })))
     return failure();
 

@@ -92,14 +92,11 @@ LogicalResult legalizeRotaryMs(NodeContext &ctx) {
         ShapedType::isDynamic(seq))
       return ctx.error("an offset position_ids needs a static batch and "
                        "sequence length");
-    SmallVector<int64_t> table;
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t s = 0; s < seq; ++s)
-        table.push_back(offset->front() + s);
-    auto type = RankedTensorType::get({batch, seq}, ctx.builder().getI64Type());
-    positions = dfg::ConstantOp::create(
-        ctx.builder(), ctx.loc(),
-        DenseElementsAttr::get(type, ArrayRef<int64_t>(table)));
+    FailureOr<Value> table =
+        ctx.positionTable(batch, seq, offset->front(), "an offset position_ids");
+    if (failed(table))
+      return failure();
+    positions = *table;
   }
   return emitRotary(ctx, x, ctx.input(2), ctx.input(3), positions,
                     ctx.attrInt("num_heads", 0),

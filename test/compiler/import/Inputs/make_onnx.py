@@ -738,6 +738,29 @@ def case_fuzz_split18_too_many(path):
                  [f32("x", [2, 4, 6])], [f32(o, None) for o in outs], opset=18)
 
 
+def case_fuzz_rotary_offset_huge(path):
+    """com.microsoft RotaryEmbedding with an offset position_ids over an input
+    of 2^20 x 2^20 tokens: the table of positions it built took 7.5 GB."""
+    half = 2
+    node = helper.make_node("RotaryEmbedding", ["x", "offset", "cos", "sin"], ["y"],
+                            domain="com.microsoft", name="rope")
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "offset"),
+             weight("cos", 16, half), weight("sin", 16, half)]
+    return model([node], [f32("x", [2**20, 2**20, 8])], [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_fuzz_gqa_static_huge(path):
+    """A static GroupQueryAttention over 2^13 new of 2^13 + 2^13 tokens: its
+    masks' constant position tables (seq x total) would hold 2^27 entries."""
+    n = 2**13
+    nodes = [gqa(["q", "k", "v", "pk", "pv", "lens", "total"], ["y", "pk_out", "pv_out"], "gqa")]
+    ins = [f32("q", [1, n, 64]), f32("k", [1, n, 32]), f32("v", [1, n, 32]),
+           f32("pk", [1, 2, n, 16]), f32("pv", [1, 2, n, 16])]
+    return model(nodes, ins, [f32("y", None)], [i32("lens", [2 * n - 1]), i32("total", 2 * n)],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
