@@ -9,6 +9,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 using namespace llvm;
 
 namespace meshc::dfg {
@@ -326,14 +328,20 @@ static int64_t sliceLength(int64_t dim, int64_t start, int64_t end,
     start += dim;
   if (end < 0)
     end += dim;
+  // ceil(span / |step|) written so that no step, INT64_MAX or INT64_MIN
+  // included, overflows.
   if (step > 0) {
     start = clamp(start, 0, dim);
     end = clamp(end, 0, dim);
-    return end > start ? (end - start + step - 1) / step : 0;
+    return end > start ? (end - start - 1) / step + 1 : 0;
   }
   start = clamp(start, 0, dim - 1);
   end = clamp(end, -1, dim - 1);
-  return start > end ? (start - end - step - 1) / -step : 0;
+  if (start <= end)
+    return 0;
+  return step == std::numeric_limits<int64_t>::min()
+             ? 1
+             : (start - end - 1) / -step + 1;
 }
 
 Expected<Shape> sliceShape(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,

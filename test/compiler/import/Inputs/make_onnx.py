@@ -761,6 +761,16 @@ def case_fuzz_gqa_static_huge(path):
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def case_fuzz_slice_extreme_steps(path):
+    """Slices of an [8] input with step 2^63 - 1 (from 0) and -2^63 (from the
+    last element): one element each. ceil(8 / step) overflowed."""
+    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "a0", "up"], ["y"], name="up"),
+             helper.make_node("Slice", ["x", "s1", "e1", "a0", "down"], ["z"], name="down")]
+    inits = [ints("s0", [0]), ints("e0", [8]), ints("a0", [0]), ints("up", [2**63 - 1]),
+             ints("s1", [-1]), ints("e1", [-2**63]), ints("down", [-2**63])]
+    return model(nodes, [f32("x", [8])], [f32("y", None), f32("z", None)], inits)
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
