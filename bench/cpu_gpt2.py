@@ -3,7 +3,7 @@
 
 Usage: bench/cpu_gpt2.py --meshc build/bin/meshc [--threads T] [--repeat 20]
                          [--rounds 3] [--meshes tp=1,tp=2] [--past P]
-                         [--mpirun-args FLAGS ...] [--out DIR]
+                         [--dtype bf16] [--mpirun-args FLAGS ...] [--out DIR]
 
 Builds the graph of models/gpt2_tiny.py (the torch.onnx exporter's idioms,
 checked against onnxruntime in the tests) at GPT-2-small sizes: 12 layers,
@@ -28,6 +28,12 @@ timed once per --mpirun-args value: by default as `meshc run` launches it,
 then with `--bind-to none`, since OpenMPI binds each rank of a job of at
 most 2 ranks to one core, where all of that rank's threads then run.
 Prints one markdown row per mesh and mpirun flags.
+
+With --dtype bf16, meshc compiles with `--dtype bf16` (the products'
+weights stored in bf16, computed in f32) and its outputs are checked
+against onnxruntime on the model with those weights rounded to bf16
+(models/bf16_reference.py, written once to DIR/reference-bf16); onnxruntime
+is still timed on the f32 model.
 """
 import argparse
 import glob
@@ -145,6 +151,8 @@ def main():
     ap.add_argument("--past", type=int, default=0,
                     help="time one decoding step over a KV cache of this many positions "
                          "instead of the 128-token prompt")
+    ap.add_argument("--dtype", choices=["bf16"], default=None,
+                    help="compile with --dtype bf16 (weights of products in bf16)")
     ap.add_argument("--out", default=None,
                     help="model folder (default build/bench/gpt2_small[_past<P>])")
     args = ap.parse_args()
@@ -159,13 +167,22 @@ def main():
               for f in sorted(glob.glob(os.path.join(args.out, "inputs", "*.npy")))}
     feeds = {name: np.load(file) for name, file in inputs.items()}
     session = ort_session(path, args.threads)
+    reference = os.path.join(args.out, "reference")
+    dtype_flags, suffix = [], ""
+    if args.dtype:
+        dtype_flags, suffix = ["--dtype", args.dtype], "-" + args.dtype
+        reference = os.path.join(args.out, "reference-" + args.dtype)
+        if not os.path.isdir(reference):
+            subprocess.run([sys.executable, os.path.join(HERE, "..", "models",
+                                                         "bf16_reference.py"),
+                            "--model", args.out, "--out", reference], check=True)
     rows = []
     for mesh in args.meshes.split(","):
         ranks = int(mesh.split("=")[1])
-        compiled = os.path.join(args.out, mesh.replace("=", ""))
+        compiled = os.path.join(args.out, mesh.replace("=", "") + suffix)
         start = time.perf_counter()
         res = subprocess.run([args.meshc, "compile", path, "--target", "cpu", "--mesh", mesh,
-                              "-o", compiled], capture_output=True, text=True)
+                              *dtype_flags, "-o", compiled], capture_output=True, text=True)
         compile_s = time.perf_counter() - start
         if res.returncode != 0:
             sys.exit(f"meshc compile --mesh {mesh} failed:\n{res.stdout}{res.stderr}")
@@ -175,7 +192,7 @@ def main():
         outdir = os.path.join(compiled, "outputs")
         meshc_run(args.meshc, compiled, inputs, outdir, per_rank, 1)
         check = subprocess.run([sys.executable, os.path.join(HERE, "..", "models", "compare.py"),
-                                "--reference", os.path.join(args.out, "reference"),
+                                "--reference", reference,
                                 "--output", outdir], capture_output=True, text=True)
         print(f"{mesh}: {check.stdout.splitlines()[0] if check.stdout else check.stderr}")
         if check.returncode != 0:
@@ -192,7 +209,7 @@ def main():
             ms, fast = statistics.median(m for m, _ in mine), min(f for _, f in mine)
             ort_ms = statistics.median(m for m, _ in theirs)
             ort_fast = min(f for _, f in theirs)
-            rows.append(f"| {mesh} | {ranks} x {per_rank} | {variant or '(none)'} | "
+            rows.append(f"| {mesh}{' ' + args.dtype if args.dtype else ''} | {ranks} x {per_rank} | {variant or '(none)'} | "
                         f"{compile_s:.1f} s | match ({diff}) | {arena / 2**20:.1f} MiB | "
                         f"{ms:.1f} ms ({fast:.1f}) | {ort_ms:.1f} ms ({ort_fast:.1f}) | "
                         f"{ms / ort_ms:.2f}x ({fast / ort_fast:.2f}x) |")

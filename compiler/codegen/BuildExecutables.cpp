@@ -233,10 +233,10 @@ std::vector<std::string> BuildOptions::cudaArchitectures() {
 
 std::string targetProblem(const BuildOptions &options) {
   if (options.target != Target::Cuda) {
-    if (options.dtype == "f16" || options.dtype == "bf16")
-      return "--dtype " + options.dtype +
-             " needs --target cuda: the cpu target's kernels compute in f32 "
-             "(--emit sharded and --emit ranks take any --dtype)";
+    if (options.dtype == "f16")
+      return "--dtype f16 needs --target cuda: the cpu target's kernels "
+             "compute in f32 (--dtype bf16 keeps its weights in bf16; --emit "
+             "sharded and --emit ranks take any --dtype)";
     return "";
   }
   if (!MESHC_HAVE_CUDA)
@@ -319,6 +319,7 @@ static FailureOr<EmittedProgram> emitRole(const RoleProgram &role,
                                           ArrayRef<GroupAxes> groups,
                                           WeightShards &weights,
                                           const BuildOptions &options) {
+  weights.setProductWeightsInBf16(options.bf16WeightsOnly());
   return emitRankProgram(role.module, name, groups, banner, weights,
                          options.bounds.empty() ? nullptr : &options.bounds,
                          options.target);

@@ -43,8 +43,16 @@ struct BuildOptions {
   Target target = Target::Cpu;
   std::string cudaArch = "sm_90"; ///< --cuda-arch
   /// --dtype: the floating-point type the programs compute in ("" keeps the
-  /// model's; f16 and bf16 need the cuda target).
+  /// model's; f16 needs the cuda target). On the cpu target, bf16 keeps the
+  /// weights that products read in bf16 and computes in f32
+  /// (bf16WeightsOnly()).
   std::string dtype;
+  /// --dtype bf16 on the cpu target: the graph stays f32; the rank programs
+  /// store the weights of linear, matmul and embedding in bf16 and the
+  /// kernels widen them as they read (WeightShards).
+  bool bf16WeightsOnly() const {
+    return target == Target::Cpu && dtype == "bf16";
+  }
   /// --no-cuda-graph: repeated steps are never recorded as a CUDA graph.
   bool noCudaGraph = false;
   /// --no-overlap: every collective blocks where it stands (no

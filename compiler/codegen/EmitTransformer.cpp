@@ -65,7 +65,8 @@ LogicalResult FunctionEmitter::emitScatterND(dfg::ScatterNDOp s,
 
 LogicalResult FunctionEmitter::emitEmbedding(dfg::EmbeddingOp e,
                                              llvm::raw_ostream &os) {
-  std::string t = operand(e.getTable(), os), i = operand(e.getIds(), os),
+  std::string t = operand(e.getTable(), os, /*product=*/true),
+              i = operand(e.getIds(), os),
               o = declare(e.getResult(), os);
   os << "  k::embedding(" << t << ", " << i << ", " << o << ");\n";
   return success();
@@ -73,7 +74,8 @@ LogicalResult FunctionEmitter::emitEmbedding(dfg::EmbeddingOp e,
 
 LogicalResult FunctionEmitter::emitMatMul(dfg::MatMulOp m,
                                           llvm::raw_ostream &os) {
-  std::string l = operand(m.getLhs(), os), r = operand(m.getRhs(), os),
+  std::string l = operand(m.getLhs(), os),
+              r = operand(m.getRhs(), os, /*product=*/true),
               o = declare(m.getResult(), os);
   os << "  k::matmul(" << l << ", " << r << ", " << o << ");\n";
   return success();
@@ -81,7 +83,8 @@ LogicalResult FunctionEmitter::emitMatMul(dfg::MatMulOp m,
 
 LogicalResult FunctionEmitter::emitLinear(dfg::LinearOp l,
                                           llvm::raw_ostream &os) {
-  std::string i = operand(l.getInput(), os), w = operand(l.getWeight(), os),
+  std::string i = operand(l.getInput(), os),
+              w = operand(l.getWeight(), os, /*product=*/true),
               b = optionalOperand(l.getBias(), os),
               o = declare(l.getResult(), os);
   os << "  k::linear(" << i << ", " << w << ", " << b << ", "

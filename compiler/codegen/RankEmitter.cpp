@@ -318,12 +318,19 @@ SmallVector<std::string> FunctionEmitter::mapExprs(AffineMap map,
   return exprs;
 }
 
-std::string FunctionEmitter::operand(Value v, llvm::raw_ostream &os) {
+std::string FunctionEmitter::operand(Value v, llvm::raw_ostream &os,
+                                     bool product) {
   auto it = names_.find(v);
   if (it != names_.end())
     return it->second;
-  // A weight or constant, declared where first read.
-  int entry = weights_.entryFor(v);
+  // A weight or constant, declared where first read (a product's bf16
+  // weight apart from the same weight in f32).
+  bool bf16 = product && weights_.productReadsBf16(v);
+  auto &names = bf16 ? bf16Names_ : names_;
+  if (bf16)
+    if (auto found = bf16Names_.find(v); found != bf16Names_.end())
+      return found->second;
+  int entry = weights_.entryFor(v, bf16);
   auto type = cast<RankedTensorType>(v.getType());
   std::string name = "w" + std::to_string(next_++);
   os << "  const rt::TensorRef " << name << " = ";
@@ -332,7 +339,7 @@ std::string FunctionEmitter::operand(Value v, llvm::raw_ostream &os) {
   else
     os << "rt::reshaped(p.weight(" << entry << "), " << list(type.getShape())
        << ");\n";
-  names_[v] = name;
+  names[v] = name;
   return name;
 }
 

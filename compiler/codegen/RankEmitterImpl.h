@@ -83,7 +83,12 @@ public:
   llvm::ArrayRef<unsigned> inPlaceInputs() const { return inPlaceInputs_; }
 
 private:
-  std::string operand(mlir::Value v, llvm::raw_ostream &os);
+  /// The C++ name of `v`, declaring it where it is a weight first read.
+  /// `product`: the operand a product multiplies by (a linear's weight, a
+  /// matmul's right operand, an embedding's table), which may be a bf16
+  /// weight (WeightShards::productReadsBf16).
+  std::string operand(mlir::Value v, llvm::raw_ostream &os,
+                      bool product = false);
   /// The @main argument `v` is (directly, or through the one call of this
   /// stage function), if any.
   std::optional<unsigned> mainInput(mlir::Value v);
@@ -180,6 +185,7 @@ private:
   llvm::DenseMap<mlir::Value, uint64_t> offsets_;  // buffers, frame-relative
   llvm::DenseMap<mlir::Value, uint64_t> capacity_; // their planned bytes
   llvm::DenseMap<mlir::Value, std::string> names_;
+  llvm::DenseMap<mlir::Value, std::string> bf16Names_; // weights read as bf16
   /// The ticket variable of each dfg.wait's collective, once it is issued.
   llvm::DenseMap<mlir::Operation *, std::string> tickets_;
   /// Sizes of the symbolic dimensions at the compiled bounds; null when the

@@ -107,20 +107,36 @@ std::optional<WeightBox> WeightShards::fold(Value value) {
   return box;
 }
 
-int WeightShards::entryFor(Value value) {
+bool WeightShards::productReadsBf16(Value value) {
+  if (!productsInBf16_)
+    return false;
   std::optional<WeightBox> box = fold(value);
-  for (auto [i, e] : llvm::enumerate(entries_))
-    if (e.box == *box)
-      return static_cast<int>(i);
+  return box && isa<dfg::WeightOp>(box->root) &&
+         cast<RankedTensorType>(box->root->getResult(0).getType())
+             .getElementType()
+             .isF32();
+}
+
+int WeightShards::entryFor(Value value, bool bf16) {
+  std::optional<WeightBox> box = fold(value);
   auto rootType = cast<RankedTensorType>(box->root->getResult(0).getType());
+  Type element = bf16 ? Type(BFloat16Type::get(value.getContext()))
+                      : rootType.getElementType();
+  for (auto [i, e] : llvm::enumerate(entries_))
+    if (e.box == *box && e.type.getElementType() == element)
+      return static_cast<int>(i);
   std::string base;
   if (auto w = dyn_cast<dfg::WeightOp>(box->root))
     base = w.getName().str();
   else
     base = "constant." + std::to_string(entries_.size());
+  std::string name = boxName(*box, rootType.getShape(), base);
+  // The same box in f32 and in bf16 (read by a product and by another op)
+  // are two tensors of the file.
+  if (element != rootType.getElementType())
+    name += ".bf16";
   entries_.push_back(
-      {boxName(*box, rootType.getShape(), base), *box,
-       RankedTensorType::get(box->shape, rootType.getElementType())});
+      {name, *box, RankedTensorType::get(box->shape, element)});
   return static_cast<int>(entries_.size() - 1);
 }
 
@@ -162,7 +178,7 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
     if (auto w = dyn_cast<dfg::WeightOp>(box.root))
       stored = w.getStoredElementType();
     rt::DType from = *elementDType(stored),
-              to = *elementDType(rootType.getElementType());
+              to = *elementDType(e.type.getElementType());
     size_t width = rt::byteWidth(from);
     auto flush = [&]() -> bool {
       if (from != to) {

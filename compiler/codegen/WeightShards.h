@@ -42,8 +42,18 @@ public:
   std::optional<WeightBox> fold(mlir::Value value);
 
   /// The index of `value`'s box among the tensors of the weight file (added
-  /// on first use).
-  int entryFor(mlir::Value value);
+  /// on first use); with `bf16`, the box stored as bf16 (an entry of its
+  /// own, converted when the file is written).
+  int entryFor(mlir::Value value, bool bf16 = false);
+
+  /// --dtype bf16 on the cpu target: the weights that products read (a
+  /// linear's weight, a matmul's right operand, an embedding's table) are
+  /// stored in bf16 and widened to f32 by the kernels as they read them;
+  /// activations and accumulation stay f32.
+  void setProductWeightsInBf16(bool on) { productsInBf16_ = on; }
+  /// Whether a product reading `value` reads it as bf16: the mode is on and
+  /// `value` is an f32 weight seen through slices and views.
+  bool productReadsBf16(mlir::Value value);
 
   struct Entry {
     std::string name;
@@ -62,6 +72,7 @@ public:
 private:
   llvm::DenseMap<mlir::Value, std::optional<WeightBox>> folded_;
   std::vector<Entry> entries_;
+  bool productsInBf16_ = false;
 };
 
 } // namespace meshc::codegen

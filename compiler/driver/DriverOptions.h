@@ -91,8 +91,10 @@ struct MeshOptions {
                        "keeps its weights in: f32, f16 or bf16 (default: the "
                        "model's own). Weights are converted while they are "
                        "sharded; inputs and outputs keep the model's types. "
-                       "f16 and bf16 need --target cuda to build "
-                       "executables"),
+                       "On the cpu target, bf16 keeps the weights of "
+                       "products (linear, matmul, embedding) in bf16 and "
+                       "computes in f32; f16 executables need --target "
+                       "cuda"),
               cl::value_desc("type"), cl::sub(c.plan), cl::sub(c.compile),
               cl::cat(c.category)),
         sequenceParallel(

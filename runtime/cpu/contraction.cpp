@@ -11,6 +11,14 @@
 // instead: sgemm would first copy (pack) the whole weight matrix, which cost
 // more than the product itself (58% of a GPT-2-small decoding step).
 //
+// A bf16 weight (--dtype bf16 on the cpu target: the weights products read
+// are stored in bf16, activations and sums stay f32) is widened as it is
+// read: a one-row product multiplies each weight as it loads it (the step
+// reads half the bytes of f32), a product of several rows widens the weight
+// a block of columns at a time into f32 and multiplies the block by sgemm.
+// Widening is exact (bf16 is f32's upper half), so the results are those of
+// the f32 kernels on the bf16-rounded weights.
+//
 // oneDNN generates its kernels for the CPU it runs on and threads a product
 // over the OpenMP team itself (and runs on one thread inside a parallel
 // region, as attention's per-head products do). OpenBLAS (sgemv, and sgemm
@@ -22,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
 
+#include "meshc/runtime/half.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>
@@ -121,6 +130,142 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
 
 namespace {
 
+/// dst[0..n) = the bf16 values src[0..n) as f32. The loops of this file's
+/// bf16 kernels are built for AVX-512, AVX2 and the baseline, picked at load
+/// for the CPU they run on.
+#define MESHC_BF16_CLONES                                                      \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+
+MESHC_BF16_CLONES void widenBf16(const std::uint16_t *src, float *dst,
+                                 std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    dst[i] = bfloat16ToFloat(src[i]);
+}
+
+/// Rows of B summed into one partial sum before it joins the total, so that
+/// a long sum's rounding grows with its chunks, not with k (as blocked GEMMs
+/// sum).
+constexpr std::int64_t kSumChunk = 128;
+
+/// c[j0 + j] = beta * c[j0 + j] + sum_l a[l] * B[l, j0 + j] for j < len, B a
+/// bf16 [k, ldb] matrix: each row of B scaled into a partial sum of the
+/// block (vectorised along j), kSumChunk rows at a time.
+MESHC_BF16_CLONES void gemvBf16Columns(const float *a, const std::uint16_t *b,
+                                       std::int64_t k, std::int64_t ldb,
+                                       std::int64_t j0, std::int64_t len,
+                                       float beta, float *c) {
+  float *out = c + j0;
+  for (std::int64_t j = 0; j < len; ++j)
+    out[j] = beta == 0.0f ? 0.0f : beta * out[j];
+  static thread_local std::vector<float> partial;
+  partial.resize(static_cast<std::size_t>(len));
+  float *part = partial.data();
+  for (std::int64_t l0 = 0; l0 < k; l0 += kSumChunk) {
+    for (std::int64_t j = 0; j < len; ++j)
+      part[j] = 0.0f;
+    for (std::int64_t l = l0; l < std::min(k, l0 + kSumChunk); ++l) {
+      const float x = a[l];
+      const std::uint16_t *row = b + l * ldb + j0;
+      for (std::int64_t j = 0; j < len; ++j)
+        part[j] += x * bfloat16ToFloat(row[j]);
+    }
+    for (std::int64_t j = 0; j < len; ++j)
+      out[j] += part[j];
+  }
+}
+
+/// c[j] = beta * c[j] + sum_l a[l] * B[j, l] for j in [j0, j0 + len), B a
+/// bf16 [n, k] matrix: one dot product per row of B, in 16 lanes (which the
+/// compiler vectorises without reordering a sum) added at the end.
+MESHC_BF16_CLONES void gemvBf16Rows(const float *a, const std::uint16_t *b,
+                                    std::int64_t k, std::int64_t j0,
+                                    std::int64_t len, float beta, float *c) {
+  constexpr std::int64_t kLanes = 16;
+  const std::int64_t body = k / kLanes * kLanes;
+  for (std::int64_t j = j0; j < j0 + len; ++j) {
+    const std::uint16_t *row = b + j * k;
+    float lanes[kLanes] = {};
+    for (std::int64_t l = 0; l < body; l += kLanes)
+      for (std::int64_t i = 0; i < kLanes; ++i)
+        lanes[i] += a[l + i] * bfloat16ToFloat(row[l + i]);
+    float sum = 0.0f;
+    for (std::int64_t l = body; l < k; ++l)
+      sum += a[l] * bfloat16ToFloat(row[l]);
+    for (std::int64_t i = 0; i < kLanes; ++i)
+      sum += lanes[i];
+    c[j] = (beta == 0.0f ? 0.0f : beta * c[j]) + sum;
+  }
+}
+
+/// C[m, n] = A[m, k] . op(B) + beta * C for a bf16 B: [n, k] with transB,
+/// else [k, n]; A and C f32 with leading dimensions k and n.
+void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const float *a, const std::uint16_t *b, float beta,
+                 float *c) {
+  if (m == 0 || n == 0)
+    return;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (m == 1) {
+    const bool parallel =
+        threads > 1 && static_cast<double>(n) * k > kSerialGemmMacs;
+    if (!parallel) {
+      if (transB)
+        gemvBf16Rows(a, b, k, 0, n, beta, c);
+      else
+        gemvBf16Columns(a, b, k, n, 0, n, beta, c);
+      return;
+    }
+    // Each thread reads one contiguous part of B, so that its loads stream:
+    // [n, k] by rows of B (its outputs), [k, n] by rows of B too (a part of
+    // the sum, added up after), since columns cut every row in pieces.
+    if (transB) {
+      const std::int64_t block = (n + threads - 1) / threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (int p = 0; p < threads; ++p) {
+        const std::int64_t j0 = p * block;
+        if (j0 < n)
+          gemvBf16Rows(a, b, k, j0, std::min(block, n - j0), beta, c);
+      }
+      return;
+    }
+    static thread_local std::vector<float> parts;
+    parts.resize(static_cast<std::size_t>(threads * n));
+    float *sums = parts.data();
+    const std::int64_t rowsPer = (k + threads - 1) / threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int p = 0; p < threads; ++p) {
+      const std::int64_t l0 = std::min<std::int64_t>(k, p * rowsPer);
+      const std::int64_t rows = std::min(rowsPer, k - l0);
+      gemvBf16Columns(a + l0, b + l0 * n, rows, n, 0, n, 0.0f, sums + p * n);
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      float total = beta == 0.0f ? 0.0f : beta * c[j];
+      for (int p = 0; p < threads; ++p)
+        total += sums[p * n + j];
+      c[j] = total;
+    }
+    return;
+  }
+  // Widen a block of B's columns (about 4 MB of f32) and multiply it.
+  std::int64_t block = std::max<std::int64_t>(64, (std::int64_t(1) << 20) / k);
+  block = std::min(n, (block + 63) / 64 * 64);
+  static thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<std::size_t>(block * k));
+  float *wide = scratch.data();
+  for (std::int64_t j0 = 0; j0 < n; j0 += block) {
+    const std::int64_t len = std::min(block, n - j0);
+    if (transB) {
+      widenBf16(b + j0 * k, wide, len * k); // rows j0.. of [n, k]: contiguous
+    } else {
+#pragma omp parallel for schedule(static) if (len * k > kParallelThreshold)
+      for (std::int64_t l = 0; l < k; ++l)
+        widenBf16(b + l * n + j0, wide + l * len, len);
+    }
+    sgemm(transB, m, len, k, 1.0f, a, k, wide, transB ? k : len, beta, c + j0,
+          n);
+  }
+}
+
 /// The shape of a numpy matmul: M, K, N, and the offsets (in elements) of
 /// each batch's lhs and rhs matrices.
 struct MatmulShape {
@@ -194,12 +339,29 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
     unsupportedDType("matmul", lhs.dtype);
   }
   const float *a = lhs.as<const float>();
-  const float *b = rhs.as<const float>();
   float *c = out.as<float>();
   if (s.k == 0) {
     std::fill(c, c + out.numElements(), 0.0f);
     return;
   }
+  if (rhs.dtype == DType::BF16) {
+    // A bf16 weight (--dtype bf16): shared by every batch, one product over
+    // the folded rows; otherwise widened whole, then the f32 path.
+    const auto *b16 = rhs.as<const std::uint16_t>();
+    if (s.foldable) {
+      productBf16(false, s.m * static_cast<std::int64_t>(s.batches.size()),
+                  s.n, s.k, a + s.batches[0].first, b16 + s.batches[0].second,
+                  0.0f, c);
+      return;
+    }
+    std::vector<float> wide(static_cast<std::size_t>(rhs.numElements()));
+    widenBf16(b16, wide.data(), rhs.numElements());
+    TensorRef f32 = rhs;
+    f32.dtype = DType::F32;
+    f32.data = wide.data();
+    return matmul(lhs, f32, out);
+  }
+  const float *b = rhs.as<const float>();
   // A 1-D rhs is a K x 1 column: row-major with leading dimension 1.
   const std::int64_t ldb = s.n;
   const std::int64_t batches = static_cast<std::int64_t>(s.batches.size());
@@ -226,7 +388,8 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
 void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             bool transposeWeight, const TensorRef &out) {
   requireF32(in, "linear");
-  requireF32(weight, "linear");
+  if (weight.dtype != DType::BF16)
+    requireF32(weight, "linear");
   const plans::LinearPlan p = plans::linearPlan(in, out);
   if (p.empty())
     return;
@@ -245,6 +408,11 @@ void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
   if (k == 0) {
     if (!bias)
       std::fill(c, c + rows * n, 0.0f);
+    return;
+  }
+  if (weight.dtype == DType::BF16) {
+    productBf16(transposeWeight, rows, n, k, in.as<const float>(),
+                weight.as<const std::uint16_t>(), beta, c);
     return;
   }
   sgemm(transposeWeight, rows, n, k, 1.0f, in.as<const float>(), k,

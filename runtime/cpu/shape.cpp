@@ -10,6 +10,7 @@
 #include "meshc/runtime/kernels.h"
 
 #include "meshc/runtime/error.h"
+#include "meshc/runtime/half.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cstring>
@@ -215,6 +216,21 @@ void embedding(const TensorRef &table, const TensorRef &ids,
     if (id < -vocab || id >= vocab)
       fatal("embedding: token id " + std::to_string(id) +
             " is outside the table's " + std::to_string(vocab) + " rows");
+  }
+  if (table.dtype == DType::BF16 && out.dtype == DType::F32) {
+    // A bf16 table (--dtype bf16): each row widened to f32 as it is copied.
+    const auto *src = table.as<const std::uint16_t>();
+    float *dst = out.as<float>();
+#pragma omp parallel for schedule(static) if (count * hidden >                 \
+                                              kParallelThreshold)
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::int64_t id = readIndex(ids, i);
+      if (id < 0)
+        id += vocab;
+      for (std::int64_t j = 0; j < hidden; ++j)
+        dst[i * hidden + j] = bfloat16ToFloat(src[id * hidden + j]);
+    }
+    return;
   }
   const std::size_t row =
       static_cast<std::size_t>(hidden) * byteWidth(table.dtype);

@@ -1104,6 +1104,48 @@ TEST(KernelsTest, OneRowProductsUseGemv) {
   checkMatmul(randomF32({2, 1, 64}), randomF32({2, 64, 40})); // per batch
 }
 
+/// `t` rounded to bf16 (--dtype bf16 stores products' weights so).
+Tensor asBf16(const Tensor &t) {
+  Tensor out(DType::BF16, t.shape);
+  for (std::int64_t i = 0; i < t.size(); ++i)
+    out.set(i, t.at(i));
+  return out;
+}
+
+// --dtype bf16 on the cpu target: a product's weight in bf16, widened as it
+// is read; the float64 reference multiplies by the same bf16 values, so the
+// tolerance is f32's. One row (multiplied as loaded, split by columns past
+// 2^20 multiply-adds), several rows (the weight widened a block of columns
+// at a time: k = 256 gives blocks of 4096, so 9000 columns take three), both
+// layouts, with and without bias; matmul folded and per batch; embedding.
+TEST(KernelsTest, Bf16WeightsAreWidenedAsRead) {
+  Tensor bias = randomF32({9000});
+  for (std::int64_t rows : {1, 5}) {
+    Tensor in = randomF32({1, rows, 256});
+    checkLinear(in, asBf16(randomF32({256, 9000})), &bias, false);
+    checkLinear(in, asBf16(randomF32({9000, 256})), nullptr, true);
+  }
+  Tensor small = randomF32({2, 3, 32});
+  checkLinear(small, asBf16(randomF32({32, 24})), nullptr, false);
+  checkLinear(randomF32({1, 1, 512}), asBf16(randomF32({3000, 512})), nullptr,
+              true);
+  checkMatmul(randomF32({2, 3, 64}), asBf16(randomF32({64, 40})));
+  checkMatmul(randomF32({1, 64}), asBf16(randomF32({64, 40})));
+  checkMatmul(randomF32({2, 3, 64}), asBf16(randomF32({2, 64, 40})));
+
+  Tensor table = asBf16(randomF32({64, 16}));
+  Tensor ids = fromValues(DType::I64, {2, 2}, {0, 63, -1, 7});
+  Tensor out(DType::F32, {2, 2, 16});
+  embedding(table.ref(), ids.ref(), out.ref());
+  std::vector<double> want;
+  for (std::int64_t i = 0; i < ids.size(); ++i) {
+    std::int64_t id = static_cast<std::int64_t>(ids.at(i));
+    for (std::int64_t h = 0; h < 16; ++h)
+      want.push_back(table.at((id < 0 ? id + 64 : id) * 16 + h));
+  }
+  expectExact(out, want);
+}
+
 //===----------------------------------------------------------------------===//
 // Attention and rotary
 //===----------------------------------------------------------------------===//
