@@ -59,6 +59,20 @@ def run(meshc, folder, inputs, out, mpirun_args=None):
                           capture_output=True, text=True, timeout=600)
 
 
+def compile_case(meshc, corpus, case, work):
+    """Compiles the corpus export of CASE (EXPORT:MESH, axes joined by x)
+    without size flags into `work`: (label, export folder, compiled folder,
+    mesh, the compiler's first error or None)."""
+    name, mesh = case.split(":")
+    mesh = mesh.replace("x", ",")
+    label = f"{name} [{mesh.replace(',', 'x')}]"
+    folder = os.path.join(corpus, name)
+    exe = os.path.join(work, f"{name}-{mesh.replace(',', '_').replace('=', '')}")
+    c = subprocess.run([meshc, "compile", os.path.join(folder, "model.onnx"), "--mesh", mesh,
+                        "-o", exe], capture_output=True, text=True)
+    return label, folder, exe, mesh, first_error(c.stderr) if c.returncode else None
+
+
 def compare_outputs(expected, actual):
     """`same outputs` when every .npy of folder `expected` is in `actual`,
     bit for bit; else the first that differs, and how."""
@@ -159,15 +173,9 @@ def check(args, work):
     hosts = os.environ["MESHC_HOSTS_MPIRUN_ARGS"]
     failed = 0
     for case in args.cases:
-        name, mesh = case.split(":")
-        mesh = mesh.replace("x", ",")
-        label = f"{name} [{mesh.replace(',', 'x')}]"
-        folder = os.path.join(args.corpus, name)
-        exe = os.path.join(work, f"{name}-{mesh.replace(',', '_').replace('=', '')}")
-        c = subprocess.run([args.meshc, "compile", os.path.join(folder, "model.onnx"),
-                            "--mesh", mesh, "-o", exe], capture_output=True, text=True)
-        if c.returncode:
-            print(f"{label}: {first_error(c.stderr)}")
+        label, folder, exe, mesh, error = compile_case(args.meshc, args.corpus, case, work)
+        if error:
+            print(f"{label}: {error}")
             failed += 1
             continue
         ranks = 1

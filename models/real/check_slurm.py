@@ -34,7 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from check_corpus import first_error  # noqa: E402
-from check_multihost import compare_outputs, run_command  # noqa: E402
+from check_multihost import compare_outputs, compile_case, run_command  # noqa: E402
 
 
 def multi_prog(folder, inputs, out):
@@ -74,15 +74,9 @@ def check(args, work):
     """Runs every case of `args` in the folder `work`; the exit status."""
     failed = 0
     for case in args.cases:
-        name, mesh = case.split(":")
-        mesh = mesh.replace("x", ",")
-        label = f"{name} [{mesh.replace(',', 'x')}]"
-        folder = os.path.join(args.corpus, name)
-        exe = os.path.join(work, f"{name}-{mesh.replace(',', '_').replace('=', '')}")
-        c = subprocess.run([args.meshc, "compile", os.path.join(folder, "model.onnx"),
-                            "--mesh", mesh, "-o", exe], capture_output=True, text=True)
-        if c.returncode:
-            print(f"{label}: {first_error(c.stderr)}")
+        label, folder, exe, mesh, error = compile_case(args.meshc, args.corpus, case, work)
+        if error:
+            print(f"{label}: {error}")
             failed += 1
             continue
         inputs = sorted(glob.glob(os.path.join(folder, "inputs", "*.npy")))

@@ -57,6 +57,29 @@ bool useDnnl() {
   }();
   return dnnl;
 }
+/// c[0, :] = beta * c + the sum over `threads` contiguous runs of B's k rows
+/// of part(l0, rows, partial): the one-row product of a [k, n] weight split
+/// so that each thread's loads stream (a block of columns would cut every
+/// row in pieces), its partial sums added after.
+template <typename Part>
+void sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
+                    float *c, Part part) {
+  static thread_local std::vector<float> parts;
+  parts.resize(static_cast<std::size_t>(threads * n));
+  float *sums = parts.data();
+  const std::int64_t rowsPer = (k + threads - 1) / threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int p = 0; p < threads; ++p) {
+    const std::int64_t l0 = std::min<std::int64_t>(k, p * rowsPer);
+    part(l0, std::min(rowsPer, k - l0), sums + p * n);
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    float total = beta == 0.0f ? 0.0f : beta * c[j];
+    for (int p = 0; p < threads; ++p)
+      total += sums[p * n + j];
+    c[j] = total;
+  }
+}
 } // namespace
 
 void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -87,26 +110,12 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       return;
     }
     if (!transB) {
-      // B is [k, n]: a block of its columns would cut every row in pieces,
-      // so each thread takes a contiguous run of B's rows instead (its loads
-      // stream) and the partial sums are added after.
-      static thread_local std::vector<float> parts;
-      parts.resize(static_cast<std::size_t>(threads * n));
-      float *sums = parts.data();
-      const std::int64_t rowsPer = (k + threads - 1) / threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-      for (int p = 0; p < threads; ++p) {
-        const std::int64_t l0 = std::min<std::int64_t>(k, p * rowsPer);
-        const std::int64_t rows = std::min(rowsPer, k - l0);
-        cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha, b + l0 * ldb,
-                    ldb, a + l0, 1, 0.0f, sums + p * n, 1);
-      }
-      for (std::int64_t j = 0; j < n; ++j) {
-        float total = beta == 0.0f ? 0.0f : beta * c[j];
-        for (int p = 0; p < threads; ++p)
-          total += sums[p * n + j];
-        c[j] = total;
-      }
+      sumOverRowRuns(threads, k, n, beta, c,
+                     [&](std::int64_t l0, std::int64_t rows, float *sums) {
+                       cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
+                                   b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums,
+                                   1);
+                     });
       return;
     }
     std::int64_t block = (n + threads - 1) / threads;
@@ -253,22 +262,11 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       }
       return;
     }
-    static thread_local std::vector<float> parts;
-    parts.resize(static_cast<std::size_t>(threads * n));
-    float *sums = parts.data();
-    const std::int64_t rowsPer = (k + threads - 1) / threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int p = 0; p < threads; ++p) {
-      const std::int64_t l0 = std::min<std::int64_t>(k, p * rowsPer);
-      const std::int64_t rows = std::min(rowsPer, k - l0);
-      gemvBf16Columns(a + l0, b + l0 * n, rows, n, 0, n, 0.0f, sums + p * n);
-    }
-    for (std::int64_t j = 0; j < n; ++j) {
-      float total = beta == 0.0f ? 0.0f : beta * c[j];
-      for (int p = 0; p < threads; ++p)
-        total += sums[p * n + j];
-      c[j] = total;
-    }
+    sumOverRowRuns(threads, k, n, beta, c,
+                   [&](std::int64_t l0, std::int64_t rows, float *sums) {
+                     gemvBf16Columns(a + l0, b + l0 * n, rows, n, 0, n, 0.0f,
+                                     sums);
+                   });
     return;
   }
   // Widen a block of B's columns (about 4 MB of f32) and multiply it.

@@ -217,21 +217,9 @@ void embedding(const TensorRef &table, const TensorRef &ids,
       fatal("embedding: token id " + std::to_string(id) +
             " is outside the table's " + std::to_string(vocab) + " rows");
   }
-  if (table.dtype == DType::BF16 && out.dtype == DType::F32) {
-    // A bf16 table (--dtype bf16): each row widened to f32 as it is copied.
-    const auto *src = table.as<const std::uint16_t>();
-    float *dst = out.as<float>();
-#pragma omp parallel for schedule(static) if (count * hidden >                 \
-                                              kParallelThreshold)
-    for (std::int64_t i = 0; i < count; ++i) {
-      std::int64_t id = readIndex(ids, i);
-      if (id < 0)
-        id += vocab;
-      for (std::int64_t j = 0; j < hidden; ++j)
-        dst[i * hidden + j] = bfloat16ToFloat(src[id * hidden + j]);
-    }
-    return;
-  }
+  // A bf16 table under an f32 result (--dtype bf16): each row widened to
+  // f32 as it is copied; otherwise rows are copied as they are.
+  const bool widen = table.dtype == DType::BF16 && out.dtype == DType::F32;
   const std::size_t row =
       static_cast<std::size_t>(hidden) * byteWidth(table.dtype);
   const auto *src = static_cast<const unsigned char *>(table.data);
@@ -242,7 +230,14 @@ void embedding(const TensorRef &table, const TensorRef &ids,
     std::int64_t id = readIndex(ids, i);
     if (id < 0)
       id += vocab;
-    std::memcpy(dst + i * row, src + id * row, row);
+    if (!widen) {
+      std::memcpy(dst + i * row, src + id * row, row);
+      continue;
+    }
+    const auto *from = reinterpret_cast<const std::uint16_t *>(src) + id * hidden;
+    float *to = reinterpret_cast<float *>(dst) + i * hidden;
+    for (std::int64_t j = 0; j < hidden; ++j)
+      to[j] = bfloat16ToFloat(from[j]);
   }
 }
 
