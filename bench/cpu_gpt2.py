@@ -173,9 +173,13 @@ def main():
         dtype_flags, suffix = ["--dtype", args.dtype], "-" + args.dtype
         reference = os.path.join(args.out, "reference-" + args.dtype)
         if not os.path.isdir(reference):
+            # Written aside and renamed when complete, so that a failed run
+            # leaves no half reference to compare with later.
+            partial = reference + ".partial"
             subprocess.run([sys.executable, os.path.join(HERE, "..", "models",
                                                          "bf16_reference.py"),
-                            "--model", args.out, "--out", reference], check=True)
+                            "--model", args.out, "--out", partial], check=True)
+            os.rename(partial, reference)
     rows = []
     for mesh in args.meshes.split(","):
         ranks = int(mesh.split("=")[1])

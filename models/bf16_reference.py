@@ -9,6 +9,13 @@ imported) in bf16 and computes in f32; widening bf16 to f32 is exact. So its
 outputs are onnxruntime's in f32 on the same model with exactly those
 initializers rounded to bf16 (to nearest even), up to the order of f32 sums.
 This script writes that: REFDIR/<output>.npy for the inputs in DIR/inputs.
+
+The rule is the ONNX-level image of meshc's: an initializer that a product
+reads is rounded for all its uses, where meshc rounds only the products'
+copy and keeps f32 for any other use (and also rounds weights a product
+reaches through reshapes and slices). The two agree on models whose product
+weights have no other use and reach their products directly, as in the
+tests.
 """
 import argparse
 import glob

@@ -14,7 +14,7 @@ host=$1
 shift
 hide=
 case ${MESHC_HOSTS_HIDE:-} in
-  "$host":/*) hide="mount -t tmpfs meshc-hidden ${MESHC_HOSTS_HIDE#*:} && " ;;
+  "$host":/*) hide="mount -t tmpfs meshc-hidden '${MESHC_HOSTS_HIDE#*:}' && " ;;
 esac
 exec ip netns exec "${MESHC_HOSTS_PREFIX:?set by netns_hosts.sh}$host" \
   unshare --uts --mount sh -c "hostname $host && $hide$*"

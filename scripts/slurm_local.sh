@@ -37,7 +37,21 @@ node=$(hostname -s)
 
 child=
 cleanup() {
-  [[ -n $child ]] && kill -9 -- "-$child" 2>/dev/null || true
+  # COMMAND's process group first, politely (meshc passes SIGTERM on to
+  # srun), then for good; then every job still in the cluster, whose tasks
+  # belong to slurmd's step daemons, not to COMMAND; then the daemons.
+  if [[ -n $child ]] && kill -0 -- "-$child" 2>/dev/null; then
+    kill -TERM -- "-$child" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 -- "-$child" 2>/dev/null || break; sleep 0.1; done
+    kill -9 -- "-$child" 2>/dev/null || true
+  fi
+  if [[ -f $work/slurmctld.pid ]]; then
+    scancel --full --quiet $(squeue -h -o %i 2>/dev/null) 2>/dev/null || true
+    for _ in $(seq 100); do
+      [[ -z $(squeue -h -o %i 2>/dev/null) ]] && ! pgrep -x slurmstepd >/dev/null && break
+      sleep 0.1
+    done
+  fi
   for pidfile in slurmd.pid slurmctld.pid munged.pid; do
     if [[ -f $work/$pidfile ]]; then
       pid=$(cat "$work/$pidfile")

@@ -460,11 +460,12 @@ int runCompileExecutables(StringRef model, const onnximport::DimSizes &dims,
   options.mesh = mesh.str();
   options.sequenceParallel = sequenceParallel;
   options.version = MESHC_VERSION;
-  // The cpu target's bf16 keeps the graph in f32: only the weights that
-  // products read are stored in bf16 (BuildOptions::bf16WeightsOnly).
+  // The cpu target's bf16 computes in f32 (a model stored in 16 bits is
+  // converted to it): only the weights that products read are stored in
+  // bf16 (BuildOptions::bf16WeightsOnly).
   return withRankPrograms(
       model, dims, &options.bounds, &axes, mesh, sequenceParallel, microbatches,
-      options.bf16WeightsOnly() ? StringRef() : StringRef(options.dtype),
+      options.bf16WeightsOnly() ? StringRef("f32") : StringRef(options.dtype),
       [&](mlir::ModuleOp all, ArrayRef<codegen::RoleProgram> roles) {
         mlir::PassManager pm(all.getContext());
         buildLoweringPipeline(pm, !options.noOverlap);

@@ -311,7 +311,8 @@ struct RunOptions {
                                   "role"),
                        clEnumValN(Launcher::Srun, "srun",
                                   "Slurm's srun -n <ranks> --mpi=pmix "
-                                  "--multi-prog, in the allocation it runs "
+                                  "(a shell per task runs its rank's "
+                                  "program), in the allocation it runs "
                                   "in or a new one")),
             cl::init(Launcher::Mpirun), cl::sub(c.run), cl::sub(c.generate),
             cl::cat(c.category)),

@@ -11,7 +11,6 @@
 #include "meshc/runtime/npy.h"
 #include "meshc/runtime/safetensors.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -76,7 +75,7 @@ bool readManifest(StringRef folder, json &m, SmallString<256> &manifestPath,
 }
 
 /// Starts every rank of the compiled folder through mpirun (MPMD) or srun
-/// (--multi-prog) with
+/// (a shell that runs each task's program) with
 /// `extra` after the harness's own options, waits, and reports the job's
 /// outcome as `command`.
 int launch(StringRef command, const RunRequest &request, const json &m,
@@ -107,22 +106,28 @@ int launch(StringRef command, const RunRequest &request, const json &m,
       "--manifest",           manifestAbs.str().str(),
       "--output-dir",         request.outputDir,
       "--collective-timeout", std::to_string(request.collectiveTimeout)};
-  unsigned threads = request.threads;
-  if (!threads)
-    threads = std::max<unsigned>(
-        1, llvm::hardware_concurrency().compute_thread_count() / world);
   if (request.noCudaGraph)
     rankArgs.push_back("--no-cuda-graph");
   if (request.repeat > 1) {
     rankArgs.push_back("--repeat");
     rankArgs.push_back(std::to_string(request.repeat));
   }
-  rankArgs.push_back("--threads");
-  rankArgs.push_back(std::to_string(threads));
+  // Threads per rank: as given; else under mpirun this machine's cores
+  // shared by the ranks, and under srun the CPUs Slurm gives each task
+  // (OpenMP's default, so --threads is left out).
+  bool srun = request.launcher == Launcher::Srun;
+  if (request.threads || !srun) {
+    unsigned threads = request.threads;
+    if (!threads)
+      threads = std::max<unsigned>(
+          1, llvm::hardware_concurrency().compute_thread_count() / world);
+    rankArgs.push_back("--threads");
+    rankArgs.push_back(std::to_string(threads));
+  }
   rankArgs.insert(rankArgs.end(), extra.begin(), extra.end());
 
   // Consecutive ranks of one role form one group: an app context of
-  // mpirun's MPMD command line, a line of srun's --multi-prog file.
+  // mpirun's MPMD command line, a case of the shell srun runs.
   struct Group {
     int64_t first, count;
     std::string executable;
@@ -140,61 +145,44 @@ int launch(StringRef command, const RunRequest &request, const json &m,
     r += n;
   }
 
-  bool srun = request.launcher == Launcher::Srun;
   std::string launcher = srun ? "srun" : MESHC_MPIRUN;
   std::vector<std::string> argv = {launcher};
-  SmallString<128> multiProg;
-  llvm::scope_exit removeMultiProg([&] {
-    if (!multiProg.empty())
-      sys::fs::remove(multiProg);
-  });
   if (srun) {
-    // srun reads the file where it runs and sends its lines to the tasks;
-    // --mpi=pmix is how Debian's OpenMPI, which the ranks link, wires up
-    // under srun. A task that fails ends the step (--kill-on-bad-exit), as
-    // mpirun ends the job. Each task gets the CPUs Slurm allocates it (one,
-    // unless --srun-args asks for more with -c). --srun-args come last and
-    // can override these.
+    // One command for every task: a shell that picks the task's program
+    // by its rank (SLURM_PROCID) and runs it with the arguments, each
+    // quoted, so that no path or argument is too long, too many or
+    // mangled, as in srun's --multi-prog file (128 arguments at most, split
+    // at spaces, %t and %o substituted). --mpi=pmix is how Debian's
+    // OpenMPI, which the ranks link, wires up under srun. A task that fails
+    // ends the step (--kill-on-bad-exit), as mpirun ends the job. Each task
+    // runs on the CPUs Slurm gives it (one, unless --srun-args asks for
+    // more with -c) and, unless --threads is given, as many threads as
+    // those CPUs (OpenMP's default). --srun-args come last and can
+    // override these.
     argv.insert(argv.end(), {"-n", std::to_string(world), "--mpi=pmix",
                              "--kill-on-bad-exit=1"});
     for (StringRef more : llvm::split(request.launcherArgs, ' '))
       if (!more.empty())
         argv.push_back(more.str());
-    // The file's lines are split at spaces, and srun substitutes %t and %o
-    // in them: an argument holding either cannot be written there.
-    const char *unsafe = " \t\n%'\"\\";
-    for (const std::string &arg : rankArgs)
-      if (StringRef(arg).find_first_of(unsafe) != StringRef::npos)
-        return failWith("'" + arg +
-                        "' cannot be passed through srun's --multi-prog file "
-                        "(spaces, quotes and '%' are not allowed there); "
-                        "rename it or use --launcher mpirun");
-    for (const Group &g : groups)
-      if (StringRef(g.executable).find_first_of(unsafe) != StringRef::npos)
-        return failWith("rank executable '" + g.executable +
-                        "' cannot be named in srun's --multi-prog file "
-                        "(spaces, quotes and '%' are not allowed there); "
-                        "move the compiled folder or use --launcher mpirun");
-    int fd = -1;
-    if (std::error_code ec =
-            sys::fs::createTemporaryFile("meshc-ranks", "conf", fd, multiProg))
-      return failWith("cannot write srun's --multi-prog file: " +
-                      ec.message());
-    raw_fd_ostream conf(fd, /*shouldClose=*/true);
+    auto quote = [](StringRef s) {
+      std::string q = "'";
+      for (char ch : s)
+        q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      return q + "'";
+    };
+    std::string script = "case \"${SLURM_PROCID:?not started by srun}\" in\n";
     for (const Group &g : groups) {
-      conf << g.first;
-      if (g.count > 1)
-        conf << "-" << g.first + g.count - 1;
-      conf << " " << g.executable;
+      for (int64_t r = g.first; r < g.first + g.count; ++r)
+        script += (r == g.first ? "  " : "|") + std::to_string(r);
+      script += ") exec " + quote(g.executable);
       for (const std::string &arg : rankArgs)
-        conf << " " << arg;
-      conf << "\n";
+        script += " " + quote(arg);
+      script += " ;;\n";
     }
-    conf.close();
-    if (conf.has_error())
-      return failWith("cannot write srun's --multi-prog file '" + multiProg +
-                      "': " + conf.error().message());
-    argv.insert(argv.end(), {"--multi-prog", multiProg.str().str()});
+    script += "esac\necho \"meshc: srun task $SLURM_PROCID has no rank "
+              "program (the job has " +
+              std::to_string(world) + " ranks)\" >&2\nexit 1\n";
+    argv.insert(argv.end(), {"/bin/sh", "-c", script});
   } else {
     if (geteuid() == 0)
       argv.push_back("--allow-run-as-root");

@@ -2,8 +2,9 @@
 //
 // Part of meshc. Reads a compiled folder's manifest, checks the inputs and
 // executables it names, and starts every rank through OpenMPI's mpirun
-// (MPMD: each rank runs its role's executable) or Slurm's srun (a
-// --multi-prog file it writes), then reports the job's outcome. Outputs land as <output-dir>/<name>.npy. `meshc generate` starts
+// (MPMD: each rank runs its role's executable) or Slurm's srun (a shell
+// per task that runs its rank's executable), then reports the job's
+// outcome. Outputs land as <output-dir>/<name>.npy. `meshc generate` starts
 // the same job with the --generate-* options of the rank harness. SIGINT and
 // SIGTERM to meshc are passed to the launcher, which stops every rank.
 //

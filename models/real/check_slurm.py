@@ -7,10 +7,11 @@ Usage: scripts/slurm_local.sh run -- check_slurm.py --meshc build/bin/meshc
 
 CASE is EXPORT:MESH, e.g. gpt2-optimum:tp=2 or llama-optimum:pp=2xtp=2. Each
 export is compiled without size flags and run with the inputs of its corpus
-folder three ways: `meshc run` (mpirun), `meshc run --launcher srun` (which
-writes srun's --multi-prog file itself) and `srun -n N --mpi=pmix
---multi-prog ranks.conf` with the file written from the manifest as
-docs/user-guide.md tells a user to. Every output must be identical to
+folder three ways: `meshc run` (mpirun), `meshc run --launcher srun` (into
+an output folder whose name holds a space, a quote and srun's `%t`, which
+must reach the ranks as they are) and `srun -n N --mpi=pmix --multi-prog
+ranks.conf` with the file written from the manifest as docs/user-guide.md
+tells a user to. Every output must be identical to
 mpirun's. One line per case; exit status 1 if any case failed.
 
 --generate N instead runs `meshc generate` of the corpus prompt (its
@@ -90,7 +91,7 @@ def check(args, work):
                                     "MESHC_FAULT_KILL_RANK": str(args.kill_rank)})
             seconds = time.monotonic() - start
             m = re.search(r"srun: error: \S+: task (\d+): Killed", r.stdout + r.stderr)
-            if r.returncode == 0 or not m:
+            if r.returncode == 0 or not m or int(m.group(1)) != args.kill_rank:
                 print(f"{label}: rank {args.kill_rank} killed: not reported "
                       f"(status {r.returncode}): {first_error(r.stderr + r.stdout)}")
                 failed += 1
@@ -129,8 +130,11 @@ def check(args, work):
         runs = {}
         runs["mpirun"] = subprocess.run(run_command(args.meshc, exe, inputs, exe + "-mpirun"),
                                         capture_output=True, text=True, timeout=600)
+        # An output folder whose name has a space, a quote and srun's %t:
+        # meshc passes every argument to the tasks as it is.
+        srun_out = exe + "-srun out %t 'q'"
         runs["meshc run --launcher srun"] = subprocess.run(
-            run_command(args.meshc, exe, inputs, exe + "-srun", extra=["--launcher", "srun"]),
+            run_command(args.meshc, exe, inputs, srun_out, extra=["--launcher", "srun"]),
             capture_output=True, text=True, timeout=600)
         conf = exe + "-ranks.conf"
         os.makedirs(exe + "-multiprog", exist_ok=True)
@@ -146,8 +150,8 @@ def check(args, work):
             print(f"{label}: {bad[0]} failed: {first_error(r.stderr + r.stdout)}")
             failed += 1
             continue
-        verdicts = [compare_outputs(exe + "-mpirun", exe + suffix)
-                    for suffix in ("-srun", "-multiprog")]
+        verdicts = [compare_outputs(exe + "-mpirun", out)
+                    for out in (srun_out, exe + "-multiprog")]
         if verdicts == ["same outputs"] * 2:
             print(f"{label}: {world} tasks under srun, both ways: same outputs as mpirun")
         else:

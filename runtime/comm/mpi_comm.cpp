@@ -45,6 +45,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -171,7 +172,9 @@ void onTerminate(int signal) {
   if (waiting) {
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
-    long seconds = now.tv_sec - waitState.since.tv_sec;
+    const long ms = (now.tv_sec - waitState.since.tv_sec) * 1000 +
+                    (now.tv_nsec - waitState.since.tv_nsec) / 1000000;
+    const long seconds = ms / 1000;
     if (seconds >= 1) {
       char line[512];
       std::size_t at = 0;
@@ -183,7 +186,9 @@ void onTerminate(int signal) {
       appendText(line, at, sizeof line, " ");
       appendText(line, at, sizeof line, waitState.where->c_str());
       appendText(line, at, sizeof line,
-                 "; that peer rank, or the link to its host, was lost\n");
+                 "; unless the job was stopped on purpose, that peer rank, or "
+                 "the link to its host, was lost");
+      line[at++] = '\n'; // appendText leaves room for it
       ssize_t ignored = ::write(STDERR_FILENO, line, at);
       (void)ignored;
     }
@@ -203,9 +208,15 @@ public:
     clock_gettime(CLOCK_MONOTONIC, &waitState.since);
     waitState.what = &what;
     waitState.where = &where;
+    // The handler runs on this thread: what it reads is written before it
+    // sees `waiting` set, and still there until it sees it cleared.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     waiting = 1;
   }
-  ~WaitMark() { waiting = 0; }
+  ~WaitMark() {
+    waiting = 0;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
   WaitMark(const WaitMark &) = delete;
   WaitMark &operator=(const WaitMark &) = delete;
 };

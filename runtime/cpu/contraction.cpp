@@ -61,24 +61,36 @@ bool useDnnl() {
 /// of part(l0, rows, partial): the one-row product of a [k, n] weight split
 /// so that each thread's loads stream (a block of columns would cut every
 /// row in pieces), its partial sums added after.
+///
+/// Returns false, doing nothing, when B is too short for two runs of
+/// kMinRunRows rows (the caller splits by columns then): short runs would
+/// make the partial sums cost more than they save.
+constexpr std::int64_t kMinRunRows = 64;
 template <typename Part>
-void sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
+bool sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
                     float *c, Part part) {
+  const std::int64_t most = std::min<std::int64_t>(threads, k / kMinRunRows);
+  if (most < 2)
+    return false;
+  // Every run is non-empty, so every partial sum is written.
+  const std::int64_t rowsPer = (k + most - 1) / most;
+  const int runs = static_cast<int>((k + rowsPer - 1) / rowsPer);
   static thread_local std::vector<float> parts;
-  parts.resize(static_cast<std::size_t>(threads * n));
+  parts.resize(static_cast<std::size_t>(runs * n));
   float *sums = parts.data();
-  const std::int64_t rowsPer = (k + threads - 1) / threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int p = 0; p < threads; ++p) {
-    const std::int64_t l0 = std::min<std::int64_t>(k, p * rowsPer);
+#pragma omp parallel for schedule(static) num_threads(runs)
+  for (int p = 0; p < runs; ++p) {
+    const std::int64_t l0 = p * rowsPer;
     part(l0, std::min(rowsPer, k - l0), sums + p * n);
   }
+#pragma omp parallel for schedule(static) if (n * runs > kParallelThreshold)
   for (std::int64_t j = 0; j < n; ++j) {
     float total = beta == 0.0f ? 0.0f : beta * c[j];
-    for (int p = 0; p < threads; ++p)
+    for (int p = 0; p < runs; ++p)
       total += sums[p * n + j];
     c[j] = total;
   }
+  return true;
 }
 } // namespace
 
@@ -109,15 +121,14 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       gemv(0, n);
       return;
     }
-    if (!transB) {
-      sumOverRowRuns(threads, k, n, beta, c,
-                     [&](std::int64_t l0, std::int64_t rows, float *sums) {
-                       cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
-                                   b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums,
-                                   1);
-                     });
+    if (!transB &&
+        sumOverRowRuns(threads, k, n, beta, c,
+                       [&](std::int64_t l0, std::int64_t rows, float *sums) {
+                         cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
+                                     b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums,
+                                     1);
+                       }))
       return;
-    }
     std::int64_t block = (n + threads - 1) / threads;
     block = (block + 15) / 16 * 16;
     const std::int64_t blocks = (n + block - 1) / block;
@@ -262,11 +273,20 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       }
       return;
     }
-    sumOverRowRuns(threads, k, n, beta, c,
-                   [&](std::int64_t l0, std::int64_t rows, float *sums) {
-                     gemvBf16Columns(a + l0, b + l0 * n, rows, n, 0, n, 0.0f,
-                                     sums);
-                   });
+    if (sumOverRowRuns(threads, k, n, beta, c,
+                       [&](std::int64_t l0, std::int64_t rows, float *sums) {
+                         gemvBf16Columns(a + l0, b + l0 * n, rows, n, 0, n,
+                                         0.0f, sums);
+                       }))
+      return;
+    // Too few rows to split: blocks of columns, 64 at least.
+    std::int64_t block = (n + threads - 1) / threads;
+    block = std::max<std::int64_t>(64, (block + 63) / 64 * 64);
+    const std::int64_t blocks = (n + block - 1) / block;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t p = 0; p < blocks; ++p)
+      gemvBf16Columns(a, b, k, n, p * block, std::min(block, n - p * block),
+                      beta, c);
     return;
   }
   // Widen a block of B's columns (about 4 MB of f32) and multiply it.

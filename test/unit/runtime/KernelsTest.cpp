@@ -17,6 +17,7 @@
 #include "test/unit/runtime/HostTensor.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -1114,8 +1115,8 @@ Tensor asBf16(const Tensor &t) {
 
 // --dtype bf16 on the cpu target: a product's weight in bf16, widened as it
 // is read; the float64 reference multiplies by the same bf16 values, so the
-// tolerance is f32's. One row (multiplied as loaded, split by columns past
-// 2^20 multiply-adds), several rows (the weight widened a block of columns
+// tolerance is f32's. One row (multiplied as loaded, split over threads by
+// runs of rows past 2^20 multiply-adds), several rows (the weight widened a block of columns
 // at a time: k = 256 gives blocks of 4096, so 9000 columns take three), both
 // layouts, with and without bias; matmul folded and per batch; embedding.
 TEST(KernelsTest, Bf16WeightsAreWidenedAsRead) {
@@ -1144,6 +1145,26 @@ TEST(KernelsTest, Bf16WeightsAreWidenedAsRead) {
       want.push_back(table.at((id < 0 ? id + 64 : id) * 16 + h));
   }
   expectExact(out, want);
+}
+
+// A one-row product over a [k, n] weight, past 2^20 multiply-adds, is split
+// over threads by runs of at least 64 of the weight's rows, whose partial
+// sums are added after (by columns when k has fewer than two runs). With
+// many threads and a k they do not divide, no run may be empty or stale:
+// 40 threads over k = 768 (12 runs), k = 130 (2 runs), k = 100 (columns),
+// in f32 and in bf16, twice each (the second reuses the partial sums'
+// buffer of the first).
+TEST(KernelsTest, OneRowProductsSplitByRowRunsOnManyThreads) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(40);
+  for (int round = 0; round < 2; ++round)
+    for (std::int64_t k : {768, 130, 100}) {
+      Tensor in = randomF32({1, 1, k}), bias = randomF32({20000});
+      Tensor w = randomF32({k, 20000});
+      checkLinear(in, w, &bias, false);
+      checkLinear(in, asBf16(w), nullptr, false);
+    }
+  omp_set_num_threads(before);
 }
 
 //===----------------------------------------------------------------------===//
