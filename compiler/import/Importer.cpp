@@ -42,6 +42,7 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
+#include <limits>
 #include <queue>
 
 using namespace mlir;
@@ -297,6 +298,9 @@ FailureOr<Value> NodeContext::positionTable(int64_t batch, int64_t seq,
                  Twine(seq) +
                  " tokens needs a table of more than 2^24 positions; give "
                  "position_ids as [batch, seq]");
+  if (first > std::numeric_limits<int64_t>::max() - seq)
+    return error(what + " starts at position " + Twine(first) +
+                 ", so its last position would overflow int64");
   SmallVector<int64_t> table;
   table.reserve(batch * seq);
   for (int64_t row = 0; row < batch; ++row)

@@ -589,7 +589,7 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   // The masks below are built from constant position tables of up to
   // seq x total entries: bounded, so that a large static shape is refused,
   // not allocated.
-  if (seq > 0 && totalLen > (int64_t(1) << 24) / seq)
+  if (totalLen > (int64_t(1) << 24) / std::max<int64_t>(seq, 1))
     return ctx.error("a static GroupQueryAttention over " +
                      std::to_string(seq) + " new of " +
                      std::to_string(totalLen) +

@@ -324,6 +324,8 @@ static int64_t sliceLength(int64_t dim, int64_t start, int64_t end,
   auto clamp = [](int64_t v, int64_t lo, int64_t hi) {
     return std::max(lo, std::min(v, hi));
   };
+  if (dim == 0)
+    return 0; // nothing to take, whichever way
   if (start < 0)
     start += dim;
   if (end < 0)
@@ -384,8 +386,10 @@ void sliceOrigin(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,
     step[a] = steps[i];
     if (st < 0)
       st += d;
-    first[a] = step[a] > 0 ? std::clamp<int64_t>(st, 0, d)
-                           : std::clamp<int64_t>(st, 0, d - 1);
+    // An empty dimension starts at 0 (clamping to [0, d - 1] would ask
+    // for an empty range).
+    first[a] = step[a] > 0 || d == 0 ? std::clamp<int64_t>(st, 0, d)
+                                     : std::clamp<int64_t>(st, 0, d - 1);
   }
 }
 

@@ -771,6 +771,24 @@ def case_fuzz_slice_extreme_steps(path):
     return model(nodes, [f32("x", [8])], [f32("y", None), f32("z", None)], inits)
 
 
+def case_fuzz_slice_empty_reverse(path):
+    """A reversed Slice of an empty dimension: it took one element."""
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "down"], ["y"], name="down")
+    inits = [ints("s", [-1]), ints("e", [-2**63]), ints("a", [0]), ints("down", [-1])]
+    return model([node], [f32("x", [0, 3])], [f32("y", None)], inits)
+
+
+def case_fuzz_rotary_offset_overflow(path):
+    """com.microsoft RotaryEmbedding whose offset position_ids is 2^63 - 1024
+    over 2048 tokens: its table's positions overflowed int64."""
+    node = helper.make_node("RotaryEmbedding", ["x", "offset", "cos", "sin"], ["y"],
+                            domain="com.microsoft", name="rope")
+    inits = [numpy_helper.from_array(np.array([2**63 - 1024], np.int64), "offset"),
+             weight("cos", 16, 2), weight("sin", 16, 2)]
+    return model([node], [f32("x", [1, 2048, 8])], [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
