@@ -281,10 +281,21 @@ def check(args, work):
         if args.loss or args.delay_ms:
             impaired = ", " + impair_link(f"h{hosts_count(hosts)}", args.loss, args.delay_ms)
         spread = run(args.meshc, exe, inputs, exe + "-hosts", f"--display-map {hosts}")
+        if impaired and spread.returncode:
+            # Once in a CI run under load (of some 60 here), a run across the
+            # lossy link failed; what it printed goes to stderr, where lit
+            # shows it, and the line says that a second try was needed.
+            sys.stderr.write(f"{label}: first try across the impaired link failed:\n"
+                             f"{spread.stdout}{spread.stderr}\n")
+            spread = run(args.meshc, exe, inputs, exe + "-hosts", f"--display-map {hosts}")
+            impaired += " (second try)"
         if impaired:
             impaired += f" ({dropped_packets(f'h{hosts_count(hosts)}')} packets dropped)"
         if single.returncode or spread.returncode:
             bad = single if single.returncode else spread
+            # All of it to stderr (lit shows it on failure); the line names
+            # the first error.
+            sys.stderr.write(f"{label}: {bad.stdout}{bad.stderr}\n")
             print(f"{label}: meshc run failed{' across hosts' if bad is spread else ''}: "
                   f"{first_error(bad.stderr + bad.stdout)}")
             failed += 1
