@@ -145,9 +145,16 @@ LogicalResult legalizeRange(NodeContext &ctx) {
     return failure();
   if (*delta == 0)
     return ctx.error("delta is 0");
-  double count = std::max(std::ceil((*limit - *start) / *delta), 0.0);
+  double count = std::ceil((*limit - *start) / *delta);
+  if (std::isnan(count))
+    return ctx.error("start, limit and delta give no count of elements "
+                     "(NaN or infinite)");
+  count = std::max(count, 0.0);
+  // Compared as a double: the count may be past int64 (or infinite).
   if (count > dfg::ConstantOp::kMaxConstantElements)
-    return ctx.error("the range has " + std::to_string(int64_t(count)) +
+    return ctx.error("the range has " +
+                     (count < 9.2e18 ? std::to_string(int64_t(count))
+                                     : std::string("more than 2^63")) +
                      " elements, more than a literal may hold");
   dfg::EvalTensor t;
   t.elementType = ctx.inputType(0).getElementType();

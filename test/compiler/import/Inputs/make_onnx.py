@@ -789,6 +789,25 @@ def case_fuzz_rotary_offset_overflow(path):
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def float_range(limit):
+    """A Range of f32 scalars from 0 to `limit` by 1, as a literal."""
+    scalar = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    node = helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="span")
+    return model([node], [], [f32("y", None)],
+                 [scalar("start", 0.0), scalar("limit", limit), scalar("delta", 1.0)])
+
+
+def case_fuzz_range_past_int64(path):
+    """A float Range of 1e19 elements: its count was converted to int64 for
+    the message, past int64's range."""
+    return float_range(1e19)
+
+
+def case_fuzz_range_nan(path):
+    """A float Range up to NaN: its count was NaN, converted to int64."""
+    return float_range(float("nan"))
+
+
 def case_garbage(path):
     raw(path, b"\xff" * 64)
 
