@@ -133,6 +133,9 @@ def run_case(meshc, export, mesh, work, flags=()):
     cmd = [meshc, "run", out, *inputs, "--output-dir", res, "--collective-timeout", "60"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
+        # All of it to stderr, where lit shows it: the line keeps only the
+        # first error, and a launcher's failure may print none.
+        sys.stderr.write(f"{export} [{mesh}]: meshc run failed:\n{r.stdout}{r.stderr}\n")
         return "run: " + first_error(r.stderr + r.stdout)
     status = compare(os.path.join(export, "reference"), res)
     if status.startswith("ok"):
