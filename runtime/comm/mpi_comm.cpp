@@ -376,8 +376,12 @@ Comm &Comm::init(int *argc, char ***argv) {
     return instance;
   MPI_Comm_rank(MPI_COMM_WORLD, &instance.rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &instance.size_);
-  setErrorContext("rank " + std::to_string(instance.rank_));
-  stopPrefix = "meshc: rank " + std::to_string(instance.rank_) + ": ";
+  // Who this rank is, for its messages and for the SIGTERM note.
+  auto nameRank = [](const std::string &who) {
+    setErrorContext(who);
+    stopPrefix = "meshc: " + who + ": ";
+  };
+  nameRank("rank " + std::to_string(instance.rank_));
   setFatalHandler(abortJob);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   check(MPI_Comm_dup(MPI_COMM_WORLD, &worldComm), "start-up", "MPI_Comm_dup");
@@ -397,10 +401,8 @@ Comm &Comm::init(int *argc, char ***argv) {
     char host[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
     MPI_Get_processor_name(host, &length);
-    setErrorContext("rank " + std::to_string(instance.rank_) + " on " +
-                    std::string(host, length));
-    stopPrefix = "meshc: rank " + std::to_string(instance.rank_) + " on " +
-                 std::string(host, length) + ": ";
+    nameRank("rank " + std::to_string(instance.rank_) + " on " +
+             std::string(host, length));
   }
   struct sigaction onTerm = {};
   onTerm.sa_handler = onTerminate;
