@@ -171,7 +171,10 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
   os << "  k::attention(" << q << ", " << kk << ", " << v << ", " << m << ", "
      << pk << ", " << pv << ", " << cppFloat(a.getScale().convertToDouble())
      << ", " << (a.getCausal() ? "true" : "false") << ", "
-     << cppFloat(a.getSoftcap().convertToDouble()) << ", "
+     << (a.getCausalFillAttr()
+             ? cppFloat(a.getCausalFillAttr().getValueAsDouble())
+             : std::string("-__builtin_inff()"))
+     << ", " << cppFloat(a.getSoftcap().convertToDouble()) << ", "
      << (a.getSoftcapFirst() ? "true" : "false") << ", " << o << ", "
      << presentK << ", " << presentV << ", " << capacity << ");\n";
   return success();

@@ -92,7 +92,8 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
   auto op =
       dfg::AttentionOp::create(b, ctx.loc(), types, q, k, v, mask, pastK, pastV,
                                b.getF32FloatAttr(scale), b.getBoolAttr(causal),
-                               b.getF32FloatAttr(softcap));
+                               b.getF32FloatAttr(softcap), b.getBoolAttr(false),
+                               FloatAttr());
   Value y = op.getResult();
   if (merge) {
     FailureOr<Value> merged = ctx.mergeHeads(y);

@@ -246,7 +246,7 @@ LogicalResult legalizePackedAttention(NodeContext &ctx) {
       b, ctx.loc(), types, *q, *k, *v, mask, pastK, pastV,
       b.getF32FloatAttr(*scale),
       b.getBoolAttr(ctx.attrInt("unidirectional", 0) != 0),
-      b.getF32FloatAttr(0.0f));
+      b.getF32FloatAttr(0.0f), b.getBoolAttr(false), FloatAttr());
   FailureOr<Value> output = ctx.mergeHeads(op.getResult());
   if (failed(output))
     return failure();

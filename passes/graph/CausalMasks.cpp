@@ -295,20 +295,25 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
                                        AffineExpr keys, AffineExpr past,
                                        dfg::SymbolicShapes &shapes,
                                        const ConstantReader &reader,
-                                       OpBuilder &builder) {
+                                       OpBuilder &builder, double &fill) {
   if (!queries || !keys || !past || !sameDim(keys, past + queries))
     return std::nullopt;
   Value cond = mask;
   dfg::WhereOp where;
+  double whereFill = -std::numeric_limits<double>::infinity();
   if (!cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1)) {
-    // where(visible, 0, -inf): only an infinite fill splits exactly (a row
-    // whose every key is masked gets zeros either way; with a finite fill
-    // the softmax would spread over the keys that the fill masks).
+    // where(visible, 0, F): -inf, or a finite F that absorbs any score
+    // (the causal limit then adds F too, so that a row whose every key is
+    // masked still spreads over all keys, as the whole mask makes it).
     auto additive = additiveMask(mask, shapes, reader);
-    if (!additive || !std::isinf(additive->second) || additive->second > 0)
+    if (!additive || additive->second >= 0)
+      return std::nullopt;
+    if (!std::isinf(additive->second) &&
+        !(additive->second <= kFiniteCausalFillMax))
       return std::nullopt;
     where = additive->first;
     cond = where.getCondition();
+    whereFill = additive->second;
   }
   SmallVector<Value> factors;
   conjuncts(cond, shapes, factors);
@@ -319,6 +324,7 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
   });
   if (causal == factors.end())
     return std::nullopt;
+  fill = whereFill;
   factors.erase(causal);
   // Factors that are literally true say nothing.
   llvm::erase_if(factors, [&](Value f) {

@@ -37,13 +37,18 @@ bool isSymbolicCausalMask(mlir::Value mask, mlir::AffineExpr queries,
 /// others (HF's padding mask), builds the mask of the other factors and
 /// returns it, or a null Value when no other factor is left (all literal
 /// true). std::nullopt if the mask is not such a conjunction. An additive
-/// mask splits only as where(cond, 0, -inf): with a finite fill a row whose
-/// every key is masked would average over different keys.
+/// mask splits as where(cond, 0, F) with F = -inf or a finite F at most
+/// kFiniteCausalFillMax (HF's finfo.min), returned in `fill` (-inf for a
+/// bool mask): the attention's causal_fill, so that a row whose every key
+/// is masked spreads over all keys as before.
 std::optional<mlir::Value>
 splitCausalFactor(mlir::Value mask, mlir::AffineExpr queries,
                   mlir::AffineExpr keys, mlir::AffineExpr past,
                   dfg::SymbolicShapes &shapes, const ConstantReader &reader,
-                  mlir::OpBuilder &builder);
+                  mlir::OpBuilder &builder, double &fill);
+
+/// The largest finite causal_fill dfg.attention takes (invariant 7).
+inline constexpr double kFiniteCausalFillMax = -1e30;
 
 } // namespace meshc::graph
 

@@ -34,7 +34,13 @@
 //      `causal = true` with the other factors as the mask; any other mask
 //      stays an operand. A Where fill of -1e4 instead of -inf changes
 //      nothing except on rows where every key is masked, which only padding
-//      queries have.
+//      queries have; where such rows can occur (a padding factor left
+//      beside the causal one) a finite fill must be at most -1e30 and
+//      becomes the op's `causal_fill`.
+//
+// A second pattern applies step 5 to a dfg.attention that came with its
+// mask (ONNX Attention-23, as torch.onnx writes it at opset 23, takes HF's
+// combined causal and padding mask as attn_mask).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -45,6 +51,9 @@
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -391,6 +400,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     //    conjunction (HF's causal and padding masks), the rest staying the
     //    operand.
     bool causal = false;
+    double causalFill = -std::numeric_limits<double>::infinity();
     AffineExpr pastLen = pastK ? shapes.dims(pastK)[2]
                                : getAffineConstantExpr(0, op.getContext());
     AffineExpr keysLen =
@@ -416,7 +426,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       // From here on the match stands: the split may build the rest.
       if (std::optional<Value> rest =
               splitCausalFactor(mask, queriesLen, keysLen, pastLen, shapes,
-                                reader, rewriter)) {
+                                reader, rewriter, causalFill)) {
         causal = true;
         mask = *rest;
       }
@@ -433,7 +443,11 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         pastK, pastV, rewriter.getF32FloatAttr(static_cast<float>(scale)),
         rewriter.getBoolAttr(causal),
         rewriter.getF32FloatAttr(static_cast<float>(softcap)),
-        rewriter.getBoolAttr(softcapFirst));
+        rewriter.getBoolAttr(softcapFirst),
+        // Only a padding mask left beside it can mask a whole row.
+        std::isfinite(causalFill) && mask
+            ? rewriter.getF32FloatAttr(static_cast<float>(causalFill))
+            : FloatAttr());
     if (pastK) {
       // Later readers of the extended cache (the present outputs) read the
       // op's results; the decomposed chain before it dies with the root.
@@ -451,12 +465,67 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   dfg::SymbolicShapes &shapes;
 };
 
+/// Step 5 on a dfg.attention that is not causal and has a mask: the causal
+/// mask, or the causal factor of a conjunction, becomes the flag.
+struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
+  CausalFromMask(MLIRContext *ctx, const ConstantReader &reader,
+                 dfg::SymbolicShapes &shapes)
+      : OpRewritePattern(ctx), reader(reader), shapes(shapes) {}
+
+  LogicalResult matchAndRewrite(dfg::AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Value mask = op.getMask();
+    if (op.getCausal() || !mask)
+      return failure();
+    Value pastK = op.getPastKey();
+    AffineExpr queries = shapes.dims(op.getQuery())[2];
+    AffineExpr past = pastK ? shapes.dims(pastK)[2]
+                            : getAffineConstantExpr(0, op.getContext());
+    AffineExpr keys = shapes.dims(op.getKey())[2] + past;
+    Value rest;
+    double fill = -std::numeric_limits<double>::infinity();
+    auto qt = cast<RankedTensorType>(op.getQuery().getType());
+    auto kt = cast<RankedTensorType>(op.getKey().getType());
+    auto staticLength = [](AffineExpr e) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
+    };
+    std::optional<int64_t> p = staticLength(past);
+    bool whole = qt.hasStaticShape() && kt.hasStaticShape() && p &&
+                 isCausalMask(mask, qt.getDimSize(2), kt.getDimSize(2) + *p,
+                              *p, reader);
+    if (!whole)
+      whole = isSymbolicCausalMask(mask, queries, keys, past, shapes, reader);
+    if (!whole) {
+      std::optional<Value> split = splitCausalFactor(
+          mask, queries, keys, past, shapes, reader, rewriter, fill);
+      if (!split)
+        return failure();
+      rest = *split;
+    }
+    auto causal = dfg::AttentionOp::create(
+        rewriter, op.getLoc(), op.getResultTypes(), op.getQuery(), op.getKey(),
+        op.getValue(), rest, pastK, op.getPastValue(), op.getScaleAttr(),
+        rewriter.getBoolAttr(true), op.getSoftcapAttr(),
+        op.getSoftcapFirstAttr(),
+        std::isfinite(fill) && rest
+            ? rewriter.getF32FloatAttr(static_cast<float>(fill))
+            : FloatAttr());
+    rewriter.replaceOp(op, causal->getResults());
+    return success();
+  }
+
+  const ConstantReader &reader;
+  dfg::SymbolicShapes &shapes;
+};
+
 } // namespace
 
 void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
                                     const ConstantReader &reader,
                                     dfg::SymbolicShapes &shapes) {
-  patterns.add<SoftmaxAttention>(patterns.getContext(), reader, shapes);
+  patterns.add<SoftmaxAttention, CausalFromMask>(patterns.getContext(), reader,
+                                                 shapes);
 }
 
 } // namespace meshc::graph

@@ -14,6 +14,12 @@
 //      gives zeros.
 //   4. out = P V, by sgemm or by axpy over the value rows.
 //
+// With a finite causal fill F (HF's finfo.min) the keys past the causal
+// limit are still skipped: beside a key without a fill they weigh exactly
+// zero. A row whose every scored key carries a fill (its maximum at most
+// F / 2: a left-padding query) is scored again over all keys, the later
+// ones carrying F, as the unraised mask computes it.
+//
 // rotary rotates feature pairs per (batch, head, position) row.
 //
 //===----------------------------------------------------------------------===//
@@ -45,6 +51,8 @@ constexpr std::int64_t kQueryBlock = 32;
 struct RowContext {
   std::int64_t total = 0, past = 0;
   bool causal = false;
+  /// Added to keys past the causal limit: -inf, or a finite fill.
+  float causalFill = -std::numeric_limits<float>::infinity();
   float softcap = 0.0f;
   bool softcapFirst = false;
   const TensorRef *mask = nullptr;
@@ -61,47 +69,98 @@ inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t i) {
              : ctx.total;
 }
 
-/// Turns `scores` (scale * q.k for j < limit) into softmax weights over all
-/// `total` keys. The mask and the causal limit come first, then the softcap,
-/// as ONNX Attention-23 and onnxruntime order them (a masked key then scores
-/// -softcap). Returns false (and leaves the row unspecified) when every key
-/// is masked: the caller writes zeros.
-bool softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
-                std::int64_t h, std::int64_t i, std::int64_t limit) {
+/// What softmaxRow made of a row.
+enum class Row {
+  Weights, ///< softmax weights
+  Zeros,   ///< every key masked: the caller writes zeros
+  AllKeys, ///< every scored key carries a finite fill: see allKeysRow
+};
+
+/// Turns `scores` (scale * q.k for j < limit) into softmax weights over the
+/// `width` keys of the buffer (zero from limit on). The mask and the causal
+/// limit come first, then the softcap, as ONNX Attention-23 and onnxruntime
+/// order them (a masked key then scores -softcap). Unless it returns
+/// Row::Weights the row is left unspecified.
+Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
+               std::int64_t h, std::int64_t i, std::int64_t limit,
+               std::int64_t width) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   if (ctx.softcap > 0.0f && ctx.softcapFirst) {
     const float cap = ctx.softcap, inv = 1.0f / ctx.softcap;
     for (std::int64_t j = 0; j < limit; ++j)
       scores[j] = cap * std::tanh(scores[j] * inv);
   }
+  // Keys from `visible` on are past the causal limit. They are scored under
+  // a softcap after the mask, and in a row scored again by allKeysRow; a
+  // finite causal fill takes the place of the mask's value there.
+  const bool finiteFill = std::isfinite(ctx.causalFill);
+  const std::int64_t visible =
+      ctx.causal ? std::min(limit, std::max<std::int64_t>(i + ctx.past + 1, 0))
+                 : limit;
+  const std::int64_t maskEnd = finiteFill ? visible : limit;
   if (ctx.mask) {
     const std::int64_t *ms = ctx.maskStrides;
     const std::int64_t base = b * ms[0] + h * ms[1] + i * ms[2];
     const std::int64_t sj = ms[3];
     if (ctx.boolMask) {
       const auto *m = ctx.mask->as<const std::uint8_t>() + base;
-      for (std::int64_t j = 0; j < limit; ++j)
+      for (std::int64_t j = 0; j < maskEnd; ++j)
         if (!m[j * sj])
           scores[j] = kNegInf;
     } else {
       const float *m = ctx.mask->as<const float>() + base;
-      for (std::int64_t j = 0; j < limit; ++j)
+      for (std::int64_t j = 0; j < maskEnd; ++j)
         scores[j] += m[j * sj];
     }
   }
+  for (std::int64_t j = visible; j < limit; ++j)
+    scores[j] = finiteFill ? scores[j] + ctx.causalFill : kNegInf;
+  if (ctx.causal && finiteFill && limit < ctx.total) {
+    float top = kNegInf;
+    for (std::int64_t j = 0; j < limit; ++j)
+      top = std::max(top, scores[j]);
+    if (!(top > ctx.causalFill * 0.5f))
+      return Row::AllKeys;
+  }
   if (ctx.softcap > 0.0f && !ctx.softcapFirst) {
-    if (ctx.causal)
-      for (std::int64_t j = i + ctx.past + 1; j < limit; ++j)
-        scores[j] = kNegInf;
     const float cap = ctx.softcap, inv = 1.0f / ctx.softcap;
     for (std::int64_t j = 0; j < limit; ++j)
       scores[j] = cap * std::tanh(scores[j] * inv);
   }
   if (!softmaxContiguous(scores, scores, limit))
-    return false;
-  for (std::int64_t j = limit; j < ctx.total; ++j)
+    return Row::Zeros;
+  for (std::int64_t j = limit; j < width; ++j)
     scores[j] = 0.0f;
-  return true;
+  return Row::Weights;
+}
+
+/// Query row i scored against all `ctx.total` keys (`scores` holds that
+/// many), its weights applied to the value rows into `oi`: the rows whose
+/// every key before the causal limit carries a finite fill.
+void allKeysRow(const RowContext &ctx, const float *qi, const float *kh,
+                const float *vh, std::int64_t dim, std::int64_t vDim,
+                float scale, std::int64_t b, std::int64_t h, std::int64_t i,
+                float *scores, float *oi) {
+  for (std::int64_t j = 0; j < ctx.total; ++j) {
+    const float *kj = kh + j * dim;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (std::int64_t d = 0; d < dim; ++d)
+      acc += qi[d] * kj[d];
+    scores[j] = scale * acc;
+  }
+  std::fill(oi, oi + vDim, 0.0f);
+  if (softmaxRow(ctx, scores, b, h, i, ctx.total, ctx.total) != Row::Weights)
+    return;
+  for (std::int64_t j = 0; j < ctx.total; ++j) {
+    const float p = scores[j];
+    if (p == 0.0f)
+      continue;
+    const float *vj = vh + j * vDim;
+#pragma omp simd
+    for (std::int64_t d = 0; d < vDim; ++d)
+      oi[d] += p * vj[d];
+  }
 }
 
 /// K or V as attention reads them: `present` filled with past ++ fresh when
@@ -139,8 +198,8 @@ const float *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
 void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef &value, const TensorRef *mask,
                const TensorRef *pastKey, const TensorRef *pastValue,
-               float scale, bool causal, float softcap, bool softcapFirst,
-               const TensorRef &out,
+               float scale, bool causal, float causalFill, float softcap,
+               bool softcapFirst, const TensorRef &out,
                const TensorRef *presentKey, const TensorRef *presentValue,
                std::int64_t cacheCapacity) {
   requireF32(query, "attention");
@@ -171,6 +230,7 @@ void attention(const TensorRef &query, const TensorRef &key,
   ctx.total = total;
   ctx.past = past;
   ctx.causal = causal;
+  ctx.causalFill = causalFill;
   ctx.softcap = softcap;
   ctx.softcapFirst = softcapFirst;
   if (mask) {
@@ -202,6 +262,8 @@ void attention(const TensorRef &query, const TensorRef &key,
       std::vector<float> scores(
           static_cast<std::size_t>(std::min(seq, kQueryBlock) * total));
       float *sc = scores.data();
+      std::vector<float> wide; // allKeysRow's scores
+      std::vector<std::int64_t> redo;
 #pragma omp for schedule(dynamic, 1)
       for (std::int64_t t = 0; t < tasks; ++t) {
         const std::int64_t i0 = (t % blocksPerHead) * kQueryBlock;
@@ -212,16 +274,24 @@ void attention(const TensorRef &query, const TensorRef &key,
         const std::int64_t row0 = (b * heads + h) * seq + i0;
         sgemm(/*transB=*/true, m, keys, dim, scale, q + row0 * dim, dim,
               kHead(b, h), dim, 0.0f, sc, keys);
+        redo.clear();
         for (std::int64_t r = 0; r < m; ++r) {
           const std::int64_t i = i0 + r;
           float *row = sc + r * keys;
-          RowContext rowCtx = ctx;
-          rowCtx.total = keys;
-          if (!softmaxRow(rowCtx, row, b, h, i, keyLimit(ctx, i)))
+          const Row made = softmaxRow(ctx, row, b, h, i, keyLimit(ctx, i), keys);
+          if (made != Row::Weights)
             std::fill(row, row + keys, 0.0f);
+          if (made == Row::AllKeys)
+            redo.push_back(r);
         }
         sgemm(/*transB=*/false, m, vDim, keys, 1.0f, sc, keys, vHead(b, h),
               vDim, 0.0f, o + row0 * vDim, vDim);
+        if (!redo.empty())
+          wide.resize(static_cast<std::size_t>(total));
+        for (std::int64_t r : redo)
+          allKeysRow(ctx, q + (row0 + r) * dim, kHead(b, h), vHead(b, h), dim,
+                     vDim, scale, b, h, i0 + r, wide.data(),
+                     o + (row0 + r) * vDim);
       }
     }
     return;
@@ -250,9 +320,12 @@ void attention(const TensorRef &query, const TensorRef &key,
       }
       float *oi = o + r * vDim;
       std::fill(oi, oi + vDim, 0.0f);
-      if (!softmaxRow(ctx, sc, b, h, i, limit))
-        continue;
       const float *vh = vHead(b, h);
+      const Row made = softmaxRow(ctx, sc, b, h, i, limit, total);
+      if (made == Row::AllKeys)
+        allKeysRow(ctx, qi, kh, vh, dim, vDim, scale, b, h, i, sc, oi);
+      if (made != Row::Weights)
+        continue;
       for (std::int64_t j = 0; j < limit; ++j) {
         const float p = sc[j];
         if (p == 0.0f)

@@ -15,6 +15,13 @@
 //      finite score gives zeros; a NaN score with a finite maximum makes the
 //      row NaN (as the CPU's max-subtracted softmax does).
 //
+// With a finite causal fill (HF's finfo.min) every key is scored, those past
+// the causal limit carrying the fill in place of the mask's value: a row
+// whose every key carries a fill
+// then spreads over all keys, as the unraised mask computes it. (The CPU
+// kernel skips the later keys and scores such rows again; here the skip is
+// given up for those models instead.)
+//
 // The softmax is online (flash attention): a running maximum m, a running
 // sum l of exp(s - m) and an accumulator of exp(s - m) v, rescaled by
 // exp(m_old - m_new) when the maximum grows, all in f32 whatever the element
@@ -84,17 +91,19 @@ template <typename T> struct AttentionArgs {
   std::int64_t kvStride = 0;
   int dim = 0, vDim = 0;
   float scale = 1.0f, softcap = 0.0f;
+  /// Added to keys past the causal limit: -inf, or a finite fill.
+  float causalFill = -INFINITY;
   bool causal = false, softcapFirst = false;
 };
 
 /// Keys j < keyLimit(i) are scored for query i: those not causally masked,
 /// or all of them under a softcap after the mask (where a masked key scores
-/// -softcap).
+/// -softcap) or a finite causal fill.
 template <typename T>
 __device__ __forceinline__ std::int64_t keyLimit(const AttentionArgs<T> &a,
                                                  std::int64_t i) {
   if (a.causal && (a.softcap <= 0.0f || a.softcapFirst) &&
-      i + a.past + 1 < a.total)
+      !isfinite(a.causalFill) && i + a.past + 1 < a.total)
     return i + a.past + 1;
   return a.total;
 }
@@ -108,7 +117,10 @@ finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
   float s = a.scale * dot;
   if (a.softcap > 0.0f && a.softcapFirst)
     s = a.softcap * tanhf(s * (1.0f / a.softcap));
-  if (a.maskKind != MaskKind::None) {
+  const bool future = a.causal && j > i + a.past;
+  if (future && isfinite(a.causalFill)) {
+    s += a.causalFill; // in place of the mask's value
+  } else if (a.maskKind != MaskKind::None) {
     const std::int64_t off = b * a.maskStrides[0] + h * a.maskStrides[1] +
                              i * a.maskStrides[2] + j * a.maskStrides[3];
     if (a.maskKind == MaskKind::Bool) {
@@ -120,9 +132,9 @@ finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
       s += static_cast<const float *>(a.mask)[off];
     }
   }
+  if (future && !isfinite(a.causalFill))
+    s = -INFINITY;
   if (a.softcap > 0.0f && !a.softcapFirst) {
-    if (a.causal && j > i + a.past)
-      s = -INFINITY;
     s = a.softcap * tanhf(s * (1.0f / a.softcap));
   }
   return s;
@@ -534,8 +546,9 @@ void launchDecode(const AttentionArgs<T> &a, std::int64_t rows) {
 void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef &value, const TensorRef *mask,
                const TensorRef *pastKey, const TensorRef *pastValue,
-               float scale, bool causal, float softcap, bool softcapFirst,
-               const TensorRef &out, const TensorRef *presentKey,
+               float scale, bool causal, float causalFill, float softcap,
+               bool softcapFirst, const TensorRef &out,
+               const TensorRef *presentKey,
                const TensorRef *presentValue, std::int64_t cacheCapacity) {
   requireDType(key, query.dtype, "attention");
   requireDType(value, query.dtype, "attention");
@@ -589,6 +602,7 @@ void attention(const TensorRef &query, const TensorRef &key,
     a.softcap = softcap;
     a.softcapFirst = softcapFirst;
     a.causal = causal;
+    a.causalFill = causalFill;
     if (mask) {
       if (mask->dtype == DType::Bool)
         a.maskKind = MaskKind::Bool;

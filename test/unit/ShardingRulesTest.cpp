@@ -41,7 +41,8 @@ protected:
     return AttentionOp::create(
         builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
         Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
-        builder.getBoolAttr(true), builder.getF32FloatAttr(0.0));
+        builder.getBoolAttr(true), builder.getF32FloatAttr(0.0),
+        builder.getBoolAttr(false), FloatAttr());
   }
   ShardingRule rule(Operation *op) {
     FailureOr<ShardingRule> r = getShardingRule(op);

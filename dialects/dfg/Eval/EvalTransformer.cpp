@@ -161,6 +161,9 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
   double scale = op.getScale().convertToDouble();
   double softcap = op.getSoftcap().convertToDouble();
   bool softcapFirst = op.getSoftcapFirst();
+  double causalFill = op.getCausalFillAttr()
+                          ? op.getCausalFillAttr().getValueAsDouble()
+                          : -INFINITY;
   const EvalTensor *mask = op.getMask() ? &get(op.getMask()) : nullptr;
   SmallVector<int64_t> full{batch, heads, seq, total};
   SmallVector<int64_t> maskStrides =
@@ -183,12 +186,26 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
           double score = scale * sum;
           if (softcap > 0 && softcapFirst)
             score = softcap * std::tanh(score / softcap);
-          if (mask) {
-            double m = mask->values[dot({b, h, i, j}, maskStrides)];
-            score += boolMask ? (m != 0 ? 0.0 : -INFINITY) : m;
+          // A finite additive value (a mask's fill, causal_fill) is added
+          // as the unraised Add would: the sum rounded to the element type,
+          // so that a fill like finfo.min absorbs the score.
+          auto addMasking = [&](double m) {
+            if (m != 0 && std::isfinite(m))
+              score = roundToElementType(q.elementType, score + m);
+            else
+              score += m;
+          };
+          bool future = op.getCausal() && j > i + past;
+          if (future && std::isfinite(causalFill)) {
+            addMasking(causalFill); // in place of the mask's value
+          } else {
+            if (mask) {
+              double m = mask->values[dot({b, h, i, j}, maskStrides)];
+              addMasking(boolMask ? (m != 0 ? 0.0 : -INFINITY) : m);
+            }
+            if (future)
+              score = -INFINITY;
           }
-          if (op.getCausal() && j > i + past)
-            score = -INFINITY;
           if (softcap > 0 && !softcapFirst)
             score = softcap * std::tanh(score / softcap);
           scores[j] = score;

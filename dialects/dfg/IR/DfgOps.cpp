@@ -515,6 +515,14 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                       scale, " and ", softcap);
   if (bool(pastK) != bool(pastV)) // 4
     return inferError(loc, name, "past_key and past_value come together");
+  if (FloatAttr fill = adaptor.getCausalFillAttr()) { // 7
+    double f = fill.getValueAsDouble();
+    if (!adaptor.getCausal() || !std::isfinite(f) || f > -1e30)
+      return inferError(loc, name,
+                        "causal_fill needs causal = true and a finite value "
+                        "at most -1e30, got ",
+                        f, adaptor.getCausal() ? "" : " without causal");
+  }
   int64_t total = dims(k, 2);
   SmallVector<Type> present;
   if (pastK) {

@@ -1023,6 +1023,16 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
     mask and the causal limit apply), as transformers' Gemma-2 computes it:
     a masked key is then excluded.
 
+    With `causal_fill` F (finite, at most -1e30: HF's finfo.min fill), a
+    key j > i + P scores `scale * q.k + F`, rounded to the element type, in
+    place of the mask's value and -inf: the op then computes what the mask
+    `where(causal and m, 0, F)` computes with `where(m, 0, F)` as its mask.
+    Where a row has a key without the fill, the keys with it weigh exactly
+    zero, as under -inf; a row whose every key carries the fill (a
+    left-padding query under HF's causal and padding mask) spreads evenly
+    over all keys, future ones included, where with -inf it would give
+    zeros.
+
     Layout: `query` `[batch, heads, seq, head_dim]`, `key`/`value`
     `[batch, kv_heads, kv_seq, head_dim | v_dim]`, result
     `[batch, heads, seq, v_dim]`. (ONNX Attention-23; the com.microsoft
@@ -1039,6 +1049,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
     5. The mask broadcasts to `[batch, heads, seq, total kv_seq]`.
     6. The result is `[batch, heads, seq, v_dim]`; each present tensor is its
        past extended by the new keys or values.
+    7. `causal_fill` comes only with `causal`, and is finite and at most
+       -1e30.
 
     Example:
 
@@ -1054,7 +1066,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
                        Optional<Dfg_FloatTensor>:$past_value, F32Attr:$scale,
                        BoolAttr:$causal,
                        DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                       DefaultValuedAttr<BoolAttr, "false">:$softcap_first);
+                       DefaultValuedAttr<BoolAttr, "false">:$softcap_first,
+                       OptionalAttr<F32Attr>:$causal_fill);
   let results = (outs Dfg_FloatTensor:$result,
                       Variadic<Dfg_FloatTensor>:$present);
   let assemblyFormat = [{

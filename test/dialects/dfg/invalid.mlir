@@ -781,6 +781,22 @@ func.func @attention_invariant_4_scale(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8
 
 // -----
 
+func.func @attention_invariant_7_fill_without_causal(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op causal_fill needs causal = true and a finite value at most -1e30, got -3.402823e+38 without causal}}
+  %0 = dfg.attention %q, %k, %k scale = 0.5 causal = false {causal_fill = -3.40282347E+38 : f32} : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_7_small_fill(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op causal_fill needs causal = true and a finite value at most -1e30, got -1.000000e+04}}
+  %0 = dfg.attention %q, %k, %k scale = 0.5 causal = true {causal_fill = -1.0e4 : f32} : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
 func.func @attention_invariant_4_present(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %p: tensor<1x2x2x8xf32>) -> tensor<1x4x8x8xf32> {
   // expected-error @+1 {{'dfg.attention' op has 1 result(s), but its operands give 3: 'tensor<1x4x8x8xf32>', 'tensor<1x2x10x8xf32>', 'tensor<1x2x10x8xf32>'}}
   %0 = dfg.attention %q, %k, %k past(%p, %p) scale = 1.0 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>) -> tensor<1x4x8x8xf32>

@@ -584,16 +584,22 @@ func.func @parallel_residual(%h: tensor<2x8x32xf32>, %r: tensor<2x8x32xf32>, %g:
 // range(p, p + s) as a column >= key positions range(0, p + s) as a row, and
 // a literal true, and the padding mask; expanded, sliced whole, where(.., 0,
 // -inf). The comparison is the causal factor: `causal = true`, and the
-// padding alone stays the mask. With a finite fill (finfo.min) the split is
-// not exact on rows whose every key is masked, so that mask stays whole.
+// padding alone stays the mask. With a finite fill (finfo.min, as the
+// dynamo exports write it) the causal limit carries the same fill
+// (`causal_fill`), so that a row whose every key is masked still spreads
+// over all keys. Near miss: a finite fill above -1e30 (-10000) might not
+// absorb the scores, so that mask stays whole.
 // CHECK-LABEL: func.func @causal_and_padding
 // CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x?xi1>
 // CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00>
 // CHECK-DAG: %[[INF:.+]] = dfg.constant dense<0xFF800000>
+// CHECK-DAG: %[[MIN:.+]] = dfg.constant dense<-3.40282347E+38>
 // CHECK: %[[M:.+]] = dfg.where %[[PAD]], %[[ZERO]], %[[INF]] : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
-// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true
-// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = false
-func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true :
+// CHECK: %[[MF:.+]] = dfg.where %[[PAD]], %[[ZERO]], %[[MIN]] : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[MF]]) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = false :
+func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
   %zero = dfg.constant dense<0.0> : tensor<f32>
   %inf = dfg.constant dense<0xFF800000> : tensor<f32>
   %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
@@ -621,7 +627,12 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
   %mf = dfg.add %ss, %maskf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
   %pf = dfg.softmax %mf axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
   %of = dfg.matmul %pf, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
-  return %o, %of : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+  %small = dfg.constant dense<-1.0e4> : tensor<f32>
+  %masks = dfg.where %sl, %zero, %small : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %ms = dfg.add %ss, %masks : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ps = dfg.softmax %ms axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %os = dfg.matmul %ps, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %of, %os : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
 
 // -----

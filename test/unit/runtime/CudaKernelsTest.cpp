@@ -1096,9 +1096,14 @@ struct AttentionCase {
   std::int64_t batch = 1, heads = 2, kvHeads = 2, seq = 3, past = 0, newKv = 3,
                dim = 8, vDim = 8;
   bool causal = false;
+  /// Added to keys past the causal limit (a finite fill: HF's finfo.min).
+  float causalFill = -INFINITY;
   float softcap = 0.0f;
   bool softcapFirst = false;   // Gemma-2's order: softcap, then the mask
   Shape maskShape;             // empty: no mask
+  /// With a float mask [batch, 1, 1, total]: HF's left-padding mask, 0 or
+  /// finfo.min, the first leftPad[b] keys of batch row b masked.
+  std::vector<std::int64_t> leftPad;
   DType maskType = DType::F32; // Bool, or a float mask
   bool maskInQueryType = true; // a float mask of the query's type
   bool maskWholeRows = false;  // query 0 sees no key (bool masks)
@@ -1110,6 +1115,7 @@ std::string describe(const AttentionCase &c, DType t) {
          std::to_string(c.kvHeads) + " S" + std::to_string(c.seq) + " P" +
          std::to_string(c.past) + " D" + std::to_string(c.dim) + "/" +
          std::to_string(c.vDim) + (c.causal ? " causal" : "") +
+         (std::isfinite(c.causalFill) ? " fill" : "") +
          (c.softcap > 0 ? (c.softcapFirst ? " softcap-first" : " softcap")
                         : "") +
          (c.maskShape.empty()
@@ -1142,6 +1148,13 @@ void checkAttention(const AttentionCase &c, DType t) {
         if ((i / cols) % c.seq == 0)
           mask->set(i, 0);
     }
+  } else if (hasMask && !c.leftPad.empty()) {
+    mask = HostTensor(DType::F32, c.maskShape);
+    const std::int64_t cols = c.maskShape.back();
+    for (std::int64_t i = 0; i < mask->size(); ++i)
+      mask->set(i, i % cols < c.leftPad[i / cols]
+                       ? std::numeric_limits<float>::lowest()
+                       : 0.0f);
   } else if (hasMask) {
     mask = randomTensor(c.maskInQueryType ? t : DType::F32, c.maskShape, -3, 1);
   }
@@ -1158,8 +1171,9 @@ void checkAttention(const AttentionCase &c, DType t) {
                                    pvr = refOf(pv32);
     const TensorRef kr = wantK.ref(), vr = wantV.ref();
     cpu::attention(q32.ref(), k32.ref(), v32.ref(), refPointer(m),
-                   refPointer(pkr), refPointer(pvr), scale, c.causal, c.softcap,
-                   c.softcapFirst, want.ref(), hasPast ? &kr : nullptr,
+                   refPointer(pkr), refPointer(pvr), scale, c.causal,
+                   c.causalFill, c.softcap, c.softcapFirst, want.ref(),
+                   hasPast ? &kr : nullptr,
                    hasPast ? &vr : nullptr);
   }
 
@@ -1172,8 +1186,8 @@ void checkAttention(const AttentionCase &c, DType t) {
                                  pvr = refOf(dpv);
   const TensorRef kr = presentK.ref(), vr = presentV.ref();
   gpu::attention(dq.ref(), dk.ref(), dv.ref(), refPointer(m), refPointer(pkr),
-                 refPointer(pvr), scale, c.causal, c.softcap, c.softcapFirst,
-                 out.ref(),
+                 refPointer(pvr), scale, c.causal, c.causalFill, c.softcap,
+                 c.softcapFirst, out.ref(),
                  hasPast ? &kr : nullptr, hasPast ? &vr : nullptr);
   const std::string what = describe(c, t);
   expectMatchesCpu(out.download(), want, what);
@@ -1206,7 +1220,8 @@ TEST_F(CudaKernelsTest, AttentionCacheInPlace) {
     const TensorRef pkr = pk.ref(), pvr = pv.ref(), kr = wantK.ref(),
                     vr = wantV.ref();
     cpu::attention(q.ref(), k.ref(), v.ref(), nullptr, &pkr, &pvr, scale,
-                   /*causal=*/true, 0.0f, false, want.ref(), &kr, &vr);
+                   /*causal=*/true, -INFINITY, 0.0f, false, want.ref(), &kr,
+                   &vr);
 
     // The first `n` positions of each head of `from` (`fromPositions` per
     // head) in a tensor of `toPositions` per head.
@@ -1229,8 +1244,8 @@ TEST_F(CudaKernelsTest, AttentionCacheInPlace) {
     ck.shape[2] = cv.shape[2] = past;
     const TensorRef presentKRef = presentK.ref(), presentVRef = presentV.ref();
     gpu::attention(dq.ref(), dk.ref(), dv.ref(), nullptr, &ck, &cv, scale,
-                   true, 0.0f, false, out.ref(), &presentKRef, &presentVRef,
-                   capacity);
+                   true, -INFINITY, 0.0f, false, out.ref(), &presentKRef,
+                   &presentVRef, capacity);
     const std::string what = "in-place cache, past " + std::to_string(past) +
                              ", new " + std::to_string(seq);
     expectMatchesCpu(out.download(), want, what);
@@ -1341,6 +1356,32 @@ TEST_F(CudaKernelsTest, AttentionSoftcap) {
     c.seq = 37; // prefill: masked keys score -softcap there too
     c.newKv = 37;
     c.maskShape = {1, 1, 37, 37};
+    checkAttention(c, t);
+  }
+}
+
+TEST_F(CudaKernelsTest, AttentionCausalFillSpreadsFullyMaskedRows) {
+  // HF's causal and padding mask raised (finfo.min fills): the queries
+  // before the padding ends spread over every key, future ones included.
+  for (DType t : kFloatTypes) {
+    AttentionCase c;
+    c.batch = 2;
+    c.heads = 4;
+    c.kvHeads = 2;
+    c.seq = c.newKv = 4; // decode kernel
+    c.causal = true;
+    c.causalFill = std::numeric_limits<float>::lowest();
+    c.maskShape = {2, 1, 1, 4};
+    c.leftPad = {2, 0};
+    checkAttention(c, t);
+    c.softcap = 0.5f; // Gemma-2: capped, then masked
+    c.softcapFirst = true;
+    checkAttention(c, t);
+    c.softcap = 0.0f;
+    c.seq = c.newKv = 37; // prefill kernel, with a past
+    c.past = 3;
+    c.maskShape = {2, 1, 1, 40};
+    c.leftPad = {9, 35};
     checkAttention(c, t);
   }
 }

@@ -1175,11 +1175,17 @@ struct AttentionCase {
   std::int64_t batch = 1, heads = 2, kvHeads = 2, seq = 3, past = 0, newKv = 3,
                dim = 8, vDim = 8;
   bool causal = false;
+  /// Added to keys past the causal limit (a finite fill: HF's finfo.min).
+  float causalFill = -std::numeric_limits<float>::infinity();
   float softcap = 0.0f;
   bool softcapFirst = false; // Gemma-2's order: softcap, then the mask
   /// The mask: none, bool or f32, of this shape.
   DType maskType = DType::F32;
   Shape maskShape;
+  /// With an f32 mask [batch, 1, 1, total]: HF's left-padding mask, 0 or
+  /// finfo.min, the first leftPad[b] keys of batch row b masked (the
+  /// queries before them see no key).
+  std::vector<std::int64_t> leftPad;
   /// Masks out whole query rows (bool masks: every key false of a row).
   bool maskWholeRows = false;
   /// > 0: the KV cache in place (`meshc generate`): the past sits at the
@@ -1189,9 +1195,11 @@ struct AttentionCase {
 };
 
 /// Runs attention on random inputs and compares with a float64 reference:
-/// the mask and the causal limit (j > i + past is -inf), then softcap
-/// (ONNX's order; before the mask with softcapFirst), then softmax; a row
-/// whose keys are all masked is zeros.
+/// the mask and the causal limit (j > i + past is -inf, or the causal fill
+/// added in place of the mask's value), then softcap (ONNX's order; before the mask with softcapFirst),
+/// then softmax; a row whose keys are all masked by -inf is zeros. A finite
+/// value is added as f32 arithmetic adds it (rounded to f32, so finfo.min
+/// absorbs the score).
 void checkAttention(const AttentionCase &c) {
   const std::int64_t total = c.past + c.newKv;
   Tensor q = randomF32({c.batch, c.heads, c.seq, c.dim}, -2, 2);
@@ -1211,6 +1219,13 @@ void checkAttention(const AttentionCase &c) {
           if (index[index.size() - 2] == 0)
             mask.set(i, 0);
         });
+    } else if (!c.leftPad.empty()) {
+      mask = Tensor(DType::F32, c.maskShape);
+      forEachIndex(c.maskShape, [&](std::int64_t i, const Shape &index) {
+        mask.set(i, index.back() < c.leftPad[index[0]]
+                        ? std::numeric_limits<float>::lowest()
+                        : 0.0f);
+      });
     } else {
       mask = randomF32(c.maskShape, -3, 1);
     }
@@ -1239,7 +1254,7 @@ void checkAttention(const AttentionCase &c) {
   }
   attention(q.ref(), k.ref(), v.ref(), hasMask ? &maskRef : nullptr,
             hasPast ? &pkRef : nullptr, hasPast ? &pvRef : nullptr, scale,
-            c.causal, c.softcap, c.softcapFirst, out.ref(),
+            c.causal, c.causalFill, c.softcap, c.softcapFirst, out.ref(),
             hasPast ? &presentKRef : nullptr,
             hasPast ? &presentVRef : nullptr, capacity);
 
@@ -1286,13 +1301,23 @@ void checkAttention(const AttentionCase &c) {
           double score = static_cast<double>(scale) * dot;
           if (c.softcap > 0 && c.softcapFirst)
             score = c.softcap * std::tanh(score / c.softcap);
-          if (hasMask) {
-            const double m =
-                mask.at(broadcastOffset({b, h, i, j}, c.maskShape));
-            score += c.maskType == DType::Bool ? (m != 0 ? 0.0 : -kInf) : m;
+          auto add = [&](double m) {
+            score = std::isfinite(m) && m != 0
+                        ? static_cast<float>(score + m)
+                        : score + m;
+          };
+          const bool future = c.causal && j > i + c.past;
+          if (future && std::isfinite(c.causalFill)) {
+            add(c.causalFill); // in place of the mask's value
+          } else {
+            if (hasMask) {
+              const double m =
+                  mask.at(broadcastOffset({b, h, i, j}, c.maskShape));
+              add(c.maskType == DType::Bool ? (m != 0 ? 0.0 : -kInf) : m);
+            }
+            if (future)
+              score = -kInf;
           }
-          if (c.causal && j > i + c.past)
-            score = -kInf;
           if (c.softcap > 0 && !c.softcapFirst)
             score = c.softcap * std::tanh(score / c.softcap);
           s[j] = score;
@@ -1361,6 +1386,40 @@ TEST(KernelsTest, AttentionBoolMaskAndFullyMaskedRows) {
   checkAttention(c);
   c.maskWholeRows = true; // query 0 sees no key: its output is zeros
   c.causal = true;
+  checkAttention(c);
+}
+
+/// HF's causal and padding mask raised: causal with finfo.min as the fill,
+/// the padding mask 0 / finfo.min. A query before the padding ends sees no
+/// key: onnxruntime's softmax spreads it over every key, future ones
+/// included, and so must the kernel (which skips the future keys of every
+/// other row), on the direct-product and the sgemm paths.
+TEST(KernelsTest, AttentionCausalFillSpreadsFullyMaskedRows) {
+  AttentionCase c;
+  c.batch = 2;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.seq = c.newKv = 6;
+  c.causal = true;
+  c.causalFill = std::numeric_limits<float>::lowest();
+  c.maskShape = {2, 1, 1, 6};
+  c.leftPad = {3, 0};
+  checkAttention(c);
+  c.softcap = 0.5f; // Gemma-2: capped, then masked
+  c.softcapFirst = true;
+  checkAttention(c);
+  c.softcapFirst = false; // ONNX's order: every key scored anyway
+  checkAttention(c);
+  c.softcap = 0.0f;
+  c.seq = c.newKv = 40; // prefill through the sgemm path, with a past
+  c.past = 4;
+  c.maskShape = {2, 1, 1, 44};
+  c.leftPad = {11, 37};
+  checkAttention(c);
+  c.maskType = DType::Bool; // a row masked by -inf: the fill's keys only
+  c.leftPad.clear();
+  c.maskWholeRows = true;
+  c.maskShape = {2, 1, 40, 44};
   checkAttention(c);
 }
 
