@@ -269,9 +269,10 @@ rotateQK(NodeContext &ctx, Value &q, Value &k, int64_t heads, int64_t kvHeads,
 }
 
 /// GroupQueryAttention's local_window_size W: query i sees only the keys
-/// j >= pos_i - W (a window of W + 1 keys ending at itself, as onnxruntime
-/// computes it), where pos_i = i in a first prompt and start_b + i after a
-/// past. `keys` is [1, 1, 1, T], `queries` [1, 1, seq, 1] and `start` the
+/// j > pos_i - W (a window of W keys ending at itself: Hugging Face's
+/// sliding_window, and onnxruntime's rule since the 1.2x releases that
+/// onnxruntime-genai's builder writes for; 1.23 took W + 1 keys), where
+/// pos_i = i in a first prompt and start_b + i after a past. `keys` is [1, 1, 1, T], `queries` [1, 1, seq, 1] and `start` the
 /// rows' [batch, 1, 1, 1] first new position (null for a first prompt); the
 /// window is and-ed into `mask`.
 FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
@@ -285,7 +286,7 @@ FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
           : binary<dfg::SubOp>(
                 ctx, *pos, ctx.scalar(static_cast<double>(window), i64), i64);
   FailureOr<Value> inside =
-      failed(low) ? low : binary<dfg::GreaterOrEqualOp>(ctx, keys, *low, i1);
+      failed(low) ? low : binary<dfg::GreaterOp>(ctx, keys, *low, i1);
   if (failed(inside))
     return failure();
   return binary<dfg::AndOp>(ctx, mask, *inside, i1);
@@ -501,10 +502,10 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return ctx.error("seqlens_k and total_sequence_length are required");
   if (ctx.input(10) || ctx.input(11))
     return ctx.error("attention_bias and head_sink are not supported");
-  if (ctx.attrInt("local_window_size", -1) < -1)
-    return ctx.error("local_window_size must be -1 (no window) or at least "
-                     "0, got " +
-                     std::to_string(ctx.attrInt("local_window_size", -1)));
+  if (int64_t w = ctx.attrInt("local_window_size", -1); w < -1 || w == 0)
+    return ctx.error("local_window_size must be -1 (no window) or positive "
+                     "(the keys a query sees, itself included), got " +
+                     std::to_string(w));
   if (ctx.attrInt("smooth_softmax", 0) != 0)
     return ctx.error("smooth_softmax is not supported");
   if (ctx.attrInt("sliding_window_cache", 0) != 0)
