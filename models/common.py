@@ -9,7 +9,8 @@ save_with_reference(model, out, feeds, label) checks the model (onnx.checker,
 unless check=False), writes
 out/model.onnx, the inputs as out/inputs/NAME.npy, and onnxruntime's outputs
 for them as out/reference/NAME.npy (the numerical reference meshc is compared
-with), then prints one line saying so.
+with; reference=False leaves that to another onnxruntime), then prints one
+line saying so.
 """
 import os
 from types import SimpleNamespace
@@ -26,7 +27,7 @@ def dims(dynamic, batch, seq, past=0):
     return SimpleNamespace(batch=batch, seq=seq, past=past, total=past + seq)
 
 
-def save_with_reference(model, out, feeds, label, check=True):
+def save_with_reference(model, out, feeds, label, check=True, reference=True):
     import onnxruntime as ort
 
     if check:
@@ -37,10 +38,11 @@ def save_with_reference(model, out, feeds, label, check=True):
     onnx.save_model(model, path)
     for name, value in feeds.items():
         np.save(os.path.join(out, "inputs", f"{name}.npy"), value)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    for name, value in zip(names, session.run(names, feeds)):
-        np.save(os.path.join(out, "reference", f"{name}.npy"), value)
+    if reference:  # else another onnxruntime takes it (ort_reference.py)
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        for name, value in zip(names, session.run(names, feeds)):
+            np.save(os.path.join(out, "reference", f"{name}.npy"), value)
     # One attention per layer: a Softmax, or an attention operator.
     layers = sum(1 for n in model.graph.node
                  if n.op_type in ("Softmax", "Attention", "MultiHeadAttention",

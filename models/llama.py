@@ -57,6 +57,9 @@ class Config:
     batch: int = 1
     dynamic: bool = False
     local_window: int = -1
+    # > 0: GroupQueryAttention's sliding_window_cache, past and present of
+    # this capacity (onnxruntime-genai's sliding-window layers).
+    window_cache: int = 0
 
 
 class EmbeddedWeights:
@@ -87,13 +90,17 @@ def signature(cfg, extra_inputs):
                                             [n.batch, n.seq])] + extra_inputs
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
                                              [n.batch, n.seq, cfg.vocab])]
+    # A fixed-capacity cache keeps its length, named as the builder names it.
+    capacity = ("past_sliding_length" if cfg.dynamic else cfg.window_cache) \
+        if cfg.window_cache else None
     for i in range(cfg.layers if cfg.past else 0):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(
                 f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
-                [n.batch, cfg.kv_heads, n.past, hd]))
+                [n.batch, cfg.kv_heads, capacity or n.past, hd]))
             outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", TensorProto.FLOAT, [n.batch, cfg.kv_heads, n.total, hd]))
+                f"present.{i}.{kind}", TensorProto.FLOAT,
+                [n.batch, cfg.kv_heads, capacity or n.total, hd]))
     return inputs, outputs
 
 
@@ -388,7 +395,8 @@ def build_fused(cfg, weights):
         attn = node("GroupQueryAttention",
                     [q, k, v] + (past if cfg.past else ["", ""]) + [seqlens_k, total_len],
                     outputs=3, domain=ms, num_heads=cfg.heads, kv_num_heads=cfg.kv_heads,
-                    **({"local_window_size": cfg.local_window} if cfg.local_window >= 0 else {}))
+                    **({"local_window_size": cfg.local_window} if cfg.local_window >= 0 else {}),
+                    **({"sliding_window_cache": 1} if cfg.window_cache else {}))
         if cfg.past:
             nodes[-1].output[1:] = [f"present.{i}.key", f"present.{i}.value"]
         x, h = skip_norm(linear(attn[0], p + "o", cfg.d, cfg.d), h, p + "post_norm")
@@ -436,7 +444,13 @@ def main():
                          "many zeros (a right-padded prompt)")
     ap.add_argument("--local-window", type=int, default=-1,
                     help="with --fused: GroupQueryAttention's local_window_size (sliding-window "
-                         "attention over the last N + 1 positions; default -1, none)")
+                         "attention over the last N positions; default -1, none)")
+    ap.add_argument("--sliding-window-cache", type=int, default=0, metavar="C",
+                    help="with --fused, --past and --local-window: GroupQueryAttention's "
+                         "sliding_window_cache, past and present caches of capacity C (the "
+                         "first rows of each past are its latest tokens); onnxruntime 1.23 "
+                         "does not know it, so no reference is written: take it with "
+                         "models/ort_reference.py in .venv-genai")
     ap.add_argument("--pad-past", type=int, default=0,
                     help="with --fused and --past: the last batch row has this many fewer "
                          "cached tokens (the end of its past is padding; its new tokens "
@@ -453,8 +467,12 @@ def main():
         ap.error("--seq and --batch must be at least 1 and --past at least 0")
     if args.local_window >= 0 and not args.fused:
         ap.error("--local-window needs --fused")
+    if args.sliding_window_cache and (args.local_window < 1 or not args.past
+                                      or args.sliding_window_cache < args.local_window):
+        ap.error("--sliding-window-cache needs --past, and --local-window from 1 to its capacity")
     cfg = Config(layers=args.layers, seq=args.seq, past=args.past, batch=args.batch,
-                 dynamic=args.dynamic, local_window=args.local_window)
+                 dynamic=args.dynamic, local_window=args.local_window,
+                 window_cache=args.sliding_window_cache)
     if args.fused:
         model = build_fused(cfg, EmbeddedWeights(rng))
     else:
@@ -473,10 +491,11 @@ def main():
     for i in range(cfg.layers if cfg.past else 0):
         for kind in ("key", "value"):
             feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(
-                (cfg.batch, cfg.kv_heads, cfg.past, hd)).astype(np.float32)
+                (cfg.batch, cfg.kv_heads, cfg.window_cache or cfg.past, hd)).astype(np.float32)
     # The checker does not know the ONNX-domain SimplifiedLayerNormalization
     # of onnxruntime (nor does it know genai's models); onnxruntime checks them.
-    save_with_reference(model, args.out, feeds, "models/llama.py", check=not args.fused)
+    save_with_reference(model, args.out, feeds, "models/llama.py", check=not args.fused,
+                        reference=not cfg.window_cache)
 
 
 if __name__ == "__main__":

@@ -342,13 +342,21 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
         std::int64_t max = symbols.contains(dim)
                                ? symbols[dim].value("max", std::int64_t(0))
                                : 0;
+        // At least 1; more where the model's ops need it (a sliding-window
+        // cache holds its window).
+        std::int64_t min = symbols.contains(dim)
+                               ? symbols[dim].value("min", std::int64_t(1))
+                               : 1;
         std::string where = "input '" + std::string(spec.name) + "' (" +
                             it->second + ") has " + std::to_string(size) +
                             " along dimension " + std::to_string(d) + " ('" +
                             dim + "')";
-        if (size < 1 || size > max)
-          fatal(where + "; this executable takes 1 to " + std::to_string(max) +
-                " (meshc compile --max-dim " + dim + "=N)");
+        if (size < min || size > max)
+          fatal(where + "; this executable takes " + std::to_string(min) +
+                " to " + std::to_string(max) +
+                (size > max ? " (meshc compile --max-dim " + dim + "=N)"
+                            : std::string(" (the model needs at least ") +
+                                  std::to_string(min) + ")"));
         auto [known, added] = symbolSizes.emplace(dim, size);
         if (!added && known->second != size)
           fatal(where + ", but another input has " +

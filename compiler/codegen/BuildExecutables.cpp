@@ -182,12 +182,29 @@ json generateSection(const json &inputs, const json &outputs,
   gen["stop_tokens"] = stops;
   if (!source.empty())
     gen["stop_tokens_from"] = source;
-  for (const json &e : inputs)
-    if (!known.count(e.value("name", "")))
-      return {{"unsupported",
-               "input '" + e.value("name", std::string()) +
-                   "' is neither the tokens, the attention mask, the "
-                   "positions nor a KV cache, so generation cannot supply it"}};
+  for (const json &e : inputs) {
+    if (known.count(e.value("name", "")))
+      continue;
+    // A cache whose present keeps the past's length (onnxruntime-genai's
+    // sliding-window layers: sliding_window_cache).
+    if (e.contains("dims") && e["dims"].size() == 4 &&
+        !dimName(e, 2).empty())
+      for (const json &o : outputs)
+        if (o.contains("dims") && o["dims"].size() == 4 &&
+            dimName(o, 2) == dimName(e, 2))
+          return {{"unsupported",
+                   "input '" + e.value("name", std::string()) +
+                       "' is a KV cache of fixed capacity (output '" +
+                       o.value("name", std::string()) + "' keeps its length '" +
+                       dimName(e, 2) +
+                       "', as onnxruntime-genai writes sliding-window "
+                       "layers); meshc generate holds caches that grow by "
+                       "the new tokens"}};
+    return {{"unsupported",
+             "input '" + e.value("name", std::string()) +
+                 "' is neither the tokens, the attention mask, the "
+                 "positions nor a KV cache, so generation cannot supply it"}};
+  }
   return gen;
 }
 
@@ -395,6 +412,24 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     json symbols = json::object();
     for (const auto &entry : options.bounds)
       symbols[entry.getKey().str()] = {{"max", entry.getValue()}};
+    // Least sizes the model's ops need (a sliding-window cache holds its
+    // window; NodeContext::requireDimAtLeast), checked with the bounds.
+    if (auto least =
+            ranksModule->getAttrOfType<DictionaryAttr>("dfg.dim_minimums"))
+      for (NamedAttribute entry : least) {
+        std::string name = entry.getName().str();
+        int64_t min = cast<IntegerAttr>(entry.getValue()).getInt();
+        if (!symbols.contains(name))
+          continue;
+        int64_t max = symbols[name]["max"].get<int64_t>();
+        if (max < min)
+          return fail(ranksModule,
+                      "dimension '" + name + "' is bounded at " + Twine(max) +
+                          ", but the model needs at least " + Twine(min) +
+                          " (raise its bound: --max-cache or --max-dim " +
+                          name + "=N)");
+        symbols[name]["min"] = min;
+      }
     manifest["symbols"] = symbols;
   }
   json roleList = json::array();

@@ -234,8 +234,10 @@ struct AxisBounds {
 /// Adds `axes` to `bounds` under the names the model gives those
 /// dimensions: the batch is dimension 0 of the first input that has a
 /// symbolic one; the sequence is dimension 1 of the first integer input
-/// (the token ids); the KV cache is dimension 2 of the first 4-D input whose
-/// dimension 2 is symbolic and not the sequence (a past key or value).
+/// (the token ids); the KV cache is dimension 2 of every 4-D input whose
+/// dimension 2 is symbolic and not the sequence (a past key or value; the
+/// onnxruntime-genai builder names its sliding-window layers' caches apart
+/// from the others).
 int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
                       onnximport::DimSizes &bounds, StringRef command) {
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
@@ -257,11 +259,16 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     if (seq.empty() && isa<mlir::IntegerType>(type.getElementType()))
       seq = nameOf(i, 1);
   }
+  SmallVector<std::string> otherCaches;
   for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
     std::string past = nameOf(i, 2);
     auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
-    if (cache.empty() && type.getRank() == 4 && past != seq)
+    if (type.getRank() != 4 || past.empty() || past == seq)
+      continue;
+    if (cache.empty())
       cache = past;
+    else if (past != cache && !is_contained(otherCaches, past))
+      otherCaches.push_back(past);
   }
   for (auto [flag, size, given, name, what] :
        {std::tuple<StringRef, int64_t, bool, std::string, StringRef>{
@@ -282,6 +289,11 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     if (!bounds.try_emplace(name, size).second && given)
       return fail(command, flag + " and --max-dim both bound '" + name + "'");
   }
+  if (axes.cache > 0)
+    for (const std::string &name : otherCaches)
+      if (!bounds.try_emplace(name, axes.cache).second && axes.cacheGiven)
+        return fail(command,
+                    "--max-cache and --max-dim both bound '" + name + "'");
   // The attention mask of a cached step spans the past and the new tokens;
   // where the exporter names its width on its own (onnxruntime-genai's
   // total_sequence_length) rather than as past + sequence, the width is

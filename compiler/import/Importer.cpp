@@ -64,6 +64,9 @@ public:
   dfg::DimTable &dimTable() { return dimTable_; }
   /// Symbolic input dimensions that the graph fixes (NodeContext::pinDim).
   DimSizes &pinned() { return pinned_; }
+  /// Least sizes of symbolic input dimensions
+  /// (NodeContext::requireDimAtLeast).
+  DimSizes &minimums() { return minimums_; }
   dfg::SymbolicShapes &shapes() { return shapes_; }
 
   /// The integer values of a constant dfg value (dfg.constant, or a small
@@ -105,6 +108,7 @@ private:
   /// Model-local functions by "domain/name".
   StringMap<const onnx::FunctionProto *> functions_;
   DimSizes pinned_;
+  DimSizes minimums_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -147,6 +151,27 @@ SmallVector<AffineExpr> NodeContext::inputDims(unsigned i) {
 
 SmallVector<AffineExpr> NodeContext::dimsOf(Value v) {
   return SmallVector<AffineExpr>(importer_.shapes().dims(v));
+}
+
+LogicalResult NodeContext::requireDimAtLeast(Value v, unsigned dim,
+                                             int64_t least, StringRef what) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (dim < type.getRank() && !type.isDynamicDim(dim)) {
+    if (type.getDimSize(dim) >= least)
+      return success();
+    return error(what + " holds " + std::to_string(type.getDimSize(dim)) +
+                 " positions; it must hold at least " + std::to_string(least));
+  }
+  SmallVector<AffineExpr> dims = dimsOf(v);
+  if (dim >= dims.size() || !dims[dim] || !isa<AffineSymbolExpr>(dims[dim]))
+    return error(what + " must be a named (dim_param) or static dimension, "
+                        "so that its least size (" +
+                 std::to_string(least) + ") can be checked");
+  std::string name =
+      dimTable().name(cast<AffineSymbolExpr>(dims[dim]).getPosition()).str();
+  int64_t &known = importer_.minimums()[name];
+  known = std::max(known, least);
+  return success();
 }
 
 bool NodeContext::pinDim(Value v, unsigned dim, int64_t size) {
@@ -902,6 +927,16 @@ OwningOpRef<ModuleOp> Importer::run() {
   func.setFunctionType(
       builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
+  // Least sizes the ops need of symbolic input dimensions, for the
+  // executables to check (NodeContext::requireDimAtLeast).
+  if (!minimums_.empty()) {
+    SmallVector<NamedAttribute> least;
+    for (auto &entry : minimums_)
+      least.push_back(builder_.getNamedAttr(
+          entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
+    (*module)->setAttr("dfg.dim_minimums",
+                       builder_.getDictionaryAttr(least));
+  }
 
   if (failed(verify(*module)))
     return nullptr;

@@ -105,6 +105,13 @@ public:
   /// import is redone with the name sized so (importOnnxModel), and true is
   /// returned; false for a static or derived dimension.
   bool pinDim(mlir::Value v, unsigned dim, int64_t size);
+  /// Dimension `dim` of `v` must be at least `least` (the op's semantics
+  /// need it: a sliding-window cache holds its window). A static size is
+  /// checked now; a graph input's symbolic name is recorded in the module's
+  /// `dfg.dim_minimums`, which executables check against their inputs.
+  /// Fails with an error naming the dimension otherwise.
+  mlir::LogicalResult requireDimAtLeast(mlir::Value v, unsigned dim,
+                                        int64_t least, llvm::StringRef what);
   /// Gives `v` (a new op's single result) the static dimensions the symbolic
   /// shape rules find for it, and returns it.
   mlir::Value refineType(mlir::Value v);

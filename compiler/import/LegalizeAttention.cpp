@@ -67,10 +67,17 @@ FailureOr<Value> toHeads(NodeContext &ctx, Value v, int64_t heads,
 }
 
 /// Creates dfg.attention and binds Y (merged back to 3-D when `merge`),
-/// present_key, present_value; without a past, the presents are K and V.
+/// present_key, present_value; without a past, the presents are K and V
+/// (or presentK and presentV where given). `softcapFirst`: the softcap
+/// before the mask (GroupQueryAttention caps the scores, then leaves the
+/// masked keys out), else after it (ONNX Attention-23 as onnxruntime 1.23
+/// computes it).
 LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
                             Value mask, Value pastK, Value pastV, double scale,
-                            bool causal, double softcap, bool merge) {
+                            bool causal, double softcap, bool softcapFirst,
+                            bool merge,
+                            Value presentK = Value(),
+                            Value presentV = Value()) {
   OpBuilder &b = ctx.builder();
   Type element = elementOf(q);
   for (Value operand : {q, k, v, pastK, pastV})
@@ -92,7 +99,8 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
   auto op =
       dfg::AttentionOp::create(b, ctx.loc(), types, q, k, v, mask, pastK, pastV,
                                b.getF32FloatAttr(scale), b.getBoolAttr(causal),
-                               b.getF32FloatAttr(softcap), b.getBoolAttr(false),
+                               b.getF32FloatAttr(softcap),
+                               b.getBoolAttr(softcap > 0 && softcapFirst),
                                FloatAttr());
   Value y = op.getResult();
   if (merge) {
@@ -101,6 +109,8 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
       return failure();
     y = *merged;
   }
+  if (presentK)
+    return ctx.setResults({y, presentK, presentV});
   return ctx.setResults(
       {y, pastK ? op.getPresent()[0] : k, pastK ? op.getPresent()[1] : v});
 }
@@ -151,7 +161,8 @@ LogicalResult legalizeAttention(NodeContext &ctx) {
   // Output #3 (qk_matmul_output) is not produced.
   return emitAttention(ctx, *q, *k, *v, mask, pastK, pastV, *scale,
                        ctx.attrInt("is_causal", 0) != 0,
-                       ctx.attrFloat("softcap", 0.0f), /*merge=*/is3D);
+                       ctx.attrFloat("softcap", 0.0f), /*softcapFirst=*/false,
+                       /*merge=*/is3D);
 }
 
 /// com.microsoft MultiHeadAttention(query, key, value, bias?,
@@ -235,7 +246,7 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
     return failure();
   return emitAttention(ctx, *qh, *kh, *vh, mask, ctx.input(6), ctx.input(7),
                        *scale, ctx.attrInt("unidirectional", 0) != 0, 0.0,
-                       /*merge=*/true);
+                       /*softcapFirst=*/false, /*merge=*/true);
 }
 
 /// GroupQueryAttention's do_rotary: rotates q and k (still [batch, seq,
@@ -370,6 +381,173 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   if (failed(qh) || failed(kh) || failed(vh))
     return failure();
 
+  auto select = [&](Value cond, Value yes, Value no) {
+    auto shape = dfg::broadcastShapes(shapeOf(cond), shapeOf(yes));
+    if (!shape)
+      return FailureOr<Value>(ctx.error(toString(shape.takeError())));
+    return ctx.create<dfg::WhereOp>(dfg::broadcastShapes(*shape, shapeOf(no)),
+                                    elementOf(yes), cond, yes, no);
+  };
+  // past ++ new along the positions.
+  auto pastThenNew = [&](Value pastPart, Value fresh) {
+    SmallVector<ArrayRef<int64_t>> shapes{shapeOf(pastPart), shapeOf(fresh)};
+    return ctx.create<dfg::ConcatOp>(dfg::concatShape(shapes, 2),
+                                     elementOf(fresh),
+                                     ValueRange{pastPart, fresh}, 2);
+  };
+  // x [batch, kv_heads, N, d] -> x[b, :, index[b, m]]: [batch, kv_heads,
+  // M, d], for index [batch, M].
+  auto gatherPositions = [&](Value x, Value index) -> FailureOr<Value> {
+    FailureOr<Value> index3 = reshape(index, {0, -1, 1}); // [batch, M, 1]
+    FailureOr<Value> rows = failed(index3) ? index3 : ctx.swapDims12(x);
+    if (failed(rows))
+      return failure();
+    FailureOr<Value> gathered = ctx.create<dfg::GatherNDOp>(
+        dfg::gatherNDShape(shapeOf(*rows), shapeOf(*index3), 1),
+        elementOf(*rows), *rows, *index3, 1);
+    return failed(gathered) ? gathered : ctx.swapDims12(*gathered);
+  };
+
+  if (ctx.attrInt("sliding_window_cache", 0) != 0) {
+    // Fixed-capacity caches (onnxruntime-genai's sliding-window layers):
+    // past and present hold C = the past's length positions, the latest
+    // L(n) of the n a row has seen, oldest first from position 0, where
+    // L(n) = n up to C, and past C the cache drops G = C - W + 1 positions
+    // at once: L(n) = n - G * ceil((n - C) / G). With P_b = start_b tokens
+    // before the step and T_b = P_b + seq after it, the keys are
+    // K_b = past[b, :, :L(P_b)] ++ new[b] (positions P_b - L(P_b) ..
+    // T_b - 1); query s sees the W of them ending at its position P_b + s;
+    // the present is the last L(T_b) rows of K_b, zeros after them.
+    int64_t window = ctx.attrInt("local_window_size", -1);
+    if (window < 1)
+      return ctx.error("sliding_window_cache needs local_window_size > 0");
+    if (!pastK)
+      return ctx.error("sliding_window_cache needs past_key and past_value "
+                       "(the cache of fixed capacity)");
+    // The capacity must hold the window: checked against the inputs when
+    // the executable runs.
+    if (failed(ctx.requireDimAtLeast(pastK, 2, window,
+                                     "the sliding-window cache (past_key "
+                                     "dimension 2)")))
+      return failure();
+    AffineExpr capacityE = pastE;
+    Value capacity = sizeOf(capacityE);
+    FailureOr<Value> drop = binary<dfg::SubOp>(
+        ctx, capacity, ctx.scalar(static_cast<double>(window - 1), i64), i64);
+    // G >= 1 once the capacity holds the window; max keeps the division
+    // defined before that check.
+    FailureOr<Value> dropAtLeast1 =
+        failed(drop) ? drop
+                     : binary<dfg::MaxOp>(ctx, *drop, ctx.scalar(1, i64), i64);
+    if (failed(dropAtLeast1))
+      return failure();
+    auto kept = [&](Value n) -> FailureOr<Value> {
+      FailureOr<Value> over = binary<dfg::SubOp>(ctx, n, capacity, i64);
+      FailureOr<Value> up =
+          failed(over) ? over
+                       : binary<dfg::AddOp>(ctx, *over, *dropAtLeast1, i64);
+      FailureOr<Value> up1 =
+          failed(up) ? up
+                     : binary<dfg::SubOp>(ctx, *up, ctx.scalar(1, i64), i64);
+      FailureOr<Value> times =
+          failed(up1) ? up1
+                      : binary<dfg::DivOp>(ctx, *up1, *dropAtLeast1, i64);
+      FailureOr<Value> dropped =
+          failed(times) ? times
+                        : binary<dfg::MulOp>(ctx, *times, *dropAtLeast1, i64);
+      FailureOr<Value> less =
+          failed(dropped) ? dropped : binary<dfg::SubOp>(ctx, n, *dropped, i64);
+      FailureOr<Value> full =
+          failed(less) ? less : binary<dfg::GreaterOp>(ctx, n, capacity, i1);
+      if (failed(full))
+        return failure();
+      return select(*full, *less, n);
+    };
+    FailureOr<Value> end = binary<dfg::AddOp>(ctx, *start, sizeOf(seqE), i64);
+    FailureOr<Value> lp = kept(*start);               // [batch, 1]
+    FailureOr<Value> lt = failed(end) ? end : kept(*end);
+    FailureOr<Value> m = iota(capacityE + seqE, {1, -1}); // [1, C + seq]
+    if (failed(lp) || failed(lt) || failed(m))
+      return failure();
+    // K_b's position m is cat[m] below L(P_b), cat[C + m - L(P_b)] after
+    // (rows past L(P_b) + seq are never attended: clamped).
+    FailureOr<Value> inPast = binary<dfg::LessOp>(ctx, *m, *lp, i1);
+    FailureOr<Value> shifted = binary<dfg::SubOp>(ctx, *m, *lp, i64);
+    FailureOr<Value> fromNew =
+        failed(shifted) ? shifted
+                        : binary<dfg::AddOp>(ctx, *shifted, capacity, i64);
+    FailureOr<Value> last = binary<dfg::AddOp>(
+        ctx, capacity, sizeOf(seqE - 1), i64);
+    FailureOr<Value> clamped =
+        failed(fromNew) || failed(last)
+            ? FailureOr<Value>(failure())
+            : binary<dfg::MinOp>(ctx, *fromNew, *last, i64);
+    FailureOr<Value> source =
+        failed(inPast) || failed(clamped) ? FailureOr<Value>(failure())
+                                          : select(*inPast, *m, *clamped);
+    if (failed(source))
+      return failure();
+    auto keysOf = [&](Value pastPart, Value fresh) -> FailureOr<Value> {
+      FailureOr<Value> cat = pastThenNew(pastPart, fresh);
+      return failed(cat) ? cat : gatherPositions(*cat, *source);
+    };
+    FailureOr<Value> allK = keysOf(pastK, *kh), allV = keysOf(pastV, *vh);
+    if (failed(allK) || failed(allV))
+      return failure();
+    // Query s sees K_b's positions m with L(P_b) + s - W < m <= L(P_b) + s.
+    FailureOr<Value> keys = iota(capacityE + seqE, {1, 1, 1, -1});
+    FailureOr<Value> queries = iota(seqE, {1, 1, -1, 1});
+    FailureOr<Value> lp4 = reshape(*lp, {-1, 1, 1, 1});
+    if (failed(keys) || failed(queries) || failed(lp4))
+      return failure();
+    FailureOr<Value> hi = binary<dfg::AddOp>(ctx, *lp4, *queries, i64);
+    FailureOr<Value> lo =
+        failed(hi) ? hi
+                   : binary<dfg::SubOp>(
+                         ctx, *hi, ctx.scalar(static_cast<double>(window), i64),
+                         i64);
+    FailureOr<Value> notAfter =
+        failed(hi) ? hi : binary<dfg::LessOrEqualOp>(ctx, *keys, *hi, i1);
+    FailureOr<Value> inWindow =
+        failed(lo) ? lo : binary<dfg::GreaterOp>(ctx, *keys, *lo, i1);
+    FailureOr<Value> visible =
+        failed(notAfter) || failed(inWindow)
+            ? FailureOr<Value>(failure())
+            : binary<dfg::AndOp>(ctx, *notAfter, *inWindow, i1);
+    if (failed(visible))
+      return failure();
+    // The present: row r is K_b's position r + L(P_b) + seq - L(T_b), for
+    // r < L(T_b).
+    FailureOr<Value> r = iota(capacityE, {1, -1}); // [1, C]
+    FailureOr<Value> grown = binary<dfg::AddOp>(ctx, *lp, sizeOf(seqE), i64);
+    FailureOr<Value> shift =
+        failed(grown) ? grown : binary<dfg::SubOp>(ctx, *grown, *lt, i64);
+    FailureOr<Value> at =
+        failed(r) || failed(shift) ? FailureOr<Value>(failure())
+                                   : binary<dfg::AddOp>(ctx, *r, *shift, i64);
+    FailureOr<Value> atClamped =
+        failed(at) || failed(last) ? FailureOr<Value>(failure())
+                                   : binary<dfg::MinOp>(ctx, *at, *last, i64);
+    FailureOr<Value> held =
+        failed(r) ? r : binary<dfg::LessOp>(ctx, *r, *lt, i1); // [batch, C]
+    FailureOr<Value> held4 = failed(held) ? held : reshape(*held, {0, 1, -1, 1});
+    if (failed(atClamped) || failed(held4))
+      return failure();
+    auto presentOf = [&](Value all) -> FailureOr<Value> {
+      FailureOr<Value> rows = gatherPositions(all, *atClamped);
+      return failed(rows) ? rows
+                          : select(*held4, *rows, ctx.scalar(0, elementOf(all)));
+    };
+    FailureOr<Value> pk = presentOf(*allK), pv = presentOf(*allV);
+    FailureOr<double> scale = attentionScale(ctx, *qh);
+    if (failed(pk) || failed(pv) || failed(scale))
+      return failure();
+    return emitAttention(ctx, *qh, *allK, *allV, *visible, Value(), Value(),
+                         *scale, /*causal=*/false,
+                         ctx.attrFloat("softcap", 0.0f),
+                         /*softcapFirst=*/true, /*merge=*/true, *pk, *pv);
+  }
+
   Value presentK = *kh, presentV = *vh, mask;
   bool causal = false;
   if (!pastK) {
@@ -401,45 +579,20 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
                         : binary<dfg::AddOp>(ctx, *shifted, sizeOf(pastE), i64);
     if (failed(before) || failed(notAfter) || failed(fromNew))
       return failure();
-    auto select = [&](Value cond, Value yes, Value no) {
-      auto shape = dfg::broadcastShapes(shapeOf(cond), shapeOf(yes));
-      if (!shape)
-        return FailureOr<Value>(ctx.error(toString(shape.takeError())));
-      return ctx.create<dfg::WhereOp>(dfg::broadcastShapes(*shape, shapeOf(no)),
-                                      i64, cond, yes, no);
-    };
     FailureOr<Value> inNew = select(*notAfter, *fromNew, *t);
     FailureOr<Value> index =
         failed(inNew) ? inNew : select(*before, *t, *inNew);
-    FailureOr<Value> index3 =
-        failed(index) ? index : reshape(*index, {0, -1, 1}); // [batch, T, 1]
-    if (failed(index3))
-      return failure();
-    FailureOr<Value> kept = reshape(*notAfter, {0, 1, -1, 1});
+    FailureOr<Value> kept =
+        failed(index) ? index : reshape(*notAfter, {0, 1, -1, 1});
     if (failed(kept))
       return failure();
     auto place = [&](Value pastPart, Value fresh) -> FailureOr<Value> {
-      SmallVector<ArrayRef<int64_t>> shapes{shapeOf(pastPart), shapeOf(fresh)};
-      FailureOr<Value> cat = ctx.create<dfg::ConcatOp>(
-          dfg::concatShape(shapes, 2), elementOf(fresh),
-          ValueRange{pastPart, fresh}, 2);
-      // Rows of positions: [batch, T, kv_heads, d], gathered per row.
-      FailureOr<Value> rows = failed(cat) ? cat : ctx.swapDims12(*cat);
-      if (failed(rows))
-        return failure();
-      FailureOr<Value> gathered = ctx.create<dfg::GatherNDOp>(
-          dfg::gatherNDShape(shapeOf(*rows), shapeOf(*index3), 1),
-          elementOf(*rows), *rows, *index3, 1);
-      FailureOr<Value> back =
-          failed(gathered) ? gathered : ctx.swapDims12(*gathered);
+      FailureOr<Value> cat = pastThenNew(pastPart, fresh);
+      FailureOr<Value> back = failed(cat) ? cat : gatherPositions(*cat, *index);
       if (failed(back))
         return failure();
       // Positions beyond the new tokens hold zeros, as onnxruntime's do.
-      auto shape = dfg::broadcastShapes(shapeOf(*kept), shapeOf(*back));
-      if (!shape)
-        return ctx.error(toString(shape.takeError()));
-      return ctx.create<dfg::WhereOp>(*shape, elementOf(*back), *kept, *back,
-                                      ctx.scalar(0, elementOf(*back)));
+      return select(*kept, *back, ctx.scalar(0, elementOf(*back)));
     };
     FailureOr<Value> pk = place(pastK, *kh), pv = place(pastV, *vh);
     // Query i of row b sees keys j <= start_b + i: [batch, 1, seq, T].
@@ -476,7 +629,7 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     return failure();
   return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
                        *scale, causal, ctx.attrFloat("softcap", 0.0f),
-                       /*merge=*/true);
+                       /*softcapFirst=*/true, /*merge=*/true);
 }
 
 /// com.microsoft GroupQueryAttention(query, key?, value?, past_key?,
@@ -508,11 +661,6 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
                      std::to_string(w));
   if (ctx.attrInt("smooth_softmax", 0) != 0)
     return ctx.error("smooth_softmax is not supported");
-  if (ctx.attrInt("sliding_window_cache", 0) != 0)
-    return ctx.error("sliding_window_cache (a past and present of fixed "
-                     "capacity that keep only the latest keys, as "
-                     "onnxruntime-genai writes sliding-window layers) is not "
-                     "supported");
   if (ctx.attrInt("qk_output", 0) != 0)
     return ctx.error("qk_output is not supported");
   int64_t heads = ctx.attrInt("num_heads", 0);
@@ -566,7 +714,9 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
                               "head size (" +
                                   std::to_string(headDim) + ")");
   }
-  if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq))
+  // A fixed-capacity cache follows one rule for every size.
+  if (ShapedType::isDynamic(past) || ShapedType::isDynamic(seq) ||
+      ctx.attrInt("sliding_window_cache", 0) != 0)
     return legalizeSymbolicGQA(ctx, q, k, v, pastK, pastV, heads, kvHeads);
   FailureOr<SmallVector<int64_t>> total =
       ctx.constantInts(6, "total_sequence_length");
@@ -779,7 +929,7 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return failure();
   return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
                        *scale, causal, ctx.attrFloat("softcap", 0.0f),
-                       /*merge=*/true);
+                       /*softcapFirst=*/true, /*merge=*/true);
 }
 
 } // namespace

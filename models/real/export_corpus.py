@@ -310,6 +310,32 @@ def cache_feeds(session, model, arch, ids, mask, pos):
     return feeds
 
 
+def mark_unspecified(out, feeds, outputs):
+    """NaN where onnxruntime leaves a reference output unspecified: the rows
+    of a sliding-window cache's present past the kept ones (onnxruntime
+    writes nothing there; check_corpus.py skips NaN in a reference)."""
+    import onnx
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from ort_reference import kept_rows
+
+    graph = onnx.load(os.path.join(out, "model.onnx"), load_external_data=False).graph
+    if "attention_mask" not in feeds:
+        return
+    seen = feeds["attention_mask"].sum(axis=1)  # tokens of each row, past and new
+    for node in graph.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type != "GroupQueryAttention" or not attrs.get("sliding_window_cache"):
+            continue
+        for name in node.output[1:3]:
+            if name not in outputs:
+                continue
+            present = outputs[name]
+            for b, n in enumerate(seen):
+                present[b, :, kept_rows(int(n), present.shape[2],
+                                        attrs["local_window_size"]):] = np.nan
+
+
 def run_reference(out, model, arch, feeds):
     import onnxruntime as ort
 
@@ -319,6 +345,7 @@ def run_reference(out, model, arch, feeds):
         ids, mask, pos = prompt_inputs(arch)
         feeds = cache_feeds(sess, model, arch, ids, mask, pos)
     outs = sess.run(None, feeds)
+    mark_unspecified(out, feeds, dict(zip([o.name for o in sess.get_outputs()], outs)))
     os.makedirs(os.path.join(out, "inputs"), exist_ok=True)
     os.makedirs(os.path.join(out, "reference"), exist_ok=True)
     for n, v in feeds.items():

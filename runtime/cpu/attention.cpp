@@ -134,6 +134,19 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
   return Row::Weights;
 }
 
+/// out += sum over the `keys` value rows of weight p[j] times row j.
+void addWeightedRows(const float *p, std::int64_t keys, const float *vh,
+                     std::int64_t vDim, float *out) {
+  for (std::int64_t j = 0; j < keys; ++j) {
+    if (p[j] == 0.0f)
+      continue;
+    const float *vj = vh + j * vDim;
+#pragma omp simd
+    for (std::int64_t d = 0; d < vDim; ++d)
+      out[d] += p[j] * vj[d];
+  }
+}
+
 /// Query row i scored against all `ctx.total` keys (`scores` holds that
 /// many), its weights applied to the value rows into `oi`: the rows whose
 /// every key before the causal limit carries a finite fill.
@@ -150,17 +163,8 @@ void allKeysRow(const RowContext &ctx, const float *qi, const float *kh,
     scores[j] = scale * acc;
   }
   std::fill(oi, oi + vDim, 0.0f);
-  if (softmaxRow(ctx, scores, b, h, i, ctx.total, ctx.total) != Row::Weights)
-    return;
-  for (std::int64_t j = 0; j < ctx.total; ++j) {
-    const float p = scores[j];
-    if (p == 0.0f)
-      continue;
-    const float *vj = vh + j * vDim;
-#pragma omp simd
-    for (std::int64_t d = 0; d < vDim; ++d)
-      oi[d] += p * vj[d];
-  }
+  if (softmaxRow(ctx, scores, b, h, i, ctx.total, ctx.total) == Row::Weights)
+    addWeightedRows(scores, ctx.total, vh, vDim, oi);
 }
 
 /// K or V as attention reads them: `present` filled with past ++ fresh when
@@ -324,17 +328,8 @@ void attention(const TensorRef &query, const TensorRef &key,
       const Row made = softmaxRow(ctx, sc, b, h, i, limit, total);
       if (made == Row::AllKeys)
         allKeysRow(ctx, qi, kh, vh, dim, vDim, scale, b, h, i, sc, oi);
-      if (made != Row::Weights)
-        continue;
-      for (std::int64_t j = 0; j < limit; ++j) {
-        const float p = sc[j];
-        if (p == 0.0f)
-          continue;
-        const float *vj = vh + j * vDim;
-#pragma omp simd
-        for (std::int64_t d = 0; d < vDim; ++d)
-          oi[d] += p * vj[d];
-      }
+      if (made == Row::Weights)
+        addWeightedRows(sc, limit, vh, vDim, oi);
     }
   }
 }
