@@ -7,7 +7,9 @@ Usage: generate_reference.py MODEL.onnx --prompt-ids P.npy [--attention-mask M.n
            [--stop-token ID ...]
 
 The loop is the one Hugging Face's generate and Optimum's ORTModelForCausalLM
-run: a prefill step over the prompts (an empty KV cache of length 0), then
+run: a prefill step over the prompts (an empty KV cache of length 0, or for a
+cache of one of the sliding-window layers genai_config.json lists, zeros of
+the window plus the slack it gives, as onnxruntime-genai allocates it), then
 one step per token with the presents fed back as the pasts, the mask grown by
 a 1 and the position ids derived from the mask (cumsum - 1, 1 on padding). A
 model without past inputs reads the whole sequence at every step. A sequence
@@ -65,12 +67,17 @@ def main():
     # An empty cache [batch, heads, 0, head size]. onnxruntime-genai's
     # builder leaves the head size symbolic; its genai_config.json gives it.
     config = os.path.join(os.path.dirname(args.model), "genai_config.json")
-    head_size = (json.load(open(config))["model"]["decoder"]["head_size"]
-                 if os.path.exists(config) else None)
+    decoder = json.load(open(config))["model"]["decoder"] if os.path.exists(config) else {}
+    head_size = decoder.get("head_size")
+    window = decoder.get("sliding_window", {})
     cache = {}
     for p in pasts:
         shape = list(inputs[p].shape)
-        shape[0], shape[2] = batch, 0
+        # The layers genai_config.json lists as sliding-window ones.
+        layer = p.split(".")[1] if p.count(".") >= 2 else ""
+        fixed = layer.isdigit() and int(layer) in window.get("layers", [])
+        shape[0] = batch
+        shape[2] = window["window_size"] + window.get("cache_slack", 0) if fixed else 0
         for d, size in enumerate(shape):
             if not isinstance(size, int):
                 if head_size is None:

@@ -12,7 +12,10 @@
 // the manifest's "in_place_caches"), each step writes only its new keys and
 // values there and nothing else is copied; otherwise the rank's present is
 // copied into the buffer after the step and becomes the next past. Either
-// way the cache never leaves the rank or its device.
+// way the cache never leaves the rank or its device. A cache of fixed length
+// (onnxruntime-genai's sliding-window layers, "fixed" in the manifest: the
+// least length the model takes, its window) is zeros before the prompt and
+// then each step's present.
 //
 // The logits of the last position go to one rank (the lowest that holds
 // them), which picks each sequence's next token, greedily or by sampling
@@ -214,14 +217,19 @@ void Program::generate(void (*body)(Program &)) {
     std::int64_t axis;
     int output;
     bool inPlace; // the attention appends to the buffer itself
+    /// > 0: a cache of this fixed length (a sliding window: its present
+    /// keeps the past's length), zeros before the prompt, then each present.
+    std::int64_t fixed = 0;
     void *buffer = nullptr;
     std::size_t capacity = 0;
   };
   std::map<std::string, Cache> caches; // by past input
   for (const json &c : gen["cache"]) {
     std::string past = c.value("past", "");
+    std::int64_t fixed = c.value("fixed", std::int64_t(0));
     caches[past] = {c.value("axis", std::int64_t(2)),
-                    outputIndex(c.value("present", "")), inPlace.count(past) > 0};
+                    outputIndex(c.value("present", "")),
+                    inPlace.count(past) > 0 && fixed == 0, fixed};
   }
   // Positions a cache holds at most: the prompt and every new token but
   // the last, which no step reads.
@@ -312,7 +320,7 @@ void Program::generate(void (*body)(Program &)) {
         Cache &c = caches.at(name);
         for (std::size_t d = 0; d < global.size(); ++d)
           if (static_cast<std::int64_t>(d) == c.axis)
-            global[d] = past;
+            global[d] = c.fixed > 0 ? c.fixed : past;
           else if (global[d] < 0 && plan.dims[d] == batchSymbol)
             global[d] = batch;
           else if (global[d] < 0)
@@ -333,6 +341,16 @@ void Program::generate(void (*body)(Program &)) {
             c.capacity *= static_cast<std::size_t>(d);
           c.buffer = placement::allocateBuffer(c.capacity, "a KV cache");
           s.cacheCapacity[i] = full[c.axis];
+        }
+        if (c.fixed > 0 && plan.read && !c.buffer) {
+          // Its whole length from the prompt on, zeros (the prompt's step
+          // reads none of it); each present then replaces it.
+          c.capacity = byteWidth(spec.dtype);
+          for (std::int64_t d : local)
+            c.capacity *= static_cast<std::size_t>(d);
+          c.buffer = placement::allocateBuffer(c.capacity, "a KV cache");
+          std::vector<char> zeros(c.capacity, 0);
+          placement::upload(c.buffer, zeros.data(), c.capacity);
         }
         s.inputData[i] = !plan.read ? nullptr : c.buffer ? c.buffer : empty;
         continue;
@@ -534,10 +552,13 @@ void Program::generate(void (*body)(Program &)) {
       break;
   }
 
-  // Whether every rank held its caches in place (a collective: all ranks).
+  // Whether every rank held its growing caches in place (a collective: all
+  // ranks). A fixed-length cache (a sliding window's few positions) is
+  // replaced by its present at every step by design.
   std::uint64_t copied = 0;
   for (auto &[pastName, cache] : caches)
-    copied += !cache.inPlace && cache.output >= 0 && !unread.count(pastName);
+    copied += !cache.inPlace && cache.fixed == 0 && cache.output >= 0 &&
+              !unread.count(pastName);
   std::uint64_t copiedAnywhere = 0;
   for (std::uint64_t n : comm_->allGatherWorld(copied, "generation summary"))
     copiedAnywhere += n;

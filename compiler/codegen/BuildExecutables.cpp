@@ -109,8 +109,8 @@ declaredStopTokens(StringRef folder, int64_t vocabulary) {
 }
 
 json generateSection(const json &inputs, const json &outputs,
-                     const std::vector<CachePair> &cache, StringRef modelFolder,
-                     bool sequenceParallel) {
+                     const json &symbols, const std::vector<CachePair> &cache,
+                     StringRef modelFolder, bool sequenceParallel) {
   if (sequenceParallel)
     return {{"unsupported",
              "it was compiled with --sequence-parallel, which splits every "
@@ -174,7 +174,6 @@ json generateSection(const json &inputs, const json &outputs,
         {{"past", pair.past}, {"present", pair.present}, {"axis", pair.axis}});
     known.insert(pair.past);
   }
-  gen["cache"] = pairs;
   if (!pastSymbol.empty())
     gen["past_symbol"] = pastSymbol;
   auto [stops, source] =
@@ -183,28 +182,50 @@ json generateSection(const json &inputs, const json &outputs,
   if (!source.empty())
     gen["stop_tokens_from"] = source;
   for (const json &e : inputs) {
-    if (known.count(e.value("name", "")))
+    std::string name = e.value("name", std::string());
+    if (known.count(name))
       continue;
     // A cache whose present keeps the past's length (onnxruntime-genai's
-    // sliding-window layers: sliding_window_cache).
-    if (e.contains("dims") && e["dims"].size() == 4 &&
-        !dimName(e, 2).empty())
-      for (const json &o : outputs)
-        if (o.contains("dims") && o["dims"].size() == 4 &&
-            dimName(o, 2) == dimName(e, 2))
+    // sliding-window layers: sliding_window_cache): fed back at a fixed
+    // capacity, the least the model takes (its window).
+    std::string capacity = dimName(e, 2);
+    if (e.value("shape", json::array()).size() == 4 && !capacity.empty() &&
+        e["shape"][2].get<int64_t>() < 0) {
+      std::string present;
+      for (auto [from, to] : {std::pair<StringRef, StringRef>{"past_key_values",
+                                                              "present"},
+                              {"past_key", "present_key"},
+                              {"past_value", "present_value"},
+                              {"past", "present"}})
+        if (StringRef(name).starts_with(from)) {
+          present = (to + StringRef(name).drop_front(from.size())).str();
+          break;
+        }
+      const json *o = present.empty() ? nullptr : find(outputs, present);
+      int64_t least = symbols.contains(capacity)
+                          ? symbols[capacity].value("min", int64_t(0))
+                          : 0;
+      if (o && dimName(*o, 2) == capacity) {
+        if (least < 1)
           return {{"unsupported",
-                   "input '" + e.value("name", std::string()) +
-                       "' is a KV cache of fixed capacity (output '" +
-                       o.value("name", std::string()) + "' keeps its length '" +
-                       dimName(e, 2) +
-                       "', as onnxruntime-genai writes sliding-window "
-                       "layers); meshc generate holds caches that grow by "
-                       "the new tokens"}};
+                   "KV cache '" + name + "' keeps a fixed length '" +
+                       capacity +
+                       "', but the model states no least size for it (the "
+                       "window meshc generate would hold)"}};
+        pairs.push_back({{"past", name},
+                         {"present", present},
+                         {"axis", 2},
+                         {"fixed", least}});
+        known.insert(name);
+        continue;
+      }
+    }
     return {{"unsupported",
              "input '" + e.value("name", std::string()) +
                  "' is neither the tokens, the attention mask, the "
                  "positions nor a KV cache, so generation cannot supply it"}};
   }
+  gen["cache"] = pairs;
   return gen;
 }
 
@@ -542,7 +563,9 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   }
   manifest["outputs"] = outputList;
   manifest["generate"] = generateSection(
-      inputs, outputList, cache, options.weightsDir, options.sequenceParallel);
+      inputs, outputList,
+      manifest.contains("symbols") ? manifest["symbols"] : json::object(),
+      cache, options.weightsDir, options.sequenceParallel);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

@@ -25,7 +25,8 @@ loops then continue from different tokens.
 (models/genai_reference.py, in the environment of that Python, which has
 onnxruntime-genai) on each export the onnxruntime-genai builder wrote, and
 requires meshc's greedy ids to be identical to it: the line adds
-`onnxruntime-genai identical`.
+`onnxruntime-genai identical`. The reference loop of those exports then runs
+in that Python too (the onnxruntime they are written for).
 
 --sampling also runs each case with --temperature 0.8 --top-k 20 --top-p 0.9
 --seed 7 twice and checks that both runs and every mesh draw the same ids.
@@ -160,7 +161,11 @@ def main():
                     failed += 1
                     continue
                 if reference is None:
-                    r = subprocess.run([sys.executable, REFERENCE, model, "--prompt-ids",
+                    # onnxruntime-genai's exports are written for the
+                    # onnxruntime it ships (sliding_window_cache is unknown
+                    # to the pinned one): their loop runs there when given.
+                    python = args.genai_python if genai and args.genai_python else sys.executable
+                    r = subprocess.run([python, REFERENCE, model, "--prompt-ids",
                                         os.path.join(case, "ids.npy"), "--attention-mask",
                                         os.path.join(case, "mask.npy"), "--max-new-tokens",
                                         str(args.new_tokens), "--output-ids", ref_ids,
