@@ -312,9 +312,11 @@ FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
 /// present is past ++ new with each row's new tokens moved to start_b (a
 /// per-row gather); query i of row b sees keys j <= start_b + i. Rotary
 /// without position_ids rotates at start_b + i after a past, at i in a first
-/// prompt. The present holds past +
-/// new positions, so total_sequence_length must equal them (onnxruntime's
-/// shared past/present buffer is not supported).
+/// prompt. The present holds past + new positions: with onnxruntime-genai's
+/// shared buffer (a past longer than the history the mask counts, written in
+/// place by onnxruntime) its positions hold what onnxruntime's buffer holds,
+/// and the one past the buffer per new token holds zeros
+/// (test/e2e/genai_shared_buffer.test).
 LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
                                   Value pastK, Value pastV, int64_t heads,
                                   int64_t kvHeads) {
