@@ -145,6 +145,17 @@ LogicalResult legalizeClip(NodeContext &ctx) {
   return ctx.setResults(acc);
 }
 
+/// Relu(x) -> dfg.max(x, 0)
+LogicalResult legalizeRelu(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Value result =
+      dfg::MaxOp::create(ctx.builder(), ctx.loc(), in, ctx.input(0),
+                         ctx.scalar(0, in.getElementType()));
+  return ctx.setResults(result);
+}
+
 /// Trilu(x, k?) upper -> dfg.trilu with a constant diagonal k.
 LogicalResult legalizeTrilu(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
@@ -210,6 +221,7 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Cast", 13, legalizeCast);
   table.add("", "CastLike", 15, legalizeCastLike);
   table.add("", "Clip", 13, legalizeClip);
+  table.add("", "Relu", 13, legalizeRelu);
   table.add("", "Trilu", 14, legalizeTrilu);
   table.add("", "Sqrt", 13, legalizeUnary<dfg::SqrtOp>);
   table.add("", "Reciprocal", 13, legalizeUnary<dfg::ReciprocalOp>);

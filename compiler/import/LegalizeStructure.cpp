@@ -101,6 +101,81 @@ LogicalResult legalizeGatherND(NodeContext &ctx) {
       data.getElementType(), ctx.input(0), ctx.input(1), batchDims);
 }
 
+/// GatherElements(data, indices) axis -> dfg.gather_nd over index tuples:
+/// result element i is data at i with coordinate `axis` replaced by
+/// indices[i] (negative counting from the end, as gather_nd takes it). The
+/// tuples are the indices and, for every other axis, its position along
+/// that axis (a range broadcast to the indices' shape), stacked last.
+LogicalResult legalizeGatherElements(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType data = ctx.inputType(0), indices = ctx.inputType(1);
+  int64_t rank = data.getRank();
+  if (indices.getRank() != rank || rank == 0)
+    return ctx.error("indices " + dfg::formatShape(indices.getShape()) +
+                     " must have the rank of data " +
+                     dfg::formatShape(data.getShape()));
+  if (!indices.getElementType().isInteger(64) &&
+      !indices.getElementType().isInteger(32))
+    return ctx.error("indices must be int32 or int64");
+  int64_t axis = ctx.attrInt("axis", 0);
+  if (axis < -rank || axis >= rank)
+    return ctx.error("axis " + std::to_string(axis) + " is outside rank " +
+                     std::to_string(rank));
+  if (axis < 0)
+    axis += rank;
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type();
+  Value index = ctx.input(1);
+  if (!indices.getElementType().isInteger(64))
+    index = dfg::CastOp::create(
+        b, ctx.loc(), RankedTensorType::get(indices.getShape(), i64), index,
+        i64);
+  SmallVector<AffineExpr> dims = ctx.inputDims(1);
+  SmallVector<int64_t> shape(indices.getShape());
+  // indices * 0: zeros of the indices' shape, to broadcast each range to it.
+  FailureOr<Value> zeros = ctx.create<dfg::MulOp>(
+      dfg::broadcastShapes(shape, {}), i64, index, ctx.scalar(0, i64));
+  if (failed(zeros))
+    return failure();
+  SmallVector<Value> parts;
+  SmallVector<ArrayRef<int64_t>> partShapes;
+  for (int64_t k = 0; k < rank; ++k) {
+    FailureOr<Value> coordinate = index;
+    if (k != axis) {
+      if (!dims[k])
+        return ctx.error("dimension " + std::to_string(k) +
+                         " of the indices has no size meshc can name");
+      SmallVector<int64_t> along(rank, 1);
+      along[k] = -1;
+      FailureOr<Value> range = ctx.iota(dims[k], along);
+      coordinate = failed(range)
+                       ? range
+                       : ctx.create<dfg::AddOp>(
+                             dfg::broadcastShapes(shape, shapeOf(*range)),
+                             i64, *zeros, *range);
+    }
+    FailureOr<Value> last =
+        failed(coordinate)
+            ? coordinate
+            : ctx.create<dfg::UnsqueezeOp>(
+                  dfg::unsqueezeShape(shapeOf(*coordinate), {rank}), i64,
+                  *coordinate, b.getDenseI64ArrayAttr({rank}));
+    if (failed(last))
+      return failure();
+    parts.push_back(*last);
+  }
+  for (Value p : parts)
+    partShapes.push_back(shapeOf(p));
+  FailureOr<Value> tuples = ctx.create<dfg::ConcatOp>(
+      dfg::concatShape(partShapes, rank), i64, ValueRange(parts), rank);
+  if (failed(tuples))
+    return failure();
+  return ctx.emit<dfg::GatherNDOp>(
+      dfg::gatherNDShape(data.getShape(), shapeOf(*tuples), 0),
+      data.getElementType(), ctx.input(0), *tuples, 0);
+}
+
 /// A slice whose starts or ends are symbolic: an end equal to the sliced
 /// dimension means "to the end" (INT64_MAX); if every bound is then
 /// constant, dfg.slice, else dfg.symbolic_slice.
@@ -313,6 +388,93 @@ LogicalResult legalizeExpand(NodeContext &ctx) {
                                  ctx.builder().getDenseI64ArrayAttr(*shape));
 }
 
+/// Tile(x, repeats): axis i repeated repeats[i] times. Where every repeated
+/// axis has size 1 (what the exporters write: torch's repeat_interleave as
+/// Unsqueeze + Tile + Reshape, a position table tiled over the batch) it is
+/// Expand(x, repeats), symbolic counts included. Otherwise, at static sizes
+/// with constant counts, each repeated axis goes through a unit axis in
+/// front of it: reshape to [.., 1, d, ..], expand to [.., r, d, ..], reshape
+/// to [.., r * d, ..].
+LogicalResult legalizeTile(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  SmallVector<AffineExpr> repeats;
+  if (ctx.isSymbolic(1)) {
+    auto given = ctx.symbolicInts(1, "repeats");
+    if (failed(given))
+      return failure();
+    repeats = *given;
+  } else {
+    auto given = ctx.constantInts(1, "repeats");
+    if (failed(given))
+      return failure();
+    for (int64_t r : *given)
+      repeats.push_back(getAffineConstantExpr(r, ctx.builder().getContext()));
+  }
+  if (static_cast<int64_t>(repeats.size()) != in.getRank())
+    return ctx.error("repeats has " + std::to_string(repeats.size()) +
+                     " entries for an input of rank " +
+                     std::to_string(in.getRank()));
+  auto constant = [](AffineExpr e) -> std::optional<int64_t> {
+    if (auto c = dyn_cast_or_null<AffineConstantExpr>(e))
+      return c.getValue();
+    return std::nullopt;
+  };
+  bool unitsOnly = true;
+  for (auto [i, r] : llvm::enumerate(repeats)) {
+    std::optional<int64_t> count = constant(r);
+    if (count && *count < 0)
+      return ctx.error("repeats must not be negative, got " +
+                       std::to_string(*count) + " for axis " +
+                       std::to_string(i));
+    if ((!count || *count != 1) && in.getDimSize(i) != 1)
+      unitsOnly = false;
+  }
+  if (unitsOnly)
+    return legalizeExpand(ctx);
+  if (!in.hasStaticShape())
+    return ctx.error("Tile repeats an axis of size other than 1 of an input "
+                     "with symbolic dimensions " +
+                     dfg::formatShape(in.getShape()) +
+                     "; only axes of size 1 may be repeated then");
+  Value x = ctx.input(0);
+  OpBuilder &b = ctx.builder();
+  for (auto [i, r] : llvm::enumerate(repeats)) {
+    std::optional<int64_t> count = constant(r);
+    if (!count)
+      return ctx.error("repeats must be constant where axis " +
+                       std::to_string(i) + " is not of size 1");
+    if (*count == 1)
+      continue;
+    SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getShape());
+    SmallVector<int64_t> unit(shape), wide(shape.size() + 1, 1), merged(shape);
+    unit.insert(unit.begin() + i, 1);
+    wide[i] = *count;
+    SmallVector<int64_t> grown(unit);
+    grown[i] = *count;
+    merged[i] *= *count;
+    FailureOr<Value> split = ctx.create<dfg::ReshapeOp>(
+        dfg::reshapeShape(shape, unit), in.getElementType(), x,
+        b.getDenseI64ArrayAttr(unit));
+    FailureOr<Value> expanded =
+        failed(split) ? split
+                      : ctx.create<dfg::ExpandOp>(
+                            dfg::expandShape(unit, wide), in.getElementType(),
+                            *split, b.getDenseI64ArrayAttr(wide));
+    FailureOr<Value> joined =
+        failed(expanded)
+            ? expanded
+            : ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(grown, merged),
+                                         in.getElementType(), *expanded,
+                                         b.getDenseI64ArrayAttr(merged));
+    if (failed(joined))
+      return failure();
+    x = *joined;
+  }
+  return ctx.setResults(x);
+}
+
 /// ScatterND(data, indices, updates) -> dfg.scatter_nd (reduction "none").
 LogicalResult legalizeScatterND(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
@@ -404,10 +566,12 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Concat", 13, legalizeConcat);
   table.add("", "Gather", 13, legalizeGather);
   table.add("", "GatherND", 11, legalizeGatherND);
+  table.add("", "GatherElements", 13, legalizeGatherElements);
   table.add("", "Slice", 13, legalizeSlice);
   table.add("", "Split", 13, legalizeSplit);
   table.add("", "Split", 18, legalizeSplit); // + num_outputs
   table.add("", "Expand", 13, legalizeExpand);
+  table.add("", "Tile", 13, legalizeTile);
   table.add("", "ScatterND", 13, legalizeScatterND);
   table.add("", "ScatterND", 16, legalizeScatterND); // + reduction
   // Axes moved from attribute to input: ReduceSum at 13, the others at 18.

@@ -110,6 +110,27 @@ def case_elementwise(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_gather_tile_relu(path):
+    """Relu; Tile of a unit axis (torch's repeat_interleave: Unsqueeze, Tile,
+    Reshape) and of whole axes (repeats 2 x 2); GatherElements along axis 0
+    with negative indices, and along axis 1 with int32 indices (GPT-J's
+    rotary tables gathered at the positions)."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Tile", ["t", "unit_reps"], ["tiled_unit"], name="tile_unit"),
+        helper.make_node("Tile", ["u", "reps"], ["tiled"], name="tile"),
+        helper.make_node("GatherElements", ["d", "rows"], ["g0"], axis=0, name="gather_rows"),
+        helper.make_node("GatherElements", ["d", "cols"], ["g1"], axis=-1, name="gather_cols"),
+    ]
+    rows = np.array([[0, -1, 2, 3, -4], [3, 2, 1, 0, -2], [1, 1, 1, -3, 0]], np.int64)
+    cols = np.array([[4, 0], [-1, 2], [3, 3], [0, -5]], np.int32)
+    inits = [ints("unit_reps", [1, 4, 1]), ints("reps", [2, 2]),
+             numpy_helper.from_array(rows, "rows"), numpy_helper.from_array(cols, "cols")]
+    ins = [f32("x", [3, 4]), f32("t", [2, 1, 3]), f32("u", [2, 3]), f32("d", [4, 5])]
+    outs = [f32(n, None) for n in ("r", "tiled_unit", "tiled", "g0", "g1")]
+    return model(nodes, ins, outs, inits)
+
+
 def case_nan_guard(path):
     """PyTorch SDPA's guard after the softmax, where(isnan(p), 0, p), a
     bidirectional mask built with GreaterOrEqual (BERT), and the dynamo
