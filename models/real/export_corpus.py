@@ -8,6 +8,9 @@ Usage (environments from models/real/setup_export_env.sh):
       [--arch gpt2,llama,...] [--exporter dynamo,torchscript,genai,ortopt]
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --exporter optimum
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom \
+      --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
@@ -84,6 +87,35 @@ def config_for(arch):
     if arch == "phi":
         return tf.PhiConfig(partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0,
                             attention_dropout=0.0, **common), tf.PhiForCausalLM
+    # Beyond the first ten: architectures no issue named, exported to see
+    # what a user's model meets (torch.onnx's two exporters).
+    if arch == "falcon":  # multi-query, fused qkv, parallel attention and MLP
+        return tf.FalconConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, multi_query=True, parallel_attn=True,
+                               bias=False, max_position_embeddings=64), tf.FalconForCausalLM
+    if arch == "gptj":  # interleaved rotary from a position table, parallel residual
+        return tf.GPTJConfig(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                             n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
+                             attn_pdrop=0.0), tf.GPTJForCausalLM
+    if arch == "opt":  # learned positions with an offset, ReLU MLP
+        return tf.OPTConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, ffn_dim=128,
+                            num_attention_heads=4, max_position_embeddings=64,
+                            word_embed_proj_dim=64, dropout=0.0), tf.OPTForCausalLM
+    if arch == "gemma3":  # q/k norms, sliding window on most layers
+        return tf.Gemma3TextConfig(num_key_value_heads=2, head_dim=16, sliding_window=3,
+                                   query_pre_attn_scalar=16, **common), tf.Gemma3ForCausalLM
+    if arch == "stablelm":  # partial rotary, layer norms with bias
+        return tf.StableLmConfig(num_key_value_heads=2, partial_rotary_factor=0.25, **common), \
+            tf.StableLmForCausalLM
+    if arch == "olmo2":  # q/k norms over all heads, norms after the sublayers
+        return tf.Olmo2Config(num_key_value_heads=2, **common), tf.Olmo2ForCausalLM
+    if arch == "granite":  # scaled embeddings, residuals and logits
+        return tf.GraniteConfig(num_key_value_heads=2, **common), tf.GraniteForCausalLM
+    if arch == "starcoder2":  # GQA with biases, GELU MLP
+        return tf.Starcoder2Config(num_key_value_heads=2, **common), tf.Starcoder2ForCausalLM
+    if arch == "bloom":  # ALiBi position biases, no rotary
+        return tf.BloomConfig(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4), \
+            tf.BloomForCausalLM
     if arch == "bert":
         return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
                              num_attention_heads=5, intermediate_size=64,
@@ -94,6 +126,8 @@ def config_for(arch):
 
 ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwen3", "phi",
          "bert"]
+# Exported with torch.onnx's two exporters only (--arch MORE --exporter dynamo,torchscript).
+MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "starcoder2", "bloom"]
 DECODERS = [a for a in ARCHS if a != "bert"]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi"]

@@ -22,7 +22,9 @@
 //   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
 //      on Q or K folded into the scale; K^T may also be the dynamo
 //      exporter's reshape to 3-D, transpose, reshape back (keyOfTranspose).
-//   4. K and V lose their GQA repetition (the same factor on both), then a
+//   4. K and V lose their GQA repetition (the same factor on both; one
+//      head that the matmuls broadcast over the query heads is multi-query
+//      attention), then a
 //      Concat of a past and new tensor along the sequence becomes the op's
 //      past input, and the Concat results its `present` results.
 //   5. A mask whose values are known (a literal, or a weight when the model's
@@ -373,6 +375,12 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       kt = RankedTensorType::get(shape, view.getElementType());
     }
     auto vt = cast<RankedTensorType>(value.getType());
+    // Multi-query attention written as the matmuls' broadcast of one key and
+    // value head over the query heads (Falcon's exports).
+    if (kRepeat == 1 && vRepeat == 1 && qt.getRank() == 4 &&
+        kt.getRank() == 4 && vt.getRank() == 4 && !qt.isDynamicDim(1) &&
+        kt.getDimSize(1) == 1 && vt.getDimSize(1) == 1)
+      kRepeat = vRepeat = qt.getDimSize(1);
     // Heads and head sizes must be static; batch and lengths may be
     // symbolic.
     if (qt.getRank() != 4 || kt.getRank() != 4 || vt.getRank() != 4 ||

@@ -675,3 +675,21 @@ func.func @softcaps(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor
   %o3 = dfg.matmul %p3, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %o, %o2, %o3 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// Multi-query attention as Falcon's exports write it: one key and value
+// head that the two matmuls broadcast over the four query heads, no repeat
+// of its own: one dfg.attention over one KV head.
+// CHECK-LABEL: func.func @multi_query_by_broadcast
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} scale = 5.000000e-01 causal = false : (tensor<1x4x3x8xf32>, tensor<1x1x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x4x3x8xf32>
+// CHECK-NOT: dfg.softmax
+func.func @multi_query_by_broadcast(%q: tensor<1x4x3x8xf32>, %k: tensor<1x1x3x8xf32>, %v: tensor<1x1x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x1x3x8xf32>) -> tensor<1x1x8x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x4x3x8xf32>, tensor<1x1x8x3xf32>) -> tensor<1x4x3x3xf32>
+  %ss = dfg.mul %s, %half : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %p = dfg.softmax %ss axis = -1 : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x1x3x8xf32>) -> tensor<1x4x3x8xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
