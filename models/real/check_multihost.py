@@ -134,6 +134,52 @@ def hosts_count(mpirun_args):
     return sum(1 for line in open(hostfile) if line.strip())
 
 
+def cut_link_once(args, exe, inputs, hosts, last, link):
+    """Runs the job across the hosts, cuts the link to the last host while it
+    steps, and returns ("ok: ...", output) when meshc run failed within 60 s
+    of the cut with nothing left running on that host, mpirun naming the host
+    it lost and a rank on this side the collective it was waiting in; else
+    the reason and the output."""
+    cmd = run_command(args.meshc, exe, inputs, exe + "-cut", hosts,
+                      ["--repeat", "1000000", "--collective-timeout", "60"])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    time.sleep(8)  # started, and stepping
+    subprocess.run(["ip", "link", "set", link, "down"], check=True)
+    cut = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    seconds = time.monotonic() - cut
+    # The cut-off host's own rank and daemon must end too (its daemon loses
+    # mpirun and stops what it started): nothing may be left running in its
+    # namespace 30 s after the cut.
+    ns = f"{os.environ['MESHC_HOSTS_PREFIX']}h{last}"
+    while True:
+        left = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                              text=True).stdout.split()
+        if not left or time.monotonic() - cut > 30:
+            break
+        time.sleep(1)
+    if left:
+        return f"still {len(left)} process(es) on h{last} 30 s after the cut", out
+    host = re.search(r"Remote daemon: \S+ on node (\S+)", out)
+    # The ranks left on this side, stopped by mpirun, name the collective
+    # they were waiting in and its peers: a step's (shard.all_reduce #2 over
+    # ranks {0, 1}) or, between the steps of --repeat, the agreement to stop
+    # (benchmark stop over all 2 ranks), whichever the cut fell in.
+    waiting = re.search(r"meshc: rank (\d+) on (\S+): stopped by the launcher "
+                        r"\(SIGTERM\) after \d+ s waiting in (.+?)(?: #\d+)? (over [^;]*);",
+                        out)
+    if proc.returncode and host and waiting and seconds < 60:
+        return (f"ok: meshc run failed (status {proc.returncode}) within 60 s, nothing left "
+                f"on h{last}, naming {host.group(1)}; rank {waiting.group(1)} on "
+                f"{waiting.group(2)} was waiting in {waiting.group(3)} {waiting.group(4)}"), out
+    return f"status {proc.returncode} after {seconds:.0f} s: {first_error(out)}", out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--meshc", required=True)
@@ -230,50 +276,14 @@ def check(args, work):
                       f"{r.returncode}) within 30 s: rank {rank} on {host}: {what}")
             continue
         if args.cut_link:
-            cmd = run_command(args.meshc, exe, inputs, exe + "-cut", hosts,
-                              ["--repeat", "1000000", "--collective-timeout", "60"])
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True)
-            time.sleep(8)  # started, and stepping
             last = hosts_count(hosts)
-            subprocess.run(["ip", "link", "set", f"{os.environ['MESHC_HOSTS_PREFIX']}v{last}",
-                            "down"], check=True)
-            cut = time.monotonic()
-            try:
-                out, _ = proc.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-            seconds = time.monotonic() - cut
-            # The cut-off host's own rank and daemon must end too (its daemon
-            # loses mpirun and stops what it started): nothing may be left
-            # running in its namespace 30 s after the cut.
-            ns = f"{os.environ['MESHC_HOSTS_PREFIX']}h{last}"
-            while True:
-                left = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
-                                      text=True).stdout.split()
-                if not left or time.monotonic() - cut > 30:
-                    break
-                time.sleep(1)
-            if left:
-                print(f"{label}: link to h{last} cut: {len(left)} process(es) still run on "
-                      f"h{last} 30 s after the cut")
-                failed += 1
-                continue
-            host = re.search(r"Remote daemon: \S+ on node (\S+)", out)
-            # The ranks left on this side, stopped by mpirun, name the
-            # collective they were waiting in and its peers.
-            waiting = re.search(r"meshc: rank (\d+) on (\S+): stopped by the launcher "
-                                r"\(SIGTERM\) after \d+ s waiting in (\S+) #\d+ (.*?);", out)
-            if proc.returncode and host and waiting and seconds < 60:
-                print(f"{label}: link to h{last} cut: meshc run failed (status "
-                      f"{proc.returncode}) within 60 s, nothing left on h{last}, naming "
-                      f"{host.group(1)}; rank "
-                      f"{waiting.group(1)} on {waiting.group(2)} was waiting in "
-                      f"{waiting.group(3)} {waiting.group(4)}")
+            link = f"{os.environ['MESHC_HOSTS_PREFIX']}v{last}"
+            verdict, out = cut_link_once(args, exe, inputs, hosts, last, link)
+            if verdict.startswith("ok"):
+                print(f"{label}: link to h{last} cut: {verdict[4:]}")
             else:
-                print(f"{label}: link to h{last} cut: status {proc.returncode} after "
-                      f"{seconds:.0f} s: {first_error(out)}")
+                sys.stderr.write(f"{label}: {out}\n")
+                print(f"{label}: link to h{last} cut: {verdict}")
                 failed += 1
             continue
         single = run(args.meshc, exe, inputs, exe + "-one")
