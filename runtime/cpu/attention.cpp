@@ -134,6 +134,19 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
   return Row::Weights;
 }
 
+/// scores[j] = scale * q . k_j for the first `keys` key rows of `kh`.
+void scoreKeys(const float *qi, const float *kh, std::int64_t dim, float scale,
+               std::int64_t keys, float *scores) {
+  for (std::int64_t j = 0; j < keys; ++j) {
+    const float *kj = kh + j * dim;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (std::int64_t d = 0; d < dim; ++d)
+      acc += qi[d] * kj[d];
+    scores[j] = scale * acc;
+  }
+}
+
 /// out += sum over the `keys` value rows of weight p[j] times row j.
 void addWeightedRows(const float *p, std::int64_t keys, const float *vh,
                      std::int64_t vDim, float *out) {
@@ -154,14 +167,7 @@ void allKeysRow(const RowContext &ctx, const float *qi, const float *kh,
                 const float *vh, std::int64_t dim, std::int64_t vDim,
                 float scale, std::int64_t b, std::int64_t h, std::int64_t i,
                 float *scores, float *oi) {
-  for (std::int64_t j = 0; j < ctx.total; ++j) {
-    const float *kj = kh + j * dim;
-    float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-    for (std::int64_t d = 0; d < dim; ++d)
-      acc += qi[d] * kj[d];
-    scores[j] = scale * acc;
-  }
+  scoreKeys(qi, kh, dim, scale, ctx.total, scores);
   std::fill(oi, oi + vDim, 0.0f);
   if (softmaxRow(ctx, scores, b, h, i, ctx.total, ctx.total) == Row::Weights)
     addWeightedRows(scores, ctx.total, vh, vDim, oi);
@@ -314,14 +320,7 @@ void attention(const TensorRef &query, const TensorRef &key,
       const float *qi = q + r * dim;
       const float *kh = kHead(b, h);
       const std::int64_t limit = keyLimit(ctx, i);
-      for (std::int64_t j = 0; j < limit; ++j) {
-        const float *kj = kh + j * dim;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (std::int64_t d = 0; d < dim; ++d)
-          acc += qi[d] * kj[d];
-        sc[j] = scale * acc;
-      }
+      scoreKeys(qi, kh, dim, scale, limit, sc);
       float *oi = o + r * vDim;
       std::fill(oi, oi + vDim, 0.0f);
       const float *vh = vHead(b, h);
