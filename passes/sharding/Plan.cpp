@@ -9,10 +9,11 @@
 //      over tp.kv and are replicated over tp.rep, as vLLM does.
 //   2. With a tp axis (splitPackedProjections), normalise what exporters
 //      write around projections (linears, and matmuls by a weight matrix)
-//      and heads: a transpose between a merge of leading dimensions and its
-//      split back becomes a transpose of the unmerged tensor (the dynamo
-//      exporter's Kᵀ); a row reshape after a projection moves before it
-//      (TorchScript's Gemm on [batch * seq, k]); and a projection read only
+//      and heads: ops on a merge of leading dimensions ([B*H, S, D]) up to
+//      its split back are rebuilt on the unmerged tensor (the dynamo
+//      exporter's Kᵀ, BLOOM's 3-D scores; UnmergeLeading.cpp); a row
+//      reshape after a projection moves before it (TorchScript's Gemm on
+//      [batch * seq, k]); and a projection read only
 //      as parts of its features (a Split, or slices of its last axis,
 //      directly or after its bias add: packed QKV, gate_up, a packed
 //      GroupQueryAttention input) becomes one projection per part, each on
@@ -45,6 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/sharding/Normalize.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/Sharding/Sharding.h"
@@ -298,55 +300,6 @@ void splitUnevenLmHeads(func::FuncOp func, int64_t n) {
   }
 }
 
-/// reshape(transpose(reshape(x : [a0..ak-1, r...]) : [a0*..*ak-1, r...],
-///   [0, p...]) : [a0*..*ak-1, t...]) : [a0..ak-1, t...]
-///   ==> transpose(x, [0..k-1, k-1+p...])
-/// A transpose between a merge of leading dimensions and its split back (the
-/// dynamo exporter's Kᵀ: [B, H, S, D] -> [B*H, S, D], swap, -> [B, H, D, S])
-/// is a transpose of the unmerged tensor, which keeps the heads a dimension
-/// of their own for the sharding rules.
-void unmergeTransposes(func::FuncOp func) {
-  SmallVector<dfg::ReshapeOp> outers;
-  func.walk([&](dfg::ReshapeOp op) { outers.push_back(op); });
-  for (dfg::ReshapeOp outer : outers) {
-    auto t = outer.getInput().getDefiningOp<dfg::TransposeOp>();
-    auto r = t ? t.getInput().getDefiningOp<dfg::ReshapeOp>() : nullptr;
-    if (!r || !t->hasOneUse() || !r->hasOneUse())
-      continue;
-    auto shape = [](Value v) {
-      return cast<RankedTensorType>(v.getType()).getShape();
-    };
-    ArrayRef<int64_t> x = shape(r.getInput()), merged = shape(r),
-                      swapped = shape(t), out = shape(outer);
-    ArrayRef<int64_t> perm = t.getPerm();
-    if (!cast<RankedTensorType>(r.getInput().getType()).hasStaticShape() ||
-        merged.empty() || merged.size() > x.size() || perm.front() != 0)
-      continue;
-    size_t k = x.size() - merged.size() + 1;
-    int64_t lead = 1;
-    for (int64_t d : x.take_front(k))
-      lead *= d;
-    SmallVector<int64_t> want(x.take_front(k));
-    want.append(swapped.begin() + 1, swapped.end());
-    if (k < 2 || lead != merged.front() ||
-        x.drop_front(k) != merged.drop_front() || ArrayRef(want) != out)
-      continue;
-    SmallVector<int64_t> lifted;
-    for (size_t i = 0; i < k; ++i)
-      lifted.push_back(i);
-    for (int64_t p : perm.drop_front())
-      lifted.push_back(p - 1 + k);
-    OpBuilder b(outer);
-    Value replacement =
-        dfg::TransposeOp::create(b, outer.getLoc(), outer.getType(),
-                                 r.getInput(), b.getDenseI64ArrayAttr(lifted));
-    outer.getResult().replaceAllUsesWith(replacement);
-    outer.erase();
-    t.erase();
-    r.erase();
-  }
-}
-
 /// reshape(p(x) [+ b]) : [d..., n]  ==>  p(reshape(x) : [d..., k]) [+ b]
 /// for a projection p : [..., k] -> [..., n] and a static reshape that keeps
 /// the last dimension: a projection acts on each row alike, so the rows'
@@ -488,14 +441,16 @@ void unmergeRowGroups(func::FuncOp func) {
   }
 }
 
-/// With a tp axis, before planning: Kᵀ unmerged (unmergeTransposes), row
-/// groups given a dimension of their own (unmergeRowGroups), row
-/// reshapes moved before projections (sinkRowReshapes), and
+/// With a tp axis, before planning: merged leading dimensions unmerged
+/// (unmergeLeadingDims: batch and heads through dynamo's Kᵀ and BLOOM's
+/// 3-D scores), row groups given a dimension of their own
+/// (unmergeRowGroups), row reshapes moved before projections
+/// (sinkRowReshapes), and
 /// packed projections split into one projection per part, whether a split
 /// or slices of the last axis read them (splitsToSlices,
 /// splitSlicedProjections).
 void splitPackedProjections(func::FuncOp func) {
-  unmergeTransposes(func);
+  unmergeLeadingDims(func);
   unmergeRowGroups(func);
   sinkRowReshapes(func);
   splitsToSlices(func);

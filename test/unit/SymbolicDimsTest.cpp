@@ -127,6 +127,9 @@ TEST_F(SymbolicDimsTest, DivideDimsCancelsFactors) {
       sameDim(divideDims({b, c(2), c(2), s, c(8)}, {b, c(4), c(8)}), s));
   // Flattening: [batch, seq, 32] over [32] is batch * seq.
   EXPECT_TRUE(sameDim(divideDims({b, s, c(32)}, {c(32)}), b * s));
+  // A merged dimension cancels against its parts: BLOOM's scores [batch * 4,
+  // seq, seq] split back to [batch, 4, seq, -1] infer seq.
+  EXPECT_TRUE(sameDim(divideDims({b * 4, s, s}, {b, c(4), s}), s));
   // Nothing cancels: a floor division remains, and evaluates exactly.
   AffineExpr q = divideDims({b, c(6)}, {s});
   auto [map, names] = table.write({q});

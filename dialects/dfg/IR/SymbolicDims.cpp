@@ -334,24 +334,39 @@ evaluateDims(AffineMap map, ArrayAttr names, const DimBindings &bindings) {
   return results;
 }
 
+namespace {
+/// `e` as a product: its constant factors multiplied into `constant`, the
+/// others appended to `atoms` (`(s0 * 4) * s1` is 4, [s0, s1]).
+void multiplicands(AffineExpr e, int64_t &constant,
+                   SmallVectorImpl<AffineExpr> &atoms) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    constant *= c.getValue();
+    return;
+  }
+  if (e.getKind() == AffineExprKind::Mul) {
+    auto mul = cast<AffineBinaryOpExpr>(e);
+    multiplicands(mul.getLHS(), constant, atoms);
+    multiplicands(mul.getRHS(), constant, atoms);
+    return;
+  }
+  atoms.push_back(e);
+}
+} // namespace
+
 AffineExpr divideDims(ArrayRef<AffineExpr> whole, ArrayRef<AffineExpr> part) {
   if (llvm::is_contained(whole, AffineExpr()) ||
       llvm::is_contained(part, AffineExpr()) || (whole.empty() && part.empty()))
     return {};
   MLIRContext *ctx = (whole.empty() ? part : whole).front().getContext();
+  // Both sides as products of their dimensions' factors, so that a merged
+  // dimension cancels against its parts ([b * 4, s, s] over [b, 4, s] is s).
   int64_t num = 1, den = 1;
-  SmallVector<AffineExpr> top, bottom;
-  for (AffineExpr e : whole) {
-    if (auto c = dyn_cast<AffineConstantExpr>(e))
-      num *= c.getValue();
-    else
-      top.push_back(e);
-  }
-  for (AffineExpr e : part) {
-    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
-      den *= c.getValue();
-      continue;
-    }
+  SmallVector<AffineExpr> top, parts, bottom;
+  for (AffineExpr e : whole)
+    multiplicands(e, num, top);
+  for (AffineExpr e : part)
+    multiplicands(e, den, parts);
+  for (AffineExpr e : parts) {
     auto *match =
         llvm::find_if(top, [&](AffineExpr t) { return sameDim(t, e); });
     if (match != top.end())

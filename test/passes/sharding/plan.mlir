@@ -305,6 +305,85 @@ func.func @dynamo_key_transpose(%k: tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32> 
 
 // -----
 
+// BLOOM's attention as the exporters write it, over a symbolic batch: batch
+// and heads merged ([b*2, s, 4]), scores by a batched matmul plus an ALiBi
+// bias merged the same way ([b*2, 1, s]), softmax on the 4-D view, a batched
+// matmul by the values, the heads split back. The ops between the merges and
+// the splits are rebuilt on [b, 2, ...], so the heads keep a dimension of
+// their own and the split of the projections reaches the output projection
+// (a partial sum); no merged [b*2, ...] tensor is left.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @merged_batch_and_heads
+func.func @merged_batch_and_heads(%x: tensor<?x?x8xf32> {dfg.dim_names = ["b", "s", ""]}, %alibi: tensor<?x2x?xf32> {dfg.dim_names = ["b", "", "s"]}) -> tensor<?x?x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 256] : tensor<8x8xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 256, length = 256] : tensor<8x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 768, length = 256] : tensor<8x8xf32>
+  // CHECK-NOT: tensor<?x?x?xf32>
+  // CHECK: dfg.reshape %{{.+}} to [0, 2, 1, -1] {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<?x2x?xf32>) -> tensor<?x2x1x?xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: dfg.add {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<?x2x?x?xf32>, tensor<?x2x1x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: dfg.softmax {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  // CHECK: dfg.transpose %{{.+}} perm = [0, 2, 1, 3] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+  // CHECK: dfg.symbolic_reshape {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x?x2x4xf32>) -> tensor<?x?x8xf32>
+  // CHECK-NEXT: dfg.matmul %{{.+}}, %{{.+}} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  // CHECK-NOT: tensor<?x?x?xf32>
+  %q = dfg.matmul %x, %wq : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %q4 = dfg.symbolic_reshape %q to affine_map<()[s0, s1] -> (s0, s1, 2, 4)> symbols ["b", "s"] : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %qt = dfg.transpose %q4 perm = [0, 2, 1, 3] : (tensor<?x?x2x4xf32>) -> tensor<?x2x?x4xf32>
+  %q3 = dfg.symbolic_reshape %qt to affine_map<()[s0, s1] -> (s0 * 2, s1, 4)> symbols ["b", "s"] : (tensor<?x2x?x4xf32>) -> tensor<?x?x4xf32>
+  %k = dfg.matmul %x, %wk : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %k4 = dfg.symbolic_reshape %k to affine_map<()[s0, s1] -> (s0, s1, 2, 4)> symbols ["b", "s"] : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %kt = dfg.transpose %k4 perm = [0, 2, 3, 1] : (tensor<?x?x2x4xf32>) -> tensor<?x2x4x?xf32>
+  %k3 = dfg.symbolic_reshape %kt to affine_map<()[s0, s1] -> (s0 * 2, 4, s1)> symbols ["b", "s"] : (tensor<?x2x4x?xf32>) -> tensor<?x4x?xf32>
+  %v = dfg.matmul %x, %wv : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %v4 = dfg.symbolic_reshape %v to affine_map<()[s0, s1] -> (s0, s1, 2, 4)> symbols ["b", "s"] : (tensor<?x?x8xf32>) -> tensor<?x?x2x4xf32>
+  %vt = dfg.transpose %v4 perm = [0, 2, 1, 3] : (tensor<?x?x2x4xf32>) -> tensor<?x2x?x4xf32>
+  %v3 = dfg.symbolic_reshape %vt to affine_map<()[s0, s1] -> (s0 * 2, s1, 4)> symbols ["b", "s"] : (tensor<?x2x?x4xf32>) -> tensor<?x?x4xf32>
+  %al = dfg.symbolic_reshape %alibi to affine_map<()[s0, s1] -> (s0 * 2, 1, s1)> symbols ["b", "s"] : (tensor<?x2x?xf32>) -> tensor<?x1x?xf32>
+  %sc = dfg.matmul %q3, %k3 : (tensor<?x?x4xf32>, tensor<?x4x?xf32>) -> tensor<?x?x?xf32>
+  %sb = dfg.add %sc, %al : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
+  %s4 = dfg.symbolic_reshape %sb to affine_map<()[s0, s1] -> (s0, 2, s1, s1)> symbols ["b", "s"] : (tensor<?x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %s4 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p3 = dfg.symbolic_reshape %p to affine_map<()[s0, s1] -> (s0 * 2, s1, s1)> symbols ["b", "s"] : (tensor<?x2x?x?xf32>) -> tensor<?x?x?xf32>
+  %c3 = dfg.matmul %p3, %v3 : (tensor<?x?x?xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  %c4 = dfg.symbolic_reshape %c3 to affine_map<()[s0, s1] -> (s0, 2, s1, 4)> symbols ["b", "s"] : (tensor<?x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %ct = dfg.transpose %c4 perm = [0, 2, 1, 3] : (tensor<?x2x?x4xf32>) -> tensor<?x?x2x4xf32>
+  %c = dfg.symbolic_reshape %ct to affine_map<()[s0, s1] -> (s0, s1, 8)> symbols ["b", "s"] : (tensor<?x?x2x4xf32>) -> tensor<?x?x8xf32>
+  %y = dfg.matmul %c, %wo : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+}
+
+// -----
+
+// Attention written wholly on [b*2, s, 4] (a softmax of the merged scores
+// too): rebuilt on [b, 2, s, 4], the softmax's axis moves with its
+// dimension.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @merged_softmax
+func.func @merged_softmax(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x4x?xf32> {dfg.dim_names = ["b", "", "", "s"]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}) -> tensor<?x2x?x4xf32> {
+  // CHECK-NOT: symbolic_reshape
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK-NEXT: dfg.softmax %{{.+}} axis = 3 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  // CHECK-NEXT: dfg.matmul %{{.+}}, %{{.+}} : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  // CHECK-NEXT: return
+  %q3 = dfg.symbolic_reshape %q to affine_map<()[s0, s1] -> (s0 * 2, s1, 4)> symbols ["b", "s"] : (tensor<?x2x?x4xf32>) -> tensor<?x?x4xf32>
+  %k3 = dfg.symbolic_reshape %k to affine_map<()[s0, s1] -> (s0 * 2, 4, s1)> symbols ["b", "s"] : (tensor<?x2x4x?xf32>) -> tensor<?x4x?xf32>
+  %v3 = dfg.symbolic_reshape %v to affine_map<()[s0, s1] -> (s0 * 2, s1, 4)> symbols ["b", "s"] : (tensor<?x2x?x4xf32>) -> tensor<?x?x4xf32>
+  // (Nothing here is a projection whose split could reach it.)
+  // expected-warning @+1 {{2 op(s) (dfg.matmul x2) have nothing split over tp=2}}
+  %s = dfg.matmul %q3, %k3 : (tensor<?x?x4xf32>, tensor<?x4x?xf32>) -> tensor<?x?x?xf32>
+  %p = dfg.softmax %s axis = -1 : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %c = dfg.matmul %p, %v3 : (tensor<?x?x?xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  %r = dfg.symbolic_reshape %c to affine_map<()[s0, s1] -> (s0, 2, s1, 4)> symbols ["b", "s"] : (tensor<?x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %r : tensor<?x2x?x4xf32>
+}
+}
+
+// -----
+
 // A per-head norm written on [batch, seq * heads, head_dim] (Qwen3's q norm
 // as onnxruntime-genai's builder writes it) is rewritten on [batch, seq,
 // heads, head_dim], so the split of the projection's heads goes through it

@@ -1,0 +1,25 @@
+//===- Normalize.h - Rewrites before sharding -------------------*- C++ -*-===//
+//
+// Part of meshc. Rewrites the planner (Plan.cpp) runs with a tp axis before
+// it chooses shardings, so that what exporters write around heads keeps a
+// dimension the factor rules can split.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_PASSES_SHARDING_NORMALIZE_H
+#define MESHC_PASSES_SHARDING_NORMALIZE_H
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace meshc {
+
+/// Ops on a tensor whose leading dimensions a reshape merged ([B, H, S, D]
+/// -> [B*H, S, D]) and that treat the merged dimension as independent rows
+/// are rebuilt on the unmerged tensor, up to the reshapes that split it back
+/// (UnmergeLeading.cpp).
+void unmergeLeadingDims(mlir::func::FuncOp func);
+
+} // namespace meshc
+
+#endif // MESHC_PASSES_SHARDING_NORMALIZE_H

@@ -1,0 +1,365 @@
+//===- UnmergeLeading.cpp - Merged leading dimensions made separate again -===//
+//
+// Part of meshc.
+//
+// Exporters write attention over tensors whose batch and heads are merged
+// into one leading dimension: the dynamo exporter's Kᵀ ([B, H, S, D] ->
+// [B*H, S, D], swap, back), BLOOM's baddbmm of [B*H, S, D] by [B*H, D, S]
+// plus an ALiBi bias [B*H, 1, S], a bmm of probabilities [B*H, S, S] and
+// values. A tp split of the heads is not a block of [B*H] (each batch row
+// holds all of its heads), so no sharding of the merged dimension states
+// it, and the split stops there.
+//
+// unmergeLeadingDims follows every merge of leading dimensions (a reshape
+// whose dimension 0 is the product of the input's first k >= 2 dimensions)
+// forward through the ops that treat dimension 0 as independent rows:
+// elementwise ops, batched matmuls of two activations, transposes and
+// softmaxes that keep dimension 0, reshapes of the other dimensions. Each is
+// rebuilt on the unmerged tensor [a0, .., ak-1, ...]; a reshape that splits
+// dimension 0 back reads the unmerged result directly. Sizes are compared as
+// symbolic expressions (SymbolicShapes), so a merge of a symbolic batch
+// unmerges as a static one does. A use the rewrite does not follow reads a
+// reshape of the unmerged value back (a view), so nothing is computed twice.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/sharding/Normalize.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace meshc {
+namespace {
+
+using Dims = SmallVector<AffineExpr>;
+
+/// A value whose dimension 0 is the merge of `lead`, and the same value with
+/// `lead` as dimensions of their own.
+struct Unmerged {
+  Value value;
+  Dims dims; // of `value`: lead, then the original's dimensions after 0
+  size_t leadSize;
+};
+
+AffineExpr product(ArrayRef<AffineExpr> dims, MLIRContext *context) {
+  AffineExpr p = getAffineConstantExpr(1, context);
+  for (AffineExpr d : dims) {
+    if (!d)
+      return AffineExpr();
+    p = p * d;
+  }
+  return p;
+}
+
+bool sameDims(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip_equal(a, b), [](auto pair) {
+           auto [x, y] = pair;
+           return x && y && dfg::sameDim(x, y);
+         });
+}
+
+bool sameProduct(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b,
+                 MLIRContext *context) {
+  AffineExpr pa = product(a, context), pb = product(b, context);
+  return pa && pb && dfg::sameDim(pa, pb);
+}
+
+bool isOne(AffineExpr d) {
+  auto c = dyn_cast_or_null<AffineConstantExpr>(d);
+  return c && c.getValue() == 1;
+}
+
+class Unmerger {
+public:
+  explicit Unmerger(func::FuncOp func)
+      : func_(func), table_(func.getContext()), shapes_(table_) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    for (Operation &op : func_.getBody().front())
+      ops.push_back(&op);
+    // Every original dimension is read before the IR changes.
+    for (Value a : func_.getArguments())
+      if (isa<RankedTensorType>(a.getType()))
+        dims_[a] = Dims(shapes_.dims(a));
+    for (Operation *op : ops)
+      for (Value r : op->getResults())
+        if (isa<RankedTensorType>(r.getType()))
+          dims_[r] = Dims(shapes_.dims(r));
+    for (Operation *op : ops)
+      visit(op);
+    for (Operation *op : splitBacks_)
+      op->erase();
+    // Originals in reverse order, users before definitions: a use the
+    // rewrite did not follow reads the unmerged value merged back.
+    for (Operation *op : llvm::reverse(rebuilt_)) {
+      Value r = op->getResult(0);
+      if (!r.use_empty()) {
+        const Unmerged &u = unmerged_.lookup(r);
+        OpBuilder b(op);
+        b.setInsertionPointAfterValue(u.value);
+        Value merged = reshape(b, op->getLoc(), u.value, u.dims, dims_[r]);
+        if (!merged)
+          continue; // unreachable: the merged dims were read above
+        r.replaceAllUsesWith(merged);
+      }
+      op->erase();
+    }
+    for (Operation *seed : seeds_) {
+      Value u = unmerged_.lookup(seed->getResult(0)).value;
+      if (seed->use_empty())
+        seed->erase();
+      if (u != seed->getOperand(0) && u.use_empty())
+        u.getDefiningOp()->erase();
+    }
+  }
+
+private:
+  MLIRContext *context() { return func_.getContext(); }
+
+  /// `x` (of dimensions `from`) reshaped to `to`: itself when they agree, a
+  /// dfg.reshape where its spec can state `to`, else a dfg.symbolic_reshape;
+  /// null where a dimension has no expression.
+  Value reshape(OpBuilder &b, Location loc, Value x, ArrayRef<AffineExpr> from,
+                ArrayRef<AffineExpr> to) {
+    if (sameDims(from, to))
+      return x;
+    if (llvm::any_of(to, [](AffineExpr d) { return !d; }))
+      return nullptr;
+    RankedTensorType type =
+        typeOf(to, cast<RankedTensorType>(x.getType()).getElementType());
+    // A dfg.reshape where each dynamic dimension is copied (0) from the same
+    // position or is the one inferred (-1): its sharding rule pairs dynamic
+    // dimensions, a dfg.symbolic_reshape's does not.
+    SmallVector<int64_t> spec(type.getShape());
+    bool inferred = false, expressible = true;
+    for (auto [i, size] : llvm::enumerate(spec)) {
+      if (!ShapedType::isDynamic(size))
+        continue;
+      if (i < from.size() && from[i] && dfg::sameDim(from[i], to[i]))
+        size = 0;
+      else if (!inferred)
+        size = -1, inferred = true;
+      else
+        expressible = false;
+    }
+    if (expressible)
+      return dfg::ReshapeOp::create(b, loc, type, x,
+                                    b.getDenseI64ArrayAttr(spec));
+    auto [map, names] = table_.write(to);
+    return dfg::SymbolicReshapeOp::create(b, loc, type, x, map, names);
+  }
+
+  RankedTensorType typeOf(ArrayRef<AffineExpr> dims, Type element) {
+    SmallVector<int64_t> shape;
+    for (AffineExpr d : dims) {
+      auto c =
+          dyn_cast<AffineConstantExpr>(simplifyAffineExpr(d, 0, table_.size()));
+      shape.push_back(c ? c.getValue() : ShapedType::kDynamic);
+    }
+    return RankedTensorType::get(shape, element);
+  }
+
+  /// The dimensions of `v` with dimension 0 replaced by `lead`.
+  Dims liftDims(ArrayRef<AffineExpr> lead, ArrayRef<AffineExpr> dims) {
+    Dims d(lead);
+    d.append(dims.begin() + 1, dims.end());
+    return d;
+  }
+
+  void visit(Operation *op) {
+    if (op->getNumResults() != 1 || !dims_.count(op->getResult(0)))
+      return;
+    if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(op)) {
+      Value in = op->getOperand(0);
+      if (unmerged_.count(in))
+        return visitReshapeOfUnmerged(op, unmerged_[in]);
+      return visitMerge(op);
+    }
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return unmerged_.count(v); }))
+      return;
+    const Dims &out = dims_[op->getResult(0)];
+    if (out.empty())
+      return;
+    // The lead of the first unmerged operand; every other must agree.
+    const Unmerged *first = nullptr;
+    for (Value v : op->getOperands())
+      if (unmerged_.count(v)) {
+        first = &unmerged_[v];
+        break;
+      }
+    ArrayRef<AffineExpr> lead =
+        ArrayRef(first->dims).take_front(first->leadSize);
+    if (!sameProduct(lead, out[0], context()))
+      return;
+    // Which operands must be unmerged (dimension 0 is the rows), which may
+    // stay (they broadcast along dimension 0, or have no dimension 0 at the
+    // result's rank).
+    size_t rank = out.size();
+    SmallVector<bool> rowOperand(op->getNumOperands(), false);
+    if (isa<dfg::ElementwiseOpInterface>(op)) {
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        if (!dims_.count(v))
+          return;
+        rowOperand[i] = dims_[v].size() == rank && !isOne(dims_[v][0]);
+      }
+    } else if (auto matmul = dyn_cast<dfg::MatMulOp>(op)) {
+      // A batched product of two activations: dimension 0 is a batch.
+      if (rank < 3)
+        return;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        if (!dims_.count(v) || dims_[v].size() != rank)
+          return;
+        rowOperand[i] = !isOne(dims_[v][0]);
+      }
+    } else if (auto t = dyn_cast<dfg::TransposeOp>(op)) {
+      if (t.getPerm().front() != 0)
+        return;
+      rowOperand[0] = true;
+    } else if (auto s = dyn_cast<dfg::SoftmaxOp>(op)) {
+      if (s.getNormalizedAxis() == 0)
+        return;
+      rowOperand[0] = true;
+    } else {
+      return;
+    }
+    OpBuilder b(op);
+    SmallVector<Value> operands;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      if (!rowOperand[i]) {
+        if (unmerged_.count(v))
+          return; // an unmerged operand where the op broadcasts
+        operands.push_back(v);
+        continue;
+      }
+      if (auto it = unmerged_.find(v); it != unmerged_.end()) {
+        if (!sameDims(ArrayRef(it->second.dims).take_front(it->second.leadSize),
+                      lead))
+          return;
+        operands.push_back(it->second.value);
+        continue;
+      }
+      // Rows merged elsewhere: a view with the lead.
+      if (!sameProduct(lead, dims_[v][0], context()))
+        return;
+      Value u = reshape(b, op->getLoc(), v, dims_[v], liftDims(lead, dims_[v]));
+      if (!u)
+        return;
+      operands.push_back(u);
+    }
+    Dims liftedDims = liftDims(lead, out);
+    for (AffineExpr d : liftedDims)
+      if (!d)
+        return;
+    std::optional<int64_t> softmaxAxis;
+    if (auto s = dyn_cast<dfg::SoftmaxOp>(op))
+      softmaxAxis = s.getNormalizedAxis();
+    Operation *clone = b.clone(*op);
+    clone->setOperands(operands);
+    clone->removeAttr("dfg.dims");
+    clone->getResult(0).setType(typeOf(
+        liftedDims,
+        cast<RankedTensorType>(op->getResult(0).getType()).getElementType()));
+    int64_t extra = static_cast<int64_t>(lead.size()) - 1;
+    if (auto t = dyn_cast<dfg::TransposeOp>(clone)) {
+      SmallVector<int64_t> perm;
+      for (int64_t i = 0; i <= extra; ++i)
+        perm.push_back(i);
+      for (int64_t p : t.getPerm().drop_front())
+        perm.push_back(p + extra);
+      t.setPerm(perm);
+    } else if (auto s = dyn_cast<dfg::SoftmaxOp>(clone)) {
+      s.setAxis(*softmaxAxis + extra);
+    }
+    record(op->getResult(0), {clone->getResult(0), liftedDims, lead.size()});
+    rebuilt_.push_back(op);
+  }
+
+  /// A reshape whose dimension 0 is the product of its input's first k >= 2
+  /// dimensions (the smallest such k) and whose other dimensions hold the
+  /// rest.
+  void visitMerge(Operation *op) {
+    Value in = op->getOperand(0);
+    if (!dims_.count(in))
+      return;
+    const Dims &x = dims_[in], &y = dims_[op->getResult(0)];
+    if (y.empty() || x.size() < 2)
+      return;
+    for (size_t k = 2; k <= x.size(); ++k) {
+      ArrayRef<AffineExpr> lead = ArrayRef(x).take_front(k);
+      if (!sameProduct(lead, y[0], context()))
+        continue;
+      if (!sameProduct(ArrayRef(x).drop_front(k), ArrayRef(y).drop_front(),
+                       context()))
+        return;
+      OpBuilder b(op);
+      Dims liftedDims = liftDims(lead, y);
+      Value u = reshape(b, op->getLoc(), in, x, liftedDims);
+      if (!u)
+        return;
+      record(op->getResult(0), {u, liftedDims, k});
+      seeds_.push_back(op);
+      return;
+    }
+  }
+
+  /// A reshape of an unmerged value: one that splits dimension 0 back into
+  /// the lead reads the unmerged value; one that keeps dimension 0 reshapes
+  /// the unmerged value's other dimensions.
+  void visitReshapeOfUnmerged(Operation *op, const Unmerged &u) {
+    const Dims &out = dims_[op->getResult(0)];
+    ArrayRef<AffineExpr> lead = ArrayRef(u.dims).take_front(u.leadSize);
+    ArrayRef<AffineExpr> rest = ArrayRef(u.dims).drop_front(u.leadSize);
+    OpBuilder b(op);
+    if (out.size() >= lead.size() &&
+        sameDims(ArrayRef(out).take_front(lead.size()), lead) &&
+        sameProduct(ArrayRef(out).drop_front(lead.size()), rest, context())) {
+      Value v = reshape(b, op->getLoc(), u.value, u.dims, out);
+      if (!v)
+        return;
+      dims_[v] = out;
+      op->getResult(0).replaceAllUsesWith(v);
+      splitBacks_.push_back(op);
+      return;
+    }
+    if (!out.empty() && sameProduct(lead, out[0], context()) &&
+        sameProduct(ArrayRef(out).drop_front(), rest, context())) {
+      Dims liftedDims = liftDims(lead, out);
+      Value v = reshape(b, op->getLoc(), u.value, u.dims, liftedDims);
+      if (!v)
+        return;
+      record(op->getResult(0), {v, liftedDims, lead.size()});
+      rebuilt_.push_back(op);
+    }
+  }
+
+  /// `merged` is `u` with its lead merged into dimension 0.
+  void record(Value merged, Unmerged u) {
+    dims_[u.value] = u.dims;
+    unmerged_[merged] = std::move(u);
+  }
+
+  func::FuncOp func_;
+  dfg::DimTable table_;
+  dfg::SymbolicShapes shapes_;
+  llvm::DenseMap<Value, Dims> dims_;
+  llvm::DenseMap<Value, Unmerged> unmerged_;
+  SmallVector<Operation *> rebuilt_; // originals replaced by unmerged ops
+  SmallVector<Operation *> seeds_;   // merges, erased when nothing reads them
+  SmallVector<Operation *> splitBacks_; // reshapes replaced by unmerged values
+};
+
+} // namespace
+
+void unmergeLeadingDims(func::FuncOp func) { Unmerger(func).run(); }
+
+} // namespace meshc
