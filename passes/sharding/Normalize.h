@@ -20,6 +20,12 @@ namespace meshc {
 /// (UnmergeLeading.cpp).
 void unmergeLeadingDims(mlir::func::FuncOp func);
 
+/// Selections of a contiguous block of heads from a [..., heads, d] view of
+/// a projection (a slice, a gather at constant indices, a gather_nd after a
+/// transpose) become slices of the projection's features, the column blocks
+/// splitSlicedProjections splits (HeadSlices.cpp).
+void sliceHeadSelections(mlir::func::FuncOp func);
+
 } // namespace meshc
 
 #endif // MESHC_PASSES_SHARDING_NORMALIZE_H

@@ -13,11 +13,15 @@
 //      its split back are rebuilt on the unmerged tensor (the dynamo
 //      exporter's Kᵀ, BLOOM's 3-D scores; UnmergeLeading.cpp); a row
 //      reshape after a projection moves before it (TorchScript's Gemm on
-//      [batch * seq, k]); and a projection read only
-//      as parts of its features (a Split, or slices of its last axis,
-//      directly or after its bias add: packed QKV, gate_up, a packed
-//      GroupQueryAttention input) becomes one projection per part, each on
-//      a slice of the weight, so that every part can be column-parallel.
+//      [batch * seq, k]); a selection of a block of heads from a
+//      [..., heads, d] view of a projection (a Slice, a Gather at constant
+//      indices, a GatherND after a Transpose: Falcon's fused multi-query
+//      QKV) becomes a slice of its features (HeadSlices.cpp); and a
+//      projection read only as parts of its features (a Split, or slices
+//      of its last axis, directly or after its bias add: packed QKV,
+//      gate_up, a packed GroupQueryAttention input) becomes one projection
+//      per part, each on a slice of the weight, so that every part can be
+//      column-parallel.
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
 //      - tp: the heads of every attention (so the KV heads when there are
@@ -445,15 +449,16 @@ void unmergeRowGroups(func::FuncOp func) {
 /// (unmergeLeadingDims: batch and heads through dynamo's Kᵀ and BLOOM's
 /// 3-D scores), row groups given a dimension of their own
 /// (unmergeRowGroups), row reshapes moved before projections
-/// (sinkRowReshapes), and
-/// packed projections split into one projection per part, whether a split
-/// or slices of the last axis read them (splitsToSlices,
+/// (sinkRowReshapes), selections of heads made column blocks
+/// (sliceHeadSelections), and packed projections split into one projection per
+/// part, whether a split or slices of the last axis read them (splitsToSlices,
 /// splitSlicedProjections).
 void splitPackedProjections(func::FuncOp func) {
   unmergeLeadingDims(func);
   unmergeRowGroups(func);
   sinkRowReshapes(func);
   splitsToSlices(func);
+  sliceHeadSelections(func);
   splitSlicedProjections(func);
 }
 

@@ -13,8 +13,10 @@
 // unmergeLeadingDims follows every merge of leading dimensions (a reshape
 // whose dimension 0 is the product of the input's first k >= 2 dimensions)
 // forward through the ops that treat dimension 0 as independent rows:
-// elementwise ops, batched matmuls of two activations, transposes and
-// softmaxes that keep dimension 0, reshapes of the other dimensions. Each is
+// elementwise ops, batched matmuls of two activations, products by a matrix
+// (projections: TorchScript's and GPT-2's Gemm on [batch * seq, k]),
+// transposes and softmaxes that keep dimension 0, reshapes of the other
+// dimensions. Each is
 // rebuilt on the unmerged tensor [a0, .., ak-1, ...]; a reshape that splits
 // dimension 0 back reads the unmerged result directly. Sizes are compared as
 // symbolic expressions (SymbolicShapes), so a merge of a symbolic batch
@@ -212,6 +214,15 @@ private:
           return;
         rowOperand[i] = dims_[v].size() == rank && !isOne(dims_[v][0]);
       }
+    } else if (auto matmul = dyn_cast<dfg::MatMulOp>(op);
+               matmul && dims_.count(matmul.getRhs()) &&
+               dims_[matmul.getRhs()].size() == 2) {
+      // A product by a matrix (a projection): dimension 0 of the left
+      // operand is rows, or a batch of rows.
+      if (!dims_.count(matmul.getLhs()) ||
+          dims_[matmul.getLhs()].size() != rank)
+        return;
+      rowOperand[0] = true;
     } else if (auto matmul = dyn_cast<dfg::MatMulOp>(op)) {
       // A batched product of two activations: dimension 0 is a batch.
       if (rank < 3)
@@ -221,6 +232,11 @@ private:
           return;
         rowOperand[i] = !isOne(dims_[v][0]);
       }
+    } else if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
+      if (!dims_.count(linear.getInput()) ||
+          dims_[linear.getInput()].size() != rank)
+        return;
+      rowOperand[0] = true;
     } else if (auto t = dyn_cast<dfg::TransposeOp>(op)) {
       if (t.getPerm().front() != 0)
         return;

@@ -384,6 +384,45 @@ func.func @merged_softmax(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s"
 
 // -----
 
+// Falcon's fused multi-query QKV, as TorchScript writes it: one matmul gives
+// 6 heads of 4; the 4 query heads are a Slice of the heads axis, the key and
+// value heads Gathers at constant indices. Each selection is a column block
+// of the projection, which becomes three projections: the queries split by
+// heads, the one key/value head (which tp=2 cannot divide) whole.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @fused_multi_query
+func.func @fused_multi_query(%x: tensor<1x8x16xf32>) -> tensor<1x8x16xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 1536] : tensor<16x24xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1536, length = 1024] : tensor<16x16xf32>
+  %k_at = dfg.constant dense<-2> : tensor<1xi64>
+  %v_at = dfg.constant dense<5> : tensor<i64>
+  // CHECK-NOT: dfg.gather
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<1x8x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<1x8x16xf32>, tensor<16x4xf32>) -> tensor<1x8x4xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<1x8x16xf32>, tensor<16x4xf32>) -> tensor<1x8x4xf32>
+  // CHECK: dfg.attention {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]}
+  // CHECK-NOT: dfg.gather
+  // expected-warning @+2 {{2 op(s) (dfg.matmul x2) have nothing split over tp=2}}
+  // expected-note @+1 {{not split: splitting its output features over tp would need an all_gather of operand #1 of dfg.attention}}
+  %qkv = dfg.matmul %x, %w : (tensor<1x8x16xf32>, tensor<16x24xf32>) -> tensor<1x8x24xf32>
+  %h = dfg.reshape %qkv to [0, 0, 6, 4] : (tensor<1x8x24xf32>) -> tensor<1x8x6x4xf32>
+  %q = dfg.slice %h starts = [0] ends = [-2] axes = [2] steps = [1] : (tensor<1x8x6x4xf32>) -> tensor<1x8x4x4xf32>
+  %k = dfg.gather %h, %k_at axis = 2 : (tensor<1x8x6x4xf32>, tensor<1xi64>) -> tensor<1x8x1x4xf32>
+  %v1 = dfg.gather %h, %v_at axis = 2 : (tensor<1x8x6x4xf32>, tensor<i64>) -> tensor<1x8x4xf32>
+  %v = dfg.reshape %v1 to [1, 8, 1, 4] : (tensor<1x8x4xf32>) -> tensor<1x8x1x4xf32>
+  %qt = dfg.transpose %q perm = [0, 2, 1, 3] : (tensor<1x8x4x4xf32>) -> tensor<1x4x8x4xf32>
+  %kt = dfg.transpose %k perm = [0, 2, 1, 3] : (tensor<1x8x1x4xf32>) -> tensor<1x1x8x4xf32>
+  %vt = dfg.transpose %v perm = [0, 2, 1, 3] : (tensor<1x8x1x4xf32>) -> tensor<1x1x8x4xf32>
+  %o = dfg.attention %qt, %kt, %vt scale = 0.5 causal = true : (tensor<1x4x8x4xf32>, tensor<1x1x8x4xf32>, tensor<1x1x8x4xf32>) -> tensor<1x4x8x4xf32>
+  %ot = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x8x4xf32>) -> tensor<1x8x4x4xf32>
+  %c = dfg.reshape %ot to [1, 8, 16] : (tensor<1x8x4x4xf32>) -> tensor<1x8x16xf32>
+  %y = dfg.matmul %c, %wo : (tensor<1x8x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
+  return %y : tensor<1x8x16xf32>
+}
+}
+
+// -----
+
 // A per-head norm written on [batch, seq * heads, head_dim] (Qwen3's q norm
 // as onnxruntime-genai's builder writes it) is rewritten on [batch, seq,
 // heads, head_dim], so the split of the projection's heads goes through it
