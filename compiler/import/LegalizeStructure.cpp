@@ -12,6 +12,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace meshc::onnximport {
@@ -128,9 +130,9 @@ LogicalResult legalizeGatherElements(NodeContext &ctx) {
   Type i64 = b.getI64Type();
   Value index = ctx.input(1);
   if (!indices.getElementType().isInteger(64))
-    index = dfg::CastOp::create(
-        b, ctx.loc(), RankedTensorType::get(indices.getShape(), i64), index,
-        i64);
+    index = dfg::CastOp::create(b, ctx.loc(),
+                                RankedTensorType::get(indices.getShape(), i64),
+                                index, i64);
   SmallVector<AffineExpr> dims = ctx.inputDims(1);
   SmallVector<int64_t> shape(indices.getShape());
   // indices * 0: zeros of the indices' shape, to broadcast each range to it.
@@ -152,8 +154,8 @@ LogicalResult legalizeGatherElements(NodeContext &ctx) {
       coordinate = failed(range)
                        ? range
                        : ctx.create<dfg::AddOp>(
-                             dfg::broadcastShapes(shape, shapeOf(*range)),
-                             i64, *zeros, *range);
+                             dfg::broadcastShapes(shape, shapeOf(*range)), i64,
+                             *zeros, *range);
     }
     FailureOr<Value> last =
         failed(coordinate)
@@ -293,8 +295,7 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
     int64_t total = 0;
     for (int64_t size : sizes) {
       if (size < 0)
-        return ctx.error("split size " + std::to_string(size) +
-                         " is negative");
+        return ctx.error("split size " + std::to_string(size) + " is negative");
       total += size;
     }
     if (!ShapedType::isDynamic(dim) && total != dim)
@@ -459,9 +460,9 @@ LogicalResult legalizeTile(NodeContext &ctx) {
         b.getDenseI64ArrayAttr(unit));
     FailureOr<Value> expanded =
         failed(split) ? split
-                      : ctx.create<dfg::ExpandOp>(
-                            dfg::expandShape(unit, wide), in.getElementType(),
-                            *split, b.getDenseI64ArrayAttr(wide));
+                      : ctx.create<dfg::ExpandOp>(dfg::expandShape(unit, wide),
+                                                  in.getElementType(), *split,
+                                                  b.getDenseI64ArrayAttr(wide));
     FailureOr<Value> joined =
         failed(expanded)
             ? expanded
@@ -558,6 +559,188 @@ LogicalResult legalizeCumSum(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// The most rounds TopK unrolls (one per K).
+constexpr int64_t kMaxTopK = 64;
+
+/// A constant of `shape` (1 everywhere but `axis`, of size n) holding
+/// f(0), ..., f(n - 1) along `axis`.
+template <typename T, typename F>
+Value alongAxis(NodeContext &ctx, int64_t rank, int64_t axis, int64_t n,
+                Type element, F f) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = n;
+  SmallVector<T> values;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(f(i));
+  return dfg::ConstantOp::create(
+      ctx.builder(), ctx.loc(),
+      DenseElementsAttr::get(RankedTensorType::get(shape, element),
+                             ArrayRef<T>(values)));
+}
+
+/// TopK(X, K) axis largest sorted -> K rounds, each taking along `axis` the
+/// largest value not yet taken (reduce_max) and the first position that
+/// holds it among those not yet taken (reduce_max of n - 1 - position where
+/// it does), then setting that position to -inf. This is ONNX's order (by
+/// value, ties by position) whether `sorted` asks for it or not; `largest
+/// = 0` selects on the negated values. The selection runs in f32 (exact for
+/// f16 and bf16 inputs and for positions below 2^24), so K and the axis'
+/// size must be static: a mixture of experts' router picks K of a few
+/// experts.
+LogicalResult legalizeTopK(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  if (!isa<FloatType>(in.getElementType()))
+    return ctx.error("TopK of " + dfg::formatShape(in.getShape()) +
+                     ": meshc selects among floating-point values only");
+  FailureOr<SmallVector<int64_t>> kv = ctx.constantInts(1, "K");
+  if (failed(kv))
+    return failure();
+  if (kv->size() != 1)
+    return ctx.error("K must hold one value, got " +
+                     std::to_string(kv->size()));
+  int64_t rank = in.getRank(), axis = ctx.attrInt("axis", -1);
+  if (rank == 0 || axis < -rank || axis >= rank)
+    return ctx.error("axis " + std::to_string(axis) +
+                     " is out of range for an input of rank " +
+                     std::to_string(rank));
+  if (axis < 0)
+    axis += rank;
+  int64_t n = in.getDimSize(axis), k = kv->front();
+  if (ShapedType::isDynamic(n))
+    return ctx.error("TopK along axis " + std::to_string(axis) + " of " +
+                     dfg::formatShape(in.getShape()) +
+                     ": meshc needs the axis' size static");
+  if (k < 1 || k > n)
+    return ctx.error("K=" + std::to_string(k) + " must lie in [1, " +
+                     std::to_string(n) + "], the size of axis " +
+                     std::to_string(axis));
+  if (k > kMaxTopK)
+    return ctx.error("K=" + std::to_string(k) + " exceeds " +
+                     std::to_string(kMaxTopK) +
+                     ": meshc unrolls one selection per K");
+  bool largest = ctx.attrInt("largest", 1) != 0;
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type f32 = b.getF32Type(), i1 = b.getI1Type(), element = in.getElementType();
+  SmallVector<int64_t> shape(in.getShape());
+  auto wideType = RankedTensorType::get(shape, f32);
+  auto boolType = RankedTensorType::get(shape, i1);
+  auto bestType = RankedTensorType::get(
+      dfg::reduceShape(shape, {axis}, /*keepDims=*/true), f32);
+  Value work = ctx.input(0);
+  if (element != f32)
+    work = dfg::CastOp::create(b, loc, wideType, work, f32);
+  if (!largest)
+    work = dfg::NegOp::create(b, loc, wideType, work);
+  Value position = alongAxis<float>(ctx, rank, axis, n, f32,
+                                    [](int64_t i) { return float(i); });
+  Value reversed = alongAxis<float>(
+      ctx, rank, axis, n, f32, [n](int64_t i) { return float(n - 1 - i); });
+  Value none = ctx.scalar(-1.0, f32), lastPosition = ctx.scalar(n - 1, f32);
+  Value minusInf = ctx.scalar(-std::numeric_limits<double>::infinity(), f32);
+  DenseI64ArrayAttr axes = b.getDenseI64ArrayAttr({axis});
+  SmallVector<Value> values, indices;
+  Value taken;
+  for (int64_t round = 0; round < k; ++round) {
+    Value best = dfg::ReduceMaxOp::create(b, loc, bestType, work, axes, true);
+    Value hit = dfg::EqualOp::create(b, loc, boolType, work, best);
+    if (taken)
+      hit = dfg::AndOp::create(b, loc, boolType, hit,
+                               dfg::NotOp::create(b, loc, boolType, taken));
+    Value ranked = dfg::WhereOp::create(b, loc, wideType, hit, reversed, none);
+    Value first =
+        dfg::ReduceMaxOp::create(b, loc, bestType, ranked, axes, true);
+    Value index = dfg::SubOp::create(b, loc, bestType, lastPosition, first);
+    Value chosen = dfg::EqualOp::create(b, loc, boolType, position, index);
+    taken = taken
+                ? dfg::OrOp::create(b, loc, boolType, taken, chosen).getResult()
+                : chosen;
+    if (round + 1 < k)
+      work = dfg::WhereOp::create(b, loc, wideType, chosen, minusInf, work);
+    values.push_back(best);
+    indices.push_back(index);
+  }
+  auto stack = [&](ArrayRef<Value> parts) -> FailureOr<Value> {
+    if (parts.size() == 1)
+      return parts.front();
+    SmallVector<ArrayRef<int64_t>> partShapes;
+    for (Value p : parts)
+      partShapes.push_back(shapeOf(p));
+    return ctx.create<dfg::ConcatOp>(dfg::concatShape(partShapes, axis), f32,
+                                     ValueRange(parts), axis);
+  };
+  FailureOr<Value> v = stack(values), i = stack(indices);
+  if (failed(v) || failed(i))
+    return failure();
+  auto outType = cast<RankedTensorType>(v->getType());
+  Value out = *v;
+  if (!largest)
+    out = dfg::NegOp::create(b, loc, outType, out);
+  if (element != f32)
+    out = dfg::CastOp::create(b, loc, outType.clone(element), out, element);
+  Type i64 = b.getI64Type();
+  Value positions = dfg::CastOp::create(b, loc, outType.clone(i64), *i, i64);
+  return ctx.setResults({out, positions});
+}
+
+/// OneHot(indices, depth, values) axis -> where(unsqueeze(indices, axis) ==
+/// [0, depth) along axis, values[1], values[0]), negative indices counting
+/// from depth. The depth must be a constant.
+LogicalResult legalizeOneHot(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(3)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0), values = ctx.inputType(2);
+  if (!isa<IntegerType>(in.getElementType()))
+    return ctx.error("OneHot takes integer indices here, got " +
+                     dfg::formatShape(in.getShape()) + " of floats");
+  if (values.getRank() != 1 || values.getDimSize(0) != 2)
+    return ctx.error("values must be [off, on], got " +
+                     dfg::formatShape(values.getShape()));
+  FailureOr<SmallVector<int64_t>> depthValues = ctx.constantInts(1, "depth");
+  if (failed(depthValues))
+    return failure();
+  if (depthValues->size() != 1 || depthValues->front() < 1)
+    return ctx.error("depth must be one positive integer");
+  int64_t depth = depthValues->front(), rank = in.getRank() + 1;
+  int64_t axis = ctx.attrInt("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ctx.error("axis " + std::to_string(axis) +
+                     " is out of range for a result of rank " +
+                     std::to_string(rank));
+  if (axis < 0)
+    axis += rank;
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  Value index = ctx.input(0);
+  SmallVector<int64_t> shape(in.getShape());
+  if (!in.getElementType().isInteger(64))
+    index = dfg::CastOp::create(b, loc, RankedTensorType::get(shape, i64),
+                                index, i64);
+  auto indexType = RankedTensorType::get(shape, i64);
+  Value negative = dfg::LessOp::create(b, loc, RankedTensorType::get(shape, i1),
+                                       index, ctx.scalar(0, i64));
+  Value wrapped =
+      dfg::AddOp::create(b, loc, indexType, index, ctx.scalar(depth, i64));
+  index = dfg::WhereOp::create(b, loc, indexType, negative, wrapped, index);
+  FailureOr<Value> lifted =
+      ctx.create<dfg::UnsqueezeOp>(dfg::unsqueezeShape(shape, {axis}), i64,
+                                   index, b.getDenseI64ArrayAttr({axis}));
+  if (failed(lifted))
+    return failure();
+  Value classes = alongAxis<int64_t>(ctx, rank, axis, depth, i64,
+                                     [](int64_t i) { return i; });
+  FailureOr<Value> hit = binary<dfg::EqualOp>(ctx, *lifted, classes, i1);
+  if (failed(hit))
+    return failure();
+  Value off = dfg::SliceOp::create(b, loc, ctx.input(2), {0}, {1}, {0}, {1});
+  Value on = dfg::SliceOp::create(b, loc, ctx.input(2), {1}, {2}, {0}, {1});
+  return ctx.emit<dfg::WhereOp>(dfg::broadcastShapes(shapeOf(*hit), {1}),
+                                values.getElementType(), *hit, on, off);
+}
+
 } // namespace
 
 void populateStructureLegalizations(LegalizationTable &table) {
@@ -582,6 +765,8 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "ReduceSum", 13, legalizeReduce<dfg::ReduceSumOp, true>);
   table.add("", "CumSum", 11, legalizeCumSum);
   table.add("", "CumSum", 14, legalizeCumSum); // + f16, bf16
+  table.add("", "TopK", 11, legalizeTopK);
+  table.add("", "OneHot", 11, legalizeOneHot);
 }
 
 } // namespace meshc::onnximport

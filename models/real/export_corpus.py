@@ -9,7 +9,8 @@ Usage (environments from models/real/setup_export_env.sh):
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --exporter optimum
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
-      --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom \
+      --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
+codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
 
 Each export is a folder <arch>-<exporter>/ holding:
@@ -116,6 +117,49 @@ def config_for(arch):
     if arch == "bloom":  # ALiBi position biases, no rotary
         return tf.BloomConfig(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4), \
             tf.BloomForCausalLM
+    # And more spellings of the same parts (exported after the nine above).
+    if arch == "gpt_bigcode":  # multi-query, one fused c_attn of q + one k/v head
+        return tf.GPTBigCodeConfig(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4,
+                                   n_positions=64, multi_query=True, resid_pdrop=0.0,
+                                   embd_pdrop=0.0, attn_pdrop=0.0), tf.GPTBigCodeForCausalLM
+    if arch == "codegen":  # fused qkv in model-parallel blocks, interleaved rotary
+        return tf.CodeGenConfig(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                                n_positions=64, n_ctx=64, resid_pdrop=0.0, embd_pdrop=0.0,
+                                attn_pdrop=0.0), tf.CodeGenForCausalLM
+    if arch == "cohere":  # parallel attention and MLP, interleaved rotary, logit scale
+        return tf.CohereConfig(num_key_value_heads=2, **common), tf.CohereForCausalLM
+    if arch == "nemotron":  # squared ReLU MLP, layernorm1p, partial rotary
+        return tf.NemotronConfig(num_key_value_heads=2, partial_rotary_factor=0.5, **common), \
+            tf.NemotronForCausalLM
+    if arch == "persimmon":  # fused qkv per head, q/k layer norms, partial rotary
+        return tf.PersimmonConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                                  num_attention_heads=4, intermediate_size=128,
+                                  max_position_embeddings=64, qk_layernorm=True,
+                                  partial_rotary_factor=0.5), tf.PersimmonForCausalLM
+    if arch == "gpt_neo":  # alternating global and local (windowed) attention
+        return tf.GPTNeoConfig(vocab_size=VOCAB, hidden_size=64, num_layers=2, num_heads=4,
+                               attention_types=[[["global", "local"], 1]], window_size=3,
+                               max_position_embeddings=64, intermediate_size=128,
+                               resid_dropout=0.0, embed_dropout=0.0,
+                               attention_dropout=0.0), tf.GPTNeoForCausalLM
+    if arch == "olmo":  # layer norms without parameters
+        return tf.OlmoConfig(num_key_value_heads=2, **common), tf.OlmoForCausalLM
+    if arch == "glm":  # partial interleaved rotary, fused gate_up
+        return tf.GlmConfig(num_key_value_heads=2, head_dim=16, pad_token_id=0, **common), \
+            tf.GlmForCausalLM
+    if arch == "helium":
+        return tf.HeliumConfig(num_key_value_heads=2, head_dim=16, **common), \
+            tf.HeliumForCausalLM
+    if arch == "smollm3":  # no rotary on every fourth layer
+        return tf.SmolLM3Config(num_key_value_heads=2, no_rope_layer_interval=2, pad_token_id=0,
+                                **common), \
+            tf.SmolLM3ForCausalLM
+    if arch == "mixtral":  # a mixture of experts
+        # batched_mm: every expert on every token, weighted by the routing (the
+        # default grouped and eager implementations do not export).
+        return tf.MixtralConfig(num_key_value_heads=2, num_local_experts=4, pad_token_id=0,
+                                experts_implementation="batched_mm",
+                                num_experts_per_tok=2, **common), tf.MixtralForCausalLM
     if arch == "bert":
         return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
                              num_attention_heads=5, intermediate_size=64,
@@ -127,7 +171,9 @@ def config_for(arch):
 ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwen3", "phi",
          "bert"]
 # Exported with torch.onnx's two exporters only (--arch MORE --exporter dynamo,torchscript).
-MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "starcoder2", "bloom"]
+MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "starcoder2", "bloom",
+        "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
+        "helium", "smollm3", "mixtral"]
 DECODERS = [a for a in ARCHS if a != "bert"]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi"]

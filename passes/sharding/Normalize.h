@@ -26,6 +26,13 @@ void unmergeLeadingDims(mlir::func::FuncOp func);
 /// splitSlicedProjections splits (HeadSlices.cpp).
 void sliceHeadSelections(mlir::func::FuncOp func);
 
+/// RMS norms over a projection's features that are then viewed as heads
+/// (OLMo-2's q/k norms) written as a sum of squares and elementwise ops, so
+/// that a split of the heads sums partial squares instead of stopping at the
+/// norm; every reduce_mean becomes a reduce_sum over its static count
+/// (HeadNorms.cpp).
+void decomposeHeadNorms(mlir::func::FuncOp func);
+
 } // namespace meshc
 
 #endif // MESHC_PASSES_SHARDING_NORMALIZE_H

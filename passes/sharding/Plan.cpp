@@ -21,7 +21,10 @@
 //      of its last axis, directly or after its bias add: packed QKV,
 //      gate_up, a packed GroupQueryAttention input) becomes one projection
 //      per part, each on a slice of the weight, so that every part can be
-//      column-parallel.
+//      column-parallel. An RMS norm over all heads of a projection (OLMo-2's
+//      q/k norms) becomes a sum of squares and elementwise ops
+//      (HeadNorms.cpp): split by heads, each rank sums its squares and one
+//      all_reduce of [..., 1] completes the statistic.
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
 //      - tp: the heads of every attention (so the KV heads when there are
@@ -450,7 +453,8 @@ void unmergeRowGroups(func::FuncOp func) {
 /// 3-D scores), row groups given a dimension of their own
 /// (unmergeRowGroups), row reshapes moved before projections
 /// (sinkRowReshapes), selections of heads made column blocks
-/// (sliceHeadSelections), and packed projections split into one projection per
+/// (sliceHeadSelections), norms over all heads as sums of partial squares
+/// (decomposeHeadNorms), and packed projections split into one projection per
 /// part, whether a split or slices of the last axis read them (splitsToSlices,
 /// splitSlicedProjections).
 void splitPackedProjections(func::FuncOp func) {
@@ -460,6 +464,7 @@ void splitPackedProjections(func::FuncOp func) {
   splitsToSlices(func);
   sliceHeadSelections(func);
   splitSlicedProjections(func);
+  decomposeHeadNorms(func);
 }
 
 class Planner {

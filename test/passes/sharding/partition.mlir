@@ -163,3 +163,37 @@ func.func @sliced_gate_up(%x: tensor<?x8xf32>) -> tensor<?x?x8xf32> {
   return %y : tensor<?x?x8xf32>
 }
 }
+
+// -----
+
+// OLMo-2's query norm: an RMS norm over all heads of the projection, then
+// the heads view. Written as a sum of squares, it follows the split of the
+// heads: each rank sums the squares of its 2 heads' features, one all_reduce
+// of [1, 4, 1] completes the statistic, the rest is elementwise on the local
+// features; the output projection sums partials (one all_reduce).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @norm_over_heads
+// SP-LABEL: func.func @norm_over_heads
+func.func @norm_over_heads(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 1024, length = 64] : tensor<16xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1088, length = 1024] : tensor<16x16xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  // CHECK: dfg.reduce_sum %{{.+}} axes = [2] keep_dims = true : (tensor<1x4x8xf32>) -> tensor<1x4x1xf32>
+  // CHECK-NEXT: shard.all_reduce %{{.+}} on @mesh grid_axes = [0] : tensor<1x4x1xf32> -> tensor<1x4x1xf32>
+  // CHECK-NOT: dfg.rms_norm
+  // CHECK-NOT: shard.all_gather
+  // CHECK: dfg.attention {{.*}} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+  // CHECK-NEXT: shard.all_reduce
+  %q = dfg.matmul %x, %wq : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %n = dfg.rms_norm %q, %g axis = -1 epsilon = 1.0e-06 : (tensor<1x4x16xf32>, tensor<16xf32>) -> tensor<1x4x16xf32>
+  %h = dfg.reshape %n to [1, 4, 4, 4] : (tensor<1x4x16xf32>) -> tensor<1x4x4x4xf32>
+  %t = dfg.transpose %h perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o = dfg.attention %t, %t, %t scale = 0.5 causal = true : (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %ot = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %c = dfg.reshape %ot to [1, 4, 16] : (tensor<1x4x4x4xf32>) -> tensor<1x4x16xf32>
+  %y = dfg.matmul %c, %wo : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  return %y : tensor<1x4x16xf32>
+}
+}

@@ -131,6 +131,33 @@ def case_gather_tile_relu(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_topk_onehot(path):
+    """TopK as a mixture of experts' router writes it (largest 3 of 6 along
+    the last axis), the smallest 2 along axis 0, and the largest 4 of a Relu's
+    output, whose zeros tie (ties go to the lower position); OneHot of the
+    first TopK's positions made negative (they count from depth), as
+    TorchScript writes the experts' mask."""
+    nodes = [
+        helper.make_node("TopK", ["x", "k3"], ["v1", "i1"], axis=-1, name="top3"),
+        helper.make_node("TopK", ["x", "k2"], ["v2", "i2"], axis=0, largest=0,
+                         name="bottom2"),
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("TopK", ["r", "k4"], ["v3", "i3"], axis=1, name="top4_ties"),
+        helper.make_node("Sub", ["i1", "six"], ["neg"], name="negative"),
+        helper.make_node("OneHot", ["neg", "depth", "onoff"], ["oh"], axis=-1,
+                         name="onehot"),
+    ]
+    inits = [ints("k3", [3]), ints("k2", [2]), ints("k4", [4]),
+             numpy_helper.from_array(np.array(6, np.int64), "six"),
+             numpy_helper.from_array(np.array(6, np.int64), "depth"),
+             numpy_helper.from_array(np.array([0.5, 2.0], np.float32), "onoff")]
+    ins = [f32("x", [3, 6])]
+    i64 = lambda n: helper.make_tensor_value_info(n, TensorProto.INT64, None)
+    outs = [f32("v1", None), i64("i1"), f32("v2", None), i64("i2"), f32("v3", None),
+            i64("i3"), f32("oh", None)]
+    return model(nodes, ins, outs, inits)
+
+
 def case_nan_guard(path):
     """PyTorch SDPA's guard after the softmax, where(isnan(p), 0, p), a
     bidirectional mask built with GreaterOrEqual (BERT), and the dynamo
