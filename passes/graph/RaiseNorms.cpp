@@ -1,7 +1,7 @@
 //===- RaiseNorms.cpp - Decomposed normalisations -> dfg norms ------------===//
 //
 // Part of meshc. The exporters spell LayerNorm as ReduceMean, Sub, Pow,
-// ReduceMean, Add, Sqrt, Div, Mul, Add and RMSNorm as Pow, ReduceMean, Add,
+// ReduceMean, Add, Sqrt, Div, Mul, Add and RMSNorm as Pow, ReduceMean, (Add,)
 // Sqrt, (Reciprocal,) Div or Mul, Mul. The statistics pattern recognises the
 // normalisation itself with a unit scale; the scale, bias and residual
 // patterns then absorb the Mul, the Add and the preceding residual Add one
@@ -114,18 +114,22 @@ struct NormFromStatistics : RewritePattern {
     if (!numerator)
       return failure();
     Value radicand = sqrtOperand(denominator, reader);
-    auto addEps = defining<dfg::AddOp>(radicand);
-    if (!addEps)
+    if (!radicand)
       return failure();
-    std::optional<double> eps;
-    Value variance;
-    for (auto [a, b] : {std::pair(addEps.getLhs(), addEps.getRhs()),
-                        std::pair(addEps.getRhs(), addEps.getLhs())})
-      if ((eps = reader.splat(b))) {
-        variance = a;
-        break;
-      }
-    if (!eps || !(*eps > 0))
+    // The epsilon added to the statistic; none (0) where the exporter
+    // dropped it (Helium's 1e-8 in torch.onnx dynamo's f32 export).
+    std::optional<double> eps = 0.0;
+    Value variance = radicand;
+    if (auto addEps = defining<dfg::AddOp>(radicand)) {
+      for (auto [a, b] : {std::pair(addEps.getLhs(), addEps.getRhs()),
+                          std::pair(addEps.getRhs(), addEps.getLhs())})
+        if (std::optional<double> e = reader.splat(b)) {
+          eps = e;
+          variance = a;
+          break;
+        }
+    }
+    if (!(*eps >= 0))
       return failure();
     auto meanOfSquares = trailingMean(variance);
     if (!meanOfSquares ||

@@ -664,8 +664,9 @@ LogicalResult inferNormalization(std::optional<Location> loc, StringRef opName,
   auto normalized = normalizeAxes({axis}, in.getRank());
   if (!normalized) // 1 (rank), 2
     return inferError(loc, opName, llvm::toString(normalized.takeError()));
-  if (!(epsilon > 0)) // 2
-    return inferError(loc, opName, "epsilon must be positive, got ", epsilon);
+  if (!(epsilon >= 0)) // 2
+    return inferError(loc, opName, "epsilon must be non-negative, got ",
+                      epsilon);
   ArrayRef<int64_t> tail = in.getShape().drop_front(normalized->front());
   for (Value param : {scale, bias}) {
     if (!param)

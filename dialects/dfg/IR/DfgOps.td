@@ -1145,7 +1145,8 @@ class Dfg_NormOp<string mnemonic, string formula, string onnxName>
     Invariants:
     1. The input is a floating-point tensor of rank at least 1; `scale`,
        `bias`, `residual` and the results share its element type.
-    2. `axis` lies in `[-rank, rank)`; `epsilon` is positive.
+    2. `axis` lies in `[-rank, rank)`; `epsilon` is non-negative (0 where
+       an exporter folded it away: the statistic is then taken as it is).
     3. `scale` (and `bias`) broadcast to the normalised dimensions.
     4. The result has the input's shape.
     5. `residual` has the input's shape, and comes with exactly one `sum`

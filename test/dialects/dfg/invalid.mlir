@@ -654,8 +654,8 @@ func.func @layer_norm_invariant_2_axis(%x: tensor<2x64xf32>, %g: tensor<64xf32>)
 // -----
 
 func.func @rms_norm_invariant_2_epsilon(%x: tensor<2x64xf32>, %g: tensor<64xf32>) -> tensor<2x64xf32> {
-  // expected-error @+1 {{'dfg.rms_norm' op epsilon must be positive, got 0}}
-  %0 = dfg.rms_norm %x, %g axis = -1 epsilon = 0.0 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  // expected-error @+1 {{'dfg.rms_norm' op epsilon must be non-negative, got -1.000000e-05}}
+  %0 = dfg.rms_norm %x, %g axis = -1 epsilon = -1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
   return %0 : tensor<2x64xf32>
 }
 

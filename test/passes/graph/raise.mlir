@@ -45,6 +45,25 @@ func.func @rms_norm_residual(%h: tensor<2x8x32xf32>, %r: tensor<2x8x32xf32>, %g:
 
 // -----
 
+// RMSNorm whose epsilon the exporter dropped (Helium's 1e-8 in torch.onnx
+// dynamo's f32 export: pow 2, mean, sqrt, reciprocal, no add): a norm with
+// epsilon 0, which computes the same.
+// CHECK-LABEL: func.func @rms_norm_without_epsilon
+// CHECK-NEXT: %[[Y:.+]] = dfg.rms_norm %{{.+}}, %{{.+}} axis = 2 epsilon = 0.000000e+00
+// CHECK-NEXT: return %[[Y]]
+func.func @rms_norm_without_epsilon(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %sq = dfg.pow %x, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %sq axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %s = dfg.sqrt %v : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %inv = dfg.reciprocal %s : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %n = dfg.mul %x, %inv : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %y = dfg.mul %g, %n : (tensor<32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
 // Near miss: statistics over a non-trailing axis are not a layer norm.
 // CHECK-LABEL: func.func @norm_over_middle_axis
 // CHECK-NOT: dfg.rms_norm
