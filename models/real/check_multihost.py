@@ -168,8 +168,9 @@ def cut_link_once(args, exe, inputs, hosts, last, link):
     host = re.search(r"Remote daemon: \S+ on node (\S+)", out)
     # The ranks left on this side, stopped by mpirun, name the collective
     # they were waiting in and its peers: a step's (shard.all_reduce #2 over
-    # ranks {0, 1}) or, between the steps of --repeat, the agreement to stop
-    # (benchmark stop over all 2 ranks), whichever the cut fell in.
+    # ranks {0, 1}) or, between the steps of --repeat, the agreement to start
+    # or stop one (benchmark start|stop over all 2 ranks), whichever the cut
+    # fell in.
     waiting = re.search(r"meshc: rank (\d+) on (\S+): stopped by the launcher "
                         r"\(SIGTERM\) after \d+ s waiting in (.+?)(?: #\d+)? (over [^;]*);",
                         out)
