@@ -7,9 +7,13 @@
 // pattern only fires when that repetition is proven: structurally, through
 // whatever elementwise ops compute the tables from concat(f, f) in the
 // graph (cos, sin, casts, HF's attention scaling), or by reading the
-// table's values. Partial rotary
-// (GPT-NeoX, Phi: only the first r features of a head turn) is the same on
-// a slice of the head, concatenated with the rest.
+// table's values. Interleaved RoPE (GPT-J, CodeGen, Cohere, GLM:
+// `rotate_every_two(x) = stack(-x[1::2], x[0::2]).flatten(-1)` with tables
+// `repeat_interleave(f, 2)`) is proven the same way, on pairs instead of
+// halves. Partial rotary (GPT-NeoX, Phi, GPT-J: only the first r features
+// of a head turn) is the same on a slice of the head, concatenated with the
+// rest. Heads may sit before or after the sequence (`[B, H, S, D]`, or
+// GPT-J's `[B, S, H, D]`, rotated between two transposes).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -83,19 +87,134 @@ bool isRotateHalf(Value r, Value x) {
          isHalfOf(concat.getInputs()[1], x, dim, /*upper=*/false);
 }
 
-/// A value holding the first half of the table `table` (last dimension
-/// `dim`), provided both halves are equal; null if that is not proven. With
-/// a null `rewriter` it only checks, and returns `table` on success.
+/// True if `v = x[..., odd::2]`: the even (odd = false) or odd features of
+/// the last dimension (of static size `dim`) of `x`.
+bool isEveryOtherOf(Value v, Value x, int64_t dim, bool odd) {
+  auto slice = defining<dfg::SliceOp>(v);
+  if (!slice || slice.getInput() != x || slice.getAxes().size() != 1 ||
+      slice.getSteps()[0] != 2)
+    return false;
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  int64_t start = slice.getStarts()[0], end = slice.getEnds()[0];
+  if (end < 0)
+    end += dim;
+  return isLastAxis(slice.getAxes()[0], rank) && start == (odd ? 1 : 0) &&
+         end >= dim;
+}
+
+/// True if `v` is `x` with a trailing dimension of 1 (an unsqueeze of the
+/// last axis), as torch.stack over the last axis writes its operands.
+Value unsqueezedLast(Value v) {
+  auto unsqueeze = defining<dfg::UnsqueezeOp>(v);
+  if (!unsqueeze || unsqueeze.getAxes().size() != 1)
+    return {};
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  int64_t axis = unsqueeze.getAxes()[0];
+  return axis == -1 || axis == rank - 1 ? unsqueeze.getInput() : Value();
+}
+
+/// True if `r = stack(-x[..., 1::2], x[..., 0::2], -1).flatten(-2)`:
+/// rotate_every_two(x), the interleaved form of rotate_half. The flattening
+/// reshape keeps every other dimension (compared as symbolic sizes).
+bool isRotateEveryTwo(Value r, Value x, dfg::SymbolicShapes &shapes) {
+  auto reshape = defining<dfg::ReshapeOp>(r);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t dim = xt.getShape().back(), rank = xt.getRank();
+  if (!reshape || r.getType() != xt || ShapedType::isDynamic(dim) || dim % 2)
+    return false;
+  auto concat = defining<dfg::ConcatOp>(reshape.getInput());
+  if (!concat || concat.getInputs().size() != 2 ||
+      !isLastAxis(static_cast<int64_t>(concat.getAxis()), rank + 1) ||
+      concat.getType().getShape().take_back(2) !=
+          ArrayRef<int64_t>{dim / 2, 2})
+    return false;
+  Value odd = unsqueezedLast(concat.getInputs()[0]);
+  Value even = unsqueezedLast(concat.getInputs()[1]);
+  auto neg = odd ? defining<dfg::NegOp>(odd) : dfg::NegOp();
+  if (!neg || !even || !isEveryOtherOf(neg.getInput(), x, dim, true) ||
+      !isEveryOtherOf(even, x, dim, false))
+    return false;
+  ArrayRef<AffineExpr> rd = shapes.dims(r), xd = shapes.dims(x);
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (!dfg::sameDim(rd[i], xd[i]))
+      return false;
+  return true;
+}
+
+/// How a rotation pairs the features it turns together: `x[i]` with
+/// `x[i + d/2]` (Halves) or `x[2i]` with `x[2i + 1]` (Interleaved).
+enum class Pairing { Halves, Interleaved };
+
+/// The value repeated by `table = repeat_interleave(u, 2, -1)` as exporters
+/// write it (`u[..., None]` expanded or concatenated to `[..., n, 2]`, then
+/// flattened), reshaped to `[..., n]`; null if `table` is not that. With a
+/// null `rewriter` it only checks, and returns `table` on success.
+Value repeatedPairs(Value table, int64_t dim, PatternRewriter *rewriter) {
+  auto reshape = defining<dfg::ReshapeOp>(table);
+  if (!reshape)
+    return {};
+  auto pairs = cast<RankedTensorType>(reshape.getInput().getType());
+  auto type = cast<RankedTensorType>(table.getType());
+  int64_t rank = type.getRank();
+  if (pairs.getRank() != rank + 1 ||
+      pairs.getShape().take_back(2) != ArrayRef<int64_t>{dim / 2, 2})
+    return {};
+  // The value broadcast along the trailing 2: [..., n, 1].
+  Value u;
+  if (auto expand = defining<dfg::ExpandOp>(reshape.getInput())) {
+    auto in = cast<RankedTensorType>(expand.getInput().getType());
+    ArrayRef<int64_t> shape = expand.getShape();
+    if (in.getRank() != rank + 1 || in.getShape().back() != 1 ||
+        static_cast<int64_t>(shape.size()) != rank + 1)
+      return {};
+    // Only the trailing 1 grows: every other dimension is kept.
+    for (int64_t i = 0; i < rank; ++i)
+      if (shape[i] != 1 && shape[i] != in.getDimSize(i))
+        return {};
+    u = expand.getInput();
+  } else if (auto concat = defining<dfg::ConcatOp>(reshape.getInput())) {
+    if (concat.getInputs().size() != 2 ||
+        concat.getInputs()[0] != concat.getInputs()[1] ||
+        !isLastAxis(static_cast<int64_t>(concat.getAxis()), rank + 1))
+      return {};
+    u = concat.getInputs()[0];
+  } else {
+    return {};
+  }
+  // The flattening keeps the leading dimensions: they are copied (0) or
+  // equal static sizes.
+  ArrayRef<int64_t> spec = reshape.getShape();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (spec[i] != 0 &&
+        (pairs.isDynamicDim(i) || spec[i] != pairs.getDimSize(i)))
+      return {};
+  if (!rewriter)
+    return table;
+  SmallVector<int64_t> halfShape(type.getShape()), halfSpec(rank, 0);
+  halfShape.back() = halfSpec.back() = dim / 2;
+  return dfg::ReshapeOp::create(
+      *rewriter, table.getLoc(),
+      RankedTensorType::get(halfShape, type.getElementType()), u,
+      rewriter->getDenseI64ArrayAttr(halfSpec));
+}
+
+/// A value holding the angles' table `table` (last dimension `dim`) once:
+/// its first half, provided both halves are equal (Halves), or its even
+/// entries, provided each equals the next (Interleaved); null if that is not
+/// proven. With a null `rewriter` it only checks, and returns `table` on
+/// success.
 ///
-/// Equal halves are proven structurally, whatever computes the table from
-/// the frequencies: concat(f, f) over the last axis; any elementwise op
+/// The repetition is proven structurally, whatever computes the table from
+/// the frequencies: concat(f, f) over the last axis (Halves) or
+/// repeat_interleave(f, 2) (Interleaved); any elementwise op
 /// (cos, sin, a Cast, HF's `* attention_scaling`, ...) whose operands either
 /// have equal halves themselves or are constant along the last axis (a
 /// scalar, a size-1 last dimension); a gather of table rows; an unsqueeze
 /// that keeps the last axis; or, for a literal or weight, by reading it.
-/// The rewritten chain computes the same ops on the first halves.
-Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
-                       const ConstantReader &reader, int depth = 0) {
+/// The rewritten chain computes the same ops on the halved tables.
+Value angleTable(Value table, int64_t dim, Pairing pairing,
+                 PatternRewriter *rewriter, const ConstantReader &reader,
+                 int depth = 0) {
   auto type = cast<RankedTensorType>(table.getType());
   if (depth > 16 || !type.getRank() || type.getShape().back() != dim)
     return {};
@@ -105,8 +224,11 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
   auto halfType = RankedTensorType::get(halfShape, type.getElementType());
   Location loc = table.getLoc();
   int64_t last = type.getRank() - 1;
-  // concat(f, f) -> f
-  if (auto concat = defining<dfg::ConcatOp>(table)) {
+  // concat(f, f) -> f; repeat_interleave(f, 2) -> f
+  if (pairing == Pairing::Interleaved) {
+    if (Value h = repeatedPairs(table, dim, rewriter))
+      return h;
+  } else if (auto concat = defining<dfg::ConcatOp>(table)) {
     if (concat.getInputs().size() == 2 &&
         concat.getInputs()[0] == concat.getInputs()[1] &&
         isLastAxis(static_cast<int64_t>(concat.getAxis()), type.getRank()))
@@ -125,7 +247,7 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
         halves.push_back(operand);
         continue;
       }
-      Value h = firstHalfOfTable(operand, dim, rewriter, reader, depth + 1);
+      Value h = angleTable(operand, dim, pairing, rewriter, reader, depth + 1);
       if (!h)
         return {};
       halves.push_back(h);
@@ -147,8 +269,8 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
     auto data = cast<RankedTensorType>(gather.getData().getType());
     if (data.getRank() != 2 || gather.getAxis() != 0)
       return {};
-    Value h =
-        firstHalfOfTable(gather.getData(), dim, rewriter, reader, depth + 1);
+    Value h = angleTable(gather.getData(), dim, pairing, rewriter, reader,
+                         depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
     return dfg::GatherOp::create(*rewriter, loc, halfType, h,
@@ -156,42 +278,49 @@ Value firstHalfOfTable(Value table, int64_t dim, PatternRewriter *rewriter,
   }
   // unsqueeze(t) -> unsqueeze(first half of t)
   if (auto unsqueeze = defining<dfg::UnsqueezeOp>(table)) {
-    Value h = firstHalfOfTable(unsqueeze.getInput(), dim, rewriter, reader,
-                               depth + 1);
+    Value h = angleTable(unsqueeze.getInput(), dim, pairing, rewriter,
+                         reader, depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
     return dfg::UnsqueezeOp::create(*rewriter, loc, halfType, h,
                                     unsqueeze.getAxes());
   }
-  // A literal or weight whose halves are read and compared.
+  // A literal or weight whose halves (or pairs) are read and compared.
   std::optional<dfg::EvalTensor> values = reader.read(table);
   if (!values)
     return {};
+  bool interleaved = pairing == Pairing::Interleaved;
   for (int64_t row = 0, rows = values->numElements() / dim; row < rows; ++row)
-    for (int64_t i = 0; i < half; ++i)
-      if (values->values[row * dim + i] != values->values[row * dim + half + i])
+    for (int64_t i = 0; i < half; ++i) {
+      const auto *r = &values->values[row * dim];
+      if (interleaved ? r[2 * i] != r[2 * i + 1] : r[i] != r[half + i])
         return {};
+    }
   if (!rewriter)
     return table;
+  // The first half, or every other entry.
   auto &b = *rewriter;
   return dfg::SliceOp::create(
       b, loc, halfType, table, b.getDenseI64ArrayAttr({0}),
-      b.getDenseI64ArrayAttr({half}), b.getDenseI64ArrayAttr({last}),
-      b.getDenseI64ArrayAttr({1}));
+      b.getDenseI64ArrayAttr({interleaved ? dim : half}),
+      b.getDenseI64ArrayAttr({last}),
+      b.getDenseI64ArrayAttr({interleaved ? 2 : 1}));
 }
 
 /// x * cos + rotate_half(x) * sin -> rotary(x, cos[..., :d/2], sin[..., :d/2])
-///   (half-split RoPE over the whole head; cos/sin halves proven equal)
-struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
-  RotateHalfToRotary(MLIRContext *ctx, const ConstantReader &reader,
-                     dfg::SymbolicShapes &shapes)
+/// x * cos + rotate_every_two(x) * sin
+///   -> rotary(x, cos[..., ::2], sin[..., ::2], interleaved)
+///   (RoPE over the whole head; the tables' repetition proven)
+struct RotateToRotary : OpRewritePattern<dfg::AddOp> {
+  RotateToRotary(MLIRContext *ctx, const ConstantReader &reader,
+                 dfg::SymbolicShapes &shapes)
       : OpRewritePattern(ctx), reader(reader), shapes(shapes) {}
 
   LogicalResult matchAndRewrite(dfg::AddOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = op.getType();
     // Batch and sequence may be symbolic; the head size is not.
-    if (type.getRank() != 4 || type.isDynamicDim(1) || type.isDynamicDim(3))
+    if (type.getRank() != 4 || type.isDynamicDim(3))
       return failure();
     for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
                         std::pair(op.getRhs(), op.getLhs())}) {
@@ -204,9 +333,14 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
           continue;
         for (auto [r, sin] : {std::pair(rotated.getLhs(), rotated.getRhs()),
                               std::pair(rotated.getRhs(), rotated.getLhs())}) {
-          if (!isRotateHalf(r, x) || cos.getType() != sin.getType())
+          if (cos.getType() != sin.getType())
             continue;
-          if (succeeded(rewrite(op, x, cos, sin, rewriter)))
+          std::optional<Pairing> pairing;
+          if (isRotateHalf(r, x))
+            pairing = Pairing::Halves;
+          else if (isRotateEveryTwo(r, x, shapes))
+            pairing = Pairing::Interleaved;
+          if (pairing && succeeded(rewrite(op, x, cos, sin, *pairing, rewriter)))
             return success();
         }
       }
@@ -215,36 +349,59 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
   }
 
   /// Builds the rotary op once the tables are shown to be [1 | B, 1, S, D]
-  /// (or [S, D]) with equal halves.
+  /// (or [S, D], [1, S, D]) against heads first (x: [B, H, S, D]), or
+  /// [1 | B, S, 1, D] against the sequence first (x: [B, S, H, D], rotated
+  /// as [B, H, S, D] between two transposes), with repeated angles.
   LogicalResult rewrite(dfg::AddOp op, Value x, Value cos, Value sin,
-                        PatternRewriter &rewriter) const {
+                        Pairing pairing, PatternRewriter &rewriter) const {
     auto xt = cast<RankedTensorType>(x.getType());
     auto ct = cast<RankedTensorType>(cos.getType());
-    int64_t dim = xt.getDimSize(3);
+    int64_t dim = xt.getDimSize(3), rank = ct.getRank();
     // Sizes compared as symbolic dimensions (static ones are constants).
     SmallVector<AffineExpr> xd(shapes.dims(x)), cd(shapes.dims(cos));
     auto one = getAffineConstantExpr(1, op.getContext());
-    if (ct.getRank() < 2 || ct.getRank() > 4 ||
-        ct.isDynamicDim(ct.getRank() - 1) || ct.getShape().back() != dim ||
-        !dfg::sameDim(cd[ct.getRank() - 2], xd[2]))
+    if (rank < 2 || rank > 4 || ct.isDynamicDim(rank - 1) ||
+        ct.getShape().back() != dim)
       return failure();
-    // Per-row tables: [b, 1, S, D] with b in {1, B}, or [1, S, D] / [S, D].
+    // Which dimension of x the table's rows follow: the sequence at 2
+    // (heads first) or at 1 (sequence first, a [b, S, 1, D] table).
+    bool headsFirst = dfg::sameDim(cd[rank - 2], xd[2]) &&
+                      (rank < 4 || dfg::sameDim(cd[1], one));
+    bool seqFirst = !headsFirst && rank == 4 &&
+                    dfg::sameDim(cd[1], xd[1]) && dfg::sameDim(cd[2], one);
+    // The number of heads is static.
+    if ((!headsFirst || xt.isDynamicDim(1)) &&
+        (!seqFirst || xt.isDynamicDim(2)))
+      return failure();
+    // Per-row tables: b in {1, B}; a rank-3 table is [1, S, D].
     int64_t rows = 1;
-    if (ct.getRank() == 4) {
-      if (!dfg::sameDim(cd[1], one) ||
-          (!dfg::sameDim(cd[0], one) && !dfg::sameDim(cd[0], xd[0])))
+    if (rank == 4) {
+      if (!dfg::sameDim(cd[0], one) && !dfg::sameDim(cd[0], xd[0]))
         return failure();
       rows = ct.getDimSize(0);
-    } else if (ct.getRank() == 3 && !dfg::sameDim(cd[0], one)) {
+    } else if (rank == 3 && !dfg::sameDim(cd[0], one)) {
       return failure();
     }
     // Check both tables before creating anything for either.
-    if (!firstHalfOfTable(cos, dim, nullptr, reader) ||
-        !firstHalfOfTable(sin, dim, nullptr, reader))
+    if (!angleTable(cos, dim, pairing, nullptr, reader) ||
+        !angleTable(sin, dim, pairing, nullptr, reader))
       return failure();
-    Value cosHalf = firstHalfOfTable(cos, dim, &rewriter, reader);
-    Value sinHalf = firstHalfOfTable(sin, dim, &rewriter, reader);
-    int64_t seq = xt.getDimSize(2);
+    Value cosHalf = angleTable(cos, dim, pairing, &rewriter, reader);
+    Value sinHalf = angleTable(sin, dim, pairing, &rewriter, reader);
+    Location loc = op.getLoc();
+    // The rotation reads [B, H, S, D].
+    Value input = x;
+    SmallVector<int64_t> swap{0, 2, 1, 3};
+    auto swapped = [&](RankedTensorType t) {
+      return RankedTensorType::get(
+          {t.getDimSize(0), t.getDimSize(2), t.getDimSize(1), t.getDimSize(3)},
+          t.getElementType());
+    };
+    if (seqFirst)
+      input = dfg::TransposeOp::create(rewriter, loc, swapped(xt), x,
+                                       rewriter.getDenseI64ArrayAttr(swap));
+    auto it = cast<RankedTensorType>(input.getType());
+    int64_t seq = it.getDimSize(2);
     auto tableType =
         RankedTensorType::get({rows, seq, dim / 2}, ct.getElementType());
     auto flat = [&](Value half) -> Value {
@@ -254,12 +411,16 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
         spec[1] = -1;
       if (ShapedType::isDynamic(rows))
         spec[0] = ShapedType::isDynamic(seq) ? 0 : -1;
-      return dfg::ReshapeOp::create(rewriter, op.getLoc(), tableType, half,
+      return dfg::ReshapeOp::create(rewriter, loc, tableType, half,
                                     rewriter.getDenseI64ArrayAttr(spec));
     };
-    rewriter.replaceOpWithNewOp<dfg::RotaryOp>(
-        op, op.getType(), x, flat(cosHalf), flat(sinHalf), Value(),
-        /*interleaved=*/false, dim);
+    Value rotary = dfg::RotaryOp::create(
+        rewriter, loc, it, input, flat(cosHalf), flat(sinHalf), Value(),
+        pairing == Pairing::Interleaved, dim);
+    if (seqFirst)
+      rotary = dfg::TransposeOp::create(rewriter, loc, op.getType(), rotary,
+                                        rewriter.getDenseI64ArrayAttr(swap));
+    rewriter.replaceOp(op, rotary);
     return success();
   }
 
@@ -267,8 +428,18 @@ struct RotateHalfToRotary : OpRewritePattern<dfg::AddOp> {
   dfg::SymbolicShapes &shapes;
 };
 
+/// The transpose swapping dimensions 1 and 2 of a 4-D `v`, or null.
+dfg::TransposeOp swapOfMiddle(Value v) {
+  auto transpose = defining<dfg::TransposeOp>(v);
+  return transpose && transpose.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3}
+             ? transpose
+             : dfg::TransposeOp();
+}
+
 /// concat(rotary(x[..., :r]), x[..., r:]) -> rotary(x, rotary_dim = r)
-///   (partial rotary: only the first r features of each head turn)
+///   (partial rotary: only the first r features of each head turn; also
+///   with the sequence first, concat(T(rotary(T(x[..., :r]))), x[..., r:])
+///   -> T(rotary(T(x), r)) for T the swap of dimensions 1 and 2)
 struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -277,25 +448,49 @@ struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
     auto type = op.getType();
     int64_t axis = static_cast<int64_t>(op.getAxis());
     if (op.getInputs().size() != 2 || type.getRank() != 4 ||
-        !isLastAxis(axis, 4) || !type.hasStaticShape())
+        !isLastAxis(axis, 4) || type.isDynamicDim(3))
       return failure();
-    auto rotary = defining<dfg::RotaryOp>(op.getInputs()[0]);
-    auto rotated =
-        rotary ? defining<dfg::SliceOp>(rotary.getInput()) : dfg::SliceOp();
+    Value head = op.getInputs()[0];
+    dfg::TransposeOp after = swapOfMiddle(head);
+    auto rotary = defining<dfg::RotaryOp>(after ? after.getInput() : head);
+    if (!rotary)
+      return failure();
+    Value rotatedInput = rotary.getInput();
+    dfg::TransposeOp before;
+    if (after) {
+      before = swapOfMiddle(rotatedInput);
+      if (!before)
+        return failure();
+      rotatedInput = before.getInput();
+    }
+    auto rotated = defining<dfg::SliceOp>(rotatedInput);
     auto pass = defining<dfg::SliceOp>(op.getInputs()[1]);
     if (!rotated || !pass || rotated.getInput() != pass.getInput() ||
         rotated.getInput().getType() != type)
       return failure();
     int64_t dim = type.getDimSize(3);
     int64_t r = static_cast<int64_t>(rotary.getRotaryDim());
-    auto head = lastDimRange(rotated, dim), tail = lastDimRange(pass, dim);
-    if (!head || !tail || *head != std::pair<int64_t, int64_t>(0, r) ||
-        *tail != std::pair<int64_t, int64_t>(r, dim) ||
+    auto first = lastDimRange(rotated, dim), rest = lastDimRange(pass, dim);
+    if (!first || !rest || *first != std::pair<int64_t, int64_t>(0, r) ||
+        *rest != std::pair<int64_t, int64_t>(r, dim) ||
         rotary.getType().getDimSize(3) != r)
       return failure();
-    rewriter.replaceOpWithNewOp<dfg::RotaryOp>(
-        op, type, rotated.getInput(), rotary.getCos(), rotary.getSin(),
+    Value x = rotated.getInput();
+    Location loc = op.getLoc();
+    auto swap = rewriter.getDenseI64ArrayAttr({0, 2, 1, 3});
+    Type rotatedType = type;
+    if (after) {
+      rotatedType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(2),
+                                           type.getDimSize(1), dim},
+                                          type.getElementType());
+      x = dfg::TransposeOp::create(rewriter, loc, rotatedType, x, swap);
+    }
+    Value result = dfg::RotaryOp::create(
+        rewriter, loc, rotatedType, x, rotary.getCos(), rotary.getSin(),
         rotary.getPositions(), rotary.getInterleaved(), r);
+    if (after)
+      result = dfg::TransposeOp::create(rewriter, loc, type, result, swap);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
@@ -305,7 +500,7 @@ struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
 void populateRaiseRotaryPatterns(RewritePatternSet &patterns,
                                  const ConstantReader &reader,
                                  dfg::SymbolicShapes &shapes) {
-  patterns.add<RotateHalfToRotary>(patterns.getContext(), reader, shapes);
+  patterns.add<RotateToRotary>(patterns.getContext(), reader, shapes);
   patterns.add<PartialRotary>(patterns.getContext());
 }
 

@@ -275,6 +275,39 @@ func.func @rotary_tables_in_graph(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xi6
 
 // -----
 
+// CodeGen scales after the mask: softmax((Q K^T + mask) / 4). The scale
+// applies to the mask too: a Where of constants (HF's 0 / finfo.min) is
+// rebuilt with its constants scaled; any other additive mask is multiplied.
+// CHECK-LABEL: func.func @scale_after_mask
+// CHECK-SAME: (%{{[^:]+}}: tensor<1x2x3x4xf32>, %{{[^:]+}}: tensor<1x2x3x4xf32>, %{{[^:]+}}: tensor<1x2x3x4xf32>, %[[KEEP:[^:]+]]: tensor<1x1x3x3xi1>, %[[M:[^:]+]]: tensor<1x1x3x3xf32>)
+// CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[FILL:.+]] = dfg.constant dense<-8.50705867E+37> : tensor<f32>
+// CHECK-DAG: %[[QUARTER:.+]] = dfg.constant dense<2.500000e-01> : tensor<f32>
+// CHECK-DAG: %[[W:.+]] = dfg.where %[[KEEP]], %[[ZERO]], %[[FILL]]
+// CHECK-DAG: %[[MS:.+]] = dfg.mul %[[M]], %[[QUARTER]]
+// CHECK-DAG: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[W]]) scale = 2.500000e-01 causal = false
+// CHECK-DAG: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[MS]]) scale = 2.500000e-01 causal = false
+// CHECK-NOT: dfg.softmax
+func.func @scale_after_mask(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %keep: tensor<1x1x3x3xi1>, %m: tensor<1x1x3x3xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %four = dfg.constant dense<4.0> : tensor<f32>
+  %mask = dfg.where %keep, %zero, %min : (tensor<1x1x3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x3x3xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %a = dfg.add %s, %mask : (tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %d = dfg.div %a, %four : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = dfg.softmax %d axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %b = dfg.add %m, %s : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %e = dfg.div %b, %four : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %pb = dfg.softmax %e axis = -1 : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %ob = dfg.matmul %pb, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o, %ob : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // GPT-2 attention: scores divided by sqrt(d), the causal bool buffer through
 // Where with -1e4, softmax over the keys: one causal dfg.attention.
 // CHECK-LABEL: func.func @causal_where
@@ -440,6 +473,96 @@ func.func @partial_rotary(%in: tensor<1x2x2x8xf32>) -> tensor<1x2x2x8xf32> {
   %y = dfg.add %a, %b : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x4xf32>
   %out = dfg.concat %y, %rest axis = -1 : (tensor<1x2x2x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x2x8xf32>
   return %out : tensor<1x2x2x8xf32>
+}
+
+// -----
+
+// Interleaved RoPE as Cohere and GLM write it: rotate_every_two(x) =
+// stack(-x[..., 1::2], x[..., 0::2], -1) flattened, tables computed in the
+// graph by repeat_interleave(f, 2) (unsqueeze, expand to [..., 2], flatten)
+// before cos / sin. The rotary reads f once. Near misses, left alone: the
+// stack in the other order (x[0::2] first: not a rotation by +angle), and
+// tables concat(f, f), whose pairs are not equal.
+// CHECK-LABEL: func.func @interleaved_rotary_tables_in_graph
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x2x3x4xf32>, %[[P:[^:]+]]: tensor<1x3x1xf32>, %[[F:[^:]+]]: tensor<2xf32>)
+// CHECK: %[[FR:.+]] = dfg.mul %[[P]], %[[F]] : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+// CHECK: %[[F1:.+]] = dfg.unsqueeze %[[FR]] axes = [3] : (tensor<1x3x2xf32>) -> tensor<1x3x2x1xf32>
+// CHECK-DAG: %[[FC:.+]] = dfg.reshape %[[F1]] to [0, 0, 2] : (tensor<1x3x2x1xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[C:.+]] = dfg.cos %[[FC]] : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[CU:.+]] = dfg.unsqueeze %[[C]] axes = [1]
+// CHECK-DAG: %[[FS:.+]] = dfg.reshape %[[F1]] to [0, 0, 2] : (tensor<1x3x2x1xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[S:.+]] = dfg.sin %[[FS]] : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK-DAG: %[[SU:.+]] = dfg.unsqueeze %[[S]] axes = [1]
+// CHECK-DAG: %[[SR:.+]] = dfg.reshape %[[SU]] to [1, 3, 2]
+// CHECK-DAG: %[[CR:.+]] = dfg.reshape %[[CU]] to [1, 3, 2]
+// CHECK: %[[R:.+]] = dfg.rotary %[[X]], %[[CR]], %[[SR]] interleaved = true rotary_dim = 4 : (tensor<1x2x3x4xf32>, tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NOT: dfg.rotary
+// CHECK: return %[[R]], %{{.+}}, %{{.+}} :
+func.func @interleaved_rotary_tables_in_graph(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xf32>, %inv: tensor<2xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %f = dfg.mul %pos, %inv : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+  %f1 = dfg.unsqueeze %f axes = [3] : (tensor<1x3x2xf32>) -> tensor<1x3x2x1xf32>
+  %f2 = dfg.expand %f1 shape = [1, 1, 2, 2] : (tensor<1x3x2x1xf32>) -> tensor<1x3x2x2xf32>
+  %emb = dfg.reshape %f2 to [0, 0, 4] : (tensor<1x3x2x2xf32>) -> tensor<1x3x4xf32>
+  %c0 = dfg.cos %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = dfg.sin %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %cos = dfg.unsqueeze %c0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %sin = dfg.unsqueeze %s0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %even = dfg.slice %x starts = [0] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %odd = dfg.slice %x starts = [1] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %n = dfg.neg %odd : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+  %n1 = dfg.unsqueeze %n axes = [-1] : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2x1xf32>
+  %e1 = dfg.unsqueeze %even axes = [-1] : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2x1xf32>
+  %st = dfg.concat %n1, %e1 axis = -1 : (tensor<1x2x3x2x1xf32>, tensor<1x2x3x2x1xf32>) -> tensor<1x2x3x2x2xf32>
+  %rot = dfg.reshape %st to [0, 2, 0, 4] : (tensor<1x2x3x2x2xf32>) -> tensor<1x2x3x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  // Near miss 1: stack(x[0::2], -x[1::2]).
+  %sw = dfg.concat %e1, %n1 axis = -1 : (tensor<1x2x3x2x1xf32>, tensor<1x2x3x2x1xf32>) -> tensor<1x2x3x2x2xf32>
+  %rsw = dfg.reshape %sw to [0, 2, 0, 4] : (tensor<1x2x3x2x2xf32>) -> tensor<1x2x3x4xf32>
+  %bsw = dfg.mul %rsw, %sin : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %z = dfg.add %a, %bsw : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  // Near miss 2: tables concat(f, f) under the interleaved rotation.
+  %h = dfg.concat %f, %f axis = -1 : (tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x3x4xf32>
+  %hc0 = dfg.cos %h : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %hs0 = dfg.sin %h : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %hc = dfg.unsqueeze %hc0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %hs = dfg.unsqueeze %hs0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %ha = dfg.mul %x, %hc : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %hb = dfg.mul %rot, %hs : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %w = dfg.add %ha, %hb : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y, %z, %w : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// GPT-J and CodeGen: partial interleaved RoPE on the [B, S, H, D] view
+// (the first 4 of 8 features), tables [B, S, 1, 4] with literal repeated
+// pairs, the heads transposed afterwards. The rotation runs on [B, H, S, D]
+// between two transposes; the second cancels the exporter's.
+// CHECK-LABEL: func.func @interleaved_partial_rotary_sequence_first
+// CHECK-SAME: (%[[IN:.+]]: tensor<1x3x2x8xf32>)
+// CHECK: %[[T:.+]] = dfg.transpose %[[IN]] perm = [0, 2, 1, 3] : (tensor<1x3x2x8xf32>) -> tensor<1x2x3x8xf32>
+// CHECK: %[[R:.+]] = dfg.rotary %[[T]], %{{.+}}, %{{.+}} interleaved = true rotary_dim = 4 : (tensor<1x2x3x8xf32>, tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x2x3x8xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @interleaved_partial_rotary_sequence_first(%in: tensor<1x3x2x8xf32>) -> tensor<1x2x3x8xf32> {
+  %cos = dfg.constant dense<[[[[1.0, 1.0, 0.5, 0.5]], [[0.25, 0.25, 0.125, 0.125]], [[0.75, 0.75, 0.5, 0.5]]]]> : tensor<1x3x1x4xf32>
+  %sin = dfg.constant dense<[[[[0.0, 0.0, 0.75, 0.75]], [[0.5, 0.5, 0.25, 0.25]], [[0.125, 0.125, 1.0, 1.0]]]]> : tensor<1x3x1x4xf32>
+  %x = dfg.slice %in starts = [0] ends = [4] axes = [3] steps = [1] : (tensor<1x3x2x8xf32>) -> tensor<1x3x2x4xf32>
+  %rest = dfg.slice %in starts = [4] ends = [9223372036854775807] axes = [3] steps = [1] : (tensor<1x3x2x8xf32>) -> tensor<1x3x2x4xf32>
+  %even = dfg.slice %x starts = [0] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<1x3x2x4xf32>) -> tensor<1x3x2x2xf32>
+  %odd = dfg.slice %x starts = [1] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<1x3x2x4xf32>) -> tensor<1x3x2x2xf32>
+  %n = dfg.neg %odd : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  %n1 = dfg.unsqueeze %n axes = [-1] : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2x1xf32>
+  %e1 = dfg.unsqueeze %even axes = [-1] : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2x1xf32>
+  %st = dfg.concat %n1, %e1 axis = -1 : (tensor<1x3x2x2x1xf32>, tensor<1x3x2x2x1xf32>) -> tensor<1x3x2x2x2xf32>
+  %rot = dfg.reshape %st to [0, 0, 2, 4] : (tensor<1x3x2x2x2xf32>) -> tensor<1x3x2x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>) -> tensor<1x3x2x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>) -> tensor<1x3x2x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
+  %cat = dfg.concat %y, %rest axis = -1 : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x8xf32>
+  %out = dfg.transpose %cat perm = [0, 2, 1, 3] : (tensor<1x3x2x8xf32>) -> tensor<1x2x3x8xf32>
+  return %out : tensor<1x2x3x8xf32>
 }
 
 // -----
