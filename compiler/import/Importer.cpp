@@ -229,6 +229,16 @@ LogicalResult NodeContext::error(const Twine &msg) {
   return emitError(loc_) << msg;
 }
 
+FailureOr<int64_t> normalizedAxis(NodeContext &ctx, StringRef name,
+                                  int64_t axis, int64_t rank, StringRef what) {
+  if (rank > 0 && axis >= -rank && axis < rank)
+    return axis < 0 ? axis + rank : axis;
+  return ctx.error(name + " axis " + std::to_string(axis) +
+                   " is out of range for " + what + " of rank " +
+                   std::to_string(rank) + " (expected [" +
+                   std::to_string(-rank) + ", " + std::to_string(rank) + "))");
+}
+
 /// The attribute `name` if present with type `type`; a present attribute of
 /// another type is reported (ONNX's typed accessors would read it as 0).
 static const onnx::AttributeProto *

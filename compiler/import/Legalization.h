@@ -265,6 +265,13 @@ mlir::FailureOr<mlir::Value> rotate(NodeContext &ctx, mlir::Value x,
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 splitLast(NodeContext &ctx, mlir::Value x, llvm::ArrayRef<int64_t> sizes);
 
+/// `axis` (negative counts from the end) as an index into `rank`
+/// dimensions; else the node's error "<name> axis A is out of range for
+/// <what> of rank R" (`what`: "an input", "a result").
+mlir::FailureOr<int64_t> normalizedAxis(NodeContext &ctx, llvm::StringRef name,
+                                        int64_t axis, int64_t rank,
+                                        llvm::StringRef what = "an input");
+
 /// The attention scale: the node's `scale` attribute, else 1/sqrt(head_dim)
 /// of `q` ([batch, heads, seq, head_dim]).
 mlir::FailureOr<double> attentionScale(NodeContext &ctx, mlir::Value q);

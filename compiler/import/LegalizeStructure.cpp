@@ -120,12 +120,11 @@ LogicalResult legalizeGatherElements(NodeContext &ctx) {
   if (!indices.getElementType().isInteger(64) &&
       !indices.getElementType().isInteger(32))
     return ctx.error("indices must be int32 or int64");
-  int64_t axis = ctx.attrInt("axis", 0);
-  if (axis < -rank || axis >= rank)
-    return ctx.error("axis " + std::to_string(axis) + " is outside rank " +
-                     std::to_string(rank));
-  if (axis < 0)
-    axis += rank;
+  FailureOr<int64_t> normalized =
+      normalizedAxis(ctx, "GatherElements", ctx.attrInt("axis", 0), rank);
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
   OpBuilder &b = ctx.builder();
   Type i64 = b.getI64Type();
   Value index = ctx.input(1);
@@ -546,14 +545,13 @@ LogicalResult legalizeCumSum(NodeContext &ctx) {
   if (axis->size() != 1)
     return ctx.error("CumSum's axis must hold one value, got " +
                      std::to_string(axis->size()));
-  int64_t rank = in.getRank(), a = axis->front();
-  if (rank == 0 || a < -rank || a >= rank)
-    return ctx.error("CumSum axis " + std::to_string(a) +
-                     " is out of range for an input of rank " +
-                     std::to_string(rank));
+  FailureOr<int64_t> a =
+      normalizedAxis(ctx, "CumSum", axis->front(), in.getRank());
+  if (failed(a))
+    return failure();
   OpBuilder &b = ctx.builder();
   Value result = dfg::CumSumOp::create(
-      b, ctx.loc(), in, ctx.input(0), b.getI64IntegerAttr(a < 0 ? a + rank : a),
+      b, ctx.loc(), in, ctx.input(0), b.getI64IntegerAttr(*a),
       b.getBoolAttr(ctx.attrInt("exclusive", 0) != 0),
       b.getBoolAttr(ctx.attrInt("reverse", 0) != 0));
   return ctx.setResults(result);
@@ -600,13 +598,12 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   if (kv->size() != 1)
     return ctx.error("K must hold one value, got " +
                      std::to_string(kv->size()));
-  int64_t rank = in.getRank(), axis = ctx.attrInt("axis", -1);
-  if (rank == 0 || axis < -rank || axis >= rank)
-    return ctx.error("axis " + std::to_string(axis) +
-                     " is out of range for an input of rank " +
-                     std::to_string(rank));
-  if (axis < 0)
-    axis += rank;
+  int64_t rank = in.getRank();
+  FailureOr<int64_t> normalized =
+      normalizedAxis(ctx, "TopK", ctx.attrInt("axis", -1), rank);
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
   int64_t n = in.getDimSize(axis), k = kv->front();
   if (ShapedType::isDynamic(n))
     return ctx.error("TopK along axis " + std::to_string(axis) + " of " +
@@ -704,13 +701,11 @@ LogicalResult legalizeOneHot(NodeContext &ctx) {
   if (depthValues->size() != 1 || depthValues->front() < 1)
     return ctx.error("depth must be one positive integer");
   int64_t depth = depthValues->front(), rank = in.getRank() + 1;
-  int64_t axis = ctx.attrInt("axis", -1);
-  if (axis < -rank || axis >= rank)
-    return ctx.error("axis " + std::to_string(axis) +
-                     " is out of range for a result of rank " +
-                     std::to_string(rank));
-  if (axis < 0)
-    axis += rank;
+  FailureOr<int64_t> normalized = normalizedAxis(
+      ctx, "OneHot", ctx.attrInt("axis", -1), rank, "a result");
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
   Type i64 = b.getI64Type(), i1 = b.getI1Type();

@@ -17,8 +17,9 @@
 //      rows (every key masked) where the softmax is NaN.
 //   2. From S down to the score matmul: splat Mul/Div are the scale; one
 //      Where with a fill below -1000 is a bool mask; one Add whose other side
-//      does not lead to the scores is an additive mask (only if no scale is
-//      applied after it, which would scale the mask too).
+//      does not lead to the scores is an additive mask. A scale applied after
+//      the mask (CodeGen: (Q K^T + mask) / c) scales the mask too: the op
+//      takes the mask scaled (a Where of constants gets scaled constants).
 //   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
 //      on Q or K folded into the scale; K^T may also be the dynamo
 //      exporter's reshape to 3-D, transpose, reshape back (keyOfTranspose).
@@ -290,7 +291,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     }
 
     // 2. Scale, mask and softcap down to the score matmul.
-    double scale = 1.0, scaleAbove = 1.0, softcap = 0.0;
+    double scale = 1.0, scaleAbove = 1.0, softcap = 0.0, maskScale = 1.0;
     bool softcapFirst = false;
     Value mask;
     for (int step = 0; step < 10; ++step) {
@@ -320,9 +321,10 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
       if (auto add = defining<dfg::AddOp>(s)) {
         bool lhsScores = reachesScores(add.getLhs());
-        if (mask || scaleAbove != 1.0 ||
+        if (mask || !(scaleAbove > 0) ||
             lhsScores == reachesScores(add.getRhs()))
           return failure();
+        maskScale = scaleAbove;
         Value scores = lhsScores ? add.getLhs() : add.getRhs();
         if (scores.getType() != add.getType())
           return failure();
@@ -404,6 +406,15 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
     }
 
+    if (mask) {
+      auto mt = cast<RankedTensorType>(mask.getType());
+      if (!mt.getElementType().isInteger(1) && mt.getElementType() != element)
+        return failure();
+    }
+    // From here on the match stands: the rest may build ops.
+    if (mask && maskScale != 1.0)
+      mask = scaledMask(mask, maskScale, rewriter);
+
     // 5. A causal mask becomes the flag; so does the causal factor of a
     //    conjunction (HF's causal and padding masks), the rest staying the
     //    operand.
@@ -428,10 +439,6 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     if (causal)
       mask = Value();
     if (mask) {
-      auto mt = cast<RankedTensorType>(mask.getType());
-      if (!mt.getElementType().isInteger(1) && mt.getElementType() != element)
-        return failure();
-      // From here on the match stands: the split may build the rest.
       if (std::optional<Value> rest =
               splitCausalFactor(mask, queriesLen, keysLen, pastLen, shapes,
                                 reader, rewriter, causalFill)) {
@@ -467,6 +474,33 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     }
     rewriter.replaceOp(op, attention.getResult());
     return success();
+  }
+
+  /// The additive mask `mask * factor`: a Where of two splat constants
+  /// (HF's 0 / finfo.min) becomes the Where of the scaled constants, so
+  /// that step 5 still reads its fill; any other mask is multiplied.
+  Value scaledMask(Value mask, double factor,
+                   PatternRewriter &rewriter) const {
+    Location loc = mask.getLoc();
+    auto splatOf = [&](Type type, double v) -> Value {
+      auto t = cast<RankedTensorType>(type);
+      return dfg::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), v)));
+    };
+    if (auto where = defining<dfg::WhereOp>(mask)) {
+      std::optional<double> keep = reader.splat(where.getLhs());
+      std::optional<double> fill = reader.splat(where.getRhs());
+      if (keep && fill)
+        return dfg::WhereOp::create(
+            rewriter, loc, where.getType(), where.getCondition(),
+            splatOf(where.getLhs().getType(), *keep * factor),
+            splatOf(where.getRhs().getType(), *fill * factor));
+    }
+    auto mt = cast<RankedTensorType>(mask.getType());
+    return dfg::MulOp::create(
+        rewriter, loc, mt, mask,
+        splatOf(RankedTensorType::get({}, mt.getElementType()), factor));
   }
 
   const ConstantReader &reader;
