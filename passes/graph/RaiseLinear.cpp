@@ -155,12 +155,46 @@ struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
   }
 };
 
+/// gather(transpose(W, [1, 0]), ids, axis = 0)
+///   -> transpose(gather(W, ids, axis = 1), [1, ..., r, 0])
+/// An embedding tied to an lm_head whose weight is stored [hidden, vocab]
+/// (onnxruntime-genai's builder): the ids' columns of W are read, instead
+/// of the whole weight transposed at every step.
+struct GatherColumnsOfWeight : OpRewritePattern<dfg::GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(dfg::GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = defining<dfg::TransposeOp>(op.getData());
+    if (!transpose || op.getAxis() != 0 ||
+        transpose.getPerm() != ArrayRef<int64_t>{1, 0} ||
+        !defining<dfg::WeightOp>(transpose.getInput()))
+      return failure();
+    auto weight = cast<RankedTensorType>(transpose.getInput().getType());
+    auto ids = cast<RankedTensorType>(op.getIndices().getType());
+    // [hidden, ids...], then the hidden dimension moved last.
+    SmallVector<int64_t> shape{weight.getDimSize(0)};
+    llvm::append_range(shape, ids.getShape());
+    SmallVector<int64_t> perm;
+    for (int64_t i = 1, r = ids.getRank(); i <= r; ++i)
+      perm.push_back(i);
+    perm.push_back(0);
+    Value columns = dfg::GatherOp::create(
+        rewriter, op.getLoc(),
+        RankedTensorType::get(shape, weight.getElementType()),
+        transpose.getInput(), op.getIndices(), 1);
+    rewriter.replaceOpWithNewOp<dfg::TransposeOp>(
+        op, op.getType(), columns, rewriter.getDenseI64ArrayAttr(perm));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateRaiseLinearPatterns(RewritePatternSet &patterns,
                                  dfg::SymbolicShapes &shapes) {
-  patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias, GatherRowsOfWeight>(
-      patterns.getContext());
+  patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias, GatherRowsOfWeight,
+               GatherColumnsOfWeight>(patterns.getContext());
   patterns.add<LinearThroughFlatten, LinearThroughSymbolicFlatten>(
       patterns.getContext(), shapes);
 }

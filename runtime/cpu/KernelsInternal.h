@@ -17,6 +17,19 @@
 #include <cstring>
 #include <limits>
 
+/// The runtime library is built for the baseline x86-64 (SSE2), so that
+/// rank executables run wherever their -march allows. The loops the
+/// kernels spend their elementwise time in are compiled again for
+/// x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512), and the loader picks the
+/// widest the CPU has (GCC's target_clones: an ifunc resolved once). Other
+/// compilers build the baseline alone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MESHC_CPU_CLONES                                                       \
+  __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define MESHC_CPU_CLONES
+#endif
+
 namespace meshc::rt::cpu::detail {
 
 /// Below this many elements a kernel runs on the calling thread: waking the

@@ -81,6 +81,7 @@ enum class Row {
 /// limit come first, then the softcap, as ONNX Attention-23 and onnxruntime
 /// order them (a masked key then scores -softcap). Unless it returns
 /// Row::Weights the row is left unspecified.
+MESHC_CPU_CLONES
 Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
                std::int64_t h, std::int64_t i, std::int64_t limit,
                std::int64_t width) {
@@ -135,6 +136,7 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
 }
 
 /// scores[j] = scale * q . k_j for the first `keys` key rows of `kh`.
+MESHC_CPU_CLONES
 void scoreKeys(const float *qi, const float *kh, std::int64_t dim, float scale,
                std::int64_t keys, float *scores) {
   for (std::int64_t j = 0; j < keys; ++j) {
@@ -148,6 +150,7 @@ void scoreKeys(const float *qi, const float *kh, std::int64_t dim, float scale,
 }
 
 /// out += sum over the `keys` value rows of weight p[j] times row j.
+MESHC_CPU_CLONES
 void addWeightedRows(const float *p, std::int64_t keys, const float *vh,
                      std::int64_t vDim, float *out) {
   for (std::int64_t j = 0; j < keys; ++j) {

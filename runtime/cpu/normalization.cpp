@@ -34,6 +34,45 @@ const float *normalisedOperand(const TensorRef &t, const TensorRef &in,
   return storage.data();
 }
 
+/// One row of `inner` elements: the fused residual sum (into `sum`, or into
+/// `y` when the sum is not an output), the statistics in double, the affine
+/// output. Compiled for each x86-64 level (MESHC_CPU_CLONES).
+MESHC_CPU_CLONES
+void normalizeRow(const float *x, const float *r, float *sum, const float *g,
+                  const float *beta, std::int64_t inner, double invInner,
+                  float epsilon, bool rms, float *y) {
+  if (r) {
+    // x = in + residual, rounded to f32 as the unfused add would be.
+    float *s = sum ? sum : y;
+    for (std::int64_t i = 0; i < inner; ++i)
+      s[i] = x[i] + r[i];
+    x = s;
+  }
+  double mean = 0.0;
+  if (!rms) {
+    double acc = 0.0;
+#pragma omp simd reduction(+ : acc)
+    for (std::int64_t i = 0; i < inner; ++i)
+      acc += x[i];
+    mean = acc * invInner;
+  }
+  double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+  for (std::int64_t i = 0; i < inner; ++i) {
+    const double c = x[i] - mean;
+    sq += c * c;
+  }
+  const float inv = static_cast<float>(1.0 / std::sqrt(sq * invInner + epsilon));
+  const float m = static_cast<float>(mean);
+  if (beta) {
+    for (std::int64_t i = 0; i < inner; ++i)
+      y[i] = (x[i] - m) * inv * g[i] + beta[i];
+  } else {
+    for (std::int64_t i = 0; i < inner; ++i)
+      y[i] = (x[i] - m) * inv * g[i];
+  }
+}
+
 void normalize(const TensorRef &in, const TensorRef &scale,
                const TensorRef *bias, const TensorRef *residual,
                std::int64_t axis, float epsilon, const TensorRef &out,
@@ -56,42 +95,10 @@ void normalize(const TensorRef &in, const TensorRef &scale,
   const double invInner = 1.0 / static_cast<double>(inner);
 
 #pragma omp parallel for schedule(static) if (total > kParallelThreshold)
-  for (std::int64_t o = 0; o < outer; ++o) {
-    const float *x = x0 + o * inner;
-    float *y = y0 + o * inner;
-    if (res) {
-      // x = in + residual, rounded to f32 as the unfused add would be.
-      float *s = sumData ? sumData + o * inner : y;
-      const float *r = res + o * inner;
-      for (std::int64_t i = 0; i < inner; ++i)
-        s[i] = x[i] + r[i];
-      x = s;
-    }
-    double mean = 0.0;
-    if (!rms) {
-      double acc = 0.0;
-#pragma omp simd reduction(+ : acc)
-      for (std::int64_t i = 0; i < inner; ++i)
-        acc += x[i];
-      mean = acc * invInner;
-    }
-    double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const double c = x[i] - mean;
-      sq += c * c;
-    }
-    const float inv =
-        static_cast<float>(1.0 / std::sqrt(sq * invInner + epsilon));
-    const float m = static_cast<float>(mean);
-    if (beta) {
-      for (std::int64_t i = 0; i < inner; ++i)
-        y[i] = (x[i] - m) * inv * g[i] + beta[i];
-    } else {
-      for (std::int64_t i = 0; i < inner; ++i)
-        y[i] = (x[i] - m) * inv * g[i];
-    }
-  }
+  for (std::int64_t o = 0; o < outer; ++o)
+    normalizeRow(x0 + o * inner, res ? res + o * inner : nullptr,
+                 sumData ? sumData + o * inner : nullptr, g, beta, inner,
+                 invInner, epsilon, rms, y0 + o * inner);
 }
 
 } // namespace

@@ -201,6 +201,25 @@ func.func @dense_layers(%x: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>, %a: tenso
 
 // -----
 
+// An embedding tied to an lm_head stored [hidden, vocab] (onnxruntime-genai's
+// builder writes Gather(Transpose(W))): the ids' columns of W are gathered
+// and moved last; the weight itself is never transposed.
+// CHECK-LABEL: func.func @tied_embedding_of_transposed_weight
+// CHECK-SAME: (%[[IDS:.+]]: tensor<2x3xi64>)
+// CHECK: %[[W:.+]] = dfg.weight "lm_head" in "m.bin" [offset = 0, length = 2048] : tensor<8x64xf32>
+// CHECK: %[[C:.+]] = dfg.gather %[[W]], %[[IDS]] axis = 1 : (tensor<8x64xf32>, tensor<2x3xi64>) -> tensor<8x2x3xf32>
+// CHECK: %[[E:.+]] = dfg.transpose %[[C]] perm = [1, 2, 0] : (tensor<8x2x3xf32>) -> tensor<2x3x8xf32>
+// CHECK-NOT: perm = [1, 0]
+// CHECK: return %[[E]]
+func.func @tied_embedding_of_transposed_weight(%ids: tensor<2x3xi64>) -> tensor<2x3x8xf32> {
+  %w = dfg.weight "lm_head" in "m.bin" [offset = 0, length = 2048] : tensor<8x64xf32>
+  %t = dfg.transpose %w perm = [1, 0] : (tensor<8x64xf32>) -> tensor<64x8xf32>
+  %e = dfg.gather %t, %ids axis = 0 : (tensor<64x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+  return %e : tensor<2x3x8xf32>
+}
+
+// -----
+
 // Rotate-half RoPE with literal cos/sin tables whose halves are equal; the
 // same spelling with a table whose halves differ is left alone.
 // CHECK-LABEL: func.func @rotary
