@@ -13,6 +13,13 @@
 // over threads, each reads a contiguous part of the weight, so that its
 // loads stream.
 //
+// A product of a few rows (2 to kFewRows: a decoding step of a small batch)
+// by a [k, n] weight does not go to sgemm either, which packs the weight
+// for a product that uses each element only a few times: each thread takes
+// a run of the weight's rows, streams it once and multiplies every row of
+// the input by it (fewRowsProduct), the partial sums added after, as for
+// one row.
+//
 // A bf16 weight (--dtype bf16 on the cpu target: the weights products read
 // are stored in bf16, activations and sums stay f32) is widened as it is
 // read: a one-row product multiplies each weight as it loads it (the step
@@ -92,6 +99,107 @@ bool sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
   }
   return true;
 }
+/// Rows of an input that go to fewRowsProduct instead of sgemm (by a [k, n]
+/// weight).
+constexpr std::int64_t kFewRows = 8;
+
+/// y[i, :] = sum over r < rows of x[i, r] * w[r, :] for the M rows of x
+/// (leading dimensions ldx, ldw, ldy), by blocks of columns whose M output
+/// pieces stay in L2 while each weight row's piece (32 KB, long enough for
+/// the prefetchers to stream) is read once and used by every row.
+template <int M>
+inline void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
+                         const float *__restrict w, std::int64_t rows,
+                         std::int64_t n, std::int64_t ldw,
+                         float *__restrict y, std::int64_t ldy) {
+  constexpr std::int64_t kCols = 8192;
+  for (std::int64_t j0 = 0; j0 < n; j0 += kCols) {
+    const std::int64_t cols = std::min(kCols, n - j0);
+    float *__restrict yp[M];
+    for (int i = 0; i < M; ++i) {
+      yp[i] = y + i * ldy + j0;
+      std::fill(yp[i], yp[i] + cols, 0.0f);
+    }
+    std::int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const float *w0 = w + r * ldw + j0, *w1 = w0 + ldw, *w2 = w1 + ldw,
+                  *w3 = w2 + ldw;
+      float a[M][4];
+      for (int i = 0; i < M; ++i)
+        for (int q = 0; q < 4; ++q)
+          a[i][q] = x[i * ldx + r + q];
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const float v0 = w0[j], v1 = w1[j], v2 = w2[j], v3 = w3[j];
+        for (int i = 0; i < M; ++i)
+          yp[i][j] += a[i][0] * v0 + a[i][1] * v1 + a[i][2] * v2 + a[i][3] * v3;
+      }
+    }
+    for (; r < rows; ++r) {
+      const float *w0 = w + r * ldw + j0;
+      for (int i = 0; i < M; ++i) {
+        const float a0 = x[i * ldx + r];
+        for (std::int64_t j = 0; j < cols; ++j)
+          yp[i][j] += a0 * w0[j];
+      }
+    }
+  }
+}
+
+/// fewRowsBlock for any number of rows, four at a time; compiled for each
+/// x86-64 level (MESHC_CPU_CLONES).
+MESHC_CPU_CLONES
+void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
+                    const float *w, std::int64_t rows, std::int64_t n,
+                    std::int64_t ldw, float *y, std::int64_t ldy) {
+  for (std::int64_t i = 0; i < m; i += 4) {
+    const float *xi = x + i * ldx;
+    float *yi = y + i * ldy;
+    switch (std::min<std::int64_t>(4, m - i)) {
+    case 1:
+      fewRowsBlock<1>(xi, ldx, w, rows, n, ldw, yi, ldy);
+      break;
+    case 2:
+      fewRowsBlock<2>(xi, ldx, w, rows, n, ldw, yi, ldy);
+      break;
+    case 3:
+      fewRowsBlock<3>(xi, ldx, w, rows, n, ldw, yi, ldy);
+      break;
+    default:
+      fewRowsBlock<4>(xi, ldx, w, rows, n, ldw, yi, ldy);
+    }
+  }
+}
+
+/// c = alpha * a . b + beta * c for the m (<= kFewRows) rows of a and a
+/// [k, n] weight b: the weight's rows split into one run per thread (runs
+/// of at least kMinRunRows), each run's product by fewRowsProduct, the
+/// partial sums added after.
+void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
+                 float alpha, const float *a, std::int64_t lda, const float *b,
+                 std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
+  const std::int64_t most =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(threads, k / kMinRunRows));
+  const std::int64_t rowsPer = (k + most - 1) / most;
+  const int runs = static_cast<int>((k + rowsPer - 1) / rowsPer);
+  static thread_local std::vector<float> parts;
+  parts.resize(static_cast<std::size_t>(runs * m * n));
+  float *sums = parts.data();
+#pragma omp parallel for schedule(static) num_threads(runs) if (runs > 1)
+  for (int p = 0; p < runs; ++p) {
+    const std::int64_t l0 = p * rowsPer;
+    fewRowsProduct(a + l0, lda, m, b + l0 * ldb, std::min(rowsPer, k - l0), n,
+                   ldb, sums + p * m * n, n);
+  }
+  const std::int64_t total = m * n;
+#pragma omp parallel for schedule(static) if (total * runs > kParallelThreshold)
+  for (std::int64_t e = 0; e < total; ++e) {
+    float sum = 0.0f;
+    for (int p = 0; p < runs; ++p)
+      sum += sums[p * total + e];
+    float &out = c[(e / n) * ldc + e % n];
+    out = (beta == 0.0f ? 0.0f : beta * out) + alpha * sum;
+  }
+}
 } // namespace
 
 void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -135,6 +243,10 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t p = 0; p < blocks; ++p)
       gemv(p * block, std::min(block, n - p * block));
+    return;
+  }
+  if (!transB && m <= kFewRows) {
+    fewRowsGemm(threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   if (useDnnl()) {

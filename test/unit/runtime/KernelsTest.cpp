@@ -1167,6 +1167,27 @@ TEST(KernelsTest, OneRowProductsSplitByRowRunsOnManyThreads) {
   omp_set_num_threads(before);
 }
 
+// Products of 2 to 8 rows by a [k, n] weight (a small batch's decoding
+// step) go to the few-rows kernel, whose weight-row runs are split over the
+// threads and summed after; against float64, with and without a bias, on
+// one thread and on many (more threads than runs), sizes that leave
+// remainders of rows (k mod 4) and of column blocks.
+TEST(KernelsTest, FewRowProductsMatchFloat64) {
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2, 40}) {
+    omp_set_num_threads(threads);
+    for (std::int64_t rows : {2, 3, 5, 8})
+      for (std::int64_t k : {130, 771})
+        for (std::int64_t n : {70, 2050}) {
+          Tensor in = randomF32({1, rows, k}), bias = randomF32({n});
+          Tensor w = randomF32({k, n});
+          checkLinear(in, w, &bias, false);
+          checkLinear(in, w, nullptr, false);
+        }
+  }
+  omp_set_num_threads(before);
+}
+
 //===----------------------------------------------------------------------===//
 // Attention and rotary
 //===----------------------------------------------------------------------===//
