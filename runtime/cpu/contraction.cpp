@@ -14,7 +14,7 @@
 // loads stream.
 //
 // A product of a few rows (2 to kFewRows: a decoding step of a small batch)
-// by a [k, n] weight does not go to sgemm either, which packs the weight
+// by a [k, n] weight, f32 or bf16, does not go to sgemm either, which packs the weight
 // for a product that uses each element only a few times: each thread takes
 // a run of the weight's rows, streams it once and multiplies every row of
 // the input by it (fewRowsProduct), the partial sums added after, as for
@@ -107,9 +107,12 @@ constexpr std::int64_t kFewRows = 8;
 /// (leading dimensions ldx, ldw, ldy), by blocks of columns whose M output
 /// pieces stay in L2 while each weight row's piece (32 KB, long enough for
 /// the prefetchers to stream) is read once and used by every row.
-template <int M>
+inline float weightValue(float v) { return v; }
+inline float weightValue(std::uint16_t b) { return bfloat16ToFloat(b); }
+
+template <int M, typename W>
 inline void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
-                         const float *__restrict w, std::int64_t rows,
+                         const W *__restrict w, std::int64_t rows,
                          std::int64_t n, std::int64_t ldw,
                          float *__restrict y, std::int64_t ldy) {
   constexpr std::int64_t kCols = 8192;
@@ -122,35 +125,35 @@ inline void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
     }
     std::int64_t r = 0;
     for (; r + 4 <= rows; r += 4) {
-      const float *w0 = w + r * ldw + j0, *w1 = w0 + ldw, *w2 = w1 + ldw,
-                  *w3 = w2 + ldw;
+      const W *w0 = w + r * ldw + j0, *w1 = w0 + ldw, *w2 = w1 + ldw,
+              *w3 = w2 + ldw;
       float a[M][4];
       for (int i = 0; i < M; ++i)
         for (int q = 0; q < 4; ++q)
           a[i][q] = x[i * ldx + r + q];
       for (std::int64_t j = 0; j < cols; ++j) {
-        const float v0 = w0[j], v1 = w1[j], v2 = w2[j], v3 = w3[j];
+        const float v0 = weightValue(w0[j]), v1 = weightValue(w1[j]),
+                    v2 = weightValue(w2[j]), v3 = weightValue(w3[j]);
         for (int i = 0; i < M; ++i)
           yp[i][j] += a[i][0] * v0 + a[i][1] * v1 + a[i][2] * v2 + a[i][3] * v3;
       }
     }
     for (; r < rows; ++r) {
-      const float *w0 = w + r * ldw + j0;
+      const W *w0 = w + r * ldw + j0;
       for (int i = 0; i < M; ++i) {
         const float a0 = x[i * ldx + r];
         for (std::int64_t j = 0; j < cols; ++j)
-          yp[i][j] += a0 * w0[j];
+          yp[i][j] += a0 * weightValue(w0[j]);
       }
     }
   }
 }
 
-/// fewRowsBlock for any number of rows, four at a time; compiled for each
-/// x86-64 level (MESHC_CPU_CLONES).
-MESHC_CPU_CLONES
-void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
-                    const float *w, std::int64_t rows, std::int64_t n,
-                    std::int64_t ldw, float *y, std::int64_t ldy) {
+/// fewRowsBlock for any number of rows, four at a time.
+template <typename W>
+inline void fewRowsRows(const float *x, std::int64_t ldx, std::int64_t m,
+                        const W *w, std::int64_t rows, std::int64_t n,
+                        std::int64_t ldw, float *y, std::int64_t ldy) {
   for (std::int64_t i = 0; i < m; i += 4) {
     const float *xi = x + i * ldx;
     float *yi = y + i * ldy;
@@ -170,12 +173,28 @@ void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
   }
 }
 
+/// fewRowsRows on an f32 or a bf16 weight (widened as it is read, which is
+/// exact), compiled for each x86-64 level (MESHC_CPU_CLONES).
+MESHC_CPU_CLONES
+void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
+                    const float *w, std::int64_t rows, std::int64_t n,
+                    std::int64_t ldw, float *y, std::int64_t ldy) {
+  fewRowsRows(x, ldx, m, w, rows, n, ldw, y, ldy);
+}
+MESHC_CPU_CLONES
+void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
+                    const std::uint16_t *w, std::int64_t rows, std::int64_t n,
+                    std::int64_t ldw, float *y, std::int64_t ldy) {
+  fewRowsRows(x, ldx, m, w, rows, n, ldw, y, ldy);
+}
+
 /// c = alpha * a . b + beta * c for the m (<= kFewRows) rows of a and a
 /// [k, n] weight b: the weight's rows split into one run per thread (runs
 /// of at least kMinRunRows), each run's product by fewRowsProduct, the
 /// partial sums added after.
+template <typename W>
 void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
-                 float alpha, const float *a, std::int64_t lda, const float *b,
+                 float alpha, const float *a, std::int64_t lda, const W *b,
                  std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
   const std::int64_t most =
       std::max<std::int64_t>(1, std::min<std::int64_t>(threads, k / kMinRunRows));
@@ -399,6 +418,10 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
     for (std::int64_t p = 0; p < blocks; ++p)
       gemvBf16Columns(a, b, k, n, p * block, std::min(block, n - p * block),
                       beta, c);
+    return;
+  }
+  if (!transB && m <= kFewRows) {
+    fewRowsGemm(threads, m, n, k, 1.0f, a, k, b, n, beta, c, n);
     return;
   }
   // Widen a block of B's columns (about 4 MB of f32) and multiply it.

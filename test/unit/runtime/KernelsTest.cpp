@@ -1167,8 +1167,8 @@ TEST(KernelsTest, OneRowProductsSplitByRowRunsOnManyThreads) {
   omp_set_num_threads(before);
 }
 
-// Products of 2 to 8 rows by a [k, n] weight (a small batch's decoding
-// step) go to the few-rows kernel, whose weight-row runs are split over the
+// Products of 2 to 8 rows by a [k, n] weight, f32 or bf16 (a small batch's
+// decoding step), go to the few-rows kernel, whose weight-row runs are split over the
 // threads and summed after; against float64, with and without a bias, on
 // one thread and on many (more threads than runs), sizes that leave
 // remainders of rows (k mod 4) and of column blocks.
@@ -1183,6 +1183,7 @@ TEST(KernelsTest, FewRowProductsMatchFloat64) {
           Tensor w = randomF32({k, n});
           checkLinear(in, w, &bias, false);
           checkLinear(in, w, nullptr, false);
+          checkLinear(in, asBf16(w), &bias, false);
         }
   }
   omp_set_num_threads(before);
