@@ -36,6 +36,14 @@ bool isLastAxis(int64_t axis, int64_t rank) {
   return axis == rank - 1 || axis == -1;
 }
 
+/// `t` (4-D) with dimensions 1 and 2 swapped: the type of its transpose by
+/// [0, 2, 1, 3].
+RankedTensorType middleSwapped(RankedTensorType t) {
+  return RankedTensorType::get(
+      {t.getDimSize(0), t.getDimSize(2), t.getDimSize(1), t.getDimSize(3)},
+      t.getElementType());
+}
+
 /// The range [begin, end) that a unit-step slice of the last dimension (of
 /// static size `dim`) takes, or std::nullopt for any other slice.
 std::optional<std::pair<int64_t, int64_t>> lastDimRange(dfg::SliceOp slice,
@@ -392,13 +400,8 @@ struct RotateToRotary : OpRewritePattern<dfg::AddOp> {
     // The rotation reads [B, H, S, D].
     Value input = x;
     SmallVector<int64_t> swap{0, 2, 1, 3};
-    auto swapped = [&](RankedTensorType t) {
-      return RankedTensorType::get(
-          {t.getDimSize(0), t.getDimSize(2), t.getDimSize(1), t.getDimSize(3)},
-          t.getElementType());
-    };
     if (seqFirst)
-      input = dfg::TransposeOp::create(rewriter, loc, swapped(xt), x,
+      input = dfg::TransposeOp::create(rewriter, loc, middleSwapped(xt), x,
                                        rewriter.getDenseI64ArrayAttr(swap));
     auto it = cast<RankedTensorType>(input.getType());
     int64_t seq = it.getDimSize(2);
@@ -480,9 +483,7 @@ struct PartialRotary : OpRewritePattern<dfg::ConcatOp> {
     auto swap = rewriter.getDenseI64ArrayAttr({0, 2, 1, 3});
     Type rotatedType = type;
     if (after) {
-      rotatedType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(2),
-                                           type.getDimSize(1), dim},
-                                          type.getElementType());
+      rotatedType = middleSwapped(type);
       x = dfg::TransposeOp::create(rewriter, loc, rotatedType, x, swap);
     }
     Value result = dfg::RotaryOp::create(

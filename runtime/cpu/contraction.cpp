@@ -99,17 +99,19 @@ bool sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
   }
   return true;
 }
+
 /// Rows of an input that go to fewRowsProduct instead of sgemm (by a [k, n]
 /// weight).
 constexpr std::int64_t kFewRows = 8;
+
+/// A weight element as f32 (a bf16 one widened, which is exact).
+inline float weightValue(float v) { return v; }
+inline float weightValue(std::uint16_t b) { return bfloat16ToFloat(b); }
 
 /// y[i, :] = sum over r < rows of x[i, r] * w[r, :] for the M rows of x
 /// (leading dimensions ldx, ldw, ldy), by blocks of columns whose M output
 /// pieces stay in L2 while each weight row's piece (32 KB, long enough for
 /// the prefetchers to stream) is read once and used by every row.
-inline float weightValue(float v) { return v; }
-inline float weightValue(std::uint16_t b) { return bfloat16ToFloat(b); }
-
 template <int M, typename W>
 inline void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
                          const W *__restrict w, std::int64_t rows,
