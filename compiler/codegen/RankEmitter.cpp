@@ -320,16 +320,13 @@ SmallVector<std::string> FunctionEmitter::mapExprs(AffineMap map,
 
 std::string FunctionEmitter::operand(Value v, llvm::raw_ostream &os,
                                      bool product) {
-  auto it = names_.find(v);
-  if (it != names_.end())
-    return it->second;
   // A weight or constant, declared where first read (a product's bf16
-  // weight apart from the same weight in f32).
+  // weight apart from the same weight in f32, which another op, such as the
+  // gather of a tied embedding, may have declared first).
   bool bf16 = product && weights_.productReadsBf16(v);
   auto &names = bf16 ? bf16Names_ : names_;
-  if (bf16)
-    if (auto found = bf16Names_.find(v); found != bf16Names_.end())
-      return found->second;
+  if (auto found = names.find(v); found != names.end())
+    return found->second;
   int entry = weights_.entryFor(v, bf16);
   auto type = cast<RankedTensorType>(v.getType());
   std::string name = "w" + std::to_string(next_++);

@@ -30,6 +30,15 @@
 #define MESHC_CPU_CLONES
 #endif
 
+/// For the helpers of a MESHC_CPU_CLONES function: a helper the compiler
+/// left out of line would be compiled once, for the baseline, and every
+/// clone would call that copy.
+#if defined(__GNUC__)
+#define MESHC_INLINE inline __attribute__((always_inline))
+#else
+#define MESHC_INLINE inline
+#endif
+
 namespace meshc::rt::cpu::detail {
 
 /// Below this many elements a kernel runs on the calling thread: waking the

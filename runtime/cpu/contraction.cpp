@@ -14,17 +14,19 @@
 // loads stream.
 //
 // A product of a few rows (2 to kFewRows: a decoding step of a small batch)
-// by a [k, n] weight, f32 or bf16, does not go to sgemm either, which packs the weight
-// for a product that uses each element only a few times: each thread takes
-// a run of the weight's rows, streams it once and multiplies every row of
-// the input by it (fewRowsProduct), the partial sums added after, as for
-// one row.
+// by a [k, n] weight, f32 or bf16, does not go to sgemm either, which packs
+// the weight for a product that uses each element only a few times: each
+// thread takes a run of the weight's rows, streams it once and multiplies
+// every row of the input by it (fewRowsProduct: 8 weight rows at a time
+// against strips of 32 or 64 columns whose sums stay in registers), the
+// partial sums added after, as for one row.
 //
 // A bf16 weight (--dtype bf16 on the cpu target: the weights products read
 // are stored in bf16, activations and sums stay f32) is widened as it is
-// read: a one-row product multiplies each weight as it loads it (the step
-// reads half the bytes of f32), a product of several rows widens the weight
-// a block of columns at a time into f32 and multiplies the block by sgemm.
+// read, so a decoding step reads half the bytes of f32: by fewRowsProduct
+// for 1 to kFewRows rows of a [k, n] weight, by one dot product per output
+// for one row of an [n, k] one; a product of more rows widens the weight a
+// block of columns at a time into f32 and multiplies the block by sgemm.
 // Widening is exact (bf16 is f32's upper half), so the results are those of
 // the f32 kernels on the bf16-rounded weights.
 //
@@ -47,6 +49,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -108,52 +111,104 @@ constexpr std::int64_t kFewRows = 8;
 inline float weightValue(float v) { return v; }
 inline float weightValue(std::uint16_t b) { return bfloat16ToFloat(b); }
 
+/// 16 floats, and 16 bf16 values: GCC vector types, so that each clone of
+/// the kernels below (MESHC_CPU_CLONES) keeps them in its widest registers
+/// (one zmm on x86-64-v4, two ymm on v3, four xmm on the baseline). The
+/// alignment of one element lets them load from any element.
+typedef float F32x16 __attribute__((vector_size(64), aligned(4)));
+typedef std::uint16_t Bf16x16 __attribute__((vector_size(32), aligned(2)));
+typedef std::uint32_t U32x16 __attribute__((vector_size(64)));
+
+/// v = the 16 weights from w[0..16) as f32 (a bf16 one widened: its bits
+/// are f32's upper half, so this is exact). Out-parameters rather than
+/// returned vectors: the baseline clone has no register for a 64-byte
+/// value.
+MESHC_INLINE void load16(F32x16 &v, const float *w) { std::memcpy(&v, w, 64); }
+MESHC_INLINE void load16(F32x16 &v, const std::uint16_t *w) {
+  Bf16x16 half;
+  std::memcpy(&half, w, 32);
+  const U32x16 wide = __builtin_convertvector(half, U32x16) << 16;
+  std::memcpy(&v, &wide, 64);
+}
+
+/// Weight rows multiplied per pass over the output block: each 64-byte
+/// strip of output is loaded and stored once per kTileRows weight rows,
+/// whose kTileRows streams the prefetchers follow.
+constexpr int kTileRows = 8;
+
+/// y[i, j0 .. j0 + cols) += sum over q < R of x[i, q] * w[q, j0 ..] for the
+/// M rows of x: strips of 32 columns, their M x 32 sums in registers while
+/// the R weight rows' pieces are loaded, widened and multiplied by every
+/// row; the columns past the last whole strip one at a time.
+template <int M, int R, typename W>
+MESHC_INLINE void fewRowsTile(const float *__restrict x, std::int64_t ldx,
+                              const W *__restrict w, std::int64_t ldw,
+                              std::int64_t cols, float *__restrict y,
+                              std::int64_t ldy) {
+  // Vectors of 16 columns per strip: 4 for one or two rows, so that the
+  // chains of dependent additions are long enough to hide their latency.
+  constexpr int U = M <= 2 ? 4 : 2;
+  constexpr std::int64_t kStrip = 16 * U;
+  float a[M][R];
+  for (int i = 0; i < M; ++i)
+    for (int q = 0; q < R; ++q)
+      a[i][q] = x[i * ldx + q];
+  std::int64_t j = 0;
+  for (; j + kStrip <= cols; j += kStrip) {
+    F32x16 acc[M][U] = {};
+    for (int q = 0; q < R; ++q) {
+      F32x16 wq[U];
+      for (int u = 0; u < U; ++u)
+        load16(wq[u], w + q * ldw + j + 16 * u);
+
+      for (int i = 0; i < M; ++i)
+        for (int u = 0; u < U; ++u)
+          acc[i][u] += a[i][q] * wq[u];
+    }
+    for (int i = 0; i < M; ++i)
+      for (int u = 0; u < U; ++u) {
+        F32x16 sum;
+        load16(sum, y + i * ldy + j + 16 * u);
+        sum += acc[i][u];
+        std::memcpy(y + i * ldy + j + 16 * u, &sum, 64);
+      }
+  }
+  for (; j < cols; ++j)
+    for (int i = 0; i < M; ++i) {
+      float sum = 0.0f;
+      for (int q = 0; q < R; ++q)
+        sum += a[i][q] * weightValue(w[q * ldw + j]);
+      y[i * ldy + j] += sum;
+    }
+}
+
 /// y[i, :] = sum over r < rows of x[i, r] * w[r, :] for the M rows of x
 /// (leading dimensions ldx, ldw, ldy), by blocks of columns whose M output
-/// pieces stay in L2 while each weight row's piece (32 KB, long enough for
-/// the prefetchers to stream) is read once and used by every row.
+/// pieces stay in L2 while kTileRows weight rows at a time are streamed
+/// through them (32 KB pieces of each row, long enough for the prefetchers)
+/// and used by every row.
 template <int M, typename W>
-inline void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
+MESHC_INLINE void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
                          const W *__restrict w, std::int64_t rows,
                          std::int64_t n, std::int64_t ldw,
                          float *__restrict y, std::int64_t ldy) {
   constexpr std::int64_t kCols = 8192;
   for (std::int64_t j0 = 0; j0 < n; j0 += kCols) {
     const std::int64_t cols = std::min(kCols, n - j0);
-    float *__restrict yp[M];
-    for (int i = 0; i < M; ++i) {
-      yp[i] = y + i * ldy + j0;
-      std::fill(yp[i], yp[i] + cols, 0.0f);
-    }
+    for (int i = 0; i < M; ++i)
+      std::fill(y + i * ldy + j0, y + i * ldy + j0 + cols, 0.0f);
     std::int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      const W *w0 = w + r * ldw + j0, *w1 = w0 + ldw, *w2 = w1 + ldw,
-              *w3 = w2 + ldw;
-      float a[M][4];
-      for (int i = 0; i < M; ++i)
-        for (int q = 0; q < 4; ++q)
-          a[i][q] = x[i * ldx + r + q];
-      for (std::int64_t j = 0; j < cols; ++j) {
-        const float v0 = weightValue(w0[j]), v1 = weightValue(w1[j]),
-                    v2 = weightValue(w2[j]), v3 = weightValue(w3[j]);
-        for (int i = 0; i < M; ++i)
-          yp[i][j] += a[i][0] * v0 + a[i][1] * v1 + a[i][2] * v2 + a[i][3] * v3;
-      }
-    }
-    for (; r < rows; ++r) {
-      const W *w0 = w + r * ldw + j0;
-      for (int i = 0; i < M; ++i) {
-        const float a0 = x[i * ldx + r];
-        for (std::int64_t j = 0; j < cols; ++j)
-          yp[i][j] += a0 * weightValue(w0[j]);
-      }
-    }
+    for (; r + kTileRows <= rows; r += kTileRows)
+      fewRowsTile<M, kTileRows>(x + r, ldx, w + r * ldw + j0, ldw, cols,
+                                y + j0, ldy);
+    for (; r < rows; ++r)
+      fewRowsTile<M, 1>(x + r, ldx, w + r * ldw + j0, ldw, cols, y + j0, ldy);
   }
 }
 
 /// fewRowsBlock for any number of rows, four at a time.
 template <typename W>
-inline void fewRowsRows(const float *x, std::int64_t ldx, std::int64_t m,
+MESHC_INLINE void fewRowsRows(const float *x, std::int64_t ldx, std::int64_t m,
                         const W *w, std::int64_t rows, std::int64_t n,
                         std::int64_t ldw, float *y, std::int64_t ldy) {
   for (std::int64_t i = 0; i < m; i += 4) {
@@ -193,7 +248,8 @@ void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
 /// c = alpha * a . b + beta * c for the m (<= kFewRows) rows of a and a
 /// [k, n] weight b: the weight's rows split into one run per thread (runs
 /// of at least kMinRunRows), each run's product by fewRowsProduct, the
-/// partial sums added after.
+/// partial sums added after. A weight too short for a run per thread, in a
+/// product worth threading, is split by blocks of columns instead.
 template <typename W>
 void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float *a, std::int64_t lda, const W *b,
@@ -201,15 +257,32 @@ void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
   const std::int64_t most =
       std::max<std::int64_t>(1, std::min<std::int64_t>(threads, k / kMinRunRows));
   const std::int64_t rowsPer = (k + most - 1) / most;
-  const int runs = static_cast<int>((k + rowsPer - 1) / rowsPer);
+  int runs = static_cast<int>((k + rowsPer - 1) / rowsPer);
   static thread_local std::vector<float> parts;
-  parts.resize(static_cast<std::size_t>(runs * m * n));
-  float *sums = parts.data();
+  float *sums;
+  if (runs < threads &&
+      static_cast<double>(m) * static_cast<double>(n) * k > kSerialGemmMacs &&
+      n >= 64 * threads) {
+    runs = 1;
+    parts.resize(static_cast<std::size_t>(m * n));
+    sums = parts.data();
+    const std::int64_t block = ((n + threads - 1) / threads + 63) / 64 * 64;
+    const int blocks = static_cast<int>((n + block - 1) / block);
+#pragma omp parallel for schedule(static) num_threads(blocks)
+    for (int p = 0; p < blocks; ++p) {
+      const std::int64_t j0 = p * block;
+      fewRowsProduct(a, lda, m, b + j0, k, std::min(block, n - j0), ldb,
+                     sums + j0, n);
+    }
+  } else {
+    parts.resize(static_cast<std::size_t>(runs * m * n));
+    sums = parts.data();
 #pragma omp parallel for schedule(static) num_threads(runs) if (runs > 1)
-  for (int p = 0; p < runs; ++p) {
-    const std::int64_t l0 = p * rowsPer;
-    fewRowsProduct(a + l0, lda, m, b + l0 * ldb, std::min(rowsPer, k - l0), n,
-                   ldb, sums + p * m * n, n);
+    for (int p = 0; p < runs; ++p) {
+      const std::int64_t l0 = p * rowsPer;
+      fewRowsProduct(a + l0, lda, m, b + l0 * ldb, std::min(rowsPer, k - l0),
+                     n, ldb, sums + p * m * n, n);
+    }
   }
   const std::int64_t total = m * n;
 #pragma omp parallel for schedule(static) if (total * runs > kParallelThreshold)
@@ -320,38 +393,6 @@ MESHC_BF16_CLONES void widenBf16(const std::uint16_t *src, float *dst,
     dst[i] = bfloat16ToFloat(src[i]);
 }
 
-/// Rows of B summed into one partial sum before it joins the total, so that
-/// a long sum's rounding grows with its chunks, not with k (as blocked GEMMs
-/// sum).
-constexpr std::int64_t kSumChunk = 128;
-
-/// c[j0 + j] = beta * c[j0 + j] + sum_l a[l] * B[l, j0 + j] for j < len, B a
-/// bf16 [k, ldb] matrix: each row of B scaled into a partial sum of the
-/// block (vectorised along j), kSumChunk rows at a time.
-MESHC_BF16_CLONES void gemvBf16Columns(const float *a, const std::uint16_t *b,
-                                       std::int64_t k, std::int64_t ldb,
-                                       std::int64_t j0, std::int64_t len,
-                                       float beta, float *c) {
-  float *out = c + j0;
-  for (std::int64_t j = 0; j < len; ++j)
-    out[j] = beta == 0.0f ? 0.0f : beta * out[j];
-  static thread_local std::vector<float> partial;
-  partial.resize(static_cast<std::size_t>(len));
-  float *part = partial.data();
-  for (std::int64_t l0 = 0; l0 < k; l0 += kSumChunk) {
-    for (std::int64_t j = 0; j < len; ++j)
-      part[j] = 0.0f;
-    for (std::int64_t l = l0; l < std::min(k, l0 + kSumChunk); ++l) {
-      const float x = a[l];
-      const std::uint16_t *row = b + l * ldb + j0;
-      for (std::int64_t j = 0; j < len; ++j)
-        part[j] += x * bfloat16ToFloat(row[j]);
-    }
-    for (std::int64_t j = 0; j < len; ++j)
-      out[j] += part[j];
-  }
-}
-
 /// c[j] = beta * c[j] + sum_l a[l] * B[j, l] for j in [j0, j0 + len), B a
 /// bf16 [n, k] matrix: one dot product per row of B, in 16 lanes (which the
 /// compiler vectorises without reordering a sum) added at the end.
@@ -383,47 +424,27 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
   if (m == 0 || n == 0)
     return;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (!transB && m <= kFewRows) {
+    fewRowsGemm(threads, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+    return;
+  }
   if (m == 1) {
+    // B [n, k] (the [k, n] layout went to fewRowsGemm): one dot product
+    // per output, each thread reading one contiguous part of B, so that its
+    // loads stream.
     const bool parallel =
         threads > 1 && static_cast<double>(n) * k > kSerialGemmMacs;
     if (!parallel) {
-      if (transB)
-        gemvBf16Rows(a, b, k, 0, n, beta, c);
-      else
-        gemvBf16Columns(a, b, k, n, 0, n, beta, c);
+      gemvBf16Rows(a, b, k, 0, n, beta, c);
       return;
     }
-    // Each thread reads one contiguous part of B, so that its loads stream:
-    // [n, k] by rows of B (its outputs), [k, n] by rows of B too (a part of
-    // the sum, added up after), since columns cut every row in pieces.
-    if (transB) {
-      const std::int64_t block = (n + threads - 1) / threads;
+    const std::int64_t block = (n + threads - 1) / threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
-      for (int p = 0; p < threads; ++p) {
-        const std::int64_t j0 = p * block;
-        if (j0 < n)
-          gemvBf16Rows(a, b, k, j0, std::min(block, n - j0), beta, c);
-      }
-      return;
+    for (int p = 0; p < threads; ++p) {
+      const std::int64_t j0 = p * block;
+      if (j0 < n)
+        gemvBf16Rows(a, b, k, j0, std::min(block, n - j0), beta, c);
     }
-    if (sumOverRowRuns(threads, k, n, beta, c,
-                       [&](std::int64_t l0, std::int64_t rows, float *sums) {
-                         gemvBf16Columns(a + l0, b + l0 * n, rows, n, 0, n,
-                                         0.0f, sums);
-                       }))
-      return;
-    // Too few rows to split: blocks of columns, 64 at least.
-    std::int64_t block = (n + threads - 1) / threads;
-    block = std::max<std::int64_t>(64, (block + 63) / 64 * 64);
-    const std::int64_t blocks = (n + block - 1) / block;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t p = 0; p < blocks; ++p)
-      gemvBf16Columns(a, b, k, n, p * block, std::min(block, n - p * block),
-                      beta, c);
-    return;
-  }
-  if (!transB && m <= kFewRows) {
-    fewRowsGemm(threads, m, n, k, 1.0f, a, k, b, n, beta, c, n);
     return;
   }
   // Widen a block of B's columns (about 4 MB of f32) and multiply it.

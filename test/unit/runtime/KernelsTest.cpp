@@ -1168,17 +1168,21 @@ TEST(KernelsTest, OneRowProductsSplitByRowRunsOnManyThreads) {
 }
 
 // Products of 2 to 8 rows by a [k, n] weight, f32 or bf16 (a small batch's
-// decoding step), go to the few-rows kernel, whose weight-row runs are split over the
-// threads and summed after; against float64, with and without a bias, on
-// one thread and on many (more threads than runs), sizes that leave
-// remainders of rows (k mod 4) and of column blocks.
+// decoding step), and of one row by a bf16 one, go to the few-rows kernel,
+// whose weight-row runs are split over the threads and summed after (split
+// by columns where the weight has too few rows for a run per thread);
+// against float64, with and without a bias, on one thread and on many (more
+// threads than runs), sizes that leave remainders of rows (k mod 8), of
+// register strips (n mod 32 and 64) and of column blocks.
 TEST(KernelsTest, FewRowProductsMatchFloat64) {
   const int before = omp_get_max_threads();
   for (int threads : {1, 2, 40}) {
     omp_set_num_threads(threads);
-    for (std::int64_t rows : {2, 3, 5, 8})
-      for (std::int64_t k : {130, 771})
-        for (std::int64_t n : {70, 2050}) {
+    for (std::int64_t rows : {1, 2, 3, 5, 8})
+      for (std::int64_t k : {100, 130, 771})
+        for (std::int64_t n : {70, 2050, 12007}) {
+          if (k * n > 771 * 2050)
+            continue;
           Tensor in = randomF32({1, rows, k}), bias = randomF32({n});
           Tensor w = randomF32({k, n});
           checkLinear(in, w, &bias, false);
