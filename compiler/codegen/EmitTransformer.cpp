@@ -149,11 +149,15 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
               v = operand(a.getValue(), os),
               m = optionalOperand(a.getMask(), os),
               pk = optionalOperand(a.getPastKey(), os),
-              pv = optionalOperand(a.getPastValue(), os);
+              pv = optionalOperand(a.getPastValue(), os),
+              lengths = optionalOperand(a.getPastLengths(), os);
   std::string o = declare(a->getResult(0), os), presentK = "nullptr",
               presentV = "nullptr";
   // The KV cache `meshc generate` can hold in place: past key and value
-  // straight from @main's inputs, presents read by nothing but the return.
+  // straight from @main's inputs, presents read by nothing but the return
+  // (under past_lengths, causal too: the cache's positions past a row's
+  // history hold what earlier steps left, which only the causal limit
+  // keeps unread, where the present holds zeros).
   std::string capacity = "0";
   if (a.getPresent().size() == 2) {
     presentK = "&" + declare(a.getPresent()[0], os);
@@ -161,7 +165,8 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
     std::optional<unsigned> pastK = mainInput(a.getPastKey()),
                             pastV = mainInput(a.getPastValue());
     if (pastK && pastV && onlyReturned(a.getPresent()[0]) &&
-        onlyReturned(a.getPresent()[1])) {
+        onlyReturned(a.getPresent()[1]) &&
+        (!a.getPastLengths() || a.getCausal())) {
       capacity = "p.cacheCapacity(" + std::to_string(*pastK) + ", " +
                  std::to_string(*pastV) + ")";
       inPlaceInputs_.push_back(*pastK);
@@ -176,7 +181,8 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
              : std::string("-__builtin_inff()"))
      << ", " << cppFloat(a.getSoftcap().convertToDouble()) << ", "
      << (a.getSoftcapFirst() ? "true" : "false") << ", " << o << ", "
-     << presentK << ", " << presentV << ", " << capacity << ");\n";
+     << presentK << ", " << presentV << ", " << capacity << ", " << lengths
+     << ");\n";
   return success();
 }
 

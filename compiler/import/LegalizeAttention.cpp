@@ -77,7 +77,8 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
                             bool causal, double softcap, bool softcapFirst,
                             bool merge,
                             Value presentK = Value(),
-                            Value presentV = Value()) {
+                            Value presentV = Value(),
+                            Value pastLengths = Value()) {
   OpBuilder &b = ctx.builder();
   Type element = elementOf(q);
   for (Value operand : {q, k, v, pastK, pastV})
@@ -98,7 +99,8 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
     }
   auto op =
       dfg::AttentionOp::create(b, ctx.loc(), types, q, k, v, mask, pastK, pastV,
-                               b.getF32FloatAttr(scale), b.getBoolAttr(causal),
+                               pastLengths, b.getF32FloatAttr(scale),
+                               b.getBoolAttr(causal),
                                b.getF32FloatAttr(softcap),
                                b.getBoolAttr(softcap > 0 && softcapFirst),
                                FloatAttr());
@@ -285,7 +287,7 @@ rotateQK(NodeContext &ctx, Value &q, Value &k, int64_t heads, int64_t kvHeads,
 /// onnxruntime-genai's builder writes for; 1.23 took W + 1 keys), where
 /// pos_i = i in a first prompt and start_b + i after a past. `keys` is [1, 1, 1, T], `queries` [1, 1, seq, 1] and `start` the
 /// rows' [batch, 1, 1, 1] first new position (null for a first prompt); the
-/// window is and-ed into `mask`.
+/// window is and-ed into `mask` (is the mask where `mask` is null).
 FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
                                   Value queries, Value start, int64_t window) {
   Type i64 = ctx.builder().getI64Type(), i1 = ctx.builder().getI1Type();
@@ -298,8 +300,8 @@ FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
                 ctx, *pos, ctx.scalar(static_cast<double>(window), i64), i64);
   FailureOr<Value> inside =
       failed(low) ? low : binary<dfg::GreaterOp>(ctx, keys, *low, i1);
-  if (failed(inside))
-    return failure();
+  if (failed(inside) || !mask)
+    return inside;
   return binary<dfg::AndOp>(ctx, mask, *inside, i1);
 }
 
@@ -308,9 +310,11 @@ FailureOr<Value> applyLocalWindow(NodeContext &ctx, Value mask, Value keys,
 /// total_sequence_length is the attention mask's width): the rule
 /// onnxruntime applies to every batch and sequence, written once over
 /// symbolic sizes. Row b's new tokens sit at start_b .. start_b + seq - 1,
-/// start_b = seqlens_k[b] + 1 - seq, after that row's valid past; the
-/// present is past ++ new with each row's new tokens moved to start_b (a
-/// per-row gather); query i of row b sees keys j <= start_b + i. Rotary
+/// start_b = seqlens_k[b] + 1 - seq, after that row's valid past: a
+/// dfg.attention whose past_lengths are start_b (the presents hold each
+/// row's history, then its new tokens, then zeros; `meshc generate` keeps
+/// them in place), causal from each row's own position (query i of row b
+/// sees keys j <= start_b + i). Rotary
 /// without position_ids rotates at start_b + i after a past, at i in a first
 /// prompt. The present holds past + new positions: with onnxruntime-genai's
 /// shared buffer (a past longer than the history the mask counts, written in
@@ -550,7 +554,7 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
                          /*softcapFirst=*/true, /*merge=*/true, *pk, *pv);
   }
 
-  Value presentK = *kh, presentV = *vh, mask;
+  Value presentK = *kh, presentV = *vh, mask, pastLengths;
   bool causal = false;
   if (!pastK) {
     // A prompt: causal, and key j of row b attended iff j <= seqlens_k[b]
@@ -565,52 +569,16 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     mask = *keyMask;
     causal = true;
   } else {
-    // present[b, :, t] = the row's past for t < start_b, its new tokens
-    // (cat[b, :, past + t - start_b]) for start_b <= t < start_b + seq, and
-    // zeros beyond, as onnxruntime writes it.
-    FailureOr<Value> t = iota(totalE, {1, -1});
-    if (failed(t))
+    // Row b's new tokens go after its own history, start_b positions of its
+    // past: dfg.attention's past_lengths, whose presents are the row's
+    // history, its new tokens and zeros beyond (as onnxruntime writes
+    // them), and whose causal limit counts from start_b (query i of row b
+    // sees keys j <= start_b + i).
+    FailureOr<Value> lengths = reshape(*start, {-1});
+    if (failed(lengths))
       return failure();
-    FailureOr<Value> end = binary<dfg::AddOp>(ctx, *start, sizeOf(seqE), i64);
-    FailureOr<Value> before = binary<dfg::LessOp>(ctx, *t, *start, i1);
-    FailureOr<Value> notAfter =
-        failed(end) ? end : binary<dfg::LessOp>(ctx, *t, *end, i1);
-    FailureOr<Value> shifted = binary<dfg::SubOp>(ctx, *t, *start, i64);
-    FailureOr<Value> fromNew =
-        failed(shifted) ? shifted
-                        : binary<dfg::AddOp>(ctx, *shifted, sizeOf(pastE), i64);
-    if (failed(before) || failed(notAfter) || failed(fromNew))
-      return failure();
-    FailureOr<Value> inNew = select(*notAfter, *fromNew, *t);
-    FailureOr<Value> index =
-        failed(inNew) ? inNew : select(*before, *t, *inNew);
-    FailureOr<Value> kept =
-        failed(index) ? index : reshape(*notAfter, {0, 1, -1, 1});
-    if (failed(kept))
-      return failure();
-    auto place = [&](Value pastPart, Value fresh) -> FailureOr<Value> {
-      FailureOr<Value> cat = pastThenNew(pastPart, fresh);
-      FailureOr<Value> back = failed(cat) ? cat : gatherPositions(*cat, *index);
-      if (failed(back))
-        return failure();
-      // Positions beyond the new tokens hold zeros, as onnxruntime's do.
-      return select(*kept, *back, ctx.scalar(0, elementOf(*back)));
-    };
-    FailureOr<Value> pk = place(pastK, *kh), pv = place(pastV, *vh);
-    // Query i of row b sees keys j <= start_b + i: [batch, 1, seq, T].
-    FailureOr<Value> keys = iota(totalE, {1, 1, 1, -1});
-    FailureOr<Value> queries = iota(seqE, {1, 1, -1, 1});
-    FailureOr<Value> start4 = reshape(*start, {-1, 1, 1, 1});
-    if (failed(pk) || failed(pv) || failed(keys) || failed(queries) ||
-        failed(start4))
-      return failure();
-    FailureOr<Value> limit = binary<dfg::AddOp>(ctx, *start4, *queries, i64);
-    FailureOr<Value> visible =
-        failed(limit) ? limit
-                      : binary<dfg::LessOrEqualOp>(ctx, *keys, *limit, i1);
-    if (failed(visible))
-      return failure();
-    presentK = *pk, presentV = *pv, mask = *visible;
+    pastLengths = *lengths;
+    causal = true;
   }
   if (int64_t window = ctx.attrInt("local_window_size", -1); window >= 0) {
     FailureOr<Value> keys = iota(totalE, {1, 1, 1, -1});
@@ -629,6 +597,11 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   FailureOr<double> scale = attentionScale(ctx, *qh);
   if (failed(scale))
     return failure();
+  if (pastLengths)
+    return emitAttention(ctx, *qh, *kh, *vh, mask, pastK, pastV, *scale,
+                         causal, ctx.attrFloat("softcap", 0.0f),
+                         /*softcapFirst=*/true, /*merge=*/true, Value(),
+                         Value(), pastLengths);
   return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
                        *scale, causal, ctx.attrFloat("softcap", 0.0f),
                        /*softcapFirst=*/true, /*merge=*/true);

@@ -455,7 +455,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       present = {key.getType(), value.getType()};
     auto attention = dfg::AttentionOp::create(
         rewriter, op.getLoc(), op.getType(), present, q, newK, newV, mask,
-        pastK, pastV, rewriter.getF32FloatAttr(static_cast<float>(scale)),
+        pastK, pastV, /*past_lengths=*/Value(),
+        rewriter.getF32FloatAttr(static_cast<float>(scale)),
         rewriter.getBoolAttr(causal),
         rewriter.getF32FloatAttr(static_cast<float>(softcap)),
         rewriter.getBoolAttr(softcapFirst),
@@ -517,7 +518,9 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
   LogicalResult matchAndRewrite(dfg::AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Value mask = op.getMask();
-    if (op.getCausal() || !mask)
+    // With past_lengths the causal flag counts from each row's own history,
+    // which a mask causal from the past's length is not.
+    if (op.getCausal() || !mask || op.getPastLengths())
       return failure();
     Value pastK = op.getPastKey();
     AffineExpr queries = shapes.dims(op.getQuery())[2];
@@ -547,7 +550,8 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
     }
     auto causal = dfg::AttentionOp::create(
         rewriter, op.getLoc(), op.getResultTypes(), op.getQuery(), op.getKey(),
-        op.getValue(), rest, pastK, op.getPastValue(), op.getScaleAttr(),
+        op.getValue(), rest, pastK, op.getPastValue(), op.getPastLengths(),
+        op.getScaleAttr(),
         rewriter.getBoolAttr(true), op.getSoftcapAttr(),
         op.getSoftcapFirstAttr(),
         std::isfinite(fill) && rest

@@ -50,6 +50,8 @@ constexpr std::int64_t kQueryBlock = 32;
 /// What one attention call needs to turn a row of raw scores into weights.
 struct RowContext {
   std::int64_t total = 0, past = 0;
+  /// Per batch row, in place of `past` (dfg.attention's past_lengths).
+  const std::int64_t *rowPast = nullptr;
   bool causal = false;
   /// Added to keys past the causal limit: -inf, or a finite fill.
   float causalFill = -std::numeric_limits<float>::infinity();
@@ -63,9 +65,13 @@ struct RowContext {
 /// Keys j < limit are scored for query i: those not causally masked, or
 /// all of them under a softcap after the mask (where a masked key scores
 /// -softcap).
-inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t i) {
+inline std::int64_t pastOf(const RowContext &ctx, std::int64_t b) {
+  return ctx.rowPast ? ctx.rowPast[b] : ctx.past;
+}
+inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t b,
+                             std::int64_t i) {
   return ctx.causal && (ctx.softcap <= 0.0f || ctx.softcapFirst)
-             ? std::min(ctx.total, i + ctx.past + 1)
+             ? std::min(ctx.total, i + pastOf(ctx, b) + 1)
              : ctx.total;
 }
 
@@ -96,7 +102,8 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
   // finite causal fill takes the place of the mask's value there.
   const bool finiteFill = std::isfinite(ctx.causalFill);
   const std::int64_t visible =
-      ctx.causal ? std::min(limit, std::max<std::int64_t>(i + ctx.past + 1, 0))
+      ctx.causal
+          ? std::min(limit, std::max<std::int64_t>(i + pastOf(ctx, b) + 1, 0))
                  : limit;
   const std::int64_t maskEnd = finiteFill ? visible : limit;
   if (ctx.mask) {
@@ -192,18 +199,43 @@ const float *keysOrValues(const TensorRef &fresh, const TensorRef *past,
 }
 
 /// The in-place cache: the new rows `fresh` [B, Hkv, S, D] written after
-/// the `past` positions of each head of `cache` (capacity positions per
-/// head); returns the cache, which attention then reads.
+/// the `past` positions (rowPast[b] for batch row b, where given) of each
+/// head of `cache` (capacity positions per head); returns the cache, which
+/// attention then reads.
 const float *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
-                           std::int64_t past, std::int64_t capacity) {
-  const std::int64_t heads = fresh.shape[0] * fresh.shape[1],
+                           std::int64_t past, std::int64_t capacity,
+                           const std::int64_t *rowPast) {
+  const std::int64_t kvHeads = fresh.shape[1], heads = fresh.shape[0] * kvHeads,
                      rows = fresh.shape[2], width = fresh.shape[3];
   const float *in = fresh.as<const float>();
   float *base = cache.as<float>();
-  for (std::int64_t h = 0; h < heads; ++h)
-    std::memcpy(base + (h * capacity + past) * width, in + h * rows * width,
+  for (std::int64_t h = 0; h < heads; ++h) {
+    const std::int64_t at = rowPast ? rowPast[h / kvHeads] : past;
+    std::memcpy(base + (h * capacity + at) * width, in + h * rows * width,
                 static_cast<std::size_t>(rows * width) * sizeof(float));
+  }
   return base;
+}
+
+/// K or V under past_lengths: present [B, Hkv, P + S, D] holds row b's
+/// first rowPast[b] past positions, then `fresh`'s S, then zeros.
+const float *placeRows(const TensorRef &fresh, const TensorRef &past,
+                       const std::int64_t *rowPast, const TensorRef &present) {
+  const std::int64_t kvHeads = fresh.shape[1], heads = fresh.shape[0] * kvHeads,
+                     rows = fresh.shape[2], width = fresh.shape[3],
+                     pastRows = past.shape[2], total = present.shape[2];
+  const float *in = fresh.as<const float>(), *old = past.as<const float>();
+  float *dst = present.as<float>();
+  for (std::int64_t h = 0; h < heads; ++h) {
+    const std::int64_t at = rowPast[h / kvHeads];
+    float *head = dst + h * total * width;
+    std::memcpy(head, old + h * pastRows * width,
+                static_cast<std::size_t>(at * width) * sizeof(float));
+    std::memcpy(head + at * width, in + h * rows * width,
+                static_cast<std::size_t>(rows * width) * sizeof(float));
+    std::fill(head + (at + rows) * width, head + total * width, 0.0f);
+  }
+  return dst;
 }
 
 } // namespace
@@ -214,7 +246,7 @@ void attention(const TensorRef &query, const TensorRef &key,
                float scale, bool causal, float causalFill, float softcap,
                bool softcapFirst, const TensorRef &out,
                const TensorRef *presentKey, const TensorRef *presentValue,
-               std::int64_t cacheCapacity) {
+               std::int64_t cacheCapacity, const TensorRef *pastLengths) {
   requireF32(query, "attention");
   requireF32(key, "attention");
   requireF32(value, "attention");
@@ -230,18 +262,38 @@ void attention(const TensorRef &query, const TensorRef &key,
           "room for " +
           std::to_string(total) + " positions (it has " +
           std::to_string(cacheCapacity) + ")");
-  const float *k = cacheCapacity > 0
-                       ? appendInPlace(key, *pastKey, past, cacheCapacity)
-                       : keysOrValues(key, pastKey, presentKey);
-  const float *v = cacheCapacity > 0
-                       ? appendInPlace(value, *pastValue, past, cacheCapacity)
-                       : keysOrValues(value, pastValue, presentValue);
+  // Each row's history (past_lengths), checked before anything is written.
+  const std::int64_t *rowPast = nullptr;
+  if (pastLengths) {
+    if (!pastKey || !pastValue || pastLengths->dtype != DType::I64 ||
+        pastLengths->rank != 1 || pastLengths->shape[0] != batch ||
+        (cacheCapacity == 0 && (!presentKey || !presentValue)))
+      fatal("attention: past_lengths must be an i64 [" +
+            std::to_string(batch) + "] beside the past key and value");
+    rowPast = pastLengths->as<const std::int64_t>();
+    for (std::int64_t b = 0; b < batch; ++b)
+      if (rowPast[b] < 0 || rowPast[b] > past)
+        fatal("attention: past_lengths[" + std::to_string(b) + "] = " +
+              std::to_string(rowPast[b]) + " is outside [0, " +
+              std::to_string(past) + "], the past's positions");
+  }
+  const float *k =
+      cacheCapacity > 0 ? appendInPlace(key, *pastKey, past, cacheCapacity,
+                                        rowPast)
+      : rowPast       ? placeRows(key, *pastKey, rowPast, *presentKey)
+                      : keysOrValues(key, pastKey, presentKey);
+  const float *v =
+      cacheCapacity > 0 ? appendInPlace(value, *pastValue, past, cacheCapacity,
+                                        rowPast)
+      : rowPast       ? placeRows(value, *pastValue, rowPast, *presentValue)
+                      : keysOrValues(value, pastValue, presentValue);
   const float *q = query.as<const float>();
   float *o = out.as<float>();
 
   RowContext ctx;
   ctx.total = total;
   ctx.past = past;
+  ctx.rowPast = rowPast;
   ctx.causal = causal;
   ctx.causalFill = causalFill;
   ctx.softcap = softcap;
@@ -283,7 +335,7 @@ void attention(const TensorRef &query, const TensorRef &key,
         const std::int64_t h = (t / blocksPerHead) % heads;
         const std::int64_t b = t / (blocksPerHead * heads);
         const std::int64_t m = std::min(kQueryBlock, seq - i0);
-        const std::int64_t keys = keyLimit(ctx, i0 + m - 1);
+        const std::int64_t keys = keyLimit(ctx, b, i0 + m - 1);
         const std::int64_t row0 = (b * heads + h) * seq + i0;
         sgemm(/*transB=*/true, m, keys, dim, scale, q + row0 * dim, dim,
               kHead(b, h), dim, 0.0f, sc, keys);
@@ -291,7 +343,8 @@ void attention(const TensorRef &query, const TensorRef &key,
         for (std::int64_t r = 0; r < m; ++r) {
           const std::int64_t i = i0 + r;
           float *row = sc + r * keys;
-          const Row made = softmaxRow(ctx, row, b, h, i, keyLimit(ctx, i), keys);
+          const Row made =
+              softmaxRow(ctx, row, b, h, i, keyLimit(ctx, b, i), keys);
           if (made != Row::Weights)
             std::fill(row, row + keys, 0.0f);
           if (made == Row::AllKeys)
@@ -322,7 +375,7 @@ void attention(const TensorRef &query, const TensorRef &key,
                          b = r / (seq * heads);
       const float *qi = q + r * dim;
       const float *kh = kHead(b, h);
-      const std::int64_t limit = keyLimit(ctx, i);
+      const std::int64_t limit = keyLimit(ctx, b, i);
       scoreKeys(qi, kh, dim, scale, limit, sc);
       float *oi = o + r * vDim;
       std::fill(oi, oi + vDim, 0.0f);

@@ -49,6 +49,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace meshc::rt::cuda {
 using namespace detail;
@@ -86,6 +87,9 @@ template <typename T> struct AttentionArgs {
   MaskKind maskKind = MaskKind::None;
   std::int64_t maskStrides[4] = {};
   std::int64_t heads = 0, kvHeads = 0, group = 1, seq = 0, total = 0, past = 0;
+  /// Per batch row, in place of `past` (dfg.attention's past_lengths; device
+  /// memory).
+  const std::int64_t *rowPast = nullptr;
   /// Positions per KV head in k and v: total, or the in-place cache's
   /// capacity.
   std::int64_t kvStride = 0;
@@ -100,11 +104,18 @@ template <typename T> struct AttentionArgs {
 /// or all of them under a softcap after the mask (where a masked key scores
 /// -softcap) or a finite causal fill.
 template <typename T>
+__device__ __forceinline__ std::int64_t pastOf(const AttentionArgs<T> &a,
+                                               std::int64_t b) {
+  return a.rowPast ? a.rowPast[b] : a.past;
+}
+template <typename T>
 __device__ __forceinline__ std::int64_t keyLimit(const AttentionArgs<T> &a,
+                                                 std::int64_t b,
                                                  std::int64_t i) {
+  const std::int64_t past = pastOf(a, b);
   if (a.causal && (a.softcap <= 0.0f || a.softcapFirst) &&
-      !isfinite(a.causalFill) && i + a.past + 1 < a.total)
-    return i + a.past + 1;
+      !isfinite(a.causalFill) && i + past + 1 < a.total)
+    return i + past + 1;
   return a.total;
 }
 
@@ -117,7 +128,7 @@ finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
   float s = a.scale * dot;
   if (a.softcap > 0.0f && a.softcapFirst)
     s = a.softcap * tanhf(s * (1.0f / a.softcap));
-  const bool future = a.causal && j > i + a.past;
+  const bool future = a.causal && j > i + pastOf(a, b);
   if (future && isfinite(a.causalFill)) {
     s += a.causalFill; // in place of the mask's value
   } else if (a.maskKind != MaskKind::None) {
@@ -188,7 +199,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     qs[e] = r < rows ? toFloat(qh[(q0 + r) * dim + d]) : 0.0f;
   }
   // keyLimit grows with i: the block's last query sees the most keys.
-  const std::int64_t keyEnd = keyLimit(a, q0 + rows - 1);
+  const std::int64_t keyEnd = keyLimit(a, b, q0 + rows - 1);
 
   float m[kRowsPerWarp], l[kRowsPerWarp];
   bool nan[kRowsPerWarp];
@@ -232,7 +243,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
       const int row = warp + r * kFlashWarps;
       const std::int64_t i = q0 + row;
       float s = -INFINITY;
-      if (row < rows && j < keyLimit(a, i))
+      if (row < rows && j < keyLimit(a, b, i))
         s = finishScore(a, dot[r], b, h, i, j);
       const bool isNan = isnan(s);
       const bool anyNan = __any_sync(0xffffffffu, isNan);
@@ -332,7 +343,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   float m = -INFINITY, l = 0.0f;
   bool nan = false;
   const std::int64_t begin = split * keysPerSplit;
-  const std::int64_t limit = keyLimit(a, i);
+  const std::int64_t limit = keyLimit(a, b, i);
   const std::int64_t end =
       begin + keysPerSplit < limit ? begin + keysPerSplit : limit;
   for (std::int64_t j = begin + warp; j < end; j += kDecodeWarps) {
@@ -472,20 +483,66 @@ const void *keysOrValues(const TensorRef &fresh, const TensorRef *past,
 }
 
 /// The in-place cache: the new rows `fresh` [B, Hkv, S, D] written after
-/// the `past` positions of each head of `cache` (capacity positions per
-/// head); returns the cache, which attention then reads.
+/// the `past` positions (rowPast[b] for batch row b, where given: host
+/// memory) of each head of `cache` (capacity positions per head); returns
+/// the cache, which attention then reads.
 const void *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
-                          std::int64_t past, std::int64_t capacity) {
+                          std::int64_t past, std::int64_t capacity,
+                          const std::int64_t *rowPast) {
   const std::size_t width = byteWidth(fresh.dtype);
   const std::size_t row =
       static_cast<std::size_t>(fresh.shape[2] * fresh.shape[3]) * width;
   const std::size_t head =
       static_cast<std::size_t>(capacity * fresh.shape[3]) * width;
-  auto *dst = static_cast<unsigned char *>(cache.data) +
-              static_cast<std::size_t>(past * fresh.shape[3]) * width;
-  copyRows(dst, head, fresh.data, row, row, fresh.shape[0] * fresh.shape[1],
-           "attention");
+  auto *base = static_cast<unsigned char *>(cache.data);
+  auto *in = static_cast<const unsigned char *>(fresh.data);
+  const std::int64_t kvHeads = fresh.shape[1];
+  if (!rowPast) {
+    copyRows(base + static_cast<std::size_t>(past * fresh.shape[3]) * width,
+             head, in, row, row, fresh.shape[0] * kvHeads, "attention");
+    return cache.data;
+  }
+  for (std::int64_t b = 0; b < fresh.shape[0]; ++b)
+    copyRows(base + static_cast<std::size_t>(b * kvHeads) * head +
+                 static_cast<std::size_t>(rowPast[b] * fresh.shape[3]) * width,
+             head, in + static_cast<std::size_t>(b * kvHeads) * row, row, row,
+             kvHeads, "attention");
   return cache.data;
+}
+
+/// K or V under past_lengths: present [B, Hkv, P + S, D] holds row b's
+/// first rowPast[b] (host memory) past positions, then `fresh`'s S, then
+/// zeros.
+const void *placeRows(const TensorRef &fresh, const TensorRef &past,
+                      const std::int64_t *rowPast, const TensorRef &present) {
+  const std::size_t width = byteWidth(fresh.dtype);
+  const std::int64_t kvHeads = fresh.shape[1];
+  const std::size_t position = static_cast<std::size_t>(fresh.shape[3]) * width;
+  const std::size_t freshHead = static_cast<std::size_t>(fresh.shape[2]) *
+                                position,
+                    pastHead = static_cast<std::size_t>(past.shape[2]) *
+                               position,
+                    head = static_cast<std::size_t>(present.shape[2]) *
+                           position;
+  auto *dst = static_cast<unsigned char *>(present.data);
+  auto *in = static_cast<const unsigned char *>(fresh.data);
+  auto *old = static_cast<const unsigned char *>(past.data);
+  for (std::int64_t b = 0; b < fresh.shape[0]; ++b) {
+    const std::size_t kept = static_cast<std::size_t>(rowPast[b]) * position;
+    unsigned char *rows = dst + static_cast<std::size_t>(b * kvHeads) * head;
+    if (kept > 0)
+      copyRows(rows, head, old + static_cast<std::size_t>(b * kvHeads) * pastHead,
+               pastHead, kept, kvHeads, "attention");
+    copyRows(rows + kept, head,
+             in + static_cast<std::size_t>(b * kvHeads) * freshHead, freshHead,
+             freshHead, kvHeads, "attention");
+    const std::size_t tail = head - kept - freshHead;
+    if (tail > 0)
+      check(cudaMemset2DAsync(rows + kept + freshHead, head, 0, tail,
+                              static_cast<std::size_t>(kvHeads), stream()),
+            "attention");
+  }
+  return present.data;
 }
 
 template <typename T>
@@ -549,7 +606,8 @@ void attention(const TensorRef &query, const TensorRef &key,
                float scale, bool causal, float causalFill, float softcap,
                bool softcapFirst, const TensorRef &out,
                const TensorRef *presentKey,
-               const TensorRef *presentValue, std::int64_t cacheCapacity) {
+               const TensorRef *presentValue, std::int64_t cacheCapacity,
+               const TensorRef *pastLengths) {
   requireDType(key, query.dtype, "attention");
   requireDType(value, query.dtype, "attention");
   const plans::AttentionPlan plan = plans::attentionPlan(
@@ -570,14 +628,38 @@ void attention(const TensorRef &query, const TensorRef &key,
           "room for " +
           std::to_string(plan.total) + " positions (it has " +
           std::to_string(cacheCapacity) + ")");
+  // Each row's history (past_lengths), read back to place the rows and
+  // checked before anything is written.
+  std::vector<std::int64_t> rowPast;
+  if (pastLengths) {
+    if (!pastKey || !pastValue || pastLengths->dtype != DType::I64 ||
+        pastLengths->rank != 1 || pastLengths->shape[0] != batch ||
+        (cacheCapacity == 0 && (!presentKey || !presentValue)))
+      fatal("attention: past_lengths must be an i64 [" +
+            std::to_string(batch) + "] beside the past key and value");
+    rowPast.resize(static_cast<std::size_t>(batch));
+    check(cudaMemcpyAsync(rowPast.data(), pastLengths->data,
+                          rowPast.size() * sizeof(std::int64_t),
+                          cudaMemcpyDeviceToHost, stream()),
+          "attention: past_lengths");
+    check(cudaStreamSynchronize(stream()), "attention: past_lengths");
+    for (std::int64_t b = 0; b < batch; ++b)
+      if (rowPast[b] < 0 || rowPast[b] > plan.past)
+        fatal("attention: past_lengths[" + std::to_string(b) + "] = " +
+              std::to_string(rowPast[b]) + " is outside [0, " +
+              std::to_string(plan.past) + "], the past's positions");
+  }
+  const std::int64_t *hostPast = pastLengths ? rowPast.data() : nullptr;
   const void *k =
       cacheCapacity > 0
-          ? appendInPlace(key, *pastKey, plan.past, cacheCapacity)
-          : keysOrValues(key, pastKey, presentKey);
+          ? appendInPlace(key, *pastKey, plan.past, cacheCapacity, hostPast)
+      : hostPast ? placeRows(key, *pastKey, hostPast, *presentKey)
+                 : keysOrValues(key, pastKey, presentKey);
   const void *v =
       cacheCapacity > 0
-          ? appendInPlace(value, *pastValue, plan.past, cacheCapacity)
-          : keysOrValues(value, pastValue, presentValue);
+          ? appendInPlace(value, *pastValue, plan.past, cacheCapacity, hostPast)
+      : hostPast ? placeRows(value, *pastValue, hostPast, *presentValue)
+                 : keysOrValues(value, pastValue, presentValue);
   const std::int64_t rows = plan.rows();
   if (rows == 0 || vDim == 0)
     return;
@@ -595,6 +677,8 @@ void attention(const TensorRef &query, const TensorRef &key,
     a.seq = seq;
     a.total = plan.total;
     a.past = plan.past;
+    if (pastLengths)
+      a.rowPast = pastLengths->as<const std::int64_t>();
     a.kvStride = cacheCapacity > 0 ? cacheCapacity : plan.total;
     a.dim = static_cast<int>(dim);
     a.vDim = static_cast<int>(vDim);

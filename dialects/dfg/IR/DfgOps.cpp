@@ -523,6 +523,14 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                         "at most -1e30, got ",
                         f, adaptor.getCausal() ? "" : " without causal");
   }
+  if (Value lengths = adaptor.getPastLengths()) { // 8
+    auto lt = cast<RankedTensorType>(lengths.getType());
+    if (!pastK || lt.getRank() != 1 || !lt.getElementType().isInteger(64) ||
+        !agree(lt.getDimSize(0), dims(q, 0)))
+      return inferError(loc, name, "past_lengths ", lt,
+                        " must be a 1-D i64 tensor of the batch's size ",
+                        dims(q, 0), pastK ? "" : ", given with a past");
+  }
   int64_t total = dims(k, 2);
   SmallVector<Type> present;
   if (pastK) {

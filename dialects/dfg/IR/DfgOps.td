@@ -1033,6 +1033,15 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
     over all keys, future ones included, where with -inf it would give
     zeros.
 
+    With `past_lengths` (i64 `[batch]`, only with a past; a KV cache whose
+    rows hold different amounts of history, as GroupQueryAttention's
+    seqlens_k gives them), row b's history is the first L_b = past_lengths[b]
+    positions of its past, and its new keys and values follow them: the
+    present's row b holds past[b, :, :L_b], then key[b] (or value[b]), then
+    zeros up to past + seq positions; K and V are the presents, and with
+    `causal` query i of row b sees the keys j <= L_b + i (P = L_b above).
+    An L_b outside [0, past] is an error.
+
     Layout: `query` `[batch, heads, seq, head_dim]`, `key`/`value`
     `[batch, kv_heads, kv_seq, head_dim | v_dim]`, result
     `[batch, heads, seq, v_dim]`. (ONNX Attention-23; the com.microsoft
@@ -1051,6 +1060,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
        past extended by the new keys or values.
     7. `causal_fill` comes only with `causal`, and is finite and at most
        -1e30.
+    8. `past_lengths` comes only with a past and is a 1-D i64 tensor of the
+       batch's size.
 
     Example:
 
@@ -1063,7 +1074,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
   let arguments = (ins Dfg_FloatTensor:$query, Dfg_FloatTensor:$key,
                        Dfg_FloatTensor:$value, Optional<Dfg_Tensor>:$mask,
                        Optional<Dfg_FloatTensor>:$past_key,
-                       Optional<Dfg_FloatTensor>:$past_value, F32Attr:$scale,
+                       Optional<Dfg_FloatTensor>:$past_value,
+                       Optional<Dfg_Tensor>:$past_lengths, F32Attr:$scale,
                        BoolAttr:$causal,
                        DefaultValuedAttr<F32Attr, "0.0">:$softcap,
                        DefaultValuedAttr<BoolAttr, "false">:$softcap_first,
@@ -1073,6 +1085,7 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `)`)?
     (`past` `(` $past_key^ `,` $past_value `)`)?
+    (`past_lengths` `(` $past_lengths^ `)`)?
     `scale` `=` $scale `causal` `=` $causal attr-dict `:`
     functional-type(operands, results)
   }];

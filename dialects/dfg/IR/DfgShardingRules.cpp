@@ -576,6 +576,8 @@ ShardingRule AttentionOp::getShardingRule() {
     b.operand({batch, kvHeads, past, headDim});
     b.operand({batch, kvHeads, past, vDim});
   }
+  if (getPastLengths())
+    b.operand({batch});
   b.result({batch, heads, seq, vDim});
   for (auto [i, present] : llvm::enumerate(getPresent())) {
     ArrayRef<int64_t> p = shapeOf(present);

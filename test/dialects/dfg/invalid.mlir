@@ -781,6 +781,22 @@ func.func @attention_invariant_4_scale(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8
 
 // -----
 
+func.func @attention_invariant_8_lengths_without_past(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %l: tensor<1xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op past_lengths 'tensor<1xi64>' must be a 1-D i64 tensor of the batch's size 1, given with a past}}
+  %0 = dfg.attention %q, %k, %k past_lengths(%l) scale = 0.5 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1xi64>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_invariant_8_lengths_of_other_batch(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %p: tensor<1x2x3x8xf32>, %l: tensor<2xi64>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op past_lengths 'tensor<2xi64>' must be a 1-D i64 tensor of the batch's size 1}}
+  %0:3 = dfg.attention %q, %k, %k past(%p, %p) past_lengths(%l) scale = 0.5 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<2xi64>) -> (tensor<1x4x8x8xf32>, tensor<1x2x11x8xf32>, tensor<1x2x11x8xf32>)
+  return %0#0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
 func.func @attention_invariant_7_fill_without_causal(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
   // expected-error @+1 {{'dfg.attention' op causal_fill needs causal = true and a finite value at most -1e30, got -3.402823e+38 without causal}}
   %0 = dfg.attention %q, %k, %k scale = 0.5 causal = false {causal_fill = -3.40282347E+38 : f32} : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>

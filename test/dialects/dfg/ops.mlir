@@ -283,6 +283,10 @@ func.func @attention(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tenso
   // A mask over past and new keys (2 + 8 = 10).
   // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 1.250000e-01 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x1x1x10xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
   %2:3 = dfg.attention %q, %k, %v mask(%a) past(%pk2, %pv2) scale = 0.125 causal = false : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x1x1x10xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
+  // Each row's history (GroupQueryAttention's seqlens_k).
+  // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} past(%{{.+}}, %{{.+}}) past_lengths(%{{.+}}) scale = 1.250000e-01 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>, tensor<1xi64>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
+  %lengths = dfg.constant dense<1> : tensor<1xi64>
+  %rows:3 = dfg.attention %q, %k, %v past(%pk2, %pv2) past_lengths(%lengths) scale = 0.125 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>, tensor<1xi64>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
   return %0, %1#0, %1#1, %2#0 : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x4x8x16xf32>
 }
 

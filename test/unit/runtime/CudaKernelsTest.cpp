@@ -1107,6 +1107,8 @@ struct AttentionCase {
   DType maskType = DType::F32; // Bool, or a float mask
   bool maskInQueryType = true; // a float mask of the query's type
   bool maskWholeRows = false;  // query 0 sees no key (bool masks)
+  /// Non-empty: past_lengths, each batch row's history (at most `past`).
+  std::vector<std::int64_t> pastLengths;
 };
 
 std::string describe(const AttentionCase &c, DType t) {
@@ -1118,6 +1120,7 @@ std::string describe(const AttentionCase &c, DType t) {
          (std::isfinite(c.causalFill) ? " fill" : "") +
          (c.softcap > 0 ? (c.softcapFirst ? " softcap-first" : " softcap")
                         : "") +
+         (c.pastLengths.empty() ? "" : " past_lengths") +
          (c.maskShape.empty()
               ? ""
               : std::string(" mask ") +
@@ -1159,6 +1162,12 @@ void checkAttention(const AttentionCase &c, DType t) {
     mask = randomTensor(c.maskInQueryType ? t : DType::F32, c.maskShape, -3, 1);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
+  std::optional<HostTensor> lengths;
+  if (!c.pastLengths.empty()) {
+    lengths = HostTensor(DType::I64, {c.batch});
+    for (std::int64_t b = 0; b < c.batch; ++b)
+      lengths->set(b, static_cast<double>(c.pastLengths[b]));
+  }
 
   const HostTensor q32 = forCpu(q), k32 = forCpu(k), v32 = forCpu(v);
   const std::optional<HostTensor> pk32 = forCpu(pk), pv32 = forCpu(pv),
@@ -1168,27 +1177,29 @@ void checkAttention(const AttentionCase &c, DType t) {
   HostTensor wantV(DType::F32, {c.batch, c.kvHeads, total, c.vDim});
   {
     const std::optional<TensorRef> m = refOf(mask32), pkr = refOf(pk32),
-                                   pvr = refOf(pv32);
+                                   pvr = refOf(pv32), lr = refOf(lengths);
     const TensorRef kr = wantK.ref(), vr = wantV.ref();
     cpu::attention(q32.ref(), k32.ref(), v32.ref(), refPointer(m),
                    refPointer(pkr), refPointer(pvr), scale, c.causal,
                    c.causalFill, c.softcap, c.softcapFirst, want.ref(),
                    hasPast ? &kr : nullptr,
-                   hasPast ? &vr : nullptr);
+                   hasPast ? &vr : nullptr, 0, refPointer(lr));
   }
 
   const DeviceTensor dq(q), dk(k), dv(v);
   const std::unique_ptr<DeviceTensor> dpk = upload(pk), dpv = upload(pv),
-                                      dmask = upload(mask);
+                                      dmask = upload(mask),
+                                      dlengths = upload(lengths);
   DeviceTensor out(t, want.shape), presentK(t, wantK.shape),
       presentV(t, wantV.shape);
   const std::optional<TensorRef> m = refOf(dmask), pkr = refOf(dpk),
-                                 pvr = refOf(dpv);
+                                 pvr = refOf(dpv), lr = refOf(dlengths);
   const TensorRef kr = presentK.ref(), vr = presentV.ref();
   gpu::attention(dq.ref(), dk.ref(), dv.ref(), refPointer(m), refPointer(pkr),
                  refPointer(pvr), scale, c.causal, c.causalFill, c.softcap,
                  c.softcapFirst, out.ref(),
-                 hasPast ? &kr : nullptr, hasPast ? &vr : nullptr);
+                 hasPast ? &kr : nullptr, hasPast ? &vr : nullptr, 0,
+                 refPointer(lr));
   const std::string what = describe(c, t);
   expectMatchesCpu(out.download(), want, what);
   if (hasPast) {
@@ -1254,6 +1265,28 @@ TEST_F(CudaKernelsTest, AttentionCacheInPlace) {
     };
     expectNear(prefix(cacheK.download()), wantK, kExact, what + " (keys)");
     expectNear(prefix(cacheV.download()), wantV, kExact, what + " (values)");
+  }
+}
+
+// dfg.attention's past_lengths: rows with 0, some and all of the past's
+// positions, decode and prefill (flash), with a bool mask beside.
+TEST_F(CudaKernelsTest, AttentionWithPastLengths) {
+  for (DType t : kFloatTypes) {
+    AttentionCase c;
+    c.batch = 3;
+    c.heads = 4;
+    c.kvHeads = 2;
+    c.past = 5;
+    c.causal = true;
+    c.pastLengths = {0, 3, 5};
+    for (std::int64_t seq : {1, 40}) {
+      c.seq = c.newKv = seq;
+      c.maskShape.clear();
+      checkAttention(c, t);
+      c.maskType = DType::Bool;
+      c.maskShape = {3, 1, seq, 5 + seq};
+      checkAttention(c, t);
+    }
   }
 }
 

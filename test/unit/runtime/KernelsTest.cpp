@@ -1218,6 +1218,9 @@ struct AttentionCase {
   /// start of buffers of this many positions per head, the new keys and
   /// values are appended there, and no present is written.
   std::int64_t cacheCapacity = 0;
+  /// Non-empty: past_lengths, each batch row's history (at most `past`):
+  /// its new keys and values go there, and its causal limit counts from it.
+  std::vector<std::int64_t> pastLengths;
 };
 
 /// Runs attention on random inputs and compares with a float64 reference:
@@ -1261,6 +1264,15 @@ void checkAttention(const AttentionCase &c) {
   TensorRef maskRef = mask.ref(), pkRef = pk.ref(), pvRef = pv.ref(),
             presentKRef = presentK.ref(), presentVRef = presentV.ref();
   const bool hasPast = c.past > 0 || c.cacheCapacity > 0;
+  const bool rowPasts = !c.pastLengths.empty();
+  Tensor lengths(DType::I64, {c.batch});
+  for (std::int64_t b = 0; rowPasts && b < c.batch; ++b)
+    lengths.set(b, static_cast<double>(c.pastLengths[b]));
+  TensorRef lengthsRef = lengths.ref();
+  // Row b's history: its past_lengths, else the whole past.
+  auto pastOf = [&](std::int64_t b) {
+    return rowPasts ? c.pastLengths[b] : c.past;
+  };
   // The in-place cache: the past copied to the start of each head's
   // capacity, the past operands viewing those buffers.
   const std::int64_t capacity = c.cacheCapacity;
@@ -1282,31 +1294,44 @@ void checkAttention(const AttentionCase &c) {
             hasPast ? &pkRef : nullptr, hasPast ? &pvRef : nullptr, scale,
             c.causal, c.causalFill, c.softcap, c.softcapFirst, out.ref(),
             hasPast ? &presentKRef : nullptr,
-            hasPast ? &presentVRef : nullptr, capacity);
+            hasPast ? &presentVRef : nullptr, capacity,
+            rowPasts ? &lengthsRef : nullptr);
 
-  // K = past ++ key, V likewise.
+  // K = past ++ key, V likewise (row b's first pastOf(b) past positions,
+  // then its new ones, then zeros).
   auto join = [&](const Tensor &old, const Tensor &fresh, std::int64_t d) {
     std::vector<double> joined;
     for (std::int64_t bh = 0; bh < c.batch * c.kvHeads; ++bh) {
-      for (std::int64_t i = 0; i < c.past * d; ++i)
+      const std::int64_t kept = pastOf(bh / c.kvHeads);
+      for (std::int64_t i = 0; i < kept * d; ++i)
         joined.push_back(old.at(bh * c.past * d + i));
       for (std::int64_t i = 0; i < c.newKv * d; ++i)
         joined.push_back(fresh.at(bh * c.newKv * d + i));
+      joined.resize(static_cast<std::size_t>((bh + 1) * total * d), 0.0);
     }
     return joined;
   };
   const std::vector<double> kk = join(pk, k, c.dim), vv = join(pv, v, c.vDim);
   if (capacity > 0) {
-    // The cache holds past ++ new at the start of each head's capacity.
-    auto prefix = [&](const Tensor &cache, std::int64_t d) {
+    // The cache holds past ++ new at the start of each head's capacity
+    // (under past_lengths, the row's history and its new positions; what
+    // follows them is not compared: the causal limit never reads it).
+    auto prefix = [&](const Tensor &cache, const std::vector<double> &want,
+                      std::int64_t d) {
       Tensor held(DType::F32, {c.batch, c.kvHeads, total, d});
+      std::vector<double> expected(want);
       for (std::int64_t bh = 0; bh < c.batch * c.kvHeads; ++bh)
-        for (std::int64_t i = 0; i < total * d; ++i)
-          held.set(bh * total * d + i, cache.at(bh * capacity * d + i));
-      return held;
+        for (std::int64_t i = 0; i < total * d; ++i) {
+          const bool written = i < (pastOf(bh / c.kvHeads) + c.newKv) * d;
+          held.set(bh * total * d + i,
+                   written ? cache.at(bh * capacity * d + i) : 0.0);
+          if (!written)
+            expected[bh * total * d + i] = 0.0;
+        }
+      expectExact(held, expected);
     };
-    expectExact(prefix(cacheK, c.dim), kk);
-    expectExact(prefix(cacheV, c.vDim), vv);
+    prefix(cacheK, kk, c.dim);
+    prefix(cacheV, vv, c.vDim);
   } else if (hasPast) {
     expectExact(presentK, kk);
     expectExact(presentV, vv);
@@ -1332,7 +1357,7 @@ void checkAttention(const AttentionCase &c) {
                         ? static_cast<float>(score + m)
                         : score + m;
           };
-          const bool future = c.causal && j > i + c.past;
+          const bool future = c.causal && j > i + pastOf(b);
           if (future && std::isfinite(c.causalFill)) {
             add(c.causalFill); // in place of the mask's value
           } else {
@@ -1368,6 +1393,33 @@ TEST(KernelsTest, AttentionPlain) {
   checkAttention(c);
   c.vDim = 5; // value width differs from the key width
   checkAttention(c);
+}
+
+// dfg.attention's past_lengths (GroupQueryAttention's per-row history):
+// rows with 0, some and all of the past's positions, one and several new
+// tokens (and a prefill's 40), with a bool mask beside (a sliding window),
+// into the presents
+// (zeros after each row's new positions) and in place.
+TEST(KernelsTest, AttentionWithPastLengths) {
+  AttentionCase c;
+  c.batch = 3;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.past = 5;
+  c.causal = true;
+  c.pastLengths = {0, 3, 5};
+  for (std::int64_t seq : {1, 3, 40}) { // 40: the prefill's sgemm path
+    c.seq = c.newKv = seq;
+    c.maskShape.clear();
+    c.cacheCapacity = 0;
+    checkAttention(c);
+    c.cacheCapacity = 5 + seq + 2;
+    checkAttention(c);
+    c.cacheCapacity = 0;
+    c.maskType = DType::Bool;
+    c.maskShape = {3, 1, seq, 5 + seq};
+    checkAttention(c);
+  }
 }
 
 TEST(KernelsTest, AttentionGroupedQueryWithPastAndCausal) {
