@@ -570,6 +570,25 @@ attentionPlan(const TensorRef &query, const TensorRef &key,
   return p;
 }
 
+/// dfg.attention's past_lengths: an i64 [batch] beside a past.
+inline void checkPastLengthsShape(const TensorRef &lengths,
+                                  const AttentionPlan &p, bool hasPast) {
+  if (!hasPast || lengths.dtype != DType::I64 || lengths.rank != 1 ||
+      lengths.shape[0] != p.batch)
+    fatal("attention: past_lengths must be an i64 [" +
+          std::to_string(p.batch) + "] beside the past key and value");
+}
+
+/// Each row's history (`rows`, host memory) within the past's positions.
+inline void checkPastLengthValues(const std::int64_t *rows,
+                                  const AttentionPlan &p) {
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    if (rows[b] < 0 || rows[b] > p.past)
+      fatal("attention: past_lengths[" + std::to_string(b) + "] = " +
+            std::to_string(rows[b]) + " is outside [0, " +
+            std::to_string(p.past) + "], the past's positions");
+}
+
 /// The [batch, kvHeads, past + new, d] present key or value as the
 /// concatenation of past and new along the sequence.
 inline ConcatPlan presentPlan(const TensorRef &present) {

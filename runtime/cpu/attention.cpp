@@ -265,17 +265,9 @@ void attention(const TensorRef &query, const TensorRef &key,
   // Each row's history (past_lengths), checked before anything is written.
   const std::int64_t *rowPast = nullptr;
   if (pastLengths) {
-    if (!pastKey || !pastValue || pastLengths->dtype != DType::I64 ||
-        pastLengths->rank != 1 || pastLengths->shape[0] != batch ||
-        (cacheCapacity == 0 && (!presentKey || !presentValue)))
-      fatal("attention: past_lengths must be an i64 [" +
-            std::to_string(batch) + "] beside the past key and value");
+    plans::checkPastLengthsShape(*pastLengths, plan, pastKey && pastValue);
     rowPast = pastLengths->as<const std::int64_t>();
-    for (std::int64_t b = 0; b < batch; ++b)
-      if (rowPast[b] < 0 || rowPast[b] > past)
-        fatal("attention: past_lengths[" + std::to_string(b) + "] = " +
-              std::to_string(rowPast[b]) + " is outside [0, " +
-              std::to_string(past) + "], the past's positions");
+    plans::checkPastLengthValues(rowPast, plan);
   }
   const float *k =
       cacheCapacity > 0 ? appendInPlace(key, *pastKey, past, cacheCapacity,

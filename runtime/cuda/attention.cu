@@ -632,22 +632,14 @@ void attention(const TensorRef &query, const TensorRef &key,
   // checked before anything is written.
   std::vector<std::int64_t> rowPast;
   if (pastLengths) {
-    if (!pastKey || !pastValue || pastLengths->dtype != DType::I64 ||
-        pastLengths->rank != 1 || pastLengths->shape[0] != batch ||
-        (cacheCapacity == 0 && (!presentKey || !presentValue)))
-      fatal("attention: past_lengths must be an i64 [" +
-            std::to_string(batch) + "] beside the past key and value");
+    plans::checkPastLengthsShape(*pastLengths, plan, pastKey && pastValue);
     rowPast.resize(static_cast<std::size_t>(batch));
     check(cudaMemcpyAsync(rowPast.data(), pastLengths->data,
                           rowPast.size() * sizeof(std::int64_t),
                           cudaMemcpyDeviceToHost, stream()),
           "attention: past_lengths");
     check(cudaStreamSynchronize(stream()), "attention: past_lengths");
-    for (std::int64_t b = 0; b < batch; ++b)
-      if (rowPast[b] < 0 || rowPast[b] > plan.past)
-        fatal("attention: past_lengths[" + std::to_string(b) + "] = " +
-              std::to_string(rowPast[b]) + " is outside [0, " +
-              std::to_string(plan.past) + "], the past's positions");
+    plans::checkPastLengthValues(rowPast.data(), plan);
   }
   const std::int64_t *hostPast = pastLengths ? rowPast.data() : nullptr;
   const void *k =
