@@ -34,9 +34,10 @@
 // over the OpenMP team itself (and runs on one thread inside a parallel
 // region, as attention's per-head products do). OpenBLAS (sgemv, and sgemm
 // under MESHC_GEMM=openblas) is switched to one thread on first use and
-// detail::sgemm splits large products over the OpenMP team instead: the Debian OpenBLAS uses its
-// own pthreads, which busy-wait after each call, and two spinning thread pools
-// on the same cores slow every kernel that follows a GEMM.
+// detail::sgemm splits large products over the OpenMP team instead: the Debian
+// OpenBLAS uses its own pthreads, which busy-wait after each call, and two
+// spinning thread pools on the same cores slow every kernel that follows a
+// GEMM.
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
@@ -45,8 +46,8 @@
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -137,7 +138,7 @@ MESHC_INLINE void load16(F32x16 &v, const std::uint16_t *w) {
 constexpr int kTileRows = 8;
 
 /// y[i, j0 .. j0 + cols) += sum over q < R of x[i, q] * w[q, j0 ..] for the
-/// M rows of x: strips of 32 columns, their M x 32 sums in registers while
+/// M rows of x: strips of 32 or 64 columns, their sums in registers while
 /// the R weight rows' pieces are loaded, widened and multiplied by every
 /// row; the columns past the last whole strip one at a time.
 template <int M, int R, typename W>
@@ -160,7 +161,6 @@ MESHC_INLINE void fewRowsTile(const float *__restrict x, std::int64_t ldx,
       F32x16 wq[U];
       for (int u = 0; u < U; ++u)
         load16(wq[u], w + q * ldw + j + 16 * u);
-
       for (int i = 0; i < M; ++i)
         for (int u = 0; u < U; ++u)
           acc[i][u] += a[i][q] * wq[u];
@@ -189,9 +189,9 @@ MESHC_INLINE void fewRowsTile(const float *__restrict x, std::int64_t ldx,
 /// and used by every row.
 template <int M, typename W>
 MESHC_INLINE void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
-                         const W *__restrict w, std::int64_t rows,
-                         std::int64_t n, std::int64_t ldw,
-                         float *__restrict y, std::int64_t ldy) {
+                               const W *__restrict w, std::int64_t rows,
+                               std::int64_t n, std::int64_t ldw,
+                               float *__restrict y, std::int64_t ldy) {
   constexpr std::int64_t kCols = 8192;
   for (std::int64_t j0 = 0; j0 < n; j0 += kCols) {
     const std::int64_t cols = std::min(kCols, n - j0);
@@ -199,8 +199,8 @@ MESHC_INLINE void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
       std::fill(y + i * ldy + j0, y + i * ldy + j0 + cols, 0.0f);
     std::int64_t r = 0;
     for (; r + kTileRows <= rows; r += kTileRows)
-      fewRowsTile<M, kTileRows>(x + r, ldx, w + r * ldw + j0, ldw, cols,
-                                y + j0, ldy);
+      fewRowsTile<M, kTileRows>(x + r, ldx, w + r * ldw + j0, ldw, cols, y + j0,
+                                ldy);
     for (; r < rows; ++r)
       fewRowsTile<M, 1>(x + r, ldx, w + r * ldw + j0, ldw, cols, y + j0, ldy);
   }
@@ -209,8 +209,8 @@ MESHC_INLINE void fewRowsBlock(const float *__restrict x, std::int64_t ldx,
 /// fewRowsBlock for any number of rows, four at a time.
 template <typename W>
 MESHC_INLINE void fewRowsRows(const float *x, std::int64_t ldx, std::int64_t m,
-                        const W *w, std::int64_t rows, std::int64_t n,
-                        std::int64_t ldw, float *y, std::int64_t ldy) {
+                              const W *w, std::int64_t rows, std::int64_t n,
+                              std::int64_t ldw, float *y, std::int64_t ldy) {
   for (std::int64_t i = 0; i < m; i += 4) {
     const float *xi = x + i * ldx;
     float *yi = y + i * ldy;
@@ -254,14 +254,14 @@ template <typename W>
 void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float *a, std::int64_t lda, const W *b,
                  std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
-  const std::int64_t most =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(threads, k / kMinRunRows));
+  const std::int64_t most = std::max<std::int64_t>(
+      1, std::min<std::int64_t>(threads, k / kMinRunRows));
   const std::int64_t rowsPer = (k + most - 1) / most;
   int runs = static_cast<int>((k + rowsPer - 1) / rowsPer);
   static thread_local std::vector<float> parts;
   float *sums;
-  if (runs < threads &&
-      static_cast<double>(m) * static_cast<double>(n) * k > kSerialGemmMacs &&
+  if (runs<threads &&static_cast<double>(m) * static_cast<double>(n) * k>
+          kSerialGemmMacs &&
       n >= 64 * threads) {
     runs = 1;
     parts.resize(static_cast<std::size_t>(m * n));
@@ -280,8 +280,8 @@ void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
 #pragma omp parallel for schedule(static) num_threads(runs) if (runs > 1)
     for (int p = 0; p < runs; ++p) {
       const std::int64_t l0 = p * rowsPer;
-      fewRowsProduct(a + l0, lda, m, b + l0 * ldb, std::min(rowsPer, k - l0),
-                     n, ldb, sums + p * m * n, n);
+      fewRowsProduct(a + l0, lda, m, b + l0 * ldb, std::min(rowsPer, k - l0), n,
+                     ldb, sums + p * m * n, n);
     }
   }
   const std::int64_t total = m * n;
@@ -316,8 +316,8 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
         cblas_sgemv(CblasRowMajor, CblasNoTrans, len, k, alpha, b + j0 * ldb,
                     ldb, a, 1, beta, c + j0, 1);
       else
-        cblas_sgemv(CblasRowMajor, CblasTrans, k, len, alpha, b + j0, ldb, a,
-                    1, beta, c + j0, 1);
+        cblas_sgemv(CblasRowMajor, CblasTrans, k, len, alpha, b + j0, ldb, a, 1,
+                    beta, c + j0, 1);
     };
     if (threads <= 1 || macs <= kSerialGemmMacs) {
       gemv(0, n);
@@ -346,9 +346,8 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
   if (useDnnl()) {
     // oneDNN threads the product over the OpenMP team itself (one thread
     // inside a parallel region).
-    dnnl_status_t status =
-        dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                   beta, c, ldc);
+    dnnl_status_t status = dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, alpha,
+                                      a, lda, b, ldb, beta, c, ldc);
     if (status != dnnl_success)
       fatal("oneDNN sgemm failed (status " + std::to_string(status) + ")");
     return;
@@ -419,8 +418,7 @@ MESHC_BF16_CLONES void gemvBf16Rows(const float *a, const std::uint16_t *b,
 /// C[m, n] = A[m, k] . op(B) + beta * C for a bf16 B: [n, k] with transB,
 /// else [k, n]; A and C f32 with leading dimensions k and n.
 void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
-                 const float *a, const std::uint16_t *b, float beta,
-                 float *c) {
+                 const float *a, const std::uint16_t *b, float beta, float *c) {
   if (m == 0 || n == 0)
     return;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -550,9 +548,9 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
     // the folded rows; otherwise widened whole, then the f32 path.
     const auto *b16 = rhs.as<const std::uint16_t>();
     if (s.foldable) {
-      productBf16(false, s.m * static_cast<std::int64_t>(s.batches.size()),
-                  s.n, s.k, a + s.batches[0].first, b16 + s.batches[0].second,
-                  0.0f, c);
+      productBf16(false, s.m * static_cast<std::int64_t>(s.batches.size()), s.n,
+                  s.k, a + s.batches[0].first, b16 + s.batches[0].second, 0.0f,
+                  c);
       return;
     }
     std::vector<float> wide(static_cast<std::size_t>(rhs.numElements()));
