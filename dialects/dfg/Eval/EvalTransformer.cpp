@@ -131,61 +131,44 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
   const EvalTensor &q = get(op.getQuery());
   EvalTensor k = get(op.getKey()), v = get(op.getValue());
   int64_t past = 0;
-  SmallVector<int64_t> rowPast; // past_lengths, where given
+  SmallVector<int64_t> rowPast; // each row's history, with a past
   SmallVector<EvalTensor> results;
   results.emplace_back();
   if (op.getPastKey()) {
-    // K = concat(past_key, key), V likewise, along the sequence.
-    auto extend = [&](const EvalTensor &old, const EvalTensor &fresh) {
-      Shape shape(fresh.shape);
-      shape[2] = old.shape[2] + fresh.shape[2];
-      EvalTensor joined = like(fresh.elementType, shape);
-      SmallVector<int64_t> strides = stridesOf(shape);
-      forEachIndex(old.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
-        joined.values[dot(i, strides)] = old.values[linear];
-      });
-      forEachIndex(fresh.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
-        SmallVector<int64_t> at(i);
-        at[2] += old.shape[2];
-        joined.values[dot(at, strides)] = fresh.values[linear];
-      });
-      return joined;
-    };
+    // Row b's keys: its first L_b past positions, the new ones, then zeros;
+    // L_b = past_lengths[b], else the whole past (K = concat(past_key, key),
+    // V likewise, along the sequence).
     const EvalTensor &pk = get(op.getPastKey());
     past = pk.shape[2];
+    rowPast.assign(pk.shape[0], past);
     if (op.getPastLengths()) {
-      // Row b: its first L_b past positions, the new ones, then zeros.
       const EvalTensor &lengths = get(op.getPastLengths());
       for (int64_t b = 0; b < lengths.shape[0]; ++b) {
         double l = lengths.values[b];
         if (!(l >= 0 && l <= past))
           return op.emitOpError("past_lengths[")
                  << b << "] = " << l << " is outside [0, " << past << "]";
-        rowPast.push_back(static_cast<int64_t>(l));
+        rowPast[b] = static_cast<int64_t>(l);
       }
-      auto place = [&](const EvalTensor &old, const EvalTensor &fresh) {
-        Shape shape(fresh.shape);
-        int64_t n = fresh.shape[2];
-        shape[2] = old.shape[2] + n;
-        EvalTensor placed = like(fresh.elementType, shape);
-        SmallVector<int64_t> strides = stridesOf(shape);
-        forEachIndex(old.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
-          if (i[2] < rowPast[i[0]])
-            placed.values[dot(i, strides)] = old.values[linear];
-        });
-        forEachIndex(fresh.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
-          SmallVector<int64_t> at(i);
-          at[2] += rowPast[i[0]];
-          placed.values[dot(at, strides)] = fresh.values[linear];
-        });
-        return placed;
-      };
-      k = place(pk, k);
-      v = place(get(op.getPastValue()), v);
-    } else {
-      k = extend(pk, k);
-      v = extend(get(op.getPastValue()), v);
     }
+    auto place = [&](const EvalTensor &old, const EvalTensor &fresh) {
+      Shape shape(fresh.shape);
+      shape[2] = old.shape[2] + fresh.shape[2];
+      EvalTensor placed = like(fresh.elementType, shape);
+      SmallVector<int64_t> strides = stridesOf(shape);
+      forEachIndex(old.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
+        if (i[2] < rowPast[i[0]])
+          placed.values[dot(i, strides)] = old.values[linear];
+      });
+      forEachIndex(fresh.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
+        SmallVector<int64_t> at(i);
+        at[2] += rowPast[i[0]];
+        placed.values[dot(at, strides)] = fresh.values[linear];
+      });
+      return placed;
+    };
+    k = place(pk, k);
+    v = place(get(op.getPastValue()), v);
   }
   int64_t batch = q.shape[0], heads = q.shape[1], seq = q.shape[2],
           dim = q.shape[3], kvHeads = k.shape[1], total = k.shape[2],
