@@ -579,14 +579,17 @@ inline void checkPastLengthsShape(const TensorRef &lengths,
           std::to_string(p.batch) + "] beside the past key and value");
 }
 
-/// Each row's history (`rows`, host memory) within the past's positions.
+/// Each row's history (`rows`, host memory) within the past's positions;
+/// a negative one (at least -seq: a left-padded row whose first new tokens
+/// come before its start) drops that many new tokens.
 inline void checkPastLengthValues(const std::int64_t *rows,
                                   const AttentionPlan &p) {
   for (std::int64_t b = 0; b < p.batch; ++b)
-    if (rows[b] < 0 || rows[b] > p.past)
+    if (rows[b] < -p.seq || rows[b] > p.past)
       fatal("attention: past_lengths[" + std::to_string(b) + "] = " +
-            std::to_string(rows[b]) + " is outside [0, " +
-            std::to_string(p.past) + "], the past's positions");
+            std::to_string(rows[b]) + " is outside [" +
+            std::to_string(-p.seq) + ", " + std::to_string(p.past) +
+            "] (minus the new tokens, up to the past's positions)");
 }
 
 /// The [batch, kvHeads, past + new, d] present key or value as the

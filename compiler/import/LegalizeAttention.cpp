@@ -370,10 +370,17 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     return failure();
 
   // Rotary without position_ids: after a past, at start_b + i; in a first
-  // prompt at i, whatever the row's padding (onnxruntime's rule).
+  // prompt at i, whatever the row's padding (onnxruntime's rule). A
+  // left-padded row starts at a negative start_b: its padding is rotated as
+  // position 0, and attention drops its keys and gives its queries none.
   if (failed(rotateQK(ctx, q, k, heads, kvHeads, [&]() -> FailureOr<Value> {
-        if (pastK)
-          return binary<dfg::AddOp>(ctx, *start, *newPos, i64); // [batch, seq]
+        if (pastK) {
+          FailureOr<Value> at =
+              binary<dfg::AddOp>(ctx, *start, *newPos, i64); // [batch, seq]
+          return failed(at) ? at
+                            : binary<dfg::MaxOp>(ctx, *at, ctx.scalar(0, i64),
+                                                 i64);
+        }
         FailureOr<Value> zero =
             binary<dfg::MulOp>(ctx, *start, ctx.scalar(0, i64), i64);
         return failed(zero) ? zero

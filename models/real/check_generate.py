@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Checks `meshc generate` on the decoders of the real-model corpus against
 the reference token loop on onnxruntime (models/generate_reference.py):
-greedy generation from a left-padded batch of two prompts (two prompts of
-one length for onnxruntime-genai's exports, whose attention takes no left
-padding), compiled without size flags for each mesh.
+greedy generation from a left-padded batch of two prompts, compiled without
+size flags for each mesh. For onnxruntime-genai's exports the reference
+generates each prompt alone, its padding removed (`--rows-alone`): their
+GroupQueryAttention puts a left-padded row's padding at negative cache
+positions, which onnxruntime reads unchecked (its padded batch, and
+onnxruntime-genai's, differ from each row alone after the first token) and
+meshc drops.
 
 Usage: check_generate.py --meshc build/bin/meshc --corpus models/real/corpus
                          [--mesh tp=1,tp=2,pp=2,dp=2,dp=2xtp=2] [--only NAME,...]
@@ -120,12 +124,12 @@ def main():
                 continue
             vocab = np.load(os.path.join(folder, "reference", "logits.npy")).shape[-1]
             # onnxruntime-genai's GroupQueryAttention places a prompt's
-            # tokens from the left of its row (seqlens_k), so left-padded
-            # prompts put padding at negative positions, which onnxruntime
-            # reads unchecked and meshc refuses: its exports get prompts of
-            # one length.
+            # tokens from the left of its row (seqlens_k), so a left-padded
+            # row's padding falls at negative positions: meshc drops it,
+            # onnxruntime reads there unchecked. The reference for these
+            # exports generates each row alone, its padding removed.
             genai = os.path.exists(os.path.join(folder, "genai_config.json"))
-            ids, mask = prompts(vocab, padded=not genai)
+            ids, mask = prompts(vocab, padded=True)
             case = os.path.join(work, name)
             os.makedirs(case)
             np.save(os.path.join(case, "ids.npy"), ids)
@@ -170,7 +174,8 @@ def main():
                                         os.path.join(case, "mask.npy"), "--max-new-tokens",
                                         str(args.new_tokens), "--output-ids", ref_ids,
                                         "--logits", ref_logits] +
-                                       [a for t in stops for a in ("--stop-token", t)],
+                                       [a for t in stops for a in ("--stop-token", t)] +
+                                       (["--rows-alone"] if genai else []),
                                        capture_output=True, text=True)
                     if r.returncode:
                         print(f"{label}: reference loop failed: {first_error(r.stderr)}")
@@ -196,6 +201,7 @@ def main():
                         path = os.path.join(case, "genai.npy")
                         r = subprocess.run([args.genai_python, GENAI_REFERENCE, folder,
                                             "--prompt-ids", os.path.join(case, "ids.npy"),
+                                            "--attention-mask", os.path.join(case, "mask.npy"),
                                             "--max-new-tokens", str(args.new_tokens),
                                             "--output-ids", path],
                                            capture_output=True, text=True)

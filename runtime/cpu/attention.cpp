@@ -70,8 +70,10 @@ inline std::int64_t pastOf(const RowContext &ctx, std::int64_t b) {
 }
 inline std::int64_t keyLimit(const RowContext &ctx, std::int64_t b,
                              std::int64_t i) {
+  // A negative history (past_lengths) leaves no key to a query before its
+  // row's start.
   return ctx.causal && (ctx.softcap <= 0.0f || ctx.softcapFirst)
-             ? std::min(ctx.total, i + pastOf(ctx, b) + 1)
+             ? std::clamp<std::int64_t>(i + pastOf(ctx, b) + 1, 0, ctx.total)
              : ctx.total;
 }
 
@@ -123,7 +125,7 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
   }
   for (std::int64_t j = visible; j < limit; ++j)
     scores[j] = finiteFill ? scores[j] + ctx.causalFill : kNegInf;
-  if (ctx.causal && finiteFill && limit < ctx.total) {
+  if (ctx.causal && finiteFill && visible > 0 && limit < ctx.total) {
     float top = kNegInf;
     for (std::int64_t j = 0; j < limit; ++j)
       top = std::max(top, scores[j]);
@@ -211,14 +213,18 @@ const float *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
   float *base = cache.as<float>();
   for (std::int64_t h = 0; h < heads; ++h) {
     const std::int64_t at = rowPast ? rowPast[h / kvHeads] : past;
-    std::memcpy(base + (h * capacity + at) * width, in + h * rows * width,
-                static_cast<std::size_t>(rows * width) * sizeof(float));
+    const std::int64_t dropped = std::max<std::int64_t>(-at, 0);
+    std::memcpy(base + (h * capacity + at + dropped) * width,
+                in + (h * rows + dropped) * width,
+                static_cast<std::size_t>((rows - dropped) * width) *
+                    sizeof(float));
   }
   return base;
 }
 
 /// K or V under past_lengths: present [B, Hkv, P + S, D] holds row b's
-/// first rowPast[b] past positions, then `fresh`'s S, then zeros.
+/// first rowPast[b] past positions, then `fresh`'s S, then zeros; a
+/// negative rowPast[b] drops that many of `fresh`'s first positions.
 const float *placeRows(const TensorRef &fresh, const TensorRef &past,
                        const std::int64_t *rowPast, const TensorRef &present) {
   const std::int64_t kvHeads = fresh.shape[1], heads = fresh.shape[0] * kvHeads,
@@ -227,13 +233,16 @@ const float *placeRows(const TensorRef &fresh, const TensorRef &past,
   const float *in = fresh.as<const float>(), *old = past.as<const float>();
   float *dst = present.as<float>();
   for (std::int64_t h = 0; h < heads; ++h) {
-    const std::int64_t at = rowPast[h / kvHeads];
+    const std::int64_t at = std::max<std::int64_t>(rowPast[h / kvHeads], 0),
+                       dropped = at - rowPast[h / kvHeads];
     float *head = dst + h * total * width;
     std::memcpy(head, old + h * pastRows * width,
                 static_cast<std::size_t>(at * width) * sizeof(float));
-    std::memcpy(head + at * width, in + h * rows * width,
-                static_cast<std::size_t>(rows * width) * sizeof(float));
-    std::fill(head + (at + rows) * width, head + total * width, 0.0f);
+    std::memcpy(head + at * width, in + (h * rows + dropped) * width,
+                static_cast<std::size_t>((rows - dropped) * width) *
+                    sizeof(float));
+    std::fill(head + (at + rows - dropped) * width, head + total * width,
+              0.0f);
   }
   return dst;
 }
@@ -329,6 +338,10 @@ void attention(const TensorRef &query, const TensorRef &key,
         const std::int64_t m = std::min(kQueryBlock, seq - i0);
         const std::int64_t keys = keyLimit(ctx, b, i0 + m - 1);
         const std::int64_t row0 = (b * heads + h) * seq + i0;
+        if (keys == 0) { // queries before their row's start (past_lengths)
+          std::fill(o + row0 * vDim, o + (row0 + m) * vDim, 0.0f);
+          continue;
+        }
         sgemm(/*transB=*/true, m, keys, dim, scale, q + row0 * dim, dim,
               kHead(b, h), dim, 0.0f, sc, keys);
         redo.clear();

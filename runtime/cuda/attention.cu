@@ -115,7 +115,7 @@ __device__ __forceinline__ std::int64_t keyLimit(const AttentionArgs<T> &a,
   const std::int64_t past = pastOf(a, b);
   if (a.causal && (a.softcap <= 0.0f || a.softcapFirst) &&
       !isfinite(a.causalFill) && i + past + 1 < a.total)
-    return i + past + 1;
+    return i + past + 1 > 0 ? i + past + 1 : 0; // none before a row's start
   return a.total;
 }
 
@@ -502,17 +502,24 @@ const void *appendInPlace(const TensorRef &fresh, const TensorRef &cache,
              head, in, row, row, fresh.shape[0] * kvHeads, "attention");
     return cache.data;
   }
-  for (std::int64_t b = 0; b < fresh.shape[0]; ++b)
+  // A negative rowPast[b] drops that many of the row's first new positions.
+  const std::size_t position = static_cast<std::size_t>(fresh.shape[3]) * width;
+  for (std::int64_t b = 0; b < fresh.shape[0]; ++b) {
+    const std::int64_t at = rowPast[b] > 0 ? rowPast[b] : 0;
+    const std::size_t dropped = static_cast<std::size_t>(at - rowPast[b]) *
+                                position;
     copyRows(base + static_cast<std::size_t>(b * kvHeads) * head +
-                 static_cast<std::size_t>(rowPast[b] * fresh.shape[3]) * width,
-             head, in + static_cast<std::size_t>(b * kvHeads) * row, row, row,
-             kvHeads, "attention");
+                 static_cast<std::size_t>(at) * position,
+             head, in + static_cast<std::size_t>(b * kvHeads) * row + dropped,
+             row, row - dropped, kvHeads, "attention");
+  }
   return cache.data;
 }
 
 /// K or V under past_lengths: present [B, Hkv, P + S, D] holds row b's
 /// first rowPast[b] (host memory) past positions, then `fresh`'s S, then
-/// zeros.
+/// zeros; a negative rowPast[b] drops that many of `fresh`'s first
+/// positions.
 const void *placeRows(const TensorRef &fresh, const TensorRef &past,
                       const std::int64_t *rowPast, const TensorRef &present) {
   const std::size_t width = byteWidth(fresh.dtype);
@@ -528,17 +535,22 @@ const void *placeRows(const TensorRef &fresh, const TensorRef &past,
   auto *in = static_cast<const unsigned char *>(fresh.data);
   auto *old = static_cast<const unsigned char *>(past.data);
   for (std::int64_t b = 0; b < fresh.shape[0]; ++b) {
-    const std::size_t kept = static_cast<std::size_t>(rowPast[b]) * position;
+    const std::int64_t at = rowPast[b] > 0 ? rowPast[b] : 0;
+    const std::size_t kept = static_cast<std::size_t>(at) * position,
+                      dropped =
+                          static_cast<std::size_t>(at - rowPast[b]) * position,
+                      added = freshHead - dropped;
     unsigned char *rows = dst + static_cast<std::size_t>(b * kvHeads) * head;
     if (kept > 0)
       copyRows(rows, head, old + static_cast<std::size_t>(b * kvHeads) * pastHead,
                pastHead, kept, kvHeads, "attention");
-    copyRows(rows + kept, head,
-             in + static_cast<std::size_t>(b * kvHeads) * freshHead, freshHead,
-             freshHead, kvHeads, "attention");
-    const std::size_t tail = head - kept - freshHead;
+    if (added > 0)
+      copyRows(rows + kept, head,
+               in + static_cast<std::size_t>(b * kvHeads) * freshHead + dropped,
+               freshHead, added, kvHeads, "attention");
+    const std::size_t tail = head - kept - added;
     if (tail > 0)
-      check(cudaMemset2DAsync(rows + kept + freshHead, head, 0, tail,
+      check(cudaMemset2DAsync(rows + kept + added, head, 0, tail,
                               static_cast<std::size_t>(kvHeads), stream()),
             "attention");
   }

@@ -137,7 +137,8 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
   if (op.getPastKey()) {
     // Row b's keys: its first L_b past positions, the new ones, then zeros;
     // L_b = past_lengths[b], else the whole past (K = concat(past_key, key),
-    // V likewise, along the sequence).
+    // V likewise, along the sequence). A negative L_b drops the first -L_b
+    // new ones.
     const EvalTensor &pk = get(op.getPastKey());
     past = pk.shape[2];
     rowPast.assign(pk.shape[0], past);
@@ -145,9 +146,10 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
       const EvalTensor &lengths = get(op.getPastLengths());
       for (int64_t b = 0; b < lengths.shape[0]; ++b) {
         double l = lengths.values[b];
-        if (!(l >= 0 && l <= past))
+        if (!(l >= -k.shape[2] && l <= past))
           return op.emitOpError("past_lengths[")
-                 << b << "] = " << l << " is outside [0, " << past << "]";
+                 << b << "] = " << l << " is outside [" << -k.shape[2]
+                 << ", " << past << "]";
         rowPast[b] = static_cast<int64_t>(l);
       }
     }
@@ -163,7 +165,8 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
       forEachIndex(fresh.shape, [&](int64_t linear, ArrayRef<int64_t> i) {
         SmallVector<int64_t> at(i);
         at[2] += rowPast[i[0]];
-        placed.values[dot(at, strides)] = fresh.values[linear];
+        if (at[2] >= 0)
+          placed.values[dot(at, strides)] = fresh.values[linear];
       });
       return placed;
     };
@@ -191,6 +194,10 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
       for (int64_t i = 0; i < seq; ++i) {
         const double *qi = q.values.data() + ((b * heads + h) * seq + i) * dim;
         int64_t kvh = h / group;
+        // A query before its row's start (a negative past_lengths) sees no
+        // key: zeros.
+        if (op.getCausal() && !rowPast.empty() && i + rowPast[b] < 0)
+          continue;
         double maxScore = -INFINITY;
         for (int64_t j = 0; j < total; ++j) {
           const double *kj =

@@ -1040,7 +1040,10 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
     present's row b holds past[b, :, :L_b], then key[b] (or value[b]), then
     zeros up to past + seq positions; K and V are the presents, and with
     `causal` query i of row b sees the keys j <= L_b + i (P = L_b above).
-    An L_b outside [0, past] is an error.
+    A negative L_b, down to -seq, is a left-padded row whose first -L_b new
+    tokens come before its start: their keys and values are dropped (the
+    present's row b begins with key[b, :, -L_b:]) and, with `causal`, their
+    queries see no key (zeros). An L_b outside [-seq, past] is an error.
 
     Layout: `query` `[batch, heads, seq, head_dim]`, `key`/`value`
     `[batch, kv_heads, kv_seq, head_dim | v_dim]`, result

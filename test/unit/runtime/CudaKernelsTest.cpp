@@ -1287,6 +1287,14 @@ TEST_F(CudaKernelsTest, AttentionWithPastLengths) {
       c.maskShape = {3, 1, seq, 5 + seq};
       checkAttention(c, t);
     }
+    // Left-padded rows: a negative history drops the row's first new
+    // tokens, whose queries see no key.
+    c.maskShape.clear();
+    for (std::int64_t seq : {3, 40}) {
+      c.seq = c.newKv = seq;
+      c.pastLengths = {-2, 0, -seq};
+      checkAttention(c, t);
+    }
   }
 }
 

@@ -1298,14 +1298,16 @@ void checkAttention(const AttentionCase &c) {
             rowPasts ? &lengthsRef : nullptr);
 
   // K = past ++ key, V likewise (row b's first pastOf(b) past positions,
-  // then its new ones, then zeros).
+  // then its new ones, then zeros; a negative pastOf(b) drops that many new
+  // ones).
   auto join = [&](const Tensor &old, const Tensor &fresh, std::int64_t d) {
     std::vector<double> joined;
     for (std::int64_t bh = 0; bh < c.batch * c.kvHeads; ++bh) {
       const std::int64_t kept = pastOf(bh / c.kvHeads);
       for (std::int64_t i = 0; i < kept * d; ++i)
         joined.push_back(old.at(bh * c.past * d + i));
-      for (std::int64_t i = 0; i < c.newKv * d; ++i)
+      for (std::int64_t i = std::max<std::int64_t>(-kept, 0) * d;
+           i < c.newKv * d; ++i)
         joined.push_back(fresh.at(bh * c.newKv * d + i));
       joined.resize(static_cast<std::size_t>((bh + 1) * total * d), 0.0);
     }
@@ -1418,6 +1420,17 @@ TEST(KernelsTest, AttentionWithPastLengths) {
     c.cacheCapacity = 0;
     c.maskType = DType::Bool;
     c.maskShape = {3, 1, seq, 5 + seq};
+    checkAttention(c);
+  }
+  // Left-padded rows (onnxruntime-genai's prompts): a negative history, down
+  // to -seq, drops the row's first new tokens, whose queries see no key.
+  c.maskShape.clear();
+  for (std::int64_t seq : {3, 40}) {
+    c.seq = c.newKv = seq;
+    c.pastLengths = {-2, 0, -seq};
+    c.cacheCapacity = 0;
+    checkAttention(c);
+    c.cacheCapacity = 5 + seq;
     checkAttention(c);
   }
 }
