@@ -20,6 +20,9 @@
 //      does not lead to the scores is an additive mask. A scale applied after
 //      the mask (CodeGen: (Q K^T + mask) / c) scales the mask too: the op
 //      takes the mask scaled (a Where of constants gets scaled constants).
+//      One Where with a finite fill below the additive mask (GPT-Neo:
+//      where(causal bias, S, finfo.min) + HF's mask) is a second mask; see
+//      step 5.
 //   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
 //      on Q or K folded into the scale; K^T may also be the dynamo
 //      exporter's reshape to 3-D, transpose, reshape back (keyOfTranspose).
@@ -39,7 +42,10 @@
 //      nothing except on rows where every key is masked, which only padding
 //      queries have; where such rows can occur (a padding factor left
 //      beside the causal one) a finite fill must be at most -1e30 and
-//      becomes the op's `causal_fill`.
+//      becomes the op's `causal_fill`. Two masks, where(c, S, F) + mask:
+//      with c causal, and the mask causal or its causal factor's fill F'
+//      overflowing F + F' to -inf, `causal = true` and the mask's other
+//      factors; otherwise the one additive mask where(c, 0, F) + mask.
 //
 // A second pattern applies step 5 to a dfg.attention that came with its
 // mask (ONNX Attention-23, as torch.onnx writes it at opset 23, takes HF's
@@ -52,6 +58,7 @@
 #include "passes/graph/Matchers.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/DfgShapes.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -294,6 +301,10 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     double scale = 1.0, scaleAbove = 1.0, softcap = 0.0, maskScale = 1.0;
     bool softcapFirst = false;
     Value mask;
+    // A bool mask below an additive one (GPT-Neo: where(c, S, F) + mask):
+    // c and its finite fill F.
+    Value innerCondition;
+    double innerFill = 0.0;
     for (int step = 0; step < 10; ++step) {
       // A softcap with nothing scaled above it; below the mask (Gemma-2:
       // capped, then masked) or above it (ONNX's order).
@@ -312,10 +323,33 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
       if (auto where = defining<dfg::WhereOp>(s)) {
         std::optional<double> fill = reader.splat(where.getRhs());
-        if (mask || !fill || !isMaskValue(*fill * scaleAbove) ||
+        if (!fill || !isMaskValue(*fill * scaleAbove) ||
             where.getType() != where.getLhs().getType())
           return failure();
-        mask = where.getCondition();
+        if (mask) {
+          // Below an additive mask, with no scale between, and only one: a
+          // finite fill that absorbs the scores (at most -1e30, as
+          // causal_fill), since it ends up added to them.
+          bool additive = !cast<RankedTensorType>(mask.getType())
+                               .getElementType()
+                               .isInteger(1);
+          if (innerCondition || !additive || scaleAbove != maskScale ||
+              !std::isfinite(*fill) ||
+              !(*fill * scaleAbove <= kFiniteCausalFillMax) || softcap > 0)
+            return failure();
+          // The two masks may have to become one (combinedMask).
+          auto joint = dfg::broadcastShapes(
+              cast<RankedTensorType>(where.getCondition().getType()).getShape(),
+              cast<RankedTensorType>(mask.getType()).getShape());
+          if (!joint) {
+            llvm::consumeError(joint.takeError());
+            return failure();
+          }
+          innerCondition = where.getCondition();
+          innerFill = *fill * scaleAbove;
+        } else {
+          mask = where.getCondition();
+        }
         s = where.getLhs();
         continue;
       }
@@ -425,20 +459,52 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     AffineExpr keysLen =
         key ? shapes.dims(key)[2] : shapes.dims(keyView)[keyPerm[2]];
     AffineExpr queriesLen = shapes.dims(q)[2];
-    if (qt.hasStaticShape() && kt.hasStaticShape() &&
-        (!pastK || cast<RankedTensorType>(pastK.getType()).hasStaticShape())) {
-      int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
-      int64_t past =
-          pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2) : 0;
-      causal = mask && keys - queries == past &&
-               isCausalMask(mask, queries, keys, past, reader);
-    }
-    if (!causal && mask)
-      causal = isSymbolicCausalMask(mask, queriesLen, keysLen, pastLen, shapes,
-                                    reader);
-    if (causal)
+    auto isCausal = [&](Value m) {
+      if (qt.hasStaticShape() && kt.hasStaticShape() &&
+          (!pastK ||
+           cast<RankedTensorType>(pastK.getType()).hasStaticShape())) {
+        int64_t queries = qt.getDimSize(2), keys = kt.getDimSize(2);
+        int64_t past =
+            pastK ? cast<RankedTensorType>(pastK.getType()).getDimSize(2) : 0;
+        if (keys - queries == past &&
+            isCausalMask(m, queries, keys, past, reader))
+          return true;
+      }
+      return isSymbolicCausalMask(m, queriesLen, keysLen, pastLen, shapes,
+                                  reader);
+    };
+    if (innerCondition) {
+      // where(c, S, F) + mask: a key that c masks scores F + mask. With c
+      // causal, and the mask causal too or its causal factor filling those
+      // keys with F' where F + F' overflows to -inf (HF's causal and
+      // padding mask beside GPT-Neo's causal bias, both finfo.min), every
+      // key past the limit is -inf: the op is causal, the mask's other
+      // factors its mask. (A wholly causal mask leaves every row a key
+      // without a fill, beside which the keys past the limit weigh zero
+      // however they are filled.) Otherwise the two become one additive
+      // mask, where(c, 0, F) + mask: S + F rounds to F (F is at most
+      // -1e30), as the Where writes it.
+      bool innerCausal = isCausal(innerCondition);
+      double fill = 0.0;
+      if (innerCausal && isCausal(mask)) {
+        causal = true;
+        mask = Value();
+      } else if (std::optional<Value> rest =
+                     innerCausal ? splitCausalFactor(mask, queriesLen,
+                                                     keysLen, pastLen, shapes,
+                                                     reader, rewriter, fill)
+                                 : std::nullopt;
+                 rest && std::isinf(static_cast<float>(innerFill) +
+                                    static_cast<float>(fill))) {
+        causal = true;
+        mask = *rest;
+      } else {
+        mask = combinedMask(innerCondition, innerFill, mask, rewriter);
+      }
+    } else if (mask && isCausal(mask)) {
+      causal = true;
       mask = Value();
-    if (mask) {
+    } else if (mask) {
       if (std::optional<Value> rest =
               splitCausalFactor(mask, queriesLen, keysLen, pastLen, shapes,
                                 reader, rewriter, causalFill)) {
@@ -475,6 +541,28 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     }
     rewriter.replaceOp(op, attention.getResult());
     return success();
+  }
+
+  /// The additive mask where(condition, 0, fill) + mask.
+  static Value combinedMask(Value condition, double fill, Value mask,
+                            PatternRewriter &rewriter) {
+    Location loc = mask.getLoc();
+    auto mt = cast<RankedTensorType>(mask.getType());
+    auto scalar = [&](double v) -> Value {
+      auto t = RankedTensorType::get({}, mt.getElementType());
+      return dfg::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(t, FloatAttr::get(mt.getElementType(), v)));
+    };
+    auto ct = cast<RankedTensorType>(condition.getType());
+    Value filled = dfg::WhereOp::create(
+        rewriter, loc, RankedTensorType::get(ct.getShape(), mt.getElementType()),
+        condition, scalar(0.0), scalar(fill));
+    // Checked when the pattern matched.
+    auto shape = llvm::cantFail(dfg::broadcastShapes(ct.getShape(), mt.getShape()));
+    return dfg::AddOp::create(rewriter, loc,
+                              RankedTensorType::get(shape, mt.getElementType()),
+                              filled, mask);
   }
 
   /// The additive mask `mask * factor`: a Where of two splat constants

@@ -854,3 +854,54 @@ func.func @multi_query_by_broadcast(%q: tensor<1x4x3x8xf32>, %k: tensor<1x1x3x8x
   %o = dfg.matmul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x1x3x8xf32>) -> tensor<1x4x3x8xf32>
   return %o : tensor<1x4x3x8xf32>
 }
+
+// -----
+
+// Two masks, GPT-Neo's: where(causal bias, S, finfo.min) + HF's causal and
+// padding mask (finfo.min too). A key past the limit scores finfo.min +
+// finfo.min = -inf, so the op is causal (no causal_fill: a padding query
+// spreads over its earlier keys only) and the padding factor is its mask.
+// Beside a padding mask alone (no causal factor of its own) the two become
+// one additive mask, where(c, 0, F) + mask, and the op is not causal. Near
+// miss: an inner fill of -1e4 does not absorb the scores (where(c, S, F)
+// differs from S + F), so that attention is not raised.
+// CHECK-LABEL: func.func @two_masks
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x?xi1>
+// CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00>
+// CHECK-DAG: %[[MIN:.+]] = dfg.constant dense<-3.40282347E+38>
+// CHECK: dfg.matmul
+// CHECK-NEXT: %[[M:.+]] = dfg.where %[[PAD]], %[[ZERO]], %[[MIN]] : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK-NEXT: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) past(%{{.+}}, %{{.+}}) scale = 1.000000e+00 causal = true :
+// CHECK: %[[C:.+]] = dfg.where %{{.+}}, %[[ZERO]], %[[MIN]] : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32>
+// CHECK: %[[SUM:.+]] = dfg.add %[[C]], %{{.+}} :
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[SUM]]) past(%{{.+}}, %{{.+}}) scale = 1.000000e+00 causal = false :
+// CHECK: dfg.softmax
+func.func @two_masks(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %small = dfg.constant dense<-1.0e4> : tensor<f32>
+  %qpos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %kpos = dfg.range affine_map<()[s0, s1] -> (0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %col = dfg.unsqueeze %qpos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %row = dfg.unsqueeze %kpos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %vis = dfg.greater_or_equal %col, %row : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both = dfg.and %vis, %pad : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %hf = dfg.where %both, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %padonly = dfg.where %pad, %zero, %min : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+  %kc = dfg.concat %pk, %k axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %vc = dfg.concat %pv, %v axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = dfg.transpose %kc perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %bias = dfg.where %vis, %s, %min : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %m1 = dfg.add %bias, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p1 = dfg.softmax %m1 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o1 = dfg.matmul %p1, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %m2 = dfg.add %bias, %padonly : (tensor<?x2x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %p2 = dfg.softmax %m2 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o2 = dfg.matmul %p2, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %biass = dfg.where %vis, %s, %small : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %m3 = dfg.add %biass, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p3 = dfg.softmax %m3 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o3 = dfg.matmul %p3, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o1, %o2, %o3 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
