@@ -19,9 +19,9 @@
 //      QKV) becomes a slice of its features (HeadSlices.cpp); and a
 //      projection read only as parts of its features (a Split, or slices
 //      of its last axis, directly or after its bias add: packed QKV,
-//      gate_up, a packed GroupQueryAttention input) becomes one projection
-//      per part, each on a slice of the weight, so that every part can be
-//      column-parallel. An RMS norm over all heads of a projection (OLMo-2's
+//      gate_up, a packed GroupQueryAttention input; an expert's fused
+//      gate_up) becomes one projection per part, each on a slice of the
+//      weight, so that every part can be column-parallel. An RMS norm over all heads of a projection (OLMo-2's
 //      q/k norms) becomes a sum of squares and elementwise ops
 //      (HeadNorms.cpp): split by heads, each rank sums its squares and one
 //      all_reduce of [..., 1] completes the statistic.
@@ -38,7 +38,9 @@
 //      features are split over tp on trial and propagated (step 4); the
 //      split is kept where it ends in contractions that sum it (partial
 //      sums, one all_reduce) and needs no all_gather on the way, so an
-//      attention that raising did not recognise is still split by heads.
+//      attention that raising did not recognise is still split by heads,
+//      and a mixture of experts' per-token expert products (a matrix
+//      gathered from a stacked weight per token) by their hidden features.
 //      Otherwise it is undone, and the reason kept for the report (step 6).
 //   4. Propagate through the ops' factor rules (ShardingRules.h) until
 //      nothing changes: a sharded dimension shards its outermost factor,
@@ -114,6 +116,171 @@ bool isProjection(Operation *op) {
   return isa_and_nonnull<dfg::LinearOp>(op) ||
          (matmul && isSource(matmul.getRhs()) &&
           cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2);
+}
+
+/// The stacked weight [experts, n, k] that `v` gathers one matrix of per
+/// token (gather_nd with one index per tuple, or gather along axis 0), else
+/// null.
+Value stackedWeightOf(Value v) {
+  Operation *def = v.getDefiningOp();
+  Value data;
+  if (auto g = dyn_cast_or_null<dfg::GatherNDOp>(def);
+      g && g.getBatchDims() == 0 &&
+      cast<RankedTensorType>(g.getIndices().getType()).getShape().back() == 1)
+    data = g.getData();
+  if (auto g = dyn_cast_or_null<dfg::GatherOp>(def);
+      g && (static_cast<int64_t>(g.getAxis()) == 0 ||
+            static_cast<int64_t>(g.getAxis()) ==
+                -cast<RankedTensorType>(g.getData().getType()).getRank()))
+    data = g.getData();
+  return data && isSource(data) &&
+                 cast<RankedTensorType>(data.getType()).getRank() == 3 &&
+                 cast<RankedTensorType>(v.getType()).getRank() == 3
+             ? data
+             : Value();
+}
+
+/// An expert's projection, as a mixture of experts exports with per-token
+/// weights (transformers' batched_mm experts): matmul(G, x) or matmul(x, G)
+/// of a per-token matrix G gathered from a stacked weight, each token's x
+/// [tokens, k, 1] (or [tokens, 1, k]). Its output features are those of G
+/// that the product keeps: dimension 1 of the result for G on the left, 2
+/// for G on the right; -1 for anything else.
+int64_t expertFeatureDim(Operation *op) {
+  auto matmul = dyn_cast_or_null<dfg::MatMulOp>(op);
+  if (!matmul || matmul.getType().getRank() != 3)
+    return -1;
+  if (stackedWeightOf(matmul.getLhs()) && !stackedWeightOf(matmul.getRhs()))
+    return 1;
+  if (stackedWeightOf(matmul.getRhs()) && !stackedWeightOf(matmul.getLhs()))
+    return 2;
+  return -1;
+}
+
+/// An expert projection e read only as blocks of its features, after
+/// squeezes of its unit dimensions (a fused gate_up: a split, or slices of
+/// the features) ==> one expert projection per block, each on its block of
+/// the stacked weight, gathered by the same indices, so that every block's
+/// features can be split over tp.
+void splitPackedExperts(func::FuncOp func) {
+  SmallVector<dfg::MatMulOp> products;
+  func.walk([&](dfg::MatMulOp op) {
+    if (expertFeatureDim(op) >= 0)
+      products.push_back(op);
+  });
+  for (dfg::MatMulOp matmul : products) {
+    int64_t features = expertFeatureDim(matmul);
+    // Forward through single-use squeezes, following the features.
+    SmallVector<dfg::SqueezeOp> squeezes;
+    Value v = matmul.getResult();
+    int64_t dim = features;
+    while (v.hasOneUse()) {
+      auto squeeze = dyn_cast<dfg::SqueezeOp>(*v.getUsers().begin());
+      if (!squeeze)
+        break;
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank(), after = dim;
+      for (int64_t a : squeeze.getAxes()) {
+        a = a < 0 ? a + rank : a;
+        if (a == dim)
+          after = -1;
+        else if (a < dim && after >= 0)
+          --after;
+      }
+      if (after < 0)
+        break;
+      dim = after;
+      squeezes.push_back(squeeze);
+      v = squeeze.getResult();
+    }
+    // The blocks: [start, end) of the features per reader.
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    int64_t width = cast<RankedTensorType>(v.getType()).getDimSize(dim);
+    SmallVector<std::pair<Value, std::pair<int64_t, int64_t>>> blocks;
+    SmallVector<Operation *> readers;
+    bool packed = !v.use_empty() && !ShapedType::isDynamic(width);
+    for (Operation *user : v.getUsers()) {
+      if (!packed)
+        break;
+      readers.push_back(user);
+      if (auto split = dyn_cast<dfg::SplitOp>(user)) {
+        int64_t axis = static_cast<int64_t>(split.getAxis());
+        packed = (axis < 0 ? axis + rank : axis) == dim;
+        int64_t start = 0;
+        for (auto [size, part] :
+             llvm::zip_equal(split.getSizes(), split.getResults())) {
+          blocks.push_back({part, {start, start + size}});
+          start += size;
+        }
+        continue;
+      }
+      auto slice = dyn_cast<dfg::SliceOp>(user);
+      std::optional<std::pair<int64_t, int64_t>> block;
+      if (slice && slice.getAxes().size() == 1) {
+        int64_t axis = slice.getAxes().front();
+        if ((axis < 0 ? axis + rank : axis) == dim &&
+            slice.getSteps().front() == 1) {
+          int64_t start = slice.getStarts().front();
+          int64_t size = slice.getType().getDimSize(dim);
+          start = start < 0 ? start + width : start;
+          if (!ShapedType::isDynamic(size) && start >= 0 &&
+              start + size <= width)
+            block = std::make_pair(start, start + size);
+        }
+      }
+      packed = block.has_value();
+      if (packed)
+        blocks.push_back({slice.getResult(), *block});
+    }
+    if (!packed || blocks.size() < 2)
+      continue;
+    bool weightLeft = features == 1;
+    Value gathered = weightLeft ? matmul.getLhs() : matmul.getRhs();
+    Value x = weightLeft ? matmul.getRhs() : matmul.getLhs();
+    Operation *gather = gathered.getDefiningOp();
+    // The stacked weight's axis holding the features: 1 ([e, n, k] read as
+    // G [t, n, k] on the left), 2 on the right.
+    Value stacked = stackedWeightOf(gathered);
+    for (auto [part, block] : blocks) {
+      auto [start, end] = block;
+      OpBuilder b(part.getParentBlock(), std::next(Block::iterator(
+                                             part.getDefiningOp())));
+      Location loc = part.getLoc();
+      auto resize = [&](Type t, int64_t d) {
+        auto type = cast<RankedTensorType>(t);
+        SmallVector<int64_t> shape(type.getShape());
+        shape[d] = end - start;
+        return RankedTensorType::get(shape, type.getElementType());
+      };
+      Value weight = dfg::SliceOp::create(b, loc, stacked, {start}, {end},
+                                          {features}, {1});
+      Operation *g = b.clone(*gather);
+      g->setOperand(0, weight);
+      g->getResult(0).setType(resize(gathered.getType(), features));
+      Value piece = dfg::MatMulOp::create(
+          b, matmul.getLoc(), resize(matmul.getType(), features),
+          weightLeft ? g->getResult(0) : x, weightLeft ? x : g->getResult(0));
+      int64_t d = features;
+      for (dfg::SqueezeOp squeeze : squeezes) {
+        int64_t inRank =
+            cast<RankedTensorType>(squeeze.getInput().getType()).getRank();
+        for (int64_t a : squeeze.getAxes())
+          if ((a < 0 ? a + inRank : a) < d)
+            --d;
+        Operation *sq = b.clone(*squeeze);
+        sq->setOperand(0, piece);
+        sq->getResult(0).setType(resize(squeeze.getType(), d));
+        piece = sq->getResult(0);
+      }
+      part.replaceAllUsesWith(piece);
+    }
+    for (Operation *reader : readers)
+      reader->erase();
+    for (dfg::SqueezeOp squeeze : llvm::reverse(squeezes))
+      squeeze.erase();
+    matmul.erase();
+    if (gather->use_empty())
+      gather->erase();
+  }
 }
 
 /// The bias a projection's bias add adds.
@@ -456,12 +623,13 @@ void unmergeRowGroups(func::FuncOp func) {
 /// (sliceHeadSelections), norms over all heads as sums of partial squares
 /// (decomposeHeadNorms), and packed projections split into one projection per
 /// part, whether a split or slices of the last axis read them (splitsToSlices,
-/// splitSlicedProjections).
+/// splitSlicedProjections; an expert's fused gate_up, splitPackedExperts).
 void splitPackedProjections(func::FuncOp func) {
   unmergeLeadingDims(func);
   unmergeRowGroups(func);
   sinkRowReshapes(func);
   splitsToSlices(func);
+  splitPackedExperts(func);
   sliceHeadSelections(func);
   splitSlicedProjections(func);
   decomposeHeadNorms(func);
@@ -798,12 +966,25 @@ private:
   /// with the reason in whyWhole_.
   LogicalResult seedProjections(const DimAxes &tp) {
     int64_t n = groupSize(grid_, tp);
-    for (Operation *projection : projections()) {
-      Value in = projection->getOperand(0), out = projection->getResult(0);
+    // Projections (features last), and experts' projections (features
+    // where expertFeatureDim says).
+    struct Trial {
+      Operation *op;
+      Value in;
+      int64_t dim;
+    };
+    SmallVector<Trial> trials;
+    func_.walk([&](Operation *op) {
+      if (isProjection(op))
+        trials.push_back({op, op->getOperand(0), rankOf(op->getResult(0)) - 1});
+      else if (int64_t dim = expertFeatureDim(op); dim >= 0)
+        trials.push_back({op, op->getOperand(dim == 1 ? 1 : 0), dim});
+    });
+    for (auto [projection, in, dim] : trials) {
+      Value out = projection->getResult(0);
       if (onAxes(out, tp) || onAxes(in, tp))
         continue;
-      int64_t features =
-          cast<RankedTensorType>(out.getType()).getShape().back();
+      int64_t features = cast<RankedTensorType>(out.getType()).getDimSize(dim);
       if (ShapedType::isDynamic(features) || features % n != 0) {
         whyWhole_[projection] =
             "its " + std::to_string(features) +
@@ -811,7 +992,7 @@ private:
         continue;
       }
       llvm::DenseMap<Value, TensorSharding> saved = state_;
-      shard(out, rankOf(out) - 1, tp);
+      shard(out, dim, tp);
       if (failed(propagate()))
         return failure();
       FailureOr<std::string> why = judgeTrial(saved, tp);

@@ -506,3 +506,61 @@ func.func @unraised_lm_head_with_bias(%x: tensor<2x4x8xf32>) -> tensor<2x4x32xf3
   return %l : tensor<2x4x32xf32>
 }
 }
+
+// -----
+
+// A mixture of experts' per-token products (transformers' batched_mm
+// experts): each token's gate_up and down matrices gathered from stacked
+// weights [experts, n, k], multiplied by the token as a column. The fused
+// gate_up, read as two blocks of its features (a split after the squeeze;
+// TorchScript writes two slices), becomes one product per block on its block
+// of the stacked weight; the hidden features are split over tp (column
+// parallel: the gathered matrices' rows), and the down product sums them
+// (row parallel: its result stays whole, partition adds the all_reduce).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @experts
+// CHECK-COUNT-2: dfg.slice %{{.+}} starts = [{{0|16}}] ends = [{{16|32}}] axes = [1] steps = [1] : (tensor<4x32x8xf32>) -> tensor<4x16x8xf32>
+// CHECK: dfg.gather_nd {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<4x16x8xf32>, tensor<6x1xi64>) -> tensor<6x16x8xf32>
+// CHECK: dfg.matmul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<6x16x8xf32>, tensor<6x8x1xf32>) -> tensor<6x16x1xf32>
+// CHECK: dfg.gather_nd {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<4x8x16xf32>, tensor<6x1xi64>) -> tensor<6x8x16xf32>
+// CHECK: dfg.matmul
+// CHECK-NOT: meshc.sharding
+// CHECK-SAME: -> tensor<6x8x1xf32>
+// CHECK-LABEL: func.func @experts_sliced
+// CHECK: dfg.gather {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<4x16x8xf32>, tensor<6xi64>) -> tensor<6x16x8xf32>
+// CHECK: dfg.gather {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<4x16x8xf32>, tensor<6xi64>) -> tensor<6x16x8xf32>
+// CHECK-NOT: tensor<6x32x
+func.func @experts(%x: tensor<6x8xf32>, %ids: tensor<6x1xi64>) -> tensor<6x8xf32> {
+  %gu = dfg.weight "gate_up" in "w.bin" [offset = 0, length = 4096] : tensor<4x32x8xf32>
+  %dn = dfg.weight "down" in "w.bin" [offset = 4096, length = 2048] : tensor<4x8x16xf32>
+  %g = dfg.gather_nd %gu, %ids batch_dims = 0 : (tensor<4x32x8xf32>, tensor<6x1xi64>) -> tensor<6x32x8xf32>
+  %col = dfg.unsqueeze %x axes = [-1] : (tensor<6x8xf32>) -> tensor<6x8x1xf32>
+  %p = dfg.matmul %g, %col : (tensor<6x32x8xf32>, tensor<6x8x1xf32>) -> tensor<6x32x1xf32>
+  %ps = dfg.squeeze %p axes = [-1] : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %parts:2 = dfg.split %ps axis = 1 sizes = [16, 16] : (tensor<6x32xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>)
+  %a = dfg.silu %parts#0 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h = dfg.mul %a, %parts#1 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d = dfg.gather_nd %dn, %ids batch_dims = 0 : (tensor<4x8x16xf32>, tensor<6x1xi64>) -> tensor<6x8x16xf32>
+  %hc = dfg.unsqueeze %h axes = [-1] : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %y = dfg.matmul %d, %hc : (tensor<6x8x16xf32>, tensor<6x16x1xf32>) -> tensor<6x8x1xf32>
+  %ys = dfg.squeeze %y axes = [2] : (tensor<6x8x1xf32>) -> tensor<6x8xf32>
+  return %ys : tensor<6x8xf32>
+}
+func.func @experts_sliced(%x: tensor<6x8xf32>, %ids: tensor<6xi64>) -> tensor<6x8xf32> {
+  %gu = dfg.weight "gate_up" in "w.bin" [offset = 0, length = 4096] : tensor<4x32x8xf32>
+  %dn = dfg.weight "down" in "w.bin" [offset = 4096, length = 2048] : tensor<4x8x16xf32>
+  %g = dfg.gather %gu, %ids axis = 0 : (tensor<4x32x8xf32>, tensor<6xi64>) -> tensor<6x32x8xf32>
+  %col = dfg.unsqueeze %x axes = [-1] : (tensor<6x8xf32>) -> tensor<6x8x1xf32>
+  %p = dfg.matmul %g, %col : (tensor<6x32x8xf32>, tensor<6x8x1xf32>) -> tensor<6x32x1xf32>
+  %ps = dfg.squeeze %p axes = [2] : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %gate = dfg.slice %ps starts = [0] ends = [16] axes = [-1] steps = [1] : (tensor<6x32xf32>) -> tensor<6x16xf32>
+  %up = dfg.slice %ps starts = [16] ends = [32] axes = [-1] steps = [1] : (tensor<6x32xf32>) -> tensor<6x16xf32>
+  %a = dfg.silu %gate : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h = dfg.mul %a, %up : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d = dfg.gather %dn, %ids axis = 0 : (tensor<4x8x16xf32>, tensor<6xi64>) -> tensor<6x8x16xf32>
+  %hc = dfg.unsqueeze %h axes = [-1] : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %y = dfg.matmul %d, %hc : (tensor<6x8x16xf32>, tensor<6x16x1xf32>) -> tensor<6x8x1xf32>
+  %ys = dfg.squeeze %y axes = [2] : (tensor<6x8x1xf32>) -> tensor<6x8xf32>
+  return %ys : tensor<6x8xf32>
+}
+}
