@@ -103,14 +103,13 @@ LogicalResult legalizeGatherND(NodeContext &ctx) {
       data.getElementType(), ctx.input(0), ctx.input(1), batchDims);
 }
 
-/// GatherElements(data, indices) axis -> dfg.gather_nd over index tuples:
-/// result element i is data at i with coordinate `axis` replaced by
-/// indices[i] (negative counting from the end, as gather_nd takes it). The
-/// tuples are the indices and, for every other axis, its position along
-/// that axis (a range broadcast to the indices' shape), stacked last.
-LogicalResult legalizeGatherElements(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(2)))
-    return failure();
+/// The index tuples of an elements op (GatherElements, ScatterElements):
+/// for every element i of the indices (input 1), data's coordinates with
+/// coordinate `axis` replaced by indices[i] (negative counting from the end,
+/// as gather_nd and scatter_nd take it): the indices and, for every other
+/// axis, its position along that axis (a range broadcast to the indices'
+/// shape), stacked last, i64 [indices..., rank].
+FailureOr<Value> elementTuples(NodeContext &ctx, StringRef opName) {
   RankedTensorType data = ctx.inputType(0), indices = ctx.inputType(1);
   int64_t rank = data.getRank();
   if (indices.getRank() != rank || rank == 0)
@@ -121,7 +120,7 @@ LogicalResult legalizeGatherElements(NodeContext &ctx) {
       !indices.getElementType().isInteger(32))
     return ctx.error("indices must be int32 or int64");
   FailureOr<int64_t> normalized =
-      normalizedAxis(ctx, "GatherElements", ctx.attrInt("axis", 0), rank);
+      normalizedAxis(ctx, opName, ctx.attrInt("axis", 0), rank);
   if (failed(normalized))
     return failure();
   int64_t axis = *normalized;
@@ -168,13 +167,60 @@ LogicalResult legalizeGatherElements(NodeContext &ctx) {
   }
   for (Value p : parts)
     partShapes.push_back(shapeOf(p));
-  FailureOr<Value> tuples = ctx.create<dfg::ConcatOp>(
-      dfg::concatShape(partShapes, rank), i64, ValueRange(parts), rank);
+  return ctx.create<dfg::ConcatOp>(dfg::concatShape(partShapes, rank), i64,
+                                   ValueRange(parts), rank);
+}
+
+/// GatherElements(data, indices) axis -> dfg.gather_nd over the index
+/// tuples (elementTuples).
+LogicalResult legalizeGatherElements(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  FailureOr<Value> tuples = elementTuples(ctx, "GatherElements");
   if (failed(tuples))
     return failure();
+  RankedTensorType data = ctx.inputType(0);
   return ctx.emit<dfg::GatherNDOp>(
       dfg::gatherNDShape(data.getShape(), shapeOf(*tuples), 0),
       data.getElementType(), ctx.input(0), *tuples, 0);
+}
+
+/// A scatter's `reduction`: "none" only, as dfg.scatter_nd writes.
+LogicalResult requireNoReduction(NodeContext &ctx, StringRef opName) {
+  std::string reduction = ctx.attrString("reduction", "none");
+  if (reduction != "none")
+    return ctx.error(opName.str() + " reduction '" + reduction +
+                     "' is not supported (only 'none')");
+  return success();
+}
+
+/// ScatterElements(data, indices, updates) axis -> dfg.scatter_nd of the
+/// updates at the index tuples (elementTuples): result = data, then
+/// result[tuple(i)] = updates[i]; reduction "none" only (a later duplicate
+/// wins, as scatter_nd writes them in order).
+LogicalResult legalizeScatterElements(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(3)))
+    return failure();
+  if (failed(requireNoReduction(ctx, "ScatterElements")))
+    return failure();
+  ArrayRef<int64_t> updates = ctx.inputType(2).getShape(),
+                    indices = ctx.inputType(1).getShape();
+  bool same = updates.size() == indices.size();
+  for (size_t i = 0; same && i < updates.size(); ++i)
+    same = updates[i] == indices[i] || ShapedType::isDynamic(updates[i]) ||
+           ShapedType::isDynamic(indices[i]);
+  if (!same)
+    return ctx.error("updates " +
+                     dfg::formatShape(ctx.inputType(2).getShape()) +
+                     " must have the shape of the indices " +
+                     dfg::formatShape(ctx.inputType(1).getShape()));
+  FailureOr<Value> tuples = elementTuples(ctx, "ScatterElements");
+  if (failed(tuples))
+    return failure();
+  Value result =
+      dfg::ScatterNDOp::create(ctx.builder(), ctx.loc(), ctx.inputType(0),
+                               ctx.input(0), *tuples, ctx.input(2));
+  return ctx.setResults(result);
 }
 
 /// A slice whose starts or ends are symbolic: an end equal to the sliced
@@ -479,10 +525,8 @@ LogicalResult legalizeTile(NodeContext &ctx) {
 LogicalResult legalizeScatterND(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
-  std::string reduction = ctx.attrString("reduction", "none");
-  if (reduction != "none")
-    return ctx.error("ScatterND reduction '" + reduction +
-                     "' is not supported (only 'none')");
+  if (failed(requireNoReduction(ctx, "ScatterND")))
+    return failure();
   if (!ctx.inputType(1).getElementType().isInteger(64))
     return ctx.error("ScatterND indices must be int64");
   Value result =
@@ -752,6 +796,10 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Tile", 13, legalizeTile);
   table.add("", "ScatterND", 13, legalizeScatterND);
   table.add("", "ScatterND", 16, legalizeScatterND); // + reduction
+  table.add("", "ScatterElements", 11, legalizeScatterElements);
+  table.add("", "ScatterElements", 13, legalizeScatterElements); // + bf16
+  table.add("", "ScatterElements", 16, legalizeScatterElements); // + reduction
+  table.add("", "ScatterElements", 18, legalizeScatterElements); // + max, min
   // Axes moved from attribute to input: ReduceSum at 13, the others at 18.
   table.add("", "ReduceMean", 13, legalizeReduce<dfg::ReduceMeanOp, false>);
   table.add("", "ReduceMean", 18, legalizeReduce<dfg::ReduceMeanOp, true>);

@@ -10,7 +10,8 @@ Usage (environments from models/real/setup_export_env.sh):
       --exporter optimum
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
-codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral \
+codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
+qwen2_moe,qwen3_moe,deepseek_v3 \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
 
 Each export is a folder <arch>-<exporter>/ holding:
@@ -160,6 +161,27 @@ def config_for(arch):
         return tf.MixtralConfig(num_key_value_heads=2, num_local_experts=4, pad_token_id=0,
                                 experts_implementation="batched_mm",
                                 num_experts_per_tok=2, **common), tf.MixtralForCausalLM
+    if arch == "qwen2_moe":  # routed experts beside a gated shared expert
+        return tf.Qwen2MoeConfig(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                                 moe_intermediate_size=32, shared_expert_intermediate_size=64,
+                                 experts_implementation="batched_mm", pad_token_id=0,
+                                 **common), tf.Qwen2MoeForCausalLM
+    if arch == "qwen3_moe":  # q/k norms, experts on every layer
+        return tf.Qwen3MoeConfig(num_key_value_heads=2, head_dim=16, num_experts=4,
+                                 num_experts_per_tok=2, moe_intermediate_size=32,
+                                 experts_implementation="batched_mm", pad_token_id=0,
+                                 **common), tf.Qwen3MoeForCausalLM
+    if arch == "deepseek_v3":
+        # Multi-head latent attention (low-rank q and kv, a rotary part
+        # shared by the heads), a dense first layer, then routed experts
+        # chosen within groups (ScatterElements) beside a shared expert.
+        return tf.DeepseekV3Config(num_key_value_heads=4, n_routed_experts=4,
+                                   num_experts_per_tok=2, moe_intermediate_size=32,
+                                   n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=16,
+                                   q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                                   v_head_dim=16, n_group=2, topk_group=1,
+                                   experts_implementation="batched_mm", pad_token_id=0,
+                                   **common), tf.DeepseekV3ForCausalLM
     if arch == "bert":
         return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
                              num_attention_heads=5, intermediate_size=64,
@@ -173,7 +195,7 @@ ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwe
 # Exported with torch.onnx's two exporters only (--arch MORE --exporter dynamo,torchscript).
 MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "starcoder2", "bloom",
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
-        "helium", "smollm3", "mixtral"]
+        "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"]
 DECODERS = [a for a in ARCHS if a != "bert"]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi"]

@@ -131,6 +131,32 @@ def case_gather_tile_relu(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_scatter_elements(path):
+    """ScatterElements as DeepSeek-V3's router writes it (ones scattered into
+    zeros at the TopK positions of each row, along the last axis), along
+    axis 0 with negative indices, and with int32 indices whose updates are
+    an input."""
+    nodes = [
+        helper.make_node("TopK", ["x", "k2"], ["v", "top"], axis=-1, name="top2"),
+        helper.make_node("ScatterElements", ["zeros", "top", "ones"], ["groups"], axis=-1,
+                         name="scatter_groups"),
+        helper.make_node("ScatterElements", ["d", "rows", "rows_upd"], ["s0"], axis=0,
+                         name="scatter_rows"),
+        helper.make_node("ScatterElements", ["d", "cols", "u"], ["s1"], axis=1,
+                         name="scatter_cols"),
+    ]
+    rows = np.array([[0, -1, 2], [3, -2, 1]], np.int64)
+    cols = np.array([[4, 0], [-1, 2], [3, 1], [0, -4]], np.int32)
+    inits = [ints("k2", [2]), numpy_helper.from_array(np.zeros((3, 6), np.float32), "zeros"),
+             numpy_helper.from_array(np.ones((3, 2), np.float32), "ones"),
+             numpy_helper.from_array(rows, "rows"), numpy_helper.from_array(cols, "cols"),
+             numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3) + 10,
+                                     "rows_upd")]
+    ins = [f32("x", [3, 6]), f32("d", [4, 5]), f32("u", [4, 2])]
+    outs = [f32(n, None) for n in ("groups", "s0", "s1")]
+    return model(nodes, ins, outs, inits)
+
+
 def case_topk_onehot(path):
     """TopK as a mixture of experts' router writes it (largest 3 of 6 along
     the last axis), the smallest 2 along axis 0, and the largest 4 of a Relu's
