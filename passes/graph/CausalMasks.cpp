@@ -40,10 +40,11 @@ Value stripLeadingUnits(Value v, dfg::SymbolicShapes &shapes) {
 }
 
 /// GPT-2: slices [past, past + queries) of rows and [0, keys) of columns of
-/// a constant lower-triangular buffer.
+/// a constant lower-triangular buffer. With `lowerOnly`, the buffer need
+/// only keep no entry above its diagonal (GPT-Neo's banded local bias).
 bool isSlicedTril(Value mask, AffineExpr queries, AffineExpr keys,
                   AffineExpr past, dfg::SymbolicShapes &shapes,
-                  const ConstantReader &reader) {
+                  const ConstantReader &reader, bool lowerOnly = false) {
   MLIRContext *ctx = mask.getContext();
   bool rowsDone = false, colsDone = false;
   Value v = mask;
@@ -81,9 +82,11 @@ bool isSlicedTril(Value mask, AffineExpr queries, AffineExpr keys,
   if (type.getNumElements() != rows * cols)
     return false;
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      if ((values->values[i * cols + j] != 0) != (j <= i))
+    for (int64_t j = 0; j < cols; ++j) {
+      bool kept = values->values[i * cols + j] != 0;
+      if (lowerOnly ? kept && j > i : kept != (j <= i))
         return false;
+    }
   return true;
 }
 
@@ -289,6 +292,18 @@ bool isSymbolicCausalMask(Value mask, AffineExpr queries, AffineExpr keys,
   return additive && isMaskValue(additive->second) &&
          isCausalFactor(additive->first.getCondition(), queries, keys, past,
                         shapes, reader);
+}
+
+bool keepsOnlyCausalKeys(Value mask, AffineExpr queries, AffineExpr keys,
+                         AffineExpr past, dfg::SymbolicShapes &shapes,
+                         const ConstantReader &reader) {
+  if (!queries || !keys || !past || !sameDim(keys, past + queries) ||
+      !cast<RankedTensorType>(mask.getType()).getElementType().isInteger(1))
+    return false;
+  mask = stripLeadingUnits(mask, shapes);
+  return isCausalFactor(mask, queries, keys, past, shapes, reader) ||
+         isSlicedTril(mask, queries, keys, past, shapes, reader,
+                      /*lowerOnly=*/true);
 }
 
 std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,

@@ -32,6 +32,14 @@ bool isSymbolicCausalMask(mlir::Value mask, mlir::AffineExpr queries,
                           dfg::SymbolicShapes &shapes,
                           const ConstantReader &reader);
 
+/// True if the bool `mask` keeps no key past the causal limit (j > i +
+/// past): a causal mask as above, or a slice as GPT-2's of a constant buffer
+/// that keeps nothing above its diagonal (GPT-Neo's banded local bias).
+bool keepsOnlyCausalKeys(mlir::Value mask, mlir::AffineExpr queries,
+                         mlir::AffineExpr keys, mlir::AffineExpr past,
+                         dfg::SymbolicShapes &shapes,
+                         const ConstantReader &reader);
+
 /// For a mask that is a conjunction (dfg.and, through expands and leading
 /// unit dimensions) of bool factors, one of which is causal as above, and
 /// others (HF's padding mask), builds the mask of the other factors and

@@ -8,7 +8,11 @@
 //   2. Apply them greedily to every function until nothing changes. Each
 //      pattern rewrites the root of a decomposed idiom; the ops it no longer
 //      needs die and are removed by the driver.
-//   3. Patterns that must see data (a causal mask, a cos table) read
+//   3. Ops left on merged leading dimensions (attention over [B*H, S, S]
+//      scores) are rebuilt on the unmerged tensors (unmergeLeadingDims,
+//      UnmergeLeading.cpp) and, where that changed anything, step 2 runs
+//      again.
+//   4. Patterns that must see data (a causal mask, a cos table) read
 //      literals, and weights from `weights-dir` when it is given.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +20,7 @@
 
 #include "passes/graph/Matchers.h"
 #include "passes/graph/RaisePatterns.h"
+#include "passes/sharding/Normalize.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
@@ -61,11 +66,25 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
     graph::populateRaiseRotaryPatterns(patterns, reader, shapes);
     graph::populateRaiseAttentionPatterns(patterns, reader, shapes);
     FrozenRewritePatternSet frozen(std::move(patterns));
-    if (failed(
-            applyPatternsGreedily(getOperation(), frozen,
-                                  GreedyRewriteConfig().setListener(&forget))))
-      getOperation().emitWarning(
-          "meshc-graph-raise did not reach a fixed point");
+    auto raise = [&] {
+      if (failed(applyPatternsGreedily(
+              getOperation(), frozen,
+              GreedyRewriteConfig().setListener(&forget))))
+        getOperation().emitWarning(
+            "meshc-graph-raise did not reach a fixed point");
+    };
+    raise();
+    // What is left over merged batch and heads ([B*H, S, S] scores: BLOOM's
+    // baddbmm with its ALiBi bias) rebuilt on [B, H, S, S], where the
+    // attention pattern sees it; then raised again. After the first round,
+    // so that what the patterns see whole is not rebuilt.
+    bool merged = false;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      merged |= unmergeLeadingDims(func);
+    if (merged) {
+      shapes.clear();
+      raise();
+    }
   }
 };
 

@@ -22,7 +22,9 @@
 //      takes the mask scaled (a Where of constants gets scaled constants).
 //      One Where with a finite fill below the additive mask (GPT-Neo:
 //      where(causal bias, S, finfo.min) + HF's mask) is a second mask; see
-//      step 5.
+//      step 5. So is a second Add with no scale between (BLOOM: S + ALiBi
+//      bias + HF's mask): step 5 reads the first, and the op's mask is what
+//      it leaves plus the second.
 //   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
 //      on Q or K folded into the scale; K^T may also be the dynamo
 //      exporter's reshape to 3-D, transpose, reshape back (keyOfTranspose).
@@ -305,6 +307,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     // c and its finite fill F.
     Value innerCondition;
     double innerFill = 0.0;
+    // A second additive mask below the first (BLOOM: ALiBi, then HF's mask).
+    Value extraMask;
     for (int step = 0; step < 10; ++step) {
       // A softcap with nothing scaled above it; below the mask (Gemma-2:
       // capped, then masked) or above it (ONNX's order).
@@ -337,7 +341,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
               !std::isfinite(*fill) ||
               !(*fill * scaleAbove <= kFiniteCausalFillMax) || softcap > 0)
             return failure();
-          // The two masks may have to become one (combinedMask).
+          // The two masks may have to become one (sumOfMasks).
           auto joint = dfg::broadcastShapes(
               cast<RankedTensorType>(where.getCondition().getType()).getShape(),
               cast<RankedTensorType>(mask.getType()).getShape());
@@ -355,14 +359,35 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
       if (auto add = defining<dfg::AddOp>(s)) {
         bool lhsScores = reachesScores(add.getLhs());
-        if (mask || !(scaleAbove > 0) ||
-            lhsScores == reachesScores(add.getRhs()))
+        if (!(scaleAbove > 0) || lhsScores == reachesScores(add.getRhs()))
           return failure();
-        maskScale = scaleAbove;
         Value scores = lhsScores ? add.getLhs() : add.getRhs();
+        Value other = lhsScores ? add.getRhs() : add.getLhs();
         if (scores.getType() != add.getType())
           return failure();
-        mask = lhsScores ? add.getRhs() : add.getLhs();
+        if (mask) {
+          // A second additive mask, with no scale between: the op adds the
+          // sum of the two (built once the match stands).
+          auto isBool = [](Value m) {
+            return cast<RankedTensorType>(m.getType())
+                .getElementType()
+                .isInteger(1);
+          };
+          if (extraMask || innerCondition || isBool(mask) || isBool(other) ||
+              scaleAbove != maskScale || softcap > 0)
+            return failure();
+          auto joint = dfg::broadcastShapes(
+              cast<RankedTensorType>(mask.getType()).getShape(),
+              cast<RankedTensorType>(other.getType()).getShape());
+          if (!joint) {
+            llvm::consumeError(joint.takeError());
+            return failure();
+          }
+          extraMask = other;
+        } else {
+          maskScale = scaleAbove;
+          mask = other;
+        }
         s = scores;
         continue;
       }
@@ -440,14 +465,18 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       }
     }
 
-    if (mask) {
-      auto mt = cast<RankedTensorType>(mask.getType());
+    for (Value m : {mask, extraMask}) {
+      if (!m)
+        continue;
+      auto mt = cast<RankedTensorType>(m.getType());
       if (!mt.getElementType().isInteger(1) && mt.getElementType() != element)
         return failure();
     }
     // From here on the match stands: the rest may build ops.
     if (mask && maskScale != 1.0)
       mask = scaledMask(mask, maskScale, rewriter);
+    if (extraMask && maskScale != 1.0)
+      extraMask = scaledMask(extraMask, maskScale, rewriter);
 
     // 5. A causal mask becomes the flag; so does the causal factor of a
     //    conjunction (HF's causal and padding masks), the rest staying the
@@ -481,16 +510,22 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       // key past the limit is -inf: the op is causal, the mask's other
       // factors its mask. (A wholly causal mask leaves every row a key
       // without a fill, beside which the keys past the limit weigh zero
-      // however they are filled.) Otherwise the two become one additive
-      // mask, where(c, 0, F) + mask: S + F rounds to F (F is at most
-      // -1e30), as the Where writes it.
+      // however they are filled.) A c that keeps fewer keys than the
+      // limit (GPT-Neo's banded local bias) gives the same causal op with
+      // where(c, 0, F) added to its mask. Otherwise the two become one
+      // additive mask, where(c, 0, F) + mask: S + F rounds to F (F is at
+      // most -1e30), as the Where writes it.
       bool innerCausal = isCausal(innerCondition);
+      bool innerWithin =
+          innerCausal || keepsOnlyCausalKeys(innerCondition, queriesLen,
+                                             keysLen, pastLen, shapes, reader);
+      Type element = cast<RankedTensorType>(mask.getType()).getElementType();
       double fill = 0.0;
       if (innerCausal && isCausal(mask)) {
         causal = true;
         mask = Value();
       } else if (std::optional<Value> rest =
-                     innerCausal ? splitCausalFactor(mask, queriesLen,
+                     innerWithin ? splitCausalFactor(mask, queriesLen,
                                                      keysLen, pastLen, shapes,
                                                      reader, rewriter, fill)
                                  : std::nullopt;
@@ -498,8 +533,15 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
                                     static_cast<float>(fill))) {
         causal = true;
         mask = *rest;
+        if (!innerCausal) {
+          Value band =
+              filledMask(innerCondition, innerFill, element, rewriter);
+          mask = mask ? sumOfMasks(band, mask, rewriter) : band;
+        }
       } else {
-        mask = combinedMask(innerCondition, innerFill, mask, rewriter);
+        mask = sumOfMasks(
+            filledMask(innerCondition, innerFill, element, rewriter), mask,
+            rewriter);
       }
     } else if (mask && isCausal(mask)) {
       causal = true;
@@ -512,6 +554,12 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         mask = *rest;
       }
     }
+
+    // The second additive mask joins what step 5 left of the first: a key
+    // past a causal limit scores the fill (or -inf) whatever it adds, as
+    // it does the first mask's value.
+    if (extraMask)
+      mask = mask ? sumOfMasks(mask, extraMask, rewriter) : extraMask;
 
     if (keyView)
       newK = key =
@@ -543,26 +591,40 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     return success();
   }
 
-  /// The additive mask where(condition, 0, fill) + mask.
-  static Value combinedMask(Value condition, double fill, Value mask,
-                            PatternRewriter &rewriter) {
-    Location loc = mask.getLoc();
-    auto mt = cast<RankedTensorType>(mask.getType());
+  /// The additive mask a + b (bool masks as 0 / -inf).
+  static Value sumOfMasks(Value a, Value b, PatternRewriter &rewriter) {
+    auto at = cast<RankedTensorType>(a.getType()),
+         bt = cast<RankedTensorType>(b.getType());
+    Type element = at.getElementType().isInteger(1) ? bt.getElementType()
+                                                    : at.getElementType();
+    auto additive = [&](Value m) -> Value {
+      return cast<RankedTensorType>(m.getType()).getElementType().isInteger(1)
+                 ? filledMask(m, -std::numeric_limits<double>::infinity(),
+                              element, rewriter)
+                 : m;
+    };
+    // Checked when the pattern matched (or the mask's parts broadcast as it
+    // does).
+    auto shape =
+        llvm::cantFail(dfg::broadcastShapes(at.getShape(), bt.getShape()));
+    return dfg::AddOp::create(rewriter, a.getLoc(),
+                              RankedTensorType::get(shape, element),
+                              additive(a), additive(b));
+  }
+
+  /// The additive mask where(condition, 0, fill), of `element` values.
+  static Value filledMask(Value condition, double fill, Type element,
+                          PatternRewriter &rewriter) {
+    Location loc = condition.getLoc();
     auto scalar = [&](double v) -> Value {
-      auto t = RankedTensorType::get({}, mt.getElementType());
+      auto t = RankedTensorType::get({}, element);
       return dfg::ConstantOp::create(
-          rewriter, loc,
-          DenseElementsAttr::get(t, FloatAttr::get(mt.getElementType(), v)));
+          rewriter, loc, DenseElementsAttr::get(t, FloatAttr::get(element, v)));
     };
     auto ct = cast<RankedTensorType>(condition.getType());
-    Value filled = dfg::WhereOp::create(
-        rewriter, loc, RankedTensorType::get(ct.getShape(), mt.getElementType()),
-        condition, scalar(0.0), scalar(fill));
-    // Checked when the pattern matched.
-    auto shape = llvm::cantFail(dfg::broadcastShapes(ct.getShape(), mt.getShape()));
-    return dfg::AddOp::create(rewriter, loc,
-                              RankedTensorType::get(shape, mt.getElementType()),
-                              filled, mask);
+    return dfg::WhereOp::create(rewriter, loc,
+                                RankedTensorType::get(ct.getShape(), element),
+                                condition, scalar(0.0), scalar(fill));
   }
 
   /// The additive mask `mask * factor`: a Where of two splat constants

@@ -17,8 +17,8 @@ namespace meshc {
 /// Ops on a tensor whose leading dimensions a reshape merged ([B, H, S, D]
 /// -> [B*H, S, D]) and that treat the merged dimension as independent rows
 /// are rebuilt on the unmerged tensor, up to the reshapes that split it back
-/// (UnmergeLeading.cpp).
-void unmergeLeadingDims(mlir::func::FuncOp func);
+/// (UnmergeLeading.cpp). Returns whether anything was rebuilt.
+bool unmergeLeadingDims(mlir::func::FuncOp func);
 
 /// Selections of a contiguous block of heads from a [..., heads, d] view of
 /// a projection (a slice, a gather at constant indices, a gather_nd after a

@@ -84,7 +84,8 @@ public:
   explicit Unmerger(func::FuncOp func)
       : func_(func), table_(func.getContext()), shapes_(table_) {}
 
-  void run() {
+  /// Whether anything was rebuilt.
+  bool run() {
     SmallVector<Operation *> ops;
     for (Operation &op : func_.getBody().front())
       ops.push_back(&op);
@@ -122,6 +123,7 @@ public:
       if (u != seed->getOperand(0) && u.use_empty())
         u.getDefiningOp()->erase();
     }
+    return !rebuilt_.empty() || !splitBacks_.empty();
   }
 
 private:
@@ -376,6 +378,6 @@ private:
 
 } // namespace
 
-void unmergeLeadingDims(func::FuncOp func) { Unmerger(func).run(); }
+bool unmergeLeadingDims(func::FuncOp func) { return Unmerger(func).run(); }
 
 } // namespace meshc

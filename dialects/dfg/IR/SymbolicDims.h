@@ -170,6 +170,8 @@ public:
   /// Drops what is remembered of `value` (call before erasing its op: a new
   /// value may later live at the same address).
   void forget(mlir::Value value) { memo_.erase(value); }
+  /// Forgets every value (after rewrites outside a listening rewriter).
+  void clear() { memo_.clear(); }
 
 private:
   llvm::SmallVector<mlir::AffineExpr> compute(mlir::Value value);

@@ -905,3 +905,92 @@ func.func @two_masks(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]
   %o3 = dfg.matmul %p3, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o1, %o2, %o3 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// Two additive masks, BLOOM's: the scaled scores plus its ALiBi bias (one
+// row per head), plus HF's causal and padding mask. The causal factor
+// becomes the flag (with finfo.min as causal_fill, as for HF's mask alone)
+// and the op's mask is the sum of the padding factor and the bias. Near
+// miss: a scale between the two masks is not raised.
+// CHECK-LABEL: func.func @alibi_and_padding
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x?xi1>
+// CHECK-SAME: %[[BIAS:[^:]+]]: tensor<?x2x1x?xf32>
+// CHECK: %[[M:.+]] = dfg.where %[[PAD]], %{{.+}}, %{{.+}} : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: %[[SUM:.+]] = dfg.add %[[M]], %[[BIAS]] : (tensor<?x1x1x?xf32>, tensor<?x2x1x?xf32>) -> tensor<?x2x1x?xf32>
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[SUM]]) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+// CHECK: dfg.softmax
+func.func @alibi_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}, %bias: tensor<?x2x1x?xf32> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %qpos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %kpos = dfg.range affine_map<()[s0, s1] -> (0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %col = dfg.unsqueeze %qpos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %row = dfg.unsqueeze %kpos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %vis = dfg.greater_or_equal %col, %row : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both = dfg.and %vis, %pad : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %hf = dfg.where %both, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kc = dfg.concat %pk, %k axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %vc = dfg.concat %pv, %v axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = dfg.transpose %kc perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.mul %s, %half : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %a = dfg.add %ss, %bias : (tensor<?x2x?x?xf32>, tensor<?x2x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %m = dfg.add %a, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %sb = dfg.add %s, %bias : (tensor<?x2x?x?xf32>, tensor<?x2x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %sbs = dfg.mul %sb, %half : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %mb = dfg.add %sbs, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %pb = dfg.softmax %mb axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ob = dfg.matmul %pb, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %ob : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// GPT-Neo's local layers: the bias is a band (each query sees its last 2
+// keys), sliced from a constant buffer as GPT-2's, below HF's causal and
+// padding mask. The band keeps no key past the causal limit, so the op is
+// causal (keys past the limit sum to -inf, as in @two_masks) and its mask
+// adds where(band, 0, finfo.min) to the padding. A buffer that keeps a key
+// above its diagonal is not within the limit: the masks become one sum and
+// the op is not causal.
+// CHECK-LABEL: func.func @banded_bias
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x?xi1>
+// CHECK: %[[M:.+]] = dfg.where %[[PAD]], %{{.+}}, %{{.+}} : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: %[[BAND:.+]] = dfg.where %{{.+}}, %{{.+}}, %{{.+}} : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32>
+// CHECK: %[[SUM:.+]] = dfg.add %[[BAND]], %[[M]]
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[SUM]]) past(%{{.+}}, %{{.+}}) scale = 1.000000e+00 causal = true :
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 1.000000e+00 causal = false :
+func.func @banded_bias(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %band = dfg.constant dense<[[[[true, false, false, false], [true, true, false, false], [false, true, true, false], [false, false, true, true]]]]> : tensor<1x1x4x4xi1>
+  %upper = dfg.constant dense<[[[[true, true, false, false], [true, true, false, false], [false, true, true, false], [false, false, true, true]]]]> : tensor<1x1x4x4xi1>
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %qpos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %kpos = dfg.range affine_map<()[s0, s1] -> (0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %col = dfg.unsqueeze %qpos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %row = dfg.unsqueeze %kpos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %vis = dfg.greater_or_equal %col, %row : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both = dfg.and %vis, %pad : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %hf = dfg.where %both, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kc = dfg.concat %pk, %k axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %vc = dfg.concat %pv, %v axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = dfg.transpose %kc perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %rows = dfg.symbolic_slice %band starts = affine_map<()[s0, s1] -> (s0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [2] steps = [1] symbols ["p", "s"] : (tensor<1x1x4x4xi1>) -> tensor<1x1x?x4xi1>
+  %bias = dfg.symbolic_slice %rows starts = affine_map<()[s0, s1] -> (0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [3] steps = [1] symbols ["p", "s"] : (tensor<1x1x?x4xi1>) -> tensor<1x1x?x?xi1>
+  %w = dfg.where %bias, %s, %min : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %m = dfg.add %w, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %rowsu = dfg.symbolic_slice %upper starts = affine_map<()[s0, s1] -> (s0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [2] steps = [1] symbols ["p", "s"] : (tensor<1x1x4x4xi1>) -> tensor<1x1x?x4xi1>
+  %biasu = dfg.symbolic_slice %rowsu starts = affine_map<()[s0, s1] -> (0)> ends = affine_map<()[s0, s1] -> (s0 + s1)> axes = [3] steps = [1] symbols ["p", "s"] : (tensor<1x1x?x4xi1>) -> tensor<1x1x?x?xi1>
+  %wu = dfg.where %biasu, %s, %min : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %mu = dfg.add %wu, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %pu = dfg.softmax %mu axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ou = dfg.matmul %pu, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %ou : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
