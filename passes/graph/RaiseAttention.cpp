@@ -269,6 +269,21 @@ bool isCausalMask(Value mask, int64_t queries, int64_t keys, int64_t offset,
   return true;
 }
 
+bool isBoolMask(Value m) {
+  return cast<RankedTensorType>(m.getType()).getElementType().isInteger(1);
+}
+
+/// True if the shapes of `a` and `b` broadcast together (two masks summed).
+bool broadcastable(Value a, Value b) {
+  auto joint =
+      dfg::broadcastShapes(cast<RankedTensorType>(a.getType()).getShape(),
+                           cast<RankedTensorType>(b.getType()).getShape());
+  if (joint)
+    return true;
+  llvm::consumeError(joint.takeError());
+  return false;
+}
+
 /// softmax(mask(scale * Q K^T)) V -> attention(Q, K, V)   (see the outline)
 struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   SoftmaxAttention(MLIRContext *ctx, const ConstantReader &reader,
@@ -334,21 +349,12 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
           // Below an additive mask, with no scale between, and only one: a
           // finite fill that absorbs the scores (at most -1e30, as
           // causal_fill), since it ends up added to them.
-          bool additive = !cast<RankedTensorType>(mask.getType())
-                               .getElementType()
-                               .isInteger(1);
-          if (innerCondition || !additive || scaleAbove != maskScale ||
-              !std::isfinite(*fill) ||
-              !(*fill * scaleAbove <= kFiniteCausalFillMax) || softcap > 0)
-            return failure();
           // The two masks may have to become one (sumOfMasks).
-          auto joint = dfg::broadcastShapes(
-              cast<RankedTensorType>(where.getCondition().getType()).getShape(),
-              cast<RankedTensorType>(mask.getType()).getShape());
-          if (!joint) {
-            llvm::consumeError(joint.takeError());
+          if (innerCondition || isBoolMask(mask) || scaleAbove != maskScale ||
+              !std::isfinite(*fill) ||
+              !(*fill * scaleAbove <= kFiniteCausalFillMax) || softcap > 0 ||
+              !broadcastable(where.getCondition(), mask))
             return failure();
-          }
           innerCondition = where.getCondition();
           innerFill = *fill * scaleAbove;
         } else {
@@ -368,21 +374,10 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         if (mask) {
           // A second additive mask, with no scale between: the op adds the
           // sum of the two (built once the match stands).
-          auto isBool = [](Value m) {
-            return cast<RankedTensorType>(m.getType())
-                .getElementType()
-                .isInteger(1);
-          };
-          if (extraMask || innerCondition || isBool(mask) || isBool(other) ||
-              scaleAbove != maskScale || softcap > 0)
+          if (extraMask || innerCondition || isBoolMask(mask) ||
+              isBoolMask(other) || scaleAbove != maskScale || softcap > 0 ||
+              !broadcastable(mask, other))
             return failure();
-          auto joint = dfg::broadcastShapes(
-              cast<RankedTensorType>(mask.getType()).getShape(),
-              cast<RankedTensorType>(other.getType()).getShape());
-          if (!joint) {
-            llvm::consumeError(joint.takeError());
-            return failure();
-          }
           extraMask = other;
         } else {
           maskScale = scaleAbove;
