@@ -39,25 +39,28 @@ template <typename OpTy> LogicalResult legalizeCompare(NodeContext &ctx) {
                         ctx.builder().getI1Type(), ctx.input(0), ctx.input(1));
 }
 
-/// Min/Max(x0, x1, ..., xn) -> dfg.<op>(...dfg.<op>(x0, x1)..., xn)
-template <typename OpTy> LogicalResult legalizeVariadic(NodeContext &ctx) {
+/// dfg.<op>(...dfg.<op>(x0, x1)..., xn) over the node's inputs.
+template <typename OpTy> FailureOr<Value> foldInputs(NodeContext &ctx) {
   if (failed(ctx.requireAllInputs()))
     return failure();
   Value acc = ctx.input(0);
   for (unsigned i = 1; i < ctx.numInputs(); ++i) {
-    auto lhs = cast<RankedTensorType>(acc.getType());
-    RankedTensorType rhs = ctx.inputType(i);
-    if (lhs.getElementType() != rhs.getElementType())
+    if (elementOf(acc) != ctx.inputType(i).getElementType())
       return ctx.error("input " + std::to_string(i) +
                        " has a different element type from input 0");
     FailureOr<Value> next =
-        ctx.create<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
-                         lhs.getElementType(), acc, ctx.input(i));
+        binary<OpTy>(ctx, acc, ctx.input(i), elementOf(acc));
     if (failed(next))
       return failure();
     acc = *next;
   }
-  return ctx.setResults(acc);
+  return acc;
+}
+
+/// Min/Max/Sum(x0, x1, ..., xn) -> dfg.<op>(...dfg.<op>(x0, x1)..., xn)
+template <typename OpTy> LogicalResult legalizeVariadic(NodeContext &ctx) {
+  FailureOr<Value> acc = foldInputs<OpTy>(ctx);
+  return failed(acc) ? failure() : ctx.setResults(*acc);
 }
 
 /// Pow(x, y) -> dfg.pow(x, cast(y)); ONNX lets the exponent have its own
@@ -150,10 +153,143 @@ LogicalResult legalizeRelu(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  Value result =
-      dfg::MaxOp::create(ctx.builder(), ctx.loc(), in, ctx.input(0),
-                         ctx.scalar(0, in.getElementType()));
+  Value result = dfg::MaxOp::create(ctx.builder(), ctx.loc(), in, ctx.input(0),
+                                    ctx.scalar(0, in.getElementType()));
   return ctx.setResults(result);
+}
+
+// Activations and small functions ONNX names that meshc writes with the ops
+// it has: one place each, here, and the kernels stay as they are.
+
+/// Abs(x) -> dfg.max(x, -x) (integers too).
+LogicalResult legalizeAbs(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  RankedTensorType in = ctx.inputType(0);
+  Value negated = dfg::NegOp::create(b, ctx.loc(), in, ctx.input(0));
+  return ctx.setResults(
+      Value(dfg::MaxOp::create(b, ctx.loc(), in, ctx.input(0), negated)));
+}
+
+/// The input of a node defined on floating-point values only, or an error
+/// naming its type.
+FailureOr<RankedTensorType> floatInput(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  if (!isa<FloatType>(in.getElementType()))
+    return ctx.error("needs a floating-point input, got " +
+                     dfg::formatShape(in.getShape()) + " of integers or bools");
+  return in;
+}
+
+/// Sign(x) -> where(x > 0, 1, where(x < 0, -1, x)): 0 and NaN stay.
+LogicalResult legalizeSign(NodeContext &ctx) {
+  FailureOr<RankedTensorType> in = floatInput(ctx);
+  if (failed(in))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type element = in->getElementType();
+  auto boolType = in->clone(b.getI1Type());
+  Value x = ctx.input(0), zero = ctx.scalar(0, element);
+  Value negative = dfg::LessOp::create(b, loc, boolType, x, zero);
+  Value positive = dfg::GreaterOp::create(b, loc, boolType, x, zero);
+  Value low =
+      dfg::WhereOp::create(b, loc, *in, negative, ctx.scalar(-1, element), x);
+  return ctx.setResults(Value(dfg::WhereOp::create(
+      b, loc, *in, positive, ctx.scalar(1, element), low)));
+}
+
+/// LeakyRelu(x) alpha -> where(x < 0, alpha x, x); Elu(x) alpha ->
+/// where(x < 0, alpha (exp(x) - 1), x).
+LogicalResult legalizeNegativeSlope(NodeContext &ctx, bool exponential) {
+  FailureOr<RankedTensorType> in = floatInput(ctx);
+  if (failed(in))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type element = in->getElementType();
+  Value x = ctx.input(0);
+  float alpha = ctx.attrFloat("alpha", exponential ? 1.0f : 0.01f);
+  Value below = x;
+  if (exponential)
+    below = dfg::SubOp::create(b, loc, *in, dfg::ExpOp::create(b, loc, *in, x),
+                               ctx.scalar(1, element));
+  below = dfg::MulOp::create(b, loc, *in, below, ctx.scalar(alpha, element));
+  Value negative = dfg::LessOp::create(b, loc, in->clone(b.getI1Type()), x,
+                                       ctx.scalar(0, element));
+  return ctx.setResults(
+      Value(dfg::WhereOp::create(b, loc, *in, negative, below, x)));
+}
+
+/// HardSigmoid(x) alpha beta -> min(max(alpha x + beta, 0), 1);
+/// HardSwish(x) -> x HardSigmoid(x) with alpha 1/6, beta 1/2.
+LogicalResult legalizeHard(NodeContext &ctx, bool swish) {
+  FailureOr<RankedTensorType> in = floatInput(ctx);
+  if (failed(in))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type element = in->getElementType();
+  Value x = ctx.input(0);
+  float alpha = swish ? 1.0f / 6 : ctx.attrFloat("alpha", 0.2f);
+  float beta = swish ? 0.5f : ctx.attrFloat("beta", 0.5f);
+  Value y = dfg::MulOp::create(b, loc, *in, x, ctx.scalar(alpha, element));
+  y = dfg::AddOp::create(b, loc, *in, y, ctx.scalar(beta, element));
+  y = dfg::MaxOp::create(b, loc, *in, y, ctx.scalar(0, element));
+  y = dfg::MinOp::create(b, loc, *in, y, ctx.scalar(1, element));
+  if (swish)
+    y = dfg::MulOp::create(b, loc, *in, x, y);
+  return ctx.setResults(y);
+}
+
+/// Softsign(x) -> x / (1 + |x|).
+LogicalResult legalizeSoftsign(NodeContext &ctx) {
+  FailureOr<RankedTensorType> in = floatInput(ctx);
+  if (failed(in))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Value x = ctx.input(0);
+  Value magnitude =
+      dfg::MaxOp::create(b, loc, *in, x, dfg::NegOp::create(b, loc, *in, x));
+  Value below = dfg::AddOp::create(b, loc, *in, magnitude,
+                                   ctx.scalar(1, in->getElementType()));
+  return ctx.setResults(Value(dfg::DivOp::create(b, loc, *in, x, below)));
+}
+
+/// Mean(x0, ..., xn) -> Sum(x0, ..., xn) / (n + 1).
+LogicalResult legalizeMean(NodeContext &ctx) {
+  FailureOr<Value> sum = foldInputs<dfg::AddOp>(ctx);
+  if (failed(sum))
+    return failure();
+  auto type = cast<RankedTensorType>(sum->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return ctx.error("Mean needs floating-point inputs");
+  Value mean = dfg::DivOp::create(
+      ctx.builder(), ctx.loc(), type, *sum,
+      ctx.scalar(double(ctx.numInputs()), type.getElementType()));
+  return ctx.setResults(mean);
+}
+
+/// Xor(a, b) -> (a or b) and not (a and b).
+LogicalResult legalizeXor(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  Value x = ctx.input(0), y = ctx.input(1);
+  if (elementOf(x) != elementOf(y))
+    return ctx.mismatchedTypes();
+  FailureOr<Value> either = binary<dfg::OrOp>(ctx, x, y, elementOf(x));
+  FailureOr<Value> both = binary<dfg::AndOp>(ctx, x, y, elementOf(x));
+  if (failed(either) || failed(both))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  auto type = cast<RankedTensorType>(both->getType());
+  Value neither = dfg::NotOp::create(b, ctx.loc(), type, *both);
+  return ctx.setResults(
+      Value(dfg::AndOp::create(b, ctx.loc(), type, *either, neither)));
 }
 
 /// Trilu(x, k?) upper -> dfg.trilu with a constant diagonal k.
@@ -234,6 +370,22 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Sin", 7, legalizeUnary<dfg::SinOp>);
   table.add("", "Not", 1, legalizeUnary<dfg::NotOp>);
   table.add("", "IsNaN", 9, legalizePredicate<dfg::IsNaNOp>);
+  table.add("", "Abs", 13, legalizeAbs);
+  table.add("", "Sign", 13, legalizeSign);
+  table.add("", "LeakyRelu", 6, [](NodeContext &ctx) {
+    return legalizeNegativeSlope(ctx, /*exponential=*/false);
+  });
+  table.add("", "Elu", 6, [](NodeContext &ctx) {
+    return legalizeNegativeSlope(ctx, /*exponential=*/true);
+  });
+  table.add("", "HardSigmoid", 6,
+            [](NodeContext &ctx) { return legalizeHard(ctx, false); });
+  table.add("", "HardSwish", 14,
+            [](NodeContext &ctx) { return legalizeHard(ctx, true); });
+  table.add("", "Softsign", 1, legalizeSoftsign);
+  table.add("", "Sum", 13, legalizeVariadic<dfg::AddOp>);
+  table.add("", "Mean", 13, legalizeMean);
+  table.add("", "Xor", 7, legalizeXor);
 }
 
 } // namespace meshc::onnximport

@@ -726,6 +726,71 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   return ctx.setResults({out, positions});
 }
 
+/// ArgMax / ArgMin(X) axis keepdims select_last_index -> TopK's first round:
+/// the largest value along `axis` (of -X for ArgMin), then the first (or
+/// last) position that holds it, as int64. Positions run in f32 (exact
+/// below 2^24), so the axis' size must be static: a router's choice among
+/// experts, a greedy token.
+LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  StringRef name = isMax ? "ArgMax" : "ArgMin";
+  RankedTensorType in = ctx.inputType(0);
+  if (!isa<FloatType>(in.getElementType()))
+    return ctx.error(name.str() + " of " + dfg::formatShape(in.getShape()) +
+                     ": meshc selects among floating-point values only");
+  int64_t rank = in.getRank();
+  FailureOr<int64_t> normalized =
+      normalizedAxis(ctx, name, ctx.attrInt("axis", 0), rank);
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized, n = in.getDimSize(axis);
+  if (ShapedType::isDynamic(n))
+    return ctx.error(name.str() + " along axis " + std::to_string(axis) +
+                     " of " + dfg::formatShape(in.getShape()) +
+                     ": meshc needs the axis' size static");
+  if (n > (int64_t(1) << 24))
+    return ctx.error(name.str() + " along an axis of " + std::to_string(n) +
+                     " positions: meshc counts positions in f32, exact up "
+                     "to 2^24");
+  bool keepDims = ctx.attrInt("keepdims", 1) != 0;
+  bool last = ctx.attrInt("select_last_index", 0) != 0;
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type f32 = b.getF32Type(), i1 = b.getI1Type(), i64 = b.getI64Type();
+  SmallVector<int64_t> shape(in.getShape());
+  auto wideType = RankedTensorType::get(shape, f32);
+  auto boolType = RankedTensorType::get(shape, i1);
+  SmallVector<int64_t> keptShape =
+      dfg::reduceShape(shape, {axis}, /*keepDims=*/true);
+  auto bestType = RankedTensorType::get(keptShape, f32);
+  Value work = ctx.input(0);
+  if (in.getElementType() != f32)
+    work = dfg::CastOp::create(b, loc, wideType, work, f32);
+  if (!isMax)
+    work = dfg::NegOp::create(b, loc, wideType, work);
+  DenseI64ArrayAttr axes = b.getDenseI64ArrayAttr({axis});
+  Value best = dfg::ReduceMaxOp::create(b, loc, bestType, work, axes, true);
+  Value hit = dfg::EqualOp::create(b, loc, boolType, work, best);
+  // The wanted position ranks highest: itself for the last, n - 1 - it for
+  // the first.
+  Value rank_ = alongAxis<float>(ctx, rank, axis, n, f32, [&](int64_t i) {
+    return float(last ? i : n - 1 - i);
+  });
+  Value ranked =
+      dfg::WhereOp::create(b, loc, wideType, hit, rank_, ctx.scalar(-1.0, f32));
+  Value index = dfg::ReduceMaxOp::create(b, loc, bestType, ranked, axes, true);
+  if (!last)
+    index = dfg::SubOp::create(b, loc, bestType, ctx.scalar(n - 1, f32), index);
+  Value out = dfg::CastOp::create(b, loc, bestType.clone(i64), index, i64);
+  if (!keepDims)
+    out = dfg::SqueezeOp::create(
+        b, loc,
+        RankedTensorType::get(dfg::reduceShape(shape, {axis}, false), i64), out,
+        b.getDenseI64ArrayAttr({axis}));
+  return ctx.setResults(out);
+}
+
 /// OneHot(indices, depth, values) axis -> where(unsqueeze(indices, axis) ==
 /// [0, depth) along axis, values[1], values[0]), negative indices counting
 /// from depth. The depth must be a constant.
@@ -745,8 +810,8 @@ LogicalResult legalizeOneHot(NodeContext &ctx) {
   if (depthValues->size() != 1 || depthValues->front() < 1)
     return ctx.error("depth must be one positive integer");
   int64_t depth = depthValues->front(), rank = in.getRank() + 1;
-  FailureOr<int64_t> normalized = normalizedAxis(
-      ctx, "OneHot", ctx.attrInt("axis", -1), rank, "a result");
+  FailureOr<int64_t> normalized =
+      normalizedAxis(ctx, "OneHot", ctx.attrInt("axis", -1), rank, "a result");
   if (failed(normalized))
     return failure();
   int64_t axis = *normalized;
@@ -810,6 +875,14 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "CumSum", 14, legalizeCumSum); // + f16, bf16
   table.add("", "TopK", 11, legalizeTopK);
   table.add("", "OneHot", 11, legalizeOneHot);
+  for (int64_t version : {11, 12, 13}) { // + select_last_index, + bf16
+    table.add("", "ArgMax", version, [](NodeContext &ctx) {
+      return legalizeArgExtreme(ctx, /*isMax=*/true);
+    });
+    table.add("", "ArgMin", version, [](NodeContext &ctx) {
+      return legalizeArgExtreme(ctx, /*isMax=*/false);
+    });
+  }
 }
 
 } // namespace meshc::onnximport

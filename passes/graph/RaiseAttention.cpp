@@ -24,7 +24,10 @@
 //      where(causal bias, S, finfo.min) + HF's mask) is a second mask; see
 //      step 5. So is a second Add with no scale between (BLOOM: S + ALiBi
 //      bias + HF's mask): step 5 reads the first, and the op's mask is what
-//      it leaves plus the second.
+//      it leaves plus the second. A clamp max(x, c) above the mask, c finite
+//      and at most -1e30 (XGLM's eager attention clamps at finfo.min), is
+//      dropped where the mask is where(cond, 0, F) with such an F: it lifts
+//      hidden keys' scores only, and fully hidden rows stay uniform.
 //   3. Scores = matmul(Q, transpose(K, [0, 1, 3, 2])), with splat scales
 //      on Q or K folded into the scale; K^T may also be the dynamo
 //      exporter's reshape to 3-D, transpose, reshape back (keyOfTranspose).
@@ -324,7 +327,20 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     double innerFill = 0.0;
     // A second additive mask below the first (BLOOM: ALiBi, then HF's mask).
     Value extraMask;
+    // max(masked scores, c) above the mask (XGLM, OPT-style eager
+    // attention: the sum clamped at finfo.min).
+    bool clamped = false;
     for (int step = 0; step < 10; ++step) {
+      if (auto clamp = defining<dfg::MaxOp>(s)) {
+        std::optional<double> bound = reader.splat(clamp.getRhs());
+        if (clamped || mask || !bound || !std::isfinite(*bound) ||
+            !(*bound * scaleAbove <= kFiniteCausalFillMax) ||
+            clamp.getType() != clamp.getLhs().getType())
+          return failure();
+        clamped = true;
+        s = clamp.getLhs();
+        continue;
+      }
       // A softcap with nothing scaled above it; below the mask (Gemma-2:
       // capped, then masked) or above it (ONNX's order).
       if (auto cap = softcapOf(s, reader)) {
@@ -389,6 +405,24 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       break;
     }
     scale *= scaleAbove;
+    // The clamp only lifts scores already below -1e30 to c: keys the mask
+    // hides. A key visible to a query scores above it and weighs the same;
+    // a row with every key hidden scores the mask's finite fill F (S + F
+    // rounds to F) or c, uniform either way. So the clamp is dropped where
+    // the mask is where(cond, 0, F) with F finite and at most -1e30, and
+    // alone (with -inf fills those rows would differ).
+    if (clamped) {
+      auto where = mask ? defining<dfg::WhereOp>(mask) : dfg::WhereOp();
+      std::optional<double> zero, fill;
+      if (where) {
+        zero = reader.splat(where.getLhs());
+        fill = reader.splat(where.getRhs());
+      }
+      if (!where || extraMask || innerCondition || !zero || *zero != 0.0 ||
+          !fill || !std::isfinite(*fill) ||
+          !(*fill * maskScale <= kFiniteCausalFillMax))
+        return failure();
+    }
 
     // 3. Scores = Q K^T.
     auto scores = defining<dfg::MatMulOp>(s);
@@ -520,23 +554,22 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         causal = true;
         mask = Value();
       } else if (std::optional<Value> rest =
-                     innerWithin ? splitCausalFactor(mask, queriesLen,
-                                                     keysLen, pastLen, shapes,
-                                                     reader, rewriter, fill)
-                                 : std::nullopt;
+                     innerWithin
+                         ? splitCausalFactor(mask, queriesLen, keysLen, pastLen,
+                                             shapes, reader, rewriter, fill)
+                         : std::nullopt;
                  rest && std::isinf(static_cast<float>(innerFill) +
                                     static_cast<float>(fill))) {
         causal = true;
         mask = *rest;
         if (!innerCausal) {
-          Value band =
-              filledMask(innerCondition, innerFill, element, rewriter);
+          Value band = filledMask(innerCondition, innerFill, element, rewriter);
           mask = mask ? sumOfMasks(band, mask, rewriter) : band;
         }
       } else {
-        mask = sumOfMasks(
-            filledMask(innerCondition, innerFill, element, rewriter), mask,
-            rewriter);
+        mask =
+            sumOfMasks(filledMask(innerCondition, innerFill, element, rewriter),
+                       mask, rewriter);
       }
     } else if (mask && isCausal(mask)) {
       causal = true;
@@ -625,8 +658,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   /// The additive mask `mask * factor`: a Where of two splat constants
   /// (HF's 0 / finfo.min) becomes the Where of the scaled constants, so
   /// that step 5 still reads its fill; any other mask is multiplied.
-  Value scaledMask(Value mask, double factor,
-                   PatternRewriter &rewriter) const {
+  Value scaledMask(Value mask, double factor, PatternRewriter &rewriter) const {
     Location loc = mask.getLoc();
     auto splatOf = [&](Type type, double v) -> Value {
       auto t = cast<RankedTensorType>(type);
@@ -681,9 +713,9 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
       return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
     };
     std::optional<int64_t> p = staticLength(past);
-    bool whole = qt.hasStaticShape() && kt.hasStaticShape() && p &&
-                 isCausalMask(mask, qt.getDimSize(2), kt.getDimSize(2) + *p,
-                              *p, reader);
+    bool whole =
+        qt.hasStaticShape() && kt.hasStaticShape() && p &&
+        isCausalMask(mask, qt.getDimSize(2), kt.getDimSize(2) + *p, *p, reader);
     if (!whole)
       whole = isSymbolicCausalMask(mask, queries, keys, past, shapes, reader);
     if (!whole) {
@@ -696,8 +728,7 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
     auto causal = dfg::AttentionOp::create(
         rewriter, op.getLoc(), op.getResultTypes(), op.getQuery(), op.getKey(),
         op.getValue(), rest, pastK, op.getPastValue(), op.getPastLengths(),
-        op.getScaleAttr(),
-        rewriter.getBoolAttr(true), op.getSoftcapAttr(),
+        op.getScaleAttr(), rewriter.getBoolAttr(true), op.getSoftcapAttr(),
         op.getSoftcapFirstAttr(),
         std::isfinite(fill) && rest
             ? rewriter.getF32FloatAttr(static_cast<float>(fill))

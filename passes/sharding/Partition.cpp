@@ -21,9 +21,11 @@
 //      is added after the reduction, once.
 //   6. Results are brought to their planned shardings; returned values to
 //      the function's result shardings.
-//   7. Two sum reductions that are added (or are a norm's input and fused
-//      residual) and used nowhere else become one reduction of the added
-//      partial sums.
+//   7. A sum all_reduce read only by an op linear in it (a view, a sum over
+//      some dimensions, a product by a value the same on every rank of the
+//      group) moves after it (sinkReductions). Two sum reductions that are
+//      added (or are a norm's input and fused residual) and used nowhere
+//      else then become one reduction of the added partial sums.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -440,6 +442,151 @@ Value mergeReductions(Value x, Value y, RankedTensorType type, Location loc) {
   return merged->getResult(0);
 }
 
+/// Whether `v` may differ between the ranks of a group over `axes`: it is
+/// split over one of them somewhere upstream and no collective over all of
+/// them made it whole again. In the partitioned program a value varies
+/// along an axis only by being split over it, or as partial sums, which
+/// come from split operands too.
+class Variance {
+public:
+  Variance(func::FuncOp func, ArrayRef<int16_t> axes)
+      : func_(func), axes_(axes.begin(), axes.end()) {}
+
+  bool varies(Value v) {
+    auto it = memo_.find(v);
+    if (it != memo_.end())
+      return it->second;
+    // Programs are thousands of ops deep: an explicit stack, not recursion.
+    SmallVector<Value> stack{v};
+    while (!stack.empty()) {
+      Value top = stack.back();
+      if (memo_.count(top)) {
+        stack.pop_back();
+        continue;
+      }
+      std::optional<bool> known = direct(top);
+      if (known) {
+        memo_[top] = *known;
+        stack.pop_back();
+        continue;
+      }
+      Operation *def = top.getDefiningOp();
+      bool pending = false, any = false;
+      for (Value operand : def->getOperands()) {
+        auto found = memo_.find(operand);
+        if (found == memo_.end()) {
+          stack.push_back(operand);
+          pending = true;
+        } else {
+          any |= found->second;
+        }
+      }
+      if (!pending) {
+        memo_[top] = any;
+        stack.pop_back();
+      }
+    }
+    return memo_[v];
+  }
+
+private:
+  bool covers(ArrayRef<int16_t> grid) const {
+    return llvm::all_of(axes_,
+                        [&](int16_t a) { return llvm::is_contained(grid, a); });
+  }
+  bool meets(ArrayRef<int16_t> grid) const {
+    return llvm::any_of(axes_,
+                        [&](int16_t a) { return llvm::is_contained(grid, a); });
+  }
+
+  /// The answer where it does not depend on the operands.
+  std::optional<bool> direct(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      TensorSharding s = fromAttr(
+          func_.getArgAttr(arg.getArgNumber(), kShardingAttr), type.getRank());
+      return llvm::any_of(s, [&](const DimAxes &d) { return meets(d); });
+    }
+    Operation *def = v.getDefiningOp();
+    if (isa<dfg::WeightOp, dfg::ConstantOp>(def))
+      return false;
+    if (auto slice = dyn_cast<shard::AllSliceOp>(def))
+      return meets(slice.getGridAxes()) ? std::optional<bool>(true)
+                                        : std::nullopt;
+    if (auto gather = dyn_cast<shard::AllGatherOp>(def))
+      return covers(gather.getGridAxes()) ? std::optional<bool>(false)
+                                          : std::nullopt;
+    if (auto reduce = dyn_cast<shard::AllReduceOp>(def))
+      return covers(reduce.getGridAxes()) ? std::optional<bool>(false)
+                                          : std::nullopt;
+    if (!isa<dfg::DfgDialect>(def->getDialect()))
+      return true; // another collective: assume the worst
+    return std::nullopt;
+  }
+
+  func::FuncOp func_;
+  SmallVector<int16_t> axes_;
+  llvm::DenseMap<Value, bool> memo_;
+};
+
+/// Whether `user`, reading the partial sums `partial`, gives partial sums of
+/// its own result, no larger: it is linear in them (a view of them, a sum
+/// over some of their dimensions, a slice, or a product or quotient by a
+/// value that is the same on every rank of the group) and its result has
+/// no more elements.
+bool keepsPartialSums(Operation *user, Value partial, Variance &variance) {
+  if (user->getNumResults() != 1)
+    return false;
+  if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
+          dfg::UnsqueezeOp, dfg::TransposeOp, dfg::ReduceSumOp, dfg::SliceOp,
+          dfg::NegOp>(user))
+    return user->getOperand(0) == partial &&
+           llvm::all_of(user->getOperands().drop_front(),
+                        [&](Value v) { return !variance.varies(v); });
+  if (!isa<dfg::MulOp, dfg::DivOp>(user) ||
+      user->getResult(0).getType() != partial.getType())
+    return false;
+  Value lhs = user->getOperand(0), rhs = user->getOperand(1);
+  if (lhs == rhs)
+    return false; // a square
+  if (lhs == partial)
+    return !variance.varies(rhs);
+  return isa<dfg::MulOp>(user) && !variance.varies(lhs);
+}
+
+/// A sum all_reduce read by one op that keeps partial sums moves after that
+/// op, as far as such ops go: a mixture's routed experts, weighted per token
+/// and summed over the chosen experts, reach the residual add as partial
+/// sums, beside the shared expert's, and the two cross the wire once
+/// (mergeSummedReductions). Each step leaves as many or fewer elements to
+/// reduce.
+void sinkReductions(func::FuncOp func) {
+  SmallVector<shard::AllReduceOp> reductions;
+  func.walk([&](shard::AllReduceOp op) {
+    if (op.getReduction() == shard::ReductionKind::Sum)
+      reductions.push_back(op);
+  });
+  for (shard::AllReduceOp reduce : reductions) {
+    Variance variance(func, reduce.getGridAxes());
+    while (reduce->hasOneUse()) {
+      Operation *user = *reduce->getUsers().begin();
+      Value partial = reduce.getInput();
+      if (!keepsPartialSums(user, reduce.getResult(), variance))
+        break;
+      user->replaceUsesOfWith(reduce.getResult(), partial);
+      OpBuilder b(user->getContext());
+      b.setInsertionPointAfter(user);
+      Value result = user->getResult(0);
+      auto moved = shard::AllReduceOp::create(
+          b, reduce.getLoc(), result.getType(), reduce.getGridAttr(),
+          reduce.getGridAxesAttr(), result, reduce.getReductionAttr());
+      result.replaceAllUsesExcept(moved.getResult(), moved);
+      reduce.erase();
+      reduce = moved;
+    }
+  }
+}
+
 /// Two sum reductions that meet in an add (or a norm's fused residual) and
 /// nowhere else become one reduction of the added partial sums, which cross
 /// the wire once. The embeddings that GPT-2 and BERT sum (word, position,
@@ -491,6 +638,7 @@ public:
             getOperation(), [](func::FuncOp func, shard::GridOp grid) {
               if (failed(Partitioner(grid, func).run()))
                 return failure();
+              sinkReductions(func);
               mergeSummedReductions(func);
               return success();
             })))

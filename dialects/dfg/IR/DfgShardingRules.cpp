@@ -445,20 +445,32 @@ ShardingRule GatherNDOp::getShardingRule() {
 ShardingRule SliceOp::getShardingRule() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> out = shapeOf(getResult());
-  // A dimension the slice keeps whole stays shardable.
-  SmallVector<int64_t> sliced;
-  for (auto [axis, start, end, step] :
-       llvm::zip_equal(getAxes(), getStarts(), getEnds(), getSteps())) {
-    int64_t a = normalizeAxis(axis, in.size());
-    bool whole = start == 0 && step == 1 && in[a] == out[a] &&
-                 !ShapedType::isDynamic(in[a]);
-    if (!whole)
-      sliced.push_back(a);
-  }
   RuleBuilder b;
   TensorFactors tin = b.fresh(in, FactorKind::Parallel);
   TensorFactors tout = tin;
-  for (int64_t a : sliced) {
+  for (auto [axis, start, end, step] :
+       llvm::zip_equal(getAxes(), getStarts(), getEnds(), getSteps())) {
+    int64_t a = normalizeAxis(axis, in.size());
+    if (ShapedType::isDynamic(in[a])) {
+      tin[a] = b.pinned(in, a);
+      tout[a] = b.pinned(out, a);
+      continue;
+    }
+    // A dimension the slice keeps whole stays shardable.
+    if (start == 0 && step == 1 && in[a] == out[a])
+      continue;
+    // Every step-th element from one of the first `step`, to the end: the
+    // dimension is [in / step, step], and the slice keeps one of the inner
+    // positions. The outer factor stays shardable (a block of whole groups
+    // of `step` on each rank): gpt-oss's interleaved gate and up features.
+    if (step > 1 && start >= 0 && start < step && in[a] % step == 0 &&
+        out[a] > 1 && out[a] == in[a] / step) {
+      int outer = b.factor(out[a], FactorKind::Parallel, "strided");
+      int inner = b.factor(step, FactorKind::Pinned, "stride");
+      tin[a] = {outer, inner};
+      tout[a] = {outer};
+      continue;
+    }
     tin[a] = b.pinned(in, a);
     tout[a] = b.pinned(out, a);
   }

@@ -994,3 +994,51 @@ func.func @banded_bias(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", "
   %ou = dfg.matmul %pu, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o, %ou : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// XGLM's eager attention clamps the masked scores at finfo.min before the
+// softmax: max(S + where(causal and padding, 0, finfo.min), finfo.min). The
+// clamp lifts only hidden keys' scores, so it is dropped: a causal op with
+// the padding as its mask. Near misses, not raised: a clamp at -1e4 (it
+// would change visible keys' weights), and a clamp above a mask filled with
+// -inf (rows with every key hidden would differ).
+// CHECK-LABEL: func.func @clamped_scores
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) past(%{{.+}}, %{{.+}}) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+// CHECK-NOT: dfg.attention
+// CHECK: dfg.max
+// CHECK: dfg.softmax
+// CHECK: dfg.max
+// CHECK: dfg.softmax
+func.func @clamped_scores(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pk: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pv: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "p", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "t"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %ninf = dfg.constant dense<0xFF800000> : tensor<f32>
+  %low = dfg.constant dense<-1.0e4> : tensor<f32>
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %qpos = dfg.range affine_map<()[s0, s1] -> (s0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %kpos = dfg.range affine_map<()[s0, s1] -> (0, s0 + s1)> delta = 1 symbols ["p", "s"] : tensor<?xi64>
+  %col = dfg.unsqueeze %qpos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %row = dfg.unsqueeze %kpos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %vis = dfg.greater_or_equal %col, %row : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both = dfg.and %vis, %pad : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %hf = dfg.where %both, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %hfinf = dfg.where %both, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kc = dfg.concat %pk, %k axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %vc = dfg.concat %pv, %v axis = 2 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %kt = dfg.transpose %kc perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.mul %s, %half : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %m = dfg.add %ss, %hf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %c = dfg.max %m, %min : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %c axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %cl = dfg.max %m, %low : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %pl = dfg.softmax %cl axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ol = dfg.matmul %pl, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %mi = dfg.add %ss, %hfinf : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ci = dfg.max %mi, %min : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %pi = dfg.softmax %ci axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %oi = dfg.matmul %pi, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %ol, %oi : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}

@@ -168,8 +168,9 @@ func.func @sliced_gate_up(%x: tensor<?x8xf32>) -> tensor<?x?x8xf32> {
 
 // OLMo-2's query norm: an RMS norm over all heads of the projection, then
 // the heads view. Written as a sum of squares, it follows the split of the
-// heads: each rank sums the squares of its 2 heads' features, one all_reduce
-// of [1, 4, 1] completes the statistic, the rest is elementwise on the local
+// heads: each rank sums the squares of its 2 heads' features (divided by the
+// width: the division keeps partial sums, so the all_reduce follows it), one
+// all_reduce of [1, 4, 1] completes the statistic, the rest is elementwise on the local
 // features; the output projection sums partials (one all_reduce).
 module attributes {meshc.mesh = "tp=2"} {
 // CHECK-LABEL: func.func @norm_over_heads
@@ -180,6 +181,7 @@ func.func @norm_over_heads(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
   %wo = dfg.weight "wo" in "w.bin" [offset = 1088, length = 1024] : tensor<16x16xf32>
   // CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
   // CHECK: dfg.reduce_sum %{{.+}} axes = [2] keep_dims = true : (tensor<1x4x8xf32>) -> tensor<1x4x1xf32>
+  // CHECK: dfg.div %{{.+}}, %{{.+}} : (tensor<1x4x1xf32>, tensor<f32>) -> tensor<1x4x1xf32>
   // CHECK-NEXT: shard.all_reduce %{{.+}} on @mesh grid_axes = [0] : tensor<1x4x1xf32> -> tensor<1x4x1xf32>
   // CHECK-NOT: dfg.rms_norm
   // CHECK-NOT: shard.all_gather
@@ -195,5 +197,72 @@ func.func @norm_over_heads(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
   %c = dfg.reshape %ot to [1, 4, 16] : (tensor<1x4x4x4xf32>) -> tensor<1x4x16xf32>
   %y = dfg.matmul %c, %wo : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
   return %y : tensor<1x4x16xf32>
+}
+}
+// -----
+
+// A mixture's shared expert, weighted by a per-token gate, beside a routed
+// expert weighted by its routing probability and summed over its one choice
+// (Qwen2-MoE's layer): both products are row parallel, and each partial sum
+// goes through ops linear in it (a product by a value whole on every rank, a
+// reshape, a sum over a dimension) to the add. The all_reduce moves past
+// them (sinkReductions) and the two meet in one. A tanh between (not linear)
+// keeps its all_reduce where it is.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @shared_and_routed
+// CHECK: dfg.silu
+// CHECK: %[[S:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+// CHECK: %[[SG:.+]] = dfg.mul %{{.+}}, %[[S]] : (tensor<6x1xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+// CHECK: dfg.silu
+// CHECK: %[[R:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+// CHECK: %[[RW:.+]] = dfg.mul %[[R]], %{{.+}} : (tensor<6x8xf32>, tensor<6x1xf32>) -> tensor<6x8xf32>
+// CHECK: %[[RR:.+]] = dfg.reshape %[[RW]] to [6, 1, 8]
+// CHECK: %[[RS:.+]] = dfg.reduce_sum %[[RR]] axes = [1] keep_dims = false
+// CHECK: %[[SUM:.+]] = dfg.add %[[SG]], %[[RS]]
+// CHECK: %[[ONE:.+]] = shard.all_reduce %[[SUM]] on @mesh grid_axes = [0] : tensor<6x8xf32> -> tensor<6x8xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: return %[[ONE]]
+// CHECK-LABEL: func.func @nonlinear_between
+// CHECK: shard.all_reduce
+// CHECK: dfg.tanh
+// CHECK: shard.all_reduce
+func.func @shared_and_routed(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %w3 = dfg.weight "w3" in "w.bin" [offset = 1024, length = 512] : tensor<8x16xf32>
+  %w4 = dfg.weight "w4" in "w.bin" [offset = 1536, length = 512] : tensor<16x8xf32>
+  %wg = dfg.weight "wg" in "w.bin" [offset = 2048, length = 32] : tensor<8x1xf32>
+  %wr = dfg.weight "wr" in "w.bin" [offset = 2080, length = 32] : tensor<8x1xf32>
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a = dfg.silu %h : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %s = dfg.linear %a, %w2 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %g = dfg.linear %x, %wg transpose_weight = false : (tensor<6x8xf32>, tensor<8x1xf32>) -> tensor<6x1xf32>
+  %sg = dfg.sigmoid %g : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %shared = dfg.mul %sg, %s : (tensor<6x1xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  %h2 = dfg.linear %x, %w3 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a2 = dfg.silu %h2 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %r = dfg.linear %a2, %w4 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %p = dfg.linear %x, %wr transpose_weight = false : (tensor<6x8xf32>, tensor<8x1xf32>) -> tensor<6x1xf32>
+  %pw = dfg.sigmoid %p : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %rw = dfg.mul %r, %pw : (tensor<6x8xf32>, tensor<6x1xf32>) -> tensor<6x8xf32>
+  %rr = dfg.reshape %rw to [6, 1, 8] : (tensor<6x8xf32>) -> tensor<6x1x8xf32>
+  %rs = dfg.reduce_sum %rr axes = [1] keep_dims = false : (tensor<6x1x8xf32>) -> tensor<6x8xf32>
+  %y = dfg.add %shared, %rs : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  return %y : tensor<6x8xf32>
+}
+func.func @nonlinear_between(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %w3 = dfg.weight "w3" in "w.bin" [offset = 1024, length = 512] : tensor<8x16xf32>
+  %w4 = dfg.weight "w4" in "w.bin" [offset = 1536, length = 512] : tensor<16x8xf32>
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a = dfg.silu %h : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %s = dfg.linear %a, %w2 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %t = dfg.tanh %s : (tensor<6x8xf32>) -> tensor<6x8xf32>
+  %h2 = dfg.linear %x, %w3 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a2 = dfg.silu %h2 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %r = dfg.linear %a2, %w4 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %y = dfg.add %t, %r : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  return %y : tensor<6x8xf32>
 }
 }

@@ -564,3 +564,43 @@ func.func @experts_sliced(%x: tensor<6x8xf32>, %ids: tensor<6xi64>) -> tensor<6x
   return %ys : tensor<6x8xf32>
 }
 }
+
+// -----
+
+// gpt-oss's experts interleave gate and up features in their fused gate_up
+// (gate j at 2j, up j at 2j + 1) and read them as slices of step 2. A slice
+// of every step-th feature from one of the first `step` keeps the outer
+// factor shardable: each rank's block of 16 of the 32 features holds 8 whole
+// (gate, up) pairs, and its slices are its 8 gates and 8 ups, so the hidden
+// features split over tp as with a plain gate_up. A slice of step 2 that
+// starts at 2 (it skips a pair) stays whole.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @experts_interleaved
+// CHECK: dfg.gather_nd {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<4x32x8xf32>, tensor<6x1xi64>) -> tensor<6x32x8xf32>
+// CHECK: dfg.slice {{.*}} steps = [2] {meshc.sharding = [#shard<axisarray{{\[\[}}], [0]]>]} : (tensor<6x32xf32>) -> tensor<6x16xf32>
+// CHECK: dfg.slice {{.*}} steps = [2] {meshc.sharding = [#shard<axisarray{{\[\[}}], [0]]>]} : (tensor<6x32xf32>) -> tensor<6x16xf32>
+// CHECK-LABEL: func.func @skips_a_pair
+// CHECK-NOT: meshc.sharding = [#shard<axisarray{{\[\[}}], [0]]>]} : (tensor<6x32xf32>) -> tensor<6x15xf32>
+// CHECK: dfg.slice {{.*}} steps = [2] : (tensor<6x32xf32>) -> tensor<6x15xf32>
+func.func @experts_interleaved(%x: tensor<6x8xf32>, %ids: tensor<6x1xi64>) -> tensor<6x8xf32> {
+  %gu = dfg.weight "gate_up" in "w.bin" [offset = 0, length = 4096] : tensor<4x32x8xf32>
+  %dn = dfg.weight "down" in "w.bin" [offset = 4096, length = 2048] : tensor<4x8x16xf32>
+  %g = dfg.gather_nd %gu, %ids batch_dims = 0 : (tensor<4x32x8xf32>, tensor<6x1xi64>) -> tensor<6x32x8xf32>
+  %col = dfg.unsqueeze %x axes = [-1] : (tensor<6x8xf32>) -> tensor<6x8x1xf32>
+  %p = dfg.matmul %g, %col : (tensor<6x32x8xf32>, tensor<6x8x1xf32>) -> tensor<6x32x1xf32>
+  %ps = dfg.squeeze %p axes = [-1] : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %gate = dfg.slice %ps starts = [0] ends = [9223372036854775807] axes = [1] steps = [2] : (tensor<6x32xf32>) -> tensor<6x16xf32>
+  %up = dfg.slice %ps starts = [1] ends = [9223372036854775807] axes = [1] steps = [2] : (tensor<6x32xf32>) -> tensor<6x16xf32>
+  %a = dfg.silu %gate : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h = dfg.mul %a, %up : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d = dfg.gather_nd %dn, %ids batch_dims = 0 : (tensor<4x8x16xf32>, tensor<6x1xi64>) -> tensor<6x8x16xf32>
+  %hc = dfg.unsqueeze %h axes = [-1] : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %y = dfg.matmul %d, %hc : (tensor<6x8x16xf32>, tensor<6x16x1xf32>) -> tensor<6x8x1xf32>
+  %ys = dfg.squeeze %y axes = [2] : (tensor<6x8x1xf32>) -> tensor<6x8xf32>
+  return %ys : tensor<6x8xf32>
+}
+func.func @skips_a_pair(%x: tensor<6x32xf32>) -> tensor<6x15xf32> {
+  %s = dfg.slice %x starts = [2] ends = [9223372036854775807] axes = [1] steps = [2] : (tensor<6x32xf32>) -> tensor<6x15xf32>
+  return %s : tensor<6x15xf32>
+}
+}

@@ -157,6 +157,41 @@ def case_scatter_elements(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_activations(path):
+    """The activations and small functions meshc writes with its own ops:
+    Abs, Sign (of a Relu: zeros), LeakyRelu, Elu, HardSigmoid, HardSwish,
+    Softsign, Sum and Mean of three broadcast inputs, Xor of bools, and
+    ArgMax / ArgMin over ties (the Sign's ones, first and last; the Relu's
+    zeros), keepdims or not: PhiMoE's router takes the ArgMax of its masked
+    scores and Abs of their differences."""
+    nodes = [
+        helper.make_node("Abs", ["x"], ["abs"], name="abs"),
+        helper.make_node("Relu", ["x"], ["xr"], name="relu"),
+        helper.make_node("Sign", ["xr"], ["sign"], name="sign"),
+        helper.make_node("LeakyRelu", ["x"], ["leaky"], alpha=0.1, name="leaky"),
+        helper.make_node("Elu", ["x"], ["elu"], alpha=0.7, name="elu"),
+        helper.make_node("HardSigmoid", ["x"], ["hsig"], alpha=0.3, beta=0.4, name="hsig"),
+        helper.make_node("HardSwish", ["x"], ["hswish"], name="hswish"),
+        helper.make_node("Softsign", ["x"], ["softsign"], name="softsign"),
+        helper.make_node("Sum", ["x", "row", "col"], ["sum"], name="sum"),
+        helper.make_node("Mean", ["x", "row", "col"], ["mean"], name="mean"),
+        helper.make_node("Xor", ["p", "q"], ["xor"], name="xor"),
+        helper.make_node("ArgMax", ["sign"], ["amax"], axis=-1, name="argmax"),
+        helper.make_node("ArgMax", ["sign"], ["amax_last"], axis=1, keepdims=0,
+                         select_last_index=1, name="argmax_last"),
+        helper.make_node("ArgMin", ["xr"], ["amin"], axis=0, keepdims=0, name="argmin"),
+    ]
+    ins = [f32("x", [4, 6]), f32("row", [1, 6]), f32("col", [4, 1]),
+           helper.make_tensor_value_info("p", TensorProto.BOOL, [4, 6]),
+           helper.make_tensor_value_info("q", TensorProto.BOOL, [6])]
+    outs = [f32(n, None) for n in ("abs", "sign", "leaky", "elu", "hsig", "hswish",
+                                    "softsign", "sum", "mean")]
+    outs.append(helper.make_tensor_value_info("xor", TensorProto.BOOL, None))
+    outs += [helper.make_tensor_value_info(n, TensorProto.INT64, None)
+             for n in ("amax", "amax_last", "amin")]
+    return model(nodes, ins, outs, [])
+
+
 def case_topk_onehot(path):
     """TopK as a mixture of experts' router writes it (largest 3 of 6 along
     the last axis), the smallest 2 along axis 0, and the largest 4 of a Relu's
