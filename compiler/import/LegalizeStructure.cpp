@@ -625,17 +625,21 @@ Value alongAxis(NodeContext &ctx, int64_t rank, int64_t axis, int64_t n,
 /// holds it among those not yet taken (reduce_max of n - 1 - position where
 /// it does), then setting that position to -inf. This is ONNX's order (by
 /// value, ties by position) whether `sorted` asks for it or not; `largest
-/// = 0` selects on the negated values. The selection runs in f32 (exact for
-/// f16 and bf16 inputs and for positions below 2^24), so K and the axis'
-/// size must be static: a mixture of experts' router picks K of a few
-/// experts.
+/// = 0` selects on the negated values. Floating-point values are selected
+/// in f32 (exact for f16 and bf16), integers in i64 (-1 - x for the
+/// smallest, which cannot overflow; INT64_MIN marks a taken position).
+/// Positions count in f32 (exact below 2^24), so K and the axis' size must
+/// be static: a mixture of experts' router picks K of a few experts (JetMoE
+/// sorts the chosen experts' int64 ids through TopK too).
 LogicalResult legalizeTopK(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  if (!isa<FloatType>(in.getElementType()))
+  bool integers = isa<IntegerType>(in.getElementType()) &&
+                  !in.getElementType().isInteger(1);
+  if (!isa<FloatType>(in.getElementType()) && !integers)
     return ctx.error("TopK of " + dfg::formatShape(in.getShape()) +
-                     ": meshc selects among floating-point values only");
+                     ": meshc selects among numbers, not bools");
   FailureOr<SmallVector<int64_t>> kv = ctx.constantInts(1, "K");
   if (failed(kv))
     return failure();
@@ -665,27 +669,42 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
   Type f32 = b.getF32Type(), i1 = b.getI1Type(), element = in.getElementType();
+  // Values are selected in `select` (f32, or i64 for integers); positions
+  // always count in f32.
+  Type select = integers ? Type(b.getI64Type()) : f32;
   SmallVector<int64_t> shape(in.getShape());
+  SmallVector<int64_t> keptShape =
+      dfg::reduceShape(shape, {axis}, /*keepDims=*/true);
   auto wideType = RankedTensorType::get(shape, f32);
+  auto workType = RankedTensorType::get(shape, select);
   auto boolType = RankedTensorType::get(shape, i1);
-  auto bestType = RankedTensorType::get(
-      dfg::reduceShape(shape, {axis}, /*keepDims=*/true), f32);
+  auto bestType = RankedTensorType::get(keptShape, f32);
+  auto bestValueType = RankedTensorType::get(keptShape, select);
   Value work = ctx.input(0);
-  if (element != f32)
-    work = dfg::CastOp::create(b, loc, wideType, work, f32);
+  if (element != select)
+    work = dfg::CastOp::create(b, loc, workType, work, select);
+  // -1 - x orders integers the other way round without overflow.
+  auto flip = [&](RankedTensorType type, Value v) -> Value {
+    if (integers)
+      return dfg::SubOp::create(b, loc, type, ctx.scalar(-1, select), v);
+    return dfg::NegOp::create(b, loc, type, v);
+  };
   if (!largest)
-    work = dfg::NegOp::create(b, loc, wideType, work);
+    work = flip(workType, work);
   Value position = alongAxis<float>(ctx, rank, axis, n, f32,
                                     [](int64_t i) { return float(i); });
   Value reversed = alongAxis<float>(
       ctx, rank, axis, n, f32, [n](int64_t i) { return float(n - 1 - i); });
   Value none = ctx.scalar(-1.0, f32), lastPosition = ctx.scalar(n - 1, f32);
-  Value minusInf = ctx.scalar(-std::numeric_limits<double>::infinity(), f32);
+  Value minusInf =
+      integers ? ctx.scalar(double(std::numeric_limits<int64_t>::min()), select)
+               : ctx.scalar(-std::numeric_limits<double>::infinity(), f32);
   DenseI64ArrayAttr axes = b.getDenseI64ArrayAttr({axis});
   SmallVector<Value> values, indices;
   Value taken;
   for (int64_t round = 0; round < k; ++round) {
-    Value best = dfg::ReduceMaxOp::create(b, loc, bestType, work, axes, true);
+    Value best =
+        dfg::ReduceMaxOp::create(b, loc, bestValueType, work, axes, true);
     Value hit = dfg::EqualOp::create(b, loc, boolType, work, best);
     if (taken)
       hit = dfg::AndOp::create(b, loc, boolType, hit,
@@ -699,7 +718,7 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
                 ? dfg::OrOp::create(b, loc, boolType, taken, chosen).getResult()
                 : chosen;
     if (round + 1 < k)
-      work = dfg::WhereOp::create(b, loc, wideType, chosen, minusInf, work);
+      work = dfg::WhereOp::create(b, loc, workType, chosen, minusInf, work);
     values.push_back(best);
     indices.push_back(index);
   }
@@ -709,7 +728,8 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
     SmallVector<ArrayRef<int64_t>> partShapes;
     for (Value p : parts)
       partShapes.push_back(shapeOf(p));
-    return ctx.create<dfg::ConcatOp>(dfg::concatShape(partShapes, axis), f32,
+    return ctx.create<dfg::ConcatOp>(dfg::concatShape(partShapes, axis),
+                                     elementOf(parts.front()),
                                      ValueRange(parts), axis);
   };
   FailureOr<Value> v = stack(values), i = stack(indices);
@@ -718,8 +738,8 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   auto outType = cast<RankedTensorType>(v->getType());
   Value out = *v;
   if (!largest)
-    out = dfg::NegOp::create(b, loc, outType, out);
-  if (element != f32)
+    out = flip(outType, out);
+  if (element != select)
     out = dfg::CastOp::create(b, loc, outType.clone(element), out, element);
   Type i64 = b.getI64Type();
   Value positions = dfg::CastOp::create(b, loc, outType.clone(i64), *i, i64);

@@ -197,7 +197,9 @@ def case_topk_onehot(path):
     the last axis), the smallest 2 along axis 0, and the largest 4 of a Relu's
     output, whose zeros tie (ties go to the lower position); OneHot of the
     first TopK's positions made negative (they count from depth), as
-    TorchScript writes the experts' mask."""
+    TorchScript writes the experts' mask. TopK of int64 ids, largest and
+    smallest (ids drawn from 0..3: ties), as JetMoE sorts its chosen
+    experts."""
     nodes = [
         helper.make_node("TopK", ["x", "k3"], ["v1", "i1"], axis=-1, name="top3"),
         helper.make_node("TopK", ["x", "k2"], ["v2", "i2"], axis=0, largest=0,
@@ -207,15 +209,18 @@ def case_topk_onehot(path):
         helper.make_node("Sub", ["i1", "six"], ["neg"], name="negative"),
         helper.make_node("OneHot", ["neg", "depth", "onoff"], ["oh"], axis=-1,
                          name="onehot"),
+        helper.make_node("TopK", ["ids", "k2"], ["v4", "i4"], axis=-1, name="top2_ids"),
+        helper.make_node("TopK", ["ids", "k3"], ["v5", "i5"], axis=-1, largest=0,
+                         name="bottom3_ids"),
     ]
     inits = [ints("k3", [3]), ints("k2", [2]), ints("k4", [4]),
              numpy_helper.from_array(np.array(6, np.int64), "six"),
              numpy_helper.from_array(np.array(6, np.int64), "depth"),
              numpy_helper.from_array(np.array([0.5, 2.0], np.float32), "onoff")]
-    ins = [f32("x", [3, 6])]
+    ins = [f32("x", [3, 6]), helper.make_tensor_value_info("ids", TensorProto.INT64, [3, 5])]
     i64 = lambda n: helper.make_tensor_value_info(n, TensorProto.INT64, None)
     outs = [f32("v1", None), i64("i1"), f32("v2", None), i64("i2"), f32("v3", None),
-            i64("i3"), f32("oh", None)]
+            i64("i3"), f32("oh", None), i64("v4"), i64("i4"), i64("v5"), i64("i5")]
     return model(nodes, ins, outs, inits)
 
 
