@@ -33,6 +33,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -164,8 +166,9 @@ LogicalResult NodeContext::requireDimAtLeast(Value v, unsigned dim,
   }
   SmallVector<AffineExpr> dims = dimsOf(v);
   if (dim >= dims.size() || !dims[dim] || !isa<AffineSymbolExpr>(dims[dim]))
-    return error(what + " must be a named (dim_param) or static dimension, "
-                        "so that its least size (" +
+    return error(what +
+                 " must be a named (dim_param) or static dimension, "
+                 "so that its least size (" +
                  std::to_string(least) + ") can be checked");
   std::string name =
       dimTable().name(cast<AffineSymbolExpr>(dims[dim]).getPosition()).str();
@@ -819,6 +822,29 @@ Importer::constantInts(Value value, Location loc, StringRef what) {
                 ", which this op needs fixed: give them sizes with --dim "
                 "NAME=SIZE");
   }
+  // Computed by the graph from symbolic sizes in a way that is no affine
+  // expression of them (MPT's ALiBi slice starts at max(0, L - seq)): name
+  // the sizes it reads, which --dim can fix.
+  llvm::SetVector<StringRef> symbols;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  SmallVector<Operation *> work{def};
+  while (!work.empty() && seen.size() < 256) {
+    Operation *op = work.pop_back_val();
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (auto sizes = dyn_cast<dfg::SizesOp>(op)) {
+      for (Attribute name : sizes.getSymbols())
+        symbols.insert(cast<StringAttr>(name).getValue());
+      continue;
+    }
+    for (Value operand : op->getOperands())
+      work.push_back(operand.getDefiningOp());
+  }
+  if (!symbols.empty())
+    return fail("it is computed from the symbolic dimension(s) " +
+                join(symbols.getArrayRef(), ", ") +
+                " in a way meshc does not keep symbolic (not an affine "
+                "expression of them): give them sizes with --dim NAME=SIZE");
   return fail("it is computed by the graph");
 }
 
@@ -944,8 +970,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     for (auto &entry : minimums_)
       least.push_back(builder_.getNamedAttr(
           entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
-    (*module)->setAttr("dfg.dim_minimums",
-                       builder_.getDictionaryAttr(least));
+    (*module)->setAttr("dfg.dim_minimums", builder_.getDictionaryAttr(least));
   }
 
   if (failed(verify(*module)))

@@ -161,103 +161,90 @@ LogicalResult legalizeRelu(NodeContext &ctx) {
 // Activations and small functions ONNX names that meshc writes with the ops
 // it has: one place each, here, and the kernels stay as they are.
 
-/// Abs(x) -> dfg.max(x, -x) (integers too).
-LogicalResult legalizeAbs(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
-    return failure();
-  OpBuilder &b = ctx.builder();
-  RankedTensorType in = ctx.inputType(0);
-  Value negated = dfg::NegOp::create(b, ctx.loc(), in, ctx.input(0));
-  return ctx.setResults(
-      Value(dfg::MaxOp::create(b, ctx.loc(), in, ctx.input(0), negated)));
-}
+/// Builds an activation of the node's one input, elementwise in its type.
+struct Activation {
+  NodeContext &ctx;
+  RankedTensorType type;
+  Value x;
 
-/// The input of a node defined on floating-point values only, or an error
-/// naming its type.
-FailureOr<RankedTensorType> floatInput(NodeContext &ctx) {
+  OpBuilder &b() { return ctx.builder(); }
+  Value scalar(double v) { return ctx.scalar(v, type.getElementType()); }
+  template <typename OpTy, typename... Args> Value make(Args... args) {
+    return OpTy::create(ctx.builder(), ctx.loc(), type, args...);
+  }
+  Value magnitude(Value v) { return make<dfg::MaxOp>(v, make<dfg::NegOp>(v)); }
+  Value less(Value l, Value r) {
+    return dfg::LessOp::create(b(), ctx.loc(), type.clone(b().getI1Type()), l,
+                               r);
+  }
+};
+
+/// The activation of a node's one input; `floats`: defined on
+/// floating-point values only (an error names the type otherwise).
+FailureOr<Activation> activation(NodeContext &ctx, bool floats = true) {
   if (failed(ctx.requireInputs(1)))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  if (!isa<FloatType>(in.getElementType()))
+  if (floats && !isa<FloatType>(in.getElementType()))
     return ctx.error("needs a floating-point input, got " +
                      dfg::formatShape(in.getShape()) + " of integers or bools");
-  return in;
+  return Activation{ctx, in, ctx.input(0)};
+}
+
+/// Abs(x) -> dfg.max(x, -x) (integers too).
+LogicalResult legalizeAbs(NodeContext &ctx) {
+  FailureOr<Activation> a = activation(ctx, /*floats=*/false);
+  return failed(a) ? failure() : ctx.setResults(a->magnitude(a->x));
 }
 
 /// Sign(x) -> where(x > 0, 1, where(x < 0, -1, x)): 0 and NaN stay.
 LogicalResult legalizeSign(NodeContext &ctx) {
-  FailureOr<RankedTensorType> in = floatInput(ctx);
-  if (failed(in))
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
     return failure();
-  OpBuilder &b = ctx.builder();
-  Location loc = ctx.loc();
-  Type element = in->getElementType();
-  auto boolType = in->clone(b.getI1Type());
-  Value x = ctx.input(0), zero = ctx.scalar(0, element);
-  Value negative = dfg::LessOp::create(b, loc, boolType, x, zero);
-  Value positive = dfg::GreaterOp::create(b, loc, boolType, x, zero);
-  Value low =
-      dfg::WhereOp::create(b, loc, *in, negative, ctx.scalar(-1, element), x);
-  return ctx.setResults(Value(dfg::WhereOp::create(
-      b, loc, *in, positive, ctx.scalar(1, element), low)));
+  Value x = a->x, zero = a->scalar(0);
+  Value low = a->make<dfg::WhereOp>(a->less(x, zero), a->scalar(-1), x);
+  return ctx.setResults(
+      a->make<dfg::WhereOp>(a->less(zero, x), a->scalar(1), low));
 }
 
 /// LeakyRelu(x) alpha -> where(x < 0, alpha x, x); Elu(x) alpha ->
 /// where(x < 0, alpha (exp(x) - 1), x).
 LogicalResult legalizeNegativeSlope(NodeContext &ctx, bool exponential) {
-  FailureOr<RankedTensorType> in = floatInput(ctx);
-  if (failed(in))
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
     return failure();
-  OpBuilder &b = ctx.builder();
-  Location loc = ctx.loc();
-  Type element = in->getElementType();
-  Value x = ctx.input(0);
-  float alpha = ctx.attrFloat("alpha", exponential ? 1.0f : 0.01f);
-  Value below = x;
+  Value x = a->x, below = x;
   if (exponential)
-    below = dfg::SubOp::create(b, loc, *in, dfg::ExpOp::create(b, loc, *in, x),
-                               ctx.scalar(1, element));
-  below = dfg::MulOp::create(b, loc, *in, below, ctx.scalar(alpha, element));
-  Value negative = dfg::LessOp::create(b, loc, in->clone(b.getI1Type()), x,
-                                       ctx.scalar(0, element));
+    below = a->make<dfg::SubOp>(a->make<dfg::ExpOp>(x), a->scalar(1));
+  below = a->make<dfg::MulOp>(
+      below, a->scalar(ctx.attrFloat("alpha", exponential ? 1.0f : 0.01f)));
   return ctx.setResults(
-      Value(dfg::WhereOp::create(b, loc, *in, negative, below, x)));
+      a->make<dfg::WhereOp>(a->less(x, a->scalar(0)), below, x));
 }
 
 /// HardSigmoid(x) alpha beta -> min(max(alpha x + beta, 0), 1);
 /// HardSwish(x) -> x HardSigmoid(x) with alpha 1/6, beta 1/2.
 LogicalResult legalizeHard(NodeContext &ctx, bool swish) {
-  FailureOr<RankedTensorType> in = floatInput(ctx);
-  if (failed(in))
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
     return failure();
-  OpBuilder &b = ctx.builder();
-  Location loc = ctx.loc();
-  Type element = in->getElementType();
-  Value x = ctx.input(0);
   float alpha = swish ? 1.0f / 6 : ctx.attrFloat("alpha", 0.2f);
   float beta = swish ? 0.5f : ctx.attrFloat("beta", 0.5f);
-  Value y = dfg::MulOp::create(b, loc, *in, x, ctx.scalar(alpha, element));
-  y = dfg::AddOp::create(b, loc, *in, y, ctx.scalar(beta, element));
-  y = dfg::MaxOp::create(b, loc, *in, y, ctx.scalar(0, element));
-  y = dfg::MinOp::create(b, loc, *in, y, ctx.scalar(1, element));
-  if (swish)
-    y = dfg::MulOp::create(b, loc, *in, x, y);
-  return ctx.setResults(y);
+  Value y = a->make<dfg::MulOp>(a->x, a->scalar(alpha));
+  y = a->make<dfg::AddOp>(y, a->scalar(beta));
+  y = a->make<dfg::MaxOp>(y, a->scalar(0));
+  y = a->make<dfg::MinOp>(y, a->scalar(1));
+  return ctx.setResults(swish ? a->make<dfg::MulOp>(a->x, y) : y);
 }
 
 /// Softsign(x) -> x / (1 + |x|).
 LogicalResult legalizeSoftsign(NodeContext &ctx) {
-  FailureOr<RankedTensorType> in = floatInput(ctx);
-  if (failed(in))
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
     return failure();
-  OpBuilder &b = ctx.builder();
-  Location loc = ctx.loc();
-  Value x = ctx.input(0);
-  Value magnitude =
-      dfg::MaxOp::create(b, loc, *in, x, dfg::NegOp::create(b, loc, *in, x));
-  Value below = dfg::AddOp::create(b, loc, *in, magnitude,
-                                   ctx.scalar(1, in->getElementType()));
-  return ctx.setResults(Value(dfg::DivOp::create(b, loc, *in, x, below)));
+  Value below = a->make<dfg::AddOp>(a->magnitude(a->x), a->scalar(1));
+  return ctx.setResults(a->make<dfg::DivOp>(a->x, below));
 }
 
 /// Mean(x0, ..., xn) -> Sum(x0, ..., xn) / (n + 1).
@@ -368,6 +355,10 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Exp", 13, legalizeUnary<dfg::ExpOp>);
   table.add("", "Cos", 7, legalizeUnary<dfg::CosOp>);
   table.add("", "Sin", 7, legalizeUnary<dfg::SinOp>);
+  table.add("", "Log", 13, legalizeUnary<dfg::LogOp>);
+  table.add("", "Floor", 13, legalizeUnary<dfg::FloorOp>);
+  table.add("", "Ceil", 13, legalizeUnary<dfg::CeilOp>);
+  table.add("", "Round", 11, legalizeUnary<dfg::RoundOp>);
   table.add("", "Not", 1, legalizeUnary<dfg::NotOp>);
   table.add("", "IsNaN", 9, legalizePredicate<dfg::IsNaNOp>);
   table.add("", "Abs", 13, legalizeAbs);

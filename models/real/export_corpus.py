@@ -11,7 +11,8 @@ Usage (environments from models/real/setup_export_env.sh):
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
-qwen2_moe,qwen3_moe,deepseek_v3 \
+qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
+modernbert,deberta_v2,mpnet \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
 
 Each export is a folder <arch>-<exporter>/ holding:
@@ -27,9 +28,10 @@ exporter's error, so a failed export is recorded rather than silently
 missing).
 
 Sizes: 2 layers, 4 heads of 16 (2 key/value heads where the architecture has
-GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT: 5 heads of 8; Qwen3: 6
-heads of 16, hidden 48, so that tp=3 divides its heads), so each model is well
-under 1 MB.
+GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT and the other encoders:
+5 heads of 8, right-padded; Qwen3: 6 heads of 16, hidden 48, so that tp=3
+divides its heads), so each model is at most about 1.5 MB (the mixtures of
+experts; most are well under 1 MB).
 """
 import argparse
 import json
@@ -182,6 +184,43 @@ def config_for(arch):
                                    v_head_dim=16, n_group=2, topk_group=1,
                                    experts_implementation="batched_mm", pad_token_id=0,
                                    **common), tf.DeepseekV3ForCausalLM
+    if arch == "gpt_oss":
+        # Attention sinks (a learned column beside the scores), sliding
+        # windows on every other layer, experts with interleaved gate and up
+        # features and a clamped SwiGLU.
+        return tf.GptOssConfig(num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                               num_experts_per_tok=2, sliding_window=3,
+                               experts_implementation="batched_mm", pad_token_id=0,
+                               **common), tf.GptOssForCausalLM
+    if arch == "phimoe":  # a router of ArgMax and Abs (sparsemixer)
+        return tf.PhimoeConfig(num_key_value_heads=2, num_local_experts=4,
+                               num_experts_per_tok=2, experts_implementation="batched_mm",
+                               pad_token_id=0, **common), tf.PhimoeForCausalLM
+    if arch == "xglm":  # sinusoidal positions, masked scores clamped at finfo.min
+        return tf.XGLMConfig(vocab_size=VOCAB, d_model=64, num_layers=2, attention_heads=4,
+                             ffn_dim=128, max_position_embeddings=64, dropout=0.0,
+                             attention_dropout=0.0, activation_dropout=0.0,
+                             layerdrop=0.0), tf.XGLMForCausalLM
+    enc = dict(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2, num_attention_heads=5,
+               intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0)
+    if arch == "roberta":  # positions counted from the padding id
+        return tf.RobertaConfig(pad_token_id=1, **enc), tf.RobertaModel
+    if arch == "albert":  # factorised embeddings, one layer's weights shared
+        return tf.AlbertConfig(embedding_size=24, **enc), tf.AlbertModel
+    if arch == "distilbert":  # no token types
+        return tf.DistilBertConfig(vocab_size=VOCAB, dim=40, n_layers=2, n_heads=5,
+                                   hidden_dim=64, max_position_embeddings=64, dropout=0.0,
+                                   attention_dropout=0.0), tf.DistilBertModel
+    if arch == "modernbert":  # rotary, GeGLU, local attention every other layer
+        return tf.ModernBertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
+                                   num_attention_heads=5, intermediate_size=64,
+                                   max_position_embeddings=64, global_attn_every_n_layers=2,
+                                   local_attention=4, pad_token_id=0), tf.ModernBertModel
+    if arch == "deberta_v2":  # disentangled relative-position attention
+        return tf.DebertaV2Config(**enc), tf.DebertaV2Model
+    if arch == "mpnet":  # relative position buckets
+        return tf.MPNetConfig(**enc), tf.MPNetModel
     if arch == "bert":
         return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
                              num_attention_heads=5, intermediate_size=64,
@@ -195,8 +234,13 @@ ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwe
 # Exported with torch.onnx's two exporters only (--arch MORE --exporter dynamo,torchscript).
 MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "starcoder2", "bloom",
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
-        "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"]
-DECODERS = [a for a in ARCHS if a != "bert"]
+        "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
+        "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"]
+# Encoders: right-padded, token type ids where the model takes them, the
+# last hidden state as output.
+ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}
+NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet"}
+DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi"]
 
@@ -225,11 +269,11 @@ def prompt_inputs(arch):
     rng = np.random.default_rng(SEED)
     ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
     mask = np.ones((BATCH, SEQ), np.int64)
-    if arch != "bert":
+    if arch not in ENCODERS:
         mask[1, :2] = 0
         ids[1, :2] = 0
     else:
-        mask[1, -2:] = 0  # BERT pads on the right
+        mask[1, -2:] = 0  # encoders pad on the right
     pos = np.clip(np.cumsum(mask, axis=1) - 1, 0, None).astype(np.int64)
     return ids, mask, pos
 
@@ -242,10 +286,9 @@ def torch_inputs(arch, ids, mask, pos):
     import torch
 
     kw = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask))
-    if arch == "bert":
-        kw["token_type_ids"] = torch.zeros_like(kw["input_ids"])
-    elif arch != "gpt2":
-        kw["position_ids"] = torch.tensor(pos)
+    if arch in ENCODERS:
+        if arch not in NO_TOKEN_TYPES:
+            kw["token_type_ids"] = torch.zeros_like(kw["input_ids"])
     else:
         kw["position_ids"] = torch.tensor(pos)
     return kw
@@ -273,7 +316,7 @@ def export_torch(arch, model, out, dynamo, opset=None):
                 kw["position_ids"] = position_ids
             if token_type_ids is not None:
                 kw["token_type_ids"] = token_type_ids
-            if arch == "bert":
+            if arch in ENCODERS:
                 return self.inner(**kw, return_dict=True).last_hidden_state
             return self.inner(**kw, use_cache=False, return_dict=True).logits
 
@@ -281,7 +324,7 @@ def export_torch(arch, model, out, dynamo, opset=None):
     args = tuple(kw[n] for n in names)
     if names[2:] == ["token_type_ids"]:  # BERT: no position ids
         args = (args[0], args[1], None, args[2])
-    out_name = "logits" if arch != "bert" else "last_hidden_state"
+    out_name = "logits" if arch not in ENCODERS else "last_hidden_state"
     if dynamo:
         batch = torch.export.Dim("batch_size", max=64)
         seq = torch.export.Dim("sequence_length", max=60)

@@ -13,7 +13,9 @@
 // halves. Partial rotary (GPT-NeoX, Phi, GPT-J: only the first r features
 // of a head turn) is the same on a slice of the head, concatenated with the
 // rest. Heads may sit before or after the sequence (`[B, H, S, D]`, or
-// GPT-J's `[B, S, H, D]`, rotated between two transposes).
+// GPT-J's `[B, S, H, D]`, rotated between two transposes). gpt-oss writes
+// the rotation out on the halves, concat(x1 cos - x2 sin, x2 cos + x1 sin),
+// with tables of the angles once: nothing to prove about them.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -133,8 +135,7 @@ bool isRotateEveryTwo(Value r, Value x, dfg::SymbolicShapes &shapes) {
   auto concat = defining<dfg::ConcatOp>(reshape.getInput());
   if (!concat || concat.getInputs().size() != 2 ||
       !isLastAxis(static_cast<int64_t>(concat.getAxis()), rank + 1) ||
-      concat.getType().getShape().take_back(2) !=
-          ArrayRef<int64_t>{dim / 2, 2})
+      concat.getType().getShape().take_back(2) != ArrayRef<int64_t>{dim / 2, 2})
     return false;
   Value odd = unsqueezedLast(concat.getInputs()[0]);
   Value even = unsqueezedLast(concat.getInputs()[1]);
@@ -277,8 +278,8 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
     auto data = cast<RankedTensorType>(gather.getData().getType());
     if (data.getRank() != 2 || gather.getAxis() != 0)
       return {};
-    Value h = angleTable(gather.getData(), dim, pairing, rewriter, reader,
-                         depth + 1);
+    Value h =
+        angleTable(gather.getData(), dim, pairing, rewriter, reader, depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
     return dfg::GatherOp::create(*rewriter, loc, halfType, h,
@@ -286,8 +287,8 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
   }
   // unsqueeze(t) -> unsqueeze(first half of t)
   if (auto unsqueeze = defining<dfg::UnsqueezeOp>(table)) {
-    Value h = angleTable(unsqueeze.getInput(), dim, pairing, rewriter,
-                         reader, depth + 1);
+    Value h = angleTable(unsqueeze.getInput(), dim, pairing, rewriter, reader,
+                         depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
     return dfg::UnsqueezeOp::create(*rewriter, loc, halfType, h,
@@ -313,6 +314,83 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
       b.getDenseI64ArrayAttr({interleaved ? dim : half}),
       b.getDenseI64ArrayAttr({last}),
       b.getDenseI64ArrayAttr({interleaved ? 2 : 1}));
+}
+
+/// Replaces `op` by the rotary op of `x` once the tables are shown to be
+/// [1 | B, 1, S, D] (or [S, D], [1, S, D]) against heads first (x: [B, H, S,
+/// D]), or [1 | B, S, 1, D] against the sequence first (x: [B, S, H, D],
+/// rotated as [B, H, S, D] between two transposes), with repeated angles;
+/// or, `halved`, tables of the angles once (last dimension D / 2).
+LogicalResult buildRotary(Operation *op, Value x, Value cos, Value sin,
+                          Pairing pairing, bool halved,
+                          PatternRewriter &rewriter,
+                          const ConstantReader &reader,
+                          dfg::SymbolicShapes &shapes) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto ct = cast<RankedTensorType>(cos.getType());
+  int64_t dim = xt.getDimSize(3), rank = ct.getRank();
+  // Sizes compared as symbolic dimensions (static ones are constants).
+  SmallVector<AffineExpr> xd(shapes.dims(x)), cd(shapes.dims(cos));
+  auto one = getAffineConstantExpr(1, op->getContext());
+  if (rank < 2 || rank > 4 || ct.isDynamicDim(rank - 1) ||
+      ct.getShape().back() != (halved ? dim / 2 : dim))
+    return failure();
+  // Which dimension of x the table's rows follow: the sequence at 2
+  // (heads first) or at 1 (sequence first, a [b, S, 1, D] table).
+  bool headsFirst = dfg::sameDim(cd[rank - 2], xd[2]) &&
+                    (rank < 4 || dfg::sameDim(cd[1], one));
+  bool seqFirst = !headsFirst && rank == 4 && dfg::sameDim(cd[1], xd[1]) &&
+                  dfg::sameDim(cd[2], one);
+  // The number of heads is static.
+  if ((!headsFirst || xt.isDynamicDim(1)) && (!seqFirst || xt.isDynamicDim(2)))
+    return failure();
+  // Per-row tables: b in {1, B}; a rank-3 table is [1, S, D].
+  int64_t rows = 1;
+  if (rank == 4) {
+    if (!dfg::sameDim(cd[0], one) && !dfg::sameDim(cd[0], xd[0]))
+      return failure();
+    rows = ct.getDimSize(0);
+  } else if (rank == 3 && !dfg::sameDim(cd[0], one)) {
+    return failure();
+  }
+  // Check both tables before creating anything for either.
+  if (!halved && (!angleTable(cos, dim, pairing, nullptr, reader) ||
+                  !angleTable(sin, dim, pairing, nullptr, reader)))
+    return failure();
+  Value cosHalf =
+      halved ? cos : angleTable(cos, dim, pairing, &rewriter, reader);
+  Value sinHalf =
+      halved ? sin : angleTable(sin, dim, pairing, &rewriter, reader);
+  Location loc = op->getLoc();
+  // The rotation reads [B, H, S, D].
+  Value input = x;
+  SmallVector<int64_t> swap{0, 2, 1, 3};
+  if (seqFirst)
+    input = dfg::TransposeOp::create(rewriter, loc, middleSwapped(xt), x,
+                                     rewriter.getDenseI64ArrayAttr(swap));
+  auto it = cast<RankedTensorType>(input.getType());
+  int64_t seq = it.getDimSize(2);
+  auto tableType =
+      RankedTensorType::get({rows, seq, dim / 2}, ct.getElementType());
+  auto flat = [&](Value half) -> Value {
+    // [rows, S, D/2]; a symbolic S (or rows) is inferred or copied.
+    SmallVector<int64_t> spec{rows, seq, dim / 2};
+    if (ShapedType::isDynamic(seq))
+      spec[1] = -1;
+    if (ShapedType::isDynamic(rows))
+      spec[0] = ShapedType::isDynamic(seq) ? 0 : -1;
+    return dfg::ReshapeOp::create(rewriter, loc, tableType, half,
+                                  rewriter.getDenseI64ArrayAttr(spec));
+  };
+  Value rotary = dfg::RotaryOp::create(rewriter, loc, it, input, flat(cosHalf),
+                                       flat(sinHalf), Value(),
+                                       pairing == Pairing::Interleaved, dim);
+  if (seqFirst)
+    rotary =
+        dfg::TransposeOp::create(rewriter, loc, op->getResult(0).getType(),
+                                 rotary, rewriter.getDenseI64ArrayAttr(swap));
+  rewriter.replaceOp(op, rotary);
+  return success();
 }
 
 /// x * cos + rotate_half(x) * sin -> rotary(x, cos[..., :d/2], sin[..., :d/2])
@@ -348,7 +426,9 @@ struct RotateToRotary : OpRewritePattern<dfg::AddOp> {
             pairing = Pairing::Halves;
           else if (isRotateEveryTwo(r, x, shapes))
             pairing = Pairing::Interleaved;
-          if (pairing && succeeded(rewrite(op, x, cos, sin, *pairing, rewriter)))
+          if (pairing && succeeded(buildRotary(op, x, cos, sin, *pairing,
+                                               /*halved=*/false, rewriter,
+                                               reader, shapes)))
             return success();
         }
       }
@@ -356,75 +436,72 @@ struct RotateToRotary : OpRewritePattern<dfg::AddOp> {
     return failure();
   }
 
-  /// Builds the rotary op once the tables are shown to be [1 | B, 1, S, D]
-  /// (or [S, D], [1, S, D]) against heads first (x: [B, H, S, D]), or
-  /// [1 | B, S, 1, D] against the sequence first (x: [B, S, H, D], rotated
-  /// as [B, H, S, D] between two transposes), with repeated angles.
-  LogicalResult rewrite(dfg::AddOp op, Value x, Value cos, Value sin,
-                        Pairing pairing, PatternRewriter &rewriter) const {
-    auto xt = cast<RankedTensorType>(x.getType());
-    auto ct = cast<RankedTensorType>(cos.getType());
-    int64_t dim = xt.getDimSize(3), rank = ct.getRank();
-    // Sizes compared as symbolic dimensions (static ones are constants).
-    SmallVector<AffineExpr> xd(shapes.dims(x)), cd(shapes.dims(cos));
-    auto one = getAffineConstantExpr(1, op.getContext());
-    if (rank < 2 || rank > 4 || ct.isDynamicDim(rank - 1) ||
-        ct.getShape().back() != dim)
+  const ConstantReader &reader;
+  dfg::SymbolicShapes &shapes;
+};
+
+/// concat(x1 c - x2 s, x2 c + x1 s) over the last axis, x1 and x2 the halves
+/// of x's last dimension and c, s tables of the angles once (last dimension
+/// d/2) -> rotary(x, c, s): the rotation written out on the halves, as
+/// gpt-oss writes it (no rotate_half, no repeated tables).
+struct HalvesToRotary : OpRewritePattern<dfg::ConcatOp> {
+  HalvesToRotary(MLIRContext *ctx, const ConstantReader &reader,
+                 dfg::SymbolicShapes &shapes)
+      : OpRewritePattern(ctx), reader(reader), shapes(shapes) {}
+
+  LogicalResult matchAndRewrite(dfg::ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    if (type.getRank() != 4 || type.isDynamicDim(3) || type.getDimSize(3) % 2 ||
+        op.getInputs().size() != 2 ||
+        !isLastAxis(static_cast<int64_t>(op.getAxis()), 4))
       return failure();
-    // Which dimension of x the table's rows follow: the sequence at 2
-    // (heads first) or at 1 (sequence first, a [b, S, 1, D] table).
-    bool headsFirst = dfg::sameDim(cd[rank - 2], xd[2]) &&
-                      (rank < 4 || dfg::sameDim(cd[1], one));
-    bool seqFirst = !headsFirst && rank == 4 &&
-                    dfg::sameDim(cd[1], xd[1]) && dfg::sameDim(cd[2], one);
-    // The number of heads is static.
-    if ((!headsFirst || xt.isDynamicDim(1)) &&
-        (!seqFirst || xt.isDynamicDim(2)))
+    int64_t dim = type.getDimSize(3);
+    auto low = defining<dfg::SubOp>(op.getInputs()[0]);
+    auto high = defining<dfg::AddOp>(op.getInputs()[1]);
+    if (!low || !high)
       return failure();
-    // Per-row tables: b in {1, B}; a rank-3 table is [1, S, D].
-    int64_t rows = 1;
-    if (rank == 4) {
-      if (!dfg::sameDim(cd[0], one) && !dfg::sameDim(cd[0], xd[0]))
-        return failure();
-      rows = ct.getDimSize(0);
-    } else if (rank == 3 && !dfg::sameDim(cd[0], one)) {
-      return failure();
-    }
-    // Check both tables before creating anything for either.
-    if (!angleTable(cos, dim, pairing, nullptr, reader) ||
-        !angleTable(sin, dim, pairing, nullptr, reader))
-      return failure();
-    Value cosHalf = angleTable(cos, dim, pairing, &rewriter, reader);
-    Value sinHalf = angleTable(sin, dim, pairing, &rewriter, reader);
-    Location loc = op.getLoc();
-    // The rotation reads [B, H, S, D].
-    Value input = x;
-    SmallVector<int64_t> swap{0, 2, 1, 3};
-    if (seqFirst)
-      input = dfg::TransposeOp::create(rewriter, loc, middleSwapped(xt), x,
-                                       rewriter.getDenseI64ArrayAttr(swap));
-    auto it = cast<RankedTensorType>(input.getType());
-    int64_t seq = it.getDimSize(2);
-    auto tableType =
-        RankedTensorType::get({rows, seq, dim / 2}, ct.getElementType());
-    auto flat = [&](Value half) -> Value {
-      // [rows, S, D/2]; a symbolic S (or rows) is inferred or copied.
-      SmallVector<int64_t> spec{rows, seq, dim / 2};
-      if (ShapedType::isDynamic(seq))
-        spec[1] = -1;
-      if (ShapedType::isDynamic(rows))
-        spec[0] = ShapedType::isDynamic(seq) ? 0 : -1;
-      return dfg::ReshapeOp::create(rewriter, loc, tableType, half,
-                                    rewriter.getDenseI64ArrayAttr(spec));
+    auto product = [](Value v) -> std::optional<std::pair<Value, Value>> {
+      auto mul = defining<dfg::MulOp>(v);
+      if (!mul)
+        return std::nullopt;
+      return std::make_pair(mul.getLhs(), mul.getRhs());
     };
-    Value rotary = dfg::RotaryOp::create(
-        rewriter, loc, it, input, flat(cosHalf), flat(sinHalf), Value(),
-        pairing == Pairing::Interleaved, dim);
-    if (seqFirst)
-      rotary = dfg::TransposeOp::create(rewriter, loc, op.getType(), rotary,
-                                        rewriter.getDenseI64ArrayAttr(swap));
-    rewriter.replaceOp(op, rotary);
-    return success();
+    auto first = product(low.getLhs()), second = product(low.getRhs());
+    if (!first || !second)
+      return failure();
+    // The whole head whose lower half is `x1`.
+    auto wholeOf = [&](Value x1) -> Value {
+      Value x;
+      if (auto slice = defining<dfg::SliceOp>(x1))
+        x = slice.getInput();
+      else if (auto split = defining<dfg::SplitOp>(x1))
+        x = split.getInput();
+      return x && x.getType() == type && isHalfOf(x1, x, dim, false) ? x
+                                                                     : Value();
+    };
+    // `v` is a * b in either order.
+    auto isProduct = [&](Value v, Value a, Value b) {
+      auto p = product(v);
+      return p && ((p->first == a && p->second == b) ||
+                   (p->first == b && p->second == a));
+    };
+    for (auto [x1, cos] : {*first, std::make_pair(first->second, first->first)})
+      for (auto [x2, sin] :
+           {*second, std::make_pair(second->second, second->first)}) {
+        Value x = wholeOf(x1);
+        if (!x || !isHalfOf(x2, x, dim, true) || cos.getType() != sin.getType())
+          continue;
+        bool rotatedHigh = (isProduct(high.getLhs(), x2, cos) &&
+                            isProduct(high.getRhs(), x1, sin)) ||
+                           (isProduct(high.getRhs(), x2, cos) &&
+                            isProduct(high.getLhs(), x1, sin));
+        if (rotatedHigh &&
+            succeeded(buildRotary(op, x, cos, sin, Pairing::Halves,
+                                  /*halved=*/true, rewriter, reader, shapes)))
+          return success();
+      }
+    return failure();
   }
 
   const ConstantReader &reader;
@@ -502,6 +579,7 @@ void populateRaiseRotaryPatterns(RewritePatternSet &patterns,
                                  const ConstantReader &reader,
                                  dfg::SymbolicShapes &shapes) {
   patterns.add<RotateToRotary>(patterns.getContext(), reader, shapes);
+  patterns.add<HalvesToRotary>(patterns.getContext(), reader, shapes);
   patterns.add<PartialRotary>(patterns.getContext());
 }
 

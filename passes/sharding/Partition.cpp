@@ -253,13 +253,20 @@ private:
     }
     if (auto reshape = dyn_cast<dfg::SymbolicReshapeOp>(local)) {
       // The static dimensions of the target (the map's constants) take
-      // their local sizes; the symbolic ones are never split.
+      // their local sizes; a symbolic one split n ways (the leading one,
+      // dp's batch) is its expression floordiv n, the rank's piece as
+      // meshc-shard-specialize-rank slices it.
       AffineMap map = reshape.getShape();
       SmallVector<AffineExpr> exprs(map.getResults());
-      for (auto [expr, size] :
-           llvm::zip_equal(exprs, expected.front().getShape()))
+      TensorSharding split = shardingOf(rule->results.front());
+      for (auto [d, expr, size] :
+           llvm::enumerate(exprs, expected.front().getShape())) {
         if (isa<AffineConstantExpr>(expr) && !ShapedType::isDynamic(size))
           expr = getAffineConstantExpr(size, op->getContext());
+        else if (!isa<AffineConstantExpr>(expr) && d < split.size() &&
+                 !split[d].empty())
+          expr = expr.floorDiv(groupSize(grid_, split[d]));
+      }
       reshape.setShapeAttr(AffineMapAttr::get(AffineMap::get(
           map.getNumDims(), map.getNumSymbols(), exprs, op->getContext())));
       reshape.getResult().setType(expected.front());

@@ -288,6 +288,15 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
     return map<float>(in, out, [](float x) { return std::cos(x); });
   case UnaryOp::Sin:
     return map<float>(in, out, [](float x) { return std::sin(x); });
+  case UnaryOp::Log:
+    return map<float>(in, out, [](float x) { return std::log(x); });
+  case UnaryOp::Floor:
+    return map<float>(in, out, [](float x) { return std::floor(x); });
+  case UnaryOp::Ceil:
+    return map<float>(in, out, [](float x) { return std::ceil(x); });
+  case UnaryOp::Round:
+    // The default rounding mode: halves to even, as ONNX's Round.
+    return map<float>(in, out, [](float x) { return std::nearbyint(x); });
   case UnaryOp::Gelu:
     return map<float>(in, out, [](float x) {
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));

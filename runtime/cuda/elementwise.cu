@@ -267,6 +267,14 @@ __device__ __forceinline__ float unaryF32(UnaryOp op, float x) {
     return cosf(x);
   case UnaryOp::Sin:
     return sinf(x);
+  case UnaryOp::Log:
+    return logf(x);
+  case UnaryOp::Floor:
+    return floorf(x);
+  case UnaryOp::Ceil:
+    return ceilf(x);
+  case UnaryOp::Round:
+    return rintf(x); // halves to even
   case UnaryOp::Gelu:
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
   case UnaryOp::GeluTanh: {

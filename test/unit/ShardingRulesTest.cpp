@@ -224,7 +224,9 @@ TEST_F(ShardingRulesTest, AFactorBehindAWholeOneIsDropped) {
 }
 
 // A symbolic reshape [b*s, 32] -> [b, s, 32] keeps the split of its last
-// dimension; the symbolic ones are held whole.
+// dimension; its first dimensions pair (a split of the first into contiguous
+// blocks is one of the whole tensor: dp's batch), the other symbolic one is
+// held whole.
 TEST_F(ShardingRulesTest, SymbolicReshapeKeepsItsStaticSuffix) {
   Value x = weight({ShapedType::kDynamic, 32});
   MLIRContext *c = &ctx;
@@ -240,5 +242,28 @@ TEST_F(ShardingRulesTest, SymbolicReshapeKeepsItsStaticSuffix) {
   ShardingRule r = rule(op);
   EXPECT_EQ(r.operands[0][1], r.results[0][2]);
   EXPECT_EQ(r.factors[r.results[0][2][0]].kind, FactorKind::Parallel);
-  EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Pinned);
+  EXPECT_EQ(r.operands[0][0], r.results[0][0]);
+  EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[r.results[0][1][0]].kind, FactorKind::Pinned);
+}
+
+// A slice of every second feature from the first or second keeps the outer
+// factor of [16] = [8, 2] shardable (gpt-oss's interleaved gate and up); a
+// slice of step 2 from 2 does not.
+TEST_F(ShardingRulesTest, StridedSliceKeepsWholeGroupsShardable) {
+  Value x = weight({4, 16});
+  auto slice = [&](int64_t start, int64_t size) {
+    return SliceOp::create(builder, builder.getUnknownLoc(), f32({4, size}), x,
+                           builder.getDenseI64ArrayAttr({start}),
+                           builder.getDenseI64ArrayAttr({INT64_MAX}),
+                           builder.getDenseI64ArrayAttr({1}),
+                           builder.getDenseI64ArrayAttr({2}));
+  };
+  ShardingRule odd = rule(slice(1, 8));
+  ASSERT_EQ(odd.operands[0][1].size(), 2u);
+  EXPECT_EQ(odd.operands[0][1][0], odd.results[0][1][0]);
+  EXPECT_EQ(odd.factors[odd.results[0][1][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(odd.factors[odd.operands[0][1][1]].kind, FactorKind::Pinned);
+  ShardingRule skip = rule(slice(2, 7));
+  EXPECT_EQ(skip.factors[skip.results[0][1][0]].kind, FactorKind::Pinned);
 }

@@ -437,6 +437,15 @@ def Dfg_CosOp : Dfg_UnaryOp<"cos", "Cos", "Cos", "cos(x)", "std::cos(x)",
                             "cosf(@0)">;
 def Dfg_SinOp : Dfg_UnaryOp<"sin", "Sin", "Sin", "sin(x)", "std::sin(x)",
                             "sinf(@0)">;
+def Dfg_LogOp : Dfg_UnaryOp<"log", "Log", "Log", "log(x)", "std::log(x)",
+                            "logf(@0)">;
+def Dfg_FloorOp : Dfg_UnaryOp<"floor", "Floor", "Floor", "floor(x)",
+                              "std::floor(x)", "floorf(@0)">;
+def Dfg_CeilOp : Dfg_UnaryOp<"ceil", "Ceil", "Ceil", "ceil(x)", "std::ceil(x)",
+                             "ceilf(@0)">;
+def Dfg_RoundOp : Dfg_UnaryOp<"round", "Round",
+                              "Round (halves to even)", "round(x)",
+                              "std::nearbyint(x)", "nearbyintf(@0)">;
 def Dfg_NotOp : Dfg_UnaryOp<"not", "Not", "Not", "!x", "double(x == 0)", "",
                             Dfg_BoolTensor>;
 

@@ -637,13 +637,26 @@ ShardingRule SizesOp::getShardingRule() { return replicatedRule(*this); }
 ShardingRule RangeOp::getShardingRule() { return replicatedRule(*this); }
 /// The static suffixes of input and result pair as in dfg.reshape
 /// (pairStaticSuffix: a [batch * seq, d] -> [batch, seq, d] keeps d's
-/// split); the dimensions in front of them, sized by symbols, are held whole.
+/// split). Leading dimensions sized by symbols pair with each other: a split
+/// of the first into n contiguous blocks is a split of the whole tensor's
+/// elements into n contiguous blocks, so of the other's first dimension too
+/// (dp's batch through a [batch * seq, d] -> [batch, seq, d]; partition
+/// divides that dimension's expression by n). The other dimensions in front
+/// of the suffixes are held whole.
 ShardingRule SymbolicReshapeOp::getShardingRule() {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> out = shapeOf(getResult());
   TensorFactors inF(in.size()), outF(out.size());
-  pairStaticSuffix(b, in, out, inF, outF, 0, 0);
+  size_t first = 0;
+  if (!in.empty() && !out.empty() && ShapedType::isDynamic(in[0]) &&
+      ShapedType::isDynamic(out[0])) {
+    int f = b.factor(ShapedType::kDynamic, FactorKind::Parallel, "leading");
+    inF[0] = {f};
+    outF[0] = {f};
+    first = 1;
+  }
+  pairStaticSuffix(b, in, out, inF, outF, first, first);
   b.operand(inF);
   b.result(outF);
   return b.take();

@@ -169,8 +169,16 @@ func.func @unary(%x: tensor<2x8xf32>, %h: tensor<4xbf16>, %i: tensor<3xi64>, %b:
   %6 = dfg.cos %5 : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.sin
   %7 = dfg.sin %6 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.log
+  %l = dfg.log %7 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.floor
+  %fl = dfg.floor %l : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.ceil
+  %ce = dfg.ceil %fl : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.round
+  %ro = dfg.round %ce : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.neg %{{.+}} : (tensor<2x8xf32>) -> tensor<2x8xf32>
-  %8 = dfg.neg %7 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %8 = dfg.neg %ro : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.sqrt %{{.+}} : (tensor<4xbf16>) -> tensor<4xbf16>
   %9 = dfg.sqrt %h : (tensor<4xbf16>) -> tensor<4xbf16>
   // CHECK: dfg.neg %{{.+}} : (tensor<3xi64>) -> tensor<3xi64>

@@ -1042,3 +1042,35 @@ func.func @clamped_scores(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s"
   %oi = dfg.matmul %pi, %vc : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o, %ol, %oi : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// gpt-oss writes the rotation out on the halves of the head, with tables of
+// the angles once: concat(x1 cos - x2 sin, x2 cos + x1 sin). Near misses,
+// left alone: the signs swapped (a rotation the other way), and the halves
+// of the second product swapped (not a rotation).
+// CHECK-LABEL: func.func @rotary_on_halves
+// CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<?x2x?x4xf32> {{.*}}, %[[C:arg[0-9]+]]: tensor<?x1x?x2xf32> {{.*}}, %[[S:arg[0-9]+]]: tensor<?x1x?x2xf32>
+// CHECK-DAG: %[[CR:.+]] = dfg.reshape %[[C]] to [0, -1, 2]
+// CHECK-DAG: %[[SR:.+]] = dfg.reshape %[[S]] to [0, -1, 2]
+// CHECK: %[[R:.+]] = dfg.rotary %[[X]], %[[CR]], %[[SR]] interleaved = false rotary_dim = 4
+// CHECK: %[[W1:.+]] = dfg.concat
+// CHECK: %[[W2:.+]] = dfg.concat
+// CHECK: return %[[R]], %[[W1]], %[[W2]]
+func.func @rotary_on_halves(%x: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %cos: tensor<?x1x?x2xf32> {dfg.dim_names = ["b", "", "s", ""]}, %sin: tensor<?x1x?x2xf32> {dfg.dim_names = ["b", "", "s", ""]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %h:2 = dfg.split %x axis = 3 sizes = [2, 2] : (tensor<?x2x?x4xf32>) -> (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>)
+  %a = dfg.mul %h#0, %cos : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %b = dfg.mul %h#1, %sin : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %lo = dfg.sub %a, %b : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %c = dfg.mul %h#1, %cos : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %d = dfg.mul %sin, %h#0 : (tensor<?x1x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %hi = dfg.add %c, %d : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %y = dfg.concat %lo, %hi axis = -1 : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x4xf32>
+  %lo2 = dfg.sub %b, %a : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %w1 = dfg.concat %lo2, %hi axis = -1 : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x4xf32>
+  %e = dfg.mul %h#0, %cos : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %f = dfg.mul %sin, %h#1 : (tensor<?x1x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %hi2 = dfg.add %e, %f : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %w2 = dfg.concat %lo, %hi2 axis = -1 : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x4xf32>
+  return %y, %w1, %w2 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}

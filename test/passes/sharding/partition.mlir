@@ -1,5 +1,6 @@
 // RUN: meshc-opt %s --split-input-file --meshc-shard-plan --meshc-shard-partition --meshc-shard-verify | FileCheck %s
 // RUN: meshc-opt %s --split-input-file --meshc-shard-plan=sequence-parallel=true --meshc-shard-partition --meshc-shard-verify | FileCheck %s --check-prefix=SP
+// RUN: meshc-opt %s --split-input-file --meshc-shard-plan --meshc-shard-partition | FileCheck %s --check-prefix=PIECE
 
 // Megatron MLP on dp=2 x tp=2 (grid axes 0 = dp, 1 = tp): each rank holds its
 // batch half and its half of the features; the weights are sliced per use
@@ -264,5 +265,28 @@ func.func @nonlinear_between(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
   %r = dfg.linear %a2, %w4 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
   %y = dfg.add %t, %r : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
   return %y : tensor<6x8xf32>
+}
+}
+
+// -----
+
+// dp through the token rows of a mixture: [batch * seq, d] rows back to
+// [batch, seq, d] by a symbolic reshape. The leading dimensions pair (a
+// split of the first into contiguous blocks is one of the whole tensor), so
+// each dp rank reshapes its own rows, its batch piece being batch floordiv
+// 2: no all_gather over dp.
+// PIECE: affine_map<()[s0, s1] -> (s0 floordiv 2, s1, 8)>
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @token_rows
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.reshape %{{.+}} to [-1, 8] : (tensor<?x?x8xf32>) -> tensor<?x8xf32>
+// CHECK: dfg.symbolic_reshape %{{.+}} to #{{.+}} symbols ["b", "s"] : (tensor<?x8xf32>) -> tensor<?x?x8xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @token_rows(%x: tensor<?x?x8xf32> {dfg.dim_names = ["b", "s", ""]}) -> tensor<?x?x8xf32> {
+  %rows = dfg.reshape %x to [-1, 8] : (tensor<?x?x8xf32>) -> tensor<?x8xf32>
+  %t = dfg.tanh %rows : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %y = dfg.symbolic_reshape %t to affine_map<()[s0, s1] -> (s0, s1, 8)> symbols ["b", "s"] : (tensor<?x8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
 }
 }

@@ -152,6 +152,26 @@ func.func @sin(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   return %0 : tensor<2x8xf32>
 }
 
+func.func @log(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.log %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @floor(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.floor %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @ceil(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.ceil %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @round(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.round %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
 func.func @not(%x: tensor<2x8xi1>) -> tensor<2x8xi1> {
   %0 = dfg.not %x : (tensor<2x8xi1>) -> tensor<2x8xi1>
   return %0 : tensor<2x8xi1>

@@ -475,11 +475,14 @@ TEST_F(CudaKernelsTest, UnaryOps) {
       gpu::UnaryOp::Sqrt,    gpu::UnaryOp::Reciprocal, gpu::UnaryOp::Neg,
       gpu::UnaryOp::Silu,    gpu::UnaryOp::Erf,        gpu::UnaryOp::Tanh,
       gpu::UnaryOp::Sigmoid, gpu::UnaryOp::Exp,        gpu::UnaryOp::Cos,
-      gpu::UnaryOp::Sin,     gpu::UnaryOp::Gelu,       gpu::UnaryOp::GeluTanh};
+      gpu::UnaryOp::Sin,     gpu::UnaryOp::Gelu,       gpu::UnaryOp::GeluTanh,
+      gpu::UnaryOp::Log,     gpu::UnaryOp::Floor,      gpu::UnaryOp::Ceil,
+      gpu::UnaryOp::Round};
   for (DType t : kFloatTypes)
     for (gpu::UnaryOp op : ops) {
-      const bool positive =
-          op == gpu::UnaryOp::Sqrt || op == gpu::UnaryOp::Reciprocal;
+      const bool positive = op == gpu::UnaryOp::Sqrt ||
+                            op == gpu::UnaryOp::Reciprocal ||
+                            op == gpu::UnaryOp::Log;
       const HostTensor x = positive ? randomTensor(t, {7, 131}, 0.25, 4.0)
                                     : randomTensor(t, {7, 131}, -4.0, 4.0);
       const HostTensor x32 = forCpu(x);

@@ -300,6 +300,14 @@ double refUnary(UnaryOp op, double x) {
     return std::cos(x);
   case UnaryOp::Sin:
     return std::sin(x);
+  case UnaryOp::Log:
+    return std::log(x);
+  case UnaryOp::Floor:
+    return std::floor(x);
+  case UnaryOp::Ceil:
+    return std::ceil(x);
+  case UnaryOp::Round:
+    return std::nearbyint(x);
   case UnaryOp::Not:
     return x == 0;
   case UnaryOp::IsNaN:
@@ -330,13 +338,23 @@ TEST(KernelsTest, UnaryF32) {
   const UnaryOp ops[] = {
       UnaryOp::Sqrt, UnaryOp::Reciprocal, UnaryOp::Neg,     UnaryOp::Silu,
       UnaryOp::Erf,  UnaryOp::Tanh,       UnaryOp::Sigmoid, UnaryOp::Exp,
-      UnaryOp::Cos,  UnaryOp::Sin,        UnaryOp::Gelu,    UnaryOp::GeluTanh};
+      UnaryOp::Cos,  UnaryOp::Sin,        UnaryOp::Gelu,    UnaryOp::GeluTanh,
+      UnaryOp::Log,  UnaryOp::Floor,      UnaryOp::Ceil,    UnaryOp::Round};
   for (UnaryOp op : ops) {
     SCOPED_TRACE(static_cast<int>(op));
-    const bool positive = op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal;
+    const bool positive = op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal ||
+                          op == UnaryOp::Log;
     checkUnary(op, randomF32({3, 5}, positive ? 0.1 : -4.0, 4.0));
     checkUnary(op, randomF32({128, 3 * 256}, positive ? 0.1 : -4.0, 4.0));
   }
+}
+
+TEST(KernelsTest, RoundHalvesToEven) {
+  Tensor in = fromValues(DType::F32, {2, 4},
+                         {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -3.7});
+  Tensor out(DType::F32, {2, 4});
+  unary(UnaryOp::Round, in.ref(), out.ref());
+  expectExact(out, {-2, -2, -0.0, 0, 2, 2, 0, -4});
 }
 
 TEST(KernelsTest, IsNaNGivesBool) {

@@ -163,7 +163,8 @@ def case_activations(path):
     Softsign, Sum and Mean of three broadcast inputs, Xor of bools, and
     ArgMax / ArgMin over ties (the Sign's ones, first and last; the Relu's
     zeros), keepdims or not: PhiMoE's router takes the ArgMax of its masked
-    scores and Abs of their differences."""
+    scores and Abs of their differences. Log, Floor, Ceil and Round (halves
+    to even), as MPNet's relative position buckets and JetMoE use them."""
     nodes = [
         helper.make_node("Abs", ["x"], ["abs"], name="abs"),
         helper.make_node("Relu", ["x"], ["xr"], name="relu"),
@@ -180,16 +181,25 @@ def case_activations(path):
         helper.make_node("ArgMax", ["sign"], ["amax_last"], axis=1, keepdims=0,
                          select_last_index=1, name="argmax_last"),
         helper.make_node("ArgMin", ["xr"], ["amin"], axis=0, keepdims=0, name="argmin"),
+        helper.make_node("Add", ["abs", "half"], ["pos"], name="positive"),
+        helper.make_node("Log", ["pos"], ["log"], name="log"),
+        helper.make_node("Mul", ["x", "five_halves"], ["wide"], name="widen"),
+        helper.make_node("Floor", ["wide"], ["floor"], name="floor"),
+        helper.make_node("Ceil", ["wide"], ["ceil"], name="ceil"),
+        helper.make_node("Round", ["wide"], ["round"], name="round"),
     ]
     ins = [f32("x", [4, 6]), f32("row", [1, 6]), f32("col", [4, 1]),
            helper.make_tensor_value_info("p", TensorProto.BOOL, [4, 6]),
            helper.make_tensor_value_info("q", TensorProto.BOOL, [6])]
     outs = [f32(n, None) for n in ("abs", "sign", "leaky", "elu", "hsig", "hswish",
-                                    "softsign", "sum", "mean")]
+                                    "softsign", "sum", "mean", "log", "floor", "ceil",
+                                    "round")]
     outs.append(helper.make_tensor_value_info("xor", TensorProto.BOOL, None))
     outs += [helper.make_tensor_value_info(n, TensorProto.INT64, None)
              for n in ("amax", "amax_last", "amin")]
-    return model(nodes, ins, outs, [])
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+             numpy_helper.from_array(np.array(2.5, np.float32), "five_halves")]
+    return model(nodes, ins, outs, inits)
 
 
 def case_topk_onehot(path):
@@ -1098,6 +1108,23 @@ def case_int64_max_chain(path):
              helper.make_node("Slice", ["x", "axes", "ends", "axes"], ["y"], name="tail")]
     inits = [ints("end", INT64_MAX), ints("axes", [0])]
     return model(nodes, [f32("x", [4, 3])], [f32("y", None)], inits)
+
+
+def case_max_of_sizes(path):
+    """MPT's ALiBi slice: the bias' last max(0, 8 - seq) .. end columns, seq
+    read from the mask's shape: a start computed from a symbolic size, but
+    not as an affine expression of it."""
+    nodes = [
+        helper.make_node("Shape", ["mask"], ["dims"], start=1, end=2, name="seq"),
+        helper.make_node("Sub", ["eight", "dims"], ["rest"], name="rest"),
+        helper.make_node("Max", ["rest", "zero"], ["start"], name="clamp"),
+        helper.make_node("Slice", ["bias", "start", "end", "axes"], ["y"], name="alibi"),
+    ]
+    inits = [ints("eight", [8]), ints("zero", [0]), ints("end", [INT64_MAX]),
+             ints("axes", [3]),
+             numpy_helper.from_array(np.zeros((1, 2, 1, 8), np.float32), "bias")]
+    ins = [helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "seq"])]
+    return model(nodes, ins, [f32("y", None)], inits)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
