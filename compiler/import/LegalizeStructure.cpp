@@ -620,6 +620,33 @@ Value alongAxis(NodeContext &ctx, int64_t rank, int64_t axis, int64_t n,
                              ArrayRef<T>(values)));
 }
 
+/// One round of selection along `axis` (TopK's, ArgMax's): the largest value
+/// of `work` (kept dimension), and the highest `rank` (f32 along the axis)
+/// among the positions that hold it and are not `taken`; `none` (below every
+/// rank) elsewhere.
+std::pair<Value, Value> selectRound(OpBuilder &b, Location loc, Value work,
+                                    int64_t axis, Value rank, Value none,
+                                    Value taken) {
+  auto workType = cast<RankedTensorType>(work.getType());
+  SmallVector<int64_t> keptShape =
+      dfg::reduceShape(workType.getShape(), {axis}, /*keepDims=*/true);
+  auto boolType = workType.clone(b.getI1Type());
+  DenseI64ArrayAttr axes = b.getDenseI64ArrayAttr({axis});
+  Value best = dfg::ReduceMaxOp::create(
+      b, loc, RankedTensorType::get(keptShape, workType.getElementType()), work,
+      axes, true);
+  Value hit = dfg::EqualOp::create(b, loc, boolType, work, best);
+  if (taken)
+    hit = dfg::AndOp::create(b, loc, boolType, hit,
+                             dfg::NotOp::create(b, loc, boolType, taken));
+  Value ranked = dfg::WhereOp::create(b, loc, workType.clone(b.getF32Type()),
+                                      hit, rank, none);
+  Value top = dfg::ReduceMaxOp::create(
+      b, loc, RankedTensorType::get(keptShape, b.getF32Type()), ranked, axes,
+      true);
+  return {best, top};
+}
+
 /// TopK(X, K) axis largest sorted -> K rounds, each taking along `axis` the
 /// largest value not yet taken (reduce_max) and the first position that
 /// holds it among those not yet taken (reduce_max of n - 1 - position where
@@ -675,11 +702,9 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   SmallVector<int64_t> shape(in.getShape());
   SmallVector<int64_t> keptShape =
       dfg::reduceShape(shape, {axis}, /*keepDims=*/true);
-  auto wideType = RankedTensorType::get(shape, f32);
   auto workType = RankedTensorType::get(shape, select);
   auto boolType = RankedTensorType::get(shape, i1);
   auto bestType = RankedTensorType::get(keptShape, f32);
-  auto bestValueType = RankedTensorType::get(keptShape, select);
   Value work = ctx.input(0);
   if (element != select)
     work = dfg::CastOp::create(b, loc, workType, work, select);
@@ -699,19 +724,10 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   Value minusInf =
       integers ? ctx.scalar(double(std::numeric_limits<int64_t>::min()), select)
                : ctx.scalar(-std::numeric_limits<double>::infinity(), f32);
-  DenseI64ArrayAttr axes = b.getDenseI64ArrayAttr({axis});
   SmallVector<Value> values, indices;
   Value taken;
   for (int64_t round = 0; round < k; ++round) {
-    Value best =
-        dfg::ReduceMaxOp::create(b, loc, bestValueType, work, axes, true);
-    Value hit = dfg::EqualOp::create(b, loc, boolType, work, best);
-    if (taken)
-      hit = dfg::AndOp::create(b, loc, boolType, hit,
-                               dfg::NotOp::create(b, loc, boolType, taken));
-    Value ranked = dfg::WhereOp::create(b, loc, wideType, hit, reversed, none);
-    Value first =
-        dfg::ReduceMaxOp::create(b, loc, bestType, ranked, axes, true);
+    auto [best, first] = selectRound(b, loc, work, axis, reversed, none, taken);
     Value index = dfg::SubOp::create(b, loc, bestType, lastPosition, first);
     Value chosen = dfg::EqualOp::create(b, loc, boolType, position, index);
     taken = taken
@@ -777,10 +793,9 @@ LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
   bool last = ctx.attrInt("select_last_index", 0) != 0;
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
-  Type f32 = b.getF32Type(), i1 = b.getI1Type(), i64 = b.getI64Type();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
   SmallVector<int64_t> shape(in.getShape());
   auto wideType = RankedTensorType::get(shape, f32);
-  auto boolType = RankedTensorType::get(shape, i1);
   SmallVector<int64_t> keptShape =
       dfg::reduceShape(shape, {axis}, /*keepDims=*/true);
   auto bestType = RankedTensorType::get(keptShape, f32);
@@ -789,17 +804,14 @@ LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
     work = dfg::CastOp::create(b, loc, wideType, work, f32);
   if (!isMax)
     work = dfg::NegOp::create(b, loc, wideType, work);
-  DenseI64ArrayAttr axes = b.getDenseI64ArrayAttr({axis});
-  Value best = dfg::ReduceMaxOp::create(b, loc, bestType, work, axes, true);
-  Value hit = dfg::EqualOp::create(b, loc, boolType, work, best);
   // The wanted position ranks highest: itself for the last, n - 1 - it for
   // the first.
-  Value rank_ = alongAxis<float>(ctx, rank, axis, n, f32, [&](int64_t i) {
+  Value ranks = alongAxis<float>(ctx, rank, axis, n, f32, [&](int64_t i) {
     return float(last ? i : n - 1 - i);
   });
-  Value ranked =
-      dfg::WhereOp::create(b, loc, wideType, hit, rank_, ctx.scalar(-1.0, f32));
-  Value index = dfg::ReduceMaxOp::create(b, loc, bestType, ranked, axes, true);
+  Value index =
+      selectRound(b, loc, work, axis, ranks, ctx.scalar(-1.0, f32), Value())
+          .second;
   if (!last)
     index = dfg::SubOp::create(b, loc, bestType, ctx.scalar(n - 1, f32), index);
   Value out = dfg::CastOp::create(b, loc, bestType.clone(i64), index, i64);
