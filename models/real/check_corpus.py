@@ -6,7 +6,8 @@ value onnxruntime leaves unspecified, not compared).
 
 Usage: check_corpus.py --meshc build/bin/meshc --corpus models/real/corpus
                        [--mesh tp=1,tp=2,pp=2,dp=2xtp=2] [--only NAME,...]
-                       [--no-raise] [--allow-failures] [--raising]
+                       [--no-raise] [--static] [--microbatches N]
+                       [--allow-failures] [--raising]
 
 Prints one line per (export, mesh): `ok`, `mismatch: ...`, or the first line
 of meshc's error, then a summary `corpus: N cases; ok: A, failed: B`. On a
@@ -15,7 +16,9 @@ has and, when meshc warned that ops stay whole on every tp rank, `whole: N`.
 --no-raise compiles without raising exporter idioms (meshc compile
 --no-raise): the sharding must still follow from the graph. --static sizes
 every symbolic input dimension as the inputs have it (--dim), as a user
-compiling for one shape does.
+compiling for one shape does. --microbatches N compiles the meshes that
+have a pp axis with `meshc compile --microbatches N` (the batch of two split
+into N microbatches per dp replica).
 --raising compiles nothing to run: for each export it prints what raising
 made of the graph on one rank (`attention A (causal C); rotary R; norms N;
 softmax S`: dfg.attention ops and how many are causal, dfg.rotary,
@@ -157,6 +160,9 @@ def main():
                     help="compile with meshc compile --no-raise")
     ap.add_argument("--static", action="store_true",
                     help="size the symbolic input dimensions as the inputs have them")
+    ap.add_argument("--microbatches", type=int, default=1,
+                    help="on meshes with pp, compile with meshc compile "
+                         "--microbatches N (the inputs' batch of two: N <= 2)")
     ap.add_argument("--raising", action="store_true",
                     help="print what raising made of each export instead of running it")
     ap.add_argument("--allow-failures", action="store_true",
@@ -182,9 +188,13 @@ def main():
                 export = os.path.join(args.corpus, name)
                 flags = (["--no-raise"] if args.no_raise else []) + \
                     (static_dims(export) if args.static else [])
+                label = mesh
+                if args.microbatches > 1 and "pp=" in mesh:
+                    flags += ["--microbatches", str(args.microbatches)]
+                    label += f" --microbatches {args.microbatches}"
                 status = run_case(args.meshc, export, mesh, work, flags)
                 results[(name, mesh)] = status
-                print(f"{name} [{mesh}]: {status}", flush=True)
+                print(f"{name} [{label}]: {status}", flush=True)
     if args.raising:
         return 0
     ok = sum(1 for s in results.values() if s.startswith("ok"))

@@ -1,8 +1,9 @@
 //===- Normalize.h - Rewrites before sharding -------------------*- C++ -*-===//
 //
-// Part of meshc. Rewrites the planner (Plan.cpp) runs with a tp axis before
-// it chooses shardings, so that what exporters write around heads keeps a
-// dimension the factor rules can split.
+// Part of meshc. Rewrites the planner (Plan.cpp) runs before it chooses
+// shardings, so that what exporters write keeps a dimension the factor rules
+// can split: the batch of a gather at index tuples (on every mesh), and,
+// with a tp axis, what they write around heads.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_PASSES_SHARDING_NORMALIZE_H
@@ -13,6 +14,13 @@ class FuncOp;
 } // namespace mlir::func
 
 namespace meshc {
+
+/// A gather_nd whose first tuple component is the tuple's own position along
+/// the batch (the dynamo exporter's padding mask `mask[batch_idx, kv_idx]`)
+/// becomes a gather_nd with one more batch dimension over the other
+/// components, so that dp splits it by rows (BatchGathers.cpp). Returns
+/// whether anything was rewritten.
+bool batchPositionalGathers(mlir::func::FuncOp func);
 
 /// Ops on a tensor whose leading dimensions a reshape merged ([B, H, S, D]
 /// -> [B*H, S, D]) and that treat the merged dimension as independent rows

@@ -271,6 +271,34 @@ private:
           map.getNumDims(), map.getNumSymbols(), exprs, op->getContext())));
       reshape.getResult().setType(expected.front());
     }
+    if (auto expand = dyn_cast<dfg::SymbolicExpandOp>(local)) {
+      // A split dimension the input has keeps the input's piece (a 1 in the
+      // map); one the input broadcasts from 1 takes its expression floordiv
+      // n (a constant, its local size).
+      AffineMap map = expand.getShape();
+      SmallVector<AffineExpr> exprs(map.getResults());
+      TensorSharding split = shardingOf(rule->results.front());
+      ArrayRef<int64_t> in =
+          cast<RankedTensorType>(expand.getInput().getType()).getShape();
+      int64_t rank = expected.front().getRank();
+      int64_t inOffset = rank - int64_t(in.size());
+      int64_t mapOffset = rank - int64_t(exprs.size());
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d >= int64_t(split.size()) || split[d].empty() || d < mapOffset)
+          continue;
+        AffineExpr &expr = exprs[d - mapOffset];
+        bool inputHas = d >= inOffset && in[d - inOffset] != 1;
+        int64_t size = expected.front().getDimSize(d);
+        if (inputHas)
+          expr = getAffineConstantExpr(1, op->getContext());
+        else if (isa<AffineConstantExpr>(expr) && !ShapedType::isDynamic(size))
+          expr = getAffineConstantExpr(size, op->getContext());
+        else
+          expr = expr.floorDiv(groupSize(grid_, split[d]));
+      }
+      expand.setShapeAttr(AffineMapAttr::get(AffineMap::get(
+          map.getNumDims(), map.getNumSymbols(), exprs, op->getContext())));
+    }
     if (failed(refineTypes(local)))
       return failure();
     for (auto [r, t] : llvm::enumerate(expected)) {

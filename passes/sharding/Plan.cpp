@@ -7,7 +7,10 @@
 //      Where attentions have fewer KV heads than tp (and their count divides
 //      tp), split tp into the sub-axes tp.kv x tp.rep: the KV heads shard
 //      over tp.kv and are replicated over tp.rep, as vLLM does.
-//   2. With a tp axis (splitPackedProjections), normalise what exporters
+//   2. On every mesh, a gather_nd at index tuples whose first component is
+//      the tuple's own batch position (the dynamo exporter's padding mask)
+//      gathers per batch row (BatchGathers.cpp), so dp splits it.
+//      With a tp axis (splitPackedProjections), normalise what exporters
 //      write around projections (linears, and matmuls by a weight matrix)
 //      and heads: ops on a merge of leading dimensions ([B*H, S, D]) up to
 //      its split back are rebuilt on the unmerged tensor (the dynamo
@@ -1303,6 +1306,7 @@ public:
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      batchPositionalGathers(func);
       if (DimAxes tp = findAxes(*grid, "tp"); !tp.empty()) {
         splitPackedProjections(func);
         splitUnevenLmHeads(func, groupSize(*grid, tp));

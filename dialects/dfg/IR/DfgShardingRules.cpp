@@ -661,11 +661,35 @@ ShardingRule SymbolicReshapeOp::getShardingRule() {
   b.result(outF);
   return b.take();
 }
+/// As Expand: a dimension the input has (not a 1 broadcast) pairs with the
+/// result's (a symbolic one too: numpy broadcasting makes them equal; the
+/// partition keeps the input's piece by a 1 in the map), the others are
+/// the result's alone.
 ShardingRule SymbolicExpandOp::getShardingRule() {
-  return replicatedRule(*this);
+  RuleBuilder b;
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  TensorFactors result = b.fresh(out, FactorKind::Parallel);
+  b.operand(RuleBuilder::broadcastTo(shapeOf(getInput()), out, result));
+  b.result(result);
+  return b.take();
 }
+
+/// The sliced axes whole (their bounds are the rank's whole tensor's), the
+/// others shardable.
 ShardingRule SymbolicSliceOp::getShardingRule() {
-  return replicatedRule(*this);
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  RuleBuilder b;
+  TensorFactors tin = b.fresh(in, FactorKind::Parallel);
+  TensorFactors tout = tin;
+  for (int64_t axis : getAxes()) {
+    int64_t a = normalizeAxis(axis, in.size());
+    tin[a] = b.pinned(in, a);
+    tout[a] = b.pinned(out, a);
+  }
+  b.operand(tin);
+  b.result(tout);
+  return b.take();
 }
 
 /// A fused chain is elementwise as its body.

@@ -290,3 +290,140 @@ func.func @token_rows(%x: tensor<?x?x8xf32> {dfg.dim_names = ["b", "s", ""]}) ->
   return %y : tensor<?x?x8xf32>
 }
 }
+
+// -----
+
+// transformers' padding mask `mask[batch_idx, kv_idx]` as the dynamo exporter
+// writes it: a GatherND at tuples (b, j) of two expanded ranges. The first
+// component is each tuple's own batch position, so the gather reads its own
+// row (batch_dims = 1 over the key component) and dp splits it: no
+// all_gather of the mask.
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @padding_mask_nd
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 1 : (tensor<?x?xi1>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?xi1>
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @padding_mask_nd(%m: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> tensor<?x1x1x?xi1> {
+  %mask = dfg.cast %m to i1 : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %bi = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %ki = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %b4 = dfg.unsqueeze %bi axes = [1, 2, 3] : (tensor<?xi64>) -> tensor<?x1x1x1xi64>
+  %k4 = dfg.unsqueeze %ki axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %be = dfg.symbolic_expand %b4 to affine_map<()[s0, s1] -> (s0, 1, 1, s1)> symbols ["b", "s"] : (tensor<?x1x1x1xi64>) -> tensor<?x1x1x?xi64>
+  %ke = dfg.symbolic_expand %k4 to affine_map<()[s0, s1] -> (s0, 1, 1, s1)> symbols ["b", "s"] : (tensor<1x1x1x?xi64>) -> tensor<?x1x1x?xi64>
+  %b5 = dfg.unsqueeze %be axes = [-1] : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi64>
+  %k5 = dfg.unsqueeze %ke axes = [-1] : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi64>
+  %idx = dfg.concat %b5, %k5 axis = -1 : (tensor<?x1x1x?x1xi64>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?x2xi64>
+  %g = dfg.gather_nd %mask, %idx batch_dims = 0 : (tensor<?x?xi1>, tensor<?x1x1x?x2xi64>) -> tensor<?x1x1x?xi1>
+  return %g : tensor<?x1x1x?xi1>
+}
+}
+
+// -----
+
+// The same mask as TorchScript writes it: the flattened mask [b * s, 1]
+// gathered at b * s + j. The gather reads row b only: a gather_nd of the
+// mask viewed as [b, s, 1] at j - no all_gather.
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @padding_mask_flat
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 1 : (tensor<?x?x1xi1>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?x1xi1>
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @padding_mask_flat(%m: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> tensor<?x1x1x?x1xi1> {
+  %mask = dfg.cast %m to i1 : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %bi = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %ki = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %b4 = dfg.unsqueeze %bi axes = [1, 2, 3] : (tensor<?xi64>) -> tensor<?x1x1x1xi64>
+  %k4 = dfg.unsqueeze %ki axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %s = dfg.sizes affine_map<()[s0] -> (s0)> symbols ["s"] : tensor<1xi64>
+  %rows = dfg.mul %b4, %s : (tensor<?x1x1x1xi64>, tensor<1xi64>) -> tensor<?x1x1x1xi64>
+  %idx = dfg.add %k4, %rows : (tensor<1x1x1x?xi64>, tensor<?x1x1x1xi64>) -> tensor<?x1x1x?xi64>
+  %flat = dfg.reshape %mask to [-1, 1] : (tensor<?x?xi1>) -> tensor<?x1xi1>
+  %g = dfg.gather %flat, %idx axis = 0 : (tensor<?x1xi1>, tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi1>
+  return %g : tensor<?x1x1x?x1xi1>
+}
+}
+
+// -----
+
+// Near misses keep the whole mask: a first component offset by one from the
+// batch position (b + 1, j), and a flat index b * s + j + 1 whose last key
+// reads the next row.
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @not_own_row
+// CHECK: shard.all_gather
+// CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 0
+// CHECK: shard.all_gather
+// CHECK: dfg.gather %{{.+}}, %{{.+}} axis = 0
+func.func @not_own_row(%m: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x1x1x?xi1>, tensor<?x1x1x?x1xi1>) {
+  %mask = dfg.cast %m to i1 : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %bi = dfg.range affine_map<()[s0] -> (1, s0 + 1)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %ki = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %b4 = dfg.unsqueeze %bi axes = [1, 2, 3] : (tensor<?xi64>) -> tensor<?x1x1x1xi64>
+  %k4 = dfg.unsqueeze %ki axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %be = dfg.symbolic_expand %b4 to affine_map<()[s0, s1] -> (s0, 1, 1, s1)> symbols ["b", "s"] : (tensor<?x1x1x1xi64>) -> tensor<?x1x1x?xi64>
+  %ke = dfg.symbolic_expand %k4 to affine_map<()[s0, s1] -> (s0, 1, 1, s1)> symbols ["b", "s"] : (tensor<1x1x1x?xi64>) -> tensor<?x1x1x?xi64>
+  %b5 = dfg.unsqueeze %be axes = [-1] : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi64>
+  %k5 = dfg.unsqueeze %ke axes = [-1] : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi64>
+  %idx = dfg.concat %b5, %k5 axis = -1 : (tensor<?x1x1x?x1xi64>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?x2xi64>
+  %g = dfg.gather_nd %mask, %idx batch_dims = 0 : (tensor<?x?xi1>, tensor<?x1x1x?x2xi64>) -> tensor<?x1x1x?xi1>
+  %b0 = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %ki1 = dfg.range affine_map<()[s0] -> (1, s0 + 1)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %b04 = dfg.unsqueeze %b0 axes = [1, 2, 3] : (tensor<?xi64>) -> tensor<?x1x1x1xi64>
+  %k14 = dfg.unsqueeze %ki1 axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %s = dfg.sizes affine_map<()[s0] -> (s0)> symbols ["s"] : tensor<1xi64>
+  %rows = dfg.mul %b04, %s : (tensor<?x1x1x1xi64>, tensor<1xi64>) -> tensor<?x1x1x1xi64>
+  %fidx = dfg.add %k14, %rows : (tensor<1x1x1x?xi64>, tensor<?x1x1x1xi64>) -> tensor<?x1x1x?xi64>
+  %flat = dfg.reshape %mask to [-1, 1] : (tensor<?x?xi1>) -> tensor<?x1xi1>
+  %f = dfg.gather %flat, %fidx axis = 0 : (tensor<?x1xi1>, tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi1>
+  return %g, %f : tensor<?x1x1x?xi1>, tensor<?x1x1x?x1xi1>
+}
+}
+
+// -----
+
+// With static sizes the exporter's index tuples are literals; their values
+// are checked one by one (row b of a [2, 3] mask: tuples (b, j), and the
+// flat b * 3 + j).
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @padding_mask_literal
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 1 : (tensor<1x3xi1>, tensor<1x3x1xi64>) -> tensor<1x3xi1>
+// CHECK: dfg.gather_nd %{{.+}}, %{{.+}} batch_dims = 1 : (tensor<1x3x1xi1>, tensor<1x3x1xi64>) -> tensor<1x3x1xi1>
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @padding_mask_literal(%m: tensor<2x3xi1>) -> (tensor<2x3xi1>, tensor<2x3x1xi1>) {
+  %idx = dfg.constant dense<[[[0, 0], [0, 1], [0, 2]], [[1, 0], [1, 1], [1, 2]]]> : tensor<2x3x2xi64>
+  %g = dfg.gather_nd %m, %idx batch_dims = 0 : (tensor<2x3xi1>, tensor<2x3x2xi64>) -> tensor<2x3xi1>
+  %flat = dfg.reshape %m to [6, 1] : (tensor<2x3xi1>) -> tensor<6x1xi1>
+  %fidx = dfg.constant dense<[[0, 1, 2], [3, 4, 5]]> : tensor<2x3xi64>
+  %f = dfg.gather %flat, %fidx axis = 0 : (tensor<6x1xi1>, tensor<2x3xi64>) -> tensor<2x3x1xi1>
+  return %g, %f : tensor<2x3xi1>, tensor<2x3x1xi1>
+}
+}
+
+// -----
+
+// A mask broadcast over symbolic sizes (Optimum's BERT: [b, 1, 1, s] to
+// [b, 1, s, s]) and sliced at symbolic bounds keeps dp's split of the
+// batch: the expand's batch entry becomes a 1 (keep the input's piece), the
+// sliced axis stays whole.
+// PIECE: affine_map<()[s0, s1] -> (1, 1, s1, s1)>
+// PIECE: func.func @mask_expand
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @mask_expand
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.symbolic_expand
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.symbolic_slice
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @mask_expand(%m: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> tensor<?x1x?x?xi64> {
+  %u = dfg.unsqueeze %m axes = [1, 2] : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+  %e = dfg.symbolic_expand %u to affine_map<()[s0, s1] -> (s0, 1, s1, s1)> symbols ["b", "s"] : (tensor<?x1x1x?xi64>) -> tensor<?x1x?x?xi64>
+  %l = dfg.symbolic_slice %e starts = affine_map<()[s0] -> (0)> ends = affine_map<()[s0] -> (s0)> axes = [3] steps = [1] symbols ["s"] : (tensor<?x1x?x?xi64>) -> tensor<?x1x?x?xi64>
+  return %l : tensor<?x1x?x?xi64>
+}
+}
