@@ -9,6 +9,8 @@
 #ifndef MESHC_PASSES_SHARDING_NORMALIZE_H
 #define MESHC_PASSES_SHARDING_NORMALIZE_H
 
+#include <cstdint>
+
 namespace mlir::func {
 class FuncOp;
 } // namespace mlir::func
@@ -21,6 +23,12 @@ namespace meshc {
 /// components, so that dp splits it by rows (BatchGathers.cpp). Returns
 /// whether anything was rewritten.
 bool batchPositionalGathers(mlir::func::FuncOp func);
+
+/// Attention heads that tp does not divide, padded with zero-weight heads to
+/// a multiple of tp where every op they reach treats heads independently and
+/// they end in projections (PadHeads.cpp); each padded group is said in a
+/// note.
+void padUnevenHeads(mlir::func::FuncOp func, int64_t tp);
 
 /// Ops on a tensor whose leading dimensions a reshape merged ([B, H, S, D]
 /// -> [B*H, S, D]) and that treat the merged dimension as independent rows

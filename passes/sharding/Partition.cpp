@@ -298,6 +298,7 @@ private:
       }
       expand.setShapeAttr(AffineMapAttr::get(AffineMap::get(
           map.getNumDims(), map.getNumSymbols(), exprs, op->getContext())));
+      expand.getResult().setType(expected.front());
     }
     if (failed(refineTypes(local)))
       return failure();

@@ -82,12 +82,16 @@ using namespace mlir;
 namespace meshc {
 namespace {
 
-/// A weight, a constant, or a slice, reshape or transpose of one: the same
-/// on every rank, so each use slices it as it needs.
+/// A weight, a constant, or a slice, reshape or transpose of one, or a
+/// concat of such: the same on every rank, so each use slices it as it
+/// needs.
 bool isSource(Value v) {
   Operation *def = v.getDefiningOp();
   if (def && isa<dfg::SliceOp, dfg::ReshapeOp, dfg::TransposeOp>(def))
     return isSource(def->getOperand(0));
+  // A weight padded with zeros (PadHeads.cpp).
+  if (def && isa<dfg::ConcatOp>(def))
+    return llvm::all_of(def->getOperands(), isSource);
   return def && isa<dfg::WeightOp, dfg::ConstantOp>(def);
 }
 
@@ -1309,6 +1313,7 @@ public:
       batchPositionalGathers(func);
       if (DimAxes tp = findAxes(*grid, "tp"); !tp.empty()) {
         splitPackedProjections(func);
+        padUnevenHeads(func, groupSize(*grid, tp));
         splitUnevenLmHeads(func, groupSize(*grid, tp));
       }
       if (failed(Planner(*grid, func, sequenceParallel).run()))

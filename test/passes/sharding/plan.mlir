@@ -604,3 +604,116 @@ func.func @skips_a_pair(%x: tensor<6x32xf32>) -> tensor<6x15xf32> {
   return %s : tensor<6x15xf32>
 }
 }
+
+// -----
+
+// Five heads on tp=2, as BERT's encoders have them: Q, K and V projections
+// reshaped to heads, a raised attention, the output projection. The heads
+// are padded to 6 with zero weight columns and bias (and zero rows of the
+// output projection), so tp splits them 3 + 3: the attention, its operands
+// and the projections' features are split, and only the output projection
+// sums. Said in a note.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @uneven_heads
+func.func @uneven_heads(%x: tensor<1x4x20xf32>, %mask: tensor<1x1x1x4xf32>) -> tensor<1x4x20xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1600, length = 1600] : tensor<20x20xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3200, length = 1600] : tensor<20x20xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 4800, length = 1600] : tensor<20x20xf32>
+  %bq = dfg.weight "bq" in "w.bin" [offset = 6400, length = 80] : tensor<20xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<20x20xf32>, tensor<20x4xf32>) -> tensor<20x24xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<20xf32>, tensor<4xf32>) -> tensor<24xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : {{.*}} -> tensor<1x4x24xf32>
+  // expected-remark @+1 {{5 heads of 4 features, which tp does not divide, padded to 6 with zero weights so that tp splits them evenly (3 projection(s) in, 1 out; a padded head computes zeros)}}
+  %q0 = dfg.linear %x, %wq, %bq transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>, tensor<20xf32>) -> tensor<1x4x20xf32>
+  // CHECK: dfg.reshape {{.*}} to [1, 4, 6, 4] {{.*}}: (tensor<1x4x24xf32>) -> tensor<1x4x6x4xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %k1 = dfg.reshape %k0 to [0, 0, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %v1 = dfg.reshape %v0 to [0, 0, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  // CHECK: dfg.attention {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : {{.*}} -> tensor<1x6x4x4xf32>
+  %o = dfg.attention %q, %k, %v mask(%mask) scale = 0.5 causal = false : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x5x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x5x4x4xf32>) -> tensor<1x4x5x4xf32>
+  // CHECK: dfg.reshape {{.*}} to [0, 0, 24] {{.*}}: (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
+  %o2 = dfg.reshape %o1 to [0, 0, 20] : (tensor<1x4x5x4xf32>) -> tensor<1x4x20xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<20x20xf32>, tensor<4x20xf32>) -> tensor<24x20xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<1x4x24xf32>, tensor<24x20xf32>) -> tensor<1x4x20xf32>
+  // CHECK-NOT: meshc.sharding
+  // CHECK: return
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  return %y : tensor<1x4x20xf32>
+}
+}
+
+// -----
+
+// The same heads written as MatMul/Softmax/MatMul with a per-head bias
+// ([5, 4, 4], a literal: padded with zeros) are padded as well, and split
+// by the projections' trial.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @uneven_unraised_heads
+func.func @uneven_unraised_heads(%x: tensor<1x4x20xf32>) -> tensor<1x4x20xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1600, length = 1600] : tensor<20x20xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3200, length = 1600] : tensor<20x20xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 4800, length = 1600] : tensor<20x20xf32>
+  %bias = dfg.constant dense<0.5> : tensor<5x4x4xf32>
+  // expected-remark @+1 {{5 heads of 4 features, which tp does not divide, padded to 6}}
+  %q0 = dfg.matmul %x, %wq : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %k0 = dfg.matmul %x, %wk : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %kt = dfg.transpose %k1 perm = [0, 2, 3, 1] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %v0 = dfg.matmul %x, %wv : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  // CHECK: dfg.matmul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : {{.*}} -> tensor<1x6x4x4xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<5x4x4xf32>, tensor<1x4x4xf32>) -> tensor<6x4x4xf32>
+  %sb = dfg.add %s, %bias : (tensor<1x5x4x4xf32>, tensor<5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %p = dfg.softmax %sb axis = -1 : (tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x5x4x4xf32>) -> tensor<1x4x5x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 20] : (tensor<1x4x5x4xf32>) -> tensor<1x4x20xf32>
+  // CHECK: dfg.matmul {{.*}} : (tensor<1x4x24xf32>, tensor<24x20xf32>) -> tensor<1x4x20xf32>
+  %y = dfg.matmul %o2, %wo : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  return %y : tensor<1x4x20xf32>
+}
+}
+
+// -----
+
+// Near misses stay as they were, replicated and reported: heads that reach
+// a function result (a KV cache's present), and a norm over all heads'
+// features (a padded zero would change its mean).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @uneven_heads_returned
+// CHECK-NOT: dfg.concat
+// CHECK: return
+func.func @uneven_heads_returned(%x: tensor<1x4x20xf32>) -> (tensor<1x4x20xf32>, tensor<1x5x4x4xf32>) {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1600, length = 1600] : tensor<20x20xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 4800, length = 1600] : tensor<20x20xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 6400, length = 80] : tensor<20xf32>
+  // expected-warning @+2 {{have nothing split over tp=2}}
+  // expected-note @+1 {{not split}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %qn = dfg.rms_norm %q0, %g axis = -1 epsilon = 1.0e-06 : (tensor<1x4x20xf32>, tensor<20xf32>) -> tensor<1x4x20xf32>
+  %q1 = dfg.reshape %qn to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  // expected-warning @+1 {{dfg.attention has 5 heads, which tp=2 does not divide: this attention is replicated on tp}}
+  %o = dfg.attention %q, %k, %k scale = 0.5 causal = true : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x5x4x4xf32>) -> tensor<1x4x5x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 20] : (tensor<1x4x5x4xf32>) -> tensor<1x4x20xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  return %y, %k : tensor<1x4x20xf32>, tensor<1x5x4x4xf32>
+}
+}

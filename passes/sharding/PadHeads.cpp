@@ -1,0 +1,474 @@
+//===- PadHeads.cpp - Heads that tp does not divide, padded ---------------===//
+//
+// Part of meshc.
+//
+// An attention whose h heads tp does not divide (BERT's 5 on tp=2, 12 on
+// tp=8) cannot be split by heads as it is. It is padded instead: its
+// projections get h' = ceil(h / tp) * tp heads, the h' - h new ones with
+// zero weights and biases, and the output projection zero rows for them.
+// A padded head's queries, keys and values are zeros, its output is
+// zeros (a softmax over equal scores of zero values), and zero rows add
+// nothing to the output projection's sum, so the model computes what it
+// did; tp then splits h' heads evenly (3 + 3 for 5 on tp=2: the real heads
+// go 3 + 2, and the second rank also computes the zero head).
+//
+// padUnevenHeads finds, for each reshape of a projection's features
+// [..., h * d] into heads [..., h, d] with h % tp != 0, the group of tensors
+// the heads reach, following the dataflow in both directions:
+//   - through views that keep the head axis (reshapes splitting and merging
+//     [h, d], no-op reshapes, transposes), elementwise ops and softmaxes
+//     along another axis, rotary, dfg.attention (query, key and value of
+//     one head count, a mask without a heads axis or with one of h), and
+//     matmuls of two activations whose batch dimensions hold the heads;
+//   - ending at projections: a linear or a matmul by a weight matrix whose
+//     output features are the heads (the sources: weight columns and bias
+//     padded) or whose contraction is (the sinks: weight rows padded);
+//   - with literals and weights that carry the head axis (a bias added on
+//     its own, per-head slopes) padded with zeros.
+// Anything else the heads reach (a function result, a reduction over the
+// heads, a slice of them, a KV cache) leaves the group as it was: the
+// planner reports its attention replicated, as before. A padded group is
+// said in a note at its first projection.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/sharding/Normalize.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace meshc {
+namespace {
+
+/// Where a tensor holds the heads: an axis of h heads, or of h * d features
+/// (head-major).
+enum class Kind { Heads, Features };
+struct Mark {
+  int64_t axis;
+  Kind kind;
+  bool operator==(const Mark &o) const {
+    return axis == o.axis && kind == o.kind;
+  }
+  bool operator!=(const Mark &o) const { return !(*this == o); }
+};
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// A weight or literal, or a slice, reshape or transpose of one (a packed
+/// projection's part): padded by a concat, never followed.
+bool isLiteral(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (isa_and_nonnull<dfg::SliceOp, dfg::ReshapeOp, dfg::TransposeOp>(def))
+    return isLiteral(def->getOperand(0));
+  return isa_and_nonnull<dfg::WeightOp, dfg::ConstantOp>(def);
+}
+
+/// A 2-D weight or literal (the right operand of a projection).
+bool isMatrix(Value v) { return isLiteral(v) && shapeOf(v).size() == 2; }
+
+class HeadGroup {
+public:
+  HeadGroup(int64_t heads, int64_t headDim, int64_t tp)
+      : h_(heads), d_(headDim), padded_((heads + tp - 1) / tp * tp) {}
+
+  /// Follows the heads from `seed` (features marked on its last axis);
+  /// false if they reach an op this does not handle.
+  bool grow(Value seed) {
+    if (!mark(seed, {int64_t(shapeOf(seed).size()) - 1, Kind::Features}))
+      return false;
+    while (!work_.empty()) {
+      Value v = work_.pop_back_val();
+      Mark m = marks_.lookup(v);
+      if (Operation *def = v.getDefiningOp()) {
+        if (!visit(def, v, m))
+          return false;
+      } else {
+        return false; // a function argument
+      }
+      for (OpOperand &use : v.getUses())
+        if (!visit(use.getOwner(), v, m))
+          return false;
+    }
+    return !sinks_.empty() && !sources_.empty();
+  }
+
+  /// The tensors reached (also when grow failed: tried once).
+  llvm::SmallVector<Value> values() const {
+    llvm::SmallVector<Value> out;
+    for (auto &[v, m] : marks_)
+      out.push_back(v);
+    return out;
+  }
+
+  /// Rewrites the group with the padded head count.
+  void pad() {
+    for (auto &[v, m] : marks_) {
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[m.axis] = paddedSize(m.kind);
+      v.setType(RankedTensorType::get(shape, type.getElementType()));
+      if (auto reshape = v.getDefiningOp<dfg::ReshapeOp>()) {
+        SmallVector<int64_t> spec(reshape.getShape());
+        if (spec[m.axis] == size(m.kind))
+          spec[m.axis] = paddedSize(m.kind);
+        reshape.setShapeAttr(
+            DenseI64ArrayAttr::get(reshape.getContext(), spec));
+      }
+      // An expand's target at the heads: the count (a 1 keeps them).
+      int64_t rank = shape.size();
+      if (auto expand = v.getDefiningOp<dfg::ExpandOp>()) {
+        SmallVector<int64_t> target(expand.getShape());
+        int64_t at = m.axis - (rank - int64_t(target.size()));
+        if (at >= 0 && target[at] == size(m.kind))
+          target[at] = paddedSize(m.kind);
+        expand.setShapeAttr(DenseI64ArrayAttr::get(expand.getContext(), target));
+      }
+      if (auto expand = v.getDefiningOp<dfg::SymbolicExpandOp>()) {
+        AffineMap map = expand.getShape();
+        SmallVector<AffineExpr> exprs(map.getResults());
+        int64_t at = m.axis - (rank - int64_t(exprs.size()));
+        auto c = at >= 0 ? dyn_cast<AffineConstantExpr>(exprs[at])
+                         : AffineConstantExpr();
+        if (c && c.getValue() == size(m.kind))
+          exprs[at] = getAffineConstantExpr(paddedSize(m.kind),
+                                            expand.getContext());
+        expand.setShapeAttr(AffineMapAttr::get(
+            AffineMap::get(0, map.getNumSymbols(), exprs, expand.getContext())));
+      }
+    }
+    llvm::DenseMap<std::pair<Value, int64_t>, Value> paddedLiterals;
+    llvm::DenseSet<std::pair<Operation *, unsigned>> done;
+    for (const Pad &p : pads_) {
+      // An op visited from two of its tensors asked for its literal twice.
+      if (!done.insert({p.user, p.operand}).second)
+        continue;
+      Value v = p.user->getOperand(p.operand);
+      Value &padded = paddedLiterals[{v, p.axis}];
+      if (!padded) {
+        OpBuilder b(p.user);
+        auto type = cast<RankedTensorType>(v.getType());
+        SmallVector<int64_t> zerosShape(type.getShape());
+        zerosShape[p.axis] = paddedSize(p.kind) - size(p.kind);
+        auto zerosType =
+            RankedTensorType::get(zerosShape, type.getElementType());
+        Value zeros = dfg::ConstantOp::create(
+            b, p.user->getLoc(), zerosType,
+            DenseElementsAttr::get(zerosType,
+                                   b.getZeroAttr(type.getElementType())));
+        SmallVector<int64_t> shape(type.getShape());
+        shape[p.axis] = paddedSize(p.kind);
+        padded = dfg::ConcatOp::create(
+            b, p.user->getLoc(),
+            RankedTensorType::get(shape, type.getElementType()),
+            ValueRange{v, zeros}, b.getI64IntegerAttr(p.axis));
+      }
+      p.user->setOperand(p.operand, padded);
+    }
+    sources_.front()->emitRemark()
+        << h_ << " heads of " << d_ << " features, which tp does not divide, "
+        << "padded to " << padded_ << " with zero weights so that tp splits "
+        << "them evenly (" << sources_.size() << " projection(s) in, "
+        << sinks_.size() << " out; a padded head computes zeros)";
+  }
+
+private:
+  struct Pad {
+    Operation *user;
+    unsigned operand;
+    int64_t axis;
+    Kind kind;
+  };
+
+  int64_t size(Kind k) const { return k == Kind::Heads ? h_ : h_ * d_; }
+  int64_t paddedSize(Kind k) const {
+    return k == Kind::Heads ? padded_ : padded_ * d_;
+  }
+
+  bool mark(Value v, Mark m) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    if (m.axis < 0 || m.axis >= int64_t(shape.size()) ||
+        shape[m.axis] != size(m.kind))
+      return false;
+    auto [it, inserted] = marks_.try_emplace(v, m);
+    if (!inserted)
+      return it->second == m;
+    work_.push_back(v);
+    return true;
+  }
+
+  /// Operand `i` of `user` holds the heads at `m`: a literal is padded, a
+  /// computed value joins the group.
+  bool require(Operation *user, unsigned i, Mark m) {
+    Value v = user->getOperand(i);
+    if (isLiteral(v)) {
+      ArrayRef<int64_t> shape = shapeOf(v);
+      if (m.axis < 0 || m.axis >= int64_t(shape.size()) ||
+          shape[m.axis] != size(m.kind))
+        return false;
+      pads_.push_back({user, i, m.axis, m.kind});
+      return true;
+    }
+    return mark(v, m);
+  }
+
+  /// An operand broadcast against a result of rank `rank` whose axis
+  /// `axis` holds the heads: its aligned dimension is absent or 1, or holds
+  /// the heads too.
+  bool broadcastOperand(Operation *op, unsigned i, int64_t rank, Mark m) {
+    ArrayRef<int64_t> shape = shapeOf(op->getOperand(i));
+    int64_t a = m.axis - (rank - int64_t(shape.size()));
+    if (a < 0 || shape[a] == 1)
+      return true;
+    return require(op, i, {a, m.kind});
+  }
+
+  /// `op` uses or defines `v`, which holds the heads at `m`: marks the
+  /// other operands and results that hold them too.
+  bool visit(Operation *op, Value v, Mark m) {
+    if (!visited_.insert({op, v}).second)
+      return true;
+    bool isResult = v.getDefiningOp() == op;
+    if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
+      bool t = linear.getTransposeWeight();
+      int64_t last = int64_t(shapeOf(v).size()) - 1;
+      if (m != Mark{last, Kind::Features})
+        return false;
+      if (isResult) {
+        sources_.insert(op);
+        if (!require(op, 1, {t ? 0 : 1, Kind::Features}))
+          return false;
+        return !linear.getBias() || require(op, 2, {0, Kind::Features});
+      }
+      if (v != linear.getInput() || v == linear.getWeight() ||
+          (linear.getBias() && v == linear.getBias()))
+        return false;
+      sinks_.insert(op);
+      return require(op, 1, {t ? 1 : 0, Kind::Features});
+    }
+    if (auto matmul = dyn_cast<dfg::MatMulOp>(op)) {
+      if (isMatrix(matmul.getRhs())) {
+        int64_t last = int64_t(shapeOf(v).size()) - 1;
+        if (m != Mark{last, Kind::Features} || v == matmul.getRhs())
+          return false;
+        (isResult ? sources_ : sinks_).insert(op);
+        return require(op, 1, {isResult ? 1 : 0, Kind::Features});
+      }
+      // Two activations: the heads in their batch dimensions.
+      int64_t rank = shapeOf(matmul.getResult()).size();
+      int64_t axis = isResult ? m.axis
+                              : m.axis + rank - int64_t(shapeOf(v).size());
+      if (m.kind != Kind::Heads || axis >= rank - 2 || axis < 0)
+        return false;
+      for (unsigned i = 0; i < 2; ++i) {
+        ArrayRef<int64_t> shape = shapeOf(op->getOperand(i));
+        int64_t a = axis - (rank - int64_t(shape.size()));
+        if (a >= int64_t(shape.size()) - 2)
+          return false;
+        if (a >= 0 && shape[a] != 1 && !require(op, i, {a, Kind::Heads}))
+          return false;
+      }
+      return mark(matmul.getResult(), {axis, Kind::Heads});
+    }
+    if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
+      // The heads are axis 1 of query, key, value and result, and of the
+      // mask broadcast to 4-D (a per-head bias).
+      Value mask = attention.getMask();
+      int64_t axis = v == mask ? m.axis + 4 - int64_t(shapeOf(mask).size())
+                               : m.axis;
+      if (axis != 1 || m.kind != Kind::Heads || attention.getPastKey() ||
+          !attention.getPresent().empty() ||
+          shapeOf(attention.getKey())[1] != h_)
+        return false;
+      m = Mark{1, Kind::Heads};
+      for (unsigned i = 0; i < 3; ++i)
+        if (!require(op, i, m))
+          return false;
+      // The mask (operand 3: there is no past) broadcasts over the heads
+      // or holds them.
+      if (attention.getMask() &&
+          (op->getNumOperands() != 4 || !broadcastOperand(op, 3, 4, m)))
+        return false;
+      return mark(attention.getResult(), m);
+    }
+    if (auto rotary = dyn_cast<dfg::RotaryOp>(op)) {
+      // The tables and positions have no heads axis.
+      if (m != Mark{1, Kind::Heads} || (!isResult && v != rotary.getInput()))
+        return false;
+      return require(op, 0, m) && mark(rotary.getResult(), m);
+    }
+    if (auto transpose = dyn_cast<dfg::TransposeOp>(op)) {
+      ArrayRef<int64_t> perm = transpose.getPerm();
+      if (isResult)
+        return require(op, 0, {perm[m.axis], m.kind});
+      auto at = llvm::find(perm, m.axis);
+      return mark(transpose.getResult(), {at - perm.begin(), m.kind});
+    }
+    if (auto reshape = dyn_cast<dfg::ReshapeOp>(op)) {
+      std::optional<Mark> other = reshaped(reshape, isResult, m);
+      if (!other)
+        return false;
+      return isResult ? require(op, 0, *other)
+                      : mark(reshape.getResult(), *other);
+    }
+    if (auto unsqueeze = dyn_cast<dfg::UnsqueezeOp>(op)) {
+      // The result's axes the input did not have are the inserted ones.
+      int64_t rank = shapeOf(unsqueeze.getResult()).size();
+      SmallVector<bool> inserted(rank, false);
+      for (int64_t a : unsqueeze.getAxes())
+        inserted[a < 0 ? a + rank : a] = true;
+      SmallVector<int64_t> kept; // result axis of each input axis
+      for (int64_t a = 0; a < rank; ++a)
+        if (!inserted[a])
+          kept.push_back(a);
+      if (isResult) {
+        auto at = llvm::find(kept, m.axis);
+        return at != kept.end() &&
+               require(op, 0, {at - kept.begin(), m.kind});
+      }
+      return m.axis < int64_t(kept.size()) &&
+             mark(unsqueeze.getResult(), {kept[m.axis], m.kind});
+    }
+    if (isa<dfg::ExpandOp, dfg::SymbolicExpandOp>(op)) {
+      // The heads are the input's (not a 1 broadcast): the same axis,
+      // aligned at the end.
+      int64_t shift = int64_t(shapeOf(op->getResult(0)).size()) -
+                      int64_t(shapeOf(op->getOperand(0)).size());
+      Mark in = isResult ? Mark{m.axis - shift, m.kind} : m;
+      return in.axis >= 0 && require(op, 0, in) &&
+             mark(op->getResult(0), {in.axis + shift, m.kind});
+    }
+    if (auto embedding = dyn_cast<dfg::EmbeddingOp>(op)) {
+      // Rows of a table whose columns are the heads (MPNet's relative
+      // position bias per head).
+      int64_t last = int64_t(shapeOf(embedding.getResult()).size()) - 1;
+      if (!isResult || m != Mark{last, Kind::Heads})
+        return false;
+      return require(op, 0, {1, Kind::Heads});
+    }
+    if (auto softmax = dyn_cast<dfg::SoftmaxOp>(op)) {
+      int64_t rank = shapeOf(v).size();
+      int64_t axis = softmax.getAxis();
+      axis = axis < 0 ? axis + rank : axis;
+      if (axis == m.axis)
+        return false;
+      return require(op, 0, m) && mark(softmax.getResult(), m);
+    }
+    if (isa<dfg::ElementwiseOpInterface>(op) && op->getNumResults() == 1) {
+      Value result = op->getResult(0);
+      int64_t rank = shapeOf(result).size();
+      Mark out = isResult ? m
+                          : Mark{m.axis + rank - int64_t(shapeOf(v).size()),
+                                 m.kind};
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (!broadcastOperand(op, i, rank, out))
+          return false;
+      return mark(result, out);
+    }
+    return false;
+  }
+
+  /// The reshape's mark on its other side: a split of [h * d] into [h, d]
+  /// as the last dimensions (or the merge back), or a reshape that keeps
+  /// every dimension.
+  std::optional<Mark> reshaped(dfg::ReshapeOp reshape, bool fromResult,
+                               Mark m) {
+    ArrayRef<int64_t> in = shapeOf(reshape.getInput());
+    ArrayRef<int64_t> out = shapeOf(reshape.getResult());
+    ArrayRef<int64_t> spec = reshape.getShape();
+    auto sameLeading = [&](size_t n) {
+      for (size_t i = 0; i < n; ++i)
+        if (spec[i] != 0 && (in[i] != out[i] || ShapedType::isDynamic(in[i])))
+          return false;
+      return true;
+    };
+    int64_t ri = in.size(), ro = out.size();
+    // [..., h * d] <-> [..., h, d]
+    if (ro == ri + 1 && out[ro - 1] == d_ && out[ro - 2] == h_ &&
+        in[ri - 1] == h_ * d_ && sameLeading(ri - 1)) {
+      if (!fromResult && m == Mark{ri - 1, Kind::Features})
+        return Mark{ro - 2, Kind::Heads};
+      if (fromResult && m == Mark{ro - 2, Kind::Heads})
+        return Mark{ri - 1, Kind::Features};
+      return std::nullopt;
+    }
+    if (ri == ro + 1 && in[ri - 1] == d_ && in[ri - 2] == h_ &&
+        out[ro - 1] == h_ * d_ && sameLeading(ro - 1)) {
+      if (!fromResult && m == Mark{ri - 2, Kind::Heads})
+        return Mark{ro - 1, Kind::Features};
+      if (fromResult && m == Mark{ro - 1, Kind::Features})
+        return Mark{ri - 2, Kind::Heads};
+      return std::nullopt;
+    }
+    // A reshape that keeps the shape ([0, 5, 0, 8] after an attention).
+    if (ri == ro && sameLeading(ri) && in == out)
+      return m;
+    return std::nullopt;
+  }
+
+  int64_t h_, d_, padded_;
+  llvm::DenseMap<Value, Mark> marks_;
+  SmallVector<Value> work_;
+  llvm::DenseSet<std::pair<Operation *, Value>> visited_;
+  llvm::SetVector<Operation *> sources_, sinks_;
+  SmallVector<Pad> pads_;
+};
+
+/// A reshape of a projection's features [..., h * d] into [..., h, d] with
+/// h % tp != 0: the head count and size, else std::nullopt.
+std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
+                                                     int64_t tp) {
+  ArrayRef<int64_t> in = shapeOf(reshape.getInput());
+  ArrayRef<int64_t> out = shapeOf(reshape.getResult());
+  Operation *def = reshape.getInput().getDefiningOp();
+  auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
+  if (!isa_and_nonnull<dfg::LinearOp>(def) &&
+      !(matmul && isMatrix(matmul.getRhs())))
+    return std::nullopt;
+  if (in.empty() || out.size() != in.size() + 1)
+    return std::nullopt;
+  int64_t h = out[out.size() - 2], d = out.back();
+  if (ShapedType::isDynamic(h) || ShapedType::isDynamic(d) || h <= 1 ||
+      h % tp == 0 || in.back() != h * d)
+    return std::nullopt;
+  return std::make_pair(h, d);
+}
+
+} // namespace
+
+void padUnevenHeads(func::FuncOp func, int64_t tp) {
+  if (tp <= 1)
+    return;
+  SmallVector<dfg::ReshapeOp> seeds;
+  func.walk([&](dfg::ReshapeOp r) {
+    if (headSplit(r, tp))
+      seeds.push_back(r);
+  });
+  llvm::DenseSet<Value> tried;
+  for (dfg::ReshapeOp seed : seeds) {
+    Value features = seed.getInput();
+    if (tried.contains(features))
+      continue;
+    std::optional<std::pair<int64_t, int64_t>> split = headSplit(seed, tp);
+    if (!split)
+      continue; // padded with an earlier group
+    HeadGroup group(split->first, split->second, tp);
+    bool ok = group.grow(features);
+    for (Value v : group.values())
+      tried.insert(v);
+    if (ok)
+      group.pad();
+  }
+}
+
+} // namespace meshc
