@@ -12,23 +12,35 @@
 // did; tp then splits h' heads evenly (3 + 3 for 5 on tp=2: the real heads
 // go 3 + 2, and the second rank also computes the zero head).
 //
-// padUnevenHeads finds, for each reshape of a projection's features
-// [..., h * d] into heads [..., h, d] with h % tp != 0, the group of tensors
-// the heads reach, following the dataflow in both directions:
+// Under GQA with fewer KV heads than tp (the planner replicates each KV
+// head on tp / kv ranks), each rank's query heads must share one KV head:
+// the query heads of each KV head are padded to a multiple of tp / kv
+// (Qwen2.5-7B's 28 over 4 KV heads on tp=8: 7 per KV head padded to 8, so
+// 32), the keys and values left as they are.
+//
+// padUnevenHeads starts from each dfg.attention whose heads tp does not
+// divide (its key heads tell the grouping), then from each reshape of a
+// projection's features [..., h * d] into heads [..., h, d] with
+// h % tp != 0 (an attention left unraised), and follows the heads through
+// the dataflow in both directions:
 //   - through views that keep the head axis (reshapes splitting and merging
-//     [h, d], no-op reshapes, transposes), elementwise ops and softmaxes
-//     along another axis, rotary, dfg.attention (query, key and value of
-//     one head count, a mask without a heads axis or with one of h), and
-//     matmuls of two activations whose batch dimensions hold the heads;
+//     [h, d], no-op reshapes, unsqueezes, broadcasts, transposes), slices and
+//     concats of other axes, elementwise ops, softmaxes along another axis,
+//     norms of each head's features, rotary, dfg.attention (keys and values
+//     of the same heads, or of one per group; a mask without a heads axis or
+//     with one of h), and matmuls of two activations whose batch dimensions
+//     hold the heads;
 //   - ending at projections: a linear or a matmul by a weight matrix whose
 //     output features are the heads (the sources: weight columns and bias
 //     padded) or whose contraction is (the sinks: weight rows padded);
 //   - with literals and weights that carry the head axis (a bias added on
-//     its own, per-head slopes) padded with zeros.
+//     its own, per-head slopes, a table of per-head biases looked up by an
+//     embedding) padded with zeros.
 // Anything else the heads reach (a function result, a reduction over the
 // heads, a slice of them, a KV cache) leaves the group as it was: the
 // planner reports its attention replicated, as before. A padded group is
-// said in a note at its first projection.
+// said in a note at its first projection. What a padded head computes only
+// needs to be finite: it meets zero rows of the output projection.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
@@ -79,13 +91,18 @@ bool isMatrix(Value v) { return isLiteral(v) && shapeOf(v).size() == 2; }
 
 class HeadGroup {
 public:
-  HeadGroup(int64_t heads, int64_t headDim, int64_t tp)
-      : h_(heads), d_(headDim), padded_((heads + tp - 1) / tp * tp) {}
+  /// `groups` groups of `perGroup` heads of `headDim` features (the query
+  /// heads of one KV head under GQA; one group otherwise), padded to
+  /// `paddedPerGroup` heads per group.
+  HeadGroup(int64_t groups, int64_t perGroup, int64_t paddedPerGroup,
+            int64_t headDim)
+      : groups_(groups), g_(perGroup), gp_(paddedPerGroup), d_(headDim),
+        h_(groups * perGroup), padded_(groups * paddedPerGroup) {}
 
-  /// Follows the heads from `seed` (features marked on its last axis);
-  /// false if they reach an op this does not handle.
-  bool grow(Value seed) {
-    if (!mark(seed, {int64_t(shapeOf(seed).size()) - 1, Kind::Features}))
+  /// Follows the heads from `seed`, which holds them at `m`; false if they
+  /// reach an op this does not handle.
+  bool grow(Value seed, Mark m) {
+    if (!mark(seed, m))
       return false;
     while (!work_.empty()) {
       Value v = work_.pop_back_val();
@@ -155,31 +172,25 @@ public:
         continue;
       Value v = p.user->getOperand(p.operand);
       Value &padded = paddedLiterals[{v, p.axis}];
-      if (!padded) {
-        OpBuilder b(p.user);
-        auto type = cast<RankedTensorType>(v.getType());
-        SmallVector<int64_t> zerosShape(type.getShape());
-        zerosShape[p.axis] = paddedSize(p.kind) - size(p.kind);
-        auto zerosType =
-            RankedTensorType::get(zerosShape, type.getElementType());
-        Value zeros = dfg::ConstantOp::create(
-            b, p.user->getLoc(), zerosType,
-            DenseElementsAttr::get(zerosType,
-                                   b.getZeroAttr(type.getElementType())));
-        SmallVector<int64_t> shape(type.getShape());
-        shape[p.axis] = paddedSize(p.kind);
-        padded = dfg::ConcatOp::create(
-            b, p.user->getLoc(),
-            RankedTensorType::get(shape, type.getElementType()),
-            ValueRange{v, zeros}, b.getI64IntegerAttr(p.axis));
-      }
+      if (!padded)
+        padded = padLiteral(p.user, v, p.axis, p.kind);
       p.user->setOperand(p.operand, padded);
     }
-    sources_.front()->emitRemark()
-        << h_ << " heads of " << d_ << " features, which tp does not divide, "
-        << "padded to " << padded_ << " with zero weights so that tp splits "
-        << "them evenly (" << sources_.size() << " projection(s) in, "
-        << sinks_.size() << " out; a padded head computes zeros)";
+    // At the first projection in program order.
+    Operation *first = *llvm::min_element(
+        sources_, [](Operation *a, Operation *b) {
+          return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+        });
+    InFlightDiagnostic note = first->emitRemark();
+    note << h_ << " heads of " << d_ << " features";
+    if (groups_ > 1)
+      note << " (" << g_ << " per KV head)";
+    note << ", which tp does not divide, padded to " << padded_;
+    if (groups_ > 1)
+      note << " (" << gp_ << " per KV head)";
+    note << " with zero weights so that tp splits them evenly ("
+         << sources_.size() << " projection(s) in, " << sinks_.size()
+         << " out; a padded head computes zeros)";
   }
 
 private:
@@ -191,6 +202,43 @@ private:
   };
 
   int64_t size(Kind k) const { return k == Kind::Heads ? h_ : h_ * d_; }
+
+  /// `v` (a literal) with zeros after each group's heads along `axis`: a
+  /// concat, between reshapes that give the groups an axis of their own
+  /// when there are several.
+  Value padLiteral(Operation *user, Value v, int64_t axis, Kind kind) {
+    OpBuilder b(user);
+    Location loc = user->getLoc();
+    auto type = cast<RankedTensorType>(v.getType());
+    Type element = type.getElementType();
+    int64_t unit = kind == Kind::Heads ? 1 : d_;
+    SmallVector<int64_t> grouped(type.getShape());
+    grouped[axis] = g_ * unit;
+    int64_t at = axis;
+    if (groups_ > 1) {
+      grouped.insert(grouped.begin() + axis, groups_);
+      at = axis + 1;
+      v = dfg::ReshapeOp::create(b, loc, RankedTensorType::get(grouped, element),
+                                 v, b.getDenseI64ArrayAttr(grouped));
+    }
+    SmallVector<int64_t> zerosShape(grouped);
+    zerosShape[at] = (gp_ - g_) * unit;
+    auto zerosType = RankedTensorType::get(zerosShape, element);
+    Value zeros = dfg::ConstantOp::create(
+        b, loc, zerosType,
+        DenseElementsAttr::get(zerosType, b.getZeroAttr(element)));
+    SmallVector<int64_t> wide(grouped);
+    wide[at] = gp_ * unit;
+    Value padded = dfg::ConcatOp::create(
+        b, loc, RankedTensorType::get(wide, element), ValueRange{v, zeros},
+        b.getI64IntegerAttr(at));
+    if (groups_ == 1)
+      return padded;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = paddedSize(kind);
+    return dfg::ReshapeOp::create(b, loc, RankedTensorType::get(shape, element),
+                                  padded, b.getDenseI64ArrayAttr(shape));
+  }
   int64_t paddedSize(Kind k) const {
     return k == Kind::Heads ? padded_ : padded_ * d_;
   }
@@ -286,12 +334,16 @@ private:
       Value mask = attention.getMask();
       int64_t axis = v == mask ? m.axis + 4 - int64_t(shapeOf(mask).size())
                                : m.axis;
+      // Keys and values hold the same heads, or (GQA) one per group and
+      // are left as they are.
+      int64_t kvHeads = shapeOf(attention.getKey())[1];
       if (axis != 1 || m.kind != Kind::Heads || attention.getPastKey() ||
           !attention.getPresent().empty() ||
-          shapeOf(attention.getKey())[1] != h_)
+          (kvHeads != h_ && (groups_ == 1 || kvHeads != groups_)) ||
+          (kvHeads != h_ && (v == attention.getKey() || v == attention.getValue())))
         return false;
       m = Mark{1, Kind::Heads};
-      for (unsigned i = 0; i < 3; ++i)
+      for (unsigned i = 0; i < (kvHeads == h_ ? 3u : 1u); ++i)
         if (!require(op, i, m))
           return false;
       // The mask (operand 3: there is no past) broadcasts over the heads
@@ -356,6 +408,41 @@ private:
         return false;
       return require(op, 0, {1, Kind::Heads});
     }
+    if (isa<dfg::LayerNormOp, dfg::RmsNormOp>(op)) {
+      // A norm of each head's features (Qwen3's q/k norms): the heads lie
+      // before the normalised trailing dimensions. (A padded head's norm
+      // is finite, and its output meets only zero rows.)
+      Value input = op->getOperand(0);
+      int64_t rank = shapeOf(input).size();
+      int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
+      axis = axis < 0 ? axis + rank : axis;
+      if (op->getNumResults() != 1 || m.axis >= axis ||
+          (v != input && v != op->getResult(0)))
+        return false;
+      for (unsigned i = 1; i < op->getNumOperands(); ++i)
+        if (!broadcastOperand(op, i, rank, m))
+          return false;
+      return require(op, 0, m) && mark(op->getResult(0), m);
+    }
+    if (auto slice = dyn_cast<dfg::SliceOp>(op)) {
+      // A slice of other axes (a partial rotary's part of each head).
+      int64_t rank = shapeOf(slice.getInput()).size();
+      for (int64_t a : slice.getAxes())
+        if ((a < 0 ? a + rank : a) == m.axis)
+          return false;
+      return require(op, 0, m) && mark(slice.getResult(), m);
+    }
+    if (auto concat = dyn_cast<dfg::ConcatOp>(op)) {
+      // Parts of each head put back together along another axis.
+      int64_t rank = shapeOf(concat.getResult()).size();
+      int64_t axis = concat.getAxis();
+      if ((axis < 0 ? axis + rank : axis) == m.axis)
+        return false;
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (!require(op, i, m))
+          return false;
+      return mark(concat.getResult(), m);
+    }
     if (auto softmax = dyn_cast<dfg::SoftmaxOp>(op)) {
       int64_t rank = shapeOf(v).size();
       int64_t axis = softmax.getAxis();
@@ -416,7 +503,7 @@ private:
     return std::nullopt;
   }
 
-  int64_t h_, d_, padded_;
+  int64_t groups_, g_, gp_, d_, h_, padded_;
   llvm::DenseMap<Value, Mark> marks_;
   SmallVector<Value> work_;
   llvm::DenseSet<std::pair<Operation *, Value>> visited_;
@@ -449,12 +536,45 @@ std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
 void padUnevenHeads(func::FuncOp func, int64_t tp) {
   if (tp <= 1)
     return;
+  llvm::DenseSet<Value> tried;
+  auto attempt = [&](HeadGroup &group, Value seed, Mark m) {
+    bool ok = group.grow(seed, m);
+    for (Value v : group.values())
+      tried.insert(v);
+    if (ok)
+      group.pad();
+  };
+  // Raised attention first: its key heads say how the query heads group.
+  SmallVector<dfg::AttentionOp> attentions;
+  func.walk([&](dfg::AttentionOp a) { attentions.push_back(a); });
+  for (dfg::AttentionOp a : attentions) {
+    ArrayRef<int64_t> q = shapeOf(a.getQuery());
+    int64_t heads = q[1], kvHeads = shapeOf(a.getKey())[1], d = q[3];
+    if (tried.contains(a.getQuery()) || ShapedType::isDynamic(heads) ||
+        ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(d) ||
+        heads % tp == 0 || kvHeads <= 0 || heads % kvHeads != 0)
+      continue;
+    if (kvHeads == heads) {
+      HeadGroup group(1, heads, (heads + tp - 1) / tp * tp, d);
+      attempt(group, a.getQuery(), {1, Kind::Heads});
+      continue;
+    }
+    // GQA with fewer KV heads than tp (the planner replicates each on
+    // tp / kv ranks): each rank's query heads must belong to one KV head,
+    // so each group pads to a multiple of tp / kv.
+    if (kvHeads >= tp || tp % kvHeads != 0)
+      continue;
+    int64_t perGroup = heads / kvHeads, ranks = tp / kvHeads;
+    HeadGroup group(kvHeads, perGroup, (perGroup + ranks - 1) / ranks * ranks,
+                    d);
+    attempt(group, a.getQuery(), {1, Kind::Heads});
+  }
+  // Then heads the exporter wrote out: reshapes of projections.
   SmallVector<dfg::ReshapeOp> seeds;
   func.walk([&](dfg::ReshapeOp r) {
     if (headSplit(r, tp))
       seeds.push_back(r);
   });
-  llvm::DenseSet<Value> tried;
   for (dfg::ReshapeOp seed : seeds) {
     Value features = seed.getInput();
     if (tried.contains(features))
@@ -462,12 +582,10 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     std::optional<std::pair<int64_t, int64_t>> split = headSplit(seed, tp);
     if (!split)
       continue; // padded with an earlier group
-    HeadGroup group(split->first, split->second, tp);
-    bool ok = group.grow(features);
-    for (Value v : group.values())
-      tried.insert(v);
-    if (ok)
-      group.pad();
+    auto [heads, d] = *split;
+    HeadGroup group(1, heads, (heads + tp - 1) / tp * tp, d);
+    attempt(group, features,
+            {int64_t(shapeOf(features).size()) - 1, Kind::Features});
   }
 }
 

@@ -1228,9 +1228,13 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
         cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
     int64_t kvHeads =
         cast<RankedTensorType>(op.getKey().getType()).getDimSize(1);
-    // Dynamic or indivisible head counts are the planner's to report.
+    // Dynamic or indivisible head counts are the planner's to report, but
+    // for GQA's query heads when tp is a multiple of the KV heads:
+    // padUnevenHeads pads each KV head's group to a multiple of tp / Hkv.
+    bool padded = heads % n != 0 && kvHeads > 0 && kvHeads < heads &&
+                  heads % kvHeads == 0 && n % kvHeads == 0;
     if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(heads) ||
-        heads % n != 0 || kvHeads <= 1 || kvHeads % n == 0)
+        (heads % n != 0 && !padded) || kvHeads <= 1 || kvHeads % n == 0)
       return WalkResult::advance();
     if (n % kvHeads != 0) {
       op.emitOpError("has ")

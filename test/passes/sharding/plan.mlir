@@ -717,3 +717,43 @@ func.func @uneven_heads_returned(%x: tensor<1x4x20xf32>) -> (tensor<1x4x20xf32>,
   return %y, %k : tensor<1x4x20xf32>, tensor<1x5x4x4xf32>
 }
 }
+
+// -----
+
+// GQA whose query heads tp does not divide: 6 query heads over 2 KV heads on
+// tp=4. Each KV head is replicated on tp / 2 = 2 ranks (tp.kv x tp.rep), so
+// each group of 3 query heads is padded to 4 (zeros after each group's
+// heads: the weight viewed as [20, 2, 12], 4 zero columns per group): 8
+// heads, 2 per rank, each rank's pair on one KV head. Keys and values are
+// not padded.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK-LABEL: func.func @uneven_grouped_heads
+func.func @uneven_grouped_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 2304, length = 768] : tensor<24x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3072, length = 768] : tensor<24x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 3840, length = 2304] : tensor<24x24xf32>
+  // CHECK: dfg.reshape {{.*}} to [24, 2, 12] {{.*}}: (tensor<24x24xf32>) -> tensor<24x2x12xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<24x2x12xf32>, tensor<24x2x4xf32>) -> tensor<24x2x16xf32>
+  // CHECK: dfg.reshape {{.*}} to [24, 32] {{.*}}: (tensor<24x2x16xf32>) -> tensor<24x32xf32>
+  // expected-remark @+1 {{6 heads of 4 features (3 per KV head), which tp does not divide, padded to 8 (4 per KV head) with zero weights so that tp splits them evenly (1 projection(s) in, 1 out; a padded head computes zeros)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 6, 4] : (tensor<1x4x24xf32>) -> tensor<1x4x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x6x4xf32>) -> tensor<1x6x4x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  // CHECK: dfg.attention {{.*}} : (tensor<1x8x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %o = dfg.attention %q, %k, %v scale = 0.5 causal = true : (tensor<1x6x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x6x4x4xf32>) -> tensor<1x4x6x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 24] : (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
+  // CHECK: dfg.reshape {{.*}} to [2, 12, 24] {{.*}}: (tensor<24x24xf32>) -> tensor<2x12x24xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<2x12x24xf32>, tensor<2x4x24xf32>) -> tensor<2x16x24xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<1x4x32xf32>, tensor<32x24xf32>) -> tensor<1x4x24xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  return %y : tensor<1x4x24xf32>
+}
+}
