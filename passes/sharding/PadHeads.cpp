@@ -480,21 +480,21 @@ private:
       return true;
     };
     int64_t ri = in.size(), ro = out.size();
-    // [..., h * d] <-> [..., h, d]
-    if (ro == ri + 1 && out[ro - 1] == d_ && out[ro - 2] == h_ &&
-        in[ri - 1] == h_ * d_ && sameLeading(ri - 1)) {
-      if (!fromResult && m == Mark{ri - 1, Kind::Features})
-        return Mark{ro - 2, Kind::Heads};
-      if (fromResult && m == Mark{ro - 2, Kind::Heads})
-        return Mark{ri - 1, Kind::Features};
-      return std::nullopt;
-    }
-    if (ri == ro + 1 && in[ri - 1] == d_ && in[ri - 2] == h_ &&
-        out[ro - 1] == h_ * d_ && sameLeading(ro - 1)) {
-      if (!fromResult && m == Mark{ri - 2, Kind::Heads})
-        return Mark{ro - 1, Kind::Features};
-      if (fromResult && m == Mark{ro - 1, Kind::Features})
-        return Mark{ri - 2, Kind::Heads};
+    // [..., h * d] on one side, [..., h, d] on the other.
+    auto splits = [&](ArrayRef<int64_t> flat, ArrayRef<int64_t> heads) {
+      size_t rf = flat.size(), rh = heads.size();
+      return rh == rf + 1 && heads[rh - 1] == d_ && heads[rh - 2] == h_ &&
+             flat[rf - 1] == h_ * d_ && sameLeading(rf - 1);
+    };
+    if (splits(in, out) || splits(out, in)) {
+      bool inFlat = ri < ro;
+      Mark flat{(inFlat ? ri : ro) - 1, Kind::Features};
+      Mark heads{(inFlat ? ro : ri) - 2, Kind::Heads};
+      Mark inMark = inFlat ? flat : heads, outMark = inFlat ? heads : flat;
+      if (!fromResult && m == inMark)
+        return outMark;
+      if (fromResult && m == outMark)
+        return inMark;
       return std::nullopt;
     }
     // A reshape that keeps the shape ([0, 5, 0, 8] after an attention).
@@ -511,16 +511,25 @@ private:
   SmallVector<Pad> pads_;
 };
 
-/// A reshape of a projection's features [..., h * d] into [..., h, d] with
-/// h % tp != 0: the head count and size, else std::nullopt.
+/// A reshape of a projection's features (with its bias added, unraised)
+/// [..., h * d] into [..., h, d] with h % tp != 0: the head count and size,
+/// else std::nullopt.
 std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
                                                      int64_t tp) {
   ArrayRef<int64_t> in = shapeOf(reshape.getInput());
   ArrayRef<int64_t> out = shapeOf(reshape.getResult());
+  auto isProjection = [](Operation *def) {
+    auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
+    return isa_and_nonnull<dfg::LinearOp>(def) ||
+           (matmul && isMatrix(matmul.getRhs()));
+  };
+  // A projection, or (unraised) a projection plus its bias.
   Operation *def = reshape.getInput().getDefiningOp();
-  auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
-  if (!isa_and_nonnull<dfg::LinearOp>(def) &&
-      !(matmul && isMatrix(matmul.getRhs())))
+  auto add = dyn_cast_or_null<dfg::AddOp>(def);
+  if (!isProjection(def) &&
+      !(add && llvm::any_of(add->getOperands(), [&](Value v) {
+          return isProjection(v.getDefiningOp());
+        }) && llvm::any_of(add->getOperands(), isLiteral)))
     return std::nullopt;
   if (in.empty() || out.size() != in.size() + 1)
     return std::nullopt;

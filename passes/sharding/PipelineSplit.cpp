@@ -35,7 +35,8 @@
 //      the dimension mb split, calls the stages once per microbatch and
 //      concatenates the results. The mb axis then leaves the grid. A weight
 //      or constant sliced over mb (a batch-shaped constant) is sliced per
-//      microbatch in the schedule as well, and is an input of the stages.
+//      microbatch in the schedule as well, and is an input of the stages;
+//      so is a value an op computes from nothing (a Range).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -47,6 +48,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -103,10 +105,16 @@ public:
       if (!mb_ || !llvm::is_contained(collectiveGridAxes(&op), *mb_))
         continue;
       // A batch-shaped weight or constant sliced per microbatch (BERT's
-      // token_type_ids): an input of the stages, like an argument.
+      // token_type_ids), or a value computed from nothing (a Range over the
+      // batch, GPT-J's row index): an input of the stages, like an
+      // argument.
       auto slice = dyn_cast<shard::AllSliceOp>(op);
       Operation *source = slice ? slice.getInput().getDefiningOp() : nullptr;
-      if (source && isa<dfg::WeightOp, dfg::ConstantOp>(source) &&
+      if (source &&
+          (isa<dfg::WeightOp, dfg::ConstantOp>(source) ||
+           (source->getNumOperands() == 0 && source->getNumResults() == 1 &&
+            isa<dfg::DfgDialect>(source->getDialect()) &&
+            isMemoryEffectFree(source))) &&
           slice.getGridAxes().back() == *mb_) {
         microbatchInputs_.insert(slice.getResult());
         continue;

@@ -479,13 +479,19 @@ ShardingRule SliceOp::getShardingRule() {
   return b.take();
 }
 
-ShardingRule ExpandOp::getShardingRule() {
+/// A broadcast of `input` to `result`: every result dimension parallel, the
+/// input's own dimensions (not a broadcast 1) sharing its factors.
+static ShardingRule broadcastRule(Value input, Value result) {
   RuleBuilder b;
-  ArrayRef<int64_t> out = shapeOf(getResult());
-  TensorFactors result = b.fresh(out, FactorKind::Parallel);
-  b.operand(RuleBuilder::broadcastTo(shapeOf(getInput()), out, result));
-  b.result(result);
+  ArrayRef<int64_t> out = shapeOf(result);
+  TensorFactors factors = b.fresh(out, FactorKind::Parallel);
+  b.operand(RuleBuilder::broadcastTo(shapeOf(input), out, factors));
+  b.result(factors);
   return b.take();
+}
+
+ShardingRule ExpandOp::getShardingRule() {
+  return broadcastRule(getInput(), getResult());
 }
 
 ShardingRule CumSumOp::getShardingRule() {
@@ -666,12 +672,7 @@ ShardingRule SymbolicReshapeOp::getShardingRule() {
 /// partition keeps the input's piece by a 1 in the map), the others are
 /// the result's alone.
 ShardingRule SymbolicExpandOp::getShardingRule() {
-  RuleBuilder b;
-  ArrayRef<int64_t> out = shapeOf(getResult());
-  TensorFactors result = b.fresh(out, FactorKind::Parallel);
-  b.operand(RuleBuilder::broadcastTo(shapeOf(getInput()), out, result));
-  b.result(result);
-  return b.take();
+  return broadcastRule(getInput(), getResult());
 }
 
 /// The sliced axes whole (their bounds are the rank's whole tensor's), the
