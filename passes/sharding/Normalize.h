@@ -15,7 +15,16 @@ namespace mlir::func {
 class FuncOp;
 } // namespace mlir::func
 
+namespace mlir {
+class Value;
+} // namespace mlir
+
 namespace meshc {
+
+/// A weight, a constant, or a slice, reshape or transpose of one, or a
+/// concat of such (a weight padded with zeros, PadHeads.cpp): the same on
+/// every rank, so each use slices it as it needs (Plan.cpp).
+bool isSource(mlir::Value v);
 
 /// A gather_nd whose first tuple component is the tuple's own position along
 /// the batch (the dynamo exporter's padding mask `mask[batch_idx, kv_idx]`)

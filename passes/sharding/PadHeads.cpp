@@ -77,17 +77,8 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// A weight or literal, or a slice, reshape or transpose of one (a packed
-/// projection's part): padded by a concat, never followed.
-bool isLiteral(Value v) {
-  Operation *def = v.getDefiningOp();
-  if (isa_and_nonnull<dfg::SliceOp, dfg::ReshapeOp, dfg::TransposeOp>(def))
-    return isLiteral(def->getOperand(0));
-  return isa_and_nonnull<dfg::WeightOp, dfg::ConstantOp>(def);
-}
-
 /// A 2-D weight or literal (the right operand of a projection).
-bool isMatrix(Value v) { return isLiteral(v) && shapeOf(v).size() == 2; }
+bool isMatrix(Value v) { return isSource(v) && shapeOf(v).size() == 2; }
 
 class HeadGroup {
 public:
@@ -259,7 +250,7 @@ private:
   /// computed value joins the group.
   bool require(Operation *user, unsigned i, Mark m) {
     Value v = user->getOperand(i);
-    if (isLiteral(v)) {
+    if (isSource(v)) {
       ArrayRef<int64_t> shape = shapeOf(v);
       if (m.axis < 0 || m.axis >= int64_t(shape.size()) ||
           shape[m.axis] != size(m.kind))
@@ -529,7 +520,7 @@ std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
   if (!isProjection(def) &&
       !(add && llvm::any_of(add->getOperands(), [&](Value v) {
           return isProjection(v.getDefiningOp());
-        }) && llvm::any_of(add->getOperands(), isLiteral)))
+        }) && llvm::any_of(add->getOperands(), isSource)))
     return std::nullopt;
   if (in.empty() || out.size() != in.size() + 1)
     return std::nullopt;

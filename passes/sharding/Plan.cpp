@@ -80,11 +80,7 @@ namespace meshc {
 using namespace mlir;
 
 namespace meshc {
-namespace {
 
-/// A weight, a constant, or a slice, reshape or transpose of one, or a
-/// concat of such: the same on every rank, so each use slices it as it
-/// needs.
 bool isSource(Value v) {
   Operation *def = v.getDefiningOp();
   if (def && isa<dfg::SliceOp, dfg::ReshapeOp, dfg::TransposeOp>(def))
@@ -94,6 +90,8 @@ bool isSource(Value v) {
     return llvm::all_of(def->getOperands(), isSource);
   return def && isa<dfg::WeightOp, dfg::ConstantOp>(def);
 }
+
+namespace {
 
 /// The column block [start, end) of the last axis that `op` reads of its
 /// operand of rank `rank`, when it is a unit-step dfg.slice of that axis
