@@ -88,6 +88,15 @@ std::int64_t coordinateOf(const Shape &grid, std::int64_t rank,
   return (rank / stride) % grid[axis];
 }
 
+/// The manifest's "padded" of an input or output (attention heads tp
+/// padded): {axis, the model's size along it}, or {-1, 0}.
+std::pair<std::int64_t, std::int64_t> paddedAxis(const json &entry) {
+  if (!entry.contains("padded"))
+    return {-1, 0};
+  return {entry["padded"].value("axis", std::int64_t(-1)),
+          entry["padded"].value("size", std::int64_t(0))};
+}
+
 /// Where rank `rank`'s piece of a tensor of `global` shape, split as
 /// `sharding`, starts, and its shape.
 void pieceOf(const Shape &grid, std::int64_t rank, const Shape &global,
@@ -367,10 +376,30 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
       fatal("input '" + std::string(spec.name) + "' (" + it->second +
             ") holds " + std::string(safetensorsName(full.dtype)) +
             ", the model takes " + std::string(safetensorsName(spec.dtype)));
-    if (full.shape != global)
+    // Attention heads tp padded: the model's tensor holds the first
+    // `size` along `axis`, the program's zeros after them.
+    auto [padAxis, padSize] = paddedAxis(entry);
+    Shape modelShape = global, modelDeclared = declaredShape;
+    if (padAxis >= 0 && padAxis < static_cast<std::int64_t>(global.size())) {
+      modelShape[padAxis] = padSize;
+      modelDeclared[padAxis] = padSize;
+    }
+    if (full.shape != modelShape)
       fatal("input '" + std::string(spec.name) + "' (" + it->second +
             ") has shape " + formatShape(full.shape) +
-            ", the model was compiled for " + formatShape(declaredShape));
+            ", the model was compiled for " + formatShape(modelDeclared));
+    if (modelShape != global) {
+      HostTensor padded;
+      padded.dtype = full.dtype;
+      padded.shape = global;
+      padded.bytes.assign(static_cast<std::size_t>(padded.numElements()) *
+                              byteWidth(full.dtype),
+                          0);
+      copyBox(padded.bytes.data(), global, full.bytes.data(),
+              Shape(global.size(), 0), modelShape, byteWidth(full.dtype),
+              /*toPiece=*/false);
+      full = std::move(padded);
+    }
     auto inputSharding = parseSharding(entry, global.size());
     for (std::size_t d = 0; d < global.size(); ++d) {
       // A size given at run time must split evenly over its axes.
@@ -607,6 +636,21 @@ int Program::finish() {
       }
       copyBox(full.bytes.data(), global, data, o, l, width,
               /*toPiece=*/false);
+    }
+    // Attention heads tp padded: the model's output is the first `size`
+    // along `axis`.
+    if (auto [padAxis, padSize] = paddedAxis(entry);
+        padAxis >= 0 && padAxis < static_cast<std::int64_t>(global.size())) {
+      HostTensor trimmed;
+      trimmed.dtype = full.dtype;
+      trimmed.shape = global;
+      trimmed.shape[padAxis] = padSize;
+      trimmed.bytes.resize(static_cast<std::size_t>(trimmed.numElements()) *
+                           width);
+      copyBox(full.bytes.data(), global, trimmed.bytes.data(),
+              Shape(global.size(), 0), trimmed.shape, width,
+              /*toPiece=*/true);
+      full = std::move(trimmed);
     }
     if (mkdir(s.outputDir.c_str(), 0777) != 0 && errno != EEXIST)
       fatal("cannot create output folder '" + s.outputDir +

@@ -60,6 +60,11 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
              {"sharding", axes}};
   if (!e.localType.hasStaticShape())
     entry["dims"] = e.dims;
+  // Heads tp padded: the model's tensor holds `size` along `axis`, the
+  // program's the whole "shape" (the runtime pads an input with zeros,
+  // drops the rest of an output).
+  if (e.padded.size() == 2)
+    entry["padded"] = {{"axis", e.padded[0]}, {"size", e.padded[1]}};
   return entry;
 }
 

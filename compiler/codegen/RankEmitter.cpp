@@ -632,19 +632,30 @@ void describeSignature(func::FuncOp main, EmittedProgram &result) {
         dim = cast<StringAttr>(names[d]).getValue().str();
       dim = StringRef(dim).rsplit('@').first; // the whole, not the piece
     }
+    auto padded = [](DenseI64ArrayAttr attr) {
+      return attr ? std::vector<int64_t>(attr.asArrayRef().begin(),
+                                         attr.asArrayRef().end())
+                  : std::vector<int64_t>();
+    };
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),
          main.getArgAttr(i, kShardingAttr), dims,
-         !main.getArgument(i).use_empty()});
+         !main.getArgument(i).use_empty(),
+         padded(main.getArgAttrOfType<DenseI64ArrayAttr>(i, kPaddedAttr))});
   }
   Operation *ret = main.getBody().front().getTerminator();
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
     auto name = main.getResultAttrOfType<StringAttr>(i, "onnx.name");
-    result.outputs.push_back({name ? name.str() : "output" + std::to_string(i),
-                              cast<RankedTensorType>(main.getResultTypes()[i]),
-                              main.getResultAttr(i, kShardingAttr),
-                              describe(ret->getOperand(i))});
+    auto padded = main.getResultAttrOfType<DenseI64ArrayAttr>(i, kPaddedAttr);
+    result.outputs.push_back(
+        {name ? name.str() : "output" + std::to_string(i),
+         cast<RankedTensorType>(main.getResultTypes()[i]),
+         main.getResultAttr(i, kShardingAttr), describe(ret->getOperand(i)),
+         true,
+         padded ? std::vector<int64_t>(padded.asArrayRef().begin(),
+                                       padded.asArrayRef().end())
+                : std::vector<int64_t>()});
   }
   // KV caches: an output shaped as an input but for one dimension, whose
   // size is the input's (a symbol: the past length) plus another symbol (the

@@ -35,6 +35,9 @@ struct SignatureEntry {
   /// Whether the program reads it (inputs; a pipeline stage reads only the
   /// inputs of its layers).
   bool read = true;
+  /// Attention heads tp padded (kPaddedAttr): {axis, the model's size along
+  /// it}, where the program's shape holds more; empty otherwise.
+  std::vector<int64_t> padded;
 };
 
 /// A KV cache the program carries from step to step: output `present` is

@@ -12,8 +12,10 @@ Usage (environments from models/real/setup_export_env.sh):
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
-modernbert,deberta_v2,mpnet \
+modernbert,deberta_v2,mpnet,smollm \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
@@ -30,8 +32,8 @@ missing).
 Sizes: 2 layers, 4 heads of 16 (2 key/value heads where the architecture has
 GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT and the other encoders:
 5 heads of 8, right-padded; Qwen3: 6 heads of 16, hidden 48, so that tp=3
-divides its heads), so each model is at most about 1.5 MB (the mixtures of
-experts; most are well under 1 MB).
+divides its heads; SmolLM: 9 heads of 16 over 3 KV heads), so each model is
+at most about 1.5 MB (the mixtures of experts; most are well under 1 MB).
 """
 import argparse
 import json
@@ -153,6 +155,14 @@ def config_for(arch):
     if arch == "helium":
         return tf.HeliumConfig(num_key_value_heads=2, head_dim=16, **common), \
             tf.HeliumForCausalLM
+    if arch == "smollm":
+        # SmolLM-135M's head layout: 9 query heads over 3 KV heads, which
+        # tp=2, 4 and 8 neither divide nor are a multiple of; tied
+        # embeddings.
+        return tf.LlamaConfig(num_key_value_heads=3, head_dim=16, tie_word_embeddings=True,
+                              pad_token_id=0,
+                              **dict(common, num_attention_heads=9, hidden_size=72)), \
+            tf.LlamaForCausalLM
     if arch == "smollm3":  # no rotary on every fourth layer
         return tf.SmolLM3Config(num_key_value_heads=2, no_rope_layer_interval=2, pad_token_id=0,
                                 **common), \
@@ -235,14 +245,15 @@ ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwe
 MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "starcoder2", "bloom",
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
-        "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"]
+        "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
+        "smollm"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
-GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi"]
+GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi", "smollm"]
 
 
 def build_model(arch):

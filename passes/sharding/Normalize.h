@@ -39,6 +39,11 @@ bool batchPositionalGathers(mlir::func::FuncOp func);
 /// note.
 void padUnevenHeads(mlir::func::FuncOp func, int64_t tp);
 
+/// The KV head count padUnevenHeads pads `kvHeads` to on `tp`: the least
+/// count at least `kvHeads` that tp divides or is a multiple of (itself when
+/// it already is).
+int64_t paddedKvHeads(int64_t kvHeads, int64_t tp);
+
 /// Ops on a tensor whose leading dimensions a reshape merged ([B, H, S, D]
 /// -> [B*H, S, D]) and that treat the merged dimension as independent rows
 /// are rebuilt on the unmerged tensor, up to the reshapes that split it back

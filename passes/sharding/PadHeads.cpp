@@ -16,10 +16,15 @@
 // head on tp / kv ranks), each rank's query heads must share one KV head:
 // the query heads of each KV head are padded to a multiple of tp / kv
 // (Qwen2.5-7B's 28 over 4 KV heads on tp=8: 7 per KV head padded to 8, so
-// 32), the keys and values left as they are.
+// 32), the keys and values left as they are (so a KV cache keeps its
+// shape). KV heads that tp neither divides nor is a multiple of (SmolLM's 3
+// on tp=2) are padded too, to the least count that tp divides or is a
+// multiple of (paddedKvHeads: 4), with zero key and value weights, and the
+// new KV heads get groups of zero query heads (9 over 3 become 12 over 4;
+// on tp=8, 16 over 4, each group also padded to tp / 4).
 //
-// padUnevenHeads starts from each dfg.attention whose heads tp does not
-// divide (its key heads tell the grouping), then from each reshape of a
+// padUnevenHeads starts from each dfg.attention whose heads (or KV heads)
+// tp does not divide (its key heads tell the grouping), then from each reshape of a
 // projection's features [..., h * d] into heads [..., h, d] with
 // h % tp != 0 (an attention left unraised), and follows the heads through
 // the dataflow in both directions:
@@ -35,17 +40,23 @@
 //     padded) or whose contraction is (the sinks: weight rows padded);
 //   - with literals and weights that carry the head axis (a bias added on
 //     its own, per-head slopes, a table of per-head biases looked up by an
-//     embedding) padded with zeros.
-// Anything else the heads reach (a function result, a reduction over the
-// heads, a slice of them, a KV cache) leaves the group as it was: the
-// planner reports its attention replicated, as before. A padded group is
-// said in a note at its first projection. What a padded head computes only
-// needs to be finite: it meets zero rows of the output projection.
+//     embedding) padded with zeros;
+//   - or at the function's arguments and results (a KV cache's past and
+//     presents), where the padding comes after the real heads: the type
+//     says the padded count, kPaddedAttr the model's, and the runtime pads
+//     such an input with zeros and drops the padding of such an output.
+// Anything else the heads reach (a reduction over the heads, a slice of
+// them, query heads padded within their groups at the boundary) leaves the
+// group as it was: the planner reports its attention replicated, as
+// before. A padded group is said in a note at its first projection. What a
+// padded head computes only needs to be finite: it meets zero rows of the
+// output projection.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -64,11 +75,17 @@ namespace {
 /// Where a tensor holds the heads: an axis of h heads, or of h * d features
 /// (head-major).
 enum class Kind { Heads, Features };
+/// `kv`: the key/value heads of a grouped attention whose KV heads are
+/// padded too (they pad apart from the query heads).
 struct Mark {
   int64_t axis;
   Kind kind;
+  bool kv = false;
+  /// The same heads at another axis (and kind).
+  Mark at(int64_t a) const { return {a, kind, kv}; }
+  Mark at(int64_t a, Kind k) const { return {a, k, kv}; }
   bool operator==(const Mark &o) const {
-    return axis == o.axis && kind == o.kind;
+    return axis == o.axis && kind == o.kind && kv == o.kv;
   }
   bool operator!=(const Mark &o) const { return !(*this == o); }
 };
@@ -84,11 +101,15 @@ class HeadGroup {
 public:
   /// `groups` groups of `perGroup` heads of `headDim` features (the query
   /// heads of one KV head under GQA; one group otherwise), padded to
-  /// `paddedPerGroup` heads per group.
-  HeadGroup(int64_t groups, int64_t perGroup, int64_t paddedPerGroup,
-            int64_t headDim)
-      : groups_(groups), g_(perGroup), gp_(paddedPerGroup), d_(headDim),
-        h_(groups * perGroup), padded_(groups * paddedPerGroup) {}
+  /// `paddedGroups` groups of `paddedPerGroup` heads. With more groups than
+  /// there are (a grouped attention whose KV heads tp neither divides nor
+  /// is a multiple of), the KV heads are padded to `paddedGroups` as well,
+  /// and the new groups' query heads are all padding.
+  HeadGroup(int64_t groups, int64_t paddedGroups, int64_t perGroup,
+            int64_t paddedPerGroup, int64_t headDim)
+      : groups_(groups), groupsPadded_(paddedGroups), g_(perGroup),
+        gp_(paddedPerGroup), d_(headDim), h_(groups * perGroup),
+        padded_(paddedGroups * paddedPerGroup) {}
 
   /// Follows the heads from `seed`, which holds them at `m`; false if they
   /// reach an op this does not handle.
@@ -101,8 +122,8 @@ public:
       if (Operation *def = v.getDefiningOp()) {
         if (!visit(def, v, m))
           return false;
-      } else {
-        return false; // a function argument
+      } else if (!boundary(m)) {
+        return false; // a function argument the runtime cannot pad
       }
       for (OpOperand &use : v.getUses())
         if (!visit(use.getOwner(), v, m))
@@ -124,12 +145,21 @@ public:
     for (auto &[v, m] : marks_) {
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape(type.getShape());
-      shape[m.axis] = paddedSize(m.kind);
+      shape[m.axis] = paddedSize(m);
       v.setType(RankedTensorType::get(shape, type.getElementType()));
+      // The function's arguments and results: their types, and what the
+      // runtime pads or drops (kPaddedAttr: the axis and the model's size).
+      for (OpOperand &use : v.getUses())
+        if (auto ret = dyn_cast<func::ReturnOp>(use.getOwner()))
+          padBoundary(ret->getParentOfType<func::FuncOp>(), /*result=*/true,
+                      use.getOperandNumber(), m);
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        padBoundary(cast<func::FuncOp>(arg.getOwner()->getParentOp()),
+                    /*result=*/false, arg.getArgNumber(), m);
       if (auto reshape = v.getDefiningOp<dfg::ReshapeOp>()) {
         SmallVector<int64_t> spec(reshape.getShape());
-        if (spec[m.axis] == size(m.kind))
-          spec[m.axis] = paddedSize(m.kind);
+        if (spec[m.axis] == size(m))
+          spec[m.axis] = paddedSize(m);
         reshape.setShapeAttr(
             DenseI64ArrayAttr::get(reshape.getContext(), spec));
       }
@@ -138,8 +168,8 @@ public:
       if (auto expand = v.getDefiningOp<dfg::ExpandOp>()) {
         SmallVector<int64_t> target(expand.getShape());
         int64_t at = m.axis - (rank - int64_t(target.size()));
-        if (at >= 0 && target[at] == size(m.kind))
-          target[at] = paddedSize(m.kind);
+        if (at >= 0 && target[at] == size(m))
+          target[at] = paddedSize(m);
         expand.setShapeAttr(DenseI64ArrayAttr::get(expand.getContext(), target));
       }
       if (auto expand = v.getDefiningOp<dfg::SymbolicExpandOp>()) {
@@ -148,8 +178,8 @@ public:
         int64_t at = m.axis - (rank - int64_t(exprs.size()));
         auto c = at >= 0 ? dyn_cast<AffineConstantExpr>(exprs[at])
                          : AffineConstantExpr();
-        if (c && c.getValue() == size(m.kind))
-          exprs[at] = getAffineConstantExpr(paddedSize(m.kind),
+        if (c && c.getValue() == size(m))
+          exprs[at] = getAffineConstantExpr(paddedSize(m),
                                             expand.getContext());
         expand.setShapeAttr(AffineMapAttr::get(
             AffineMap::get(0, map.getNumSymbols(), exprs, expand.getContext())));
@@ -162,9 +192,10 @@ public:
       if (!done.insert({p.user, p.operand}).second)
         continue;
       Value v = p.user->getOperand(p.operand);
-      Value &padded = paddedLiterals[{v, p.axis}];
+      Value &padded =
+          paddedLiterals[{v, p.mark.axis * 2 + (p.mark.kv ? 1 : 0)}];
       if (!padded)
-        padded = padLiteral(p.user, v, p.axis, p.kind);
+        padded = padLiteral(p.user, v, p.mark);
       p.user->setOperand(p.operand, padded);
     }
     // At the first projection in program order.
@@ -174,70 +205,110 @@ public:
         });
     InFlightDiagnostic note = first->emitRemark();
     note << h_ << " heads of " << d_ << " features";
-    if (groups_ > 1)
-      note << " (" << g_ << " per KV head)";
-    note << ", which tp does not divide, padded to " << padded_;
-    if (groups_ > 1)
-      note << " (" << gp_ << " per KV head)";
+    if (groupsPadded_ != groups_)
+      note << " over " << groups_
+           << " KV heads, which tp neither divides nor is a multiple of, "
+              "padded to "
+           << padded_ << " over " << groupsPadded_ << " (" << gp_
+           << " per KV head)";
+    else {
+      if (groups_ > 1)
+        note << " (" << g_ << " per KV head)";
+      note << ", which tp does not divide, padded to " << padded_;
+      if (groups_ > 1)
+        note << " (" << gp_ << " per KV head)";
+    }
     note << " with zero weights so that tp splits them evenly ("
          << sources_.size() << " projection(s) in, " << sinks_.size()
          << " out; a padded head computes zeros)";
   }
 
 private:
+  /// Argument or result `i` of `func`, whose heads at `m` were padded: its
+  /// type in the signature and kPaddedAttr.
+  void padBoundary(func::FuncOp func, bool result, unsigned i, Mark m) {
+    FunctionType type = func.getFunctionType();
+    SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
+    auto *types = result ? &results : &inputs;
+    auto old = cast<RankedTensorType>((*types)[i]);
+    SmallVector<int64_t> shape(old.getShape());
+    shape[m.axis] = paddedSize(m);
+    (*types)[i] = RankedTensorType::get(shape, old.getElementType());
+    func.setFunctionType(
+        FunctionType::get(func.getContext(), inputs, results));
+    auto attr = DenseI64ArrayAttr::get(func.getContext(), {m.axis, size(m)});
+    if (result)
+      func.setResultAttr(i, kPaddedAttr, attr);
+    else
+      func.setArgAttr(i, kPaddedAttr, attr);
+  }
+
   struct Pad {
     Operation *user;
     unsigned operand;
-    int64_t axis;
-    Kind kind;
+    Mark mark;
   };
 
-  int64_t size(Kind k) const { return k == Kind::Heads ? h_ : h_ * d_; }
+  /// The extent of the heads at `m`, before and after padding.
+  int64_t size(Mark m) const {
+    return (m.kv ? groups_ : h_) * (m.kind == Kind::Heads ? 1 : d_);
+  }
+  int64_t paddedSize(Mark m) const {
+    return (m.kv ? groupsPadded_ : padded_) * (m.kind == Kind::Heads ? 1 : d_);
+  }
 
-  /// `v` (a literal) with zeros after each group's heads along `axis`: a
-  /// concat, between reshapes that give the groups an axis of their own
-  /// when there are several.
-  Value padLiteral(Operation *user, Value v, int64_t axis, Kind kind) {
+  /// `v` (a literal) with zeros after each group's heads along `m.axis`,
+  /// then zero groups after the groups: concats, between reshapes that give
+  /// the groups an axis of their own when there are several. The KV heads
+  /// (m.kv) are one group of `groups_` heads padded to `groupsPadded_`.
+  Value padLiteral(Operation *user, Value v, Mark m) {
     OpBuilder b(user);
     Location loc = user->getLoc();
     auto type = cast<RankedTensorType>(v.getType());
     Type element = type.getElementType();
-    int64_t unit = kind == Kind::Heads ? 1 : d_;
-    SmallVector<int64_t> grouped(type.getShape());
-    grouped[axis] = g_ * unit;
+    int64_t axis = m.axis, unit = m.kind == Kind::Heads ? 1 : d_;
+    int64_t groups = m.kv ? 1 : groups_, padGroups = m.kv ? 1 : groupsPadded_;
+    int64_t g = m.kv ? groups_ : g_, gp = m.kv ? groupsPadded_ : gp_;
+    auto zerosAlong = [&](Value x, int64_t at, int64_t count) {
+      SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getShape());
+      SmallVector<int64_t> zerosShape(shape);
+      zerosShape[at] = count;
+      auto zerosType = RankedTensorType::get(zerosShape, element);
+      Value zeros = dfg::ConstantOp::create(
+          b, loc, zerosType,
+          DenseElementsAttr::get(zerosType, b.getZeroAttr(element)));
+      shape[at] += count;
+      return dfg::ConcatOp::create(b, loc, RankedTensorType::get(shape, element),
+                                   ValueRange{x, zeros},
+                                   b.getI64IntegerAttr(at))
+          .getResult();
+    };
+    bool grouped = groups > 1 || padGroups > groups;
     int64_t at = axis;
-    if (groups_ > 1) {
-      grouped.insert(grouped.begin() + axis, groups_);
+    if (grouped) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[axis] = g * unit;
+      shape.insert(shape.begin() + axis, groups);
       at = axis + 1;
-      v = dfg::ReshapeOp::create(b, loc, RankedTensorType::get(grouped, element),
-                                 v, b.getDenseI64ArrayAttr(grouped));
+      v = dfg::ReshapeOp::create(b, loc, RankedTensorType::get(shape, element),
+                                 v, b.getDenseI64ArrayAttr(shape));
     }
-    SmallVector<int64_t> zerosShape(grouped);
-    zerosShape[at] = (gp_ - g_) * unit;
-    auto zerosType = RankedTensorType::get(zerosShape, element);
-    Value zeros = dfg::ConstantOp::create(
-        b, loc, zerosType,
-        DenseElementsAttr::get(zerosType, b.getZeroAttr(element)));
-    SmallVector<int64_t> wide(grouped);
-    wide[at] = gp_ * unit;
-    Value padded = dfg::ConcatOp::create(
-        b, loc, RankedTensorType::get(wide, element), ValueRange{v, zeros},
-        b.getI64IntegerAttr(at));
-    if (groups_ == 1)
-      return padded;
+    if (gp > g)
+      v = zerosAlong(v, at, (gp - g) * unit);
+    if (padGroups > groups)
+      v = zerosAlong(v, axis, padGroups - groups);
+    if (!grouped)
+      return v;
     SmallVector<int64_t> shape(type.getShape());
-    shape[axis] = paddedSize(kind);
+    shape[axis] = paddedSize(m);
     return dfg::ReshapeOp::create(b, loc, RankedTensorType::get(shape, element),
-                                  padded, b.getDenseI64ArrayAttr(shape));
-  }
-  int64_t paddedSize(Kind k) const {
-    return k == Kind::Heads ? padded_ : padded_ * d_;
+                                  v, b.getDenseI64ArrayAttr(shape));
   }
 
   bool mark(Value v, Mark m) {
     ArrayRef<int64_t> shape = shapeOf(v);
     if (m.axis < 0 || m.axis >= int64_t(shape.size()) ||
-        shape[m.axis] != size(m.kind))
+        shape[m.axis] != size(m))
       return false;
     auto [it, inserted] = marks_.try_emplace(v, m);
     if (!inserted)
@@ -253,9 +324,9 @@ private:
     if (isSource(v)) {
       ArrayRef<int64_t> shape = shapeOf(v);
       if (m.axis < 0 || m.axis >= int64_t(shape.size()) ||
-          shape[m.axis] != size(m.kind))
+          shape[m.axis] != size(m))
         return false;
-      pads_.push_back({user, i, m.axis, m.kind});
+      pads_.push_back({user, i, m});
       return true;
     }
     return mark(v, m);
@@ -269,7 +340,7 @@ private:
     int64_t a = m.axis - (rank - int64_t(shape.size()));
     if (a < 0 || shape[a] == 1)
       return true;
-    return require(op, i, {a, m.kind});
+    return require(op, i, m.at(a));
   }
 
   /// `op` uses or defines `v`, which holds the heads at `m`: marks the
@@ -281,27 +352,27 @@ private:
     if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
       bool t = linear.getTransposeWeight();
       int64_t last = int64_t(shapeOf(v).size()) - 1;
-      if (m != Mark{last, Kind::Features})
+      if (m != m.at(last, Kind::Features))
         return false;
       if (isResult) {
         sources_.insert(op);
-        if (!require(op, 1, {t ? 0 : 1, Kind::Features}))
+        if (!require(op, 1, m.at(t ? 0 : 1)))
           return false;
-        return !linear.getBias() || require(op, 2, {0, Kind::Features});
+        return !linear.getBias() || require(op, 2, m.at(0));
       }
       if (v != linear.getInput() || v == linear.getWeight() ||
           (linear.getBias() && v == linear.getBias()))
         return false;
       sinks_.insert(op);
-      return require(op, 1, {t ? 1 : 0, Kind::Features});
+      return require(op, 1, m.at(t ? 1 : 0));
     }
     if (auto matmul = dyn_cast<dfg::MatMulOp>(op)) {
       if (isMatrix(matmul.getRhs())) {
         int64_t last = int64_t(shapeOf(v).size()) - 1;
-        if (m != Mark{last, Kind::Features} || v == matmul.getRhs())
+        if (m != m.at(last, Kind::Features) || v == matmul.getRhs())
           return false;
         (isResult ? sources_ : sinks_).insert(op);
-        return require(op, 1, {isResult ? 1 : 0, Kind::Features});
+        return require(op, 1, m.at(isResult ? 1 : 0));
       }
       // Two activations: the heads in their batch dimensions.
       int64_t rank = shapeOf(matmul.getResult()).size();
@@ -314,48 +385,72 @@ private:
         int64_t a = axis - (rank - int64_t(shape.size()));
         if (a >= int64_t(shape.size()) - 2)
           return false;
-        if (a >= 0 && shape[a] != 1 && !require(op, i, {a, Kind::Heads}))
+        if (a >= 0 && shape[a] != 1 && !require(op, i, m.at(a)))
           return false;
       }
-      return mark(matmul.getResult(), {axis, Kind::Heads});
+      return mark(matmul.getResult(), m.at(axis));
     }
     if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
-      // The heads are axis 1 of query, key, value and result, and of the
-      // mask broadcast to 4-D (a per-head bias).
+      // The heads are axis 1 of query, key, value, past, presents and
+      // result, and of the mask broadcast to 4-D (a per-head bias).
       Value mask = attention.getMask();
       int64_t axis = v == mask ? m.axis + 4 - int64_t(shapeOf(mask).size())
                                : m.axis;
-      // Keys and values hold the same heads, or (GQA) one per group and
-      // are left as they are.
+      if (axis != 1 || m.kind != Kind::Heads)
+        return false;
+      // Keys and values hold the same heads (padded with the queries), or
+      // (GQA) one per group: left as they are, or padded apart when there
+      // are more groups (m.kv).
       int64_t kvHeads = shapeOf(attention.getKey())[1];
-      if (axis != 1 || m.kind != Kind::Heads || attention.getPastKey() ||
-          !attention.getPresent().empty() ||
-          (kvHeads != h_ && (groups_ == 1 || kvHeads != groups_)) ||
-          (kvHeads != h_ && (v == attention.getKey() || v == attention.getValue())))
+      bool grouped = kvHeads != h_;
+      if (grouped && (groups_ == 1 || kvHeads != groups_))
         return false;
-      m = Mark{1, Kind::Heads};
-      for (unsigned i = 0; i < (kvHeads == h_ ? 3u : 1u); ++i)
-        if (!require(op, i, m))
+      bool kvSide = v == attention.getKey() || v == attention.getValue() ||
+                    v == attention.getPastKey() ||
+                    v == attention.getPastValue() ||
+                    llvm::is_contained(attention.getPresent(), v);
+      bool padKv = !grouped || groupsPadded_ != groups_;
+      if (kvSide && (!padKv || m.kv != grouped))
+        return false;
+      if (!kvSide && m.kv)
+        return false;
+      Mark q{1, Kind::Heads}, kv{1, Kind::Heads, grouped};
+      if (!require(op, 0, q))
+        return false;
+      if (padKv) {
+        // Keys and values, the past and the presents (a function's
+        // argument or result ends the group: a KV cache is not padded).
+        for (unsigned i : {1u, 2u})
+          if (!require(op, i, kv))
+            return false;
+        if (attention.getPastKey() &&
+            (!mark(attention.getPastKey(), kv) ||
+             !mark(attention.getPastValue(), kv)))
           return false;
-      // The mask (operand 3: there is no past) broadcasts over the heads
-      // or holds them.
-      if (attention.getMask() &&
-          (op->getNumOperands() != 4 || !broadcastOperand(op, 3, 4, m)))
-        return false;
-      return mark(attention.getResult(), m);
+        for (Value present : attention.getPresent())
+          if (!mark(present, kv))
+            return false;
+      }
+      // The mask broadcasts over the (query) heads or holds them.
+      if (mask) {
+        unsigned at = attention.getODSOperandIndexAndLength(3).first;
+        if (!broadcastOperand(op, at, 4, q))
+          return false;
+      }
+      return mark(attention.getResult(), q);
     }
     if (auto rotary = dyn_cast<dfg::RotaryOp>(op)) {
       // The tables and positions have no heads axis.
-      if (m != Mark{1, Kind::Heads} || (!isResult && v != rotary.getInput()))
+      if (m != m.at(1, Kind::Heads) || (!isResult && v != rotary.getInput()))
         return false;
       return require(op, 0, m) && mark(rotary.getResult(), m);
     }
     if (auto transpose = dyn_cast<dfg::TransposeOp>(op)) {
       ArrayRef<int64_t> perm = transpose.getPerm();
       if (isResult)
-        return require(op, 0, {perm[m.axis], m.kind});
+        return require(op, 0, m.at(perm[m.axis]));
       auto at = llvm::find(perm, m.axis);
-      return mark(transpose.getResult(), {at - perm.begin(), m.kind});
+      return mark(transpose.getResult(), m.at(at - perm.begin()));
     }
     if (auto reshape = dyn_cast<dfg::ReshapeOp>(op)) {
       std::optional<Mark> other = reshaped(reshape, isResult, m);
@@ -377,27 +472,27 @@ private:
       if (isResult) {
         auto at = llvm::find(kept, m.axis);
         return at != kept.end() &&
-               require(op, 0, {at - kept.begin(), m.kind});
+               require(op, 0, m.at(at - kept.begin()));
       }
       return m.axis < int64_t(kept.size()) &&
-             mark(unsqueeze.getResult(), {kept[m.axis], m.kind});
+             mark(unsqueeze.getResult(), m.at(kept[m.axis]));
     }
     if (isa<dfg::ExpandOp, dfg::SymbolicExpandOp>(op)) {
       // The heads are the input's (not a 1 broadcast): the same axis,
       // aligned at the end.
       int64_t shift = int64_t(shapeOf(op->getResult(0)).size()) -
                       int64_t(shapeOf(op->getOperand(0)).size());
-      Mark in = isResult ? Mark{m.axis - shift, m.kind} : m;
+      Mark in = isResult ? m.at(m.axis - shift) : m;
       return in.axis >= 0 && require(op, 0, in) &&
-             mark(op->getResult(0), {in.axis + shift, m.kind});
+             mark(op->getResult(0), m.at(in.axis + shift));
     }
     if (auto embedding = dyn_cast<dfg::EmbeddingOp>(op)) {
       // Rows of a table whose columns are the heads (MPNet's relative
       // position bias per head).
       int64_t last = int64_t(shapeOf(embedding.getResult()).size()) - 1;
-      if (!isResult || m != Mark{last, Kind::Heads})
+      if (!isResult || m != m.at(last, Kind::Heads))
         return false;
-      return require(op, 0, {1, Kind::Heads});
+      return require(op, 0, m.at(1));
     }
     if (isa<dfg::LayerNormOp, dfg::RmsNormOp>(op)) {
       // A norm of each head's features (Qwen3's q/k norms): the heads lie
@@ -446,14 +541,27 @@ private:
       Value result = op->getResult(0);
       int64_t rank = shapeOf(result).size();
       Mark out = isResult ? m
-                          : Mark{m.axis + rank - int64_t(shapeOf(v).size()),
-                                 m.kind};
+                          : m.at(m.axis + rank - int64_t(shapeOf(v).size()));
       for (unsigned i = 0; i < op->getNumOperands(); ++i)
         if (!broadcastOperand(op, i, rank, out))
           return false;
       return mark(result, out);
     }
+    // A result of the function (a KV cache's present): the runtime drops
+    // the padding from what it returns.
+    if (isa<func::ReturnOp>(op))
+      return boundary(m);
     return false;
+  }
+
+  /// Whether the heads at `m` may cross the function's boundary (an
+  /// argument or a result): the runtime pads an input with zeros and drops
+  /// the padding of an output along one axis, so the real heads must come
+  /// first (a prefix): the KV heads padded apart, the heads of one group,
+  /// or groups that are only added. What a padded head holds never reaches
+  /// a real one's result, so zeros serve for the past of a padded KV head.
+  bool boundary(Mark m) const {
+    return m.kv || groupsPadded_ == 1 || gp_ == g_;
   }
 
   /// The reshape's mark on its other side: a split of [h * d] into [h, d]
@@ -472,15 +580,16 @@ private:
     };
     int64_t ri = in.size(), ro = out.size();
     // [..., h * d] on one side, [..., h, d] on the other.
+    int64_t h = size(m.at(0, Kind::Heads));
     auto splits = [&](ArrayRef<int64_t> flat, ArrayRef<int64_t> heads) {
       size_t rf = flat.size(), rh = heads.size();
-      return rh == rf + 1 && heads[rh - 1] == d_ && heads[rh - 2] == h_ &&
-             flat[rf - 1] == h_ * d_ && sameLeading(rf - 1);
+      return rh == rf + 1 && heads[rh - 1] == d_ && heads[rh - 2] == h &&
+             flat[rf - 1] == h * d_ && sameLeading(rf - 1);
     };
     if (splits(in, out) || splits(out, in)) {
       bool inFlat = ri < ro;
-      Mark flat{(inFlat ? ri : ro) - 1, Kind::Features};
-      Mark heads{(inFlat ? ro : ri) - 2, Kind::Heads};
+      Mark flat = m.at((inFlat ? ri : ro) - 1, Kind::Features);
+      Mark heads = m.at((inFlat ? ro : ri) - 2, Kind::Heads);
       Mark inMark = inFlat ? flat : heads, outMark = inFlat ? heads : flat;
       if (!fromResult && m == inMark)
         return outMark;
@@ -494,7 +603,7 @@ private:
     return std::nullopt;
   }
 
-  int64_t groups_, g_, gp_, d_, h_, padded_;
+  int64_t groups_, groupsPadded_, g_, gp_, d_, h_, padded_;
   llvm::DenseMap<Value, Mark> marks_;
   SmallVector<Value> work_;
   llvm::DenseSet<std::pair<Operation *, Value>> visited_;
@@ -533,6 +642,13 @@ std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
 
 } // namespace
 
+int64_t paddedKvHeads(int64_t kvHeads, int64_t tp) {
+  int64_t padded = kvHeads;
+  while (padded % tp != 0 && tp % padded != 0)
+    ++padded;
+  return padded;
+}
+
 void padUnevenHeads(func::FuncOp func, int64_t tp) {
   if (tp <= 1)
     return;
@@ -552,21 +668,27 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     int64_t heads = q[1], kvHeads = shapeOf(a.getKey())[1], d = q[3];
     if (tried.contains(a.getQuery()) || ShapedType::isDynamic(heads) ||
         ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(d) ||
-        heads % tp == 0 || kvHeads <= 0 || heads % kvHeads != 0)
+        kvHeads <= 0 || heads % kvHeads != 0)
       continue;
     if (kvHeads == heads) {
-      HeadGroup group(1, heads, (heads + tp - 1) / tp * tp, d);
+      if (heads % tp == 0)
+        continue;
+      HeadGroup group(1, 1, heads, (heads + tp - 1) / tp * tp, d);
       attempt(group, a.getQuery(), {1, Kind::Heads});
       continue;
     }
-    // GQA with fewer KV heads than tp (the planner replicates each on
-    // tp / kv ranks): each rank's query heads must belong to one KV head,
-    // so each group pads to a multiple of tp / kv.
-    if (kvHeads >= tp || tp % kvHeads != 0)
+    // GQA: each rank's query heads must belong to one KV head. KV heads
+    // that tp neither divides nor is a multiple of are padded to the next
+    // count that it does (3 on tp=2 to 4); with fewer than tp (each then
+    // replicated on tp / kv ranks), each group pads to a multiple of
+    // tp / kv.
+    int64_t paddedKv = paddedKvHeads(kvHeads, tp);
+    int64_t perGroup = heads / kvHeads;
+    int64_t ranks = paddedKv >= tp ? 1 : tp / paddedKv;
+    int64_t paddedPerGroup = (perGroup + ranks - 1) / ranks * ranks;
+    if (paddedKv == kvHeads && paddedPerGroup == perGroup)
       continue;
-    int64_t perGroup = heads / kvHeads, ranks = tp / kvHeads;
-    HeadGroup group(kvHeads, perGroup, (perGroup + ranks - 1) / ranks * ranks,
-                    d);
+    HeadGroup group(kvHeads, paddedKv, perGroup, paddedPerGroup, d);
     attempt(group, a.getQuery(), {1, Kind::Heads});
   }
   // Then heads the exporter wrote out: reshapes of projections.
@@ -583,7 +705,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     if (!split)
       continue; // padded with an earlier group
     auto [heads, d] = *split;
-    HeadGroup group(1, heads, (heads + tp - 1) / tp * tp, d);
+    HeadGroup group(1, 1, heads, (heads + tp - 1) / tp * tp, d);
     attempt(group, features,
             {int64_t(shapeOf(features).size()) - 1, Kind::Features});
   }

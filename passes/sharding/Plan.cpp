@@ -34,16 +34,19 @@
 //        several: each rank keeps the KV heads of its queries, shared with
 //        the other ranks of its tp.kv group when there are fewer); the
 //        hidden features of every MLP (the linears whose outputs reach
-//        another linear through elementwise ops only); then, once those
-//        have propagated, the vocabulary of the lm_head (a returned linear
-//        whose input is whole) and of the embeddings, when tp divides it.
+//        one other linear through elementwise ops only, and nothing else);
+//        then, once those have propagated, the vocabulary of the lm_head (a
+//        returned linear whose input is whole) and of the embeddings, when
+//        tp divides it.
 //      Then, from the graph alone, every projection still whole: its output
 //      features are split over tp on trial and propagated (step 4); the
 //      split is kept where it ends in contractions that sum it (partial
-//      sums, one all_reduce) and needs no all_gather on the way, so an
-//      attention that raising did not recognise is still split by heads,
-//      and a mixture of experts' per-token expert products (a matrix
-//      gathered from a stacked weight per token) by their hidden features.
+//      sums, one all_reduce), in one projection at most (not every reader of
+//      a residual stream split by features), and needs no all_gather on the
+//      way, so an attention that raising did not recognise is still split
+//      by heads, and a mixture of experts' per-token expert products (a
+//      matrix gathered from a stacked weight per token) by their hidden
+//      features.
 //      Otherwise it is undone, and the reason kept for the report (step 6).
 //   4. Propagate through the ops' factor rules (ShardingRules.h) until
 //      nothing changes: a sharded dimension shards its outermost factor,
@@ -853,8 +856,14 @@ private:
     // and propagation gives the KV heads the outer one.
     if (kvHeads > 1 && kvHeads % n != 0 &&
         (tp.size() != 2 || grid_.getShape()[tp[0]] != kvHeads))
-      return op.emitOpError("has ") << kvHeads << " KV heads, which tp=" << n
-                                    << " neither divides nor is a multiple of";
+      return op.emitOpError("has ")
+             << kvHeads << " KV heads, which tp=" << n
+             << " neither divides nor is a multiple of, and they could not be "
+                "padded to "
+             << paddedKvHeads(kvHeads, n)
+             << " (padding needs projections that make the heads and one "
+                "that reads them, with only ops that treat each head alike "
+                "between)";
     shard(op.getResult(), 1, tp);
     return success();
   }
@@ -889,6 +898,20 @@ private:
         if (shape(operand) == shape(v))
           stack.push_back(operand);
     }
+    // The features between them are the MLP's only if nothing else reads
+    // them: a linear read by several (ALBERT's mapping of its embeddings,
+    // read by the first layer's Q, K and V) would leave each reader with
+    // partial sums.
+    llvm::SmallPtrSet<Operation *, 8> chain = {down.getOperation()};
+    for (Value v : seen)
+      if (Operation *def = v.getDefiningOp();
+          def && isa<dfg::ElementwiseOpInterface>(def))
+        chain.insert(def);
+    for (Value v : seen)
+      if (!isSource(v) && llvm::any_of(v.getUsers(), [&](Operation *user) {
+            return !chain.contains(user);
+          }))
+        return success();
     for (dfg::LinearOp up : ups) {
       int64_t features = up.getOutFeatures();
       if (features % n != 0)
@@ -1035,11 +1058,25 @@ private:
     llvm::sort(
         ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
     bool sums = false;
+    // Projections left with partial sums (row-parallel), against those
+    // whose output features the split reaches (column-parallel): Megatron's
+    // split has one for several (the output projection of an attention
+    // whose Q, K and V are split, an MLP's down projection after its gate
+    // and up). A split with more of the first (the residual stream split by
+    // features: every projection reading it sums, one all_reduce each)
+    // costs more than it saves.
+    SmallVector<Operation *> rowParallel;
+    int64_t columnParallel = 0;
     for (Operation *op : ops) {
       FailureOr<Realisation> after = realise(op, tp);
       if (failed(after))
         return failure();
       sums |= after->sums;
+      bool projection = isProjection(op) || expertFeatureDim(op) >= 0;
+      if (projection && after->sums)
+        rowParallel.push_back(op);
+      if (projection && onAxes(op->getResult(0), tp))
+        ++columnParallel;
       if (after->gathered < 0)
         continue;
       // Was it gathered before the trial too?
@@ -1063,6 +1100,19 @@ private:
     if (!sums)
       return std::string("splitting its output features over tp reaches no "
                          "contraction that sums them");
+    if (static_cast<int64_t>(rowParallel.size()) > columnParallel) {
+      std::string why;
+      llvm::raw_string_ostream os(why);
+      os << "splitting its output features over tp would leave partial sums "
+            "in "
+         << rowParallel.size() << " projections, one all_reduce each, for "
+         << columnParallel << " split by their output features (";
+      for (auto [i, op] : llvm::enumerate(ArrayRef(rowParallel).take_front(3)))
+        os << (i ? "; " : "") << op->getName() << " at "
+           << describe(op->getLoc());
+      os << (rowParallel.size() > 3 ? "; ...)" : ")");
+      return why;
+    }
     return std::string();
   }
 
@@ -1227,12 +1277,16 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
     int64_t kvHeads =
         cast<RankedTensorType>(op.getKey().getType()).getDimSize(1);
     // Dynamic or indivisible head counts are the planner's to report, but
-    // for GQA's query heads when tp is a multiple of the KV heads:
-    // padUnevenHeads pads each KV head's group to a multiple of tp / Hkv.
-    bool padded = heads % n != 0 && kvHeads > 0 && kvHeads < heads &&
-                  heads % kvHeads == 0 && n % kvHeads == 0;
-    if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(heads) ||
-        (heads % n != 0 && !padded) || kvHeads <= 1 || kvHeads % n == 0)
+    // for GQA, which padUnevenHeads pads: KV heads that tp neither divides
+    // nor is a multiple of to a count that it is (paddedKvHeads), then each
+    // KV head's group to a multiple of tp / Hkv when there are fewer.
+    if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(heads))
+      return WalkResult::advance();
+    bool padded = kvHeads > 0 && kvHeads < heads && heads % kvHeads == 0 &&
+                  (heads % n != 0 || (kvHeads % n != 0 && n % kvHeads != 0));
+    if (padded)
+      kvHeads = paddedKvHeads(kvHeads, n);
+    if ((heads % n != 0 && !padded) || kvHeads <= 1 || kvHeads % n == 0)
       return WalkResult::advance();
     if (n % kvHeads != 0) {
       op.emitOpError("has ")

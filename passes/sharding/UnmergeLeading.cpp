@@ -303,8 +303,8 @@ private:
   }
 
   /// A reshape whose dimension 0 is the product of its input's first k >= 2
-  /// dimensions (the smallest such k) and whose other dimensions hold the
-  /// rest.
+  /// dimensions (the smallest such k, not all of them after the first ones)
+  /// and whose other dimensions hold the rest.
   void visitMerge(Operation *op) {
     Value in = op->getOperand(0);
     if (!dims_.count(in))
@@ -315,6 +315,13 @@ private:
     for (size_t k = 2; k <= x.size(); ++k) {
       ArrayRef<AffineExpr> lead = ArrayRef(x).take_front(k);
       if (!sameProduct(lead, y[0], context()))
+        continue;
+      // Dimension 0 times ones is no merge ([2, 1, 24] viewed as
+      // [2, 1, 6, 4]: a decoding step's single position).
+      if (llvm::all_of(lead.drop_front(), [](AffineExpr d) {
+            auto c = dyn_cast<AffineConstantExpr>(d);
+            return c && c.getValue() == 1;
+          }))
         continue;
       if (!sameProduct(ArrayRef(x).drop_front(k), ArrayRef(y).drop_front(),
                        context()))

@@ -30,6 +30,11 @@ inline constexpr llvm::StringLiteral kAxisNamesAttr = "meshc.axes";
 /// On ops (one entry per result), function arguments and results: the
 /// planned sharding, a #shard.axisarray per tensor.
 inline constexpr llvm::StringLiteral kShardingAttr = "meshc.sharding";
+/// On function arguments and results whose attention heads tp padded
+/// (PadHeads.cpp): [axis, size], the model's size along that axis, where
+/// the function's type holds more; the runtime pads such an input with
+/// zeros after the model's part and drops the rest of such an output.
+inline constexpr llvm::StringLiteral kPaddedAttr = "meshc.padded";
 /// On a dfg.embedding, between meshc-shard-plan and partition: the grid
 /// axes its vocabulary (the table's rows) splits over.
 inline constexpr llvm::StringLiteral kVocabAxesAttr = "meshc.vocab_axes";

@@ -206,9 +206,12 @@ func.func @unraised_heads_do_not_divide(%x: tensor<1x4x12xf32>) -> tensor<1x3x4x
 
 // -----
 
+// KV heads that tp neither divides nor is a multiple of, and that cannot be
+// padded (no projection makes the queries and keys: they are the function's
+// arguments): refused.
 module attributes {meshc.mesh = "tp=2"} {
 func.func @kv_heads_do_not_divide(%q: tensor<1x6x8x8xf32>, %k: tensor<1x3x8x8xf32>) -> tensor<1x6x8x8xf32> {
-  // expected-error @+1 {{'dfg.attention' op has 3 KV heads, which tp=2 neither divides nor is a multiple of (KV heads are split when tp divides them, replicated in groups when their count divides tp)}}
+  // expected-error @+1 {{'dfg.attention' op has 3 KV heads, which tp=2 neither divides nor is a multiple of, and they could not be padded to 4 (padding needs projections that make the heads and one that reads them, with only ops that treat each head alike between)}}
   %o = dfg.attention %q, %k, %k scale = 0.353553385 causal = true : (tensor<1x6x8x8xf32>, tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<1x6x8x8xf32>
   return %o : tensor<1x6x8x8xf32>
 }
@@ -755,5 +758,156 @@ func.func @uneven_grouped_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
   // CHECK: dfg.linear {{.*}} : (tensor<1x4x32xf32>, tensor<32x24xf32>) -> tensor<1x4x24xf32>
   %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
   return %y : tensor<1x4x24xf32>
+}
+}
+
+// -----
+
+// GQA whose KV heads tp neither divides nor is a multiple of: 6 query heads
+// over 3 KV heads on tp=2 (SmolLM's 9 over 3 has the same problem). The KV
+// heads are padded to 4 (zero columns of the key and value weights), and a
+// fourth group of 2 zero query heads is added (the query weight viewed as
+// [24, 3, 8], one zero group of 8 columns; the output projection's rows
+// likewise): 8 query heads over 4 KV heads, 4 over 2 per rank.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK: shard.grid @mesh(shape = 2) {meshc.axes = ["tp"]}
+// CHECK-LABEL: func.func @uneven_kv_heads
+func.func @uneven_kv_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 2304, length = 1152] : tensor<24x12xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3456, length = 1152] : tensor<24x12xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 4608, length = 2304] : tensor<24x24xf32>
+  // CHECK: dfg.reshape {{.*}} to [24, 3, 8] {{.*}}: (tensor<24x24xf32>) -> tensor<24x3x8xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<24x3x8xf32>, tensor<24x1x8xf32>) -> tensor<24x4x8xf32>
+  // CHECK: dfg.reshape {{.*}} to [24, 32] {{.*}}: (tensor<24x4x8xf32>) -> tensor<24x32xf32>
+  // expected-remark @+1 {{6 heads of 4 features over 3 KV heads, which tp neither divides nor is a multiple of, padded to 8 over 4 (2 per KV head) with zero weights so that tp splits them evenly (3 projection(s) in, 1 out; a padded head computes zeros)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 6, 4] : (tensor<1x4x24xf32>) -> tensor<1x4x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x6x4xf32>) -> tensor<1x6x4x4xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<24x12xf32>, tensor<24x4xf32>) -> tensor<24x16xf32>
+  // CHECK: dfg.linear {{.*}} -> tensor<1x4x16xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x12xf32>) -> tensor<1x4x12xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 3, 4] : (tensor<1x4x12xf32>) -> tensor<1x4x3x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x3x4xf32>) -> tensor<1x3x4x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x12xf32>) -> tensor<1x4x12xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 3, 4] : (tensor<1x4x12xf32>) -> tensor<1x4x3x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x3x4xf32>) -> tensor<1x3x4x4xf32>
+  // CHECK: dfg.attention {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<1x8x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %o = dfg.attention %q, %k, %v scale = 0.5 causal = true : (tensor<1x6x4x4xf32>, tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x6x4x4xf32>) -> tensor<1x4x6x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 24] : (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
+  // CHECK: dfg.reshape {{.*}} to [3, 8, 24] {{.*}}: (tensor<24x24xf32>) -> tensor<3x8x24xf32>
+  // CHECK: dfg.concat {{.*}} : (tensor<3x8x24xf32>, tensor<1x8x24xf32>) -> tensor<4x8x24xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<1x4x32xf32>, tensor<32x24xf32>) -> tensor<1x4x24xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  return %y : tensor<1x4x24xf32>
+}
+}
+
+// -----
+
+// A decoding step over a KV cache (past in, presents out): GQA on tp=4 with
+// 6 query heads over 2 KV heads pads only the query heads (each group of 3
+// to 4), so the cache keeps its shape and the attention splits.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK: shard.grid @mesh(shape = 2x2) {meshc.axes = ["tp.kv", "tp.rep"]}
+// CHECK-LABEL: func.func @uneven_grouped_heads_cached
+func.func @uneven_grouped_heads_cached(%x: tensor<2x1x24xf32>, %pk: tensor<2x2x3x4xf32>, %pv: tensor<2x2x3x4xf32>) -> (tensor<2x1x24xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 2304, length = 768] : tensor<24x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3072, length = 768] : tensor<24x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 3840, length = 2304] : tensor<24x24xf32>
+  // expected-remark @+1 {{6 heads of 4 features (3 per KV head), which tp does not divide, padded to 8 (4 per KV head)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<2x1x24xf32>, tensor<24x24xf32>) -> tensor<2x1x24xf32>
+  %q1 = dfg.reshape %q0 to [2, 1, 6, 4] : (tensor<2x1x24xf32>) -> tensor<2x1x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<2x1x6x4xf32>) -> tensor<2x6x1x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<2x1x24xf32>, tensor<24x8xf32>) -> tensor<2x1x8xf32>
+  %k1 = dfg.reshape %k0 to [2, 1, 2, 4] : (tensor<2x1x8xf32>) -> tensor<2x1x2x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<2x1x2x4xf32>) -> tensor<2x2x1x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<2x1x24xf32>, tensor<24x8xf32>) -> tensor<2x1x8xf32>
+  %v1 = dfg.reshape %v0 to [2, 1, 2, 4] : (tensor<2x1x8xf32>) -> tensor<2x1x2x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<2x1x2x4xf32>) -> tensor<2x2x1x4xf32>
+  // CHECK: dfg.attention {{.*}} past({{.*}}) {{.*}}meshc.sharding {{.*}} : (tensor<2x8x1x4xf32>, tensor<2x2x1x4xf32>, tensor<2x2x1x4xf32>, tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> (tensor<2x8x1x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>)
+  %o:3 = dfg.attention %q, %k, %v past(%pk, %pv) scale = 0.5 causal = true : (tensor<2x6x1x4xf32>, tensor<2x2x1x4xf32>, tensor<2x2x1x4xf32>, tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> (tensor<2x6x1x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>)
+  %o1 = dfg.transpose %o#0 perm = [0, 2, 1, 3] : (tensor<2x6x1x4xf32>) -> tensor<2x1x6x4xf32>
+  %o2 = dfg.reshape %o1 to [2, 1, 24] : (tensor<2x1x6x4xf32>) -> tensor<2x1x24xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<2x1x24xf32>, tensor<24x24xf32>) -> tensor<2x1x24xf32>
+  return %y, %o#1, %o#2 : tensor<2x1x24xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+}
+}
+
+// -----
+
+// The same cache with KV heads that must be padded (9 query heads over 3 KV
+// heads on tp=2): the past arguments and present results are padded too,
+// 3 KV heads to 4, and say so (meshc.padded: the axis and the model's size,
+// which the runtime pads with zeros on the way in and drops on the way out),
+// so that the cache splits with its heads.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @uneven_kv_heads_cached
+// CHECK-SAME: %arg1: tensor<2x4x3x4xf32> {meshc.padded = array<i64: 1, 3>, meshc.sharding = #shard<axisarray{{\[\[}}], [0], [], []]>}
+// CHECK-SAME: -> (tensor<2x1x36xf32>, tensor<2x4x4x4xf32> {meshc.padded = array<i64: 1, 3>, meshc.sharding = #shard<axisarray{{\[\[}}], [0], [], []]>}
+func.func @uneven_kv_heads_cached(%x: tensor<2x1x36xf32>, %pk: tensor<2x3x3x4xf32>, %pv: tensor<2x3x3x4xf32>) -> (tensor<2x1x36xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 5184] : tensor<36x36xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 5184, length = 1728] : tensor<36x12xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 6912, length = 5184] : tensor<36x36xf32>
+  // expected-remark @+1 {{9 heads of 4 features over 3 KV heads, which tp neither divides nor is a multiple of, padded to 12 over 4 (3 per KV head)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<2x1x36xf32>, tensor<36x36xf32>) -> tensor<2x1x36xf32>
+  %q1 = dfg.reshape %q0 to [2, 1, 9, 4] : (tensor<2x1x36xf32>) -> tensor<2x1x9x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<2x1x9x4xf32>) -> tensor<2x9x1x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<2x1x36xf32>, tensor<36x12xf32>) -> tensor<2x1x12xf32>
+  %k1 = dfg.reshape %k0 to [2, 1, 3, 4] : (tensor<2x1x12xf32>) -> tensor<2x1x3x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<2x1x3x4xf32>) -> tensor<2x3x1x4xf32>
+  // CHECK: dfg.attention {{.*}} : (tensor<2x12x1x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x3x4xf32>, tensor<2x4x3x4xf32>) -> (tensor<2x12x1x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>)
+  %o:3 = dfg.attention %q, %k, %k past(%pk, %pv) scale = 0.5 causal = true : (tensor<2x9x1x4xf32>, tensor<2x3x1x4xf32>, tensor<2x3x1x4xf32>, tensor<2x3x3x4xf32>, tensor<2x3x3x4xf32>) -> (tensor<2x9x1x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>)
+  %o1 = dfg.transpose %o#0 perm = [0, 2, 1, 3] : (tensor<2x9x1x4xf32>) -> tensor<2x1x9x4xf32>
+  %o2 = dfg.reshape %o1 to [2, 1, 36] : (tensor<2x1x9x4xf32>) -> tensor<2x1x36xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<2x1x36xf32>, tensor<36x36xf32>) -> tensor<2x1x36xf32>
+  return %y, %o#1, %o#2 : tensor<2x1x36xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+}
+}
+
+// -----
+
+// Query heads returned as they are, where each KV head's group is padded
+// (6 over 2 on tp=4: groups of 3 padded to 4): the padding lies between real
+// heads, which the runtime could not drop, so nothing is padded and the
+// attention stays whole, reported.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK-LABEL: func.func @uneven_grouped_heads_returned
+func.func @uneven_grouped_heads_returned(%x: tensor<2x4x24xf32>, %k: tensor<2x2x4x4xf32>) -> tensor<2x6x4x4xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  // expected-warning @+2 {{1 op(s) (dfg.linear x1) have nothing split over tp=4}}
+  // expected-note @+1 {{not split}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<2x4x24xf32>, tensor<24x24xf32>) -> tensor<2x4x24xf32>
+  %q1 = dfg.reshape %q0 to [2, 4, 6, 4] : (tensor<2x4x24xf32>) -> tensor<2x4x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<2x4x6x4xf32>) -> tensor<2x6x4x4xf32>
+  // CHECK: dfg.attention {{.*}} : (tensor<2x6x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x6x4x4xf32>
+  // expected-warning @+1 {{dfg.attention has 6 heads, which tp=4 does not divide: this attention is replicated on tp}}
+  %o = dfg.attention %q, %k, %k scale = 0.5 causal = true : (tensor<2x6x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x6x4x4xf32>
+  return %o : tensor<2x6x4x4xf32>
+}
+}
+
+// -----
+
+// A linear read by several linears (ALBERT's mapping of its embeddings to
+// the hidden width, read by the first layer's Q, K and V) is no MLP: split
+// by its output features, each reader would be left with partial sums, one
+// all_reduce each. It stays whole, and the trial says why.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @shared_reader
+func.func @shared_reader(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %wm = dfg.weight "wm" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %wa = dfg.weight "wa" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %wb = dfg.weight "wb" in "w.bin" [offset = 1024, length = 512] : tensor<16x8xf32>
+  // CHECK: dfg.linear %arg0, %{{.*}} transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+  // expected-warning @+2 {{3 op(s) (dfg.linear x3) have nothing split over tp=2}}
+  // expected-note @+1 {{not split: splitting its output features over tp would leave partial sums in 2 projections, one all_reduce each, for 1 split by their output features (dfg.linear at a_proj; dfg.linear at b_proj)}}
+  %m = dfg.linear %x, %wm transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+  %a = dfg.linear %m, %wa transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32> loc("a_proj")
+  %b = dfg.linear %m, %wb transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32> loc("b_proj")
+  %y = dfg.add %a, %b : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
 }
 }
