@@ -18,7 +18,10 @@
 //   2. slice(transpose(x, perm), axis a) into transpose(slice(x, axis
 //      perm[a]), perm);
 //   3. slice(reshape(p : [..., n] -> [..., h, d]), axis of h, [s, e)) into
-//      reshape(slice(p, last axis, [s*d, e*d))).
+//      reshape(slice(p, last axis, [s*d, e*d))), and likewise for a view
+//      of more parts ([..., 3, h, d]: ModernBERT's packed QKV, its parts
+//      taken by slices of the 3 and squeezed: the squeeze folds into the
+//      reshape).
 // A slice moves before a transpose or reshape only when slices of one axis
 // are all that read it (so the view goes away); ops left without users are
 // erased.
@@ -199,24 +202,48 @@ bool hoistSlice(dfg::SliceOp slice) {
     return false;
   ArrayRef<int64_t> in = typeOf(r.getInput()).getShape(),
                     out = r.getType().getShape();
-  int64_t rank = out.size();
-  // [..., n] -> [..., h, d], the leading dimensions kept, the heads sliced.
-  if (static_cast<int64_t>(in.size()) + 1 != rank || axis != rank - 2 ||
-      ShapedType::isDynamic(in.back()) || ShapedType::isDynamic(out.back()) ||
-      ShapedType::isDynamic(out[rank - 2]) ||
-      in.back() != out[rank - 2] * out.back())
+  int64_t rank = out.size(), lead = static_cast<int64_t>(in.size()) - 1;
+  // [..., n] -> [..., a0, a1, ...], the leading dimensions kept, the
+  // outermost of the parts (a0: the heads of [h, d], or the parts of a
+  // packed [3, h, d]) sliced.
+  if (lead < 0 || rank < lead + 2 || axis != lead ||
+      ShapedType::isDynamic(in.back()))
+    return false;
+  int64_t inner = 1;
+  for (int64_t i = lead + 1; i < rank; ++i) {
+    if (ShapedType::isDynamic(out[i]))
+      return false;
+    inner *= out[i];
+  }
+  if (ShapedType::isDynamic(out[lead]) || in.back() != out[lead] * inner)
     return false;
   ArrayRef<int64_t> spec = r.getShape();
-  for (int64_t i = 0; i + 2 < rank; ++i)
+  for (int64_t i = 0; i < lead; ++i)
     if (!(spec[i] == 0 || (!ShapedType::isDynamic(in[i]) && spec[i] == in[i])))
       return false;
-  int64_t d = out.back();
-  Value columns = dfg::SliceOp::create(b, loc, r.getInput(), {start * d},
-                                       {end * d}, {rank - 2}, {1});
-  SmallVector<int64_t> heads(rank - 2, 0);
-  heads.append({end - start, d});
+  Value columns = dfg::SliceOp::create(b, loc, r.getInput(), {start * inner},
+                                       {end * inner}, {lead}, {1});
+  SmallVector<int64_t> parts(lead, 0);
+  parts.push_back(end - start);
+  parts.append(out.begin() + lead + 1, out.end());
+  // One part taken and squeezed (ModernBERT's q, k and v of its packed
+  // [..., 3, h, d]): the columns viewed as the squeezed result directly.
+  auto squeeze = slice->hasOneUse()
+                     ? dyn_cast<dfg::SqueezeOp>(*slice->getUsers().begin())
+                     : dfg::SqueezeOp();
+  if (end - start == 1 && squeeze && squeeze.getAxes().size() == 1 &&
+      (squeeze.getAxes().front() == axis ||
+       squeeze.getAxes().front() == axis - rank)) {
+    parts.erase(parts.begin() + lead);
+    Value moved = dfg::ReshapeOp::create(b, r.getLoc(), squeeze.getType(),
+                                         columns, b.getDenseI64ArrayAttr(parts));
+    squeeze.getResult().replaceAllUsesWith(moved);
+    squeeze.erase();
+    replaceAndErase(slice, moved); // no uses left: erased with the view
+    return true;
+  }
   Value moved = dfg::ReshapeOp::create(b, r.getLoc(), slice.getType(), columns,
-                                       b.getDenseI64ArrayAttr(heads));
+                                       b.getDenseI64ArrayAttr(parts));
   replaceAndErase(slice, moved);
   return true;
 }

@@ -323,25 +323,38 @@ Operation *projectionBehind(Value v) {
   return isProjection(def) ? def : nullptr;
 }
 
-/// split(p, axis=-1) of a projection p (or of its bias add) ==> slices, one
-/// per part, for splitSlicedProjections.
+/// split(p, axis=-1) of a projection p (or of its bias add), or a split of
+/// any axis of a view of one (TorchScript's q, k, v of ModernBERT's packed
+/// [..., 3, h, d]) ==> slices, one per part, for splitSlicedProjections
+/// (after sliceHeadSelections has moved those of a view before it).
 void splitsToSlices(func::FuncOp func) {
   SmallVector<dfg::SplitOp> splits;
   func.walk([&](dfg::SplitOp split) {
     int64_t rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
     int64_t axis = split.getAxis();
-    if (projectionBehind(split.getInput()) && (axis == -1 || axis == rank - 1))
+    // The view [..., n] -> [..., a0, a1, ...] split along a0.
+    auto view = split.getInput().getDefiningOp<dfg::ReshapeOp>();
+    int64_t lead =
+        view ? cast<RankedTensorType>(view.getInput().getType()).getRank() - 1
+             : -1;
+    if ((projectionBehind(split.getInput()) &&
+         (axis == -1 || axis == rank - 1)) ||
+        (view && projectionBehind(view.getInput()) && rank > lead + 1 &&
+         (axis == lead || axis == lead - rank)))
       splits.push_back(split);
   });
   for (dfg::SplitOp split : splits) {
     OpBuilder b(split);
     int64_t start = 0,
             rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
+    int64_t axis = split.getAxis();
+    if (axis < 0)
+      axis += rank;
     for (auto [size, part] :
          llvm::zip_equal(split.getSizes(), split.getResults())) {
       Value slice =
           dfg::SliceOp::create(b, split.getLoc(), split.getInput(), {start},
-                               {start + size}, {rank - 1}, {1});
+                               {start + size}, {axis}, {1});
       part.replaceAllUsesWith(slice);
       start += size;
     }

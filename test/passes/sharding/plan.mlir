@@ -808,7 +808,9 @@ func.func @uneven_kv_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
 
 // A decoding step over a KV cache (past in, presents out): GQA on tp=4 with
 // 6 query heads over 2 KV heads pads only the query heads (each group of 3
-// to 4), so the cache keeps its shape and the attention splits.
+// to 4), so the cache keeps its shape and the attention splits. (One
+// position: [2, 1, 24] viewed as [2, 1, 6, 4] is no merge of the batch and
+// the position, which would hide the heads from the padding.)
 module attributes {meshc.mesh = "tp=4"} {
 // CHECK: shard.grid @mesh(shape = 2x2) {meshc.axes = ["tp.kv", "tp.rep"]}
 // CHECK-LABEL: func.func @uneven_grouped_heads_cached
@@ -909,5 +911,48 @@ func.func @shared_reader(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %b = dfg.linear %m, %wb transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32> loc("b_proj")
   %y = dfg.add %a, %b : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// A packed QKV viewed as [..., 3, heads, d] before its parts are taken
+// (ModernBERT): by slices of the 3 and squeezes (the dynamo exporter), or by
+// a split of it (TorchScript). Each part is a block of the projection's
+// columns, so it becomes a linear of its own, split by heads.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @packed_parts_view
+func.func @packed_parts_view(%x: tensor<2x4x8xf32>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) {
+  %w = dfg.weight "qkv" in "w.bin" [offset = 0, length = 768] : tensor<8x24xf32>
+  %w2 = dfg.weight "qkv2" in "w.bin" [offset = 768, length = 768] : tensor<8x24xf32>
+  // CHECK-NOT: dfg.split
+  // CHECK-NOT: dfg.squeeze
+  // CHECK-COUNT-6: dfg.linear %arg0, %{{.+}} {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]
+  // CHECK-NOT: dfg.split
+  // CHECK-NOT: dfg.squeeze
+  // CHECK: return
+  %y = dfg.linear %x, %w transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x24xf32>) -> tensor<2x4x24xf32>
+  %v = dfg.reshape %y to [0, 0, 3, 2, 4] : (tensor<2x4x24xf32>) -> tensor<2x4x3x2x4xf32>
+  %s0 = dfg.slice %v starts = [0] ends = [1] axes = [-3] steps = [1] : (tensor<2x4x3x2x4xf32>) -> tensor<2x4x1x2x4xf32>
+  %q0 = dfg.squeeze %s0 axes = [-3] : (tensor<2x4x1x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %s1 = dfg.slice %v starts = [1] ends = [2] axes = [-3] steps = [1] : (tensor<2x4x3x2x4xf32>) -> tensor<2x4x1x2x4xf32>
+  %k0 = dfg.squeeze %s1 axes = [-3] : (tensor<2x4x1x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %s2 = dfg.slice %v starts = [2] ends = [3] axes = [-3] steps = [1] : (tensor<2x4x3x2x4xf32>) -> tensor<2x4x1x2x4xf32>
+  %v0 = dfg.squeeze %s2 axes = [-3] : (tensor<2x4x1x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %q = dfg.transpose %q0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %k = dfg.transpose %k0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vv = dfg.transpose %v0 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %o = dfg.attention %q, %k, %vv scale = 0.5 causal = false : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y2 = dfg.linear %x, %w2 transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x24xf32>) -> tensor<2x4x24xf32>
+  %u = dfg.reshape %y2 to [0, 0, 3, 2, 4] : (tensor<2x4x24xf32>) -> tensor<2x4x3x2x4xf32>
+  %p:3 = dfg.split %u axis = -3 sizes = [1, 1, 1] : (tensor<2x4x3x2x4xf32>) -> (tensor<2x4x1x2x4xf32>, tensor<2x4x1x2x4xf32>, tensor<2x4x1x2x4xf32>)
+  %q2 = dfg.squeeze %p#0 axes = [-3] : (tensor<2x4x1x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %k2 = dfg.squeeze %p#1 axes = [-3] : (tensor<2x4x1x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %v2 = dfg.squeeze %p#2 axes = [-3] : (tensor<2x4x1x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %qt = dfg.transpose %q2 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt = dfg.transpose %k2 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt = dfg.transpose %v2 perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %o2 = dfg.attention %qt, %kt, %vt scale = 0.5 causal = false : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  return %o, %o2 : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
 }
 }
