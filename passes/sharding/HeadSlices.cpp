@@ -235,8 +235,9 @@ bool hoistSlice(dfg::SliceOp slice) {
       (squeeze.getAxes().front() == axis ||
        squeeze.getAxes().front() == axis - rank)) {
     parts.erase(parts.begin() + lead);
-    Value moved = dfg::ReshapeOp::create(b, r.getLoc(), squeeze.getType(),
-                                         columns, b.getDenseI64ArrayAttr(parts));
+    Value moved =
+        dfg::ReshapeOp::create(b, r.getLoc(), squeeze.getType(), columns,
+                               b.getDenseI64ArrayAttr(parts));
     squeeze.getResult().replaceAllUsesWith(moved);
     squeeze.erase();
     replaceAndErase(slice, moved); // no uses left: erased with the view

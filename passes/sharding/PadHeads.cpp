@@ -24,8 +24,8 @@
 // on tp=8, 16 over 4, each group also padded to tp / 4).
 //
 // padUnevenHeads starts from each dfg.attention whose heads (or KV heads)
-// tp does not divide (its key heads tell the grouping), then from each reshape of a
-// projection's features [..., h * d] into heads [..., h, d] with
+// tp does not divide (its key heads tell the grouping), then from each
+// reshape of a projection's features [..., h * d] into heads [..., h, d] with
 // h % tp != 0 (an attention left unraised), and follows the heads through
 // the dataflow in both directions:
 //   - through views that keep the head axis (reshapes splitting and merging
@@ -179,8 +179,7 @@ public:
         auto c = at >= 0 ? dyn_cast<AffineConstantExpr>(exprs[at])
                          : AffineConstantExpr();
         if (c && c.getValue() == size(m))
-          exprs[at] = getAffineConstantExpr(paddedSize(m),
-                                            expand.getContext());
+          exprs[at] = getAffineConstantExpr(paddedSize(m), expand.getContext());
         expand.setShapeAttr(AffineMapAttr::get(
             AffineMap::get(0, map.getNumSymbols(), exprs, expand.getContext())));
       }
@@ -234,8 +233,7 @@ private:
     SmallVector<int64_t> shape(old.getShape());
     shape[m.axis] = paddedSize(m);
     (*types)[i] = RankedTensorType::get(shape, old.getElementType());
-    func.setFunctionType(
-        FunctionType::get(func.getContext(), inputs, results));
+    func.setFunctionType(FunctionType::get(func.getContext(), inputs, results));
     auto attr = DenseI64ArrayAttr::get(func.getContext(), {m.axis, size(m)});
     if (result)
       func.setResultAttr(i, kPaddedAttr, attr);
@@ -270,7 +268,8 @@ private:
     int64_t groups = m.kv ? 1 : groups_, padGroups = m.kv ? 1 : groupsPadded_;
     int64_t g = m.kv ? groups_ : g_, gp = m.kv ? groupsPadded_ : gp_;
     auto zerosAlong = [&](Value x, int64_t at, int64_t count) {
-      SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getShape());
+      SmallVector<int64_t> shape(
+          cast<RankedTensorType>(x.getType()).getShape());
       SmallVector<int64_t> zerosShape(shape);
       zerosShape[at] = count;
       auto zerosType = RankedTensorType::get(zerosShape, element);
@@ -278,9 +277,9 @@ private:
           b, loc, zerosType,
           DenseElementsAttr::get(zerosType, b.getZeroAttr(element)));
       shape[at] += count;
-      return dfg::ConcatOp::create(b, loc, RankedTensorType::get(shape, element),
-                                   ValueRange{x, zeros},
-                                   b.getI64IntegerAttr(at))
+      return dfg::ConcatOp::create(
+                 b, loc, RankedTensorType::get(shape, element),
+                 ValueRange{x, zeros}, b.getI64IntegerAttr(at))
           .getResult();
     };
     bool grouped = groups > 1 || padGroups > groups;
@@ -418,14 +417,13 @@ private:
       if (!require(op, 0, q))
         return false;
       if (padKv) {
-        // Keys and values, the past and the presents (a function's
-        // argument or result ends the group: a KV cache is not padded).
+        // Keys and values, the past and the presents (a KV cache's: the
+        // function's arguments and results, padded at its boundary).
         for (unsigned i : {1u, 2u})
           if (!require(op, i, kv))
             return false;
-        if (attention.getPastKey() &&
-            (!mark(attention.getPastKey(), kv) ||
-             !mark(attention.getPastValue(), kv)))
+        if (attention.getPastKey() && (!mark(attention.getPastKey(), kv) ||
+                                       !mark(attention.getPastValue(), kv)))
           return false;
         for (Value present : attention.getPresent())
           if (!mark(present, kv))
@@ -471,8 +469,7 @@ private:
           kept.push_back(a);
       if (isResult) {
         auto at = llvm::find(kept, m.axis);
-        return at != kept.end() &&
-               require(op, 0, m.at(at - kept.begin()));
+        return at != kept.end() && require(op, 0, m.at(at - kept.begin()));
       }
       return m.axis < int64_t(kept.size()) &&
              mark(unsqueeze.getResult(), m.at(kept[m.axis]));
@@ -540,8 +537,8 @@ private:
     if (isa<dfg::ElementwiseOpInterface>(op) && op->getNumResults() == 1) {
       Value result = op->getResult(0);
       int64_t rank = shapeOf(result).size();
-      Mark out = isResult ? m
-                          : m.at(m.axis + rank - int64_t(shapeOf(v).size()));
+      Mark out =
+          isResult ? m : m.at(m.axis + rank - int64_t(shapeOf(v).size()));
       for (unsigned i = 0; i < op->getNumOperands(); ++i)
         if (!broadcastOperand(op, i, rank, out))
           return false;

@@ -24,10 +24,10 @@
 //      of its last axis, directly or after its bias add: packed QKV,
 //      gate_up, a packed GroupQueryAttention input; an expert's fused
 //      gate_up) becomes one projection per part, each on a slice of the
-//      weight, so that every part can be column-parallel. An RMS norm over all heads of a projection (OLMo-2's
-//      q/k norms) becomes a sum of squares and elementwise ops
-//      (HeadNorms.cpp): split by heads, each rank sums its squares and one
-//      all_reduce of [..., 1] completes the statistic.
+//      weight, so that every part can be column-parallel. An RMS norm over all
+//      heads of a projection (OLMo-2's q/k norms) becomes a sum of squares and
+//      elementwise ops (HeadNorms.cpp): split by heads, each rank sums its
+//      squares and one all_reduce of [..., 1] completes the statistic.
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
 //      - tp: the heads of every attention (so the KV heads when there are
@@ -352,9 +352,8 @@ void splitsToSlices(func::FuncOp func) {
       axis += rank;
     for (auto [size, part] :
          llvm::zip_equal(split.getSizes(), split.getResults())) {
-      Value slice =
-          dfg::SliceOp::create(b, split.getLoc(), split.getInput(), {start},
-                               {start + size}, {axis}, {1});
+      Value slice = dfg::SliceOp::create(b, split.getLoc(), split.getInput(),
+                                         {start}, {start + size}, {axis}, {1});
       part.replaceAllUsesWith(slice);
       start += size;
     }
