@@ -612,6 +612,12 @@ void describeCollectives(func::FuncOp fn, ModuleOp module, std::string &out) {
 /// Fills `result`'s inputs and outputs from @main's signature, with what
 /// each dynamic dimension is.
 void describeSignature(func::FuncOp main, EmittedProgram &result) {
+  // kPaddedAttr of an argument or result: {axis, size}, or none.
+  auto padded = [](DenseI64ArrayAttr attr) {
+    return attr ? std::vector<int64_t>(attr.asArrayRef().begin(),
+                                       attr.asArrayRef().end())
+                : std::vector<int64_t>();
+  };
   dfg::DimTable table(main.getContext());
   dfg::SymbolicShapes shapes(table);
   auto describe = [&](Value v) {
@@ -632,11 +638,6 @@ void describeSignature(func::FuncOp main, EmittedProgram &result) {
         dim = cast<StringAttr>(names[d]).getValue().str();
       dim = StringRef(dim).rsplit('@').first; // the whole, not the piece
     }
-    auto padded = [](DenseI64ArrayAttr attr) {
-      return attr ? std::vector<int64_t>(attr.asArrayRef().begin(),
-                                         attr.asArrayRef().end())
-                  : std::vector<int64_t>();
-    };
     result.inputs.push_back(
         {name ? name.str() : "input" + std::to_string(i),
          cast<RankedTensorType>(main.getArgument(i).getType()),
@@ -647,15 +648,12 @@ void describeSignature(func::FuncOp main, EmittedProgram &result) {
   Operation *ret = main.getBody().front().getTerminator();
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
     auto name = main.getResultAttrOfType<StringAttr>(i, "onnx.name");
-    auto padded = main.getResultAttrOfType<DenseI64ArrayAttr>(i, kPaddedAttr);
     result.outputs.push_back(
         {name ? name.str() : "output" + std::to_string(i),
          cast<RankedTensorType>(main.getResultTypes()[i]),
          main.getResultAttr(i, kShardingAttr), describe(ret->getOperand(i)),
          true,
-         padded ? std::vector<int64_t>(padded.asArrayRef().begin(),
-                                       padded.asArrayRef().end())
-                : std::vector<int64_t>()});
+         padded(main.getResultAttrOfType<DenseI64ArrayAttr>(i, kPaddedAttr))});
   }
   // KV caches: an output shaped as an input but for one dimension, whose
   // size is the input's (a symbol: the past length) plus another symbol (the
