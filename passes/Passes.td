@@ -390,6 +390,10 @@ def SpecializeRankPass : Pass<"meshc-shard-specialize-rank", "mlir::ModuleOp"> {
       another rank.
     - The function returns the results the rank holds (its stage's); the
       others leave its signature.
+    - A slice of a value made from weights by data movement alone (views,
+      and the concats of zeros that pad heads) moves onto the weights: a
+      rank reads its shard of a padded weight, with the zeros it needs,
+      never the whole weight.
 
     Collectives stay as they are: the rank's coordinates (from its number
     and the grid) say which group each one runs over. The module records

@@ -18,6 +18,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace mlir;
@@ -102,6 +103,18 @@ std::optional<WeightBox> WeightShards::fold(Value value) {
     }
   } else if (op && isa<dfg::ReshapeOp, dfg::SqueezeOp, dfg::UnsqueezeOp>(op)) {
     box = fold(op->getOperand(0));
+  } else if (auto concat = dyn_cast_or_null<dfg::ConcatOp>(op)) {
+    // A concat of weights' boxes (a rank's shard of a padded weight and its
+    // zeros) is a root of its own, assembled when the file is written.
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.hasStaticShape() &&
+        llvm::all_of(concat.getInputs(), [&](Value part) {
+          return cast<RankedTensorType>(part.getType()).hasStaticShape() &&
+                 fold(part).has_value();
+        }))
+      box = WeightBox{op, SmallVector<int64_t>(type.getRank(), 0),
+                      SmallVector<int64_t>(type.getRank(), 1),
+                      SmallVector<int64_t>(type.getShape())};
   }
   folded_[value] = box;
   return box;
@@ -111,7 +124,7 @@ bool WeightShards::productReadsBf16(Value value) {
   if (!productsInBf16_)
     return false;
   std::optional<WeightBox> box = fold(value);
-  return box && isa<dfg::WeightOp>(box->root) &&
+  return box && isa<dfg::WeightOp, dfg::ConcatOp>(box->root) &&
          cast<RankedTensorType>(box->root->getResult(0).getType())
              .getElementType()
              .isF32();
@@ -128,6 +141,8 @@ int WeightShards::entryFor(Value value, bool bf16) {
   std::string base;
   if (auto w = dyn_cast<dfg::WeightOp>(box->root))
     base = w.getName().str();
+  else if (auto concat = dyn_cast<dfg::ConcatOp>(box->root))
+    base = concatName(concat) + "." + std::to_string(entries_.size());
   else
     base = "constant." + std::to_string(entries_.size());
   std::string name = boxName(*box, rootType.getShape(), base);
@@ -138,6 +153,186 @@ int WeightShards::entryFor(Value value, bool bf16) {
   entries_.push_back(
       {name, *box, RankedTensorType::get(box->shape, element)});
   return static_cast<int>(entries_.size() - 1);
+}
+
+namespace {
+
+/// Calls `run(bytes, count)` for each run of the box's elements in
+/// row-major order, `root` being the root's dense bytes (`width` each).
+template <typename Run>
+void walkBox(const WeightBox &box, ArrayRef<int64_t> rootShape,
+             const uint8_t *root, size_t width, Run run) {
+  int64_t rank = box.shape.size();
+  if (!rank) {
+    run(root, 1);
+    return;
+  }
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * rootShape[d + 1];
+  int64_t inner = box.shape[rank - 1];
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows *= box.shape[d];
+  if (inner == 0)
+    rows = 0;
+  SmallVector<int64_t> index(rank, 0);
+  int64_t s0 = box.starts[rank - 1], st = box.steps[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t at = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      at += (box.starts[d] + index[d] * box.steps[d]) * strides[d];
+    if (st == 1) {
+      run(root + (at + s0) * width, inner);
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        run(root + (at + s0 + i * st) * width, 1);
+    }
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++index[d] < box.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+} // namespace
+
+/// The bytes of the roots of a rank's boxes: weights mapped from their
+/// files (in their stored type), constants made dense, concats assembled
+/// from their parts (in their own type).
+class WeightShards::Roots {
+public:
+  Roots(WeightShards &shards, StringRef weightsDir)
+      : shards_(shards), weightsDir_(weightsDir) {}
+
+  /// The root's bytes, and the element type they hold.
+  llvm::Expected<std::pair<const uint8_t *, Type>> bytes(Operation *root) {
+    auto rootType = cast<RankedTensorType>(root->getResult(0).getType());
+    if (auto w = dyn_cast<dfg::WeightOp>(root)) {
+      SmallString<256> file(weightsDir_);
+      llvm::sys::path::append(file, w.getFile());
+      auto &buffer = files_[file.str().str()];
+      if (!buffer) {
+        auto mapped = llvm::MemoryBuffer::getFile(
+            file, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+        if (!mapped)
+          return error("cannot read weight file '" + file + "' (weight '" +
+                       w.getName() + "'): " + mapped.getError().message());
+        buffer = std::move(*mapped);
+      }
+      uint64_t end = w.getOffset() + w.getLength();
+      if (end > buffer->getBufferSize())
+        return error("weight '" + w.getName() + "' needs bytes up to " +
+                     Twine(end) + " of '" + file + "', which has only " +
+                     Twine(buffer->getBufferSize()) + " (truncated?)");
+      return std::make_pair(
+          reinterpret_cast<const uint8_t *>(buffer->getBufferStart()) +
+              w.getOffset(),
+          w.getStoredElementType());
+    }
+    Type element = rootType.getElementType();
+    std::vector<uint8_t> &owned = owned_[root];
+    if (!owned.empty() || rootType.getNumElements() == 0)
+      return std::make_pair(owned.data(), element);
+    if (auto constant = dyn_cast<dfg::ConstantOp>(root)) {
+      auto attr = cast<DenseElementsAttr>(constant.getValue());
+      owned = constantBytes(attr);
+      if (attr.isSplat()) {
+        size_t width = owned.size();
+        owned.resize(rootType.getNumElements() * width);
+        for (size_t i = width; i < owned.size(); i += width)
+          std::copy_n(owned.begin(), width, owned.begin() + i);
+      }
+      return std::make_pair(owned.data(), element);
+    }
+    // A concat: each part's box in the concat's type, interleaved along
+    // the axis (one block of each part per index of the outer dimensions).
+    auto concat = cast<dfg::ConcatOp>(root);
+    rt::DType to = *elementDType(element);
+    size_t width = rt::byteWidth(to);
+    int64_t axis = concat.getAxis();
+    if (axis < 0)
+      axis += rootType.getRank();
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= rootType.getDimSize(d);
+    std::vector<std::vector<uint8_t>> parts;
+    std::vector<size_t> blocks;
+    for (Value part : concat.getInputs()) {
+      auto bytes = boxBytes(*shards_.fold(part), to);
+      if (!bytes)
+        return bytes.takeError();
+      parts.push_back(std::move(*bytes));
+      blocks.push_back(parts.back().size() / outer);
+    }
+    std::vector<uint8_t> assembled;
+    assembled.reserve(rootType.getNumElements() * width);
+    for (int64_t o = 0; o < outer; ++o)
+      for (size_t p = 0; p < parts.size(); ++p)
+        assembled.insert(assembled.end(), parts[p].begin() + o * blocks[p],
+                         parts[p].begin() + (o + 1) * blocks[p]);
+    owned = std::move(assembled);
+    return std::make_pair(owned.data(), element);
+  }
+
+private:
+  static llvm::Error error(const Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  }
+
+  /// A box's elements, dense, converted to `to`.
+  llvm::Expected<std::vector<uint8_t>> boxBytes(const WeightBox &box,
+                                                rt::DType to) {
+    auto root = bytes(box.root);
+    if (!root)
+      return root.takeError();
+    rt::DType from = *elementDType(root->second);
+    size_t width = rt::byteWidth(from);
+    std::vector<uint8_t> dense;
+    auto rootShape = cast<RankedTensorType>(box.root->getResult(0).getType())
+                         .getShape();
+    walkBox(box, rootShape, root->first, width,
+            [&](const uint8_t *p, int64_t n) {
+              dense.insert(dense.end(), p, p + n * width);
+            });
+    if (from == to)
+      return dense;
+    std::vector<uint8_t> converted(dense.size() / width * rt::byteWidth(to));
+    rt::convertFloatsSaturating(from, to, dense.data(), converted.data(),
+                                dense.size() / width);
+    return converted;
+  }
+
+  WeightShards &shards_;
+  std::string weightsDir_;
+  std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files_;
+  llvm::DenseMap<Operation *, std::vector<uint8_t>> owned_;
+};
+
+std::string WeightShards::concatName(Operation *op) {
+  auto concat = cast<dfg::ConcatOp>(op);
+  std::string name = "concat(";
+  for (auto [i, part] : llvm::enumerate(concat.getInputs())) {
+    if (i)
+      name += ",";
+    std::optional<WeightBox> box = fold(part);
+    auto rootType = cast<RankedTensorType>(box->root->getResult(0).getType());
+    if (auto w = dyn_cast<dfg::WeightOp>(box->root))
+      name += boxName(*box, rootType.getShape(), w.getName());
+    else if (auto inner = dyn_cast<dfg::ConcatOp>(box->root))
+      name += concatName(inner);
+    else if (auto c = dyn_cast<dfg::ConstantOp>(box->root);
+             c && isa<SplatElementsAttr>(c.getValue()))
+      name += "splat" + llvm::join(llvm::map_range(box->shape,
+                                                   [](int64_t d) {
+                                                     return std::to_string(d);
+                                                   }),
+                                   "x");
+    else
+      name += "constant";
+  }
+  return name + ")";
 }
 
 llvm::Expected<std::pair<uint64_t, uint64_t>>
@@ -165,7 +360,7 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
   if (!writer.open(path, header, message))
     return error(message);
 
-  std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
+  Roots roots(*this, weightsDir);
   std::vector<uint8_t> chunk, converted;
   uint64_t done = 0;
   int shown = -1;
@@ -174,10 +369,10 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
     auto rootType = cast<RankedTensorType>(box.root->getResult(0).getType());
     // A weight converted by --dtype is read as its stored type and written
     // as its own.
-    Type stored = rootType.getElementType();
-    if (auto w = dyn_cast<dfg::WeightOp>(box.root))
-      stored = w.getStoredElementType();
-    rt::DType from = *elementDType(stored),
+    auto root = roots.bytes(box.root);
+    if (!root)
+      return root.takeError();
+    rt::DType from = *elementDType(root->second),
               to = *elementDType(e.type.getElementType());
     size_t width = rt::byteWidth(from);
     auto flush = [&]() -> bool {
@@ -193,90 +388,29 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
       chunk.clear();
       return ok;
     };
-    const uint8_t *root;
-    std::vector<uint8_t> constant;
-    if (auto w = dyn_cast<dfg::WeightOp>(box.root)) {
-      SmallString<256> file(weightsDir);
-      llvm::sys::path::append(file, w.getFile());
-      auto &buffer = files[file.str().str()];
-      if (!buffer) {
-        auto mapped = llvm::MemoryBuffer::getFile(
-            file, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-        if (!mapped)
-          return error("cannot read weight file '" + file + "' (weight '" +
-                       w.getName() + "'): " + mapped.getError().message());
-        buffer = std::move(*mapped);
-      }
-      uint64_t end = w.getOffset() + w.getLength();
-      if (end > buffer->getBufferSize())
-        return error("weight '" + w.getName() + "' needs bytes up to " +
-                     Twine(end) + " of '" + file + "', which has only " +
-                     Twine(buffer->getBufferSize()) + " (truncated?)");
-      root = reinterpret_cast<const uint8_t *>(buffer->getBufferStart()) +
-             w.getOffset();
-    } else {
-      auto attr =
-          cast<DenseElementsAttr>(cast<dfg::ConstantOp>(box.root).getValue());
-      constant = constantBytes(attr);
-      if (attr.isSplat()) {
-        std::vector<uint8_t> full;
-        full.reserve(rootType.getNumElements() * width);
-        for (int64_t i = 0; i < rootType.getNumElements(); ++i)
-          full.insert(full.end(), constant.begin(), constant.begin() + width);
-        constant = std::move(full);
-      }
-      root = constant.data();
-    }
-    // Row-major walk of the box; the innermost dimension is one run when
-    // its step is 1.
-    int64_t rank = box.shape.size();
-    SmallVector<int64_t> strides(rank, 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * rootType.getDimSize(d + 1);
-    int64_t inner = rank ? box.shape[rank - 1] : 1;
-    int64_t rows = 1;
-    for (int64_t d = 0; d + 1 < rank; ++d)
-      rows *= box.shape[d];
-    if (inner == 0)
-      rows = 0;
-    SmallVector<int64_t> index(rank, 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t at = 0;
-      for (int64_t d = 0; d + 1 < rank; ++d)
-        at += (box.starts[d] + index[d] * box.steps[d]) * strides[d];
-      if (rank) {
-        int64_t s0 = box.starts[rank - 1], st = box.steps[rank - 1];
-        if (st == 1) {
-          const uint8_t *p = root + (at + s0) * width;
-          chunk.insert(chunk.end(), p, p + inner * width);
-        } else {
-          for (int64_t i = 0; i < inner; ++i) {
-            const uint8_t *p = root + (at + s0 + i * st) * width;
-            chunk.insert(chunk.end(), p, p + width);
-          }
-        }
-      } else {
-        chunk.insert(chunk.end(), root, root + width);
-      }
-      for (int64_t d = rank - 2; d >= 0; --d) {
-        if (++index[d] < box.shape[d])
-          break;
-        index[d] = 0;
-      }
-      if (chunk.size() >= (4u << 20)) {
-        if (!flush())
-          return error(message);
-        if (progress && totalBytes) {
-          int percent = static_cast<int>(100 * done / totalBytes);
-          if (percent != shown) {
-            *progress << "\r  writing " << path << ": " << percent << "%";
-            progress->flush();
-            shown = percent;
-          }
-        }
-      }
-    }
-    if (!flush())
+    bool failed = false;
+    walkBox(box, rootType.getShape(), root->first, width,
+            [&](const uint8_t *p, int64_t n) {
+              if (failed)
+                return;
+              chunk.insert(chunk.end(), p, p + n * width);
+              if (chunk.size() < (4u << 20))
+                return;
+              if (!flush()) {
+                failed = true;
+                return;
+              }
+              if (progress && totalBytes) {
+                int percent = static_cast<int>(100 * done / totalBytes);
+                if (percent != shown) {
+                  *progress << "\r  writing " << path << ": " << percent
+                            << "%";
+                  progress->flush();
+                  shown = percent;
+                }
+              }
+            });
+    if (failed || !flush())
       return error(message);
   }
   if (progress && shown >= 0)

@@ -6,7 +6,8 @@
 // meshc-shard-specialize-rank) and reshape-like views. Such a chain is folded
 // at compile time into one strided box of the root tensor: the rank's weight
 // file holds exactly the boxes its kernels read, written by streaming rows
-// from the memory-mapped source file, never the whole model in memory.
+// from the memory-mapped source file, never the whole model in memory. A
+// concat of such boxes (padding) is stored assembled.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_COMPILER_CODEGEN_WEIGHTSHARDS_H
@@ -23,7 +24,9 @@
 namespace meshc::codegen {
 
 /// A strided box of a weight or constant: element i of the box (over the
-/// root's dimensions) is root[starts + i * steps].
+/// root's dimensions) is root[starts + i * steps]. A concat of such boxes
+/// (a rank's shard of a padded weight beside its zeros) is a root too,
+/// assembled from its parts when the file is written.
 struct WeightBox {
   mlir::Operation *root = nullptr; ///< dfg.weight or dfg.constant
   llvm::SmallVector<int64_t> starts, steps, shape;
@@ -70,6 +73,10 @@ public:
         llvm::raw_ostream *progress);
 
 private:
+  class Roots;
+  /// The name of a concat root: its parts' boxes.
+  std::string concatName(mlir::Operation *concat);
+
   llvm::DenseMap<mlir::Value, std::optional<WeightBox>> folded_;
   std::vector<Entry> entries_;
   bool productsInBf16_ = false;

@@ -36,8 +36,8 @@
 //        hidden features of every MLP (the linears whose outputs reach
 //        one other linear through elementwise ops only, and nothing else);
 //        then, once those have propagated, the vocabulary of the lm_head (a
-//        returned linear whose input is whole) and of the embeddings, when
-//        tp divides it.
+//        returned linear whose input is whole) and of the embeddings, padded
+//        with zeros where tp does not divide it.
 //      Then, from the graph alone, every projection still whole: its output
 //      features are split over tp on trial and propagated (step 4); the
 //      split is kept where it ends in contractions that sum it (partial
@@ -434,7 +434,8 @@ void splitSlicedProjections(func::FuncOp func) {
 /// its shape and read nothing else along its last axis but weights (an
 /// unraised lm_head's bias add; casts: bf16 logits
 /// widened to f32; a final softcap: Gemma-2's logits / c, tanh, * c), or
-/// through a concat along that axis (an lm_head cut by splitUnevenLmHeads).
+/// through a concat or a slice along that axis (an lm_head padded by
+/// padUnevenLmHeads).
 bool returnedAlongLastAxis(Value v) {
   return llvm::any_of(v.getUsers(), [&](Operation *user) {
     if (isa<func::ReturnOp>(user))
@@ -444,6 +445,13 @@ bool returnedAlongLastAxis(Value v) {
       int64_t axis = concat.getAxis();
       return (axis == -1 || axis == type.getRank() - 1) &&
              returnedAlongLastAxis(concat.getResult());
+    }
+    // A slice of the last axis alone (padUnevenLmHeads's).
+    if (auto slice = dyn_cast<dfg::SliceOp>(user)) {
+      ArrayRef<int64_t> axes = slice.getAxes();
+      return axes.size() == 1 &&
+             (axes[0] == -1 || axes[0] == type.getRank() - 1) &&
+             returnedAlongLastAxis(slice.getResult());
     }
     if (!isa<dfg::ElementwiseOpInterface>(user) || user->getNumResults() != 1 ||
         cast<RankedTensorType>(user->getResult(0).getType()).getShape() !=
@@ -462,35 +470,59 @@ bool returnedAlongLastAxis(Value v) {
 }
 
 /// A returned lm_head whose vocabulary V tp (of size n) does not divide
-/// (GPT-2's 50257) ==> concat(lm_head on the first V - V mod n rows of the
-/// weight, lm_head on the last V mod n), so that the first, nearly all of
-/// the logits, can be vocabulary-parallel while the remainder (fewer
-/// columns than ranks) is computed whole.
-void splitUnevenLmHeads(func::FuncOp func, int64_t n) {
+/// (GPT-2's 50257) ==> slice(lm_head on the weight padded with zero columns
+/// to the next multiple of n, [0, V)), so that it can be vocabulary-parallel
+/// like any other: the rank holding the last block computes its real columns
+/// and the padding's zeros (meshc-shard-specialize-rank moves its slice of
+/// the weight through the padding), and the padded logits are dropped after
+/// the all_gather that returns them.
+void padUnevenLmHeads(func::FuncOp func, int64_t n) {
   SmallVector<dfg::LinearOp> heads;
   func.walk([&](dfg::LinearOp linear) {
     auto type = linear.getType();
     int64_t vocab = type.getShape().back();
-    if (!ShapedType::isDynamic(vocab) && vocab > n && vocab % n != 0 &&
+    if (!ShapedType::isDynamic(vocab) && vocab % n != 0 &&
         isSource(linear.getWeight()) && returnedAlongLastAxis(linear))
       heads.push_back(linear);
   });
   for (dfg::LinearOp linear : heads) {
     OpBuilder b(linear);
+    Location loc = linear.getLoc();
     auto type = linear.getType();
+    Type element = type.getElementType();
     int64_t rank = type.getRank(), vocab = type.getShape().back();
-    int64_t even = vocab - vocab % n;
-    auto part = [&](int64_t start, int64_t end) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape.back() = end - start;
-      return linearColumns(b, linear, start, end,
-                           RankedTensorType::get(shape, type.getElementType()));
+    int64_t padded = (vocab + n - 1) / n * n;
+    auto pad = [&](Value v, int64_t axis) {
+      auto vType = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(vType.getShape());
+      shape[axis] = padded - vocab;
+      auto zerosType = RankedTensorType::get(shape, vType.getElementType());
+      Value zeros = dfg::ConstantOp::create(
+          b, loc, zerosType,
+          DenseElementsAttr::get(zerosType,
+                                 b.getZeroAttr(vType.getElementType())));
+      shape[axis] = padded;
+      return dfg::ConcatOp::create(
+                 b, loc, RankedTensorType::get(shape, vType.getElementType()),
+                 ValueRange{v, zeros}, b.getI64IntegerAttr(axis))
+          .getResult();
     };
-    Value parts[] = {part(0, even), part(even, vocab)};
-    Value logits = dfg::ConcatOp::create(b, linear.getLoc(), type, parts,
-                                         b.getI64IntegerAttr(rank - 1));
-    linear.getResult().replaceAllUsesWith(logits);
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = padded;
+    Value logits = dfg::LinearOp::create(
+        b, loc, RankedTensorType::get(shape, element), linear.getInput(),
+        pad(linear.getWeight(), linear.getTransposeWeight() ? 0 : 1),
+        linear.getBias() ? pad(linear.getBias(), 0) : Value(),
+        linear.getTransposeWeight());
+    Value real =
+        dfg::SliceOp::create(b, loc, logits, {0}, {vocab}, {rank - 1}, {1});
+    linear.getResult().replaceAllUsesWith(real);
     linear.erase();
+    real.getDefiningOp()->emitRemark()
+        << "the lm_head's vocabulary of " << vocab << ", which tp=" << n
+        << " does not divide, padded to " << padded
+        << " with zero columns so that tp splits it evenly (the padded "
+           "logits are dropped)";
   }
 }
 
@@ -936,18 +968,66 @@ private:
   }
 
   /// Vocabulary-parallel embeddings: each rank holds a block of the
-  /// table's rows when tp divides them (partition builds the masked lookup
-  /// and the all_reduce that sums the ranks' rows).
+  /// table's rows (partition builds the masked lookup and the all_reduce
+  /// that sums the ranks' rows). A vocabulary tp does not divide (GPT-2's
+  /// 50257, BERT's 30522 on tp=4, a table of 2 token types) is padded with
+  /// zero rows to the next multiple of tp, which no id reaches (a rank may
+  /// hold zeros only, and adds nothing): negative ids, which count from
+  /// the end of the table, are made positive first. The rank holding the
+  /// last block reads its real rows and the zeros, not the whole table
+  /// (meshc-shard-specialize-rank moves its slice through the padding).
   void seedEmbeddings(const DimAxes &tp) {
     int64_t n = groupSize(grid_, tp);
     func_.walk([&](dfg::EmbeddingOp op) {
-      int64_t vocab =
-          cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
-      if (isSource(op.getTable()) && !ShapedType::isDynamic(vocab) &&
-          vocab % n == 0)
-        op->setAttr(kVocabAxesAttr,
-                    DenseI16ArrayAttr::get(op.getContext(), tp));
+      auto tableType = cast<RankedTensorType>(op.getTable().getType());
+      int64_t vocab = tableType.getDimSize(0);
+      if (!isSource(op.getTable()) || !tableType.hasStaticShape() ||
+          vocab == 0)
+        return;
+      if (vocab % n != 0)
+        padVocabulary(op, n);
+      op->setAttr(kVocabAxesAttr,
+                  DenseI16ArrayAttr::get(op.getContext(), tp));
     });
+  }
+
+  /// `op`'s table padded with zero rows to a multiple of `n`.
+  void padVocabulary(dfg::EmbeddingOp op, int64_t n) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto tableType = cast<RankedTensorType>(op.getTable().getType());
+    Type element = tableType.getElementType();
+    int64_t vocab = tableType.getDimSize(0);
+    int64_t padded = (vocab + n - 1) / n * n;
+    SmallVector<int64_t> shape(tableType.getShape());
+    shape[0] = padded - vocab;
+    auto zerosType = RankedTensorType::get(shape, element);
+    Value zeros = dfg::ConstantOp::create(
+        b, loc, zerosType,
+        DenseElementsAttr::get(zerosType, b.getZeroAttr(element)));
+    shape[0] = padded;
+    Value table = dfg::ConcatOp::create(
+        b, loc, RankedTensorType::get(shape, element),
+        ValueRange{op.getTable(), zeros}, b.getI64IntegerAttr(0));
+    // ONNX Gather's negative ids count from the end of the real table.
+    Value ids = op.getIds();
+    auto idType = cast<RankedTensorType>(ids.getType()).getElementType();
+    auto scalar = [&](int64_t value) {
+      auto type = RankedTensorType::get({1}, idType);
+      return dfg::ConstantOp::create(
+                 b, loc, type,
+                 DenseElementsAttr::get(type, b.getIntegerAttr(idType, value)))
+          .getResult();
+    };
+    Value negative = dfg::LessOp::create(b, loc, ids, scalar(0));
+    Value up = dfg::AddOp::create(b, loc, ids, scalar(vocab));
+    Value wrapped = dfg::WhereOp::create(b, loc, negative, up, ids);
+    op.getTableMutable().assign(table);
+    op.getIdsMutable().assign(wrapped);
+    op->emitRemark() << "the embedding's vocabulary of " << vocab
+                     << " rows, which tp=" << n << " does not divide, padded to "
+                     << padded << " with zero rows (no id reads them) so that "
+                     << "tp splits it evenly";
   }
 
   /// True when `v` is split over one of the `tp` axes in `state`.
@@ -1382,7 +1462,7 @@ public:
       if (DimAxes tp = findAxes(*grid, "tp"); !tp.empty()) {
         splitPackedProjections(func);
         padUnevenHeads(func, groupSize(*grid, tp));
-        splitUnevenLmHeads(func, groupSize(*grid, tp));
+        padUnevenLmHeads(func, groupSize(*grid, tp));
       }
       if (failed(Planner(*grid, func, sequenceParallel).run()))
         return signalPassFailure();

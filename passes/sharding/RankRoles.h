@@ -19,6 +19,12 @@ namespace meshc {
 /// cannot be specialized.
 mlir::LogicalResult specializeForRank(mlir::ModuleOp module, int64_t rank);
 
+/// Moves the slices of values made from weights by data movement alone
+/// (views, and concats such as padding's) onto the weights, so that a rank
+/// reads its shard, not the whole weight (passes/sharding/WeightSlices.cpp).
+/// Part of specializeForRank.
+void moveSlicesToWeights(mlir::ModuleOp module);
+
 /// One distinct per-rank program and the ranks that run it.
 struct RankRole {
   llvm::SmallVector<int64_t> ranks;

@@ -17,6 +17,9 @@
 //      of what they take and return (`dfg.dims`), and the buffer is a
 //      dfg.symbolic_expand of zero to the sent value's dimensions.
 //   3. Results the rank does not hold leave the return and the signature.
+//   4. Slices of weights seen through views and concats (padding) move onto
+//      the weights (moveSlicesToWeights, WeightSlices.cpp): the rank reads
+//      its shard of a padded weight, not the whole.
 //
 // buildRankRoles specialises for every rank, canonicalises, and groups the
 // ranks whose programs print the same (dp replicas, say) into one role.
@@ -286,6 +289,7 @@ LogicalResult specializeForRank(ModuleOp module, int64_t rank) {
       if (func->getAttrOfType<IntegerAttr>(kStageAttr).getInt() != stage)
         func.erase();
   }
+  moveSlicesToWeights(module);
   module->setAttr(
       "meshc.rank",
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), rank));

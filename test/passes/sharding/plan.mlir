@@ -473,22 +473,49 @@ func.func @softcapped_lm_head(%x: tensor<2x4x8xf32>) -> tensor<2x4x32xf32> {
 
 // -----
 
-// A tied lm_head whose vocabulary (50) tp=4 does not divide: cut into the
-// first 48 rows of the weight, split over the vocabulary, and the last 2,
-// computed whole; their logits are concatenated.
+// A tied lm_head whose vocabulary (50) tp=4 does not divide: its weight is
+// padded with 2 zero rows (it is stored [out, in]) to 52, split over the
+// vocabulary, and the padded logits are dropped; nothing is computed whole.
+// Its bias is padded likewise.
 module attributes {meshc.mesh = "tp=4"} {
 // CHECK-LABEL: func.func @uneven_lm_head
 func.func @uneven_lm_head(%x: tensor<2x4x8xf32>) -> tensor<2x4x50xf32> {
   %w = dfg.weight "wte" in "w.bin" [offset = 0, length = 1600] : tensor<50x8xf32>
-  // CHECK: %[[A:.+]] = dfg.slice %{{.+}} starts = [0] ends = [48] axes = [0]
-  // CHECK: %[[LA:.+]] = dfg.linear %{{.+}}, %[[A]] transpose_weight = true {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : {{.*}}-> tensor<2x4x48xf32>
-  // CHECK: %[[B:.+]] = dfg.slice %{{.+}} starts = [48] ends = [50] axes = [0]
-  // CHECK: %[[LB:.+]] = dfg.linear %{{.+}}, %[[B]] transpose_weight = true : {{.*}}-> tensor<2x4x2xf32>
-  // CHECK: dfg.concat %[[LA]], %[[LB]] axis = 2
-  // expected-warning @+2 {{1 op(s) (dfg.linear x1) have nothing split over tp=4: every tp rank computes them whole (this one first)}}
-  // expected-note @+1 {{not split: its 2 output features are not divisible by tp=4}}
-  %l = dfg.linear %x, %w transpose_weight = true : (tensor<2x4x8xf32>, tensor<50x8xf32>) -> tensor<2x4x50xf32>
+  %b = dfg.weight "bias" in "w.bin" [offset = 1600, length = 200] : tensor<50xf32>
+  // CHECK-DAG: %[[Z:.+]] = dfg.constant dense<0.000000e+00> : tensor<2x8xf32>
+  // CHECK-DAG: %[[P:.+]] = dfg.concat %{{.+}}, %[[Z]] axis = 0 : (tensor<50x8xf32>, tensor<2x8xf32>) -> tensor<52x8xf32>
+  // CHECK-DAG: %[[ZB:.+]] = dfg.constant dense<0.000000e+00> : tensor<2xf32>
+  // CHECK-DAG: %[[PB:.+]] = dfg.concat %{{.+}}, %[[ZB]] axis = 0 : (tensor<50xf32>, tensor<2xf32>) -> tensor<52xf32>
+  // CHECK: %[[L:.+]] = dfg.linear %{{.+}}, %[[P]], %[[PB]] transpose_weight = true {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : {{.*}}-> tensor<2x4x52xf32>
+  // CHECK: dfg.slice %[[L]] starts = [0] ends = [50] axes = [2] steps = [1]
+  // CHECK-NOT: warning
+  // expected-remark @+1 {{the lm_head's vocabulary of 50, which tp=4 does not divide, padded to 52 with zero columns so that tp splits it evenly (the padded logits are dropped)}}
+  %l = dfg.linear %x, %w, %b transpose_weight = true : (tensor<2x4x8xf32>, tensor<50x8xf32>, tensor<50xf32>) -> tensor<2x4x50xf32>
   return %l : tensor<2x4x50xf32>
+}
+}
+
+// -----
+
+// An embedding table whose vocabulary (50) tp=4 does not divide: padded with
+// 2 zero rows to 52 and split over the vocabulary like any other. Negative
+// ids (ONNX Gather counts them from the end) are made positive against the
+// real 50 rows first, so that no id reaches the padding.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK-LABEL: func.func @uneven_embedding
+func.func @uneven_embedding(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
+  %wte = dfg.weight "wte" in "w.bin" [offset = 0, length = 1600] : tensor<50x8xf32>
+  // CHECK: %[[Z:.+]] = dfg.constant dense<0.000000e+00> : tensor<2x8xf32>
+  // CHECK: %[[P:.+]] = dfg.concat %{{.+}}, %[[Z]] axis = 0 : (tensor<50x8xf32>, tensor<2x8xf32>) -> tensor<52x8xf32>
+  // CHECK: %[[NEG:.+]] = dfg.less %[[IDS:.+]], %{{.+}}
+  // CHECK: %[[V:.+]] = dfg.constant dense<50> : tensor<1xi64>
+  // CHECK: %[[UP:.+]] = dfg.add %[[IDS]], %[[V]]
+  // CHECK: %[[W:.+]] = dfg.where %[[NEG]], %[[UP]], %[[IDS]]
+  // CHECK: dfg.embedding %[[P]], %[[W]] {meshc.vocab_axes = array<i16: 0>} : (tensor<52x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  // CHECK-NOT: warning
+  // expected-remark @+1 {{the embedding's vocabulary of 50 rows, which tp=4 does not divide, padded to 52 with zero rows (no id reads them) so that tp splits it evenly}}
+  %h = dfg.embedding %wte, %ids : (tensor<50x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  return %h : tensor<2x4x8xf32>
 }
 }
 
