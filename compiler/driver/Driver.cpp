@@ -239,7 +239,10 @@ struct AxisBounds {
 /// onnxruntime-genai builder names its sliding-window layers' caches apart
 /// from the others).
 int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
-                      onnximport::DimSizes &bounds, StringRef command) {
+                      onnximport::DimSizes &bounds, StringRef command,
+                      llvm::StringSet<> &givenNames) {
+  for (const auto &entry : bounds)
+    givenNames.insert(entry.getKey()); // --max-dim
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
   std::string batch, seq, cache;
   auto nameOf = [&](unsigned arg, int64_t dim) -> std::string {
@@ -288,12 +291,17 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     }
     if (!bounds.try_emplace(name, size).second && given)
       return fail(command, flag + " and --max-dim both bound '" + name + "'");
+    if (given)
+      givenNames.insert(name);
   }
   if (axes.cache > 0)
-    for (const std::string &name : otherCaches)
+    for (const std::string &name : otherCaches) {
       if (!bounds.try_emplace(name, axes.cache).second && axes.cacheGiven)
         return fail(command,
                     "--max-cache and --max-dim both bound '" + name + "'");
+      if (axes.cacheGiven)
+        givenNames.insert(name);
+    }
   // The attention mask of a cached step spans the past and the new tokens;
   // where the exporter names its width on its own (onnxruntime-genai's
   // total_sequence_length) rather than as past + sequence, the width is
@@ -307,6 +315,36 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
           width != cache)
         bounds.try_emplace(width, axes.seq + axes.cache);
     }
+  return 0;
+}
+
+/// The largest sizes the model's shape arithmetic was imported for
+/// (`dfg.dim_maximums`: MPT's ALiBi table sliced at max(0, max_seq_len -
+/// sequence_length) holds for sequence_length <= max_seq_len): a default
+/// bound above one is lowered to it, a bound the user gave is refused.
+int applyModelMaximums(mlir::ModuleOp module, onnximport::DimSizes &bounds,
+                       const llvm::StringSet<> &givenNames,
+                       StringRef command) {
+  auto most = module->getAttrOfType<mlir::DictionaryAttr>("dfg.dim_maximums");
+  if (!most)
+    return 0;
+  for (mlir::NamedAttribute entry : most) {
+    StringRef name = entry.getName().getValue();
+    int64_t max = cast<mlir::IntegerAttr>(entry.getValue()).getInt();
+    auto it = bounds.find(name);
+    if (it == bounds.end() || it->second <= max)
+      continue;
+    if (givenNames.contains(name))
+      return fail(command, "dimension '" + name + "' is bounded at " +
+                               Twine(it->second) +
+                               ", but the model's shape arithmetic holds "
+                               "only up to " +
+                               Twine(max) + " (see the note above)");
+    errs() << "meshc " << command << ": note: dimension '" << name
+           << "' is bounded at " << max << " (not the default " << it->second
+           << "): the model holds only up to " << max << "\n";
+    it->second = max;
+  }
   return 0;
 }
 
@@ -328,9 +366,15 @@ int withFrontEnd(
       onnximport::importOnnxModel(context, model, dims);
   if (!module)
     return 1;
-  if (bounds && axes)
-    if (int status = resolveAxisBounds(*module, *axes, *bounds, command))
+  if (bounds && axes) {
+    llvm::StringSet<> givenNames;
+    if (int status =
+            resolveAxisBounds(*module, *axes, *bounds, command, givenNames))
       return status;
+    if (int status =
+            applyModelMaximums(*module, *bounds, givenNames, command))
+      return status;
+  }
   if (!symbolicOk)
     if (int status = checkStaticInputs(*module, command, bounds))
       return status;

@@ -111,6 +111,9 @@ private:
   StringMap<const onnx::FunctionProto *> functions_;
   DimSizes pinned_;
   DimSizes minimums_;
+  /// Largest sizes of symbolic input dimensions for which the shape
+  /// arithmetic folded as it did (foldSymbolic's Min and Max).
+  DimSizes maximums_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -769,7 +772,8 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
   };
   for (Operation *op : ops) {
     // Shape arithmetic on symbolic dimensions first (SymbolicFolding.cpp).
-    if (Value folded = foldSymbolic(op, dimTable_, model_.folder())) {
+    if (Value folded =
+            foldSymbolic(op, dimTable_, model_.folder(), maximums_)) {
       replace(op, folded);
       continue;
     }
@@ -971,6 +975,14 @@ OwningOpRef<ModuleOp> Importer::run() {
       least.push_back(builder_.getNamedAttr(
           entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
     (*module)->setAttr("dfg.dim_minimums", builder_.getDictionaryAttr(least));
+  }
+  // Largest sizes the shape arithmetic assumed, for the bounds to respect.
+  if (!maximums_.empty()) {
+    SmallVector<NamedAttribute> most;
+    for (auto &entry : maximums_)
+      most.push_back(builder_.getNamedAttr(
+          entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
+    (*module)->setAttr("dfg.dim_maximums", builder_.getDictionaryAttr(most));
   }
 
   if (failed(verify(*module)))

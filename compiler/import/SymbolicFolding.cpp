@@ -17,6 +17,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace meshc::onnximport {
@@ -77,9 +79,92 @@ std::optional<int64_t> constantOf(AffineExpr e) {
   return std::nullopt;
 }
 
+/// `e` as sum(coefficients[i] * symbol i) + constant, when it is linear.
+struct Linear {
+  std::map<unsigned, int64_t> coefficients;
+  int64_t constant = 0;
+};
+std::optional<Linear> linearOf(AffineExpr e) {
+  Linear out;
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    out.constant = c.getValue();
+    return out;
+  }
+  if (auto s = dyn_cast<AffineSymbolExpr>(e)) {
+    out.coefficients[s.getPosition()] = 1;
+    return out;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<Linear> l = linearOf(bin.getLHS()), r = linearOf(bin.getRHS());
+  if (!l || !r)
+    return std::nullopt;
+  if (e.getKind() == AffineExprKind::Add) {
+    for (auto [s, c] : r->coefficients)
+      l->coefficients[s] += c;
+    l->constant += r->constant;
+    return l;
+  }
+  if (e.getKind() != AffineExprKind::Mul)
+    return std::nullopt;
+  // One side is a constant.
+  if (!r->coefficients.empty())
+    std::swap(l, r);
+  if (!r->coefficients.empty())
+    return std::nullopt;
+  for (auto &[s, c] : l->coefficients)
+    c *= r->constant;
+  l->constant *= r->constant;
+  return l;
+}
+
+/// How a and b compare for every size (each symbol at least 1), when that
+/// is decidable: 1 if a >= b always, -1 if a <= b always. Where the order
+/// flips at some size of one symbol s, the order at s = 1 with `bound` set
+/// to (s, the largest size of s for which it holds).
+std::optional<int> decideOrder(AffineExpr a, AffineExpr b,
+                               std::optional<std::pair<unsigned, int64_t>>
+                                   &bound) {
+  std::optional<Linear> d = linearOf(a - b);
+  if (!d)
+    return std::nullopt;
+  bool up = true, down = true; // the difference only grows / only shrinks
+  int64_t atOne = d->constant;
+  std::optional<std::pair<unsigned, int64_t>> only;
+  int terms = 0;
+  for (auto [s, c] : d->coefficients) {
+    if (c == 0)
+      continue;
+    up &= c > 0;
+    down &= c < 0;
+    atOne += c;
+    only = {s, c};
+    ++terms;
+  }
+  // Monotone from its value at 1 in the direction that keeps its sign.
+  if (atOne >= 0 && up)
+    return 1;
+  if (atOne <= 0 && down)
+    return -1;
+  if (terms != 1)
+    return std::nullopt;
+  auto [s, c] = *only;
+  // d = c * s + k changes sign once: at s = 1 it has the sign of atOne.
+  int64_t k = d->constant;
+  if (c < 0) { // atOne > 0: a >= b while c * s + k >= 0
+    bound = {{s, k / -c}};
+    return 1;
+  }
+  // c > 0, atOne < 0: a <= b while c * s + k <= 0
+  bound = {{s, -k / c}};
+  return -1;
+}
+
 } // namespace
 
-Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
+Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
+                   llvm::StringMap<int64_t> &maximums) {
   if (op->getNumResults() != 1 || op->getNumOperands() == 0)
     return {};
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -177,7 +262,7 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
           })
           .Case<dfg::MinOp, dfg::MaxOp>([&](Operation *) {
             bool isMin = isa<dfg::MinOp>(op);
-            return binary([isMin](AffineExpr a, AffineExpr b) -> AffineExpr {
+            return binary([&](AffineExpr a, AffineExpr b) -> AffineExpr {
               if (dfg::sameDim(a, b))
                 return a;
               std::optional<int64_t> ca = constantOf(a), cb = constantOf(b);
@@ -190,7 +275,25 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir) {
                 return isMin ? a : b;
               if (cb && *cb <= 1 && isPositive(a))
                 return isMin ? b : a;
-              return {};
+              std::optional<std::pair<unsigned, int64_t>> bound;
+              std::optional<int> order = decideOrder(a, b, bound);
+              if (!order || (bound && bound->second < 1))
+                return {};
+              AffineExpr result = (*order > 0) != isMin ? a : b;
+              if (bound) {
+                std::string name = table.name(bound->first).str();
+                auto [it, added] = maximums.try_emplace(name, bound->second);
+                if (added || bound->second < it->second) {
+                  it->second = bound->second;
+                  op->emitRemark()
+                      << (isMin ? "min(" : "max(") << table.format(a) << ", "
+                      << table.format(b) << ") is " << table.format(result)
+                      << " while " << name << " <= " << bound->second
+                      << ": the model is compiled for " << name
+                      << " up to " << bound->second;
+                }
+              }
+              return result;
             });
           })
           .Case([&](dfg::EqualOp) { return binary(decideEqual); })

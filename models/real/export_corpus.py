@@ -12,7 +12,7 @@ Usage (environments from models/real/setup_export_env.sh):
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
-modernbert,deberta_v2,mpnet,smollm \
+modernbert,deberta_v2,mpnet,smollm,mpt \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -206,6 +206,11 @@ def config_for(arch):
         return tf.PhimoeConfig(num_key_value_heads=2, num_local_experts=4,
                                num_experts_per_tok=2, experts_implementation="batched_mm",
                                pad_token_id=0, **common), tf.PhimoeForCausalLM
+    if arch == "mpt":
+        # ALiBi from a table of max_seq_len positions, sliced at
+        # max(0, max_seq_len - sequence_length): valid up to max_seq_len.
+        return tf.MptConfig(vocab_size=VOCAB, d_model=64, n_heads=4, n_layers=2,
+                            expansion_ratio=2, max_seq_len=64), tf.MptForCausalLM
     if arch == "xglm":  # sinusoidal positions, masked scores clamped at finfo.min
         return tf.XGLMConfig(vocab_size=VOCAB, d_model=64, num_layers=2, attention_heads=4,
                              ffn_dim=128, max_position_embeddings=64, dropout=0.0,
@@ -246,7 +251,7 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-        "smollm"]
+        "smollm", "mpt"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}

@@ -20,6 +20,10 @@
 //      does not lead to the scores is an additive mask. A scale applied after
 //      the mask (CodeGen: (Q K^T + mask) / c) scales the mask too: the op
 //      takes the mask scaled (a Where of constants gets scaled constants).
+//      A bool mask with a fill that absorbs the scores (at most -1e30)
+//      may have an additive mask below it (MPT: masked_fill(S + ALiBi,
+//      mask, finfo.min), its fill first: FillFirstWhere swaps it into
+//      where(not(mask), S, F)); the op adds the two as one.
 //      One Where with a finite fill below the additive mask (GPT-Neo:
 //      where(causal bias, S, finfo.min) + HF's mask) is a second mask; see
 //      step 5. So is a second Add with no scale between (BLOOM: S + ALiBi
@@ -327,6 +331,10 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     double innerFill = 0.0;
     // A second additive mask below the first (BLOOM: ALiBi, then HF's mask).
     Value extraMask;
+    // The fill of a bool mask (where(c, S, F)): one that absorbs the scores
+    // (at most -1e30, or -inf) lets an additive mask below it join it
+    // (MPT: masked_fill(S + ALiBi, mask, finfo.min)).
+    double maskFill = 0.0;
     // max(masked scores, c) above the mask (XGLM, OPT-style eager
     // attention: the sum clamped at finfo.min).
     bool clamped = false;
@@ -375,6 +383,7 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
           innerFill = *fill * scaleAbove;
         } else {
           mask = where.getCondition();
+          maskFill = *fill * scaleAbove;
         }
         s = where.getLhs();
         continue;
@@ -390,8 +399,11 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         if (mask) {
           // A second additive mask, with no scale between: the op adds the
           // sum of the two (built once the match stands).
-          if (extraMask || innerCondition || isBoolMask(mask) ||
-              isBoolMask(other) || scaleAbove != maskScale || softcap > 0 ||
+          bool absorbing = isBoolMask(mask) &&
+                           !(maskFill > kFiniteCausalFillMax);
+          if (extraMask || innerCondition ||
+              (isBoolMask(mask) && !absorbing) || isBoolMask(other) ||
+              scaleAbove != maskScale || softcap > 0 ||
               !broadcastable(mask, other))
             return failure();
           extraMask = other;
@@ -506,6 +518,13 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
       mask = scaledMask(mask, maskScale, rewriter);
     if (extraMask && maskScale != 1.0)
       extraMask = scaledMask(extraMask, maskScale, rewriter);
+
+    // A bool mask with an additive one below it (MPT): the bool mask as the
+    // additive where(c, 0, F) with its own fill, so that a row whose every
+    // key is masked spreads over all keys as the Where makes it (its fill
+    // then becomes causal_fill in step 5).
+    if (extraMask && mask && isBoolMask(mask))
+      mask = filledMask(mask, maskFill, element, rewriter);
 
     // 5. A causal mask becomes the flag; so does the causal factor of a
     //    conjunction (HF's causal and padding masks), the rest staying the
@@ -685,6 +704,48 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   dfg::SymbolicShapes &shapes;
 };
 
+/// where(c, F, S) -> where(not(c), S, F) for scores S and a fill F that
+/// absorbs them (at most -1e30, or -inf): PyTorch's masked_fill(S, c, F),
+/// as MPT writes its mask, in the form step 2 reads. The same values.
+struct FillFirstWhere : OpRewritePattern<dfg::WhereOp> {
+  FillFirstWhere(MLIRContext *ctx, const ConstantReader &reader,
+                 dfg::SymbolicShapes &)
+      : OpRewritePattern(ctx), reader(reader) {}
+
+  LogicalResult matchAndRewrite(dfg::WhereOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<double> fill = reader.splat(op.getLhs());
+    if (!fill || !(*fill <= kFiniteCausalFillMax) ||
+        op.getRhs().getType() != op.getType() ||
+        reader.splat(op.getRhs()) || !reachesScores(op.getRhs()))
+      return failure();
+    Value kept = negated(op.getCondition(), rewriter);
+    rewriter.replaceOpWithNewOp<dfg::WhereOp>(op, op.getType(), kept,
+                                              op.getRhs(), op.getLhs());
+    return success();
+  }
+
+  /// not(c), seen through what builds c: not(x) is x, and bool(where(v, 0,
+  /// F)) with F nonzero (MPT's bool of HF's additive mask) is not(v), so
+  /// the mask step 5 reads is v itself.
+  Value negated(Value c, PatternRewriter &rewriter) const {
+    if (auto inner = defining<dfg::NotOp>(c))
+      return inner.getInput();
+    auto cast = defining<dfg::CastOp>(c);
+    auto where = cast ? defining<dfg::WhereOp>(cast.getInput()) : nullptr;
+    if (where && cast.getType().getElementType().isInteger(1) &&
+        where.getCondition().getType().getShape() == cast.getType().getShape()) {
+      std::optional<double> kept = reader.splat(where.getLhs());
+      std::optional<double> fill = reader.splat(where.getRhs());
+      if (kept && fill && *kept == 0.0 && *fill != 0.0)
+        return where.getCondition();
+    }
+    return dfg::NotOp::create(rewriter, c.getLoc(), c);
+  }
+
+  const ConstantReader &reader;
+};
+
 /// Step 5 on a dfg.attention that is not causal and has a mask: the causal
 /// mask, or the causal factor of a conjunction, becomes the flag.
 struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
@@ -746,8 +807,8 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
 void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
                                     const ConstantReader &reader,
                                     dfg::SymbolicShapes &shapes) {
-  patterns.add<SoftmaxAttention, CausalFromMask>(patterns.getContext(), reader,
-                                                 shapes);
+  patterns.add<SoftmaxAttention, CausalFromMask, FillFirstWhere>(
+      patterns.getContext(), reader, shapes);
 }
 
 } // namespace meshc::graph

@@ -10,6 +10,7 @@
 #define MESHC_PASSES_SHARDING_NORMALIZE_H
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::func {
 class FuncOp;
@@ -17,6 +18,7 @@ class FuncOp;
 
 namespace mlir {
 class Value;
+class Operation;
 } // namespace mlir
 
 namespace meshc {
@@ -43,6 +45,12 @@ void padUnevenHeads(mlir::func::FuncOp func, int64_t tp);
 /// count at least `kvHeads` that tp divides or is a multiple of (itself when
 /// it already is).
 int64_t paddedKvHeads(int64_t kvHeads, int64_t tp);
+
+/// When `op` is a written-out repeat of KV heads for their query heads (an
+/// unraised GQA, transformers' repeat_kv): a dfg.reshape merging axes a and
+/// a + 1 of an expand's [..., kv, g, ...] (g copies of each KV head) into
+/// [..., kv * g, ...]. Returns a.
+std::optional<int64_t> repeatMergeAxis(mlir::Operation *op);
 
 /// Ops on a tensor whose leading dimensions a reshape merged ([B, H, S, D]
 /// -> [B*H, S, D]) and that treat the merged dimension as independent rows

@@ -25,11 +25,15 @@
 //
 // padUnevenHeads starts from each dfg.attention whose heads (or KV heads)
 // tp does not divide (its key heads tell the grouping), then from each
-// reshape of a projection's features [..., h * d] into heads [..., h, d] with
-// h % tp != 0 (an attention left unraised), and follows the heads through
-// the dataflow in both directions:
+// written-out repeat of KV heads for their query heads (an unraised GQA:
+// transformers' repeat_kv, an expand of [..., kv, 1, ...] to g copies merged
+// into kv * g heads, tells the grouping), then from each reshape of a
+// projection's features [..., h * d] into heads [..., h, d] with h % tp != 0
+// (an attention left unraised), and follows the heads through the dataflow
+// in both directions:
 //   - through views that keep the head axis (reshapes splitting and merging
-//     [h, d], no-op reshapes, unsqueezes, broadcasts, transposes), slices and
+//     [h, d], no-op reshapes, unsqueezes, broadcasts, transposes, and a
+//     repeat's merge of [kv, g] into the query heads), slices and
 //     concats of other axes, elementwise ops, softmaxes along another axis,
 //     norms of each head's features, rotary, dfg.attention (keys and values
 //     of the same heads, or of one per group; a mask without a heads axis or
@@ -97,6 +101,43 @@ ArrayRef<int64_t> shapeOf(Value v) {
 /// A 2-D weight or literal (the right operand of a projection).
 bool isMatrix(Value v) { return isSource(v) && shapeOf(v).size() == 2; }
 
+/// A written-out repeat of KV heads for their query heads (transformers'
+/// repeat_kv): a reshape merging axes a and a + 1 of [..., kv, g, ...], an
+/// expand of the g copies of each KV head (a broadcast 1 at a + 1), into
+/// [..., kv * g, ...]. Returns a.
+std::optional<int64_t> repeatMerge(dfg::ReshapeOp reshape) {
+  ArrayRef<int64_t> in = shapeOf(reshape.getInput());
+  ArrayRef<int64_t> out = shapeOf(reshape.getResult());
+  ArrayRef<int64_t> spec = reshape.getShape();
+  Operation *def = reshape.getInput().getDefiningOp();
+  if (!isa_and_nonnull<dfg::ExpandOp, dfg::SymbolicExpandOp>(def) ||
+      in.size() != out.size() + 1 || spec.size() != out.size())
+    return std::nullopt;
+  ArrayRef<int64_t> before = shapeOf(def->getOperand(0));
+  int64_t shift = int64_t(in.size()) - int64_t(before.size());
+  for (int64_t a = 0; a + 1 < int64_t(in.size()); ++a) {
+    if (ShapedType::isDynamic(in[a]) || ShapedType::isDynamic(in[a + 1]) ||
+        in[a] <= 1 || in[a + 1] <= 1 || out[a] != in[a] * in[a + 1] ||
+        spec[a] != out[a])
+      continue;
+    // The repeat: a broadcast 1 (or an absent axis) before the expand.
+    int64_t at = a + 1 - shift;
+    if (at >= 0 && before[at] != 1)
+      continue;
+    bool same = true;
+    for (int64_t i = 0; i < a && same; ++i)
+      same = spec[i] == 0 || (!ShapedType::isDynamic(in[i]) && in[i] == out[i]);
+    // After: equal static sizes, or the one -1 of the spec.
+    for (int64_t i = a + 1; i < int64_t(out.size()) && same; ++i)
+      same = ShapedType::isDynamic(in[i + 1])
+                 ? spec[i] == -1
+                 : in[i + 1] == out[i] && spec[i] != 0;
+    if (same)
+      return a;
+  }
+  return std::nullopt;
+}
+
 class HeadGroup {
 public:
   /// `groups` groups of `perGroup` heads of `headDim` features (the query
@@ -146,6 +187,9 @@ public:
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape(type.getShape());
       shape[m.axis] = paddedSize(m);
+      bool repeat = repeats_.contains(v);
+      if (repeat)
+        shape[m.axis + 1] = gp_;
       v.setType(RankedTensorType::get(shape, type.getElementType()));
       // The function's arguments and results: their types, and what the
       // runtime pads or drops (kPaddedAttr: the axis and the model's size).
@@ -170,6 +214,8 @@ public:
         int64_t at = m.axis - (rank - int64_t(target.size()));
         if (at >= 0 && target[at] == size(m))
           target[at] = paddedSize(m);
+        if (repeat && at + 1 >= 0 && target[at + 1] == g_)
+          target[at + 1] = gp_;
         expand.setShapeAttr(DenseI64ArrayAttr::get(expand.getContext(), target));
       }
       if (auto expand = v.getDefiningOp<dfg::SymbolicExpandOp>()) {
@@ -180,6 +226,11 @@ public:
                          : AffineConstantExpr();
         if (c && c.getValue() == size(m))
           exprs[at] = getAffineConstantExpr(paddedSize(m), expand.getContext());
+        auto r = repeat && at + 1 >= 0
+                     ? dyn_cast<AffineConstantExpr>(exprs[at + 1])
+                     : AffineConstantExpr();
+        if (r && r.getValue() == g_)
+          exprs[at + 1] = getAffineConstantExpr(gp_, expand.getContext());
         expand.setShapeAttr(AffineMapAttr::get(
             AffineMap::get(0, map.getNumSymbols(), exprs, expand.getContext())));
       }
@@ -597,6 +648,22 @@ private:
     // A reshape that keeps the shape ([0, 5, 0, 8] after an attention).
     if (ri == ro && sameLeading(ri) && in == out)
       return m;
+    // The repeat of the KV heads for their query heads, written out
+    // (repeat_kv): [..., kv, g, ...] merged into [..., kv * g, ...]; the KV
+    // heads on one side, the query heads on the other.
+    if (std::optional<int64_t> a = repeatMerge(reshape)) {
+      Mark kv{*a, Kind::Heads, true}, q{*a, Kind::Heads};
+      if (groups_ > 1 && in[*a] == groups_ && in[*a + 1] == g_) {
+        if (!fromResult && m == kv) {
+          repeats_.insert(reshape.getInput());
+          return q;
+        }
+        if (fromResult && m == q) {
+          repeats_.insert(reshape.getInput());
+          return kv;
+        }
+      }
+    }
     return std::nullopt;
   }
 
@@ -606,6 +673,9 @@ private:
   llvm::DenseSet<std::pair<Operation *, Value>> visited_;
   llvm::SetVector<Operation *> sources_, sinks_;
   SmallVector<Pad> pads_;
+  /// Tensors [..., kv, g, ...] of a written-out repeat of the KV heads
+  /// (marked at kv): their next axis, the repeat, pads from g_ to gp_.
+  llvm::SetVector<Value> repeats_;
 };
 
 /// A reshape of a projection's features (with its bias added, unraised)
@@ -637,7 +707,26 @@ std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
   return std::make_pair(h, d);
 }
 
+/// The padding of `heads` query heads over `kvHeads` KV heads for tp: the
+/// KV heads to paddedKvHeads, and each group of query heads to a multiple
+/// of the ranks that share a KV head. std::nullopt when nothing needs it.
+std::optional<std::pair<int64_t, int64_t>>
+paddedGroups(int64_t heads, int64_t kvHeads, int64_t tp) {
+  int64_t paddedKv = paddedKvHeads(kvHeads, tp);
+  int64_t perGroup = heads / kvHeads;
+  int64_t ranks = paddedKv >= tp ? 1 : tp / paddedKv;
+  int64_t paddedPerGroup = (perGroup + ranks - 1) / ranks * ranks;
+  if (paddedKv == kvHeads && paddedPerGroup == perGroup)
+    return std::nullopt;
+  return std::make_pair(paddedKv, paddedPerGroup);
+}
+
 } // namespace
+
+std::optional<int64_t> repeatMergeAxis(Operation *op) {
+  auto reshape = dyn_cast_or_null<dfg::ReshapeOp>(op);
+  return reshape ? repeatMerge(reshape) : std::nullopt;
+}
 
 int64_t paddedKvHeads(int64_t kvHeads, int64_t tp) {
   int64_t padded = kvHeads;
@@ -679,14 +768,32 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     // count that it does (3 on tp=2 to 4); with fewer than tp (each then
     // replicated on tp / kv ranks), each group pads to a multiple of
     // tp / kv.
-    int64_t paddedKv = paddedKvHeads(kvHeads, tp);
-    int64_t perGroup = heads / kvHeads;
-    int64_t ranks = paddedKv >= tp ? 1 : tp / paddedKv;
-    int64_t paddedPerGroup = (perGroup + ranks - 1) / ranks * ranks;
-    if (paddedKv == kvHeads && paddedPerGroup == perGroup)
+    auto padded = paddedGroups(heads, kvHeads, tp);
+    if (!padded)
       continue;
-    HeadGroup group(kvHeads, paddedKv, perGroup, paddedPerGroup, d);
+    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second,
+                    d);
     attempt(group, a.getQuery(), {1, Kind::Heads});
+  }
+  // Unraised GQA: the written-out repeats of the KV heads say how the query
+  // heads group.
+  SmallVector<std::pair<dfg::ReshapeOp, int64_t>> repeats;
+  func.walk([&](dfg::ReshapeOp r) {
+    if (std::optional<int64_t> a = repeatMerge(r))
+      repeats.push_back({r, *a});
+  });
+  for (auto [r, a] : repeats) {
+    ArrayRef<int64_t> in = shapeOf(r.getInput());
+    ArrayRef<int64_t> out = shapeOf(r.getResult());
+    int64_t kvHeads = in[a], heads = out[a], d = out.back();
+    if (tried.contains(r.getResult()) || ShapedType::isDynamic(d))
+      continue;
+    auto padded = paddedGroups(heads, kvHeads, tp);
+    if (!padded)
+      continue;
+    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second,
+                    d);
+    attempt(group, r.getResult(), {a, Kind::Heads});
   }
   // Then heads the exporter wrote out: reshapes of projections.
   SmallVector<dfg::ReshapeOp> seeds;

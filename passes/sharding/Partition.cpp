@@ -300,6 +300,10 @@ private:
           map.getNumDims(), map.getNumSymbols(), exprs, op->getContext())));
       expand.getResult().setType(expected.front());
     }
+    // A symbolic slice keeps its sliced axes whole (its rule pins them);
+    // the others are its input's pieces.
+    if (auto slice = dyn_cast<dfg::SymbolicSliceOp>(local))
+      slice.getResult().setType(expected.front());
     if (failed(refineTypes(local)))
       return failure();
     for (auto [r, t] : llvm::enumerate(expected)) {

@@ -1362,12 +1362,22 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
     return success();
   int64_t n = grid.getShape()[*tp];
   int64_t kvSplit = 0;
-  dfg::AttentionOp first;
-  WalkResult walk = module.walk([&](dfg::AttentionOp op) {
-    int64_t heads =
-        cast<RankedTensorType>(op.getQuery().getType()).getDimSize(1);
-    int64_t kvHeads =
-        cast<RankedTensorType>(op.getKey().getType()).getDimSize(1);
+  WalkResult walk = module.walk([&](Operation *op) {
+    // The query and KV heads of an attention, or of a written-out repeat of
+    // the KV heads (an unraised GQA).
+    int64_t heads, kvHeads;
+    if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
+      heads = cast<RankedTensorType>(attention.getQuery().getType())
+                  .getDimSize(1);
+      kvHeads =
+          cast<RankedTensorType>(attention.getKey().getType()).getDimSize(1);
+    } else if (std::optional<int64_t> a = repeatMergeAxis(op)) {
+      heads = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(*a);
+      kvHeads =
+          cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(*a);
+    } else {
+      return WalkResult::advance();
+    }
     // Dynamic or indivisible head counts are the planner's to report, but
     // for GQA, which padUnevenHeads pads: KV heads that tp neither divides
     // nor is a multiple of to a count that it is (paddedKvHeads), then each
@@ -1381,7 +1391,7 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
     if ((heads % n != 0 && !padded) || kvHeads <= 1 || kvHeads % n == 0)
       return WalkResult::advance();
     if (n % kvHeads != 0) {
-      op.emitOpError("has ")
+      op->emitOpError("has ")
           << kvHeads << " KV heads, which tp=" << n
           << " neither divides nor is a multiple of (KV heads are split when "
              "tp divides them, replicated in groups when their count divides "
@@ -1389,7 +1399,7 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
       return WalkResult::interrupt();
     }
     if (kvSplit && kvSplit != kvHeads) {
-      op.emitOpError("has ")
+      op->emitOpError("has ")
           << kvHeads << " KV heads, but an earlier attention has " << kvSplit
           << ": with tp=" << n
           << " both would replicate in groups, which needs one count";

@@ -950,6 +950,48 @@ func.func @alibi_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", 
 
 // -----
 
+// MPT's masked_fill(S + ALiBi, mask, finfo.min), the fill first in the Where
+// and the mask the bool of HF's additive causal and padding mask: the Where
+// is read as where(not(mask), S, F), not(bool(where(v, 0, F))) as v; the
+// causal factor of v becomes the flag, with finfo.min as causal_fill (a row
+// whose every key is masked spreads over all keys, as masked_fill makes it),
+// and the op's mask is the padding factor with that fill plus the bias.
+// Near miss: a fill that does not absorb the scores (-1e4) is not raised.
+// CHECK-LABEL: func.func @masked_fill_alibi
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x?xi1>
+// CHECK-SAME: %[[BIAS:[^:]+]]: tensor<2x1x?xf32>
+// CHECK: %[[M:.+]] = dfg.where %[[PAD]], %{{.+}}, %{{.+}} : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: %[[SUM:.+]] = dfg.add %[[M]], %[[BIAS]]
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[SUM]]) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+// CHECK: dfg.softmax
+// CHECK-NOT: dfg.attention
+func.func @masked_fill_alibi(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pad: tensor<?x1x1x?xi1> {dfg.dim_names = ["b", "", "", "s"]}, %bias: tensor<2x1x?xf32> {dfg.dim_names = ["", "", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %small = dfg.constant dense<-1.0e4> : tensor<f32>
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %pos = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %col = dfg.unsqueeze %pos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %row = dfg.unsqueeze %pos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %vis = dfg.greater_or_equal %col, %row : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both = dfg.and %vis, %pad : (tensor<1x1x?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %hf = dfg.where %both, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %hidden = dfg.cast %hf to i1 : (tensor<?x1x?x?xf32>) -> tensor<?x1x?x?xi1>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.mul %s, %half : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %a = dfg.add %ss, %bias : (tensor<?x2x?x?xf32>, tensor<2x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %m = dfg.where %hidden, %min, %a : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %mb = dfg.where %hidden, %small, %a : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %pb = dfg.softmax %mb axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ob = dfg.matmul %pb, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %ob : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
+
+// -----
+
 // GPT-Neo's local layers: the bias is a band (each query sees its last 2
 // keys), sliced from a constant buffer as GPT-2's, below HF's causal and
 // padding mask. The band keeps no key past the causal limit, so the op is

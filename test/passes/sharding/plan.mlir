@@ -983,3 +983,98 @@ func.func @packed_parts_view(%x: tensor<2x4x8xf32>) -> (tensor<2x2x4x4xf32>, ten
   return %o, %o2 : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
 }
 }
+
+// -----
+
+// An unraised GQA (the exporter's MatMul/Softmax, repeat_kv written out:
+// unsqueeze, expand to 2 copies of each KV head, reshape merging them into
+// the query heads): 6 query heads over 3 KV heads on tp=2. The repeat tells
+// the grouping, as a dfg.attention's keys do: the KV heads are padded to 4,
+// the expand and the merge follow (8 query heads), and the heads split.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK: shard.grid @mesh(shape = 2) {meshc.axes = ["tp"]}
+// CHECK-LABEL: func.func @unraised_uneven_kv_heads
+// CHECK: dfg.matmul {{.*}} -> tensor<1x4x32xf32>
+// CHECK: dfg.expand %{{.+}} shape = [1, 4, 2, 4, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], [], []]>]} : (tensor<1x4x1x4x4xf32>) -> tensor<1x4x2x4x4xf32>
+// CHECK: dfg.reshape %{{.+}} to [1, 8, 4, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]}
+// CHECK: dfg.matmul {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+// CHECK-NOT: warning
+func.func @unraised_uneven_kv_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 2304, length = 1152] : tensor<24x12xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3456, length = 1152] : tensor<24x12xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 4608, length = 2304] : tensor<24x24xf32>
+  %s = dfg.constant dense<0.5> : tensor<f32>
+  // expected-remark @+1 {{6 heads of 4 features over 3 KV heads, which tp neither divides nor is a multiple of, padded to 8 over 4 (2 per KV head) with zero weights so that tp splits them evenly (3 projection(s) in, 1 out; a padded head computes zeros)}}
+  %q0 = dfg.matmul %x, %wq : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 6, 4] : (tensor<1x4x24xf32>) -> tensor<1x4x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x6x4xf32>) -> tensor<1x6x4x4xf32>
+  %k0 = dfg.matmul %x, %wk : (tensor<1x4x24xf32>, tensor<24x12xf32>) -> tensor<1x4x12xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 3, 4] : (tensor<1x4x12xf32>) -> tensor<1x4x3x4xf32>
+  %k2 = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x3x4xf32>) -> tensor<1x3x4x4xf32>
+  %k3 = dfg.unsqueeze %k2 axes = [2] : (tensor<1x3x4x4xf32>) -> tensor<1x3x1x4x4xf32>
+  %k4 = dfg.expand %k3 shape = [1, 3, 2, 4, 4] : (tensor<1x3x1x4x4xf32>) -> tensor<1x3x2x4x4xf32>
+  %k = dfg.reshape %k4 to [1, 6, 4, 4] : (tensor<1x3x2x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %v0 = dfg.matmul %x, %wv : (tensor<1x4x24xf32>, tensor<24x12xf32>) -> tensor<1x4x12xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 3, 4] : (tensor<1x4x12xf32>) -> tensor<1x4x3x4xf32>
+  %v2 = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x3x4xf32>) -> tensor<1x3x4x4xf32>
+  %v3 = dfg.unsqueeze %v2 axes = [2] : (tensor<1x3x4x4xf32>) -> tensor<1x3x1x4x4xf32>
+  %v4 = dfg.expand %v3 shape = [1, 3, 2, 4, 4] : (tensor<1x3x1x4x4xf32>) -> tensor<1x3x2x4x4xf32>
+  %v = dfg.reshape %v4 to [1, 6, 4, 4] : (tensor<1x3x2x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %sc0 = dfg.matmul %q, %kt : (tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %sc = dfg.mul %sc0, %s : (tensor<1x6x4x4xf32>, tensor<f32>) -> tensor<1x6x4x4xf32>
+  %p = dfg.softmax %sc axis = -1 : (tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x6x4x4xf32>) -> tensor<1x4x6x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 24] : (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
+  %y = dfg.matmul %o2, %wo : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  return %y : tensor<1x4x24xf32>
+}
+}
+
+// -----
+
+// The same with 6 query heads over 2 KV heads on tp=4: each KV head is
+// replicated on 2 ranks (tp.kv x tp.rep, as for a raised attention), and each
+// group of 3 query heads is padded to 4; the expand makes 4 copies.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK: shard.grid @mesh(shape = 2x2) {meshc.axes = ["tp.kv", "tp.rep"]}
+// CHECK-LABEL: func.func @unraised_replicated_kv_heads
+// CHECK: dfg.matmul {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0, 1]]>]} : (tensor<1x4x24xf32>, tensor<24x32xf32>) -> tensor<1x4x32xf32>
+// CHECK: dfg.matmul {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+// CHECK: dfg.expand %{{.+}} shape = [1, 2, 4, 4, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [1], [], []]>]}
+// CHECK-NOT: warning
+func.func @unraised_replicated_kv_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 2304, length = 768] : tensor<24x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3456, length = 768] : tensor<24x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 4608, length = 2304] : tensor<24x24xf32>
+  %s = dfg.constant dense<0.5> : tensor<f32>
+  // expected-remark @+1 {{6 heads of 4 features (3 per KV head), which tp does not divide, padded to 8 (4 per KV head) with zero weights so that tp splits them evenly (3 projection(s) in, 1 out; a padded head computes zeros)}}
+  %q0 = dfg.matmul %x, %wq : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 6, 4] : (tensor<1x4x24xf32>) -> tensor<1x4x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x6x4xf32>) -> tensor<1x6x4x4xf32>
+  %k0 = dfg.matmul %x, %wk : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %k2 = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %k3 = dfg.unsqueeze %k2 axes = [2] : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x4x4xf32>
+  %k4 = dfg.expand %k3 shape = [1, 2, 3, 4, 4] : (tensor<1x2x1x4x4xf32>) -> tensor<1x2x3x4x4xf32>
+  %k = dfg.reshape %k4 to [1, 6, 4, 4] : (tensor<1x2x3x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %v0 = dfg.matmul %x, %wv : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %v2 = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %v3 = dfg.unsqueeze %v2 axes = [2] : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x4x4xf32>
+  %v4 = dfg.expand %v3 shape = [1, 2, 3, 4, 4] : (tensor<1x2x1x4x4xf32>) -> tensor<1x2x3x4x4xf32>
+  %v = dfg.reshape %v4 to [1, 6, 4, 4] : (tensor<1x2x3x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %sc0 = dfg.matmul %q, %kt : (tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %sc = dfg.mul %sc0, %s : (tensor<1x6x4x4xf32>, tensor<f32>) -> tensor<1x6x4x4xf32>
+  %p = dfg.softmax %sc axis = -1 : (tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o = dfg.matmul %p, %v : (tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x6x4x4xf32>) -> tensor<1x4x6x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 24] : (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
+  %y = dfg.matmul %o2, %wo : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  return %y : tensor<1x4x24xf32>
+}
+}
