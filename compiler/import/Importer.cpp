@@ -55,10 +55,12 @@ namespace meshc::onnximport {
 /// Holds the state of one import; NodeContext calls back into it.
 class Importer {
 public:
+  /// With `assumeOrders`, a Min or Max of sizes whose order flips at some
+  /// size takes the order for small sizes (foldSymbolic's maximums).
   Importer(MLIRContext &context, const OnnxModel &model,
-           const DimSizes &dimSizes)
+           const DimSizes &dimSizes, bool assumeOrders = false)
       : context_(context), model_(model), dimSizes_(dimSizes),
-        dimTable_(&context), builder_(&context),
+        assumeOrders_(assumeOrders), dimTable_(&context), builder_(&context),
         fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
@@ -95,6 +97,7 @@ private:
   MLIRContext &context_;
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
+  bool assumeOrders_;
   dfg::DimTable dimTable_;
   /// The symbolic shapes of the values imported so far (remembered across
   /// nodes; foldConstants forgets the values it erases).
@@ -772,8 +775,8 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
   };
   for (Operation *op : ops) {
     // Shape arithmetic on symbolic dimensions first (SymbolicFolding.cpp).
-    if (Value folded =
-            foldSymbolic(op, dimTable_, model_.folder(), maximums_)) {
+    if (Value folded = foldSymbolic(op, dimTable_, model_.folder(),
+                                    assumeOrders_ ? &maximums_ : nullptr)) {
       replace(op, folded);
       continue;
     }
@@ -999,32 +1002,52 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
         << toString(model.takeError());
     return nullptr;
   }
-  // A symbolic dimension the graph fixes (NodeContext::pinDim) is only
-  // found while importing: the first try's diagnostics are held back, and
-  // with new pins the import is redone with those dimensions sized.
-  DimSizes pinned;
-  SmallVector<Diagnostic> held;
-  OwningOpRef<ModuleOp> module;
-  {
+  // One import, its diagnostics held back. A symbolic dimension the graph
+  // fixes (NodeContext::pinDim) is only found while importing: with new
+  // pins the import is redone with those dimensions sized.
+  struct Attempt {
+    OwningOpRef<ModuleOp> module;
+    SmallVector<Diagnostic> held;
+  };
+  auto attempt = [&](bool assumeOrders) {
+    Attempt result;
     ScopedDiagnosticHandler hold(&context, [&](Diagnostic &diag) {
-      held.push_back(std::move(diag));
+      result.held.push_back(std::move(diag));
       return success();
     });
-    Importer first(context, **model, dimSizes);
-    module = first.run();
-    for (auto &entry : first.pinned())
-      if (!dimSizes.contains(entry.getKey()))
-        pinned[entry.getKey()] = entry.getValue();
-  }
-  if (pinned.empty()) {
-    for (Diagnostic &diag : held)
+    DimSizes pinned;
+    {
+      Importer first(context, **model, dimSizes, assumeOrders);
+      result.module = first.run();
+      for (auto &entry : first.pinned())
+        if (!dimSizes.contains(entry.getKey()))
+          pinned[entry.getKey()] = entry.getValue();
+    }
+    if (pinned.empty())
+      return result;
+    result.held.clear();
+    for (auto &entry : dimSizes)
+      pinned[entry.getKey()] = entry.getValue();
+    result.module = Importer(context, **model, pinned, assumeOrders).run();
+    return result;
+  };
+  auto emit = [&](Attempt &a) {
+    for (Diagnostic &diag : a.held)
       context.getDiagEngine().emit(std::move(diag));
-    return module;
-  }
-  module = nullptr;
-  for (auto &entry : dimSizes)
-    pinned[entry.getKey()] = entry.getValue();
-  return Importer(context, **model, pinned).run();
+    return std::move(a.module);
+  };
+  Attempt exact = attempt(/*assumeOrders=*/false);
+  if (exact.module)
+    return emit(exact);
+  // Shape arithmetic that keeps no symbolic form as it is (MPT's
+  // max(0, max_seq_len - sequence_length)) may with the order of its Min
+  // and Max taken for small sizes, and those sizes made the model's bound
+  // (dfg.dim_maximums). Only where the exact import fails: a Min that is a
+  // sliding window's clamp must not bound the cache.
+  Attempt assumed = attempt(/*assumeOrders=*/true);
+  if (assumed.module)
+    return emit(assumed);
+  return emit(exact);
 }
 
 } // namespace meshc::onnximport

@@ -282,13 +282,14 @@ mlir::FailureOr<double> attentionScale(NodeContext &ctx, mlir::Value q);
 /// Concat, Unsqueeze, Squeeze, Reshape, integer Cast, Add, Sub, Mul, Div by a
 /// positive constant, Equal, Where, Min and Max when decidable), returns one
 /// dfg.sizes or dfg.constant holding its result, created before `op`;
-/// otherwise a null Value. A Min or Max of two sizes whose order flips at
-/// some size of one dimension (MPT's max(0, max_seq_len - sequence_length))
-/// takes the order that holds for small sizes, and `maximums` records the
-/// largest size of that dimension for which it holds (said in a note).
+/// otherwise a null Value. With `maximums`, a Min or Max of two sizes whose
+/// order flips at some size of one dimension (MPT's max(0, max_seq_len -
+/// sequence_length)) takes the order that holds for small sizes, and
+/// `maximums` records the largest size of that dimension for which it holds
+/// (said in a note); without, it does not fold.
 mlir::Value foldSymbolic(mlir::Operation *op, dfg::DimTable &table,
                          llvm::StringRef weightsDir,
-                         llvm::StringMap<int64_t> &maximums);
+                         llvm::StringMap<int64_t> *maximums);
 
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);

@@ -164,7 +164,7 @@ std::optional<int> decideOrder(AffineExpr a, AffineExpr b,
 } // namespace
 
 Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
-                   llvm::StringMap<int64_t> &maximums) {
+                   llvm::StringMap<int64_t> *maximums) {
   if (op->getNumResults() != 1 || op->getNumOperands() == 0)
     return {};
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -277,12 +277,12 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
                 return isMin ? b : a;
               std::optional<std::pair<unsigned, int64_t>> bound;
               std::optional<int> order = decideOrder(a, b, bound);
-              if (!order || (bound && bound->second < 1))
+              if (!order || (bound && (!maximums || bound->second < 1)))
                 return {};
               AffineExpr result = (*order > 0) != isMin ? a : b;
               if (bound) {
                 std::string name = table.name(bound->first).str();
-                auto [it, added] = maximums.try_emplace(name, bound->second);
+                auto [it, added] = maximums->try_emplace(name, bound->second);
                 if (added || bound->second < it->second) {
                   it->second = bound->second;
                   op->emitRemark()

@@ -20,10 +20,10 @@
 //      does not lead to the scores is an additive mask. A scale applied after
 //      the mask (CodeGen: (Q K^T + mask) / c) scales the mask too: the op
 //      takes the mask scaled (a Where of constants gets scaled constants).
-//      A bool mask with a fill that absorbs the scores (at most -1e30)
-//      may have an additive mask below it (MPT: masked_fill(S + ALiBi,
-//      mask, finfo.min), its fill first: FillFirstWhere swaps it into
-//      where(not(mask), S, F)); the op adds the two as one.
+//      PyTorch's masked_fill(S, c, F), the Where with its fill first
+//      (where(c, F, S); MPT, DeBERTa-v2), with F at most -1e30, is the
+//      additive mask where(not(c), 0, F), and may have another additive mask
+//      below it (MPT's ALiBi bias).
 //      One Where with a finite fill below the additive mask (GPT-Neo:
 //      where(causal bias, S, finfo.min) + HF's mask) is a second mask; see
 //      step 5. So is a second Add with no scale between (BLOOM: S + ALiBi
@@ -291,6 +291,23 @@ bool broadcastable(Value a, Value b) {
   return false;
 }
 
+/// not(c), seen through what builds c: not(x) is x, and bool(where(v, 0,
+/// F)) with F nonzero (MPT's bool of HF's additive mask) is not(v).
+Value negated(Value c, const ConstantReader &reader, OpBuilder &builder) {
+  if (auto inner = defining<dfg::NotOp>(c))
+    return inner.getInput();
+  auto cast = defining<dfg::CastOp>(c);
+  auto where = cast ? defining<dfg::WhereOp>(cast.getInput()) : nullptr;
+  if (where && cast.getType().getElementType().isInteger(1) &&
+      where.getCondition().getType().getShape() == cast.getType().getShape()) {
+    std::optional<double> kept = reader.splat(where.getLhs());
+    std::optional<double> fill = reader.splat(where.getRhs());
+    if (kept && fill && *kept == 0.0 && *fill != 0.0)
+      return where.getCondition();
+  }
+  return dfg::NotOp::create(builder, c.getLoc(), c);
+}
+
 /// softmax(mask(scale * Q K^T)) V -> attention(Q, K, V)   (see the outline)
 struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   SoftmaxAttention(MLIRContext *ctx, const ConstantReader &reader,
@@ -331,9 +348,11 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     double innerFill = 0.0;
     // A second additive mask below the first (BLOOM: ALiBi, then HF's mask).
     Value extraMask;
-    // The fill of a bool mask (where(c, S, F)): one that absorbs the scores
-    // (at most -1e30, or -inf) lets an additive mask below it join it
-    // (MPT: masked_fill(S + ALiBi, mask, finfo.min)).
+    // PyTorch's masked_fill(S, c, F), the fill first (where(c, F, S); MPT,
+    // DeBERTa-v2): `mask` holds c, the keys it hides, and the op's mask is
+    // the additive where(not(c), 0, F) (built once the match stands), F at
+    // most -1e30 so that S + F is F.
+    bool maskNegated = false;
     double maskFill = 0.0;
     // max(masked scores, c) above the mask (XGLM, OPT-style eager
     // attention: the sum clamped at finfo.min).
@@ -365,6 +384,19 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         continue;
       }
       if (auto where = defining<dfg::WhereOp>(s)) {
+        std::optional<double> first = reader.splat(where.getLhs());
+        if (first && !reader.splat(where.getRhs()) &&
+            reachesScores(where.getRhs())) {
+          if (mask || !(*first * scaleAbove <= kFiniteCausalFillMax) ||
+              where.getType() != where.getRhs().getType())
+            return failure();
+          mask = where.getCondition();
+          maskNegated = true;
+          maskFill = *first * scaleAbove;
+          maskScale = scaleAbove;
+          s = where.getRhs();
+          continue;
+        }
         std::optional<double> fill = reader.splat(where.getRhs());
         if (!fill || !isMaskValue(*fill * scaleAbove) ||
             where.getType() != where.getLhs().getType())
@@ -383,7 +415,6 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
           innerFill = *fill * scaleAbove;
         } else {
           mask = where.getCondition();
-          maskFill = *fill * scaleAbove;
         }
         s = where.getLhs();
         continue;
@@ -399,10 +430,8 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         if (mask) {
           // A second additive mask, with no scale between: the op adds the
           // sum of the two (built once the match stands).
-          bool absorbing = isBoolMask(mask) &&
-                           !(maskFill > kFiniteCausalFillMax);
           if (extraMask || innerCondition ||
-              (isBoolMask(mask) && !absorbing) || isBoolMask(other) ||
+              (isBoolMask(mask) && !maskNegated) || isBoolMask(other) ||
               scaleAbove != maskScale || softcap > 0 ||
               !broadcastable(mask, other))
             return failure();
@@ -519,12 +548,12 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     if (extraMask && maskScale != 1.0)
       extraMask = scaledMask(extraMask, maskScale, rewriter);
 
-    // A bool mask with an additive one below it (MPT): the bool mask as the
-    // additive where(c, 0, F) with its own fill, so that a row whose every
-    // key is masked spreads over all keys as the Where makes it (its fill
-    // then becomes causal_fill in step 5).
-    if (extraMask && mask && isBoolMask(mask))
-      mask = filledMask(mask, maskFill, element, rewriter);
+    // masked_fill's mask as the additive where(not(c), 0, F): a row whose
+    // every key is masked spreads over all keys, as the fill makes it (F
+    // becomes causal_fill in step 5 where the mask holds the causal limit).
+    if (maskNegated)
+      mask = filledMask(negated(mask, reader, rewriter), maskFill, element,
+                        rewriter);
 
     // 5. A causal mask becomes the flag; so does the causal factor of a
     //    conjunction (HF's causal and padding masks), the rest staying the
@@ -704,48 +733,6 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   dfg::SymbolicShapes &shapes;
 };
 
-/// where(c, F, S) -> where(not(c), S, F) for scores S and a fill F that
-/// absorbs them (at most -1e30, or -inf): PyTorch's masked_fill(S, c, F),
-/// as MPT writes its mask, in the form step 2 reads. The same values.
-struct FillFirstWhere : OpRewritePattern<dfg::WhereOp> {
-  FillFirstWhere(MLIRContext *ctx, const ConstantReader &reader,
-                 dfg::SymbolicShapes &)
-      : OpRewritePattern(ctx), reader(reader) {}
-
-  LogicalResult matchAndRewrite(dfg::WhereOp op,
-                                PatternRewriter &rewriter) const override {
-    std::optional<double> fill = reader.splat(op.getLhs());
-    if (!fill || !(*fill <= kFiniteCausalFillMax) ||
-        op.getRhs().getType() != op.getType() ||
-        reader.splat(op.getRhs()) || !reachesScores(op.getRhs()))
-      return failure();
-    Value kept = negated(op.getCondition(), rewriter);
-    rewriter.replaceOpWithNewOp<dfg::WhereOp>(op, op.getType(), kept,
-                                              op.getRhs(), op.getLhs());
-    return success();
-  }
-
-  /// not(c), seen through what builds c: not(x) is x, and bool(where(v, 0,
-  /// F)) with F nonzero (MPT's bool of HF's additive mask) is not(v), so
-  /// the mask step 5 reads is v itself.
-  Value negated(Value c, PatternRewriter &rewriter) const {
-    if (auto inner = defining<dfg::NotOp>(c))
-      return inner.getInput();
-    auto cast = defining<dfg::CastOp>(c);
-    auto where = cast ? defining<dfg::WhereOp>(cast.getInput()) : nullptr;
-    if (where && cast.getType().getElementType().isInteger(1) &&
-        where.getCondition().getType().getShape() == cast.getType().getShape()) {
-      std::optional<double> kept = reader.splat(where.getLhs());
-      std::optional<double> fill = reader.splat(where.getRhs());
-      if (kept && fill && *kept == 0.0 && *fill != 0.0)
-        return where.getCondition();
-    }
-    return dfg::NotOp::create(rewriter, c.getLoc(), c);
-  }
-
-  const ConstantReader &reader;
-};
-
 /// Step 5 on a dfg.attention that is not causal and has a mask: the causal
 /// mask, or the causal factor of a conjunction, becomes the flag.
 struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
@@ -807,8 +794,8 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
 void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
                                     const ConstantReader &reader,
                                     dfg::SymbolicShapes &shapes) {
-  patterns.add<SoftmaxAttention, CausalFromMask, FillFirstWhere>(
-      patterns.getContext(), reader, shapes);
+  patterns.add<SoftmaxAttention, CausalFromMask>(patterns.getContext(), reader,
+                                                 shapes);
 }
 
 } // namespace meshc::graph

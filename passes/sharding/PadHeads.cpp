@@ -32,13 +32,14 @@
 // (an attention left unraised), and follows the heads through the dataflow
 // in both directions:
 //   - through views that keep the head axis (reshapes splitting and merging
-//     [h, d], no-op reshapes, unsqueezes, broadcasts, transposes, and a
-//     repeat's merge of [kv, g] into the query heads), slices and
-//     concats of other axes, elementwise ops, softmaxes along another axis,
-//     norms of each head's features, rotary, dfg.attention (keys and values
-//     of the same heads, or of one per group; a mask without a heads axis or
-//     with one of h), and matmuls of two activations whose batch dimensions
-//     hold the heads;
+//     [h, d] or [h, w], w the width of each head's packed q, k and v, as
+//     GPT-NeoX packs them; no-op reshapes, unsqueezes, broadcasts,
+//     transposes, and a repeat's merge of [kv, g] into the query heads),
+//     slices, splits and concats of other axes, elementwise ops, softmaxes
+//     along another axis, norms of each head's features, rotary,
+//     dfg.attention (keys and values of the same heads, or of one per
+//     group; a mask without a heads axis or with one of h), and matmuls of
+//     two activations whose batch dimensions hold the heads;
 //   - ending at projections: a linear or a matmul by a weight matrix whose
 //     output features are the heads (the sources: weight columns and bias
 //     padded) or whose contraction is (the sinks: weight rows padded);
@@ -85,11 +86,14 @@ struct Mark {
   int64_t axis;
   Kind kind;
   bool kv = false;
+  /// Features: how many each head has along the axis, when not the head
+  /// size (0): GPT-NeoX's packed QKV, each head's q, k and v side by side.
+  int64_t unit = 0;
   /// The same heads at another axis (and kind).
-  Mark at(int64_t a) const { return {a, kind, kv}; }
-  Mark at(int64_t a, Kind k) const { return {a, k, kv}; }
+  Mark at(int64_t a) const { return {a, kind, kv, unit}; }
+  Mark at(int64_t a, Kind k) const { return {a, k, kv, unit}; }
   bool operator==(const Mark &o) const {
-    return axis == o.axis && kind == o.kind && kv == o.kv;
+    return axis == o.axis && kind == o.kind && kv == o.kv && unit == o.unit;
   }
   bool operator!=(const Mark &o) const { return !(*this == o); }
 };
@@ -298,12 +302,17 @@ private:
     Mark mark;
   };
 
+  /// What each head has along the axis of `m`.
+  int64_t unitOf(Mark m) const {
+    return m.kind == Kind::Heads ? 1 : m.unit ? m.unit : d_;
+  }
+
   /// The extent of the heads at `m`, before and after padding.
   int64_t size(Mark m) const {
-    return (m.kv ? groups_ : h_) * (m.kind == Kind::Heads ? 1 : d_);
+    return (m.kv ? groups_ : h_) * unitOf(m);
   }
   int64_t paddedSize(Mark m) const {
-    return (m.kv ? groupsPadded_ : padded_) * (m.kind == Kind::Heads ? 1 : d_);
+    return (m.kv ? groupsPadded_ : padded_) * unitOf(m);
   }
 
   /// `v` (a literal) with zeros after each group's heads along `m.axis`,
@@ -315,7 +324,7 @@ private:
     Location loc = user->getLoc();
     auto type = cast<RankedTensorType>(v.getType());
     Type element = type.getElementType();
-    int64_t axis = m.axis, unit = m.kind == Kind::Heads ? 1 : d_;
+    int64_t axis = m.axis, unit = unitOf(m);
     int64_t groups = m.kv ? 1 : groups_, padGroups = m.kv ? 1 : groupsPadded_;
     int64_t g = m.kv ? groups_ : g_, gp = m.kv ? groupsPadded_ : gp_;
     auto zerosAlong = [&](Value x, int64_t at, int64_t count) {
@@ -558,13 +567,31 @@ private:
           return false;
       return require(op, 0, m) && mark(op->getResult(0), m);
     }
-    if (auto slice = dyn_cast<dfg::SliceOp>(op)) {
-      // A slice of other axes (a partial rotary's part of each head).
-      int64_t rank = shapeOf(slice.getInput()).size();
-      for (int64_t a : slice.getAxes())
+    if (auto split = dyn_cast<dfg::SplitOp>(op)) {
+      // A split of another axis (GPT-NeoX's packed q, k and v of each
+      // head): the input and every part hold the heads.
+      int64_t rank = shapeOf(split.getInput()).size();
+      int64_t axis = split.getAxis();
+      if ((axis < 0 ? axis + rank : axis) == m.axis)
+        return false;
+      if (!require(op, 0, m))
+        return false;
+      for (Value part : split.getResults())
+        if (!mark(part, m))
+          return false;
+      return true;
+    }
+    if (isa<dfg::SliceOp, dfg::SymbolicSliceOp>(op)) {
+      // A slice of other axes (a partial rotary's part of each head; MPT's
+      // ALiBi table cut to the keys).
+      int64_t rank = shapeOf(op->getOperand(0)).size();
+      ArrayRef<int64_t> axes =
+          isa<dfg::SliceOp>(op) ? cast<dfg::SliceOp>(op).getAxes()
+                                : cast<dfg::SymbolicSliceOp>(op).getAxes();
+      for (int64_t a : axes)
         if ((a < 0 ? a + rank : a) == m.axis)
           return false;
-      return require(op, 0, m) && mark(slice.getResult(), m);
+      return require(op, 0, m) && mark(op->getResult(0), m);
     }
     if (auto concat = dyn_cast<dfg::ConcatOp>(op)) {
       // Parts of each head put back together along another axis.
@@ -627,17 +654,21 @@ private:
       return true;
     };
     int64_t ri = in.size(), ro = out.size();
-    // [..., h * d] on one side, [..., h, d] on the other.
+    // [..., h * w] on one side, [..., h, w] on the other: w the head size,
+    // or the width of each head's packed q, k and v (GPT-NeoX).
     int64_t h = size(m.at(0, Kind::Heads));
     auto splits = [&](ArrayRef<int64_t> flat, ArrayRef<int64_t> heads) {
       size_t rf = flat.size(), rh = heads.size();
-      return rh == rf + 1 && heads[rh - 1] == d_ && heads[rh - 2] == h &&
-             flat[rf - 1] == h * d_ && sameLeading(rf - 1);
+      return rh == rf + 1 && heads[rh - 2] == h &&
+             !ShapedType::isDynamic(heads[rh - 1]) && heads[rh - 1] > 0 &&
+             flat[rf - 1] == h * heads[rh - 1] && sameLeading(rf - 1);
     };
     if (splits(in, out) || splits(out, in)) {
       bool inFlat = ri < ro;
-      Mark flat = m.at((inFlat ? ri : ro) - 1, Kind::Features);
-      Mark heads = m.at((inFlat ? ro : ri) - 2, Kind::Heads);
+      int64_t width = (inFlat ? out : in).back();
+      Mark flat{(inFlat ? ri : ro) - 1, Kind::Features, m.kv,
+                width == d_ ? 0 : width};
+      Mark heads{(inFlat ? ro : ri) - 2, Kind::Heads, m.kv};
       Mark inMark = inFlat ? flat : heads, outMark = inFlat ? heads : flat;
       if (!fromResult && m == inMark)
         return outMark;

@@ -469,6 +469,159 @@ bool returnedAlongLastAxis(Value v) {
   });
 }
 
+/// An MLP: linears (the ups) whose outputs reach one other linear (the
+/// down) through elementwise ops only, their features read by nothing else.
+struct Mlp {
+  SmallVector<dfg::LinearOp> ups;
+  /// The elementwise ops between them.
+  SmallVector<Operation *> between;
+};
+
+/// The MLP that `down` ends, if any. The features between are the MLP's
+/// only if nothing else reads them: a linear read by several (ALBERT's
+/// mapping of its embeddings, read by the first layer's Q, K and V) would
+/// leave each reader with partial sums.
+std::optional<Mlp> mlpOf(dfg::LinearOp down) {
+  Mlp mlp;
+  SmallVector<Value> stack = {down.getInput()};
+  llvm::SetVector<Value> seen;
+  while (!stack.empty()) {
+    Value v = stack.pop_back_val();
+    if (!seen.insert(v) || isSource(v))
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (auto up = dyn_cast<dfg::LinearOp>(def)) {
+      if (up.getOutFeatures() != down.getInFeatures())
+        return std::nullopt;
+      mlp.ups.push_back(up);
+      continue;
+    }
+    // Elementwise only, in any element type (bf16 matmuls often have
+    // their activation computed in f32 between casts).
+    auto shape = [](Value x) {
+      return cast<RankedTensorType>(x.getType()).getShape();
+    };
+    if (!isa<dfg::ElementwiseOpInterface>(def) || def->getNumResults() != 1)
+      return std::nullopt;
+    mlp.between.push_back(def);
+    for (Value operand : def->getOperands())
+      if (shape(operand) == shape(v))
+        stack.push_back(operand);
+  }
+  if (mlp.ups.empty())
+    return std::nullopt;
+  llvm::SmallPtrSet<Operation *, 8> chain(mlp.between.begin(),
+                                          mlp.between.end());
+  chain.insert(down);
+  for (Value v : seen)
+    if (!isSource(v) && llvm::any_of(v.getUsers(), [&](Operation *user) {
+          return !chain.contains(user);
+        }))
+      return std::nullopt;
+  return mlp;
+}
+
+/// `v` padded with `count` elements of `fill` along `axis` (a concat).
+Value padAlong(OpBuilder &b, Location loc, Value v, int64_t axis,
+               int64_t count, double fill) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = count;
+  auto padType = RankedTensorType::get(shape, type.getElementType());
+  Type element = type.getElementType();
+  Attribute value = isa<FloatType>(element)
+                        ? Attribute(b.getFloatAttr(element, fill))
+                        : Attribute(b.getIntegerAttr(element, int64_t(fill)));
+  Value pad = dfg::ConstantOp::create(b, loc, padType,
+                                      DenseElementsAttr::get(padType, value));
+  shape[axis] = type.getDimSize(axis) + count;
+  return dfg::ConcatOp::create(b, loc,
+                               RankedTensorType::get(shape, element),
+                               ValueRange{v, pad}, b.getI64IntegerAttr(axis))
+      .getResult();
+}
+
+/// MLP hidden features that tp (of size n) does not divide (Qwen2.5's 4864
+/// on tp=3) ==> padded to the next multiple of n: zero columns of the ups'
+/// weights and biases, zero rows of the down's, and the ops between taking
+/// the padded features (a weight they read along the features padded with
+/// zeros, with ones as a divisor or exponent). A padded feature computes
+/// what the ops make of zeros, which the down's zero rows drop; so only ops
+/// that keep zeros finite may lie between (not a reciprocal, a logarithm,
+/// or a division by the features), else the MLP is left as it is and the
+/// planner refuses it by name.
+void padUnevenMlps(func::FuncOp func, int64_t n) {
+  SmallVector<std::pair<dfg::LinearOp, Mlp>> uneven;
+  func.walk([&](dfg::LinearOp down) {
+    int64_t features = down.getInFeatures();
+    if (ShapedType::isDynamic(features) || features % n == 0)
+      return;
+    if (std::optional<Mlp> mlp = mlpOf(down))
+      uneven.push_back({down, std::move(*mlp)});
+  });
+  for (auto &[down, mlp] : uneven) {
+    int64_t features = down.getInFeatures();
+    int64_t padded = (features + n - 1) / n * n, extra = padded - features;
+    // What lies between must keep zeros finite.
+    auto lastIsFeatures = [&](Value v) {
+      auto type = cast<RankedTensorType>(v.getType());
+      return type.getRank() > 0 && type.getShape().back() == features;
+    };
+    bool safe = llvm::all_of(mlp.between, [&](Operation *op) {
+      if (isa<dfg::ReciprocalOp, dfg::LogOp>(op))
+        return false;
+      if (isa<dfg::DivOp, dfg::PowOp>(op))
+        return isSource(op->getOperand(1));
+      return true;
+    });
+    if (!safe)
+      continue;
+    OpBuilder b(down);
+    for (dfg::LinearOp up : mlp.ups) {
+      b.setInsertionPoint(up);
+      Location loc = up.getLoc();
+      up.getWeightMutable().assign(padAlong(
+          b, loc, up.getWeight(), up.getTransposeWeight() ? 0 : 1, extra, 0));
+      if (Value bias = up.getBias())
+        up.getBiasMutable().assign(padAlong(b, loc, bias, 0, extra, 0));
+    }
+    for (Operation *op : mlp.between) {
+      b.setInsertionPoint(op);
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value v = operand.get();
+        if (!isSource(v) || !lastIsFeatures(v))
+          continue;
+        // A divisor or exponent pads with ones, anything else with zeros.
+        bool one = isa<dfg::DivOp, dfg::PowOp>(op) &&
+                   operand.getOperandNumber() == 1;
+        int64_t axis = cast<RankedTensorType>(v.getType()).getRank() - 1;
+        operand.set(padAlong(b, op->getLoc(), v, axis, extra, one ? 1 : 0));
+      }
+    }
+    auto widen = [&](Value v) {
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape.back() = padded;
+      v.setType(RankedTensorType::get(shape, type.getElementType()));
+    };
+    for (dfg::LinearOp up : mlp.ups)
+      widen(up.getResult());
+    for (Operation *op : mlp.between)
+      widen(op->getResult(0));
+    b.setInsertionPoint(down);
+    down.getWeightMutable().assign(
+        padAlong(b, down.getLoc(), down.getWeight(),
+                 down.getTransposeWeight() ? 1 : 0, extra, 0));
+    mlp.ups.front()->emitRemark()
+        << features << " MLP features, which tp=" << n
+        << " does not divide, padded to " << padded
+        << " with zero weights so that tp splits them evenly ("
+        << mlp.ups.size() << " projection(s) in, 1 out)";
+  }
+}
+
 /// A returned lm_head whose vocabulary V tp (of size n) does not divide
 /// (GPT-2's 50257) ==> slice(lm_head on the weight padded with zero columns
 /// to the next multiple of n, [0, V)), so that it can be vocabulary-parallel
@@ -915,53 +1068,19 @@ private:
   /// A linear fed through elementwise ops by linears of its in_features:
   /// the features between them are the MLP's hidden features.
   LogicalResult seedMlp(dfg::LinearOp down, const DimAxes &tp, int64_t n) {
-    SmallVector<dfg::LinearOp> ups;
-    SmallVector<Value> stack = {down.getInput()};
-    llvm::SmallPtrSet<Value, 8> seen;
-    while (!stack.empty()) {
-      Value v = stack.pop_back_val();
-      if (!seen.insert(v).second || isSource(v))
-        continue;
-      Operation *def = v.getDefiningOp();
-      if (!def)
-        return success();
-      if (auto up = dyn_cast<dfg::LinearOp>(def)) {
-        if (up.getOutFeatures() != down.getInFeatures())
-          return success();
-        ups.push_back(up);
-        continue;
-      }
-      // Elementwise only, in any element type (bf16 matmuls often have
-      // their activation computed in f32 between casts).
-      auto shape = [](Value x) {
-        return cast<RankedTensorType>(x.getType()).getShape();
-      };
-      if (!isa<dfg::ElementwiseOpInterface>(def))
-        return success();
-      for (Value operand : def->getOperands())
-        if (shape(operand) == shape(v))
-          stack.push_back(operand);
-    }
-    // The features between them are the MLP's only if nothing else reads
-    // them: a linear read by several (ALBERT's mapping of its embeddings,
-    // read by the first layer's Q, K and V) would leave each reader with
-    // partial sums.
-    llvm::SmallPtrSet<Operation *, 8> chain = {down.getOperation()};
-    for (Value v : seen)
-      if (Operation *def = v.getDefiningOp();
-          def && isa<dfg::ElementwiseOpInterface>(def))
-        chain.insert(def);
-    for (Value v : seen)
-      if (!isSource(v) && llvm::any_of(v.getUsers(), [&](Operation *user) {
-            return !chain.contains(user);
-          }))
-        return success();
-    for (dfg::LinearOp up : ups) {
+    std::optional<Mlp> mlp = mlpOf(down);
+    if (!mlp)
+      return success();
+    for (dfg::LinearOp up : mlp->ups) {
       int64_t features = up.getOutFeatures();
+      // padUnevenMlps padded what it could.
       if (features % n != 0)
         return up.emitOpError("has ")
                << features << " MLP features, which tp=" << n
-               << " does not divide";
+               << " does not divide, and they could not be padded (an op "
+                  "between the projections that zeros could make "
+                  "infinite: a reciprocal, a logarithm, a division by "
+                  "them)";
       shard(up.getResult(), up.getType().getRank() - 1, tp);
     }
     return success();
@@ -1472,6 +1591,7 @@ public:
       if (DimAxes tp = findAxes(*grid, "tp"); !tp.empty()) {
         splitPackedProjections(func);
         padUnevenHeads(func, groupSize(*grid, tp));
+        padUnevenMlps(func, groupSize(*grid, tp));
         padUnevenLmHeads(func, groupSize(*grid, tp));
       }
       if (failed(Planner(*grid, func, sequenceParallel).run()))

@@ -219,13 +219,49 @@ func.func @kv_heads_do_not_divide(%q: tensor<1x6x8x8xf32>, %k: tensor<1x3x8x8xf3
 
 // -----
 
+// MLP features that tp does not divide (10 on tp=4) are padded to 12: zero
+// columns of the up projection's weight and bias, zero rows of the down's,
+// and a weight the ops between read along the features padded with zeros
+// (ones as a divisor). The padded features compute silu(0) * 0 / 1, which
+// the down's zero rows drop; then the features split 3 per rank.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK-LABEL: func.func @mlp_features_padded
+func.func @mlp_features_padded(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 320] : tensor<8x10xf32>
+  %b1 = dfg.weight "b1" in "w.bin" [offset = 320, length = 40] : tensor<10xf32>
+  %s = dfg.weight "s" in "w.bin" [offset = 360, length = 40] : tensor<10xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 400, length = 320] : tensor<10x8xf32>
+  // CHECK-DAG: %[[ZW:.+]] = dfg.constant dense<0.000000e+00> : tensor<8x2xf32>
+  // CHECK-DAG: %[[W1:.+]] = dfg.concat %{{.+}}, %[[ZW]] axis = 1 : (tensor<8x10xf32>, tensor<8x2xf32>) -> tensor<8x12xf32>
+  // CHECK-DAG: %[[ZB:.+]] = dfg.constant dense<0.000000e+00> : tensor<2xf32>
+  // CHECK-DAG: %[[B1:.+]] = dfg.concat %{{.+}}, %[[ZB]] axis = 0 : (tensor<10xf32>, tensor<2xf32>) -> tensor<12xf32>
+  // CHECK: dfg.linear %{{.+}}, %[[W1]], %[[B1]] {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [0]]>]} : (tensor<2x8xf32>, tensor<8x12xf32>, tensor<12xf32>) -> tensor<2x12xf32>
+  // CHECK: dfg.silu {{.*}} -> tensor<2x12xf32>
+  // CHECK: %[[ONES:.+]] = dfg.constant dense<1.000000e+00> : tensor<2xf32>
+  // CHECK: dfg.concat %{{.+}}, %[[ONES]] axis = 0 : (tensor<10xf32>, tensor<2xf32>) -> tensor<12xf32>
+  // CHECK: dfg.div {{.*}} -> tensor<2x12xf32>
+  // CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 0 : (tensor<10x8xf32>, tensor<2x8xf32>) -> tensor<12x8xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<2x12xf32>, tensor<12x8xf32>) -> tensor<2x8xf32>
+  // expected-remark @+1 {{10 MLP features, which tp=4 does not divide, padded to 12 with zero weights so that tp splits them evenly (1 projection(s) in, 1 out)}}
+  %h = dfg.linear %x, %w1, %b1 transpose_weight = false : (tensor<2x8xf32>, tensor<8x10xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+  %g = dfg.silu %h : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  %d = dfg.div %g, %s : (tensor<2x10xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+  %y = dfg.linear %d, %w2 transpose_weight = false : (tensor<2x10xf32>, tensor<10x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+}
+
+// -----
+
+// A reciprocal between makes zeros infinite: the features are not padded,
+// and the split is refused by name.
 module attributes {meshc.mesh = "tp=4"} {
 func.func @mlp_features_do_not_divide(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 320] : tensor<8x10xf32>
   %w2 = dfg.weight "w2" in "w.bin" [offset = 320, length = 320] : tensor<10x8xf32>
-  // expected-error @+1 {{'dfg.linear' op has 10 MLP features, which tp=4 does not divide}}
+  // expected-error @+1 {{'dfg.linear' op has 10 MLP features, which tp=4 does not divide, and they could not be padded (an op between the projections that zeros could make infinite: a reciprocal, a logarithm, a division by them)}}
   %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<2x8xf32>, tensor<8x10xf32>) -> tensor<2x10xf32>
-  %g = dfg.silu %h : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  %g = dfg.reciprocal %h : (tensor<2x10xf32>) -> tensor<2x10xf32>
   %y = dfg.linear %g, %w2 transpose_weight = false : (tensor<2x10xf32>, tensor<10x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
@@ -1076,5 +1112,37 @@ func.func @unraised_replicated_kv_heads(%x: tensor<1x4x24xf32>) -> tensor<1x4x24
   %o2 = dfg.reshape %o1 to [1, 4, 24] : (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
   %y = dfg.matmul %o2, %wo : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
   return %y : tensor<1x4x24xf32>
+}
+}
+
+// -----
+
+// GPT-NeoX's packed QKV: each head's q, k and v side by side ([..., h, 3d]
+// viewed from the projection's [..., h * 3d]), then split along the last
+// axis. 2 heads on tp=3 are padded to 3: the projection gets a third block of
+// 12 zero columns (the padded head's q, k and v), the output projection 4
+// zero rows.
+module attributes {meshc.mesh = "tp=3"} {
+// CHECK-LABEL: func.func @packed_per_head_qkv
+func.func @packed_per_head_qkv(%x: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> {
+  %wqkv = dfg.weight "wqkv" in "w.bin" [offset = 0, length = 768] : tensor<8x24xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 768, length = 256] : tensor<8x8xf32>
+  // CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 1 : (tensor<8x24xf32>, tensor<8x12xf32>) -> tensor<8x36xf32>
+  // CHECK: dfg.linear {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<1x4x8xf32>, tensor<8x36xf32>) -> tensor<1x4x36xf32>
+  // CHECK: dfg.split {{.*}} : (tensor<1x3x4x12xf32>) -> (tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>)
+  // CHECK: dfg.attention {{.*}}meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]}
+  // CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 0 : (tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<12x8xf32>
+  // CHECK-NOT: warning
+  // expected-remark @+1 {{2 heads of 4 features, which tp does not divide, padded to 3 with zero weights so that tp splits them evenly (1 projection(s) in, 1 out; a padded head computes zeros)}}
+  %p = dfg.linear %x, %wqkv transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x24xf32>) -> tensor<1x4x24xf32>
+  %v1 = dfg.reshape %p to [1, 4, 2, 12] : (tensor<1x4x24xf32>) -> tensor<1x4x2x12xf32>
+  %t = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x2x12xf32>) -> tensor<1x2x4x12xf32>
+  %q, %k, %v = dfg.split %t axis = 3 sizes = [4, 4, 4] : (tensor<1x2x4x12xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
+  %o = dfg.attention %q, %k, %v scale = 0.5 causal = true : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x2x4x4xf32>) -> tensor<1x4x2x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 8] : (tensor<1x4x2x4xf32>) -> tensor<1x4x8xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x8xf32>) -> tensor<1x4x8xf32>
+  %r = dfg.add %y, %x : (tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %r : tensor<1x4x8xf32>
 }
 }

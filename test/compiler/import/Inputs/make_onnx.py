@@ -1127,6 +1127,23 @@ def case_max_of_sizes(path):
     return model(nodes, ins, [f32("y", None)], inits)
 
 
+def case_max_of_two_sizes(path):
+    """A slice start max(0, past - seq): its order flips along a line of two
+    sizes, which no bound of one decides."""
+    nodes = [
+        helper.make_node("Shape", ["mask"], ["seq"], start=1, end=2, name="seq"),
+        helper.make_node("Shape", ["past"], ["plen"], start=1, end=2, name="plen"),
+        helper.make_node("Sub", ["plen", "seq"], ["rest"], name="rest"),
+        helper.make_node("Max", ["rest", "zero"], ["start"], name="clamp"),
+        helper.make_node("Slice", ["bias", "start", "end", "axes"], ["y"], name="alibi"),
+    ]
+    inits = [ints("zero", [0]), ints("end", [INT64_MAX]), ints("axes", [3]),
+             numpy_helper.from_array(np.zeros((1, 2, 1, 8), np.float32), "bias")]
+    ins = [helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "seq"]),
+           helper.make_tensor_value_info("past", TensorProto.INT64, ["batch", "past"])]
+    return model(nodes, ins, [f32("y", None)], inits)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
