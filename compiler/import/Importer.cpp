@@ -971,21 +971,18 @@ OwningOpRef<ModuleOp> Importer::run() {
       builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
   // Least sizes the ops need of symbolic input dimensions, for the
-  // executables to check (NodeContext::requireDimAtLeast).
-  if (!minimums_.empty()) {
-    SmallVector<NamedAttribute> least;
-    for (auto &entry : minimums_)
-      least.push_back(builder_.getNamedAttr(
+  // executables to check (NodeContext::requireDimAtLeast), and the largest
+  // sizes the shape arithmetic assumed, for the bounds to respect.
+  for (auto [name, sizes] : {std::pair<StringRef, const DimSizes *>{
+                                 "dfg.dim_minimums", &minimums_},
+                             {"dfg.dim_maximums", &maximums_}}) {
+    if (sizes->empty())
+      continue;
+    SmallVector<NamedAttribute> entries;
+    for (auto &entry : *sizes)
+      entries.push_back(builder_.getNamedAttr(
           entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
-    (*module)->setAttr("dfg.dim_minimums", builder_.getDictionaryAttr(least));
-  }
-  // Largest sizes the shape arithmetic assumed, for the bounds to respect.
-  if (!maximums_.empty()) {
-    SmallVector<NamedAttribute> most;
-    for (auto &entry : maximums_)
-      most.push_back(builder_.getNamedAttr(
-          entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
-    (*module)->setAttr("dfg.dim_maximums", builder_.getDictionaryAttr(most));
+    (*module)->setAttr(name, builder_.getDictionaryAttr(entries));
   }
 
   if (failed(verify(*module)))

@@ -777,6 +777,17 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     if (ok)
       group.pad();
   };
+  // Query heads grouped over KV heads, from `seed` holding them at `m`,
+  // where tp needs them padded.
+  auto attemptGrouped = [&](int64_t heads, int64_t kvHeads, int64_t d,
+                            Value seed, Mark m) {
+    auto padded = paddedGroups(heads, kvHeads, tp);
+    if (!padded)
+      return;
+    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second,
+                    d);
+    attempt(group, seed, m);
+  };
   // Raised attention first: its key heads say how the query heads group.
   SmallVector<dfg::AttentionOp> attentions;
   func.walk([&](dfg::AttentionOp a) { attentions.push_back(a); });
@@ -799,12 +810,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     // count that it does (3 on tp=2 to 4); with fewer than tp (each then
     // replicated on tp / kv ranks), each group pads to a multiple of
     // tp / kv.
-    auto padded = paddedGroups(heads, kvHeads, tp);
-    if (!padded)
-      continue;
-    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second,
-                    d);
-    attempt(group, a.getQuery(), {1, Kind::Heads});
+    attemptGrouped(heads, kvHeads, d, a.getQuery(), {1, Kind::Heads});
   }
   // Unraised GQA: the written-out repeats of the KV heads say how the query
   // heads group.
@@ -819,12 +825,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     int64_t kvHeads = in[a], heads = out[a], d = out.back();
     if (tried.contains(r.getResult()) || ShapedType::isDynamic(d))
       continue;
-    auto padded = paddedGroups(heads, kvHeads, tp);
-    if (!padded)
-      continue;
-    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second,
-                    d);
-    attempt(group, r.getResult(), {a, Kind::Heads});
+    attemptGrouped(heads, kvHeads, d, r.getResult(), {a, Kind::Heads});
   }
   // Then heads the exporter wrote out: reshapes of projections.
   SmallVector<dfg::ReshapeOp> seeds;

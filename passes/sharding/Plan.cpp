@@ -646,19 +646,7 @@ void padUnevenLmHeads(func::FuncOp func, int64_t n) {
     int64_t rank = type.getRank(), vocab = type.getShape().back();
     int64_t padded = (vocab + n - 1) / n * n;
     auto pad = [&](Value v, int64_t axis) {
-      auto vType = cast<RankedTensorType>(v.getType());
-      SmallVector<int64_t> shape(vType.getShape());
-      shape[axis] = padded - vocab;
-      auto zerosType = RankedTensorType::get(shape, vType.getElementType());
-      Value zeros = dfg::ConstantOp::create(
-          b, loc, zerosType,
-          DenseElementsAttr::get(zerosType,
-                                 b.getZeroAttr(vType.getElementType())));
-      shape[axis] = padded;
-      return dfg::ConcatOp::create(
-                 b, loc, RankedTensorType::get(shape, vType.getElementType()),
-                 ValueRange{v, zeros}, b.getI64IntegerAttr(axis))
-          .getResult();
+      return padAlong(b, loc, v, axis, padded - vocab, 0);
     };
     SmallVector<int64_t> shape(type.getShape());
     shape.back() = padded;
@@ -1115,19 +1103,9 @@ private:
     OpBuilder b(op);
     Location loc = op.getLoc();
     auto tableType = cast<RankedTensorType>(op.getTable().getType());
-    Type element = tableType.getElementType();
     int64_t vocab = tableType.getDimSize(0);
     int64_t padded = (vocab + n - 1) / n * n;
-    SmallVector<int64_t> shape(tableType.getShape());
-    shape[0] = padded - vocab;
-    auto zerosType = RankedTensorType::get(shape, element);
-    Value zeros = dfg::ConstantOp::create(
-        b, loc, zerosType,
-        DenseElementsAttr::get(zerosType, b.getZeroAttr(element)));
-    shape[0] = padded;
-    Value table = dfg::ConcatOp::create(
-        b, loc, RankedTensorType::get(shape, element),
-        ValueRange{op.getTable(), zeros}, b.getI64IntegerAttr(0));
+    Value table = padAlong(b, loc, op.getTable(), 0, padded - vocab, 0);
     // ONNX Gather's negative ids count from the end of the real table.
     Value ids = op.getIds();
     auto idType = cast<RankedTensorType>(ids.getType()).getElementType();
