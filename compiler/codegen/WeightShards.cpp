@@ -290,8 +290,8 @@ private:
     rt::DType from = *elementDType(root->second);
     size_t width = rt::byteWidth(from);
     std::vector<uint8_t> dense;
-    auto rootShape = cast<RankedTensorType>(box.root->getResult(0).getType())
-                         .getShape();
+    auto rootShape =
+        cast<RankedTensorType>(box.root->getResult(0).getType()).getShape();
     walkBox(box, rootShape, root->first, width,
             [&](const uint8_t *p, int64_t n) {
               dense.insert(dense.end(), p, p + n * width);
@@ -403,8 +403,7 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
               if (progress && totalBytes) {
                 int percent = static_cast<int>(100 * done / totalBytes);
                 if (percent != shown) {
-                  *progress << "\r  writing " << path << ": " << percent
-                            << "%";
+                  *progress << "\r  writing " << path << ": " << percent << "%";
                   progress->flush();
                   shown = percent;
                 }

@@ -323,8 +323,7 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
 /// sequence_length) holds for sequence_length <= max_seq_len): a default
 /// bound above one is lowered to it, a bound the user gave is refused.
 int applyModelMaximums(mlir::ModuleOp module, onnximport::DimSizes &bounds,
-                       const llvm::StringSet<> &givenNames,
-                       StringRef command) {
+                       const llvm::StringSet<> &givenNames, StringRef command) {
   auto most = module->getAttrOfType<mlir::DictionaryAttr>("dfg.dim_maximums");
   if (!most)
     return 0;
@@ -371,8 +370,7 @@ int withFrontEnd(
     if (int status =
             resolveAxisBounds(*module, *axes, *bounds, command, givenNames))
       return status;
-    if (int status =
-            applyModelMaximums(*module, *bounds, givenNames, command))
+    if (int status = applyModelMaximums(*module, *bounds, givenNames, command))
       return status;
   }
   if (!symbolicOk)

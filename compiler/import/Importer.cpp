@@ -973,9 +973,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   // Least sizes the ops need of symbolic input dimensions, for the
   // executables to check (NodeContext::requireDimAtLeast), and the largest
   // sizes the shape arithmetic assumed, for the bounds to respect.
-  for (auto [name, sizes] : {std::pair<StringRef, const DimSizes *>{
-                                 "dfg.dim_minimums", &minimums_},
-                             {"dfg.dim_maximums", &maximums_}}) {
+  for (auto [name, sizes] :
+       {std::pair<StringRef, const DimSizes *>{"dfg.dim_minimums", &minimums_},
+        {"dfg.dim_maximums", &maximums_}}) {
     if (sizes->empty())
       continue;
     SmallVector<NamedAttribute> entries;

@@ -123,9 +123,9 @@ std::optional<Linear> linearOf(AffineExpr e) {
 /// is decidable: 1 if a >= b always, -1 if a <= b always. Where the order
 /// flips at some size of one symbol s, the order at s = 1 with `bound` set
 /// to (s, the largest size of s for which it holds).
-std::optional<int> decideOrder(AffineExpr a, AffineExpr b,
-                               std::optional<std::pair<unsigned, int64_t>>
-                                   &bound) {
+std::optional<int>
+decideOrder(AffineExpr a, AffineExpr b,
+            std::optional<std::pair<unsigned, int64_t>> &bound) {
   std::optional<Linear> d = linearOf(a - b);
   if (!d)
     return std::nullopt;
@@ -289,8 +289,8 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
                       << (isMin ? "min(" : "max(") << table.format(a) << ", "
                       << table.format(b) << ") is " << table.format(result)
                       << " while " << name << " <= " << bound->second
-                      << ": the model is compiled for " << name
-                      << " up to " << bound->second;
+                      << ": the model is compiled for " << name << " up to "
+                      << bound->second;
                 }
               }
               return result;

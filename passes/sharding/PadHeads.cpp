@@ -308,9 +308,7 @@ private:
   }
 
   /// The extent of the heads at `m`, before and after padding.
-  int64_t size(Mark m) const {
-    return (m.kv ? groups_ : h_) * unitOf(m);
-  }
+  int64_t size(Mark m) const { return (m.kv ? groups_ : h_) * unitOf(m); }
   int64_t paddedSize(Mark m) const {
     return (m.kv ? groupsPadded_ : padded_) * unitOf(m);
   }
@@ -585,9 +583,9 @@ private:
       // A slice of other axes (a partial rotary's part of each head; MPT's
       // ALiBi table cut to the keys).
       int64_t rank = shapeOf(op->getOperand(0)).size();
-      ArrayRef<int64_t> axes =
-          isa<dfg::SliceOp>(op) ? cast<dfg::SliceOp>(op).getAxes()
-                                : cast<dfg::SymbolicSliceOp>(op).getAxes();
+      ArrayRef<int64_t> axes = isa<dfg::SliceOp>(op)
+                                   ? cast<dfg::SliceOp>(op).getAxes()
+                                   : cast<dfg::SymbolicSliceOp>(op).getAxes();
       for (int64_t a : axes)
         if ((a < 0 ? a + rank : a) == m.axis)
           return false;
@@ -784,8 +782,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     auto padded = paddedGroups(heads, kvHeads, tp);
     if (!padded)
       return;
-    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second,
-                    d);
+    HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second, d);
     attempt(group, seed, m);
   };
   // Raised attention first: its key heads say how the query heads group.

@@ -524,8 +524,8 @@ std::optional<Mlp> mlpOf(dfg::LinearOp down) {
 }
 
 /// `v` padded with `count` elements of `fill` along `axis` (a concat).
-Value padAlong(OpBuilder &b, Location loc, Value v, int64_t axis,
-               int64_t count, double fill) {
+Value padAlong(OpBuilder &b, Location loc, Value v, int64_t axis, int64_t count,
+               double fill) {
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape(type.getShape());
   shape[axis] = count;
@@ -537,8 +537,7 @@ Value padAlong(OpBuilder &b, Location loc, Value v, int64_t axis,
   Value pad = dfg::ConstantOp::create(b, loc, padType,
                                       DenseElementsAttr::get(padType, value));
   shape[axis] = type.getDimSize(axis) + count;
-  return dfg::ConcatOp::create(b, loc,
-                               RankedTensorType::get(shape, element),
+  return dfg::ConcatOp::create(b, loc, RankedTensorType::get(shape, element),
                                ValueRange{v, pad}, b.getI64IntegerAttr(axis))
       .getResult();
 }
@@ -594,8 +593,8 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
         if (!isSource(v) || !lastIsFeatures(v))
           continue;
         // A divisor or exponent pads with ones, anything else with zeros.
-        bool one = isa<dfg::DivOp, dfg::PowOp>(op) &&
-                   operand.getOperandNumber() == 1;
+        bool one =
+            isa<dfg::DivOp, dfg::PowOp>(op) && operand.getOperandNumber() == 1;
         int64_t axis = cast<RankedTensorType>(v.getType()).getRank() - 1;
         operand.set(padAlong(b, op->getLoc(), v, axis, extra, one ? 1 : 0));
       }
@@ -611,9 +610,9 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
     for (Operation *op : mlp.between)
       widen(op->getResult(0));
     b.setInsertionPoint(down);
-    down.getWeightMutable().assign(
-        padAlong(b, down.getLoc(), down.getWeight(),
-                 down.getTransposeWeight() ? 1 : 0, extra, 0));
+    down.getWeightMutable().assign(padAlong(b, down.getLoc(), down.getWeight(),
+                                            down.getTransposeWeight() ? 1 : 0,
+                                            extra, 0));
     mlp.ups.front()->emitRemark()
         << features << " MLP features, which tp=" << n
         << " does not divide, padded to " << padded
@@ -1088,13 +1087,11 @@ private:
     func_.walk([&](dfg::EmbeddingOp op) {
       auto tableType = cast<RankedTensorType>(op.getTable().getType());
       int64_t vocab = tableType.getDimSize(0);
-      if (!isSource(op.getTable()) || !tableType.hasStaticShape() ||
-          vocab == 0)
+      if (!isSource(op.getTable()) || !tableType.hasStaticShape() || vocab == 0)
         return;
       if (vocab % n != 0)
         padVocabulary(op, n);
-      op->setAttr(kVocabAxesAttr,
-                  DenseI16ArrayAttr::get(op.getContext(), tp));
+      op->setAttr(kVocabAxesAttr, DenseI16ArrayAttr::get(op.getContext(), tp));
     });
   }
 
@@ -1122,8 +1119,9 @@ private:
     op.getTableMutable().assign(table);
     op.getIdsMutable().assign(wrapped);
     op->emitRemark() << "the embedding's vocabulary of " << vocab
-                     << " rows, which tp=" << n << " does not divide, padded to "
-                     << padded << " with zero rows (no id reads them) so that "
+                     << " rows, which tp=" << n
+                     << " does not divide, padded to " << padded
+                     << " with zero rows (no id reads them) so that "
                      << "tp splits it evenly";
   }
 
@@ -1464,8 +1462,8 @@ LogicalResult splitTensorParallel(ModuleOp module, shard::GridOp grid) {
     // the KV heads (an unraised GQA).
     int64_t heads, kvHeads;
     if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
-      heads = cast<RankedTensorType>(attention.getQuery().getType())
-                  .getDimSize(1);
+      heads =
+          cast<RankedTensorType>(attention.getQuery().getType()).getDimSize(1);
       kvHeads =
           cast<RankedTensorType>(attention.getKey().getType()).getDimSize(1);
     } else if (std::optional<int64_t> a = repeatMergeAxis(op)) {

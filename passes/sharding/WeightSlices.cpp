@@ -106,8 +106,8 @@ public:
       result = true;
     else if (op && isa<dfg::SliceOp, dfg::ReshapeOp, dfg::SqueezeOp,
                        dfg::UnsqueezeOp, dfg::ConcatOp>(op))
-      result = llvm::all_of(op->getOperands(),
-                            [&](Value x) { return (*this)(x); });
+      result =
+          llvm::all_of(op->getOperands(), [&](Value x) { return (*this)(x); });
     memo_[v] = result;
     return result;
   }
@@ -147,8 +147,7 @@ Value throughConcat(OpBuilder &b, Location loc, dfg::ConcatOp concat,
   SmallVector<int64_t> shape(box.count);
   auto type = RankedTensorType::get(
       shape, cast<RankedTensorType>(concat.getType()).getElementType());
-  return dfg::ConcatOp::create(b, loc, type, pieces,
-                               b.getI64IntegerAttr(axis))
+  return dfg::ConcatOp::create(b, loc, type, pieces, b.getI64IntegerAttr(axis))
       .getResult();
 }
 

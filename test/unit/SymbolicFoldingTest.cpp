@@ -39,30 +39,30 @@ protected:
   /// A one-element dfg.sizes holding `e`.
   Value sizes(AffineExpr e) {
     auto [map, names] = table.write({e});
-    return dfg::SizesOp::create(builder, builder.getUnknownLoc(),
-                                RankedTensorType::get({1}, builder.getI64Type()),
-                                map, names);
+    return dfg::SizesOp::create(
+        builder, builder.getUnknownLoc(),
+        RankedTensorType::get({1}, builder.getI64Type()), map, names);
   }
 
   /// `op`'s folded value as an expression over the table's symbols, or
   /// null when it did not fold.
   AffineExpr fold(Operation *op) {
-    Value folded = onnximport::foldSymbolic(op, table, "",
-                                            assume ? &maximums : nullptr);
+    Value folded =
+        onnximport::foldSymbolic(op, table, "", assume ? &maximums : nullptr);
     if (!folded)
       return {};
     if (auto c = folded.getDefiningOp<dfg::ConstantOp>())
-      return getAffineConstantExpr(
-          cast<DenseIntElementsAttr>(c.getValue()).getValues<APInt>()[0]
-              .getSExtValue(),
-          &ctx);
+      return getAffineConstantExpr(cast<DenseIntElementsAttr>(c.getValue())
+                                       .getValues<APInt>()[0]
+                                       .getSExtValue(),
+                                   &ctx);
     auto s = folded.getDefiningOp<dfg::SizesOp>();
     return table.read(s.getMap(), s.getSymbols()).front();
   }
 
   template <typename Op> AffineExpr fold(AffineExpr a, AffineExpr b) {
-    Operation *op = Op::create(builder, builder.getUnknownLoc(), sizes(a),
-                               sizes(b));
+    Operation *op =
+        Op::create(builder, builder.getUnknownLoc(), sizes(a), sizes(b));
     return fold(op);
   }
 
