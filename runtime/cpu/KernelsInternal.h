@@ -8,6 +8,7 @@
 #ifndef MESHC_RUNTIME_CPU_KERNELSINTERNAL_H
 #define MESHC_RUNTIME_CPU_KERNELSINTERNAL_H
 
+#include "meshc/runtime/kernels.h"
 #include "meshc/runtime/tensor.h"
 #include "runtime/ShapePlan.h"
 
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 /// The runtime library is built for the baseline x86-64 (SSE2), so that
@@ -244,9 +246,30 @@ void parallelMemcpy(void *dst, const void *src, std::size_t bytes);
 /// runtime for the whole program, so OpenBLAS's spinning pthreads never
 /// compete with OpenMP's for the cores. Inside a parallel region it is one
 /// single-threaded sgemm on the calling thread.
+///
+/// With `finish` (then ldc == n), finish(begin, end) is called once for each
+/// of disjoint ranges that cover C's m * n elements, as soon as they are
+/// final: inside the pass that sums a few-row product's partial sums, else
+/// in one parallel pass after the product. It may run on any thread of the
+/// team, several at once.
+using Finish = std::function<void(std::int64_t begin, std::int64_t end)>;
 void sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
            float alpha, const float *a, std::int64_t lda, const float *b,
-           std::int64_t ldb, float beta, float *c, std::int64_t ldc);
+           std::int64_t ldb, float beta, float *c, std::int64_t ldc,
+           const Finish *finish = nullptr);
+
+/// How many transposed program weights linear has repacked for oneDNN's
+/// matmul primitive (LinearOptions::constantWeight), for tests.
+std::size_t packedWeightCount();
+
+/// finish over [0, count) in chunks, in parallel when large.
+void finishAll(const Finish &finish, std::int64_t count);
+
+/// y[i] = op(x[i]) for i < n (x == y allowed), compiled for each x86-64
+/// level: the f32 unary ops' loops (runtime/cpu/elementwise.cpp), null for
+/// an op that has none.
+using FloatRun = void (*)(const float *, float *, std::int64_t);
+FloatRun floatRun(UnaryOp op);
 
 /// Products of at most this many multiply-adds are not worth splitting.
 inline constexpr double kSerialGemmMacs = 1 << 20;

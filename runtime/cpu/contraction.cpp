@@ -48,11 +48,15 @@
 #include <cblas.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -79,7 +83,7 @@ bool useDnnl() {
 constexpr std::int64_t kMinRunRows = 64;
 template <typename Part>
 bool sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
-                    float *c, Part part) {
+                    float *c, Part part, const Finish *finish) {
   const std::int64_t most = std::min<std::int64_t>(threads, k / kMinRunRows);
   if (most < 2)
     return false;
@@ -94,12 +98,18 @@ bool sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
     const std::int64_t l0 = p * rowsPer;
     part(l0, std::min(rowsPer, k - l0), sums + p * n);
   }
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (n * runs > kParallelThreshold)
-  for (std::int64_t j = 0; j < n; ++j) {
-    float total = beta == 0.0f ? 0.0f : beta * c[j];
-    for (int p = 0; p < runs; ++p)
-      total += sums[p * n + j];
-    c[j] = total;
+  for (std::int64_t q = 0; q < chunks; ++q) {
+    const std::int64_t j0 = q * kChunk, j1 = std::min(n, j0 + kChunk);
+    for (std::int64_t j = j0; j < j1; ++j) {
+      float total = beta == 0.0f ? 0.0f : beta * c[j];
+      for (int p = 0; p < runs; ++p)
+        total += sums[p * n + j];
+      c[j] = total;
+    }
+    if (finish)
+      (*finish)(j0, j1);
   }
   return true;
 }
@@ -253,7 +263,8 @@ void fewRowsProduct(const float *x, std::int64_t ldx, std::int64_t m,
 template <typename W>
 void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float *a, std::int64_t lda, const W *b,
-                 std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
+                 std::int64_t ldb, float beta, float *c, std::int64_t ldc,
+                 const Finish *finish) {
   const std::int64_t most = std::max<std::int64_t>(
       1, std::min<std::int64_t>(threads, k / kMinRunRows));
   const std::int64_t rowsPer = (k + most - 1) / most;
@@ -285,25 +296,46 @@ void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
     }
   }
   const std::int64_t total = m * n;
+  const std::int64_t chunks = (total + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (total * runs > kParallelThreshold)
-  for (std::int64_t e = 0; e < total; ++e) {
-    float sum = 0.0f;
-    for (int p = 0; p < runs; ++p)
-      sum += sums[p * total + e];
-    float &out = c[(e / n) * ldc + e % n];
-    out = (beta == 0.0f ? 0.0f : beta * out) + alpha * sum;
+  for (std::int64_t q = 0; q < chunks; ++q) {
+    const std::int64_t e0 = q * kChunk, e1 = std::min(total, e0 + kChunk);
+    for (std::int64_t e = e0; e < e1; ++e) {
+      float sum = 0.0f;
+      for (int p = 0; p < runs; ++p)
+        sum += sums[p * total + e];
+      float &out = c[(e / n) * ldc + e % n];
+      out = (beta == 0.0f ? 0.0f : beta * out) + alpha * sum;
+    }
+    if (finish)
+      (*finish)(e0, e1);
   }
 }
 } // namespace
 
+void detail::finishAll(const Finish &finish, std::int64_t count) {
+  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (count > kParallelThreshold)
+  for (std::int64_t q = 0; q < chunks; ++q)
+    finish(q * kChunk, std::min(count, (q + 1) * kChunk));
+}
+
 void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
                    float alpha, const float *a, std::int64_t lda,
                    const float *b, std::int64_t ldb, float beta, float *c,
-                   std::int64_t ldc) {
+                   std::int64_t ldc, const Finish *finish) {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
   if (m == 0 || n == 0)
     return;
+  if (finish && ldc != n)
+    fatal("sgemm: an epilogue needs a contiguous output");
+  // The paths that sum partial products finish each range as they write
+  // it; the others finish after the product.
+  auto thenFinish = [&] {
+    if (finish)
+      finishAll(*finish, m * n);
+  };
   const CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
   const double macs =
       static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -321,15 +353,16 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
     };
     if (threads <= 1 || macs <= kSerialGemmMacs) {
       gemv(0, n);
-      return;
+      return thenFinish();
     }
     if (!transB &&
-        sumOverRowRuns(threads, k, n, beta, c,
-                       [&](std::int64_t l0, std::int64_t rows, float *sums) {
-                         cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
-                                     b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums,
-                                     1);
-                       }))
+        sumOverRowRuns(
+            threads, k, n, beta, c,
+            [&](std::int64_t l0, std::int64_t rows, float *sums) {
+              cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
+                          b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums, 1);
+            },
+            finish))
       return;
     std::int64_t block = (n + threads - 1) / threads;
     block = (block + 15) / 16 * 16;
@@ -337,10 +370,10 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t p = 0; p < blocks; ++p)
       gemv(p * block, std::min(block, n - p * block));
-    return;
+    return thenFinish();
   }
   if (!transB && m <= kFewRows) {
-    fewRowsGemm(threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    fewRowsGemm(threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, finish);
     return;
   }
   if (useDnnl()) {
@@ -350,12 +383,12 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
                                       a, lda, b, ldb, beta, c, ldc);
     if (status != dnnl_success)
       fatal("oneDNN sgemm failed (status " + std::to_string(status) + ")");
-    return;
+    return thenFinish();
   }
   if (threads <= 1 || macs <= kSerialGemmMacs) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb,
                 beta, c, ldc);
-    return;
+    return thenFinish();
   }
   // Split the longer side of C into one block per thread, rounded to the
   // kernels' register blocking (16 columns, 4 rows).
@@ -376,6 +409,7 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
                   transB ? b + begin * ldb : b + begin, ldb, beta, c + begin,
                   ldc);
   }
+  thenFinish();
 }
 
 namespace {
@@ -418,14 +452,19 @@ MESHC_BF16_CLONES void gemvBf16Rows(const float *a, const std::uint16_t *b,
 /// C[m, n] = A[m, k] . op(B) + beta * C for a bf16 B: [n, k] with transB,
 /// else [k, n]; A and C f32 with leading dimensions k and n.
 void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
-                 const float *a, const std::uint16_t *b, float beta, float *c) {
+                 const float *a, const std::uint16_t *b, float beta, float *c,
+                 const Finish *finish) {
   if (m == 0 || n == 0)
     return;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (!transB && m <= kFewRows) {
-    fewRowsGemm(threads, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+    fewRowsGemm(threads, m, n, k, 1.0f, a, k, b, n, beta, c, n, finish);
     return;
   }
+  auto thenFinish = [&] {
+    if (finish)
+      finishAll(*finish, m * n);
+  };
   if (m == 1) {
     // B [n, k] (the [k, n] layout went to fewRowsGemm): one dot product
     // per output, each thread reading one contiguous part of B, so that its
@@ -434,7 +473,7 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
         threads > 1 && static_cast<double>(n) * k > kSerialGemmMacs;
     if (!parallel) {
       gemvBf16Rows(a, b, k, 0, n, beta, c);
-      return;
+      return thenFinish();
     }
     const std::int64_t block = (n + threads - 1) / threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -443,7 +482,7 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       if (j0 < n)
         gemvBf16Rows(a, b, k, j0, std::min(block, n - j0), beta, c);
     }
-    return;
+    return thenFinish();
   }
   // Widen a block of B's columns (about 4 MB of f32) and multiply it.
   std::int64_t block = std::max<std::int64_t>(64, (std::int64_t(1) << 20) / k);
@@ -463,6 +502,7 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
     sgemm(transB, m, len, k, 1.0f, a, k, wide, transB ? k : len, beta, c + j0,
           n);
   }
+  thenFinish();
 }
 
 /// The shape of a numpy matmul: M, K, N, and the offsets (in elements) of
@@ -550,7 +590,7 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
     if (s.foldable) {
       productBf16(false, s.m * static_cast<std::int64_t>(s.batches.size()), s.n,
                   s.k, a + s.batches[0].first, b16 + s.batches[0].second, 0.0f,
-                  c);
+                  c, nullptr);
       return;
     }
     std::vector<float> wide(static_cast<std::size_t>(rhs.numElements()));
@@ -584,8 +624,133 @@ void matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out) {
           b + s.batches[i].second, ldb, 0.0f, c + i * s.m * s.n, s.n);
 }
 
+namespace {
+
+/// A transposed weight ([n, k]: a tied lm_head reading its embedding table)
+/// repacked once into oneDNN's layout for its matmul primitive, and that
+/// primitive, built for any number of rows. For products of several rows
+/// it is faster than sgemm, which packs the transposed weight again on
+/// every call (GPT-2-small's tied lm_head, 128 rows: 47 against 62 ms; the
+/// [k, n] weights gain nothing and stay on sgemm, unpacked).
+struct PackedWeight {
+  dnnl::matmul product;
+  dnnl::memory weights;
+};
+
+dnnl::engine &cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// The packed copy of the [n, k] weight at `w`, made on first use; null
+/// where oneDNN offers no primitive (the caller uses sgemm then). The
+/// weight must stay unchanged at `w` for the process's life (the program's
+/// weights do: LinearOptions::constantWeight).
+std::mutex packedMutex;
+std::map<std::tuple<const float *, std::int64_t, std::int64_t>,
+         std::unique_ptr<PackedWeight>>
+    packedCache;
+
+const PackedWeight *packedWeight(const float *w, std::int64_t n,
+                                 std::int64_t k) {
+  std::lock_guard<std::mutex> lock(packedMutex);
+  auto &cache = packedCache;
+  auto [it, fresh] = cache.try_emplace({w, n, k});
+  if (!fresh)
+    return it->second.get();
+  using dnnl::memory;
+  try {
+    const memory::desc src({DNNL_RUNTIME_DIM_VAL, k}, memory::data_type::f32,
+                           memory::format_tag::ab),
+        dst({DNNL_RUNTIME_DIM_VAL, n}, memory::data_type::f32,
+            memory::format_tag::ab),
+        any({k, n}, memory::data_type::f32, memory::format_tag::any),
+        plain({k, n}, memory::data_type::f32, memory::format_tag::ba);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst),
+                                    cpuEngine());
+    auto packed = std::make_unique<PackedWeight>();
+    packed->product = dnnl::matmul(pd);
+    packed->weights = memory(pd.weights_desc(), cpuEngine());
+    memory original(plain, cpuEngine(), const_cast<float *>(w));
+    dnnl::stream stream(cpuEngine());
+    dnnl::reorder(original, packed->weights)
+        .execute(stream, original, packed->weights);
+    stream.wait();
+    it->second = std::move(packed);
+  } catch (const dnnl::error &) {
+    // No primitive for this shape or CPU: sgemm serves it (it->second
+    // stays null, so this is tried once).
+  }
+  return it->second.get();
+}
+
+} // namespace
+
+std::size_t detail::packedWeightCount() {
+  std::lock_guard<std::mutex> lock(packedMutex);
+  std::size_t count = 0;
+  for (const auto &entry : packedCache)
+    count += entry.second != nullptr;
+  return count;
+}
+
+namespace {
+
+/// c[m, n] = a[m, k] . W^T by the packed weight.
+void packedProduct(const PackedWeight &packed, std::int64_t m, std::int64_t n,
+                   std::int64_t k, const float *a, float *c) {
+  using dnnl::memory;
+  try {
+    memory src({{m, k}, memory::data_type::f32, memory::format_tag::ab},
+               cpuEngine(), const_cast<float *>(a));
+    memory dst({{m, n}, memory::data_type::f32, memory::format_tag::ab},
+               cpuEngine(), c);
+    dnnl::stream stream(cpuEngine());
+    packed.product.execute(stream, {{DNNL_ARG_SRC, src},
+                                    {DNNL_ARG_WEIGHTS, packed.weights},
+                                    {DNNL_ARG_DST, dst}});
+    stream.wait();
+  } catch (const dnnl::error &e) {
+    fatal(std::string("oneDNN matmul failed: ") + e.what());
+  }
+}
+
+/// The bias, activation and binary op of `options` on elements [begin, end)
+/// of the [rows, n] output c, in place, one row's piece at a time.
+void applyEpilogue(const LinearOptions &options, const float *bias,
+                   FloatRun unary, const float *other, std::int64_t n,
+                   float *c, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t e = begin; e < end;) {
+    const std::int64_t col = e % n, len = std::min(end - e, n - col);
+    float *y = c + e;
+    if (bias)
+      for (std::int64_t j = 0; j < len; ++j)
+        y[j] += bias[col + j];
+    if (unary)
+      unary(y, y, len);
+    if (other) {
+      const float *x = other + e;
+      if (options.binary == BinaryOp::Mul)
+        for (std::int64_t j = 0; j < len; ++j)
+          y[j] *= x[j];
+      else
+        for (std::int64_t j = 0; j < len; ++j)
+          y[j] += x[j];
+    }
+    e += len;
+  }
+}
+
+} // namespace
+
 void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             bool transposeWeight, const TensorRef &out) {
+  linear(in, weight, bias, transposeWeight, LinearOptions{}, out);
+}
+
+void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
+            bool transposeWeight, const LinearOptions &options,
+            const TensorRef &out) {
   requireF32(in, "linear");
   if (weight.dtype != DType::BF16)
     requireF32(weight, "linear");
@@ -593,29 +758,70 @@ void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
   if (p.empty())
     return;
   const std::int64_t k = p.k, n = p.n, rows = p.rows;
+  const float *a = in.as<const float>();
   float *c = out.as<float>();
-  float beta = 0.0f;
+  const float *b = nullptr;
   if (bias) {
-    // Preload every row with the bias; sgemm then adds the product.
     requireF32(*bias, "linear");
-    const float *b = bias->as<const float>();
+    b = bias->as<const float>();
+  }
+  FloatRun unary = nullptr;
+  if (options.hasUnary && !(unary = floatRun(options.unary)))
+    fatal("linear: the epilogue's unary op is not an f32 math op");
+  const float *other = nullptr;
+  if (options.other) {
+    requireF32(*options.other, "linear");
+    if (options.other->numElements() != rows * n)
+      fatal("linear: the epilogue's operand has " +
+            std::to_string(options.other->numElements()) +
+            " elements, the output " + std::to_string(rows * n));
+    if (options.binary != BinaryOp::Add && options.binary != BinaryOp::Mul)
+      fatal("linear: the epilogue's binary op is neither add nor mul");
+    other = options.other->as<const float>();
+  }
+  // A transposed program weight times several rows: by its packed copy.
+  const PackedWeight *packed = nullptr;
+  if (weight.dtype == DType::F32 && transposeWeight &&
+      options.constantWeight && rows > 1 && k > 0 && useDnnl() &&
+      !omp_in_parallel() &&
+      static_cast<double>(rows) * static_cast<double>(n) * k > kSerialGemmMacs)
+    packed = packedWeight(weight.as<const float>(), n, k);
+  // The bias, the activation and the binary op in one pass: inside the
+  // pass that sums a few-row product's partial sums, else after the
+  // product. A plain linear instead preloads the bias, which the product
+  // is added to.
+  Finish finish = [&](std::int64_t begin, std::int64_t end) {
+    applyEpilogue(options, b, unary, other, n, c, begin, end);
+  };
+  const bool inPass = unary || other || (b && packed);
+  const Finish *then = inPass ? &finish : nullptr;
+  float beta = 0.0f;
+  if (b && !inPass) {
 #pragma omp parallel for schedule(static) if (rows * n > kParallelThreshold)
     for (std::int64_t r = 0; r < rows; ++r)
       std::memcpy(c + r * n, b, static_cast<std::size_t>(n) * sizeof(float));
     beta = 1.0f;
   }
   if (k == 0) {
-    if (!bias)
+    if (beta == 0.0f)
       std::fill(c, c + rows * n, 0.0f);
+    if (then)
+      finishAll(*then, rows * n);
+    return;
+  }
+  if (packed) {
+    packedProduct(*packed, rows, n, k, a, c);
+    if (then)
+      finishAll(*then, rows * n);
     return;
   }
   if (weight.dtype == DType::BF16) {
-    productBf16(transposeWeight, rows, n, k, in.as<const float>(),
-                weight.as<const std::uint16_t>(), beta, c);
+    productBf16(transposeWeight, rows, n, k, a,
+                weight.as<const std::uint16_t>(), beta, c, then);
     return;
   }
-  sgemm(transposeWeight, rows, n, k, 1.0f, in.as<const float>(), k,
-        weight.as<const float>(), transposeWeight ? k : n, beta, c, n);
+  sgemm(transposeWeight, rows, n, k, 1.0f, a, k, weight.as<const float>(),
+        transposeWeight ? k : n, beta, c, n, then);
 }
 
 } // namespace meshc::rt::cpu

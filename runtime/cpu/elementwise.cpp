@@ -185,9 +185,9 @@ void map(const TensorRef &in, const TensorRef &out, Op op) {
   mapTo<T, T>(in, out, op);
 }
 
-/// y[i] = f(x[i]) over one run, for the f32 unary ops whose bodies
-/// vectorise, compiled for each x86-64 level (MESHC_CPU_CLONES).
-using FloatRun = void (*)(const float *, float *, std::int64_t);
+/// y[i] = f(x[i]) over one run (detail::FloatRun), compiled for each x86-64
+/// level (MESHC_CPU_CLONES): the bodies of exp, sigmoid and the like
+/// vectorise; erf and tanh stay library calls.
 #define MESHC_FLOAT_RUN(Name, expr)                                            \
   MESHC_CPU_CLONES void Name(const float *x, float *y, std::int64_t n) {       \
     for (std::int64_t i = 0; i < n; ++i) {                                     \
@@ -206,6 +206,9 @@ MESHC_FLOAT_RUN(expRun, fastExp(v))
 MESHC_FLOAT_RUN(geluTanhRun,
                 v / (1.0f + fastExp(-1.59576912160573072f *
                                     (v + 0.044715f * v * v * v))))
+MESHC_FLOAT_RUN(geluRun, 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)))
+MESHC_FLOAT_RUN(erfRun, std::erf(v))
+MESHC_FLOAT_RUN(tanhRun, std::tanh(v))
 #undef MESHC_FLOAT_RUN
 
 /// `run` over `in` into `out` (f32, same size), in chunks over the OpenMP
@@ -223,6 +226,37 @@ void mapRuns(const TensorRef &in, const TensorRef &out, FloatRun run) {
   for (std::int64_t c = 0; c < chunks; ++c)
     run(x + c * kChunk, y + c * kChunk, std::min(kChunk, n - c * kChunk));
 }
+
+} // namespace
+
+FloatRun detail::floatRun(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Sqrt:
+    return sqrtRun;
+  case UnaryOp::Reciprocal:
+    return reciprocalRun;
+  case UnaryOp::Neg:
+    return negRun;
+  case UnaryOp::Silu:
+    return siluRun;
+  case UnaryOp::Erf:
+    return erfRun;
+  case UnaryOp::Tanh:
+    return tanhRun;
+  case UnaryOp::Sigmoid:
+    return sigmoidRun;
+  case UnaryOp::Exp:
+    return expRun;
+  case UnaryOp::Gelu:
+    return geluRun;
+  case UnaryOp::GeluTanh:
+    return geluTanhRun;
+  default:
+    return nullptr;
+  }
+}
+
+namespace {
 
 /// The dfg op a UnaryOp implements, for messages.
 const char *unaryName(UnaryOp op) {
@@ -267,23 +301,9 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
       return static_cast<std::int32_t>(0 - static_cast<std::uint32_t>(x));
     });
   requireF32(in, unaryName(op));
+  if (FloatRun run = floatRun(op))
+    return mapRuns(in, out, run);
   switch (op) {
-  case UnaryOp::Sqrt:
-    return mapRuns(in, out, sqrtRun);
-  case UnaryOp::Reciprocal:
-    return mapRuns(in, out, reciprocalRun);
-  case UnaryOp::Neg:
-    return mapRuns(in, out, negRun);
-  case UnaryOp::Silu:
-    return mapRuns(in, out, siluRun);
-  case UnaryOp::Erf:
-    return map<float>(in, out, [](float x) { return std::erf(x); });
-  case UnaryOp::Tanh:
-    return map<float>(in, out, [](float x) { return std::tanh(x); });
-  case UnaryOp::Sigmoid:
-    return mapRuns(in, out, sigmoidRun);
-  case UnaryOp::Exp:
-    return mapRuns(in, out, expRun);
   case UnaryOp::Cos:
     return map<float>(in, out, [](float x) { return std::cos(x); });
   case UnaryOp::Sin:
@@ -297,15 +317,7 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   case UnaryOp::Round:
     // The default rounding mode: halves to even, as ONNX's Round.
     return map<float>(in, out, [](float x) { return std::nearbyint(x); });
-  case UnaryOp::Gelu:
-    return map<float>(in, out, [](float x) {
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    });
-  case UnaryOp::GeluTanh:
-    return mapRuns(in, out, geluTanhRun);
-#define MESHC_UNARY_PREDICATE(Name, name, expr) case UnaryOp::Name:
-#define MESHC_UNARY_LOGICAL(Name, name, expr) case UnaryOp::Name:
-#include "meshc/runtime/elementwise_ops.def"
+  default:
     break;
   }
 }

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
+#include "runtime/cpu/KernelsInternal.h"
 #include "test/unit/runtime/HostTensor.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <random>
@@ -1209,6 +1211,113 @@ TEST(KernelsTest, FewRowProductsMatchFloat64) {
         }
   }
   omp_set_num_threads(before);
+}
+
+/// linear with options against float64: out = binary(unary(in . W + bias),
+/// other) for the options' unary and binary ops.
+void checkLinearEpilogue(const Tensor &in, const Tensor &weight,
+                         const Tensor *bias, bool transposeWeight,
+                         LinearOptions options, const Tensor *other) {
+  const std::int64_t k = in.shape.back();
+  const std::int64_t n = weight.shape[transposeWeight ? 0 : 1];
+  Shape shape = in.shape;
+  shape.back() = n;
+  Tensor out(DType::F32, shape);
+  TensorRef biasRef, otherRef;
+  if (bias)
+    biasRef = bias->ref();
+  if (other)
+    otherRef = other->ref();
+  options.other = other ? &otherRef : nullptr;
+  linear(in.ref(), weight.ref(), bias ? &biasRef : nullptr, transposeWeight,
+         options, out.ref());
+  auto unary = [&](double x) {
+    switch (options.unary) {
+    case UnaryOp::GeluTanh:
+      return 0.5 * x *
+             (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                              (x + 0.044715 * x * x * x)));
+    case UnaryOp::Gelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case UnaryOp::Silu:
+      return x / (1.0 + std::exp(-x));
+    default:
+      ADD_FAILURE() << "no float64 reference for this unary op";
+      return x;
+    }
+  };
+  const std::int64_t rows = in.size() / k;
+  std::vector<double> want(static_cast<std::size_t>(rows * n));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double acc = bias ? bias->at(j) : 0.0;
+      for (std::int64_t i = 0; i < k; ++i)
+        acc += in.at(r * k + i) *
+               weight.at(transposeWeight ? j * k + i : i * n + j);
+      if (options.hasUnary)
+        acc = unary(acc);
+      if (other)
+        acc = options.binary == BinaryOp::Mul ? acc * other->at(r * n + j)
+                                              : acc + other->at(r * n + j);
+      want[r * n + j] = acc;
+    }
+  expectNear(out, want);
+}
+
+// The cpu target's fused linear: bias, activation and a residual's add or a
+// gate's multiply in the pass after the product (inside the pass that sums
+// the partial products of one and of a few rows), on every product path:
+// one row (serial sgemv, and split into runs of weight rows), a few rows,
+// sgemm, bf16 weights, and a transposed program weight repacked for
+// oneDNN's matmul primitive; on one thread and on two.
+TEST(KernelsTest, LinearEpiloguesMatchFloat64) {
+  const int before = omp_get_max_threads();
+  struct Case {
+    bool hasUnary;
+    UnaryOp unary;
+    bool other;
+    BinaryOp binary;
+  };
+  const Case cases[] = {{true, UnaryOp::GeluTanh, false, BinaryOp::Add},
+                        {true, UnaryOp::Gelu, true, BinaryOp::Add},
+                        {true, UnaryOp::Silu, true, BinaryOp::Mul},
+                        {false, UnaryOp::Neg, true, BinaryOp::Add}};
+  // Program weights stay at their addresses for the process's life.
+  static std::deque<Tensor> kept;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (std::int64_t rows : {1, 4, 40})
+      for (auto [k, n] : {std::pair<std::int64_t, std::int64_t>{32, 24},
+                          {256, 3000}}) {
+        Tensor in = randomF32({1, rows, k}), bias = randomF32({n});
+        Tensor other = randomF32({1, rows, n});
+        Tensor w = randomF32({k, n});
+        kept.push_back(randomF32({n, k}));
+        const Tensor &wt = kept.back();
+        for (const Case &c : cases) {
+          LinearOptions options;
+          options.hasUnary = c.hasUnary;
+          options.unary = c.unary;
+          options.binary = c.binary;
+          const Tensor *o = c.other ? &other : nullptr;
+          checkLinearEpilogue(in, w, &bias, false, options, o);
+          checkLinearEpilogue(in, w, nullptr, false, options, o);
+          checkLinearEpilogue(in, asBf16(w), &bias, false, options, o);
+          checkLinearEpilogue(in, wt, &bias, true, options, o);
+          options.constantWeight = true;
+          checkLinearEpilogue(in, wt, &bias, true, options, o);
+        }
+        // The plain linear of a repacked weight adds its bias after.
+        LinearOptions packed;
+        packed.constantWeight = true;
+        checkLinearEpilogue(in, wt, &bias, true, packed, nullptr);
+        checkLinearEpilogue(in, wt, nullptr, true, packed, nullptr);
+      }
+  }
+  omp_set_num_threads(before);
+  // 4 and 40 rows of the 3000 x 256 weight, on each thread count; none of
+  // one row, nor of the small weights (too few multiply-adds).
+  EXPECT_EQ(meshc::rt::cpu::detail::packedWeightCount(), 4u);
 }
 
 //===----------------------------------------------------------------------===//
