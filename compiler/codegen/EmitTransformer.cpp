@@ -88,7 +88,154 @@ LogicalResult FunctionEmitter::emitLinear(dfg::LinearOp l,
               b = optionalOperand(l.getBias(), os),
               o = declare(l.getResult(), os);
   os << "  k::linear(" << i << ", " << w << ", " << b << ", "
-     << (l.getTransposeWeight() ? "true" : "false") << ", " << o << ");\n";
+     << (l.getTransposeWeight() ? "true" : "false") << ", "
+     << (target_ == Target::Cpu ? linearOptions(l, nullptr, os) + ", " : "")
+     << o << ");\n";
+  return success();
+}
+
+std::string FunctionEmitter::linearOptions(dfg::LinearOp l,
+                                           const LinearEpilogue *e,
+                                           llvm::raw_ostream &os) {
+  // A weight of the rank's file stays at its address while the program
+  // runs, so the kernel may keep a repacked copy of it.
+  std::string options = "k::LinearOptions{";
+  options += weights_.fold(l.getWeight()) ? "true" : "false";
+  if (e && !e->unary.empty())
+    options += ", true, k::UnaryOp::" + e->unary;
+  else if (e)
+    options += ", false, k::UnaryOp::Neg";
+  if (e && e->other)
+    options +=
+        ", &" + operand(e->other, os) + ", k::BinaryOp::" + e->binary;
+  return options + "}";
+}
+
+namespace {
+
+/// The k::UnaryOp of an activation a linear's epilogue applies, or empty.
+StringRef epilogueUnary(Operation *op) {
+  auto e = dyn_cast_or_null<dfg::ElementwiseOpInterface>(op);
+  if (!e || op->getNumOperands() != 1 || op->getNumResults() != 1)
+    return {};
+  StringRef kind = e.getKernelName();
+  return llvm::is_contained({"Silu", "Sigmoid", "Tanh", "Erf", "Gelu",
+                             "GeluTanh"},
+                            kind)
+             ? kind
+             : StringRef();
+}
+
+/// The k::BinaryOp of the add or multiply a linear's epilogue ends with, or
+/// empty.
+StringRef epilogueBinary(Operation *op) {
+  auto e = dyn_cast_or_null<dfg::ElementwiseOpInterface>(op);
+  if (!e || op->getNumOperands() != 2 || op->getNumResults() != 1)
+    return {};
+  StringRef kind = e.getKernelName();
+  return kind == "Add" || kind == "Mul" ? kind : StringRef();
+}
+
+bool isF32(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+}
+
+} // namespace
+
+void FunctionEmitter::findLinearEpilogues() {
+  if (target_ != Target::Cpu)
+    return;
+  // `a` and `b` hold the same number of elements in the same order.
+  auto sameShape = [&](Value a, Value b) {
+    auto ta = cast<RankedTensorType>(a.getType()),
+         tb = cast<RankedTensorType>(b.getType());
+    if (ta.hasStaticShape() && tb.hasStaticShape())
+      return ta.getShape() == tb.getShape();
+    if (ta.getRank() != tb.getRank())
+      return false;
+    ArrayRef<AffineExpr> da = shapes_.dims(a), db = shapes_.dims(b);
+    return !llvm::is_contained(da, AffineExpr()) && da == db;
+  };
+  auto sole = [](Value v) -> Operation * {
+    return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+  };
+  for (Operation &op : fn_.getBody().front()) {
+    auto linear = dyn_cast<dfg::LinearOp>(&op);
+    if (!linear || !isF32(linear.getResult()) ||
+        weights_.fold(linear.getResult()))
+      continue;
+    Value value = linear.getResult();
+    LinearEpilogue e{linear, "", "", Value()};
+    Operation *final = nullptr, *activation = nullptr;
+    Operation *user = sole(value);
+    if (StringRef unary = epilogueUnary(user);
+        !unary.empty() && isF32(user->getResult(0)) &&
+        sameShape(user->getResult(0), value)) {
+      e.unary = unary.str();
+      activation = final = user;
+      value = user->getResult(0);
+      user = sole(value);
+    }
+    if (StringRef binary = epilogueBinary(user); !binary.empty()) {
+      // value + other, or value * other (both commute).
+      Value other = user->getOperand(user->getOperand(0) == value ? 1 : 0);
+      if (other != value && isF32(other) && isF32(user->getResult(0)) &&
+          sameShape(other, value) && sameShape(user->getResult(0), value)) {
+        e.binary = binary.str();
+        e.other = other;
+        final = user;
+      }
+    } else if (auto fused = dyn_cast_or_null<dfg::FusedElementwiseOp>(user);
+               fused && !activation && fused.getInputs().size() == 2 &&
+               fused->getNumResults() == 1) {
+      // A chain of two: activation(value) op other (SwiGLU's
+      // silu(gate) * up), the value its input `slot`.
+      Block &body = fused.getBody().front();
+      auto ops = body.without_terminator();
+      unsigned slot = fused.getInputs()[0] == value ? 0 : 1;
+      Value other = fused.getInputs()[1 - slot];
+      if (std::distance(ops.begin(), ops.end()) == 2) {
+        Operation &first = *ops.begin(), &second = *std::next(ops.begin());
+        StringRef unary = epilogueUnary(&first),
+                  binary = epilogueBinary(&second);
+        if (!unary.empty() && !binary.empty() &&
+            first.getOperand(0) == body.getArgument(slot) &&
+            llvm::is_contained(second.getOperands(), first.getResult(0)) &&
+            llvm::is_contained(second.getOperands(),
+                               body.getArgument(1 - slot)) &&
+            body.getTerminator()->getOperand(0) == second.getResult(0) &&
+            isF32(other) && isF32(fused.getResult(0)) &&
+            sameShape(other, value) && sameShape(fused.getResult(0), value)) {
+          e.unary = unary.str();
+          e.binary = binary.str();
+          e.other = other;
+          final = fused;
+        }
+      }
+    }
+    // Two linears may end in one op (SwiGLU's gate and up): the first
+    // takes it, and the other's result stays a buffer the epilogue reads.
+    if (!final || epilogues_.count(final))
+      continue;
+    absorbed_.insert(linear);
+    if (activation && activation != final)
+      absorbed_.insert(activation);
+    epilogues_[final] = e;
+  }
+}
+
+LogicalResult FunctionEmitter::emitLinearEpilogue(const LinearEpilogue &e,
+                                                  Operation *final,
+                                                  llvm::raw_ostream &os) {
+  dfg::LinearOp l = e.linear;
+  std::string i = operand(l.getInput(), os),
+              w = operand(l.getWeight(), os, /*product=*/true),
+              b = optionalOperand(l.getBias(), os),
+              options = linearOptions(l, &e, os),
+              o = declare(final->getResult(0), os);
+  os << "  k::linear(" << i << ", " << w << ", " << b << ", "
+     << (l.getTransposeWeight() ? "true" : "false") << ", " << options << ", "
+     << o << "); // with its epilogue\n";
   return success();
 }
 

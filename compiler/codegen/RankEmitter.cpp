@@ -207,6 +207,7 @@ std::vector<BoundSymbol> boundSymbols(func::FuncOp main) {
 //===----------------------------------------------------------------------===//
 
 uint64_t FunctionEmitter::plan() {
+  findLinearEpilogues();
   Block &body = fn_.getBody().front();
   llvm::DenseMap<Operation *, int64_t> step;
   int64_t n = 0;
@@ -216,6 +217,9 @@ uint64_t FunctionEmitter::plan() {
   llvm::DenseMap<Value, Value> root;
   llvm::MapVector<Value, std::pair<int64_t, int64_t>> live;
   for (Operation &op : body) {
+    // A fused linear and its activation write no buffer of their own.
+    if (absorbed_.contains(&op))
+      continue;
     for (Value r : op.getResults()) {
       if (weights_.fold(r) || isRecvBuffer(&op))
         continue;
@@ -235,7 +239,11 @@ uint64_t FunctionEmitter::plan() {
     // An asynchronous collective reads its operands up to its wait.
     dfg::WaitOp wait = waitOf(&op);
     int64_t until = wait ? step[wait] : step[&op];
-    for (Value v : op.getOperands()) {
+    SmallVector<Value> read(op.getOperands());
+    // A fused linear reads its operands where its epilogue ends.
+    if (auto e = epilogues_.find(&op); e != epilogues_.end())
+      llvm::append_range(read, e->second.linear->getOperands());
+    for (Value v : read) {
       auto it = root.find(v);
       if (it == root.end())
         continue;
@@ -529,6 +537,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
     os << " <- " << llvm::join(nodes, ", ");
   os << "\n";
 
+  if (absorbed_.contains(op)) {
+    os << "  // (emitted with the epilogue it feeds)\n";
+    return success();
+  }
+  if (auto e = epilogues_.find(op); e != epilogues_.end())
+    return emitLinearEpilogue(e->second, op, os);
   if (auto ret = dyn_cast<func::ReturnOp>(op))
     return emitReturn(ret, os);
   if (auto call = dyn_cast<func::CallOp>(op))

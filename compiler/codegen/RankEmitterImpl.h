@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -153,6 +154,26 @@ private:
   mlir::LogicalResult emitEmbedding(dfg::EmbeddingOp e, llvm::raw_ostream &os);
   mlir::LogicalResult emitMatMul(dfg::MatMulOp m, llvm::raw_ostream &os);
   mlir::LogicalResult emitLinear(dfg::LinearOp l, llvm::raw_ostream &os);
+
+  /// A dfg.linear (cpu target) whose result feeds nothing but an epilogue
+  /// the kernel applies in the pass that adds the bias: an activation, then
+  /// an add or a multiply by `other`, a value of the result's shape. The
+  /// linear is emitted at the place of the epilogue's last op (`final`),
+  /// which the liveness plan keeps the linear's operands alive to.
+  struct LinearEpilogue {
+    dfg::LinearOp linear;
+    std::string unary;  // a k::UnaryOp enumerator, or empty
+    std::string binary; // a k::BinaryOp enumerator (with `other`), or empty
+    mlir::Value other;
+  };
+  /// Fills epilogues_ and absorbed_ (EmitTransformer.cpp).
+  void findLinearEpilogues();
+  mlir::LogicalResult emitLinearEpilogue(const LinearEpilogue &e,
+                                         mlir::Operation *final,
+                                         llvm::raw_ostream &os);
+  /// The k::LinearOptions argument of a cpu linear.
+  std::string linearOptions(dfg::LinearOp l, const LinearEpilogue *e,
+                            llvm::raw_ostream &os);
   mlir::LogicalResult emitAttention(dfg::AttentionOp a, llvm::raw_ostream &os);
   mlir::LogicalResult emitRotary(dfg::RotaryOp r, llvm::raw_ostream &os);
   /// layer_norm, rms_norm.
@@ -196,6 +217,10 @@ private:
   bool hasStages_;
   Target target_;
   std::vector<unsigned> inPlaceInputs_;
+  /// Fused linears, by their epilogue's last op; and the ops emitted there
+  /// instead of at their own place (the linears and their activations).
+  llvm::DenseMap<mlir::Operation *, LinearEpilogue> epilogues_;
+  llvm::DenseSet<mlir::Operation *> absorbed_;
   /// "the cpu target", for messages.
   std::string theTarget() const {
     return "the " + targetName(target_).str() + " target";
