@@ -30,6 +30,19 @@
 // Widening is exact (bf16 is f32's upper half), so the results are those of
 // the f32 kernels on the bf16-rounded weights.
 //
+// A transposed weight of the program ([n, k]: a tied lm_head reading its
+// embedding table; LinearOptions::constantWeight) times several rows goes to
+// oneDNN's matmul primitive instead, with the weight repacked once into the
+// primitive's layout on first use (PackedWeight): sgemm would pack it again
+// on every call.
+//
+// linear's epilogue (LinearOptions: the bias, an activation, an add or a
+// multiply by a tensor of the output's shape) is one pass over the output:
+// for one row and for a few rows inside the pass that adds the threads'
+// partial sums (detail::Finish, called on each finished range), else right
+// after the product. A plain linear preloads its bias instead, which the
+// product is added to.
+//
 // oneDNN generates its kernels for the CPU it runs on and threads a product
 // over the OpenMP team itself (and runs on one thread inside a parallel
 // region, as attention's per-head products do). OpenBLAS (sgemv, and sgemm
