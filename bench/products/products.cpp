@@ -9,6 +9,14 @@
 // and best time per product and the weight bytes read per second at the
 // median. bench/cpu_products.sh runs it.
 //
+// With --prefill it times instead the products of a GPT-2-small prefill
+// step (128 rows, f32) two ways each, in alternating rounds: the up
+// projection and its GELU, and the down projection and its residual add, as
+// a linear and a separate elementwise kernel against the linear with that
+// epilogue (LinearOptions); the tied lm_head (a transposed [50257, 768]
+// weight) by sgemm against the copy repacked once for oneDNN's matmul
+// primitive (LinearOptions::constantWeight).
+//
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/kernels.h"
 #include "test/unit/runtime/HostTensor.h"
@@ -20,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,14 +52,108 @@ struct Case {
   std::int64_t k, n;
 };
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <typename F> double timeMs(F f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+/// --prefill: each product of a GPT-2-small prefill step two ways, the
+/// ways alternating within each of `reps` rounds.
+int prefill(int reps) {
+  namespace k = meshc::rt::cpu;
+  using meshc::rt::cpu::BinaryOp;
+  using meshc::rt::TensorRef;
+  using meshc::rt::cpu::UnaryOp;
+  std::mt19937 rng(7);
+  const std::int64_t rows = 128, d = 768, ff = 3072, vocab = 50257;
+  HostTensor x = randomTensor(DType::F32, {1, rows, d}, rng);
+  HostTensor h = randomTensor(DType::F32, {1, rows, ff}, rng);
+  HostTensor residual = randomTensor(DType::F32, {1, rows, d}, rng);
+  HostTensor wUp = randomTensor(DType::F32, {d, ff}, rng),
+             bUp = randomTensor(DType::F32, {ff}, rng);
+  HostTensor wDown = randomTensor(DType::F32, {ff, d}, rng),
+             bDown = randomTensor(DType::F32, {d}, rng);
+  HostTensor table = randomTensor(DType::F32, {vocab, d}, rng);
+  HostTensor up(DType::F32, {1, rows, ff}), act(DType::F32, {1, rows, ff});
+  HostTensor down(DType::F32, {1, rows, d}), sum(DType::F32, {1, rows, d});
+  HostTensor logits(DType::F32, {1, rows, vocab});
+  const TensorRef bu = bUp.ref(), bd = bDown.ref(), res = residual.ref();
+  k::LinearOptions gelu;
+  gelu.constantWeight = true;
+  gelu.hasUnary = true;
+  gelu.unary = UnaryOp::GeluTanh;
+  k::LinearOptions add;
+  add.constantWeight = true;
+  add.other = &res;
+  add.binary = BinaryOp::Add;
+  k::LinearOptions packed;
+  packed.constantWeight = true;
+  struct Way {
+    const char *name;
+    std::function<void()> run;
+    std::vector<double> ms;
+  };
+  Way ways[] = {
+      {"up 768x3072, then gelu",
+       [&] {
+         k::linear(x.ref(), wUp.ref(), &bu, false, up.ref());
+         k::unary(UnaryOp::GeluTanh, up.ref(), act.ref());
+       },
+       {}},
+      {"up 768x3072 with gelu",
+       [&] { k::linear(x.ref(), wUp.ref(), &bu, false, gelu, act.ref()); },
+       {}},
+      {"down 3072x768, then add",
+       [&] {
+         k::linear(h.ref(), wDown.ref(), &bd, false, down.ref());
+         k::binary(BinaryOp::Add, down.ref(), res, sum.ref());
+       },
+       {}},
+      {"down 3072x768 with add",
+       [&] { k::linear(h.ref(), wDown.ref(), &bd, false, add, sum.ref()); },
+       {}},
+      {"lm_head^T 50257x768 sgemm",
+       [&] { k::linear(x.ref(), table.ref(), nullptr, true, logits.ref()); },
+       {}},
+      {"lm_head^T 50257x768 packed",
+       [&] {
+         k::linear(x.ref(), table.ref(), nullptr, true, packed, logits.ref());
+       },
+       {}},
+  };
+  for (int r = -2; r < reps; ++r)
+    for (Way &w : ways) {
+      const double t = timeMs(w.run);
+      if (r >= 0)
+        w.ms.push_back(t);
+    }
+  std::printf("threads %d, %lld rows\n", omp_get_max_threads(),
+              static_cast<long long>(rows));
+  std::printf("%-30s %10s %10s\n", "product", "median ms", "best ms");
+  for (Way &w : ways)
+    std::printf("%-30s %10.3f %10.3f\n", w.name, median(w.ms),
+                *std::min_element(w.ms.begin(), w.ms.end()));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int reps = 20;
+  bool doPrefill = false;
   std::vector<std::int64_t> rowCounts{1, 4};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--prefill"))
+      doPrefill = true;
     else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
       rowCounts.clear();
       for (char *p = std::strtok(argv[++i], ","); p;
@@ -58,10 +161,13 @@ int main(int argc, char **argv) {
         rowCounts.push_back(std::max(1, std::atoi(p)));
     } else {
       std::fprintf(stderr,
-                   "usage: meshc-bench-products [--reps N] [--rows 1,4]\n");
+                   "usage: meshc-bench-products [--reps N] [--rows 1,4] "
+                   "[--prefill]\n");
       return 2;
     }
   }
+  if (doPrefill)
+    return prefill(reps);
   const Case cases[] = {{"qkv 2048x3072", 2048, 3072},
                         {"o 2048x2048", 2048, 2048},
                         {"up 2048x8192", 2048, 8192},

@@ -145,6 +145,10 @@ bool isF32(Value v) {
 void FunctionEmitter::findLinearEpilogues() {
   if (target_ != Target::Cpu)
     return;
+  // Shapes of its own: the emitter's table numbers symbols in the order
+  // code generation first meets them, which the generated code shows.
+  dfg::DimTable table(fn_.getContext());
+  dfg::SymbolicShapes shapes(table);
   // `a` and `b` hold the same number of elements in the same order.
   auto sameShape = [&](Value a, Value b) {
     auto ta = cast<RankedTensorType>(a.getType()),
@@ -153,7 +157,8 @@ void FunctionEmitter::findLinearEpilogues() {
       return ta.getShape() == tb.getShape();
     if (ta.getRank() != tb.getRank())
       return false;
-    ArrayRef<AffineExpr> da = shapes_.dims(a), db = shapes_.dims(b);
+    // Copied: the second lookup may grow the table the first points into.
+    SmallVector<AffineExpr> da(shapes.dims(a)), db(shapes.dims(b));
     return !llvm::is_contained(da, AffineExpr()) && da == db;
   };
   auto sole = [](Value v) -> Operation * {
