@@ -1060,18 +1060,11 @@ TEST(KernelsTest, MatmulBatchesAndVectors) {
               randomInt(DType::I32, {2, 3, 2}, -9, 9));
 }
 
-void checkLinear(const Tensor &in, const Tensor &weight, const Tensor *bias,
-                 bool transposeWeight) {
+/// in . W + bias in float64 (W transposed: [n, k]).
+std::vector<double> linearReference(const Tensor &in, const Tensor &weight,
+                                    const Tensor *bias, bool transposeWeight) {
   const std::int64_t k = in.shape.back();
   const std::int64_t n = weight.shape[transposeWeight ? 0 : 1];
-  Shape shape = in.shape;
-  shape.back() = n;
-  Tensor out(DType::F32, shape);
-  TensorRef biasRef;
-  if (bias)
-    biasRef = bias->ref();
-  linear(in.ref(), weight.ref(), bias ? &biasRef : nullptr, transposeWeight,
-         out.ref());
   const std::int64_t rows = in.size() / k;
   std::vector<double> want(static_cast<std::size_t>(rows * n));
   for (std::int64_t r = 0; r < rows; ++r)
@@ -1082,7 +1075,21 @@ void checkLinear(const Tensor &in, const Tensor &weight, const Tensor *bias,
                weight.at(transposeWeight ? j * k + i : i * n + j);
       want[r * n + j] = acc;
     }
-  expectNear(out, want);
+  return want;
+}
+
+void checkLinear(const Tensor &in, const Tensor &weight, const Tensor *bias,
+                 bool transposeWeight) {
+  const std::int64_t n = weight.shape[transposeWeight ? 0 : 1];
+  Shape shape = in.shape;
+  shape.back() = n;
+  Tensor out(DType::F32, shape);
+  TensorRef biasRef;
+  if (bias)
+    biasRef = bias->ref();
+  linear(in.ref(), weight.ref(), bias ? &biasRef : nullptr, transposeWeight,
+         out.ref());
+  expectNear(out, linearReference(in, weight, bias, transposeWeight));
 }
 
 TEST(KernelsTest, LinearWithAndWithoutTransposeAndBias) {
@@ -1218,7 +1225,6 @@ TEST(KernelsTest, FewRowProductsMatchFloat64) {
 void checkLinearEpilogue(const Tensor &in, const Tensor &weight,
                          const Tensor *bias, bool transposeWeight,
                          LinearOptions options, const Tensor *other) {
-  const std::int64_t k = in.shape.back();
   const std::int64_t n = weight.shape[transposeWeight ? 0 : 1];
   Shape shape = in.shape;
   shape.back() = n;
@@ -1246,21 +1252,15 @@ void checkLinearEpilogue(const Tensor &in, const Tensor &weight,
       return x;
     }
   };
-  const std::int64_t rows = in.size() / k;
-  std::vector<double> want(static_cast<std::size_t>(rows * n));
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double acc = bias ? bias->at(j) : 0.0;
-      for (std::int64_t i = 0; i < k; ++i)
-        acc += in.at(r * k + i) *
-               weight.at(transposeWeight ? j * k + i : i * n + j);
-      if (options.hasUnary)
-        acc = unary(acc);
-      if (other)
-        acc = options.binary == BinaryOp::Mul ? acc * other->at(r * n + j)
-                                              : acc + other->at(r * n + j);
-      want[r * n + j] = acc;
-    }
+  std::vector<double> want = linearReference(in, weight, bias, transposeWeight);
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    double &acc = want[e];
+    if (options.hasUnary)
+      acc = unary(acc);
+    if (other)
+      acc = options.binary == BinaryOp::Mul ? acc * other->at(e)
+                                            : acc + other->at(e);
+  }
   expectNear(out, want);
 }
 
