@@ -68,8 +68,8 @@ template <typename F> double timeMs(F f) {
 /// ways alternating within each of `reps` rounds.
 int prefill(int reps) {
   namespace k = meshc::rt::cpu;
-  using meshc::rt::cpu::BinaryOp;
   using meshc::rt::TensorRef;
+  using meshc::rt::cpu::BinaryOp;
   using meshc::rt::cpu::UnaryOp;
   std::mt19937 rng(7);
   const std::int64_t rows = 128, d = 768, ff = 3072, vocab = 50257;

@@ -106,8 +106,7 @@ std::string FunctionEmitter::linearOptions(dfg::LinearOp l,
   else if (e)
     options += ", false, k::UnaryOp::Neg";
   if (e && e->other)
-    options +=
-        ", &" + operand(e->other, os) + ", k::BinaryOp::" + e->binary;
+    options += ", &" + operand(e->other, os) + ", k::BinaryOp::" + e->binary;
   return options + "}";
 }
 
@@ -119,9 +118,8 @@ StringRef epilogueUnary(Operation *op) {
   if (!e || op->getNumOperands() != 1 || op->getNumResults() != 1)
     return {};
   StringRef kind = e.getKernelName();
-  return llvm::is_contained({"Silu", "Sigmoid", "Tanh", "Erf", "Gelu",
-                             "GeluTanh"},
-                            kind)
+  return llvm::is_contained(
+             {"Silu", "Sigmoid", "Tanh", "Erf", "Gelu", "GeluTanh"}, kind)
              ? kind
              : StringRef();
 }

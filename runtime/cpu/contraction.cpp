@@ -368,14 +368,14 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       gemv(0, n);
       return thenFinish();
     }
-    if (!transB &&
-        sumOverRowRuns(
-            threads, k, n, beta, c,
-            [&](std::int64_t l0, std::int64_t rows, float *sums) {
-              cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
-                          b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums, 1);
-            },
-            finish))
+    if (!transB && sumOverRowRuns(
+                       threads, k, n, beta, c,
+                       [&](std::int64_t l0, std::int64_t rows, float *sums) {
+                         cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
+                                     b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums,
+                                     1);
+                       },
+                       finish))
       return;
     std::int64_t block = (n + threads - 1) / threads;
     block = (block + 15) / 16 * 16;
@@ -731,8 +731,8 @@ void packedProduct(const PackedWeight &packed, std::int64_t m, std::int64_t n,
 /// The bias, activation and binary op of `options` on elements [begin, end)
 /// of the [rows, n] output c, in place, one row's piece at a time.
 void applyEpilogue(const LinearOptions &options, const float *bias,
-                   FloatRun unary, const float *other, std::int64_t n,
-                   float *c, std::int64_t begin, std::int64_t end) {
+                   FloatRun unary, const float *other, std::int64_t n, float *c,
+                   std::int64_t begin, std::int64_t end) {
   for (std::int64_t e = begin; e < end;) {
     const std::int64_t col = e % n, len = std::min(end - e, n - col);
     float *y = c + e;
@@ -794,9 +794,8 @@ void linear(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
   }
   // A transposed program weight times several rows: by its packed copy.
   const PackedWeight *packed = nullptr;
-  if (weight.dtype == DType::F32 && transposeWeight &&
-      options.constantWeight && rows > 1 && k > 0 && useDnnl() &&
-      !omp_in_parallel() &&
+  if (weight.dtype == DType::F32 && transposeWeight && options.constantWeight &&
+      rows > 1 && k > 0 && useDnnl() && !omp_in_parallel() &&
       static_cast<double>(rows) * static_cast<double>(n) * k > kSerialGemmMacs)
     packed = packedWeight(weight.as<const float>(), n, k);
   // The bias, the activation and the binary op in one pass: inside the

@@ -1241,8 +1241,8 @@ void checkLinearEpilogue(const Tensor &in, const Tensor &weight,
     switch (options.unary) {
     case UnaryOp::GeluTanh:
       return 0.5 * x *
-             (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
-                              (x + 0.044715 * x * x * x)));
+             (1.0 +
+              std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case UnaryOp::Gelu:
       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case UnaryOp::Silu:
@@ -1287,8 +1287,8 @@ TEST(KernelsTest, LinearEpiloguesMatchFloat64) {
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
     for (std::int64_t rows : {1, 4, 40})
-      for (auto [k, n] : {std::pair<std::int64_t, std::int64_t>{32, 24},
-                          {256, 3000}}) {
+      for (auto [k, n] :
+           {std::pair<std::int64_t, std::int64_t>{32, 24}, {256, 3000}}) {
         Tensor in = randomF32({1, rows, k}), bias = randomF32({n});
         Tensor other = randomF32({1, rows, n});
         Tensor w = randomF32({k, n});
