@@ -427,13 +427,9 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
 
 namespace {
 
-/// dst[0..n) = the bf16 values src[0..n) as f32. The loops of this file's
-/// bf16 kernels are built for AVX-512, AVX2 and the baseline, picked at load
-/// for the CPU they run on.
-#define MESHC_BF16_CLONES                                                      \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
-
-MESHC_BF16_CLONES void widenBf16(const std::uint16_t *src, float *dst,
+/// dst[0..n) = the bf16 values src[0..n) as f32, compiled for each x86-64
+/// level (MESHC_CPU_CLONES), as the other bf16 loops below.
+MESHC_CPU_CLONES void widenBf16(const std::uint16_t *src, float *dst,
                                  std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i)
     dst[i] = bfloat16ToFloat(src[i]);
@@ -442,7 +438,7 @@ MESHC_BF16_CLONES void widenBf16(const std::uint16_t *src, float *dst,
 /// c[j] = beta * c[j] + sum_l a[l] * B[j, l] for j in [j0, j0 + len), B a
 /// bf16 [n, k] matrix: one dot product per row of B, in 16 lanes (which the
 /// compiler vectorises without reordering a sum) added at the end.
-MESHC_BF16_CLONES void gemvBf16Rows(const float *a, const std::uint16_t *b,
+MESHC_CPU_CLONES void gemvBf16Rows(const float *a, const std::uint16_t *b,
                                     std::int64_t k, std::int64_t j0,
                                     std::int64_t len, float beta, float *c) {
   constexpr std::int64_t kLanes = 16;
