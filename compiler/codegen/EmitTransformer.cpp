@@ -2,7 +2,7 @@
 //
 // Part of meshc. The computing ops of transformer models: contractions
 // (matmul, linear), attention, rotary embeddings, norms, embedding lookups,
-// softmax, reductions, cumsum, trilu and scatter_nd.
+// softmax, reductions, cumsum, top_k, trilu and scatter_nd.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/RankEmitterImpl.h"
@@ -44,6 +44,15 @@ LogicalResult FunctionEmitter::emitCumSum(dfg::CumSumOp c,
   os << "  k::cumSum(" << i << ", " << c.getNormalizedAxis() << ", "
      << (c.getExclusive() ? "true" : "false") << ", "
      << (c.getReverse() ? "true" : "false") << ", " << o << ");\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitTopK(dfg::TopKOp t, llvm::raw_ostream &os) {
+  std::string i = operand(t.getInput(), os), v = declare(t.getValues(), os),
+              p = declare(t.getIndices(), os);
+  os << "  k::topK(" << i << ", " << t.getNormalizedAxis() << ", "
+     << (t.getLargest() ? "true" : "false") << ", " << v << ", " << p
+     << ");\n";
   return success();
 }
 

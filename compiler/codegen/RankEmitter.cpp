@@ -584,6 +584,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, llvm::raw_ostream &os) {
           [&](auto r) { return emitReduce(r, os); })
       .Case([&](dfg::TriluOp t) { return emitTrilu(t, os); })
       .Case([&](dfg::CumSumOp c) { return emitCumSum(c, os); })
+      .Case([&](dfg::TopKOp t) { return emitTopK(t, os); })
       .Case([&](dfg::ScatterNDOp s) { return emitScatterND(s, os); })
       .Case([&](dfg::EmbeddingOp e) { return emitEmbedding(e, os); })
       .Case([&](dfg::MatMulOp m) { return emitMatMul(m, os); })

@@ -8,7 +8,7 @@
 //   EmitLayout.cpp        views, transpose, concat, gather, slices, expand,
 //                         split, range, sizes
 //   EmitTransformer.cpp   matmul, linear, attention, rotary, norms, embedding,
-//                         softmax, reductions, cumsum, trilu, scatter_nd
+//                         softmax, reductions, cumsum, top_k, trilu, scatter_nd
 //   EmitCommunication.cpp collectives, sends, receives and their waits
 //
 //===----------------------------------------------------------------------===//
@@ -150,6 +150,7 @@ private:
   mlir::LogicalResult emitReduce(ReduceOp r, llvm::raw_ostream &os);
   mlir::LogicalResult emitTrilu(dfg::TriluOp t, llvm::raw_ostream &os);
   mlir::LogicalResult emitCumSum(dfg::CumSumOp c, llvm::raw_ostream &os);
+  mlir::LogicalResult emitTopK(dfg::TopKOp t, llvm::raw_ostream &os);
   mlir::LogicalResult emitScatterND(dfg::ScatterNDOp s, llvm::raw_ostream &os);
   mlir::LogicalResult emitEmbedding(dfg::EmbeddingOp e, llvm::raw_ostream &os);
   mlir::LogicalResult emitMatMul(dfg::MatMulOp m, llvm::raw_ostream &os);

@@ -24,6 +24,7 @@
 #include "compiler/import/Legalization.h"
 #include "compiler/import/OnnxModel.h"
 #include "compiler/import/OnnxTensors.h"
+#include "compiler/import/RunTimeSplits.h"
 #include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/Eval/Folding.h"
 #include "dialects/dfg/IR/DfgOps.h"
@@ -114,6 +115,8 @@ private:
   StringMap<const onnx::FunctionProto *> functions_;
   DimSizes pinned_;
   DimSizes minimums_;
+  /// Splits whose sizes the graph computes at run time, and their parts.
+  RunTimeSplits runTimeSplits_;
   /// Largest sizes of symbolic input dimensions for which the shape
   /// arithmetic folded as it did (foldSymbolic's Min and Max).
   DimSizes maximums_;
@@ -713,6 +716,7 @@ LogicalResult Importer::importNode(int index) {
   Block *body = builder_.getInsertionBlock();
   Operation *last = body->empty() ? nullptr : &body->back();
   NodeContext ctx(*this, node, *version, builder_, loc, inputs);
+  bool readsPart = runTimeSplits_.readsPart(node);
   // A legalisation may report a problem (a mistyped attribute) and carry
   // on with a default; the node still fails. Only its first error reaches
   // the user: later ones (the key after the query) say the same again.
@@ -727,13 +731,21 @@ LogicalResult Importer::importNode(int index) {
     });
     FatalErrorAtNode net(context_, model_.path().str() + ": " +
                                        describeNode(node, index));
-    if (failed(fn(ctx)) || ctx.hadError())
+    LogicalResult legalized =
+        RunTimeSplits::isRunTimeSplit(ctx) ? runTimeSplits_.importSplit(ctx)
+        : readsPart && node.op_type() == "Concat" && domain.empty()
+            ? runTimeSplits_.importConcat(ctx)
+            : fn(ctx);
+    if (failed(legalized) || ctx.hadError())
       return failure();
   }
   SmallVector<Operation *> created;
   for (Operation &op : llvm::make_range(
            last ? std::next(last->getIterator()) : body->begin(), body->end()))
     created.push_back(&op);
+  if (readsPart && node.op_type() != "Concat" &&
+      failed(runTimeSplits_.follow(ctx, created, ctx.results())))
+    return failure();
   SmallVector<Value> results(ctx.results());
   if (failed(foldConstants(created, results)))
     return failure();
@@ -955,6 +967,14 @@ OwningOpRef<ModuleOp> Importer::run() {
     if (!v) {
       (void)error("graph output '" + output.name() +
                   "' is not produced by any node");
+      return nullptr;
+    }
+    if (std::string owner = runTimeSplits_.partOwner(output.name());
+        !owner.empty()) {
+      (void)error("graph output '" + output.name() + "' is a part of Split " +
+                  owner +
+                  ", whose sizes the graph computes at run time: meshc "
+                  "returns such parts only joined by a Concat");
       return nullptr;
     }
     results.push_back(v);

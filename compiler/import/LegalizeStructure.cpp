@@ -1,7 +1,7 @@
 //===- LegalizeStructure.cpp - Structural ONNX ops -> dfg -----------------===//
 //
 // Part of meshc. Unsqueeze, Squeeze, Concat, Gather, Slice, Split, Expand,
-// the reductions and CumSum. Operands that ONNX passes as tensors but that
+// the reductions, CumSum and TopK. Operands that ONNX passes as tensors but that
 // must be known at compile time (axes, starts, sizes, shapes) are read as
 // constants.
 //
@@ -601,9 +601,6 @@ LogicalResult legalizeCumSum(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
-/// The most rounds TopK unrolls (one per K).
-constexpr int64_t kMaxTopK = 64;
-
 /// A constant of `shape` (1 everywhere but `axis`, of size n) holding
 /// f(0), ..., f(n - 1) along `axis`.
 template <typename T, typename F>
@@ -620,7 +617,7 @@ Value alongAxis(NodeContext &ctx, int64_t rank, int64_t axis, int64_t n,
                              ArrayRef<T>(values)));
 }
 
-/// One round of selection along `axis` (TopK's, ArgMax's): the largest value
+/// One round of selection along `axis` (ArgMax's, ArgMin's): the largest value
 /// of `work` (kept dimension), and the highest `rank` (f32 along the axis)
 /// among the positions that hold it and are not `taken`; `none` (below every
 /// rank) elsewhere.
@@ -647,17 +644,11 @@ std::pair<Value, Value> selectRound(OpBuilder &b, Location loc, Value work,
   return {best, top};
 }
 
-/// TopK(X, K) axis largest sorted -> K rounds, each taking along `axis` the
-/// largest value not yet taken (reduce_max) and the first position that
-/// holds it among those not yet taken (reduce_max of n - 1 - position where
-/// it does), then setting that position to -inf. This is ONNX's order (by
-/// value, ties by position) whether `sorted` asks for it or not; `largest
-/// = 0` selects on the negated values. Floating-point values are selected
-/// in f32 (exact for f16 and bf16), integers in i64 (-1 - x for the
-/// smallest, which cannot overflow; INT64_MIN marks a taken position).
-/// Positions count in f32 (exact below 2^24), so K and the axis' size must
-/// be static: a mixture of experts' router picks K of a few experts (JetMoE
-/// sorts the chosen experts' int64 ids through TopK too).
+/// TopK(X, K) axis largest sorted -> dfg.top_k, in ONNX's order (by value,
+/// ties by position) whether `sorted` asks for it or not. K is a constant,
+/// or a symbolic size equal to the axis' own, which makes it a sort of the
+/// whole axis: JetMoE sorts its chosen experts, a count that grows with the
+/// sequence, by `TopK(ids, Shape(ids)[0])`.
 LogicalResult legalizeTopK(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
@@ -667,99 +658,49 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   if (!isa<FloatType>(in.getElementType()) && !integers)
     return ctx.error("TopK of " + dfg::formatShape(in.getShape()) +
                      ": meshc selects among numbers, not bools");
-  FailureOr<SmallVector<int64_t>> kv = ctx.constantInts(1, "K");
-  if (failed(kv))
-    return failure();
-  if (kv->size() != 1)
-    return ctx.error("K must hold one value, got " +
-                     std::to_string(kv->size()));
   int64_t rank = in.getRank();
   FailureOr<int64_t> normalized =
       normalizedAxis(ctx, "TopK", ctx.attrInt("axis", -1), rank);
   if (failed(normalized))
     return failure();
-  int64_t axis = *normalized;
-  int64_t n = in.getDimSize(axis), k = kv->front();
-  if (ShapedType::isDynamic(n))
-    return ctx.error("TopK along axis " + std::to_string(axis) + " of " +
-                     dfg::formatShape(in.getShape()) +
-                     ": meshc needs the axis' size static");
-  if (k < 1 || k > n)
-    return ctx.error("K=" + std::to_string(k) + " must lie in [1, " +
-                     std::to_string(n) + "], the size of axis " +
-                     std::to_string(axis));
-  if (k > kMaxTopK)
-    return ctx.error("K=" + std::to_string(k) + " exceeds " +
-                     std::to_string(kMaxTopK) +
-                     ": meshc unrolls one selection per K");
-  bool largest = ctx.attrInt("largest", 1) != 0;
-  OpBuilder &b = ctx.builder();
-  Location loc = ctx.loc();
-  Type f32 = b.getF32Type(), i1 = b.getI1Type(), element = in.getElementType();
-  // Values are selected in `select` (f32, or i64 for integers); positions
-  // always count in f32.
-  Type select = integers ? Type(b.getI64Type()) : f32;
-  SmallVector<int64_t> shape(in.getShape());
-  SmallVector<int64_t> keptShape =
-      dfg::reduceShape(shape, {axis}, /*keepDims=*/true);
-  auto workType = RankedTensorType::get(shape, select);
-  auto boolType = RankedTensorType::get(shape, i1);
-  auto bestType = RankedTensorType::get(keptShape, f32);
-  Value work = ctx.input(0);
-  if (element != select)
-    work = dfg::CastOp::create(b, loc, workType, work, select);
-  // -1 - x orders integers the other way round without overflow.
-  auto flip = [&](RankedTensorType type, Value v) -> Value {
-    if (integers)
-      return dfg::SubOp::create(b, loc, type, ctx.scalar(-1, select), v);
-    return dfg::NegOp::create(b, loc, type, v);
-  };
-  if (!largest)
-    work = flip(workType, work);
-  Value position = alongAxis<float>(ctx, rank, axis, n, f32,
-                                    [](int64_t i) { return float(i); });
-  Value reversed = alongAxis<float>(
-      ctx, rank, axis, n, f32, [n](int64_t i) { return float(n - 1 - i); });
-  Value none = ctx.scalar(-1.0, f32), lastPosition = ctx.scalar(n - 1, f32);
-  Value minusInf =
-      integers ? ctx.scalar(double(std::numeric_limits<int64_t>::min()), select)
-               : ctx.scalar(-std::numeric_limits<double>::infinity(), f32);
-  SmallVector<Value> values, indices;
-  Value taken;
-  for (int64_t round = 0; round < k; ++round) {
-    auto [best, first] = selectRound(b, loc, work, axis, reversed, none, taken);
-    Value index = dfg::SubOp::create(b, loc, bestType, lastPosition, first);
-    Value chosen = dfg::EqualOp::create(b, loc, boolType, position, index);
-    taken = taken
-                ? dfg::OrOp::create(b, loc, boolType, taken, chosen).getResult()
-                : chosen;
-    if (round + 1 < k)
-      work = dfg::WhereOp::create(b, loc, workType, chosen, minusInf, work);
-    values.push_back(best);
-    indices.push_back(index);
-  }
-  auto stack = [&](ArrayRef<Value> parts) -> FailureOr<Value> {
-    if (parts.size() == 1)
-      return parts.front();
-    SmallVector<ArrayRef<int64_t>> partShapes;
-    for (Value p : parts)
-      partShapes.push_back(shapeOf(p));
-    return ctx.create<dfg::ConcatOp>(dfg::concatShape(partShapes, axis),
-                                     elementOf(parts.front()),
-                                     ValueRange(parts), axis);
-  };
-  FailureOr<Value> v = stack(values), i = stack(indices);
-  if (failed(v) || failed(i))
+  int64_t axis = *normalized, n = in.getDimSize(axis);
+  FailureOr<SmallVector<AffineExpr>> kv = ctx.symbolicInts(1, "K");
+  if (failed(kv))
     return failure();
-  auto outType = cast<RankedTensorType>(v->getType());
-  Value out = *v;
-  if (!largest)
-    out = flip(outType, out);
-  if (element != select)
-    out = dfg::CastOp::create(b, loc, outType.clone(element), out, element);
-  Type i64 = b.getI64Type();
-  Value positions = dfg::CastOp::create(b, loc, outType.clone(i64), *i, i64);
-  return ctx.setResults({out, positions});
+  if (kv->size() != 1)
+    return ctx.error("K must hold one value, got " +
+                     std::to_string(kv->size()));
+  AffineExpr kExpr = kv->front();
+  SmallVector<AffineExpr> dims = ctx.inputDims(0);
+  std::optional<int64_t> k;
+  if (auto c = dyn_cast<AffineConstantExpr>(kExpr)) {
+    if (c.getValue() < 1 ||
+        (!ShapedType::isDynamic(n) && c.getValue() > n))
+      return ctx.error("K=" + std::to_string(c.getValue()) +
+                       " must lie in [1, " +
+                       (ShapedType::isDynamic(n) ? std::string("the size")
+                                                 : std::to_string(n)) +
+                       "], the size of axis " + std::to_string(axis));
+    if (c.getValue() != n)
+      k = c.getValue();
+  } else if (!dims[axis] || dims[axis] != kExpr) {
+    std::string axisSize =
+        dims[axis] ? ctx.dimTable().format(dims[axis]) : std::string("?");
+    return ctx.error("K=" + ctx.dimTable().format(kExpr) +
+                     " is neither a constant nor the size of axis " +
+                     std::to_string(axis) + " (" + axisSize +
+                     "): meshc takes a constant K or sorts the whole axis");
+  }
+  SmallVector<int64_t> shape(in.getShape());
+  if (k)
+    shape[axis] = *k;
+  OpBuilder &b = ctx.builder();
+  auto topK = dfg::TopKOp::create(
+      b, ctx.loc(), RankedTensorType::get(shape, in.getElementType()),
+      RankedTensorType::get(shape, b.getI64Type()), ctx.input(0),
+      b.getI64IntegerAttr(axis), k ? b.getI64IntegerAttr(*k) : IntegerAttr(),
+      b.getBoolAttr(ctx.attrInt("largest", 1) != 0));
+  return ctx.setResults({topK.getValues(), topK.getIndices()});
 }
 
 /// ArgMax / ArgMin(X) axis keepdims select_last_index -> TopK's first round:

@@ -12,7 +12,7 @@ Usage (environments from models/real/setup_export_env.sh):
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
-modernbert,deberta_v2,mpnet,smollm,mpt \
+modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -206,6 +206,14 @@ def config_for(arch):
         return tf.PhimoeConfig(num_key_value_heads=2, num_local_experts=4,
                                num_experts_per_tok=2, experts_implementation="batched_mm",
                                pad_token_id=0, **common), tf.PhimoeForCausalLM
+    if arch == "jetmoe":
+        # Mixtures of attention heads and of MLP experts: the router sorts
+        # its batch's expert choices (a TopK whose K is the symbolic count
+        # of choices), then splits the tokens by expert.
+        return tf.JetMoeConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                               num_key_value_heads=4, kv_channels=16, intermediate_size=64,
+                               max_position_embeddings=64, num_local_experts=4,
+                               num_experts_per_tok=2, pad_token_id=0), tf.JetMoeForCausalLM
     if arch == "mpt":
         # ALiBi from a table of max_seq_len positions, sliced at
         # max(0, max_seq_len - sequence_length): valid up to max_seq_len.
@@ -251,7 +259,7 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-        "smollm", "mpt"]
+        "smollm", "mpt", "jetmoe"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}

@@ -1,4 +1,4 @@
-//===- reduction.cpp - reduce_sum, reduce_mean, reduce_max, cumsum --------===//
+//===- reduction.cpp - reduce_sum, reduce_mean, reduce_max, cumsum, top_k -===//
 //
 // Part of meshc. The input's dimensions are grouped into runs of kept and
 // reduced dimensions. The usual cases (one reduced run: a row reduction
@@ -13,6 +13,7 @@
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -185,7 +186,78 @@ void cumSumTyped(const TensorRef &in, std::int64_t axis, bool exclusive,
   }
 }
 
+/// a > b, with NaN above every number (as torch.topk orders it): a strict
+/// weak order even where NaN occurs.
+template <typename T> bool orderedAbove(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a))
+      return !std::isnan(b);
+    if (std::isnan(b))
+      return false;
+  }
+  return a > b;
+}
+
+/// Each slice along the axis orders its positions by (value, position): a
+/// strict total order, so the partial sort is deterministic and equal values
+/// keep their order, as ONNX asks.
+template <typename T>
+void topKTyped(const TensorRef &in, std::int64_t axis, bool largest,
+               const TensorRef &values, const TensorRef &indices) {
+  const plans::AxisSplit s = plans::splitAt(in, axis);
+  const std::int64_t n = s.size, inner = s.inner;
+  const std::int64_t k = values.shape[s.axis];
+  const T *x = in.as<const T>();
+  T *v = values.as<T>();
+  std::int64_t *ix = indices.as<std::int64_t>();
+#pragma omp parallel if (s.outer * n * inner > kParallelThreshold)
+  {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < s.outer * inner; ++c) {
+      const std::int64_t o = c / inner, e = c % inner;
+      const T *slice = x + o * n * inner + e;
+      for (std::int64_t i = 0; i < n; ++i)
+        order[i] = i;
+      auto before = [&](std::int64_t a, std::int64_t b) {
+        const T va = slice[a * inner], vb = slice[b * inner];
+        if (orderedAbove(va, vb))
+          return largest;
+        if (orderedAbove(vb, va))
+          return !largest;
+        return a < b;
+      };
+      if (k < n)
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          before);
+      else
+        std::sort(order.begin(), order.end(), before);
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int64_t at = (o * k + j) * inner + e;
+        v[at] = slice[order[j] * inner];
+        ix[at] = order[j];
+      }
+    }
+  }
+}
+
 } // namespace
+
+void topK(const TensorRef &in, std::int64_t axis, bool largest,
+          const TensorRef &values, const TensorRef &indices) {
+  if (values.numElements() == 0)
+    return;
+  switch (in.dtype) {
+  case DType::F32:
+    return topKTyped<float>(in, axis, largest, values, indices);
+  case DType::I64:
+    return topKTyped<std::int64_t>(in, axis, largest, values, indices);
+  case DType::I32:
+    return topKTyped<std::int32_t>(in, axis, largest, values, indices);
+  default:
+    unsupportedDType("top_k", in.dtype);
+  }
+}
 
 void cumSum(const TensorRef &in, std::int64_t axis, bool exclusive,
             bool reverse, const TensorRef &out) {

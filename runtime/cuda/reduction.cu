@@ -1,4 +1,4 @@
-//===- reduction.cu - reduce_sum, reduce_mean, reduce_max, softmax --------===//
+//===- reduction.cu - reductions, softmax, cumsum, top_k -------------------===//
 //
 // Part of meshc. reduce groups the input's dimensions into runs of kept and
 // reduced dimensions, as the CPU kernel does. A single reduced run that is
@@ -12,7 +12,8 @@
 // scale: three passes over a row that stays in L1/L2); along another axis
 // each thread owns one column of `inner`-strided elements. Both compute in
 // f32 with CUDA's accurate expf. cumsum gives each thread one column's
-// running sum, accumulated as the reductions do.
+// running sum, accumulated as the reductions do. top_k gives each element a
+// thread that counts the elements ordered before it in its slice.
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/cuda_kernels.h"
@@ -22,6 +23,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace meshc::rt::cuda {
 using namespace detail;
@@ -175,6 +177,58 @@ __global__ void cumSumKernel(const T *x, T *y, std::int64_t outer,
   }
 }
 
+/// top_k's order key: floats compare in f32 (exact for f16 and bf16),
+/// integers as they are.
+template <typename T> __device__ __forceinline__ T orderKey(T x) { return x; }
+__device__ __forceinline__ float orderKey(__half x) { return toFloat(x); }
+__device__ __forceinline__ float orderKey(__nv_bfloat16 x) {
+  return toFloat(x);
+}
+
+/// a > b with NaN above every number, the cpu kernel's order.
+template <typename K> __device__ __forceinline__ bool orderedAbove(K a, K b) {
+  if constexpr (std::is_floating_point_v<K>) {
+    if (isnan(a))
+      return !isnan(b);
+    if (isnan(b))
+      return false;
+  }
+  return a > b;
+}
+
+/// One thread per input element: its rank in its slice is the number of
+/// elements ordered before it (by value, then position), and an element of
+/// rank below k writes itself there. O(n) per element, O(n^2) per slice:
+/// meant for the axes exporters sort (experts, expert choices), not a
+/// vocabulary.
+template <typename T>
+__global__ void topKKernel(const T *x, T *values, std::int64_t *indices,
+                           std::int64_t outer, std::int64_t n,
+                           std::int64_t inner, std::int64_t k, bool largest) {
+  const std::int64_t total = outer * n * inner;
+  for (std::int64_t at = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+       at < total; at += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t rest, e, o, i;
+    divmod(at, inner, rest, e);
+    divmod(rest, n, o, i);
+    const T *slice = x + o * n * inner + e;
+    const auto mine = orderKey(slice[i * inner]);
+    std::int64_t rank = 0;
+    for (std::int64_t j = 0; j < n && rank < k; ++j) {
+      const auto other = orderKey(slice[j * inner]);
+      const bool ahead = largest ? orderedAbove(other, mine)
+                                 : orderedAbove(mine, other);
+      const bool tie = !orderedAbove(other, mine) && !orderedAbove(mine, other);
+      rank += ahead || (tie && j < i);
+    }
+    if (rank < k) {
+      const std::int64_t out = (o * k + rank) * inner + e;
+      values[out] = slice[i * inner];
+      indices[out] = i;
+    }
+  }
+}
+
 /// ONNX's reduction of nothing: 0 for sums and means, the lowest value (-inf
 /// for floats) for the max.
 template <typename T>
@@ -323,6 +377,22 @@ void cumSum(const TensorRef &in, std::int64_t axis, bool exclusive,
         reverse);
   });
   checkLaunch("cumsum");
+}
+
+void topK(const TensorRef &in, std::int64_t axis, bool largest,
+          const TensorRef &values, const TensorRef &indices) {
+  const plans::AxisSplit s = plans::splitAt(in, axis);
+  const std::int64_t k = values.shape[s.axis];
+  if (s.outer * s.size * s.inner == 0 || k == 0)
+    return;
+  dispatchNumeric(in.dtype, "top_k", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    topKKernel<T><<<gridFor(s.outer * s.size * s.inner), kThreads, 0,
+                    stream()>>>(in.as<const T>(), values.as<T>(),
+                                indices.as<std::int64_t>(), s.outer, s.size,
+                                s.inner, k, largest);
+  });
+  checkLaunch("top_k");
 }
 
 } // namespace meshc::rt::cuda

@@ -4,7 +4,7 @@
 //
 // Reductions along axes (mean, sum, max), softmax, and the ops that keep or
 // overwrite parts of a tensor in place (trilu, scatter_nd), running sums
-// (cumsum).
+// (cumsum), and the K largest along an axis (top_k).
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/dfg/Eval/EvaluatorImpl.h"
@@ -106,6 +106,50 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalCumSum(CumSumOp op) {
     }
   roundAll(result);
   return one(std::move(result));
+}
+
+FailureOr<SmallVector<EvalTensor>> Evaluator::evalTopK(TopKOp op) {
+  const EvalTensor &in = operand(op, 0);
+  int64_t axis = op.getNormalizedAxis();
+  int64_t n = in.shape[axis], inner = 1;
+  for (size_t d = axis + 1; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  int64_t outer = n * inner == 0 ? 0 : in.numElements() / (n * inner);
+  int64_t k = op.getK() ? static_cast<int64_t>(*op.getK()) : n;
+  if (k > n)
+    return op.emitOpError("k = " + std::to_string(k) + " exceeds the " +
+                          std::to_string(n) + " positions of axis " +
+                          std::to_string(axis));
+  Shape shape(in.shape);
+  shape[axis] = k;
+  EvalTensor values = like(in.elementType, shape),
+             indices = like(op.getIndices().getType().getElementType(), shape);
+  bool largest = op.getLargest();
+  SmallVector<int64_t> order(n);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t e = 0; e < inner; ++e) {
+      auto at = [&](int64_t i) { return in.values[(o * n + i) * inner + e]; };
+      for (int64_t i = 0; i < n; ++i)
+        order[i] = i;
+      // By value (NaN above every number), then by position: ONNX's order.
+      auto above = [](double a, double b) {
+        if (std::isnan(a))
+          return !std::isnan(b);
+        return !std::isnan(b) && a > b;
+      };
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return largest ? above(at(a), at(b)) : above(at(b), at(a));
+      });
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t out = (o * k + j) * inner + e;
+        values.values[out] = at(order[j]);
+        indices.values[out] = static_cast<double>(order[j]);
+      }
+    }
+  SmallVector<EvalTensor> results;
+  results.push_back(std::move(values));
+  results.push_back(std::move(indices));
+  return results;
 }
 
 FailureOr<SmallVector<EvalTensor>> Evaluator::evalTrilu(TriluOp op) {

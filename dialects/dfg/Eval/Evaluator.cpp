@@ -356,6 +356,7 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalOp(Operation *op) {
       .Case([&](SoftmaxOp o) { return evalSoftmax(o); })
       .Case([&](TriluOp o) { return evalTrilu(o); })
       .Case([&](CumSumOp o) { return evalCumSum(o); })
+      .Case([&](TopKOp o) { return evalTopK(o); })
       .Case([&](ScatterNDOp o) { return evalScatterND(o); })
       .Case([&](AttentionOp o) { return evalAttention(o); })
       .Case([&](RotaryOp o) { return evalRotary(o); })

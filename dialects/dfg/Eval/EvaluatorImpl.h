@@ -7,7 +7,7 @@
 // manner of StableHLO's reference interpreter:
 //
 //   EvalLayout.cpp       reshapes, transposes, slices, gathers, symbolic ops
-//   EvalReductions.cpp   reductions, softmax, trilu, scatter_nd, cumsum
+//   EvalReductions.cpp   reductions, softmax, trilu, scatter_nd, cumsum, top_k
 //   EvalTransformer.cpp  matmul, linear, attention, rotary, norms, embedding
 //
 // Internal to MeshcDfgEval: the public interface is Evaluator.h.
@@ -184,6 +184,7 @@ private:
   Results evalSoftmax(SoftmaxOp op);
   Results evalTrilu(TriluOp op);
   Results evalCumSum(CumSumOp op);
+  Results evalTopK(TopKOp op);
   Results evalScatterND(ScatterNDOp op);
 
   // Transformer blocks (EvalTransformer.cpp).

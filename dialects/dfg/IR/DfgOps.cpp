@@ -629,6 +629,33 @@ LogicalResult CumSumOp::inferReturnTypes(MLIRContext *,
                         adaptor.getAxis(), types);
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  // 1 is ODS (Dfg_NumericTensor, i64 indices); 2, 3 and 4 here.
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t rank = in.getRank(), axis = adaptor.getAxis();
+  if (rank == 0 || axis < -rank || axis >= rank) // 2
+    return inferError(loc, getOperationName(), "axis ", axis,
+                      " is out of range for an input of rank ", rank,
+                      " (expected [", -rank, ", ", rank, "))");
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> shape(in.getShape());
+  if (std::optional<uint64_t> k = adaptor.getK()) { // 3
+    int64_t kk = static_cast<int64_t>(*k), n = shape[axis];
+    if (kk < 1 || (!ShapedType::isDynamic(n) && kk > n))
+      return inferError(loc, getOperationName(), "k = ", kk,
+                        " must lie in [1, ", n, "], the size of axis ",
+                        axis);
+    shape[axis] = kk;
+  }
+  types.push_back(RankedTensorType::get(shape, in.getElementType())); // 4
+  types.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -877,6 +877,55 @@ def Dfg_CumSumOp : Dfg_InferredOp<"cumsum",
   }];
 }
 
+def Dfg_TopKOp : Dfg_InferredOp<"top_k", Dfg_ShapeAndShardingRules> {
+  let summary = "The K largest (or smallest) values along one axis and their "
+                "positions (ONNX TopK; a sort when K is the whole axis)";
+  let description = [{
+    Along `axis`, `values` holds the input's `k` largest elements (smallest
+    with `largest = false`) in order, largest first (smallest first), and
+    `indices` their positions in the input. Equal values keep their order
+    in the input (the lower position first), which is ONNX's rule and makes
+    the result deterministic; NaN counts as larger than every number (as
+    torch.topk orders it). Without
+    `k` the result holds the whole axis: a stable sort, whose size may be
+    symbolic (a mixture of experts sorting its chosen experts, the count of
+    which depends on the sequence). A negative `axis` counts from the last
+    dimension.
+
+    Invariants:
+    1. The element type is numeric; `indices` are i64.
+    2. `axis` lies in `[-rank, rank)` and the input has rank at least 1.
+    3. `k`, when given, is at least 1 and at most the axis' size when that
+       is static.
+    4. Both results have the input's shape with the axis of size `k` (the
+       input's when `k` is absent); `values` the input's element type.
+
+    Example:
+
+    ```mlir
+    %v, %i = dfg.top_k %logits axis = -1 k = 2 largest = true
+               : (tensor<6x8xf32>) -> (tensor<6x2xf32>, tensor<6x2xi64>)
+    %s, %p = dfg.top_k %ids axis = 0 largest = false
+               : (tensor<?xi64>) -> (tensor<?xi64>, tensor<?xi64>)
+    ```
+  }];
+  let arguments = (ins Dfg_NumericTensor:$input, I64Attr:$axis,
+                       OptionalAttr<I64Attr>:$k, BoolAttr:$largest);
+  let results = (outs Dfg_NumericTensor:$values,
+                      RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`k` `=` $k^)? `largest` `=` $largest attr-dict
+    `:` functional-type($input, results)
+  }];
+  let extraClassDeclaration = inferredOpDeclarations # [{
+    /// `axis` as a non-negative dimension index.
+    int64_t getNormalizedAxis() {
+      int64_t axis = static_cast<int64_t>(getAxis());
+      return axis < 0 ? axis + getInput().getType().getRank() : axis;
+    }
+  }];
+}
+
 def Dfg_TriluOp : Dfg_InferredOp<"trilu",
     !listconcat([SameOperandsAndResultElementType], Dfg_InputShapedRules)> {
   let summary = "Keep the upper or lower triangle of matrices (ONNX Trilu)";

@@ -499,6 +499,24 @@ ShardingRule CumSumOp::getShardingRule() {
   return sameShapeRule(*this, {normalizeAxis(getAxis(), rank)});
 }
 
+/// Every dimension but the axis is parallel; the axis is pinned (each slice
+/// is ordered whole), and the results' axis, of size k, is a factor of its
+/// own (a sort's is the input's).
+ShardingRule TopKOp::getShardingRule() {
+  RuleBuilder b;
+  int64_t axis = getNormalizedAxis();
+  TensorFactors in = b.fresh(shapeOf(getInput()), FactorKind::Parallel);
+  if (!in[axis].empty())
+    b.at(in[axis].front()).kind = FactorKind::Pinned;
+  TensorFactors out = in;
+  if (getK())
+    out[axis] = b.pinned(shapeOf(getValues()), axis);
+  b.operand(in);
+  b.result(out);
+  b.result(out);
+  return b.take();
+}
+
 ShardingRule TriluOp::getShardingRule() {
   int64_t rank = shapeOf(getInput()).size();
   return sameShapeRule(*this, {rank - 2, rank - 1});

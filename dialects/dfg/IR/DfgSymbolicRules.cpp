@@ -203,6 +203,14 @@ Dims ExpandOp::getSymbolicDims(unsigned, SymbolicShapes &shapes) {
   return broadcastDims({input, shape}, getContext());
 }
 
+Dims TopKOp::getSymbolicDims(unsigned, SymbolicShapes &shapes) {
+  Dims d = operandDims(*this, 0, shapes);
+  if (std::optional<uint64_t> k = getK())
+    d[getNormalizedAxis()] =
+        getAffineConstantExpr(static_cast<int64_t>(*k), getContext());
+  return d;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -257,6 +257,11 @@ func.func @cumsum(%mask: tensor<2x8xi64>) -> tensor<2x8xi64> {
   return %0 : tensor<2x8xi64>
 }
 
+func.func @top_k(%x: tensor<6x8xf32>) -> (tensor<6x2xf32>, tensor<6x2xi64>) {
+  %0, %1 = dfg.top_k %x axis = -1 k = 2 largest = true : (tensor<6x8xf32>) -> (tensor<6x2xf32>, tensor<6x2xi64>)
+  return %0, %1 : tensor<6x2xf32>, tensor<6x2xi64>
+}
+
 func.func @trilu(%x: tensor<8x8xi1>) -> tensor<8x8xi1> {
   %0 = dfg.trilu %x upper = false diagonal = 0 : (tensor<8x8xi1>) -> tensor<8x8xi1>
   return %0 : tensor<8x8xi1>

@@ -1,0 +1,73 @@
+//===- RunTimeSplits.h - Splits whose sizes the graph computes --*- C++ -*-===//
+//
+// Part of meshc. A Split whose sizes the graph computes from data (the tokens
+// each expert of a mixture receives, JetMoE's `inputs.split(expert_size)`)
+// has parts of sizes known only when the program runs. meshc keeps every
+// part at the whole input's size, with a mask of the rows (along the split
+// axis) that belong to it, follows each part through ops that treat those
+// rows independently (the part's dimension is a parallel factor of the op's
+// sharding rule, shared with no operand that is not the part), and turns
+// the Concat of every part, in order, along that axis into a select by the
+// masks. Each part's ops then run on every row: exact, and as costly as a
+// dense mixture of experts. Anything else that reads a part stops the import
+// with a message naming the node.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_COMPILER_IMPORT_RUNTIMESPLITS_H
+#define MESHC_COMPILER_IMPORT_RUNTIMESPLITS_H
+
+#include "compiler/import/Legalization.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <vector>
+
+namespace meshc::onnximport {
+
+class RunTimeSplits {
+public:
+  /// Node `ctx` is a Split whose sizes are neither constants nor symbolic
+  /// sizes (computed from data, or a graph input).
+  static bool isRunTimeSplit(NodeContext &ctx);
+
+  /// Imports such a Split: every output is the input, with its rows' mask.
+  mlir::LogicalResult importSplit(NodeContext &ctx);
+
+  /// Whether an input of `node` (by name) is a part of such a Split.
+  bool readsPart(const onnx::NodeProto &node) const;
+
+  /// Imports a Concat that reads parts: every part of one split, in order,
+  /// along the axis the parts are split on, becomes a select by the masks;
+  /// any other Concat of parts is an error.
+  mlir::LogicalResult importConcat(NodeContext &ctx);
+
+  /// After a node that reads parts was legalised into `created`: checks that
+  /// each created op reading a part keeps its rows independent, and records
+  /// the node's outputs that carry the part.
+  mlir::LogicalResult follow(NodeContext &ctx,
+                             llvm::ArrayRef<mlir::Operation *> created,
+                             llvm::ArrayRef<mlir::Value> results);
+
+  /// The split whose part graph output `name` is, for the error that a
+  /// part cannot leave the graph; empty when it is none.
+  std::string partOwner(llvm::StringRef name) const;
+
+private:
+  struct Split {
+    std::string node; // the Split's description, for messages
+    mlir::Value starts, ends; // i64 [parts]: where each part's rows begin, end
+    mlir::AffineExpr rows;    // the split dimension's size
+    unsigned parts = 0;
+  };
+  struct Part {
+    unsigned split = 0, index = 0;
+    int64_t axis = 0; // the rows' dimension in this value
+  };
+  std::vector<Split> splits_;
+  llvm::StringMap<Part> parts_;
+};
+
+} // namespace meshc::onnximport
+
+#endif // MESHC_COMPILER_IMPORT_RUNTIMESPLITS_H
