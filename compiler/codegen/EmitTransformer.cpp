@@ -68,7 +68,8 @@ LogicalResult FunctionEmitter::emitScatterND(dfg::ScatterNDOp s,
                                              llvm::raw_ostream &os) {
   std::string d = operand(s.getData(), os), i = operand(s.getIndices(), os),
               u = operand(s.getUpdates(), os), o = declare(s.getResult(), os);
-  os << "  k::scatterND(" << d << ", " << i << ", " << u << ", " << o << ");\n";
+  os << "  k::scatterND(" << d << ", " << i << ", " << u << ", "
+     << (s.getAccumulate() ? "true" : "false") << ", " << o << ");\n";
   return success();
 }
 

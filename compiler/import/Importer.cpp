@@ -733,7 +733,7 @@ LogicalResult Importer::importNode(int index) {
                                        describeNode(node, index));
     LogicalResult legalized =
         RunTimeSplits::isRunTimeSplit(ctx) ? runTimeSplits_.importSplit(ctx)
-        : readsPart && node.op_type() == "Concat" && domain.empty()
+        : readsPart && node.op_type() == "Concat" && node.domain().empty()
             ? runTimeSplits_.importConcat(ctx)
             : fn(ctx);
     if (failed(legalized) || ctx.hadError())

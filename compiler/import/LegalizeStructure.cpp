@@ -186,22 +186,24 @@ LogicalResult legalizeGatherElements(NodeContext &ctx) {
 }
 
 /// A scatter's `reduction`: "none" only, as dfg.scatter_nd writes.
-LogicalResult requireNoReduction(NodeContext &ctx, StringRef opName) {
+/// The scatter's `reduction`: "none" (false) or "add" (true, accumulate).
+FailureOr<bool> scatterAccumulates(NodeContext &ctx, StringRef opName) {
   std::string reduction = ctx.attrString("reduction", "none");
-  if (reduction != "none")
+  if (reduction != "none" && reduction != "add")
     return ctx.error(opName.str() + " reduction '" + reduction +
-                     "' is not supported (only 'none')");
-  return success();
+                     "' is not supported (only 'none' and 'add')");
+  return reduction == "add";
 }
 
 /// ScatterElements(data, indices, updates) axis -> dfg.scatter_nd of the
 /// updates at the index tuples (elementTuples): result = data, then
-/// result[tuple(i)] = updates[i]; reduction "none" only (a later duplicate
-/// wins, as scatter_nd writes them in order).
+/// result[tuple(i)] = updates[i] (reduction "none": a later duplicate wins,
+/// as scatter_nd writes them in order), or += with reduction "add".
 LogicalResult legalizeScatterElements(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
-  if (failed(requireNoReduction(ctx, "ScatterElements")))
+  FailureOr<bool> accumulate = scatterAccumulates(ctx, "ScatterElements");
+  if (failed(accumulate))
     return failure();
   ArrayRef<int64_t> updates = ctx.inputType(2).getShape(),
                     indices = ctx.inputType(1).getShape();
@@ -217,9 +219,9 @@ LogicalResult legalizeScatterElements(NodeContext &ctx) {
   FailureOr<Value> tuples = elementTuples(ctx, "ScatterElements");
   if (failed(tuples))
     return failure();
-  Value result =
-      dfg::ScatterNDOp::create(ctx.builder(), ctx.loc(), ctx.inputType(0),
-                               ctx.input(0), *tuples, ctx.input(2));
+  Value result = dfg::ScatterNDOp::create(ctx.builder(), ctx.loc(),
+                                          ctx.inputType(0), ctx.input(0),
+                                          *tuples, ctx.input(2), *accumulate);
   return ctx.setResults(result);
 }
 
@@ -479,11 +481,6 @@ LogicalResult legalizeTile(NodeContext &ctx) {
   }
   if (unitsOnly)
     return legalizeExpand(ctx);
-  if (!in.hasStaticShape())
-    return ctx.error("Tile repeats an axis of size other than 1 of an input "
-                     "with symbolic dimensions " +
-                     dfg::formatShape(in.getShape()) +
-                     "; only axes of size 1 may be repeated then");
   Value x = ctx.input(0);
   OpBuilder &b = ctx.builder();
   for (auto [i, r] : llvm::enumerate(repeats)) {
@@ -493,6 +490,30 @@ LogicalResult legalizeTile(NodeContext &ctx) {
                        std::to_string(i) + " is not of size 1");
     if (*count == 1)
       continue;
+    if (!cast<RankedTensorType>(x.getType()).hasStaticShape()) {
+      // Symbolic sizes: `count` copies joined along the axis (JetMoE
+      // repeats its key heads, k.repeat(1, top_k, 1, 1)).
+      constexpr int64_t kMaxCopies = 64;
+      if (*count > kMaxCopies)
+        return ctx.error("Tile repeats axis " + std::to_string(i) + " of " +
+                         dfg::formatShape(in.getShape()) + " " +
+                         std::to_string(*count) +
+                         " times; meshc joins at most " +
+                         std::to_string(kMaxCopies) +
+                         " copies of an input with symbolic dimensions");
+      if (*count == 0)
+        return ctx.error("Tile repeats axis " + std::to_string(i) +
+                         " of an input with symbolic dimensions 0 times");
+      SmallVector<Value> copies(*count, x);
+      SmallVector<ArrayRef<int64_t>> shapes(*count, shapeOf(x));
+      FailureOr<Value> joined = ctx.create<dfg::ConcatOp>(
+          dfg::concatShape(shapes, i), in.getElementType(), ValueRange(copies),
+          static_cast<int64_t>(i));
+      if (failed(joined))
+        return failure();
+      x = *joined;
+      continue;
+    }
     SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getShape());
     SmallVector<int64_t> unit(shape), wide(shape.size() + 1, 1), merged(shape);
     unit.insert(unit.begin() + i, 1);
@@ -521,17 +542,19 @@ LogicalResult legalizeTile(NodeContext &ctx) {
   return ctx.setResults(x);
 }
 
-/// ScatterND(data, indices, updates) -> dfg.scatter_nd (reduction "none").
+/// ScatterND(data, indices, updates) reduction -> dfg.scatter_nd
+/// (reduction "none", or "add" as accumulate).
 LogicalResult legalizeScatterND(NodeContext &ctx) {
   if (failed(ctx.requireInputs(3)))
     return failure();
-  if (failed(requireNoReduction(ctx, "ScatterND")))
+  FailureOr<bool> accumulate = scatterAccumulates(ctx, "ScatterND");
+  if (failed(accumulate))
     return failure();
   if (!ctx.inputType(1).getElementType().isInteger(64))
     return ctx.error("ScatterND indices must be int64");
-  Value result =
-      dfg::ScatterNDOp::create(ctx.builder(), ctx.loc(), ctx.inputType(0),
-                               ctx.input(0), ctx.input(1), ctx.input(2));
+  Value result = dfg::ScatterNDOp::create(
+      ctx.builder(), ctx.loc(), ctx.inputType(0), ctx.input(0), ctx.input(1),
+      ctx.input(2), *accumulate);
   return ctx.setResults(result);
 }
 

@@ -173,8 +173,36 @@ void trilu(const TensorRef &in, bool upper, std::int64_t diagonal,
   }
 }
 
+namespace {
+/// out[at..at+n) += in[0..n).
+template <typename T>
+void addSlice(unsigned char *out, const unsigned char *in, std::int64_t n) {
+  T *o = reinterpret_cast<T *>(out);
+  const T *x = reinterpret_cast<const T *>(in);
+  for (std::int64_t e = 0; e < n; ++e)
+    o[e] += x[e];
+}
+} // namespace
+
 void scatterND(const TensorRef &data, const TensorRef &indices,
-               const TensorRef &updates, const TensorRef &out) {
+               const TensorRef &updates, bool accumulate,
+               const TensorRef &out) {
+  void (*add)(unsigned char *, const unsigned char *, std::int64_t) = nullptr;
+  if (accumulate) {
+    switch (data.dtype) {
+    case DType::F32:
+      add = addSlice<float>;
+      break;
+    case DType::I64:
+      add = addSlice<std::int64_t>;
+      break;
+    case DType::I32:
+      add = addSlice<std::int32_t>;
+      break;
+    default:
+      unsupportedDType("scatter_nd (accumulate)", data.dtype);
+    }
+  }
   requireIndices(indices, "scatter_nd");
   copy(data, out);
   const plans::ScatterNDPlan p = plans::scatterNDPlan(data, indices);
@@ -183,7 +211,7 @@ void scatterND(const TensorRef &data, const TensorRef &indices,
   const std::size_t bytes =
       static_cast<std::size_t>(p.slice) * byteWidth(data.dtype);
   // Check every tuple first; then the writes, in order (a later duplicate
-  // wins, deterministically).
+  // wins, deterministically; with `accumulate`, sums in tuple order).
   for (std::int64_t t = 0; t < tuples; ++t)
     for (int d = 0; d < q; ++d) {
       const std::int64_t i = readIndex(indices, t * q + d);
@@ -202,7 +230,10 @@ void scatterND(const TensorRef &data, const TensorRef &indices,
         i += p.shape[d];
       slices += i * p.stride[d];
     }
-    std::memcpy(dst + slices * bytes, src + t * bytes, bytes);
+    if (add)
+      add(dst + slices * bytes, src + t * bytes, p.slice);
+    else
+      std::memcpy(dst + slices * bytes, src + t * bytes, bytes);
   }
 }
 

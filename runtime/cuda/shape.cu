@@ -490,16 +490,77 @@ __global__ void scatterKernel(U *out, const U *updates, const void *indices,
   }
 }
 
+/// out[i] += x for scatter_nd's accumulate: CUDA's atomics (f16 from sm_70,
+/// bf16 from sm_80; i64 as unsigned, whose wrap-around sum is the same).
+__device__ __forceinline__ void atomicAddTo(float *o, float x) {
+  atomicAdd(o, x);
+}
+__device__ __forceinline__ void atomicAddTo(__half *o, __half x) {
+  atomicAdd(o, x);
+}
+__device__ __forceinline__ void atomicAddTo(__nv_bfloat16 *o,
+                                            __nv_bfloat16 x) {
+  atomicAdd(o, x);
+}
+__device__ __forceinline__ void atomicAddTo(std::int32_t *o, std::int32_t x) {
+  atomicAdd(o, x);
+}
+__device__ __forceinline__ void atomicAddTo(std::int64_t *o, std::int64_t x) {
+  atomicAdd(reinterpret_cast<unsigned long long *>(o),
+            static_cast<unsigned long long>(x));
+}
+
+/// scatter_nd with accumulate: one block per index tuple, which adds its
+/// slice element by element with atomics (duplicates sum, in no fixed
+/// order: floats may differ from the cpu's ordered sum in the last bits).
+template <typename T>
+__global__ void scatterAddKernel(T *out, const T *updates, const void *indices,
+                                 bool is32, plans::ScatterNDPlan dims,
+                                 std::int64_t *slot) {
+  const int q = dims.q;
+  for (std::int64_t t = blockIdx.x; t < dims.tuples; t += gridDim.x) {
+    std::int64_t offset = 0;
+    bool bad = false;
+    for (int d = 0; d < q && !bad; ++d) {
+      std::int64_t i = readIndex(indices, is32, t * q + d);
+      if (i < -dims.shape[d] || i >= dims.shape[d]) {
+        bad = true;
+        if (threadIdx.x == 0)
+          recordError(slot, DeviceError::ScatterIndex, i, dims.shape[d]);
+        continue;
+      }
+      if (i < 0)
+        i += dims.shape[d];
+      offset += i * dims.stride[d];
+    }
+    if (bad)
+      continue;
+    for (std::int64_t c = threadIdx.x; c < dims.slice; c += blockDim.x)
+      atomicAddTo(out + offset * dims.slice + c, updates[t * dims.slice + c]);
+  }
+}
+
 } // namespace
 
 void scatterND(const TensorRef &data, const TensorRef &indices,
-               const TensorRef &updates, const TensorRef &out) {
+               const TensorRef &updates, bool accumulate,
+               const TensorRef &out) {
   requireIndices(indices, "scatter_nd");
   copy(data, out);
   const plans::ScatterNDPlan dims = plans::scatterNDPlan(data, indices);
   const std::int64_t tuples = dims.tuples;
   if (tuples == 0)
     return;
+  if (accumulate) {
+    dispatchNumeric(data.dtype, "scatter_nd (accumulate)", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      scatterAddKernel<T><<<gridFor(tuples, 1), kThreads, 0, stream()>>>(
+          out.as<T>(), updates.as<const T>(), indices.data,
+          indices.dtype == DType::I32, dims, errorSlot());
+    });
+    checkLaunch("scatter_nd");
+    return;
+  }
   const std::size_t sliceBytes =
       static_cast<std::size_t>(dims.slice) * byteWidth(data.dtype);
   const std::size_t unit =

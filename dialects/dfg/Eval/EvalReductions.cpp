@@ -185,8 +185,12 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalScatterND(ScatterNDOp op) {
       offset += i * strides[d];
     }
     for (int64_t e = 0; e < slice; ++e)
-      result.values[offset + e] = updates.values[t * slice + e];
+      result.values[offset + e] =
+          op.getAccumulate()
+              ? result.values[offset + e] + updates.values[t * slice + e]
+              : updates.values[t * slice + e];
   }
+  roundAll(result);
   return one(std::move(result));
 }
 

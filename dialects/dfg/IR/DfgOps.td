@@ -957,8 +957,11 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
   let summary = "Write slices into a copy of a tensor (ONNX ScatterND)";
   let description = [{
     `result = data`, then for every index tuple `i` of `indices[..., :]`,
-    `result[indices[i]] = updates[i]` (reduction "none"); KV-cache updates
-    use it.
+    `result[indices[i]] = updates[i]` (reduction "none"; a later duplicate
+    wins), or with `accumulate`, `result[indices[i]] += updates[i]`
+    (reduction "add": duplicates sum). KV-cache updates use the first; a
+    mixture of experts adding each expert's output back at its tokens
+    (`index_add`) the second.
 
     Invariants:
     1. `indices` are i64; their last dimension `q` is static and at most the
@@ -971,13 +974,16 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
     ```mlir
     %cache = dfg.scatter_nd %past, %pos, %new
       : (tensor<1x4x16x8xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x8xf32>) -> tensor<1x4x16x8xf32>
+    %sum = dfg.scatter_nd %zeros, %rows, %out accumulate
+      : (tensor<6x8xf32>, tensor<12x1xi64>, tensor<12x8xf32>) -> tensor<6x8xf32>
     ```
   }];
   let arguments = (ins Dfg_Tensor:$data, RankedTensorOf<[I64]>:$indices,
-                       Dfg_Tensor:$updates);
+                       Dfg_Tensor:$updates, UnitAttr:$accumulate);
   let results = (outs Dfg_Tensor:$result);
   let assemblyFormat = [{
-    $data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)
+    $data `,` $indices `,` $updates (`accumulate` $accumulate^)? attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 

@@ -777,10 +777,10 @@ TEST_F(CudaKernelsTest, ScatterNDWithDuplicatesAndNegativeIndices) {
       indices.set(i, idx[i]);
     const HostTensor updates = randomTensor(DType::F32, {4, 6}, 5, 6);
     HostTensor want(DType::F32, data.shape);
-    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), want.ref());
+    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), false, want.ref());
     const DeviceTensor dd(data), di(indices), du(updates);
     DeviceTensor out(DType::F32, data.shape);
-    gpu::scatterND(dd.ref(), di.ref(), du.ref(), out.ref());
+    gpu::scatterND(dd.ref(), di.ref(), du.ref(), false, out.ref());
     expectSameBytes(out.download(), want, "scatter_nd q=2");
   }
   {
@@ -789,10 +789,10 @@ TEST_F(CudaKernelsTest, ScatterNDWithDuplicatesAndNegativeIndices) {
     indices.set(1, -4);
     const HostTensor updates = randomTensor(DType::F32, {2, 5, 6}, 5, 6);
     HostTensor want(DType::F32, data.shape);
-    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), want.ref());
+    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), false, want.ref());
     const DeviceTensor dd(data), di(indices), du(updates);
     DeviceTensor out(DType::F32, data.shape);
-    gpu::scatterND(dd.ref(), di.ref(), du.ref(), out.ref());
+    gpu::scatterND(dd.ref(), di.ref(), du.ref(), false, out.ref());
     expectSameBytes(out.download(), want, "scatter_nd q=1");
   }
 }

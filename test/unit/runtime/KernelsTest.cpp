@@ -867,7 +867,7 @@ TEST(KernelsTest, CumSumEveryDirection) {
 void checkScatterND(const Tensor &data, const Tensor &indices,
                     const Tensor &updates) {
   Tensor out(data.dtype, data.shape);
-  scatterND(data.ref(), indices.ref(), updates.ref(), out.ref());
+  scatterND(data.ref(), indices.ref(), updates.ref(), false, out.ref());
   std::vector<double> want = data.values();
   const std::int64_t q = indices.shape.back();
   std::int64_t slice = 1;
@@ -909,7 +909,7 @@ TEST(KernelsTest, ScatterNDOutOfRangeIsFatal) {
   Tensor indices = fromValues(DType::I64, {1, 2}, {1, 5});
   Tensor updates = randomF32({1});
   Tensor out(DType::F32, data.shape);
-  EXPECT_EXIT(scatterND(data.ref(), indices.ref(), updates.ref(), out.ref()),
+  EXPECT_EXIT(scatterND(data.ref(), indices.ref(), updates.ref(), false, out.ref()),
               ::testing::ExitedWithCode(1),
               "scatter_nd: index 5 is outside dimension 1 of size 5");
 }
