@@ -225,12 +225,16 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
     const dfg::DimFactors &dims =
         rule->operands[reading.front()][rowsOf[op->getOperand(reading.front())]];
     if (dims.size() != 1 ||
-        rule->factors[dims.front()].kind != dfg::FactorKind::Parallel)
+        rule->factors[dims.front()].kind != dfg::FactorKind::Parallel) {
+      StringRef how = dims.empty()       ? "broadcast"
+                      : dims.size() > 1  ? "merged with another"
+                      : rule->factors[dims.front()].kind ==
+                              dfg::FactorKind::Reduction
+                          ? "summed over"
+                          : "needed whole";
       return refuse(op, "does not keep the rows apart (their dimension is " +
-                            Twine(dims.empty() ? "broadcast"
-                                  : dims.size() > 1 ? "merged with another"
-                                                    : "pinned or summed") +
-                            ")");
+                            how + ")");
+    }
     int factor = dims.front();
     for (auto [i, operand] : llvm::enumerate(rule->operands)) {
       bool isPart = llvm::is_contained(reading, i);

@@ -196,3 +196,25 @@ TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
 }
 
 } // namespace
+
+namespace {
+// A constant end on a symbolic dimension: a length only where the dimension
+// is at least that end for every size of its symbols (each at least 1).
+class SliceLengthTest : public SymbolicDimsTest {};
+} // namespace
+
+TEST_F(SliceLengthTest, ConstantEndOnADimensionThatIsNeverShorter) {
+  AffineExpr b = table.symbol("batch"), s = table.symbol("seq");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
+  // x[:1] of [2 * batch * seq]: always 1 row.
+  EXPECT_TRUE(sameDim(sliceLength(b * s * 2, c(0), c(1), 1), c(1)));
+  // x[:2] of [batch + seq]: at least 2.
+  EXPECT_TRUE(sameDim(sliceLength(b + s, c(0), c(2), 1), c(2)));
+  // x[:3] of [batch + seq] may be clamped (batch = seq = 1): no expression.
+  EXPECT_FALSE(sliceLength(b + s, c(0), c(3), 1));
+  // seq - 1 may be 0; seq floordiv 2 too: no expression.
+  EXPECT_FALSE(sliceLength(s - 1, c(0), c(1), 1));
+  EXPECT_FALSE(sliceLength(s.floorDiv(2), c(0), c(1), 1));
+  // A negative factor shrinks as seq grows.
+  EXPECT_FALSE(sliceLength(c(64) - s, c(0), c(1), 1));
+}

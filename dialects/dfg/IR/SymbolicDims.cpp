@@ -455,16 +455,63 @@ Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
   return result;
 }
 
+namespace {
+/// The least value `e` takes when each symbol is at least 1 (every symbolic
+/// dimension is: executables refuse a size of 0), where `e` grows with each
+/// symbol (sums and products of such terms, divisions by a positive
+/// constant); nullopt otherwise.
+std::optional<int64_t> leastValue(AffineExpr e) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  if (isa<AffineSymbolExpr>(e))
+    return 1;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<int64_t> l = leastValue(bin.getLHS()),
+                         r = leastValue(bin.getRHS());
+  if (!l || !r)
+    return std::nullopt;
+  constexpr int64_t kLimit = int64_t(1) << 40;
+  if (std::abs(*l) > kLimit || std::abs(*r) > kLimit)
+    return std::nullopt;
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    // Each side grows with its symbols; a constant side may be negative.
+    return *l + *r;
+  case AffineExprKind::Mul:
+    if (*l < 0 || *r < 0)
+      return std::nullopt; // a negative factor makes the product shrink
+    return *l * *r;
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv: {
+    auto divisor = dyn_cast<AffineConstantExpr>(bin.getRHS());
+    if (!divisor || divisor.getValue() <= 0 || *l < 0)
+      return std::nullopt;
+    int64_t d = divisor.getValue();
+    return bin.getKind() == AffineExprKind::FloorDiv ? *l / d
+                                                     : (*l + d - 1) / d;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+} // namespace
+
 AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
                        int64_t step) {
   if (!dim || !start || !end || step <= 0)
     return {};
   // A constant end within a symbolic dimension is clamped by it at run time
-  // (x[:, :10] of a shorter x): its length is not an expression.
+  // (x[:, :10] of a shorter x): its length is not an expression, unless the
+  // dimension can never be shorter.
   auto c = dyn_cast<AffineConstantExpr>(end);
   if (!isa<AffineConstantExpr>(dim) && c && c.getValue() >= 0 &&
-      c.getValue() < (int64_t(1) << 40))
-    return {};
+      c.getValue() < (int64_t(1) << 40)) {
+    std::optional<int64_t> least = leastValue(dim);
+    if (!least || *least < c.getValue())
+      return {};
+  }
   auto normalize = [&](AffineExpr e) {
     if (auto c = dyn_cast<AffineConstantExpr>(e)) {
       if (c.getValue() < 0)

@@ -111,7 +111,9 @@ broadcastDims(llvm::ArrayRef<llvm::ArrayRef<mlir::AffineExpr>> all,
 /// bounds were normalised (negative constants count from the end, huge ends
 /// mean "to the end"); assumes symbolic bounds lie inside the dimension, as
 /// they do for the slices exporters write on symbolic dimensions. A constant
-/// end on a symbolic dimension gives no expression (ONNX clamps it).
+/// end on a symbolic dimension gives no expression (ONNX clamps it), unless
+/// the dimension is at least that end for every size of its symbols, each
+/// at least 1 (x[:1] of a [2 * batch * seq] tensor has 1 row).
 mlir::AffineExpr sliceLength(mlir::AffineExpr dim, mlir::AffineExpr start,
                              mlir::AffineExpr end, int64_t step);
 

@@ -1058,3 +1058,35 @@ func.func @gather_nd_invariant_4(%d: tensor<2x3x4xf32>, %i: tensor<5x2xi64>) -> 
   %0 = dfg.gather_nd %d, %i batch_dims = 0 : (tensor<2x3x4xf32>, tensor<5x2xi64>) -> tensor<5x3xf32>
   return %0 : tensor<5x3xf32>
 }
+
+// -----
+
+func.func @top_k_invariant_1(%x: tensor<4xi1>) -> (tensor<2xi1>, tensor<2xi64>) {
+  // expected-error @+1 {{'dfg.top_k' op operand #0 must be ranked tensor of}}
+  %v, %i = dfg.top_k %x axis = 0 k = 2 largest = true : (tensor<4xi1>) -> (tensor<2xi1>, tensor<2xi64>)
+  return %v, %i : tensor<2xi1>, tensor<2xi64>
+}
+
+// -----
+
+func.func @top_k_invariant_2(%x: tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x2xi64>) {
+  // expected-error @+1 {{'dfg.top_k' op axis 2 is out of range for an input of rank 2 (expected [-2, 2))}}
+  %v, %i = dfg.top_k %x axis = 2 k = 2 largest = true : (tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x2xi64>)
+  return %v, %i : tensor<2x2xf32>, tensor<2x2xi64>
+}
+
+// -----
+
+func.func @top_k_invariant_3(%x: tensor<2x4xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>) {
+  // expected-error @+1 {{'dfg.top_k' op k = 5 must lie in [1, 4], the size of axis 1}}
+  %v, %i = dfg.top_k %x axis = 1 k = 5 largest = true : (tensor<2x4xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>)
+  return %v, %i : tensor<2x5xf32>, tensor<2x5xi64>
+}
+
+// -----
+
+func.func @top_k_invariant_4(%x: tensor<2x4xf32>) -> (tensor<2x3xf32>, tensor<2x2xi64>) {
+  // expected-error @+1 {{'dfg.top_k' op}}
+  %v, %i = dfg.top_k %x axis = 1 k = 2 largest = true : (tensor<2x4xf32>) -> (tensor<2x3xf32>, tensor<2x2xi64>)
+  return %v, %i : tensor<2x3xf32>, tensor<2x2xi64>
+}

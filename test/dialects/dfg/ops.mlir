@@ -349,3 +349,19 @@ func.func @gather_nd(%m: tensor<?x?xi1>, %idx: tensor<?x?x2xi64>, %d: tensor<2x3
   %1 = dfg.gather_nd %d, %b batch_dims = 1 : (tensor<2x3x4xf32>, tensor<2x5x1xi32>) -> tensor<2x5x4xf32>
   return %0, %1 : tensor<?x?xi1>, tensor<2x5x4xf32>
 }
+
+// CHECK-LABEL: func.func @top_k
+func.func @top_k(%x: tensor<6x8xf32>, %ids: tensor<?xi64>) -> (tensor<6x2xf32>, tensor<6x2xi64>, tensor<?xi64>, tensor<?xi64>) {
+  // CHECK: dfg.top_k %{{.+}} axis = -1 k = 2 largest = true : (tensor<6x8xf32>) -> (tensor<6x2xf32>, tensor<6x2xi64>)
+  %v, %i = dfg.top_k %x axis = -1 k = 2 largest = true : (tensor<6x8xf32>) -> (tensor<6x2xf32>, tensor<6x2xi64>)
+  // CHECK: dfg.top_k %{{.+}} axis = 0 largest = false : (tensor<?xi64>) -> (tensor<?xi64>, tensor<?xi64>)
+  %s, %p = dfg.top_k %ids axis = 0 largest = false : (tensor<?xi64>) -> (tensor<?xi64>, tensor<?xi64>)
+  return %v, %i, %s, %p : tensor<6x2xf32>, tensor<6x2xi64>, tensor<?xi64>, tensor<?xi64>
+}
+
+// CHECK-LABEL: func.func @scatter_nd_accumulate
+func.func @scatter_nd_accumulate(%z: tensor<6x8xf32>, %rows: tensor<12x1xi64>, %out: tensor<12x8xf32>) -> tensor<6x8xf32> {
+  // CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} accumulate : (tensor<6x8xf32>, tensor<12x1xi64>, tensor<12x8xf32>) -> tensor<6x8xf32>
+  %0 = dfg.scatter_nd %z, %rows, %out accumulate : (tensor<6x8xf32>, tensor<12x1xi64>, tensor<12x8xf32>) -> tensor<6x8xf32>
+  return %0 : tensor<6x8xf32>
+}

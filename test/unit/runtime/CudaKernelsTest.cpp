@@ -766,6 +766,52 @@ TEST_F(CudaKernelsTest, CumSumMatchesCpu) {
       }
 }
 
+TEST_F(CudaKernelsTest, TopKMatchesCpu) {
+  // A router's top 2, a middle axis, a sort with ties (int64 ids), K > 64.
+  struct Case {
+    DType t;
+    Shape shape;
+    int axis;
+    std::int64_t k;
+  };
+  for (bool largest : {true, false})
+    for (const Case &c : {Case{DType::F32, {6, 8}, 1, 2},
+                          Case{DType::F32, {3, 7, 4}, 1, 3},
+                          Case{DType::I64, {2, 40}, 1, 40},
+                          Case{DType::F32, {4, 300}, 1, 70}}) {
+      const HostTensor x = c.t == DType::I64 ? randomTensor(c.t, c.shape, 0, 3)
+                                             : randomTensor(c.t, c.shape);
+      Shape shape = c.shape;
+      shape[c.axis] = c.k;
+      HostTensor wantValues(c.t, shape), wantIndices(DType::I64, shape);
+      cpu::topK(x.ref(), c.axis, largest, wantValues.ref(), wantIndices.ref());
+      const DeviceTensor dx(x);
+      DeviceTensor values(c.t, shape), indices(DType::I64, shape);
+      gpu::topK(dx.ref(), c.axis, largest, values.ref(), indices.ref());
+      const std::string what = "top_k k=" + std::to_string(c.k) +
+                               (largest ? " largest" : " smallest");
+      expectSameBytes(values.download(), wantValues, what + " values");
+      expectSameBytes(indices.download(), wantIndices, what + " indices");
+    }
+}
+
+TEST_F(CudaKernelsTest, ScatterNDAccumulateMatchesCpu) {
+  // Rows added back at their tokens, token 2 three times (the order of the
+  // atomic sums is not fixed: floats within the sum's rounding).
+  const HostTensor data = randomTensor(DType::F32, {4, 6});
+  HostTensor indices(DType::I64, {6, 1});
+  const double idx[] = {2, 0, 2, 3, 0, 2};
+  for (int i = 0; i < 6; ++i)
+    indices.set(i, idx[i]);
+  const HostTensor updates = randomTensor(DType::F32, {6, 6});
+  HostTensor want(DType::F32, data.shape);
+  cpu::scatterND(data.ref(), indices.ref(), updates.ref(), true, want.ref());
+  const DeviceTensor dd(data), di(indices), du(updates);
+  DeviceTensor out(DType::F32, data.shape);
+  gpu::scatterND(dd.ref(), di.ref(), du.ref(), true, out.ref());
+  expectMatchesCpu(out.download(), want, "scatter_nd accumulate");
+}
+
 TEST_F(CudaKernelsTest, ScatterNDWithDuplicatesAndNegativeIndices) {
   const HostTensor data = randomTensor(DType::F32, {4, 5, 6});
   {

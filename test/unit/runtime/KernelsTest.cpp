@@ -20,11 +20,13 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -864,10 +866,62 @@ TEST(KernelsTest, CumSumEveryDirection) {
     }
 }
 
+/// topK against a stable sort in float64 of each slice along `axis`: by
+/// value (NaN above every number), then by position.
+void checkTopK(const Tensor &in, int axis, std::int64_t k, bool largest) {
+  Shape shape = in.shape;
+  shape[axis] = k;
+  Tensor values(in.dtype, shape), indices(DType::I64, shape);
+  topK(in.ref(), axis, largest, values.ref(), indices.ref());
+  std::int64_t n = in.shape[axis], inner = 1;
+  for (std::size_t d = axis + 1; d < in.shape.size(); ++d)
+    inner *= in.shape[d];
+  const std::int64_t outer = in.size() / (n * inner);
+  const std::vector<double> x = in.values();
+  std::vector<double> wantValues(values.size()), wantIndices(values.size());
+  auto above = [](double a, double b) {
+    if (std::isnan(a))
+      return !std::isnan(b);
+    return !std::isnan(b) && a > b;
+  };
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t e = 0; e < inner; ++e) {
+      std::vector<std::int64_t> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      auto at = [&](std::int64_t i) { return x[(o * n + i) * inner + e]; };
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::int64_t a, std::int64_t b) {
+                         return largest ? above(at(a), at(b))
+                                        : above(at(b), at(a));
+                       });
+      for (std::int64_t j = 0; j < k; ++j) {
+        wantValues[(o * k + j) * inner + e] = at(order[j]);
+        wantIndices[(o * k + j) * inner + e] = static_cast<double>(order[j]);
+      }
+    }
+  expectExact(values, wantValues);
+  expectExact(indices, wantIndices);
+}
+
+TEST(KernelsTest, TopKMatchesAStableSort) {
+  for (bool largest : {true, false}) {
+    checkTopK(randomF32({6, 8}), 1, 2, largest);          // a router's top 2
+    checkTopK(randomF32({3, 7, 4}), 1, 3, largest);       // a middle axis
+    checkTopK(randomF32({5, 9}), 0, 5, largest);          // a sort of axis 0
+    checkTopK(randomInt(DType::I64, {40}, 0, 3), 0, 40, largest); // ties
+    checkTopK(randomInt(DType::I32, {4, 30}, -2, 2), 1, 7, largest);
+    checkTopK(randomF32({200, 300}), 1, 70, largest);     // threaded, K > 64
+    checkTopK(fromValues(DType::F32, {6}, {1, NAN, 3, NAN, -1, 3}), 0, 6,
+              largest);
+  }
+}
+
+/// scatterND against writes (or, with `accumulate`, sums in tuple order)
+/// into a float64 copy of `data`.
 void checkScatterND(const Tensor &data, const Tensor &indices,
-                    const Tensor &updates) {
+                    const Tensor &updates, bool accumulate = false) {
   Tensor out(data.dtype, data.shape);
-  scatterND(data.ref(), indices.ref(), updates.ref(), false, out.ref());
+  scatterND(data.ref(), indices.ref(), updates.ref(), accumulate, out.ref());
   std::vector<double> want = data.values();
   const std::int64_t q = indices.shape.back();
   std::int64_t slice = 1;
@@ -883,9 +937,27 @@ void checkScatterND(const Tensor &data, const Tensor &indices,
     }
     offset *= slice;
     for (std::int64_t e = 0; e < slice; ++e)
-      want[offset + e] = updates.at(t * slice + e);
+      want[offset + e] = accumulate ? want[offset + e] + updates.at(t * slice + e)
+                                    : updates.at(t * slice + e);
   }
-  expectExact(out, want);
+  if (accumulate && data.dtype == DType::F32)
+    expectNear(out, want);
+  else
+    expectExact(out, want);
+}
+
+TEST(KernelsTest, ScatterNDAccumulatesRepeatedIndices) {
+  // A mixture of experts adding each expert's rows back at its tokens:
+  // token 2 gets three rows, token 0 two.
+  checkScatterND(randomF32({4, 6}),
+                 fromValues(DType::I64, {6, 1}, {2, 0, 2, 3, 0, 2}),
+                 randomF32({6, 6}), true);
+  checkScatterND(randomInt(DType::I64, {3, 4}, -9, 9),
+                 fromValues(DType::I64, {4, 2}, {1, 1, 1, 1, 0, 3, -1, 0}),
+                 randomInt(DType::I64, {4}, 1, 5), true);
+  checkScatterND(randomInt(DType::I32, {5}, 0, 3),
+                 fromValues(DType::I64, {3, 1}, {4, 4, 4}),
+                 randomInt(DType::I32, {3}, 1, 5), true);
 }
 
 TEST(KernelsTest, ScatterND) {

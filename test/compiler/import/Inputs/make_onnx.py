@@ -234,6 +234,73 @@ def case_topk_onehot(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_sort_split(path):
+    """A mixture of experts as JetMoE's exporters write it: the tokens' expert
+    ids sorted by TopK whose K is the symbolic token count (Shape), the
+    tokens gathered in that order and split by a count per expert that the
+    graph computes (Split sizes known only at run time; an expert may get
+    none), each part through its expert (MatMul, Add, Relu), the parts
+    joined by Concat and added back at their tokens (ScatterND and
+    ScatterElements with reduction add, the ids repeating). Also TopK with
+    K = 70 > 64 of 80 values."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["count"], name="count"),
+        helper.make_node("TopK", ["ids", "count"], ["sorted", "order"], axis=0, largest=0,
+                         name="sort"),
+        helper.make_node("Gather", ["x", "order"], ["rows"], axis=0, name="gather"),
+        helper.make_node("Unsqueeze", ["ids", "one"], ["col"], name="col"),
+        helper.make_node("Equal", ["col", "experts"], ["hit"], name="hit"),
+        helper.make_node("Cast", ["hit"], ["hit64"], to=TensorProto.INT64, name="hit64"),
+        helper.make_node("ReduceSum", ["hit64", "zero"], ["sizes"], keepdims=0, name="sizes"),
+        helper.make_node("Split", ["rows", "sizes"], ["p0", "p1", "p2", "p3"], axis=0,
+                         name="by_expert"),
+    ]
+    for e in range(4):
+        nodes += [helper.make_node("MatMul", [f"p{e}", f"w{e}"], [f"m{e}"], name=f"mm{e}"),
+                  helper.make_node("Add", [f"m{e}", f"b{e}"], [f"a{e}"], name=f"add{e}"),
+                  helper.make_node("Relu", [f"a{e}"], [f"r{e}"], name=f"relu{e}")]
+    nodes += [
+        helper.make_node("Concat", ["r0", "r1", "r2", "r3"], ["joined"], axis=0, name="join"),
+        helper.make_node("Shape", ["joined"], ["jshape"], name="jshape"),
+        helper.make_node("ConstantOfShape", ["jshape"], ["zeros"], name="zeros"),
+        helper.make_node("Unsqueeze", ["order", "one"], ["at"], name="at"),
+        helper.make_node("ScatterND", ["zeros", "at", "joined"], ["back"], reduction="add",
+                         name="index_add"),
+        helper.make_node("ScatterND", ["zeros", "twice", "pairs"], ["summed"], reduction="add",
+                         name="duplicates"),
+        helper.make_node("ScatterElements", ["zeros2", "cols", "ones"], ["counted"], axis=1,
+                         reduction="add", name="counts"),
+        helper.make_node("TopK", ["y", "k70"], ["v70", "i70"], axis=-1, name="top70"),
+    ]
+    inits = [ints("one", [1]), ints("zero", [0]), ints("experts", [[0, 1, 2, 3]]),
+             ints("k70", [70]), ints("twice", [[1], [0], [1]]), weight("pairs", 3, 5),
+             numpy_helper.from_array(np.zeros((2, 4), np.float32), "zeros2"),
+             ints("cols", [[0, 2, 2, 2], [3, 3, 1, 0]]),
+             numpy_helper.from_array(np.ones((2, 4), np.float32), "ones")]
+    for e in range(4):
+        inits += [weight(f"w{e}", 4, 5), weight(f"b{e}", 5)]
+    i64 = lambda n, shape=None: helper.make_tensor_value_info(n, TensorProto.INT64, shape)
+    ins = [f32("x", ["N", 4]), i64("ids", ["N"]), f32("y", [2, 80])]
+    outs = [i64("sorted"), i64("order"), f32("back", None), f32("summed", None),
+            f32("counted", None), f32("v70", None), i64("i70")]
+    return model(nodes, ins, outs, inits, opset=18)
+
+
+def case_split_rows_reduced(path):
+    """A part of a Split whose sizes the graph computes, summed over its rows
+    (ReduceSum): meshc cannot follow it and says so."""
+    nodes = [
+        helper.make_node("Cast", ["counts"], ["sizes"], to=TensorProto.INT64, name="sizes"),
+        helper.make_node("Split", ["x", "sizes"], ["p0", "p1"], axis=0, name="by_count"),
+        helper.make_node("ReduceSum", ["p0", "zero"], ["s0"], keepdims=1, name="sum_rows"),
+        helper.make_node("Concat", ["s0", "p1"], ["y"], axis=0, name="join"),
+    ]
+    inits = [ints("zero", [0])]
+    ins = [f32("x", ["N", 4]), f32("counts", [2])]
+    outs = [f32("y", None)]
+    return model(nodes, ins, outs, inits, opset=18)
+
+
 def case_nan_guard(path):
     """PyTorch SDPA's guard after the softmax, where(isnan(p), 0, p), a
     bidirectional mask built with GreaterOrEqual (BERT), and the dynamo
