@@ -247,6 +247,89 @@ LogicalResult legalizeSoftsign(NodeContext &ctx) {
   return ctx.setResults(a->make<dfg::DivOp>(a->x, below));
 }
 
+/// softplus(x) = log(1 + exp(x)), written max(x, 0) + log(1 + exp(-|x|))
+/// so that no exp overflows.
+Value softplus(Activation &a, Value x) {
+  Value tail = a.make<dfg::ExpOp>(a.make<dfg::NegOp>(a.magnitude(x)));
+  tail = a.make<dfg::LogOp>(a.make<dfg::AddOp>(tail, a.scalar(1)));
+  return a.make<dfg::AddOp>(a.make<dfg::MaxOp>(x, a.scalar(0)), tail);
+}
+
+/// Softplus(x) -> softplus(x) (Doge's gates, Mamba's step sizes).
+LogicalResult legalizeSoftplus(NodeContext &ctx) {
+  FailureOr<Activation> a = activation(ctx);
+  return failed(a) ? failure() : ctx.setResults(softplus(*a, a->x));
+}
+
+/// Mish(x) -> x tanh(softplus(x)).
+LogicalResult legalizeMish(NodeContext &ctx) {
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
+    return failure();
+  Value t = a->make<dfg::TanhOp>(softplus(*a, a->x));
+  return ctx.setResults(a->make<dfg::MulOp>(a->x, t));
+}
+
+/// Selu(x) alpha gamma -> gamma where(x <= 0, alpha (exp(x) - 1), x);
+/// Celu(x) alpha -> max(x, 0) + min(alpha (exp(x / alpha) - 1), 0).
+LogicalResult legalizeScaledExponential(NodeContext &ctx, bool celu) {
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
+    return failure();
+  Value x = a->x;
+  if (celu) {
+    float alpha = ctx.attrFloat("alpha", 1.0f);
+    if (alpha == 0)
+      return ctx.error("Celu's alpha must not be 0");
+    Value e = a->make<dfg::ExpOp>(a->make<dfg::DivOp>(x, a->scalar(alpha)));
+    e = a->make<dfg::MulOp>(a->make<dfg::SubOp>(e, a->scalar(1)),
+                            a->scalar(alpha));
+    return ctx.setResults(
+        a->make<dfg::AddOp>(a->make<dfg::MaxOp>(x, a->scalar(0)),
+                            a->make<dfg::MinOp>(e, a->scalar(0))));
+  }
+  float alpha = ctx.attrFloat("alpha", 1.67326319217681884765625f);
+  float gamma = ctx.attrFloat("gamma", 1.05070102214813232421875f);
+  Value below = a->make<dfg::SubOp>(a->make<dfg::ExpOp>(x), a->scalar(1));
+  below = a->make<dfg::MulOp>(below, a->scalar(alpha));
+  Value y = a->make<dfg::WhereOp>(a->less(a->scalar(0), x), x, below);
+  return ctx.setResults(a->make<dfg::MulOp>(y, a->scalar(gamma)));
+}
+
+/// ThresholdedRelu(x) alpha -> where(alpha < x, x, 0).
+LogicalResult legalizeThresholdedRelu(NodeContext &ctx) {
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
+    return failure();
+  Value above = a->less(a->scalar(ctx.attrFloat("alpha", 1.0f)), a->x);
+  return ctx.setResults(
+      a->make<dfg::WhereOp>(above, a->x, a->scalar(0)));
+}
+
+/// PRelu(x, slope) -> where(x < 0, slope x, x), the slope broadcast to x
+/// (its result has x's shape: ONNX's unidirectional broadcast).
+LogicalResult legalizePRelu(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
+    return failure();
+  if (ctx.inputType(1).getElementType() != a->type.getElementType())
+    return ctx.mismatchedTypes();
+  auto shape = dfg::broadcastShapes(a->type.getShape(),
+                                    ctx.inputType(1).getShape());
+  if (!shape)
+    return ctx.error(llvm::toString(shape.takeError()));
+  if (ArrayRef<int64_t>(*shape) != a->type.getShape())
+    return ctx.error("the slope " +
+                     dfg::formatShape(ctx.inputType(1).getShape()) +
+                     " must broadcast to the input " +
+                     dfg::formatShape(a->type.getShape()));
+  Value scaled = a->make<dfg::MulOp>(a->x, ctx.input(1));
+  return ctx.setResults(
+      a->make<dfg::WhereOp>(a->less(a->x, a->scalar(0)), scaled, a->x));
+}
+
 /// Mean(x0, ..., xn) -> Sum(x0, ..., xn) / (n + 1).
 LogicalResult legalizeMean(NodeContext &ctx) {
   FailureOr<Value> sum = foldInputs<dfg::AddOp>(ctx);
@@ -374,6 +457,16 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "HardSwish", 14,
             [](NodeContext &ctx) { return legalizeHard(ctx, true); });
   table.add("", "Softsign", 1, legalizeSoftsign);
+  table.add("", "Softplus", 1, legalizeSoftplus);
+  table.add("", "Mish", 18, legalizeMish);
+  table.add("", "Selu", 6, [](NodeContext &ctx) {
+    return legalizeScaledExponential(ctx, /*celu=*/false);
+  });
+  table.add("", "Celu", 12, [](NodeContext &ctx) {
+    return legalizeScaledExponential(ctx, /*celu=*/true);
+  });
+  table.add("", "ThresholdedRelu", 10, legalizeThresholdedRelu);
+  table.add("", "PRelu", 9, legalizePRelu);
   table.add("", "Sum", 13, legalizeVariadic<dfg::AddOp>);
   table.add("", "Mean", 13, legalizeMean);
   table.add("", "Xor", 7, legalizeXor);

@@ -202,6 +202,28 @@ def case_activations(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_activations_exp(path):
+    """Activations written with exponentials and logarithms: Softplus (Doge's
+    gates; large inputs must not overflow), Mish, Selu, Celu,
+    ThresholdedRelu and PRelu with a per-channel slope."""
+    nodes = [
+        helper.make_node("Mul", ["x", "big"], ["wide"], name="widen"),
+        helper.make_node("Softplus", ["wide"], ["softplus"], name="softplus"),
+        helper.make_node("Mish", ["x"], ["mish"], name="mish"),
+        helper.make_node("Selu", ["x"], ["selu"], name="selu"),
+        helper.make_node("Selu", ["x"], ["selu2"], alpha=1.5, gamma=0.5, name="selu2"),
+        helper.make_node("Celu", ["x"], ["celu"], alpha=0.6, name="celu"),
+        helper.make_node("ThresholdedRelu", ["x"], ["trelu"], alpha=0.3, name="trelu"),
+        helper.make_node("PRelu", ["x", "slope"], ["prelu"], name="prelu"),
+    ]
+    inits = [numpy_helper.from_array(np.array(60.0, np.float32), "big"),
+             numpy_helper.from_array(np.array([0.1, -0.2, 0.3, 0.0, 1.5, 2.0], np.float32),
+                                     "slope")]
+    outs = [f32(n, None) for n in ("softplus", "mish", "selu", "selu2", "celu", "trelu",
+                                    "prelu")]
+    return model(nodes, [f32("x", [4, 6])], outs, inits, opset=18)
+
+
 def case_topk_onehot(path):
     """TopK as a mixture of experts' router writes it (largest 3 of 6 along
     the last axis), the smallest 2 along axis 0, and the largest 4 of a Relu's
