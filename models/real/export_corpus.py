@@ -12,7 +12,7 @@ Usage (environments from models/real/setup_export_env.sh):
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
-modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe \
+modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -38,6 +38,7 @@ at most about 1.5 MB (the mixtures of experts; most are well under 1 MB).
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -206,6 +207,15 @@ def config_for(arch):
         return tf.PhimoeConfig(num_key_value_heads=2, num_local_experts=4,
                                num_experts_per_tok=2, experts_implementation="batched_mm",
                                pad_token_id=0, **common), tf.PhimoeForCausalLM
+    if arch == "doge":
+        # Dynamic-mask attention: a per-head gate of the values through
+        # Softplus, added to the scores.
+        return tf.DogeConfig(num_key_value_heads=2, pad_token_id=0, **common), \
+            tf.DogeForCausalLM
+    if arch == "olmoe":  # q/k norms over the whole projections, 4 experts
+        return tf.OlmoeConfig(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                              experts_implementation="batched_mm", pad_token_id=0,
+                              **common), tf.OlmoeForCausalLM
     if arch == "jetmoe":
         # Mixtures of attention heads and of MLP experts: the router sorts
         # its batch's expert choices (a TopK whose K is the symbolic count
@@ -259,7 +269,7 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-        "smollm", "mpt", "jetmoe"]
+        "smollm", "mpt", "jetmoe", "doge", "olmoe"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}
@@ -608,7 +618,13 @@ def main():
                 print(f"{name}: ok", flush=True)
             except Exception as e:  # recorded, so a failed export is visible
                 detail = getattr(e, "stderr", None) or traceback.format_exc()
-                meta["status"] = "export failed: " + str(detail).strip().splitlines()[-1][:300]
+                line = str(detail).strip().splitlines()[-1]
+                if "full stack trace" in line:
+                    # torch.onnx's own summary: its first line, and the cause.
+                    line = re.sub(r"\x1b\[[0-9;]*m", "", str(e).strip().splitlines()[0])
+                    if e.__cause__ is not None:
+                        line += " (" + (str(e.__cause__).strip().splitlines() or [""])[0] + ")"
+                meta["status"] = "export failed: " + line[:300]
                 print(f"{name}: {meta['status']}", flush=True)
             json.dump(meta, open(os.path.join(out, "export.json"), "w"), indent=1)
             index[name] = meta
