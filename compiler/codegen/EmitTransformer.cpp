@@ -51,8 +51,7 @@ LogicalResult FunctionEmitter::emitTopK(dfg::TopKOp t, llvm::raw_ostream &os) {
   std::string i = operand(t.getInput(), os), v = declare(t.getValues(), os),
               p = declare(t.getIndices(), os);
   os << "  k::topK(" << i << ", " << t.getNormalizedAxis() << ", "
-     << (t.getLargest() ? "true" : "false") << ", " << v << ", " << p
-     << ");\n";
+     << (t.getLargest() ? "true" : "false") << ", " << v << ", " << p << ");\n";
   return success();
 }
 

@@ -302,8 +302,7 @@ LogicalResult legalizeThresholdedRelu(NodeContext &ctx) {
   if (failed(a))
     return failure();
   Value above = a->less(a->scalar(ctx.attrFloat("alpha", 1.0f)), a->x);
-  return ctx.setResults(
-      a->make<dfg::WhereOp>(above, a->x, a->scalar(0)));
+  return ctx.setResults(a->make<dfg::WhereOp>(above, a->x, a->scalar(0)));
 }
 
 /// PRelu(x, slope) -> where(x < 0, slope x, x), the slope broadcast to x
@@ -316,15 +315,14 @@ LogicalResult legalizePRelu(NodeContext &ctx) {
     return failure();
   if (ctx.inputType(1).getElementType() != a->type.getElementType())
     return ctx.mismatchedTypes();
-  auto shape = dfg::broadcastShapes(a->type.getShape(),
-                                    ctx.inputType(1).getShape());
+  auto shape =
+      dfg::broadcastShapes(a->type.getShape(), ctx.inputType(1).getShape());
   if (!shape)
     return ctx.error(llvm::toString(shape.takeError()));
   if (ArrayRef<int64_t>(*shape) != a->type.getShape())
-    return ctx.error("the slope " +
-                     dfg::formatShape(ctx.inputType(1).getShape()) +
-                     " must broadcast to the input " +
-                     dfg::formatShape(a->type.getShape()));
+    return ctx.error(
+        "the slope " + dfg::formatShape(ctx.inputType(1).getShape()) +
+        " must broadcast to the input " + dfg::formatShape(a->type.getShape()));
   Value scaled = a->make<dfg::MulOp>(a->x, ctx.input(1));
   return ctx.setResults(
       a->make<dfg::WhereOp>(a->less(a->x, a->scalar(0)), scaled, a->x));

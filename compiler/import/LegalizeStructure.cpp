@@ -1,8 +1,8 @@
 //===- LegalizeStructure.cpp - Structural ONNX ops -> dfg -----------------===//
 //
 // Part of meshc. Unsqueeze, Squeeze, Concat, Gather, Slice, Split, Expand,
-// the reductions, CumSum and TopK. Operands that ONNX passes as tensors but that
-// must be known at compile time (axes, starts, sizes, shapes) are read as
+// the reductions, CumSum and TopK. Operands that ONNX passes as tensors but
+// that must be known at compile time (axes, starts, sizes, shapes) are read as
 // constants.
 //
 //===----------------------------------------------------------------------===//
@@ -495,12 +495,11 @@ LogicalResult legalizeTile(NodeContext &ctx) {
       // repeats its key heads, k.repeat(1, top_k, 1, 1)).
       constexpr int64_t kMaxCopies = 64;
       if (*count > kMaxCopies)
-        return ctx.error("Tile repeats axis " + std::to_string(i) + " of " +
-                         dfg::formatShape(in.getShape()) + " " +
-                         std::to_string(*count) +
-                         " times; meshc joins at most " +
-                         std::to_string(kMaxCopies) +
-                         " copies of an input with symbolic dimensions");
+        return ctx.error(
+            "Tile repeats axis " + std::to_string(i) + " of " +
+            dfg::formatShape(in.getShape()) + " " + std::to_string(*count) +
+            " times; meshc joins at most " + std::to_string(kMaxCopies) +
+            " copies of an input with symbolic dimensions");
       if (*count == 0)
         return ctx.error("Tile repeats axis " + std::to_string(i) +
                          " of an input with symbolic dimensions 0 times");
@@ -697,8 +696,7 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
   SmallVector<AffineExpr> dims = ctx.inputDims(0);
   std::optional<int64_t> k;
   if (auto c = dyn_cast<AffineConstantExpr>(kExpr)) {
-    if (c.getValue() < 1 ||
-        (!ShapedType::isDynamic(n) && c.getValue() > n))
+    if (c.getValue() < 1 || (!ShapedType::isDynamic(n) && c.getValue() > n))
       return ctx.error("K=" + std::to_string(c.getValue()) +
                        " must lie in [1, " +
                        (ShapedType::isDynamic(n) ? std::string("the size")

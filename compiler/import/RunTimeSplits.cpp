@@ -1,4 +1,5 @@
-//===- RunTimeSplits.cpp - Splits whose sizes the graph computes -----------===//
+//===- RunTimeSplits.cpp - Splits whose sizes the graph computes
+//-----------===//
 //
 // Part of meshc. See RunTimeSplits.h.
 //
@@ -36,9 +37,7 @@ std::optional<dfg::ShardingRule> ruleOf(Operation *op) {
   return std::nullopt;
 }
 
-std::string opName(Operation *op) {
-  return op->getName().getStringRef().str();
-}
+std::string opName(Operation *op) { return op->getName().getStringRef().str(); }
 
 } // namespace
 
@@ -78,10 +77,12 @@ LogicalResult RunTimeSplits::importSplit(NodeContext &ctx) {
   split.node = nodeName(ctx);
   split.rows = rows;
   split.parts = outputs;
-  split.ends = dfg::CumSumOp::create(b, loc, sizes, b.getI64IntegerAttr(0),
-                                     b.getBoolAttr(false), b.getBoolAttr(false));
-  split.starts = dfg::CumSumOp::create(b, loc, sizes, b.getI64IntegerAttr(0),
-                                       b.getBoolAttr(true), b.getBoolAttr(false));
+  split.ends =
+      dfg::CumSumOp::create(b, loc, sizes, b.getI64IntegerAttr(0),
+                            b.getBoolAttr(false), b.getBoolAttr(false));
+  split.starts =
+      dfg::CumSumOp::create(b, loc, sizes, b.getI64IntegerAttr(0),
+                            b.getBoolAttr(true), b.getBoolAttr(false));
   unsigned id = splits_.size();
   splits_.push_back(split);
   SmallVector<Value> results;
@@ -153,8 +154,7 @@ LogicalResult RunTimeSplits::importConcat(NodeContext &ctx) {
       };
       Value joined = ctx.input(split.parts - 1);
       auto type = cast<RankedTensorType>(joined.getType());
-      auto maskType =
-          RankedTensorType::get(shapeOf(*position), i1);
+      auto maskType = RankedTensorType::get(shapeOf(*position), i1);
       for (int i = static_cast<int>(split.parts) - 2; i >= 0; --i) {
         FailureOr<Value> start = bound(split.starts, i),
                          end = bound(split.ends, i);
@@ -164,15 +164,13 @@ LogicalResult RunTimeSplits::importConcat(NodeContext &ctx) {
             dfg::GreaterOrEqualOp::create(b, loc, maskType, *position, *start);
         Value before = dfg::LessOp::create(b, loc, maskType, *position, *end);
         Value mask = dfg::AndOp::create(b, loc, maskType, after, before);
-        joined =
-            dfg::WhereOp::create(b, loc, type, mask, ctx.input(i), joined);
+        joined = dfg::WhereOp::create(b, loc, type, mask, ctx.input(i), joined);
       }
       return ctx.setResults(joined);
     }
   }
-  std::string owner = first != parts_.end()
-                          ? splits_[first->second.split].node
-                          : std::string("a Split");
+  std::string owner = first != parts_.end() ? splits_[first->second.split].node
+                                            : std::string("a Split");
   return ctx.error("joins parts of Split " + owner +
                    ", whose sizes the graph computes at run time, but " + why +
                    ": meshc joins such parts only all together, in order, "
@@ -190,8 +188,8 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
     auto it = parts_.find(name);
     if (it == parts_.end())
       continue;
-    if (part && (it->second.split != part->split ||
-                 it->second.index != part->index))
+    if (part &&
+        (it->second.split != part->split || it->second.index != part->index))
       return ctx.error(
           "reads two different parts of Split " +
           splits_[it->second.split].node +
@@ -223,15 +221,16 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
     if (!rule)
       return refuse(op, "has no sharding rule");
     const dfg::DimFactors &dims =
-        rule->operands[reading.front()][rowsOf[op->getOperand(reading.front())]];
+        rule->operands[reading.front()]
+                      [rowsOf[op->getOperand(reading.front())]];
     if (dims.size() != 1 ||
         rule->factors[dims.front()].kind != dfg::FactorKind::Parallel) {
-      StringRef how = dims.empty()       ? "broadcast"
-                      : dims.size() > 1  ? "merged with another"
-                      : rule->factors[dims.front()].kind ==
-                              dfg::FactorKind::Reduction
-                          ? "summed over"
-                          : "needed whole";
+      StringRef how =
+          dims.empty()      ? "broadcast"
+          : dims.size() > 1 ? "merged with another"
+          : rule->factors[dims.front()].kind == dfg::FactorKind::Reduction
+              ? "summed over"
+              : "needed whole";
       return refuse(op, "does not keep the rows apart (their dimension is " +
                             how + ")");
     }
@@ -243,8 +242,8 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
         bool expected =
             isPart && static_cast<int64_t>(d) == rowsOf[op->getOperand(i)];
         if (here != expected)
-          return refuse(op, "pairs the part's rows with operand #" +
-                                Twine(i) + ", which is not that part");
+          return refuse(op, "pairs the part's rows with operand #" + Twine(i) +
+                                ", which is not that part");
       }
     }
     for (auto [r, result] : llvm::enumerate(rule->results)) {

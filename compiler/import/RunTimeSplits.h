@@ -55,7 +55,7 @@ public:
 
 private:
   struct Split {
-    std::string node; // the Split's description, for messages
+    std::string node;         // the Split's description, for messages
     mlir::Value starts, ends; // i64 [parts]: where each part's rows begin, end
     mlir::AffineExpr rows;    // the split dimension's size
     unsigned parts = 0;

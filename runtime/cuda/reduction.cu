@@ -1,4 +1,5 @@
-//===- reduction.cu - reductions, softmax, cumsum, top_k -------------------===//
+//===- reduction.cu - reductions, softmax, cumsum, top_k
+//-------------------===//
 //
 // Part of meshc. reduce groups the input's dimensions into runs of kept and
 // reduced dimensions, as the CPU kernel does. A single reduced run that is
@@ -216,8 +217,8 @@ __global__ void topKKernel(const T *x, T *values, std::int64_t *indices,
     std::int64_t rank = 0;
     for (std::int64_t j = 0; j < n && rank < k; ++j) {
       const auto other = orderKey(slice[j * inner]);
-      const bool ahead = largest ? orderedAbove(other, mine)
-                                 : orderedAbove(mine, other);
+      const bool ahead =
+          largest ? orderedAbove(other, mine) : orderedAbove(mine, other);
       const bool tie = !orderedAbove(other, mine) && !orderedAbove(mine, other);
       rank += ahead || (tie && j < i);
     }
@@ -387,10 +388,10 @@ void topK(const TensorRef &in, std::int64_t axis, bool largest,
     return;
   dispatchNumeric(in.dtype, "top_k", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    topKKernel<T><<<gridFor(s.outer * s.size * s.inner), kThreads, 0,
-                    stream()>>>(in.as<const T>(), values.as<T>(),
-                                indices.as<std::int64_t>(), s.outer, s.size,
-                                s.inner, k, largest);
+    topKKernel<T>
+        <<<gridFor(s.outer * s.size * s.inner), kThreads, 0, stream()>>>(
+            in.as<const T>(), values.as<T>(), indices.as<std::int64_t>(),
+            s.outer, s.size, s.inner, k, largest);
   });
   checkLaunch("top_k");
 }

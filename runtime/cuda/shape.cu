@@ -498,8 +498,7 @@ __device__ __forceinline__ void atomicAddTo(float *o, float x) {
 __device__ __forceinline__ void atomicAddTo(__half *o, __half x) {
   atomicAdd(o, x);
 }
-__device__ __forceinline__ void atomicAddTo(__nv_bfloat16 *o,
-                                            __nv_bfloat16 x) {
+__device__ __forceinline__ void atomicAddTo(__nv_bfloat16 *o, __nv_bfloat16 x) {
   atomicAdd(o, x);
 }
 __device__ __forceinline__ void atomicAddTo(std::int32_t *o, std::int32_t x) {

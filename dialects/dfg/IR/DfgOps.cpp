@@ -647,8 +647,7 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
     int64_t kk = static_cast<int64_t>(*k), n = shape[axis];
     if (kk < 1 || (!ShapedType::isDynamic(n) && kk > n))
       return inferError(loc, getOperationName(), "k = ", kk,
-                        " must lie in [1, ", n, "], the size of axis ",
-                        axis);
+                        " must lie in [1, ", n, "], the size of axis ", axis);
     shape[axis] = kk;
   }
   types.push_back(RankedTensorType::get(shape, in.getElementType())); // 4

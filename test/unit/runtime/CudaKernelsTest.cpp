@@ -775,10 +775,10 @@ TEST_F(CudaKernelsTest, TopKMatchesCpu) {
     std::int64_t k;
   };
   for (bool largest : {true, false})
-    for (const Case &c : {Case{DType::F32, {6, 8}, 1, 2},
-                          Case{DType::F32, {3, 7, 4}, 1, 3},
-                          Case{DType::I64, {2, 40}, 1, 40},
-                          Case{DType::F32, {4, 300}, 1, 70}}) {
+    for (const Case &c :
+         {Case{DType::F32, {6, 8}, 1, 2}, Case{DType::F32, {3, 7, 4}, 1, 3},
+          Case{DType::I64, {2, 40}, 1, 40},
+          Case{DType::F32, {4, 300}, 1, 70}}) {
       const HostTensor x = c.t == DType::I64 ? randomTensor(c.t, c.shape, 0, 3)
                                              : randomTensor(c.t, c.shape);
       Shape shape = c.shape;

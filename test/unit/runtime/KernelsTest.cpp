@@ -889,11 +889,10 @@ void checkTopK(const Tensor &in, int axis, std::int64_t k, bool largest) {
       std::vector<std::int64_t> order(n);
       std::iota(order.begin(), order.end(), 0);
       auto at = [&](std::int64_t i) { return x[(o * n + i) * inner + e]; };
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::int64_t a, std::int64_t b) {
-                         return largest ? above(at(a), at(b))
-                                        : above(at(b), at(a));
-                       });
+      std::stable_sort(
+          order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+            return largest ? above(at(a), at(b)) : above(at(b), at(a));
+          });
       for (std::int64_t j = 0; j < k; ++j) {
         wantValues[(o * k + j) * inner + e] = at(order[j]);
         wantIndices[(o * k + j) * inner + e] = static_cast<double>(order[j]);
@@ -905,12 +904,12 @@ void checkTopK(const Tensor &in, int axis, std::int64_t k, bool largest) {
 
 TEST(KernelsTest, TopKMatchesAStableSort) {
   for (bool largest : {true, false}) {
-    checkTopK(randomF32({6, 8}), 1, 2, largest);          // a router's top 2
-    checkTopK(randomF32({3, 7, 4}), 1, 3, largest);       // a middle axis
-    checkTopK(randomF32({5, 9}), 0, 5, largest);          // a sort of axis 0
+    checkTopK(randomF32({6, 8}), 1, 2, largest);    // a router's top 2
+    checkTopK(randomF32({3, 7, 4}), 1, 3, largest); // a middle axis
+    checkTopK(randomF32({5, 9}), 0, 5, largest);    // a sort of axis 0
     checkTopK(randomInt(DType::I64, {40}, 0, 3), 0, 40, largest); // ties
     checkTopK(randomInt(DType::I32, {4, 30}, -2, 2), 1, 7, largest);
-    checkTopK(randomF32({200, 300}), 1, 70, largest);     // threaded, K > 64
+    checkTopK(randomF32({200, 300}), 1, 70, largest); // threaded, K > 64
     checkTopK(fromValues(DType::F32, {6}, {1, NAN, 3, NAN, -1, 3}), 0, 6,
               largest);
   }
@@ -937,8 +936,9 @@ void checkScatterND(const Tensor &data, const Tensor &indices,
     }
     offset *= slice;
     for (std::int64_t e = 0; e < slice; ++e)
-      want[offset + e] = accumulate ? want[offset + e] + updates.at(t * slice + e)
-                                    : updates.at(t * slice + e);
+      want[offset + e] = accumulate
+                             ? want[offset + e] + updates.at(t * slice + e)
+                             : updates.at(t * slice + e);
   }
   if (accumulate && data.dtype == DType::F32)
     expectNear(out, want);
@@ -981,9 +981,10 @@ TEST(KernelsTest, ScatterNDOutOfRangeIsFatal) {
   Tensor indices = fromValues(DType::I64, {1, 2}, {1, 5});
   Tensor updates = randomF32({1});
   Tensor out(DType::F32, data.shape);
-  EXPECT_EXIT(scatterND(data.ref(), indices.ref(), updates.ref(), false, out.ref()),
-              ::testing::ExitedWithCode(1),
-              "scatter_nd: index 5 is outside dimension 1 of size 5");
+  EXPECT_EXIT(
+      scatterND(data.ref(), indices.ref(), updates.ref(), false, out.ref()),
+      ::testing::ExitedWithCode(1),
+      "scatter_nd: index 5 is outside dimension 1 of size 5");
 }
 
 TEST(KernelsTest, EmbeddingWithNegativeIds) {
