@@ -431,6 +431,34 @@ namespace {
 /// Beyond it duplicates race; ONNX leaves them undefined for reduction none.
 constexpr std::int64_t kScatterDedupLimit = 16384;
 
+/// Index tuple t: its indices, negative ones normalised, into `index`, and
+/// its offset in slices; false (thread 0 recording the error) when an index
+/// lies outside its dimension.
+__device__ __forceinline__ bool tupleAt(const void *indices, bool is32,
+                                        const plans::ScatterNDPlan &dims,
+                                        std::int64_t t, std::int64_t *slot,
+                                        std::int64_t (&index)[kMaxRank],
+                                        std::int64_t &offset) {
+  const int q = dims.q;
+  offset = 0;
+#pragma unroll
+  for (int d = 0; d < kMaxRank; ++d) {
+    if (d >= q)
+      continue;
+    std::int64_t i = readIndex(indices, is32, t * q + d);
+    if (i < -dims.shape[d] || i >= dims.shape[d]) {
+      if (threadIdx.x == 0)
+        recordError(slot, DeviceError::ScatterIndex, i, dims.shape[d]);
+      return false;
+    }
+    if (i < 0)
+      i += dims.shape[d];
+    index[d] = i;
+    offset += i * dims.stride[d];
+  }
+  return true;
+}
+
 /// One block per index tuple: checks it, normalises negative indices, skips
 /// it when a later tuple repeats it (`dedup`), then copies its slice. `dims`
 /// holds the first q dimensions of the data with their strides counted in
@@ -445,25 +473,8 @@ __global__ void scatterKernel(U *out, const U *updates, const void *indices,
   for (std::int64_t t = blockIdx.x; t < tuples; t += gridDim.x) {
     std::int64_t index[kMaxRank] = {};
     std::int64_t offset = 0;
-    bool bad = false;
-#pragma unroll
-    for (int d = 0; d < kMaxRank; ++d) {
-      if (d >= q || bad)
-        continue;
-      std::int64_t i = readIndex(indices, is32, t * q + d);
-      if (i < -dims.shape[d] || i >= dims.shape[d]) {
-        bad = true;
-        if (threadIdx.x == 0)
-          recordError(slot, DeviceError::ScatterIndex, i, dims.shape[d]);
-        continue;
-      }
-      if (i < 0)
-        i += dims.shape[d];
-      index[d] = i;
-      offset += i * dims.stride[d];
-    }
-    if (bad) // the same for every thread of the block
-      continue;
+    if (!tupleAt(indices, is32, dims, t, slot, index, offset))
+      continue; // the same for every thread of the block
     if (dedup) {
       bool repeated = false;
       for (std::int64_t t2 = t + 1 + threadIdx.x; t2 < tuples && !repeated;
@@ -516,23 +527,10 @@ template <typename T>
 __global__ void scatterAddKernel(T *out, const T *updates, const void *indices,
                                  bool is32, plans::ScatterNDPlan dims,
                                  std::int64_t *slot) {
-  const int q = dims.q;
   for (std::int64_t t = blockIdx.x; t < dims.tuples; t += gridDim.x) {
+    std::int64_t index[kMaxRank] = {};
     std::int64_t offset = 0;
-    bool bad = false;
-    for (int d = 0; d < q && !bad; ++d) {
-      std::int64_t i = readIndex(indices, is32, t * q + d);
-      if (i < -dims.shape[d] || i >= dims.shape[d]) {
-        bad = true;
-        if (threadIdx.x == 0)
-          recordError(slot, DeviceError::ScatterIndex, i, dims.shape[d]);
-        continue;
-      }
-      if (i < 0)
-        i += dims.shape[d];
-      offset += i * dims.stride[d];
-    }
-    if (bad)
+    if (!tupleAt(indices, is32, dims, t, slot, index, offset))
       continue;
     for (std::int64_t c = threadIdx.x; c < dims.slice; c += blockDim.x)
       atomicAddTo(out + offset * dims.slice + c, updates[t * dims.slice + c]);
