@@ -15,7 +15,9 @@
 // rest. Heads may sit before or after the sequence (`[B, H, S, D]`, or
 // GPT-J's `[B, S, H, D]`, rotated between two transposes). gpt-oss writes
 // the rotation out on the halves, concat(x1 cos - x2 sin, x2 cos + x1 sin),
-// with tables of the angles once: nothing to prove about them.
+// with tables of the angles once: nothing to prove about them; DeepSeek-V3
+// the same on the even and odd features (x[..., ::2], x[..., 1::2]), which
+// is the rotation of their concatenation.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -321,11 +323,16 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
 /// D]), or [1 | B, S, 1, D] against the sequence first (x: [B, S, H, D],
 /// rotated as [B, H, S, D] between two transposes), with repeated angles;
 /// or, `halved`, tables of the angles once (last dimension D / 2).
+/// `materialize`, when given, creates the value rotated (of x's type and
+/// dimensions) once every check has passed; x otherwise. The rotation
+/// replaces `op`, or goes to `finish` when given.
 LogicalResult buildRotary(Operation *op, Value x, Value cos, Value sin,
                           Pairing pairing, bool halved,
                           PatternRewriter &rewriter,
                           const ConstantReader &reader,
-                          dfg::SymbolicShapes &shapes) {
+                          dfg::SymbolicShapes &shapes,
+                          llvm::function_ref<Value()> materialize = nullptr,
+                          llvm::function_ref<void(Value)> finish = nullptr) {
   auto xt = cast<RankedTensorType>(x.getType());
   auto ct = cast<RankedTensorType>(cos.getType());
   int64_t dim = xt.getDimSize(3), rank = ct.getRank();
@@ -363,10 +370,10 @@ LogicalResult buildRotary(Operation *op, Value x, Value cos, Value sin,
       halved ? sin : angleTable(sin, dim, pairing, &rewriter, reader);
   Location loc = op->getLoc();
   // The rotation reads [B, H, S, D].
-  Value input = x;
+  Value input = materialize ? materialize() : x;
   SmallVector<int64_t> swap{0, 2, 1, 3};
   if (seqFirst)
-    input = dfg::TransposeOp::create(rewriter, loc, middleSwapped(xt), x,
+    input = dfg::TransposeOp::create(rewriter, loc, middleSwapped(xt), input,
                                      rewriter.getDenseI64ArrayAttr(swap));
   auto it = cast<RankedTensorType>(input.getType());
   int64_t seq = it.getDimSize(2);
@@ -386,10 +393,12 @@ LogicalResult buildRotary(Operation *op, Value x, Value cos, Value sin,
                                        flat(sinHalf), Value(),
                                        pairing == Pairing::Interleaved, dim);
   if (seqFirst)
-    rotary =
-        dfg::TransposeOp::create(rewriter, loc, op->getResult(0).getType(),
-                                 rotary, rewriter.getDenseI64ArrayAttr(swap));
-  rewriter.replaceOp(op, rotary);
+    rotary = dfg::TransposeOp::create(rewriter, loc, xt, rotary,
+                                      rewriter.getDenseI64ArrayAttr(swap));
+  if (finish)
+    finish(rotary);
+  else
+    rewriter.replaceOp(op, rotary);
   return success();
 }
 
@@ -443,7 +452,10 @@ struct RotateToRotary : OpRewritePattern<dfg::AddOp> {
 /// concat(x1 c - x2 s, x2 c + x1 s) over the last axis, x1 and x2 the halves
 /// of x's last dimension and c, s tables of the angles once (last dimension
 /// d/2) -> rotary(x, c, s): the rotation written out on the halves, as
-/// gpt-oss writes it (no rotate_half, no repeated tables).
+/// gpt-oss writes it (no rotate_half, no repeated tables). With x1 and x2
+/// the even and odd features of x (DeepSeek-V3's rotary on the interleaved
+/// view), the result is the same rotation of concat(x1, x2):
+/// -> rotary(concat(x[..., ::2], x[..., 1::2]), c, s).
 struct HalvesToRotary : OpRewritePattern<dfg::ConcatOp> {
   HalvesToRotary(MLIRContext *ctx, const ConstantReader &reader,
                  dfg::SymbolicShapes &shapes)
@@ -451,14 +463,29 @@ struct HalvesToRotary : OpRewritePattern<dfg::ConcatOp> {
 
   LogicalResult matchAndRewrite(dfg::ConcatOp op,
                                 PatternRewriter &rewriter) const override {
-    auto type = op.getType();
-    if (type.getRank() != 4 || type.isDynamicDim(3) || type.getDimSize(3) % 2 ||
-        op.getInputs().size() != 2 ||
+    if (op.getType().getRank() != 4 ||
         !isLastAxis(static_cast<int64_t>(op.getAxis()), 4))
       return failure();
-    int64_t dim = type.getDimSize(3);
-    auto low = defining<dfg::SubOp>(op.getInputs()[0]);
-    auto high = defining<dfg::AddOp>(op.getInputs()[1]);
+    // The two halves may be a pair of a longer concat (a head's other
+    // features before them, the concats flattened into one).
+    for (unsigned i = 0; i + 1 < op.getInputs().size(); ++i)
+      if (succeeded(matchPair(op, i, rewriter)))
+        return success();
+    return failure();
+  }
+
+  /// Inputs i and i + 1 of `op` as the two halves' rotations.
+  LogicalResult matchPair(dfg::ConcatOp op, unsigned i,
+                          PatternRewriter &rewriter) const {
+    auto halfType = cast<RankedTensorType>(op.getInputs()[i].getType());
+    if (halfType.isDynamicDim(3) || op.getInputs()[i + 1].getType() != halfType)
+      return failure();
+    SmallVector<int64_t> shape(halfType.getShape());
+    shape[3] *= 2;
+    auto type = RankedTensorType::get(shape, halfType.getElementType());
+    int64_t dim = shape[3];
+    auto low = defining<dfg::SubOp>(op.getInputs()[i]);
+    auto high = defining<dfg::AddOp>(op.getInputs()[i + 1]);
     if (!low || !high)
       return failure();
     auto product = [](Value v) -> std::optional<std::pair<Value, Value>> {
@@ -470,15 +497,18 @@ struct HalvesToRotary : OpRewritePattern<dfg::ConcatOp> {
     auto first = product(low.getLhs()), second = product(low.getRhs());
     if (!first || !second)
       return failure();
-    // The whole head whose lower half is `x1`.
+    // The whole head whose lower half (or even features) is `x1`.
     auto wholeOf = [&](Value x1) -> Value {
       Value x;
       if (auto slice = defining<dfg::SliceOp>(x1))
         x = slice.getInput();
       else if (auto split = defining<dfg::SplitOp>(x1))
         x = split.getInput();
-      return x && x.getType() == type && isHalfOf(x1, x, dim, false) ? x
-                                                                     : Value();
+      return x && x.getType() == type &&
+                     (isHalfOf(x1, x, dim, false) ||
+                      isEveryOtherOf(x1, x, dim, /*odd=*/false))
+                 ? x
+                 : Value();
     };
     // `v` is a * b in either order.
     auto isProduct = [&](Value v, Value a, Value b) {
@@ -490,15 +520,45 @@ struct HalvesToRotary : OpRewritePattern<dfg::ConcatOp> {
       for (auto [x2, sin] :
            {*second, std::make_pair(second->second, second->first)}) {
         Value x = wholeOf(x1);
-        if (!x || !isHalfOf(x2, x, dim, true) || cos.getType() != sin.getType())
+        if (!x || cos.getType() != sin.getType())
+          continue;
+        bool halves = isHalfOf(x1, x, dim, false) && isHalfOf(x2, x, dim, true);
+        bool evenOdd = isEveryOtherOf(x1, x, dim, /*odd=*/false) &&
+                       isEveryOtherOf(x2, x, dim, /*odd=*/true);
+        if (!halves && !evenOdd)
           continue;
         bool rotatedHigh = (isProduct(high.getLhs(), x2, cos) &&
                             isProduct(high.getRhs(), x1, sin)) ||
                            (isProduct(high.getRhs(), x2, cos) &&
                             isProduct(high.getLhs(), x1, sin));
-        if (rotatedHigh &&
-            succeeded(buildRotary(op, x, cos, sin, Pairing::Halves,
-                                  /*halved=*/true, rewriter, reader, shapes)))
+        if (!rotatedHigh)
+          continue;
+        // The interleaved view, its even features first: what the halves'
+        // rotation turns.
+        auto deinterleaved = [&]() -> Value {
+          return dfg::ConcatOp::create(rewriter, op.getLoc(), type,
+                                       ValueRange{x1, x2},
+                                       rewriter.getI64IntegerAttr(3));
+        };
+        // The rotation in place of the pair (of the whole concat when it
+        // is all of it).
+        auto finish = [&](Value rotary) {
+          if (op.getInputs().size() == 2) {
+            rewriter.replaceOp(op, rotary);
+            return;
+          }
+          SmallVector<Value> inputs(op.getInputs());
+          inputs.erase(inputs.begin() + i, inputs.begin() + i + 2);
+          inputs.insert(inputs.begin() + i, rotary);
+          rewriter.replaceOpWithNewOp<dfg::ConcatOp>(op, op.getType(), inputs,
+                                                     op.getAxisAttr());
+        };
+        if (succeeded(buildRotary(
+                op, x, cos, sin, Pairing::Halves, /*halved=*/true, rewriter,
+                reader, shapes,
+                evenOdd ? llvm::function_ref<Value()>(deinterleaved)
+                        : llvm::function_ref<Value()>(),
+                finish)))
           return success();
       }
     return failure();

@@ -1116,3 +1116,38 @@ func.func @rotary_on_halves(%x: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "
   %w2 = dfg.concat %lo, %hi2 axis = -1 : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x4xf32>
   return %y, %w1, %w2 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// DeepSeek-V3 rotates the even and odd features of the head's rotary part
+// (x[..., ::2], x[..., 1::2]) as gpt-oss rotates the halves, after the
+// head's other features in one flattened concat: the rotation of
+// concat(even, odd), in place of the pair. Near miss, left alone: the
+// "odd" features taken from 0 as well (not a rotation).
+// CHECK-LABEL: func.func @rotary_on_even_odd
+// CHECK-SAME: (%[[P:arg[0-9]+]]: tensor<?x2x?x3xf32> {{.*}}, %[[X:arg[0-9]+]]: tensor<?x2x?x4xf32>
+// CHECK-DAG: %[[E:.+]] = dfg.slice %[[X]] starts = [0] ends = [9223372036854775807] axes = [3] steps = [2]
+// CHECK-DAG: %[[O:.+]] = dfg.slice %[[X]] starts = [1] ends = [9223372036854775807] axes = [3] steps = [2]
+// CHECK: %[[D:.+]] = dfg.concat %[[E]], %[[O]] axis = 3
+// CHECK: %[[R:.+]] = dfg.rotary %[[D]], %{{.+}}, %{{.+}} interleaved = false rotary_dim = 4
+// CHECK: %[[Y:.+]] = dfg.concat %[[P]], %[[R]] axis = -1
+// CHECK-NOT: dfg.rotary
+// CHECK: return %[[Y]]
+func.func @rotary_on_even_odd(%p: tensor<?x2x?x3xf32> {dfg.dim_names = ["b", "", "s", ""]}, %x: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %cos: tensor<?x1x?x2xf32> {dfg.dim_names = ["b", "", "s", ""]}, %sin: tensor<?x1x?x2xf32> {dfg.dim_names = ["b", "", "s", ""]}) -> (tensor<?x2x?x7xf32>, tensor<?x2x?x4xf32>) {
+  %x1 = dfg.slice %x starts = [0] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x?x2xf32>
+  %x2 = dfg.slice %x starts = [1] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x?x2xf32>
+  %a = dfg.mul %x1, %cos : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %b = dfg.mul %x2, %sin : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %lo = dfg.sub %a, %b : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %c = dfg.mul %x2, %cos : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %d = dfg.mul %x1, %sin : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %hi = dfg.add %c, %d : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %y = dfg.concat %p, %lo, %hi axis = -1 : (tensor<?x2x?x3xf32>, tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x7xf32>
+  %z = dfg.slice %x starts = [0] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x?x2xf32>
+  %e = dfg.mul %z, %sin : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %lo2 = dfg.sub %a, %e : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %f = dfg.mul %z, %cos : (tensor<?x2x?x2xf32>, tensor<?x1x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %hi2 = dfg.add %f, %d : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %w = dfg.concat %lo2, %hi2 axis = -1 : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x4xf32>
+  return %y, %w : tensor<?x2x?x7xf32>, tensor<?x2x?x4xf32>
+}
