@@ -553,12 +553,12 @@ struct HalvesToRotary : OpRewritePattern<dfg::ConcatOp> {
           rewriter.replaceOpWithNewOp<dfg::ConcatOp>(op, op.getType(), inputs,
                                                      op.getAxisAttr());
         };
-        if (succeeded(buildRotary(
-                op, x, cos, sin, Pairing::Halves, /*halved=*/true, rewriter,
-                reader, shapes,
-                evenOdd ? llvm::function_ref<Value()>(deinterleaved)
-                        : llvm::function_ref<Value()>(),
-                finish)))
+        if (succeeded(
+                buildRotary(op, x, cos, sin, Pairing::Halves, /*halved=*/true,
+                            rewriter, reader, shapes,
+                            evenOdd ? llvm::function_ref<Value()>(deinterleaved)
+                                    : llvm::function_ref<Value()>(),
+                            finish)))
           return success();
       }
     return failure();
