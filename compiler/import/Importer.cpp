@@ -717,6 +717,10 @@ LogicalResult Importer::importNode(int index) {
   Operation *last = body->empty() ? nullptr : &body->back();
   NodeContext ctx(*this, node, *version, builder_, loc, inputs);
   bool readsPart = runTimeSplits_.readsPart(node);
+  // A Concat of run-time split parts joins them; any other reader of a part
+  // is followed after it is legalised.
+  bool joinsParts =
+      readsPart && node.op_type() == "Concat" && node.domain().empty();
   // A legalisation may report a problem (a mistyped attribute) and carry
   // on with a default; the node still fails. Only its first error reaches
   // the user: later ones (the key after the query) say the same again.
@@ -731,11 +735,10 @@ LogicalResult Importer::importNode(int index) {
     });
     FatalErrorAtNode net(context_, model_.path().str() + ": " +
                                        describeNode(node, index));
-    LogicalResult legalized =
-        RunTimeSplits::isRunTimeSplit(ctx) ? runTimeSplits_.importSplit(ctx)
-        : readsPart && node.op_type() == "Concat" && node.domain().empty()
-            ? runTimeSplits_.importConcat(ctx)
-            : fn(ctx);
+    LogicalResult legalized = RunTimeSplits::isRunTimeSplit(ctx)
+                                  ? runTimeSplits_.importSplit(ctx)
+                              : joinsParts ? runTimeSplits_.importConcat(ctx)
+                                           : fn(ctx);
     if (failed(legalized) || ctx.hadError())
       return failure();
   }
@@ -743,7 +746,7 @@ LogicalResult Importer::importNode(int index) {
   for (Operation &op : llvm::make_range(
            last ? std::next(last->getIterator()) : body->begin(), body->end()))
     created.push_back(&op);
-  if (readsPart && node.op_type() != "Concat" &&
+  if (readsPart && !joinsParts &&
       failed(runTimeSplits_.follow(ctx, created, ctx.results())))
     return failure();
   SmallVector<Value> results(ctx.results());

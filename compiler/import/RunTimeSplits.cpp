@@ -1,5 +1,4 @@
-//===- RunTimeSplits.cpp - Splits whose sizes the graph computes
-//-----------===//
+//===- RunTimeSplits.cpp - Splits whose sizes the graph computes --------===//
 //
 // Part of meshc. See RunTimeSplits.h.
 //
