@@ -12,7 +12,7 @@ Usage (environments from models/real/setup_export_env.sh):
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
-modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe \
+modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -216,6 +216,11 @@ def config_for(arch):
         return tf.OlmoeConfig(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
                               experts_implementation="batched_mm", pad_token_id=0,
                               **common), tf.OlmoeForCausalLM
+    if arch == "bitnet":
+        # Sub-norms over features tp splits: the merged heads before the
+        # output projection, the MLP's hidden features before the down one.
+        return tf.BitNetConfig(num_key_value_heads=2, pad_token_id=0, **common), \
+            tf.BitNetForCausalLM
     if arch == "jetmoe":
         # Mixtures of attention heads and of MLP experts: the router sorts
         # its batch's expert choices (a TopK whose K is the symbolic count
@@ -269,7 +274,7 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-        "smollm", "mpt", "jetmoe", "doge", "olmoe"]
+        "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}

@@ -139,6 +139,42 @@ struct LinearThroughSymbolicFlatten : OpRewritePattern<dfg::SymbolicReshapeOp> {
   }
 };
 
+/// gather(W, i, axis = 0), i a constant scalar or [i]
+///   -> the weight of W's i-th block along axis 0 (at offset + i * stride)
+/// A stacked weight read one matrix at a time by index (JetMoE's experts,
+/// `weight[i]` in a loop): each matrix becomes a weight of its own, so a
+/// product by it is a linear, and tp slices it like any other.
+struct BlockOfWeight : OpRewritePattern<dfg::GatherOp> {
+  BlockOfWeight(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(dfg::GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    auto weight = defining<dfg::WeightOp>(op.getData());
+    auto index = defining<dfg::ConstantOp>(op.getIndices());
+    auto indices = cast<RankedTensorType>(op.getIndices().getType());
+    auto table = cast<RankedTensorType>(op.getData().getType());
+    if (!weight || !index || op.getAxis() != 0 || table.getRank() < 2 ||
+        indices.getNumElements() != 1 || indices.getRank() > 1 ||
+        !op.getType().hasStaticShape())
+      return failure();
+    auto values = dyn_cast<DenseIntElementsAttr>(index.getValue());
+    if (!values)
+      return failure();
+    int64_t rows = table.getDimSize(0);
+    int64_t i = (*values.getValues<APInt>().begin()).getSExtValue();
+    if (i < 0)
+      i += rows;
+    if (i < 0 || i >= rows || weight.getLength() % rows != 0)
+      return failure();
+    int64_t stride = weight.getLength() / rows;
+    rewriter.replaceOpWithNewOp<dfg::WeightOp>(
+        op, op.getType(), (weight.getName() + "[" + Twine(i) + "]").str(),
+        weight.getFile(), weight.getOffset() + i * stride, stride,
+        weight.getStoredAttr());
+    return success();
+  }
+};
+
 /// gather(W, ids, axis = 0) -> embedding(W, ids)     (W a 2-D float weight)
 struct GatherRowsOfWeight : OpRewritePattern<dfg::GatherOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -194,7 +230,7 @@ struct GatherColumnsOfWeight : OpRewritePattern<dfg::GatherOp> {
 void populateRaiseLinearPatterns(RewritePatternSet &patterns,
                                  dfg::SymbolicShapes &shapes) {
   patterns.add<ReshapeOfWeight, MatMulOfWeight, LinearBias, GatherRowsOfWeight,
-               GatherColumnsOfWeight>(patterns.getContext());
+               GatherColumnsOfWeight, BlockOfWeight>(patterns.getContext());
   patterns.add<LinearThroughFlatten, LinearThroughSymbolicFlatten>(
       patterns.getContext(), shapes);
 }

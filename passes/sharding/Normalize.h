@@ -64,12 +64,23 @@ bool unmergeLeadingDims(mlir::func::FuncOp func);
 /// splitSlicedProjections splits (HeadSlices.cpp).
 void sliceHeadSelections(mlir::func::FuncOp func);
 
-/// RMS norms over a projection's features that are then viewed as heads
-/// (OLMo-2's q/k norms) written as a sum of squares and elementwise ops, so
-/// that a split of the heads sums partial squares instead of stopping at the
-/// norm; every reduce_mean becomes a reduce_sum over its static count
-/// (HeadNorms.cpp).
-void decomposeHeadNorms(mlir::func::FuncOp func);
+/// Whether decomposeRmsNorm can rewrite `op`: a dfg.rms_norm over the last
+/// axis, of static size, with a 1-D scale and no bias or fused residual.
+bool isDecomposableNorm(mlir::Operation *op);
+
+/// Rewrites a norm isDecomposableNorm accepts as a sum of squares and
+/// elementwise ops, so that a split of its features sums partial squares
+/// (one all_reduce of [..., 1]) instead of gathering them (SplitNorms.cpp).
+/// Returns the value that replaced its result.
+mlir::Value decomposeRmsNorm(mlir::Operation *norm);
+
+/// The ops decomposeRmsNorm writes, built before `norm`, which stays as it
+/// is; returns their result.
+mlir::Value buildRmsNormSum(mlir::Operation *norm);
+
+/// Every floating-point reduce_mean becomes a reduce_sum divided by its
+/// static count, which splits where a mean is pinned (SplitNorms.cpp).
+void meansToSums(mlir::func::FuncOp func);
 
 } // namespace meshc
 

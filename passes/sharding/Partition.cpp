@@ -23,9 +23,12 @@
 //      the function's result shardings.
 //   7. A sum all_reduce read only by an op linear in it (a view, a sum over
 //      some dimensions, a product by a value the same on every rank of the
-//      group) moves after it (sinkReductions). Two sum reductions that are
-//      added (or are a norm's input and fused residual) and used nowhere
-//      else then become one reduction of the added partial sums.
+//      group, updates scattered into zeros) moves after it (sinkReductions).
+//      Sum reductions that are added (or are a norm's input and fused
+//      residual), selected between by a condition the same on every rank,
+//      or concatenated, and used nowhere else, then become one reduction of
+//      the op on the partial sums; twice, so that a merged reduction moves
+//      on.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -577,6 +580,22 @@ private:
 bool keepsPartialSums(Operation *user, Value partial, Variance &variance) {
   if (user->getNumResults() != 1)
     return false;
+  // An expand that changes nothing.
+  if (isa<dfg::ExpandOp>(user))
+    return user->getResult(0).getType() == partial.getType();
+  // Updates written into zeros at indices the same on every rank: each
+  // element of the result is one update's element or zero (JetMoE's experts
+  // returning to their tokens).
+  if (auto scatter = dyn_cast<dfg::ScatterNDOp>(user)) {
+    auto zeros = scatter.getData().getDefiningOp<dfg::ConstantOp>();
+    auto splat = zeros ? dyn_cast<SplatElementsAttr>(zeros.getValue())
+                       : SplatElementsAttr();
+    return splat && isa<FloatType>(splat.getElementType()) &&
+           splat.getSplatValue<APFloat>().isZero() &&
+           scatter.getUpdates() == partial && scatter.getData() != partial &&
+           scatter.getIndices() != partial &&
+           !variance.varies(scatter.getIndices());
+  }
   if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
           dfg::UnsqueezeOp, dfg::TransposeOp, dfg::ReduceSumOp, dfg::SliceOp,
           dfg::NegOp>(user))
@@ -627,6 +646,51 @@ void sinkReductions(func::FuncOp func) {
   }
 }
 
+/// An op linear in several sum all_reduces used only there (a select
+/// between them by a condition the same on every rank, a concat of them) as
+/// one all_reduce of the op on their partial sums: a mixture's experts,
+/// joined per token by selects (JetMoE's dynamo export) or by a concat of
+/// each expert's rows (its TorchScript export), cross the wire once.
+/// Returns the new reduction, or null where `op` is not such a join.
+Value mergeJoinedReductions(Operation *op) {
+  SmallVector<unsigned> partials;
+  if (isa<dfg::WhereOp>(op))
+    partials = {1, 2};
+  else if (isa<dfg::ConcatOp>(op))
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      partials.push_back(i);
+  else
+    return Value();
+  SmallVector<shard::AllReduceOp> reductions;
+  for (unsigned i : partials) {
+    auto reduce =
+        dyn_cast_or_null<shard::AllReduceOp>(summedOnce(op->getOperand(i)));
+    if (!reduce || llvm::is_contained(reductions, reduce) ||
+        (!reductions.empty() && reduce->getAttrDictionary() !=
+                                    reductions.front()->getAttrDictionary()))
+      return Value();
+    reductions.push_back(reduce);
+  }
+  Variance variance(op->getParentOfType<func::FuncOp>(),
+                    reductions.front().getGridAxes());
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (!llvm::is_contained(partials, i) && variance.varies(operand))
+      return Value();
+  for (auto [i, reduce] : llvm::zip(partials, reductions))
+    op->setOperand(i, reduce.getInput());
+  for (shard::AllReduceOp reduce : reductions)
+    reduce.erase();
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  Value result = op->getResult(0);
+  shard::AllReduceOp first = reductions.front();
+  auto merged = shard::AllReduceOp::create(
+      b, op->getLoc(), result.getType(), first.getGridAttr(),
+      first.getGridAxesAttr(), result, first.getReductionAttr());
+  result.replaceAllUsesExcept(merged.getResult(), merged);
+  return merged.getResult();
+}
+
 /// Two sum reductions that meet in an add (or a norm's fused residual) and
 /// nowhere else become one reduction of the added partial sums, which cross
 /// the wire once. The embeddings that GPT-2 and BERT sum (word, position,
@@ -634,11 +698,16 @@ void sinkReductions(func::FuncOp func) {
 void mergeSummedReductions(func::FuncOp func) {
   SmallVector<Operation *> sites;
   func.walk([&](Operation *op) {
-    if (isa<dfg::AddOp, dfg::LayerNormOp, dfg::RmsNormOp>(op))
+    if (isa<dfg::AddOp, dfg::LayerNormOp, dfg::RmsNormOp, dfg::WhereOp,
+            dfg::ConcatOp>(op))
       sites.push_back(op);
   });
   for (Operation *op : sites) {
     Location loc = op->getLoc();
+    if (isa<dfg::WhereOp, dfg::ConcatOp>(op)) {
+      mergeJoinedReductions(op);
+      continue;
+    }
     if (auto add = dyn_cast<dfg::AddOp>(op)) {
       if (Value v =
               mergeReductions(add.getLhs(), add.getRhs(),
@@ -678,6 +747,10 @@ public:
             getOperation(), [](func::FuncOp func, shard::GridOp grid) {
               if (failed(Partitioner(grid, func).run()))
                 return failure();
+              sinkReductions(func);
+              mergeSummedReductions(func);
+              // What the merges leave may move further (a join's reduction
+              // past the routing weights that scale it).
               sinkReductions(func);
               mergeSummedReductions(func);
               return success();

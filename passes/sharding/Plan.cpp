@@ -23,11 +23,11 @@
 //      projection read only as parts of its features (a Split, or slices
 //      of its last axis, directly or after its bias add: packed QKV,
 //      gate_up, a packed GroupQueryAttention input; an expert's fused
-//      gate_up) becomes one projection per part, each on a slice of the
-//      weight, so that every part can be column-parallel. An RMS norm over all
-//      heads of a projection (OLMo-2's q/k norms) becomes a sum of squares and
-//      elementwise ops (HeadNorms.cpp): split by heads, each rank sums its
-//      squares and one all_reduce of [..., 1] completes the statistic.
+//      gate_up; parts cut after elementwise ops or row concats that join
+//      several projections, which move before the join) becomes one
+//      projection per part, each on a slice of the weight, so that every
+//      part can be column-parallel. Every mean becomes
+//      a sum over its count (a sum splits; SplitNorms.cpp).
 //   3. Seed shardings, Megatron style:
 //      - dp: dimension 0 (the batch) of every function argument;
 //      - tp: the heads of every attention (so the KV heads when there are
@@ -48,6 +48,12 @@
 //      matrix gathered from a stacked weight per token) by their hidden
 //      features.
 //      Otherwise it is undone, and the reason kept for the report (step 6).
+//      An RMS norm whose features the plan splits (BitNet's sub-norm over
+//      the merged heads), or that stops a trial split by needing its input
+//      whole (OLMo-2's q/k norms over all heads, BitNet's over the MLP's
+//      hidden features), becomes a sum of squares and elementwise ops
+//      (SplitNorms.cpp), and the trial is made again: each rank sums its
+//      squares and one all_reduce of [..., 1] completes the statistic.
 //   4. Propagate through the ops' factor rules (ShardingRules.h) until
 //      nothing changes: a sharded dimension shards its outermost factor,
 //      which shards every other dimension that factor leads. Pinned factors
@@ -323,6 +329,24 @@ Operation *projectionBehind(Value v) {
   return isProjection(def) ? def : nullptr;
 }
 
+/// A split ==> one slice per part.
+void splitToSlices(dfg::SplitOp split) {
+  OpBuilder b(split);
+  int64_t start = 0,
+          rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
+  int64_t axis = split.getAxis();
+  if (axis < 0)
+    axis += rank;
+  for (auto [size, part] :
+       llvm::zip_equal(split.getSizes(), split.getResults())) {
+    Value slice = dfg::SliceOp::create(b, split.getLoc(), split.getInput(),
+                                       {start}, {start + size}, {axis}, {1});
+    part.replaceAllUsesWith(slice);
+    start += size;
+  }
+  split.erase();
+}
+
 /// split(p, axis=-1) of a projection p (or of its bias add), or a split of
 /// any axis of a view of one (TorchScript's q, k, v of ModernBERT's packed
 /// [..., 3, h, d]) ==> slices, one per part, for splitSlicedProjections
@@ -343,21 +367,124 @@ void splitsToSlices(func::FuncOp func) {
          (axis == lead || axis == lead - rank)))
       splits.push_back(split);
   });
-  for (dfg::SplitOp split : splits) {
-    OpBuilder b(split);
-    int64_t start = 0,
-            rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
-    int64_t axis = split.getAxis();
-    if (axis < 0)
-      axis += rank;
-    for (auto [size, part] :
-         llvm::zip_equal(split.getSizes(), split.getResults())) {
-      Value slice = dfg::SliceOp::create(b, split.getLoc(), split.getInput(),
-                                         {start}, {start + size}, {axis}, {1});
-      part.replaceAllUsesWith(slice);
-      start += size;
+  for (dfg::SplitOp split : splits)
+    splitToSlices(split);
+}
+
+/// Whether each column of `op`'s one result is computed from the same
+/// column of its operands (or from operands broadcast along the last axis):
+/// an elementwise op, or a concat along another axis.
+bool keepsColumns(Operation *op) {
+  if (!op || op->getNumResults() != 1)
+    return false;
+  if (auto concat = dyn_cast<dfg::ConcatOp>(op)) {
+    int64_t rank = cast<RankedTensorType>(concat.getType()).getRank();
+    int64_t axis = concat.getAxis();
+    return axis != -1 && axis != rank - 1;
+  }
+  return isa<dfg::ElementwiseOpInterface>(op);
+}
+
+/// Whether `v` is a projection's result, or that of an op that keeps
+/// columns (keepsColumns) of which an operand as wide along the last axis
+/// is, looking at 64 values at most.
+bool reachesProjection(Value v) {
+  int64_t width = cast<RankedTensorType>(v.getType()).getShape().back();
+  SmallVector<Value> stack{v};
+  llvm::SmallPtrSet<void *, 16> seen;
+  while (!stack.empty() && seen.size() < 64) {
+    Value top = stack.pop_back_val();
+    if (!seen.insert(top.getAsOpaquePointer()).second)
+      continue;
+    if (projectionBehind(top))
+      return true;
+    Operation *def = top.getDefiningOp();
+    if (!keepsColumns(def))
+      continue;
+    for (Value operand : def->getOperands()) {
+      auto type = cast<RankedTensorType>(operand.getType());
+      if (type.getRank() > 0 && type.getShape().back() == width)
+        stack.push_back(operand);
     }
-    split.erase();
+  }
+  return false;
+}
+
+/// Column blocks of the result of an op that keeps columns (keepsColumns),
+/// its operands either as wide along the last axis or broadcast along it
+/// ==> the op on the same blocks of its operands, one per block; repeated up
+/// the operands. So packed projections joined by rows before their parts
+/// are taken (JetMoE's experts: each expert's gate_up, joined per row by
+/// wheres or by a concat of the experts' rows, then cut into gate and up)
+/// are read as column blocks, which splitSlicedProjections splits. Only
+/// where some operand leads back to a projection.
+void sliceThroughElementwise(func::FuncOp func) {
+  SmallVector<Operation *> worklist;
+  auto wide = [](Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || type.getRank() == 0)
+      return false;
+    int64_t rank = type.getRank(), width = type.getShape().back();
+    return !ShapedType::isDynamic(width) && width > 1 && reachesProjection(v) &&
+           llvm::all_of(v.getUsers(), [&](Operation *user) {
+             return isa<dfg::SplitOp>(user) ||
+                    columnBlock(user, rank).has_value();
+           });
+  };
+  func.walk([&](Operation *op) {
+    if (keepsColumns(op) && !op->use_empty() && wide(op->getResult(0)))
+      worklist.push_back(op);
+  });
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    Value result = op->getResult(0);
+    if (result.use_empty() || !wide(result))
+      continue;
+    auto type = cast<RankedTensorType>(result.getType());
+    int64_t width = type.getShape().back(), rank = type.getRank();
+    // Splits of the last axis as slices; any other split stops here.
+    bool lastAxisSplits = llvm::all_of(result.getUsers(), [&](Operation *u) {
+      auto split = dyn_cast<dfg::SplitOp>(u);
+      if (!split)
+        return true;
+      int64_t axis = static_cast<int64_t>(split.getAxis());
+      return axis == -1 || axis == rank - 1;
+    });
+    bool operandsFit = llvm::all_of(op->getOperands(), [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() == 0 || t.getShape().back() == 1 ||
+             t.getShape().back() == width;
+    });
+    if (!lastAxisSplits || !operandsFit)
+      continue;
+    for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+      if (auto split = dyn_cast<dfg::SplitOp>(user))
+        splitToSlices(split);
+    for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+      auto [start, end] = *columnBlock(user, rank);
+      OpBuilder b(user);
+      SmallVector<Value> operands;
+      for (Value v : op->getOperands()) {
+        auto t = cast<RankedTensorType>(v.getType());
+        operands.push_back(t.getRank() > 0 && t.getShape().back() == width
+                               ? dfg::SliceOp::create(b, op->getLoc(), v,
+                                                      {start}, {end},
+                                                      {t.getRank() - 1}, {1})
+                                     .getResult()
+                               : v);
+      }
+      Operation *piece = b.clone(*op);
+      piece->setOperands(operands);
+      piece->getResult(0).setType(user->getResult(0).getType());
+      user->getResult(0).replaceAllUsesWith(piece->getResult(0));
+      user->erase();
+    }
+    SmallVector<Value> operands(op->getOperands());
+    op->erase();
+    for (Value v : operands)
+      if (Operation *def = v.getDefiningOp();
+          keepsColumns(def) && !llvm::is_contained(worklist, def))
+        worklist.push_back(def);
   }
 }
 
@@ -812,19 +939,21 @@ void unmergeRowGroups(func::FuncOp func) {
 /// 3-D scores), row groups given a dimension of their own
 /// (unmergeRowGroups), row reshapes moved before projections
 /// (sinkRowReshapes), selections of heads made column blocks
-/// (sliceHeadSelections), norms over all heads as sums of partial squares
-/// (decomposeHeadNorms), and packed projections split into one projection per
+/// (sliceHeadSelections), means as sums divided by their counts
+/// (meansToSums), and packed projections split into one projection per
 /// part, whether a split or slices of the last axis read them (splitsToSlices,
-/// splitSlicedProjections; an expert's fused gate_up, splitPackedExperts).
+/// splitSlicedProjections; through a join by rows, sliceThroughElementwise;
+/// an expert's fused gate_up, splitPackedExperts).
 void splitPackedProjections(func::FuncOp func) {
   unmergeLeadingDims(func);
   unmergeRowGroups(func);
   sinkRowReshapes(func);
   splitsToSlices(func);
+  sliceThroughElementwise(func);
   splitPackedExperts(func);
   sliceHeadSelections(func);
   splitSlicedProjections(func);
-  decomposeHeadNorms(func);
+  meansToSums(func);
 }
 
 class Planner {
@@ -837,7 +966,7 @@ public:
       return failure();
     DimAxes tp = findAxes(grid_, "tp");
     if (!tp.empty()) {
-      if (failed(seedProjections(tp)))
+      if (failed(decomposeSplitNorms(tp)) || failed(seedProjections(tp)))
         return failure();
       seedLmHeads(tp);
       if (failed(propagate()))
@@ -1175,6 +1304,71 @@ private:
     return cast<RankedTensorType>(v.getType()).getRank();
   }
 
+  /// Norms whose features the plan splits over tp (an attention's heads
+  /// merged before BitNet's sub-norm) sum partial squares instead of
+  /// gathering the features (SplitNorms.cpp).
+  LogicalResult decomposeSplitNorms(const DimAxes &tp) {
+    SmallVector<Operation *> norms;
+    func_.walk([&](dfg::RmsNormOp norm) {
+      if (isDecomposableNorm(norm) &&
+          onAxes(TensorSharding{stateOf(norm.getInput()).back()}, tp))
+        norms.push_back(norm);
+    });
+    for (Operation *norm : norms)
+      decomposeNorm(norm);
+    return propagate();
+  }
+
+  /// A norm rewritten as a sum of squares (SplitNorms.cpp) while a trial
+  /// is judged: taken out of the function until the trial is kept (then
+  /// erased) or undone (then put back).
+  struct NormSum {
+    Operation *norm;
+    SmallVector<Value> operands;
+    SmallVector<Operation *> ops;
+    Value sum;
+  };
+
+  /// Rewrites `norm` as a sum of squares, keeping the plan: its result's
+  /// sharding moves to the value that replaces it, and the new ops are
+  /// queued for propagation.
+  NormSum sumNorm(Operation *norm) {
+    NormSum n{norm, SmallVector<Value>(norm->getOperands()), {}, {}};
+    Operation *before = norm->getPrevNode();
+    Block *block = norm->getBlock();
+    n.sum = buildRmsNormSum(norm);
+    for (Operation *op = before ? before->getNextNode() : &block->front();
+         op != norm; op = op->getNextNode())
+      n.ops.push_back(op);
+    Value old = norm->getResult(0);
+    old.replaceAllUsesWith(n.sum);
+    if (auto it = state_.find(old); it != state_.end()) {
+      TensorSharding sharding = it->second;
+      state_.erase(old);
+      state_[n.sum] = sharding;
+    }
+    worklist_.remove(norm);
+    norm->remove();
+    norm->dropAllReferences();
+    for (Operation *op : n.ops)
+      worklist_.insert(op);
+    for (Operation *user : n.sum.getUsers())
+      worklist_.insert(user);
+    return n;
+  }
+
+  /// Puts the norm back in place of its sum of squares.
+  static void undoNormSum(NormSum &n) {
+    Operation *first = n.ops.front();
+    first->getBlock()->getOperations().insert(Block::iterator(first), n.norm);
+    n.norm->setOperands(n.operands);
+    n.sum.replaceAllUsesWith(n.norm->getResult(0));
+    for (Operation *op : llvm::reverse(n.ops))
+      op->erase();
+  }
+
+  void decomposeNorm(Operation *norm) { sumNorm(norm).norm->erase(); }
+
   /// Splits, on trial, the output features of every projection still whole
   /// over tp (algorithm, step 3). Kept when the split ends in at least one
   /// contraction that sums it and adds no all_gather over tp; else undone,
@@ -1182,20 +1376,22 @@ private:
   LogicalResult seedProjections(const DimAxes &tp) {
     int64_t n = groupSize(grid_, tp);
     // Projections (features last), and experts' projections (features
-    // where expertFeatureDim says).
+    // where expertFeatureDim says); the input by its operand number, since
+    // a norm's sum of squares (sumNorm) may replace the value.
     struct Trial {
       Operation *op;
-      Value in;
+      unsigned in;
       int64_t dim;
     };
     SmallVector<Trial> trials;
     func_.walk([&](Operation *op) {
       if (isProjection(op))
-        trials.push_back({op, op->getOperand(0), rankOf(op->getResult(0)) - 1});
+        trials.push_back({op, 0, rankOf(op->getResult(0)) - 1});
       else if (int64_t dim = expertFeatureDim(op); dim >= 0)
-        trials.push_back({op, op->getOperand(dim == 1 ? 1 : 0), dim});
+        trials.push_back({op, dim == 1 ? 1u : 0u, dim});
     });
-    for (auto [projection, in, dim] : trials) {
+    for (auto [projection, inIndex, dim] : trials) {
+      Value in = projection->getOperand(inIndex);
       Value out = projection->getResult(0);
       if (onAxes(out, tp) || onAxes(in, tp))
         continue;
@@ -1206,27 +1402,51 @@ private:
             " output features are not divisible by tp=" + std::to_string(n);
         continue;
       }
-      llvm::DenseMap<Value, TensorSharding> saved = state_;
-      shard(out, dim, tp);
-      if (failed(propagate()))
-        return failure();
-      FailureOr<std::string> why = judgeTrial(saved, tp);
-      if (failed(why))
-        return failure();
-      if (why->empty())
-        continue;
-      state_ = std::move(saved);
-      worklist_.clear();
-      whyWhole_[projection] = *why;
+      // A norm that would gather the split features sums partial squares
+      // instead (sumNorm), and the trial is made again; undone with it.
+      SmallVector<NormSum> sums;
+      llvm::DenseMap<Value, TensorSharding> beforeSums;
+      while (true) {
+        llvm::DenseMap<Value, TensorSharding> saved = state_;
+        shard(out, dim, tp);
+        if (failed(propagate()))
+          return failure();
+        Operation *gatheredAt = nullptr;
+        FailureOr<std::string> why = judgeTrial(saved, tp, gatheredAt);
+        if (failed(why))
+          return failure();
+        if (why->empty()) {
+          for (NormSum &n : sums)
+            n.norm->erase();
+          break;
+        }
+        state_ = std::move(saved);
+        worklist_.clear();
+        if (gatheredAt && isDecomposableNorm(gatheredAt)) {
+          if (sums.empty())
+            beforeSums = state_;
+          // Its ops propagate with the next trial, which judges them too.
+          sums.push_back(sumNorm(gatheredAt));
+          continue;
+        }
+        for (NormSum &n : llvm::reverse(sums))
+          undoNormSum(n);
+        if (!sums.empty())
+          state_ = std::move(beforeSums);
+        whyWhole_[projection] = *why;
+        break;
+      }
     }
     return success();
   }
 
   /// The reason to undo a trial split (empty to keep it): the ops that
   /// define or read a value the trial changed, realised before and after.
+  /// `gatheredAt` is the op whose operand #0 the trial would all_gather, if
+  /// that is the reason.
   FailureOr<std::string>
   judgeTrial(const llvm::DenseMap<Value, TensorSharding> &before,
-             const DimAxes &tp) {
+             const DimAxes &tp, Operation *&gatheredAt) {
     llvm::SetVector<Operation *> region;
     for (auto &[v, s] : state_) {
       auto it = before.find(v);
@@ -1275,6 +1495,8 @@ private:
         return failure();
       if (old->gathered >= 0)
         continue;
+      if (after->gathered == 0)
+        gatheredAt = op;
       std::string where;
       llvm::raw_string_ostream os(where);
       os << "splitting its output features over tp would need an "

@@ -522,7 +522,28 @@ ShardingRule TriluOp::getShardingRule() {
   return sameShapeRule(*this, {rank - 2, rank - 1});
 }
 
-ShardingRule ScatterNDOp::getShardingRule() { return replicatedRule(*this); }
+/// ScatterND: the dimensions of data that the index tuples address whole
+/// (any update may land in any row), and the index tuples themselves whole
+/// (every rank applies every update, in order); data's trailing
+/// dimensions, which each update carries whole, parallel in data, updates
+/// and result (an expert's output features added back at its tokens).
+ShardingRule ScatterNDOp::getShardingRule() {
+  RuleBuilder b;
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  int64_t q = indices.back();
+  TensorFactors d = b.fresh(data, FactorKind::Parallel);
+  for (int64_t i = 0; i < q; ++i)
+    for (int f : d[i])
+      b.at(f).kind = FactorKind::Pinned;
+  TensorFactors idx = b.fresh(indices, FactorKind::Pinned);
+  TensorFactors updates(idx.begin(), idx.end() - 1);
+  updates.append(d.begin() + q, d.end());
+  b.operand(d);
+  b.operand(idx);
+  b.operand(updates);
+  b.result(d);
+  return b.take();
+}
 
 //===----------------------------------------------------------------------===//
 // Reductions and normalisations

@@ -167,6 +167,36 @@ func.func @silu(%x: tensor<8xf32>, %z: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// A stacked weight read one matrix at a time at a constant index (JetMoE's
+// experts, `weight[i]`, then transposed): each matrix is a weight of its own
+// at its offset (2 x 16 x 8 f32 = 512 bytes each; -1 counts from the end),
+// and the product by it a linear. Near misses stay gathers: an index that
+// is not a constant, a gather along axis 1.
+// CHECK-LABEL: func.func @blocks_of_stacked_weight
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[I:.+]]: tensor<i64>)
+// CHECK-DAG: %[[W1:.+]] = dfg.weight "experts[1]" in "m.bin" [offset = 1536, length = 512] : tensor<16x8xf32>
+// CHECK-DAG: %[[W2:.+]] = dfg.weight "experts[2]" in "m.bin" [offset = 2048, length = 512] : tensor<16x8xf32>
+// CHECK-DAG: dfg.linear %[[X]], %[[W1]] transpose_weight = true : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+// CHECK-DAG: dfg.linear %[[X]], %[[W2]] transpose_weight = true : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+// CHECK-DAG: dfg.gather %{{.+}}, %[[I]] axis = 0 : (tensor<3x16x8xf32>, tensor<i64>) -> tensor<16x8xf32>
+// CHECK-DAG: dfg.gather %{{.+}}, %{{.+}} axis = 1 : (tensor<3x16x8xf32>, tensor<i64>) -> tensor<3x8xf32>
+func.func @blocks_of_stacked_weight(%x: tensor<4x8xf32>, %i: tensor<i64>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16x8xf32>, tensor<3x8xf32>) {
+  %w = dfg.weight "experts" in "m.bin" [offset = 1024, length = 1536] : tensor<3x16x8xf32>
+  %one = dfg.constant dense<1> : tensor<i64>
+  %last = dfg.constant dense<-1> : tensor<i64>
+  %g1 = dfg.gather %w, %one axis = 0 : (tensor<3x16x8xf32>, tensor<i64>) -> tensor<16x8xf32>
+  %t1 = dfg.transpose %g1 perm = [1, 0] : (tensor<16x8xf32>) -> tensor<8x16xf32>
+  %y1 = dfg.matmul %x, %t1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %g2 = dfg.gather %w, %last axis = 0 : (tensor<3x16x8xf32>, tensor<i64>) -> tensor<16x8xf32>
+  %t2 = dfg.transpose %g2 perm = [1, 0] : (tensor<16x8xf32>) -> tensor<8x16xf32>
+  %y2 = dfg.matmul %x, %t2 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %gi = dfg.gather %w, %i axis = 0 : (tensor<3x16x8xf32>, tensor<i64>) -> tensor<16x8xf32>
+  %ga = dfg.gather %w, %one axis = 1 : (tensor<3x16x8xf32>, tensor<i64>) -> tensor<3x8xf32>
+  return %y1, %y2, %gi, %ga : tensor<4x16xf32>, tensor<4x16xf32>, tensor<16x8xf32>, tensor<3x8xf32>
+}
+
+// -----
+
 // GPT-2's Conv1D (flatten, matmul, bias, unflatten), Gemm's transposed
 // weight, an embedding lookup; a reshaped weight folds into its reference.
 // A matmul of two activations and a gather along axis 1 stay as they are.

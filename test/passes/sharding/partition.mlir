@@ -427,3 +427,200 @@ func.func @mask_expand(%m: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> tens
   return %l : tensor<?x1x?x?xi64>
 }
 }
+
+// -----
+
+// BitNet's sub-norms, over features tp splits: the attention's merged heads
+// before the output projection, and the MLP's hidden features before the
+// down projection. Each becomes a sum of squares (one all_reduce of
+// [1, 4, 1]), so the heads, the gate and up projections and the products
+// after the norms stay split: no all_gather, and the two row-parallel
+// projections sum partials.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @sub_norms
+// CHECK-NOT: shard.all_gather
+// CHECK-NOT: dfg.rms_norm
+// CHECK: dfg.attention {{.*}} -> tensor<1x2x4x4xf32>
+// CHECK: dfg.reduce_sum %{{.+}} axes = [2] keep_dims = true : (tensor<1x4x8xf32>) -> tensor<1x4x1xf32>
+// CHECK: shard.all_reduce %{{.+}} : tensor<1x4x1xf32> -> tensor<1x4x1xf32>
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+// CHECK-NEXT: shard.all_reduce
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+// CHECK: dfg.reduce_sum %{{.+}} axes = [2] keep_dims = true : (tensor<1x4x16xf32>) -> tensor<1x4x1xf32>
+// CHECK: shard.all_reduce %{{.+}} : tensor<1x4x1xf32> -> tensor<1x4x1xf32>
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+// CHECK-NEXT: shard.all_reduce
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @sub_norms(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %ga = dfg.weight "ga" in "w.bin" [offset = 1024, length = 64] : tensor<16xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1088, length = 1024] : tensor<16x16xf32>
+  %wg = dfg.weight "wg" in "w.bin" [offset = 2112, length = 2048] : tensor<16x32xf32>
+  %wu = dfg.weight "wu" in "w.bin" [offset = 4160, length = 2048] : tensor<16x32xf32>
+  %gm = dfg.weight "gm" in "w.bin" [offset = 6208, length = 128] : tensor<32xf32>
+  %wd = dfg.weight "wd" in "w.bin" [offset = 6336, length = 2048] : tensor<32x16xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %h = dfg.reshape %q to [1, 4, 4, 4] : (tensor<1x4x16xf32>) -> tensor<1x4x4x4xf32>
+  %t = dfg.transpose %h perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o = dfg.attention %t, %t, %t scale = 0.5 causal = true : (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %ot = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %c = dfg.reshape %ot to [1, 4, 16] : (tensor<1x4x4x4xf32>) -> tensor<1x4x16xf32>
+  %cn = dfg.rms_norm %c, %ga axis = -1 epsilon = 1.0e-06 : (tensor<1x4x16xf32>, tensor<16xf32>) -> tensor<1x4x16xf32>
+  %a = dfg.linear %cn, %wo transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %r = dfg.add %x, %a : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  %g = dfg.linear %r, %wg transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x32xf32>) -> tensor<1x4x32xf32>
+  %s = dfg.silu %g : (tensor<1x4x32xf32>) -> tensor<1x4x32xf32>
+  %u = dfg.linear %r, %wu transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x32xf32>) -> tensor<1x4x32xf32>
+  %m = dfg.mul %s, %u : (tensor<1x4x32xf32>, tensor<1x4x32xf32>) -> tensor<1x4x32xf32>
+  %mn = dfg.rms_norm %m, %gm axis = -1 epsilon = 1.0e-06 : (tensor<1x4x32xf32>, tensor<32xf32>) -> tensor<1x4x32xf32>
+  %d = dfg.linear %mn, %wd transpose_weight = false : (tensor<1x4x32xf32>, tensor<32x16xf32>) -> tensor<1x4x16xf32>
+  %y = dfg.add %r, %d : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return %y : tensor<1x4x16xf32>
+}
+}
+
+// -----
+
+// A mixture's expert rows added back at their tokens (scatter_nd
+// accumulate, index_add): the features each update carries whole split with
+// the expert's hidden features, so the expert is column- then row-parallel
+// and the scatter adds each rank's columns.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @scatter_expert_rows
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+// CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} accumulate : (tensor<4x8xf32>, tensor<6x1xi64>, tensor<6x8xf32>) -> tensor<4x8xf32>
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: shard.all_reduce
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @scatter_expert_rows(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>) -> tensor<4x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %zeros = dfg.constant dense<0.0> : tensor<4x16xf32>
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a = dfg.tanh %h : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %s = dfg.scatter_nd %zeros, %rows, %a accumulate : (tensor<4x16xf32>, tensor<6x1xi64>, tensor<6x16xf32>) -> tensor<4x16xf32>
+  %y = dfg.linear %s, %w2 transpose_weight = false : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+}
+
+// -----
+
+// Experts' packed gate_up projections joined by rows before gate and up are
+// cut (JetMoE: by a where per row, as the dynamo exporter writes it; by a
+// concat of each expert's rows, as TorchScript does). The cut moves through
+// the join to each projection, which becomes one projection per part, so
+// every expert is column-parallel into its down projection: no all_gather.
+// The experts' partial sums are joined as the exporter joins them (a select
+// by a condition the same on every rank, a concat), then reduced once.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @experts_joined_by_where
+// CHECK-NOT: shard.all_gather
+// CHECK-NOT: dfg.split
+// CHECK-COUNT-2: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+// CHECK-NEXT: dfg.where %{{.+}}, %{{.+}}, %{{.+}} : (tensor<6x1xi1>, tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+// CHECK-NOT: dfg.split
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x8xf32>) -> tensor<6x8xf32>
+// CHECK-NEXT: dfg.where %{{.+}}, %{{.+}}, %{{.+}} : (tensor<6x1xi1>, tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[D1:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[D2:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[J:.+]] = dfg.where %{{.+}}, %[[D1]], %[[D2]]
+// CHECK-NEXT: %[[R:.+]] = shard.all_reduce %[[J]]
+// CHECK-NOT: shard.all_gather
+// CHECK: return %[[R]]
+func.func @experts_joined_by_where(%x: tensor<6x8xf32>, %m: tensor<6x1xi1>) -> tensor<6x4xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 1024, length = 1024] : tensor<8x32xf32>
+  %d1 = dfg.weight "d1" in "w.bin" [offset = 2048, length = 256] : tensor<16x4xf32>
+  %d2 = dfg.weight "d2" in "w.bin" [offset = 2304, length = 256] : tensor<16x4xf32>
+  %a = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x32xf32>) -> tensor<6x32xf32>
+  %b = dfg.linear %x, %w2 transpose_weight = false : (tensor<6x8xf32>, tensor<8x32xf32>) -> tensor<6x32xf32>
+  %j = dfg.where %m, %a, %b : (tensor<6x1xi1>, tensor<6x32xf32>, tensor<6x32xf32>) -> tensor<6x32xf32>
+  %p:2 = dfg.split %j axis = 1 sizes = [16, 16] : (tensor<6x32xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>)
+  %s = dfg.silu %p#0 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h = dfg.mul %s, %p#1 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %o1 = dfg.linear %h, %d1 transpose_weight = false : (tensor<6x16xf32>, tensor<16x4xf32>) -> tensor<6x4xf32>
+  %o2 = dfg.linear %h, %d2 transpose_weight = false : (tensor<6x16xf32>, tensor<16x4xf32>) -> tensor<6x4xf32>
+  %y = dfg.where %m, %o1, %o2 : (tensor<6x1xi1>, tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}
+// CHECK-LABEL: func.func @experts_joined_by_concat
+// CHECK-NOT: shard.all_gather
+// CHECK-COUNT-2: dfg.concat %{{.+}}, %{{.+}} axis = 0 : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[D1:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[D2:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[J:.+]] = dfg.concat %[[D1]], %[[D2]] axis = 0
+// CHECK-NEXT: %[[R:.+]] = shard.all_reduce %[[J]]
+// CHECK-NOT: shard.all_gather
+// CHECK: return %[[R]]
+func.func @experts_joined_by_concat(%x: tensor<6x8xf32>) -> tensor<6x4xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 1024, length = 1024] : tensor<8x32xf32>
+  %d1 = dfg.weight "d1" in "w.bin" [offset = 2048, length = 256] : tensor<16x4xf32>
+  %d2 = dfg.weight "d2" in "w.bin" [offset = 2304, length = 256] : tensor<16x4xf32>
+  %xa = dfg.slice %x starts = [0] ends = [2] axes = [0] steps = [1] : (tensor<6x8xf32>) -> tensor<2x8xf32>
+  %xb = dfg.slice %x starts = [2] ends = [6] axes = [0] steps = [1] : (tensor<6x8xf32>) -> tensor<4x8xf32>
+  %a = dfg.linear %xa, %w1 transpose_weight = false : (tensor<2x8xf32>, tensor<8x32xf32>) -> tensor<2x32xf32>
+  %b = dfg.linear %xb, %w2 transpose_weight = false : (tensor<4x8xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
+  %c = dfg.concat %a, %b axis = 0 : (tensor<2x32xf32>, tensor<4x32xf32>) -> tensor<6x32xf32>
+  %g = dfg.slice %c starts = [0] ends = [16] axes = [-1] steps = [1] : (tensor<6x32xf32>) -> tensor<6x16xf32>
+  %u = dfg.slice %c starts = [16] ends = [32] axes = [-1] steps = [1] : (tensor<6x32xf32>) -> tensor<6x16xf32>
+  %s = dfg.silu %g : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h = dfg.mul %s, %u : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %h1 = dfg.slice %h starts = [0] ends = [2] axes = [0] steps = [1] : (tensor<6x16xf32>) -> tensor<2x16xf32>
+  %h2 = dfg.slice %h starts = [2] ends = [6] axes = [0] steps = [1] : (tensor<6x16xf32>) -> tensor<4x16xf32>
+  %o1 = dfg.linear %h1, %d1 transpose_weight = false : (tensor<2x16xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
+  %o2 = dfg.linear %h2, %d2 transpose_weight = false : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %y = dfg.concat %o1, %o2 axis = 0 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}
+}
+
+// -----
+
+// A row-parallel product's partial sums scattered into zeros (index_add into
+// a fresh tensor) are reduced after the scatter: each element of its result
+// is one update's or zero. Into a tensor that is not zeros, the reduction
+// stays before the scatter (reducing after would add the tensor tp times).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @partial_scatter_into_zeros
+// CHECK: dfg.tanh
+// CHECK-NEXT: %[[D:.+]] = dfg.linear
+// CHECK-NEXT: %[[S:.+]] = dfg.scatter_nd %{{.+}}, %{{.+}}, %[[D]] accumulate
+// CHECK-NEXT: %[[R:.+]] = shard.all_reduce %[[S]]
+// CHECK: return %[[R]]
+func.func @partial_scatter_into_zeros(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>) -> tensor<4x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %zeros = dfg.constant dense<0.0> : tensor<4x8xf32>
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a = dfg.tanh %h : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d = dfg.linear %a, %w2 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %s = dfg.scatter_nd %zeros, %rows, %d accumulate : (tensor<4x8xf32>, tensor<6x1xi64>, tensor<6x8xf32>) -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+// CHECK-LABEL: func.func @partial_scatter_into_data
+// CHECK: dfg.tanh
+// CHECK-NEXT: %[[D:.+]] = dfg.linear
+// CHECK-NEXT: %[[R:.+]] = shard.all_reduce %[[D]]
+// CHECK-NEXT: dfg.scatter_nd %{{.+}}, %{{.+}}, %[[R]] accumulate
+func.func @partial_scatter_into_data(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>, %base: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %h = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a = dfg.tanh %h : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d = dfg.linear %a, %w2 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %s = dfg.scatter_nd %base, %rows, %d accumulate : (tensor<4x8xf32>, tensor<6x1xi64>, tensor<6x8xf32>) -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+}

@@ -756,10 +756,16 @@ func.func @uneven_unraised_heads(%x: tensor<1x4x20xf32>) -> tensor<1x4x20xf32> {
 
 // Near misses stay as they were, replicated and reported: heads that reach
 // a function result (a KV cache's present), and a norm over all heads'
-// features (a padded zero would change its mean).
+// features (a padded zero would change its mean). The query projection's
+// trial split rewrites the norm as a sum of squares, still meets the heads
+// tp does not divide, and is undone with the norm put back.
 module attributes {meshc.mesh = "tp=2"} {
 // CHECK-LABEL: func.func @uneven_heads_returned
 // CHECK-NOT: dfg.concat
+// CHECK-NOT: dfg.reduce_sum
+// CHECK: dfg.rms_norm
+// CHECK-NOT: dfg.concat
+// CHECK-NOT: dfg.reduce_sum
 // CHECK: return
 func.func @uneven_heads_returned(%x: tensor<1x4x20xf32>) -> (tensor<1x4x20xf32>, tensor<1x5x4x4xf32>) {
   %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>

@@ -1,23 +1,25 @@
-//===- HeadNorms.cpp - Norms over all heads as a sum of partial squares ---===//
+//===- SplitNorms.cpp - Norms over split features as partial sums ---------===//
 //
 // Part of meshc.
 //
-// OLMo-2 normalises its queries and keys over all heads at once: an RMS
-// norm of the projection's features [..., heads * d], then the view
-// [..., heads, d]. A tp split of the heads splits the norm's axis, which
-// dfg.rms_norm needs whole, so the split stopped at the norm and the
-// attention stayed whole on every rank. Its statistic is a sum, though:
+// A norm whose features tp splits: OLMo-2's q/k norms over all heads of a
+// projection, BitNet's sub-norms over the merged heads before the output
+// projection and over the MLP's hidden features before the down projection.
+// dfg.rms_norm needs its axis whole, so the plan would all_gather the
+// features before the norm, and a projection behind it would stay whole on
+// every rank. Its statistic is a sum, though:
 //
 //   rms_norm(x) = x * 1 / sqrt(reduce_sum(x * x) / n + epsilon) * scale
 //
 // Written so, each rank sums the squares of its features, one all_reduce of
 // [..., 1] completes the sum (partition adds it for the reduction split over
-// tp), and the rest is elementwise on the split features.
-// decomposeHeadNorms rewrites such norms (over the last axis, without bias
-// or fused residual, read as heads by a reshape); the statistic is computed
-// in f32 whatever the element type. Every reduce_mean (an unraised norm's
-// mean, as --no-raise keeps it) becomes a reduce_sum divided by its static
-// count, for the same reason: a mean is Pinned, a sum splits.
+// tp), and the rest is elementwise on the split features. The planner
+// decides which norms (Plan.cpp): those whose input its plan splits along
+// the axis, and those that stop a projection's trial split. The statistic is
+// computed in f32 whatever the element type. meansToSums turns every
+// reduce_mean (an unraised norm's mean, as --no-raise keeps it) into a
+// reduce_sum divided by its static count, for the same reason: a mean is
+// Pinned, a sum splits.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
@@ -34,19 +36,6 @@ using namespace mlir;
 namespace meshc {
 namespace {
 
-/// Whether `user` views a [..., n] tensor as [..., h, d] heads, h > 1.
-bool viewsAsHeads(Operation *user, RankedTensorType in) {
-  if (!isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(user))
-    return false;
-  auto out = cast<RankedTensorType>(user->getResult(0).getType());
-  if (out.getRank() != in.getRank() + 1)
-    return false;
-  int64_t n = in.getShape().back(), h = out.getShape()[out.getRank() - 2],
-          d = out.getShape().back();
-  return !ShapedType::isDynamic(n) && !ShapedType::isDynamic(h) &&
-         !ShapedType::isDynamic(d) && h > 1 && h * d == n;
-}
-
 Value scalar(OpBuilder &b, Location loc, Type element, double value) {
   return dfg::ConstantOp::create(
       b, loc,
@@ -54,7 +43,10 @@ Value scalar(OpBuilder &b, Location loc, Type element, double value) {
                              FloatAttr::get(element, value)));
 }
 
-void decompose(dfg::RmsNormOp norm) {
+} // namespace
+
+Value buildRmsNormSum(Operation *op) {
+  auto norm = cast<dfg::RmsNormOp>(op);
   OpBuilder b(norm);
   Location loc = norm.getLoc();
   Value x = norm.getInput();
@@ -84,9 +76,17 @@ void decompose(dfg::RmsNormOp norm) {
         dfg::CastOp::create(b, loc, statType.clone(element), inverse, element);
   Value normalized = dfg::MulOp::create(b, loc, type, x, inverse);
   Value scaled = dfg::MulOp::create(b, loc, type, normalized, norm.getScale());
-  norm.getResult().replaceAllUsesWith(scaled);
-  norm.erase();
+  return scaled;
 }
+
+Value decomposeRmsNorm(Operation *norm) {
+  Value scaled = buildRmsNormSum(norm);
+  norm->getResult(0).replaceAllUsesWith(scaled);
+  norm->erase();
+  return scaled;
+}
+
+namespace {
 
 /// reduce_mean(x, axes) ==> reduce_sum(x, axes) / count, the count static.
 void meanToSum(dfg::ReduceMeanOp mean) {
@@ -116,8 +116,20 @@ void meanToSum(dfg::ReduceMeanOp mean) {
 
 } // namespace
 
-void decomposeHeadNorms(func::FuncOp func) {
-  // An unraised norm's mean over split features is a sum too.
+bool isDecomposableNorm(Operation *op) {
+  auto norm = dyn_cast<dfg::RmsNormOp>(op);
+  if (!norm)
+    return false;
+  auto type = cast<RankedTensorType>(norm.getInput().getType());
+  int64_t axis = norm.getAxis();
+  auto scale = cast<RankedTensorType>(norm.getScale().getType());
+  return norm->getNumResults() == 1 && !norm.getBias() && !norm.getResidual() &&
+         (axis == -1 || axis == type.getRank() - 1) && scale.getRank() == 1 &&
+         !ShapedType::isDynamic(type.getShape().back()) &&
+         isa<FloatType>(type.getElementType());
+}
+
+void meansToSums(func::FuncOp func) {
   SmallVector<dfg::ReduceMeanOp> means;
   func.walk([&](dfg::ReduceMeanOp mean) {
     if (isa<FloatType>(mean.getType().getElementType()))
@@ -125,22 +137,6 @@ void decomposeHeadNorms(func::FuncOp func) {
   });
   for (dfg::ReduceMeanOp mean : means)
     meanToSum(mean);
-
-  SmallVector<dfg::RmsNormOp> norms;
-  func.walk([&](dfg::RmsNormOp norm) {
-    auto type = cast<RankedTensorType>(norm.getInput().getType());
-    int64_t axis = norm.getAxis();
-    auto scale = cast<RankedTensorType>(norm.getScale().getType());
-    if (norm->getNumResults() != 1 || norm.getBias() || norm.getResidual() ||
-        (axis != -1 && axis != type.getRank() - 1) || scale.getRank() != 1 ||
-        !isa<FloatType>(type.getElementType()))
-      return;
-    if (llvm::any_of(norm->getUsers(),
-                     [&](Operation *user) { return viewsAsHeads(user, type); }))
-      norms.push_back(norm);
-  });
-  for (dfg::RmsNormOp norm : norms)
-    decompose(norm);
 }
 
 } // namespace meshc
