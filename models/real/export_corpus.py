@@ -12,7 +12,8 @@ Usage (environments from models/real/setup_export_env.sh):
       --arch falcon,gptj,opt,gemma3,stablelm,olmo2,granite,starcoder2,bloom,gpt_bigcode,\
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
-modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet \
+modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet,cohere2,granitemoe,\
+biogpt,diffllama,vaultgemma,nanochat \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -221,6 +222,26 @@ def config_for(arch):
         # output projection, the MLP's hidden features before the down one.
         return tf.BitNetConfig(num_key_value_heads=2, pad_token_id=0, **common), \
             tf.BitNetForCausalLM
+    if arch == "cohere2":  # sliding windows, and no rotary on the global layers
+        return tf.Cohere2Config(num_key_value_heads=2, sliding_window=3,
+                                layer_types=["sliding_attention", "full_attention"],
+                                pad_token_id=0, **common), tf.Cohere2ForCausalLM
+    if arch == "granitemoe":  # scaled embeddings, residuals and logits; 4 experts
+        return tf.GraniteMoeConfig(num_key_value_heads=2, num_local_experts=4,
+                                   num_experts_per_tok=2, experts_implementation="batched_mm",
+                                   pad_token_id=0, **common), \
+            tf.GraniteMoeForCausalLM
+    if arch == "biogpt":  # scaled embeddings, learned positions offset by 2
+        return tf.BioGptConfig(pad_token_id=0, **common), tf.BioGptForCausalLM
+    if arch == "diffllama":  # differential attention: two softmaxes per head, subtracted
+        return tf.DiffLlamaConfig(num_key_value_heads=2, pad_token_id=0, **common), \
+            tf.DiffLlamaForCausalLM
+    if arch == "vaultgemma":  # Gemma-2's softcaps without the post-norms
+        return tf.VaultGemmaConfig(num_key_value_heads=2, head_dim=16, pad_token_id=0,
+                                   **common), tf.VaultGemmaForCausalLM
+    if arch == "nanochat":  # norms without weights, relu squared, softcapped logits
+        return tf.NanoChatConfig(num_key_value_heads=2, pad_token_id=0, **common), \
+            tf.NanoChatForCausalLM
     if arch == "jetmoe":
         # Mixtures of attention heads and of MLP experts: the router sorts
         # its batch's expert choices (a TopK whose K is the symbolic count
@@ -274,7 +295,8 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "gpt_bigcode", "codegen", "cohere", "nemotron", "persimmon", "gpt_neo", "olmo", "glm",
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-        "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet"]
+        "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
+        "biogpt", "diffllama", "vaultgemma", "nanochat"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}

@@ -85,6 +85,14 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
       shapes.clear();
       raise();
     }
+    // Residual sums fused into the norms last, once nothing else is to be
+    // raised from them.
+    RewritePatternSet residuals(&getContext());
+    graph::populateFuseNormResidualPatterns(residuals);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(residuals),
+                                     GreedyRewriteConfig().setListener(&forget))))
+      getOperation().emitWarning(
+          "meshc-graph-raise did not reach a fixed point");
   }
 };
 

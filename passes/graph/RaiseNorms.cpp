@@ -318,11 +318,14 @@ void populateRaiseNormPatterns(RewritePatternSet &patterns,
                AbsorbNormParameter<dfg::LayerNormOp, dfg::AddOp>,
                AbsorbNormParameter<dfg::RmsNormOp, dfg::MulOp>,
                AbsorbNormParameter<dfg::RmsNormOp, dfg::AddOp>>(ctx, reader);
-  patterns.add<FuseNormResidual<dfg::LayerNormOp>,
-               FuseNormResidual<dfg::RmsNormOp>>(ctx);
   patterns
       .add<NormInWiderType<dfg::LayerNormOp>, NormInWiderType<dfg::RmsNormOp>>(
           ctx, reader);
+}
+
+void populateFuseNormResidualPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseNormResidual<dfg::LayerNormOp>,
+               FuseNormResidual<dfg::RmsNormOp>>(patterns.getContext());
 }
 
 } // namespace meshc::graph

@@ -21,9 +21,14 @@ namespace meshc::graph {
 
 class ConstantReader;
 
-/// LayerNorm and RMSNorm from their statistics; scale, bias and residual.
+/// LayerNorm and RMSNorm from their statistics, scale and bias.
 void populateRaiseNormPatterns(mlir::RewritePatternSet &patterns,
                                const ConstantReader &reader);
+
+/// A norm's input sum fused as its residual. Applied once the other raise
+/// patterns are done: the sum may be a rotation (NanoChat's norm after
+/// the rotary), which the rotary pattern must see first.
+void populateFuseNormResidualPatterns(mlir::RewritePatternSet &patterns);
 
 /// GELU (exact and tanh) and SiLU from their formulas.
 void populateRaiseActivationPatterns(mlir::RewritePatternSet &patterns,

@@ -17,7 +17,9 @@
 // the rotation out on the halves, concat(x1 cos - x2 sin, x2 cos + x1 sin),
 // with tables of the angles once: nothing to prove about them; DeepSeek-V3
 // the same on the even and odd features (x[..., ::2], x[..., 1::2]), which
-// is the rotation of their concatenation.
+// is the rotation of their concatenation. Rotate-half the other way
+// (NanoChat's `concat(x2, -x1)`, and its interleaved counterpart) turns by
+// the negated angles: the rotary's sine table is negated.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -84,8 +86,10 @@ bool isHalfOf(Value v, Value x, int64_t dim, bool upper) {
          v == split.getResult(upper ? 1 : 0);
 }
 
-/// True if `r = concat(-x2, x1)` over the last dimension: rotate_half(x).
-bool isRotateHalf(Value r, Value x) {
+/// True if `r = concat(-x2, x1)` over the last dimension: rotate_half(x);
+/// also `concat(x2, -x1)`, the rotation the other way (NanoChat's), with
+/// `flipped` set.
+bool isRotateHalf(Value r, Value x, bool &flipped) {
   auto concat = defining<dfg::ConcatOp>(r);
   auto xt = cast<RankedTensorType>(x.getType());
   int64_t dim = xt.getShape().back();
@@ -94,9 +98,17 @@ bool isRotateHalf(Value r, Value x) {
     return false;
   if (!isLastAxis(static_cast<int64_t>(concat.getAxis()), xt.getRank()))
     return false;
-  auto neg = defining<dfg::NegOp>(concat.getInputs()[0]);
-  return neg && isHalfOf(neg.getInput(), x, dim, /*upper=*/true) &&
-         isHalfOf(concat.getInputs()[1], x, dim, /*upper=*/false);
+  Value first = concat.getInputs()[0], second = concat.getInputs()[1];
+  if (auto neg = defining<dfg::NegOp>(first);
+      neg && isHalfOf(neg.getInput(), x, dim, /*upper=*/true) &&
+      isHalfOf(second, x, dim, /*upper=*/false)) {
+    flipped = false;
+    return true;
+  }
+  auto neg = defining<dfg::NegOp>(second);
+  flipped = true;
+  return neg && isHalfOf(first, x, dim, /*upper=*/true) &&
+         isHalfOf(neg.getInput(), x, dim, /*upper=*/false);
 }
 
 /// True if `v = x[..., odd::2]`: the even (odd = false) or odd features of
@@ -126,9 +138,12 @@ Value unsqueezedLast(Value v) {
 }
 
 /// True if `r = stack(-x[..., 1::2], x[..., 0::2], -1).flatten(-2)`:
-/// rotate_every_two(x), the interleaved form of rotate_half. The flattening
-/// reshape keeps every other dimension (compared as symbolic sizes).
-bool isRotateEveryTwo(Value r, Value x, dfg::SymbolicShapes &shapes) {
+/// rotate_every_two(x), the interleaved form of rotate_half; also
+/// `stack(x[..., 1::2], -x[..., 0::2])`, the other way, with `flipped` set.
+/// The flattening reshape keeps every other dimension (compared as symbolic
+/// sizes).
+bool isRotateEveryTwo(Value r, Value x, dfg::SymbolicShapes &shapes,
+                      bool &flipped) {
   auto reshape = defining<dfg::ReshapeOp>(r);
   auto xt = cast<RankedTensorType>(x.getType());
   int64_t dim = xt.getShape().back(), rank = xt.getRank();
@@ -141,8 +156,19 @@ bool isRotateEveryTwo(Value r, Value x, dfg::SymbolicShapes &shapes) {
     return false;
   Value odd = unsqueezedLast(concat.getInputs()[0]);
   Value even = unsqueezedLast(concat.getInputs()[1]);
-  auto neg = odd ? defining<dfg::NegOp>(odd) : dfg::NegOp();
-  if (!neg || !even || !isEveryOtherOf(neg.getInput(), x, dim, true) ||
+  if (!odd || !even)
+    return false;
+  // The negated half; what is left of it is read as it is.
+  auto negOf = [](Value &v) {
+    auto neg = defining<dfg::NegOp>(v);
+    if (neg)
+      v = neg.getInput();
+    return static_cast<bool>(neg);
+  };
+  bool oddNegated = negOf(odd);
+  bool evenNegated = !oddNegated && negOf(even);
+  flipped = evenNegated;
+  if ((!oddNegated && !evenNegated) || !isEveryOtherOf(odd, x, dim, true) ||
       !isEveryOtherOf(even, x, dim, false))
     return false;
   ArrayRef<AffineExpr> rd = shapes.dims(r), xd = shapes.dims(x);
@@ -332,7 +358,8 @@ LogicalResult buildRotary(Operation *op, Value x, Value cos, Value sin,
                           const ConstantReader &reader,
                           dfg::SymbolicShapes &shapes,
                           llvm::function_ref<Value()> materialize = nullptr,
-                          llvm::function_ref<void(Value)> finish = nullptr) {
+                          llvm::function_ref<void(Value)> finish = nullptr,
+                          bool negateSin = false) {
   auto xt = cast<RankedTensorType>(x.getType());
   auto ct = cast<RankedTensorType>(cos.getType());
   int64_t dim = xt.getDimSize(3), rank = ct.getRank();
@@ -389,8 +416,12 @@ LogicalResult buildRotary(Operation *op, Value x, Value cos, Value sin,
     return dfg::ReshapeOp::create(rewriter, loc, tableType, half,
                                   rewriter.getDenseI64ArrayAttr(spec));
   };
+  // A rotation the other way is the same one by the negated angles.
+  Value sinTable = flat(sinHalf);
+  if (negateSin)
+    sinTable = dfg::NegOp::create(rewriter, loc, tableType, sinTable);
   Value rotary = dfg::RotaryOp::create(rewriter, loc, it, input, flat(cosHalf),
-                                       flat(sinHalf), Value(),
+                                       sinTable, Value(),
                                        pairing == Pairing::Interleaved, dim);
   if (seqFirst)
     rotary = dfg::TransposeOp::create(rewriter, loc, xt, rotary,
@@ -431,13 +462,16 @@ struct RotateToRotary : OpRewritePattern<dfg::AddOp> {
           if (cos.getType() != sin.getType())
             continue;
           std::optional<Pairing> pairing;
-          if (isRotateHalf(r, x))
+          bool flipped = false;
+          if (isRotateHalf(r, x, flipped))
             pairing = Pairing::Halves;
-          else if (isRotateEveryTwo(r, x, shapes))
+          else if (isRotateEveryTwo(r, x, shapes, flipped))
             pairing = Pairing::Interleaved;
-          if (pairing && succeeded(buildRotary(op, x, cos, sin, *pairing,
-                                               /*halved=*/false, rewriter,
-                                               reader, shapes)))
+          if (pairing &&
+              succeeded(buildRotary(op, x, cos, sin, *pairing,
+                                    /*halved=*/false, rewriter, reader, shapes,
+                                    /*materialize=*/nullptr, /*finish=*/nullptr,
+                                    /*negateSin=*/flipped)))
             return success();
         }
       }

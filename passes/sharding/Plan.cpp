@@ -1480,9 +1480,25 @@ private:
         return failure();
       sums |= after->sums;
       bool projection = isProjection(op) || expertFeatureDim(op) >= 0;
+      bool splitOut = projection && onAxes(op->getResult(0), tp);
+      // Partial sums reduced straight into a split of the output (a
+      // reduce_scatter of all its features) move the split across the
+      // projection at the price of its whole output: DeepSeek's low-rank
+      // query and key/value down projections, split by their rank, would
+      // reduce-scatter the heads of the up projections after them. Kept
+      // whole (the projection after them splits its heads on its own).
+      if (after->sums && splitOut) {
+        std::string why;
+        llvm::raw_string_ostream os(why);
+        os << "splitting its output features over tp would leave partial "
+              "sums in "
+           << op->getName() << " at " << describe(op->getLoc())
+           << ", reduce-scattered into its split output";
+        return why;
+      }
       if (projection && after->sums)
         rowParallel.push_back(op);
-      if (projection && onAxes(op->getResult(0), tp))
+      if (splitOut)
         ++columnParallel;
       if (after->gathered < 0)
         continue;

@@ -324,6 +324,51 @@ func.func @rotary_tables_in_graph(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xi6
 
 // -----
 
+// NanoChat turns the other way: rotate_half(x) = concat(x2, -x1), the
+// rotation by the negated angles, so the rotary takes the negated sine
+// table. Its q/k norm reads the rotation: the norm is raised, and its input
+// sum stays the rotary's (a residual is fused only once nothing else is
+// raised from the sum).
+// CHECK-LABEL: func.func @rotary_the_other_way
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x2x3x4xf32>, %[[P:[^:]+]]: tensor<1x3x1xi64>, %[[F:[^:]+]]: tensor<2xf32>)
+// CHECK: %[[S:.+]] = dfg.sin
+// CHECK: %[[SU:.+]] = dfg.unsqueeze %[[S]]
+// CHECK: %[[SR:.+]] = dfg.reshape %[[SU]] to [1, 3, 2]
+// CHECK-NEXT: %[[NS:.+]] = dfg.neg %[[SR]] : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK-NEXT: %[[CR:.+]] = dfg.reshape %{{.+}} to [1, 3, 2]
+// CHECK: %[[R:.+]] = dfg.rotary %[[X]], %[[CR]], %[[NS]] interleaved = false rotary_dim = 4
+// CHECK: %[[N:.+]] = dfg.rms_norm %[[R]], %{{.+}} axis = 3
+// CHECK-NOT: residual
+// CHECK: return %[[N]]
+func.func @rotary_the_other_way(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xi64>, %inv: tensor<2xf32>) -> tensor<1x2x3x4xf32> {
+  %pf = dfg.cast %pos to f32 : (tensor<1x3x1xi64>) -> tensor<1x3x1xf32>
+  %f = dfg.mul %pf, %inv : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+  %emb = dfg.concat %f, %f axis = -1 : (tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x3x4xf32>
+  %c0 = dfg.cos %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = dfg.sin %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %cos = dfg.unsqueeze %c0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %sin = dfg.unsqueeze %s0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %x1 = dfg.slice %x starts = [0] ends = [2] axes = [3] steps = [1] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %x2 = dfg.slice %x starts = [2] ends = [9223372036854775807] axes = [3] steps = [1] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %n = dfg.neg %x1 : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+  %rot = dfg.concat %x2, %n axis = -1 : (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) -> tensor<1x2x3x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %ones = dfg.constant dense<1.0> : tensor<4xf32>
+  %eps = dfg.constant dense<1.0e-06> : tensor<f32>
+  %sq = dfg.mul %y, %y : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %ms = dfg.reduce_mean %sq axes = [3] keep_dims = true : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x1xf32>
+  %me = dfg.add %ms, %eps : (tensor<1x2x3x1xf32>, tensor<f32>) -> tensor<1x2x3x1xf32>
+  %sr = dfg.sqrt %me : (tensor<1x2x3x1xf32>) -> tensor<1x2x3x1xf32>
+  %rs = dfg.reciprocal %sr : (tensor<1x2x3x1xf32>) -> tensor<1x2x3x1xf32>
+  %nn = dfg.mul %y, %rs : (tensor<1x2x3x4xf32>, tensor<1x2x3x1xf32>) -> tensor<1x2x3x4xf32>
+  %out = dfg.mul %nn, %ones : (tensor<1x2x3x4xf32>, tensor<4xf32>) -> tensor<1x2x3x4xf32>
+  return %out : tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // CodeGen scales after the mask: softmax((Q K^T + mask) / 4). The scale
 // applies to the mask too: a Where of constants (HF's 0 / finfo.min) is
 // rebuilt with its constants scaled; any other additive mask is multiplied.

@@ -792,6 +792,43 @@ func.func @uneven_heads_returned(%x: tensor<1x4x20xf32>) -> (tensor<1x4x20xf32>,
 
 // -----
 
+// A low-rank query (DeepSeek's q_a_proj, norm, q_b_proj): the down
+// projection stays whole. Split by its rank, the norm would sum partial
+// squares, but the up projection would then sum partials too, only to
+// reduce-scatter them into its heads: the whole up projection's output.
+// The up projection splits its heads from the whole norm instead.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @low_rank_query
+// CHECK-NOT: dfg.reduce_sum
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+// CHECK-NEXT: dfg.rms_norm %{{.+}}, %{{.+}} axis = -1 epsilon = {{[^ ]+}} : (tensor<1x4x8xf32>, tensor<8xf32>) -> tensor<1x4x8xf32>
+// CHECK-NEXT: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+func.func @low_rank_query(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %wa = dfg.weight "wa" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 512, length = 32] : tensor<8xf32>
+  %wb = dfg.weight "wb" in "w.bin" [offset = 544, length = 512] : tensor<8x16xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1056, length = 1024] : tensor<16x16xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 2080, length = 1024] : tensor<16x16xf32>
+  // expected-warning @+2 {{have nothing split over tp=2}}
+  // expected-note @+1 {{reduce-scattered into its split output}}
+  %qa = dfg.linear %x, %wa transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %qn = dfg.rms_norm %qa, %g axis = -1 epsilon = 1.0e-06 : (tensor<1x4x8xf32>, tensor<8xf32>) -> tensor<1x4x8xf32>
+  %q0 = dfg.linear %qn, %wb transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 4, 4] : (tensor<1x4x16xf32>) -> tensor<1x4x4x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 4, 4] : (tensor<1x4x16xf32>) -> tensor<1x4x4x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o = dfg.attention %q, %k, %k scale = 0.5 causal = true : (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 16] : (tensor<1x4x4x4xf32>) -> tensor<1x4x16xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  return %y : tensor<1x4x16xf32>
+}
+}
+
+// -----
+
 // GQA whose query heads tp does not divide: 6 query heads over 2 KV heads on
 // tp=4. Each KV head is replicated on tp / 2 = 2 ranks (tp.kv x tp.rep), so
 // each group of 3 query heads is padded to 4 (zeros after each group's
