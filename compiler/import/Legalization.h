@@ -250,6 +250,13 @@ private:
   llvm::StringMap<std::vector<Entry>> entries_;
 };
 
+/// `x` with `before` and `after` copies of the scalar `fill` (rank 0, or
+/// one element) concatenated along `axis` (ONNX Pad in mode constant),
+/// symbolic dimensions included.
+mlir::FailureOr<mlir::Value> padAxis(NodeContext &ctx, mlir::Value x,
+                                     int64_t axis, int64_t before,
+                                     int64_t after, mlir::Value fill);
+
 /// Rotary position embedding of `x` ([batch, heads, seq, head_dim], or 3-D
 /// [batch, seq, heads * head_dim] with `numHeads`) by the [positions,
 /// rotary_dim / 2] caches at `positions` ([batch, seq]); rotaryDim 0 means the

@@ -12,11 +12,179 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 
 namespace meshc::onnximport {
 namespace {
+
+/// Conv over one spatial axis (torch's Conv1d: LFM2's short convolutions,
+/// depthwise and causal), written with meshc's own ops: x padded (padAxis),
+/// then for each kernel tap k the window of x it reads (a slice along the
+/// axis, starting at k * dilation, stepping by the stride) times the tap's
+/// weights, summed over the taps: an elementwise product by the tap's
+/// column where each output channel reads one input channel (depthwise),
+/// else a product by the tap's [out, in] matrix per group. Exact; the work
+/// is the convolution's own. Conv over two or more spatial axes, and
+/// strides above 1 over a symbolic length, are refused by name.
+LogicalResult legalizeConv(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType x = ctx.inputType(0), w = ctx.inputType(1);
+  if (x.getElementType() != w.getElementType())
+    return ctx.mismatchedTypes();
+  if (x.getRank() != 3 || w.getRank() != 3)
+    return ctx.error("Conv over " + std::to_string(x.getRank() - 2) +
+                     " spatial axes is not supported (only one: [batch, "
+                     "channels, length] by [out, in / group, kernel])");
+  Type element = x.getElementType();
+  int64_t channels = x.getDimSize(1), out = w.getDimSize(0),
+          perGroup = w.getDimSize(1), taps = w.getDimSize(2);
+  int64_t groups = ctx.attrInt("group", 1);
+  if (!w.hasStaticShape() || ShapedType::isDynamic(channels))
+    return ctx.error("Conv needs static channels and weight shape, got " +
+                     dfg::formatShape(x.getShape()) + " by " +
+                     dfg::formatShape(w.getShape()));
+  if (groups < 1 || channels % groups || out % groups ||
+      perGroup * groups != channels)
+    return ctx.error("Conv of " + std::to_string(channels) + " channels in " +
+                     std::to_string(groups) + " groups by a weight " +
+                     dfg::formatShape(w.getShape()) +
+                     " is not a valid grouping");
+  auto one = [&](StringRef name, int64_t dflt) -> FailureOr<int64_t> {
+    std::optional<SmallVector<int64_t>> v = ctx.attrInts(name);
+    if (!v)
+      return dflt;
+    if (v->size() != 1)
+      return ctx.error(name + " has " + std::to_string(v->size()) +
+                       " entries for one spatial axis");
+    return v->front();
+  };
+  FailureOr<int64_t> stride = one("strides", 1), dilation = one("dilations", 1);
+  if (failed(stride) || failed(dilation))
+    return failure();
+  if (std::optional<SmallVector<int64_t>> k = ctx.attrInts("kernel_shape");
+      k && (k->size() != 1 || k->front() != taps))
+    return ctx.error("kernel_shape does not match the weight's " +
+                     std::to_string(taps) + " taps");
+  int64_t before = 0, after = 0;
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  int64_t span = *dilation * (taps - 1);
+  if (autoPad == "NOTSET") {
+    if (std::optional<SmallVector<int64_t>> pads = ctx.attrInts("pads")) {
+      if (pads->size() != 2)
+        return ctx.error("pads has " + std::to_string(pads->size()) +
+                         " entries for one spatial axis");
+      before = (*pads)[0];
+      after = (*pads)[1];
+    }
+  } else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
+             *stride == 1) {
+    before = autoPad == "SAME_UPPER" ? span / 2 : span - span / 2;
+    after = span - before;
+  } else if (autoPad != "VALID") {
+    return ctx.error("Conv auto_pad '" + autoPad + "' with stride " +
+                     std::to_string(*stride) + " is not supported");
+  }
+  if (*stride < 1 || *dilation < 1 || before < 0 || after < 0)
+    return ctx.error("Conv needs positive strides and dilations and "
+                     "non-negative pads");
+  int64_t length = x.getDimSize(2);
+  if (*stride > 1 && ShapedType::isDynamic(length))
+    return ctx.error("Conv with stride " + std::to_string(*stride) +
+                     " over a symbolic length is not supported");
+  OpBuilder &b = ctx.builder();
+  FailureOr<Value> padded =
+      padAxis(ctx, ctx.input(0), 2, before, after, ctx.scalar(0, element));
+  if (failed(padded))
+    return failure();
+  int64_t paddedLength =
+      ShapedType::isDynamic(length) ? length : length + before + after;
+  if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
+    return ctx.error("Conv's kernel spans " + std::to_string(span + 1) +
+                     " positions, more than the padded length " +
+                     std::to_string(paddedLength));
+  auto slice = [&](Value v, int64_t axis, int64_t start, int64_t end,
+                   int64_t step) -> FailureOr<Value> {
+    SmallVector<int64_t> starts{start}, ends{end}, axes{axis}, steps{step};
+    FailureOr<Value> s = ctx.create<dfg::SliceOp>(
+        dfg::sliceShape(shapeOf(v), starts, ends, axes, steps), element, v,
+        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+    return failed(s) ? s : FailureOr<Value>(ctx.refineType(*s));
+  };
+  auto reshape = [&](Value v, ArrayRef<int64_t> spec) -> FailureOr<Value> {
+    FailureOr<Value> r =
+        ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(v), spec), element,
+                                   v, b.getDenseI64ArrayAttr(spec));
+    return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
+  };
+  bool depthwise = perGroup == 1 && out == channels;
+  int64_t outGroup = out / groups;
+  Value acc;
+  for (int64_t k = 0; k < taps; ++k) {
+    int64_t start = k * *dilation, end;
+    if (*stride == 1)
+      end = k == taps - 1 ? std::numeric_limits<int64_t>::max()
+                          : -(*dilation * (taps - 1 - k));
+    else
+      end = start + ((paddedLength - span - 1) / *stride) * *stride + 1;
+    FailureOr<Value> window = slice(*padded, 2, start, end, *stride);
+    FailureOr<Value> tap =
+        failed(window) ? window : slice(ctx.input(1), 2, k, k + 1, 1);
+    if (failed(tap))
+      return failure();
+    FailureOr<Value> term;
+    if (depthwise) {
+      // [out, 1, 1] -> [out, 1]: one weight per channel, along the length.
+      FailureOr<Value> column = reshape(*tap, {out, 1});
+      term = failed(column)
+                 ? column
+                 : binary<dfg::MulOp>(ctx, *window, *column, element);
+    } else if (groups == 1) {
+      FailureOr<Value> matrix = reshape(*tap, {out, perGroup});
+      term = failed(matrix)
+                 ? matrix
+                 : ctx.create<dfg::MatMulOp>(
+                       dfg::matmulShape({out, perGroup}, shapeOf(*window)),
+                       element, *matrix, *window);
+    } else {
+      FailureOr<Value> matrix = reshape(*tap, {groups, outGroup, perGroup});
+      FailureOr<Value> grouped =
+          failed(matrix) ? matrix : reshape(*window, {0, groups, perGroup, -1});
+      FailureOr<Value> product =
+          failed(grouped)
+              ? grouped
+              : ctx.create<dfg::MatMulOp>(
+                    dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
+                    element, *matrix, *grouped);
+      term = failed(product) ? product
+                             : reshape(ctx.refineType(*product), {0, out, -1});
+    }
+    if (failed(term))
+      return failure();
+    Value t = ctx.refineType(*term);
+    if (!acc) {
+      acc = t;
+      continue;
+    }
+    FailureOr<Value> sum = binary<dfg::AddOp>(ctx, acc, t, element);
+    if (failed(sum))
+      return failure();
+    acc = *sum;
+  }
+  if (Value bias = ctx.input(2)) {
+    FailureOr<Value> column = reshape(bias, {out, 1});
+    FailureOr<Value> sum = failed(column)
+                               ? column
+                               : binary<dfg::AddOp>(ctx, acc, *column, element);
+    if (failed(sum))
+      return failure();
+    acc = *sum;
+  }
+  return ctx.setResults(acc);
+}
 
 /// MatMul(a, b) -> dfg.matmul(a, b)
 LogicalResult legalizeMatMul(NodeContext &ctx) {
@@ -232,6 +400,8 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
 
 void populateContractionLegalizations(LegalizationTable &table) {
   table.add("", "MatMul", 13, legalizeMatMul);
+  table.add("", "Conv", 11, legalizeConv);
+  table.add("", "Conv", 22, legalizeConv); // + bf16
   table.add("", "Gemm", 13, legalizeGemm);
   table.add("", "Einsum", 12, legalizeEinsum);
 }

@@ -80,6 +80,66 @@ LogicalResult legalizeConcat(NodeContext &ctx) {
                                  axis);
 }
 
+/// Pad(x, pads, constant_value?, axes?) in mode "constant": along each
+/// padded axis, blocks of the constant concatenated before and after x
+/// (padAxis). MobileBERT pads its shifted trigram embeddings so. Other
+/// modes and negative pads (cropping) are refused by name.
+LogicalResult legalizePad(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant")
+    return ctx.error("Pad mode '" + mode +
+                     "' is not supported (only 'constant')");
+  RankedTensorType in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  FailureOr<SmallVector<int64_t>> pads = ctx.constantInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (ctx.input(3)) {
+    FailureOr<SmallVector<int64_t>> given = ctx.constantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    for (int64_t a : *given) {
+      if (a < -rank || a >= rank)
+        return ctx.error("axis " + std::to_string(a) +
+                         " is out of range for an input of rank " +
+                         std::to_string(rank));
+      axes.push_back(a < 0 ? a + rank : a);
+    }
+  } else {
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  int64_t n = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads->size()) != 2 * n)
+    return ctx.error("pads has " + std::to_string(pads->size()) +
+                     " entries for " + std::to_string(n) + " padded axes");
+  for (int64_t p : *pads)
+    if (p < 0)
+      return ctx.error("negative pads (cropping) are not supported, got " +
+                       std::to_string(p));
+  Value fill;
+  if (Value given = ctx.input(2)) {
+    RankedTensorType t = ctx.inputType(2);
+    if (t.getElementType() != in.getElementType() ||
+        !(t.getRank() == 0 || (t.getRank() == 1 && t.getDimSize(0) == 1)))
+      return ctx.error("constant_value must be a scalar of the input's type");
+    fill = given;
+  } else {
+    fill = ctx.scalar(0, in.getElementType());
+  }
+  Value x = ctx.input(0);
+  for (auto [j, axis] : llvm::enumerate(axes)) {
+    FailureOr<Value> padded =
+        padAxis(ctx, x, axis, (*pads)[j], (*pads)[j + n], fill);
+    if (failed(padded))
+      return failure();
+    x = *padded;
+  }
+  return ctx.setResults(x);
+}
+
 /// Gather(data, indices) axis -> dfg.gather
 LogicalResult legalizeGather(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
@@ -845,6 +905,8 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Unsqueeze", 13, legalizeUnsqueeze);
   table.add("", "Squeeze", 13, legalizeSqueeze);
   table.add("", "Concat", 13, legalizeConcat);
+  table.add("", "Pad", 11, legalizePad);
+  table.add("", "Pad", 18, legalizePad); // + axes
   table.add("", "Gather", 13, legalizeGather);
   table.add("", "GatherND", 11, legalizeGatherND);
   table.add("", "GatherElements", 13, legalizeGatherElements);
@@ -877,6 +939,61 @@ void populateStructureLegalizations(LegalizationTable &table) {
       return legalizeArgExtreme(ctx, /*isMax=*/false);
     });
   }
+}
+
+FailureOr<Value> padAxis(NodeContext &ctx, Value x, int64_t axis,
+                         int64_t before, int64_t after, Value fill) {
+  if (before == 0 && after == 0)
+    return x;
+  OpBuilder &b = ctx.builder();
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  SmallVector<AffineExpr> dims = ctx.dimsOf(x);
+  auto block = [&](int64_t size) -> FailureOr<Value> {
+    SmallVector<AffineExpr> shape(dims);
+    shape[axis] = getAffineConstantExpr(size, b.getContext());
+    SmallVector<int64_t> ints;
+    for (AffineExpr e : shape)
+      if (auto c = dyn_cast_or_null<AffineConstantExpr>(e))
+        ints.push_back(c.getValue());
+    auto fillType = cast<RankedTensorType>(fill.getType());
+    if (static_cast<int64_t>(ints.size()) == rank)
+      return ctx.create<dfg::ExpandOp>(
+          dfg::expandShape(fillType.getShape(), ints), type.getElementType(),
+          fill, b.getDenseI64ArrayAttr(ints));
+    if (llvm::any_of(shape, [](AffineExpr e) { return !e; }))
+      return ctx.error("padding axis " + std::to_string(axis) + " of " +
+                       dfg::formatShape(type.getShape()) +
+                       " beside a dimension meshc cannot size symbolically");
+    auto [map, names] = ctx.dimTable().write(shape);
+    Value filled = dfg::SymbolicExpandOp::create(
+        b, ctx.loc(),
+        RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                              type.getElementType()),
+        fill, map, names);
+    return ctx.refineType(filled);
+  };
+  SmallVector<Value> parts;
+  for (auto [size, first] :
+       {std::pair(before, true), std::pair(after, false)}) {
+    if (!first)
+      parts.push_back(x);
+    if (size == 0)
+      continue;
+    FailureOr<Value> part = block(size);
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+  }
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : parts)
+    shapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
+  FailureOr<Value> joined =
+      ctx.create<dfg::ConcatOp>(dfg::concatShape(shapes, axis),
+                                type.getElementType(), ValueRange(parts), axis);
+  if (failed(joined))
+    return failure();
+  return ctx.refineType(*joined);
 }
 
 } // namespace meshc::onnximport

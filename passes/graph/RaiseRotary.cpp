@@ -219,12 +219,19 @@ Value repeatedPairs(Value table, int64_t dim, PatternRewriter *rewriter) {
     return {};
   }
   // The flattening keeps the leading dimensions: they are copied (0) or
-  // equal static sizes.
+  // equal static sizes, and at most one is inferred (-1), which then is
+  // the input's (every other size is kept, and the last is the pairs').
   ArrayRef<int64_t> spec = reshape.getShape();
-  for (int64_t i = 0; i + 1 < rank; ++i)
+  int inferred = 0;
+  for (int64_t i = 0; i + 1 < rank; ++i) {
+    if (spec[i] == -1 && ++inferred == 1)
+      continue;
     if (spec[i] != 0 &&
         (pairs.isDynamicDim(i) || spec[i] != pairs.getDimSize(i)))
       return {};
+  }
+  if (inferred && spec.back() != dim)
+    return {};
   if (!rewriter)
     return table;
   SmallVector<int64_t> halfShape(type.getShape()), halfSpec(rank, 0);

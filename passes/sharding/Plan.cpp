@@ -1481,13 +1481,20 @@ private:
       sums |= after->sums;
       bool projection = isProjection(op) || expertFeatureDim(op) >= 0;
       bool splitOut = projection && onAxes(op->getResult(0), tp);
-      // Partial sums reduced straight into a split of the output (a
-      // reduce_scatter of all its features) move the split across the
-      // projection at the price of its whole output: DeepSeek's low-rank
-      // query and key/value down projections, split by their rank, would
-      // reduce-scatter the heads of the up projections after them. Kept
-      // whole (the projection after them splits its heads on its own).
-      if (after->sums && splitOut) {
+      // A projection whose output was split before the trial, left with
+      // partial sums by it, reduces them straight into that split (a
+      // reduce_scatter of all its features): the trial moves the split
+      // across the projection at the price of its whole output. DeepSeek's
+      // low-rank query and key/value down projections, split by their
+      // rank, would reduce-scatter the heads of the up projections after
+      // them; kept whole, the up projections split their heads alone. (A
+      // split the trial itself brings to the output, as to Doge's dt_proj
+      // from the value heads, is the trial's to judge as a whole.)
+      auto wasSplit = [&] {
+        auto it = before.find(op->getResult(0));
+        return it != before.end() && onAxes(it->second, tp);
+      };
+      if (after->sums && splitOut && wasSplit()) {
         std::string why;
         llvm::raw_string_ostream os(why);
         os << "splitting its output features over tp would leave partial "

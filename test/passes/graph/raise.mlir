@@ -630,6 +630,44 @@ func.func @interleaved_rotary_tables_in_graph(%x: tensor<1x2x3x4xf32>, %pos: ten
 
 // -----
 
+// RoFormer's dynamo export: the sinusoidal table read at the positions and
+// split into its sine and cosine halves, each repeated in pairs by a
+// concat of the unsqueezed half with itself, flattened by a reshape that
+// infers the symbolic sequence (-1) and keeps the rest: the interleaved
+// rotary, on the halves as they are.
+// CHECK-LABEL: func.func @interleaved_rotary_inferred_sequence
+// CHECK: %[[T:.+]]:2 = dfg.split
+// CHECK-DAG: %[[S1:.+]] = dfg.unsqueeze %[[T]]#0
+// CHECK-DAG: %[[C1:.+]] = dfg.unsqueeze %[[T]]#1
+// CHECK-DAG: %[[C2:.+]] = dfg.reshape %[[C1]] to [0, 0, 0, 2]
+// CHECK-DAG: %[[S2:.+]] = dfg.reshape %[[S1]] to [0, 0, 0, 2]
+// CHECK-DAG: %[[S3:.+]] = dfg.reshape %[[S2]] to [1, -1, 2]
+// CHECK-DAG: %[[C3:.+]] = dfg.reshape %[[C2]] to [1, -1, 2]
+// CHECK: dfg.rotary %{{.+}}, %[[C3]], %[[S3]] interleaved = true rotary_dim = 4
+// CHECK-NOT: dfg.neg
+func.func @interleaved_rotary_inferred_sequence(%x: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %table: tensor<1x1x?x4xf32> {dfg.dim_names = ["", "", "s", ""]}) -> tensor<?x2x?x4xf32> {
+  %h:2 = dfg.split %table axis = 3 sizes = [2, 2] : (tensor<1x1x?x4xf32>) -> (tensor<1x1x?x2xf32>, tensor<1x1x?x2xf32>)
+  %s1 = dfg.unsqueeze %h#0 axes = [-1] : (tensor<1x1x?x2xf32>) -> tensor<1x1x?x2x1xf32>
+  %s2 = dfg.concat %s1, %s1 axis = -1 : (tensor<1x1x?x2x1xf32>, tensor<1x1x?x2x1xf32>) -> tensor<1x1x?x2x2xf32>
+  %sin = dfg.reshape %s2 to [1, 1, -1, 4] : (tensor<1x1x?x2x2xf32>) -> tensor<1x1x?x4xf32>
+  %c1 = dfg.unsqueeze %h#1 axes = [-1] : (tensor<1x1x?x2xf32>) -> tensor<1x1x?x2x1xf32>
+  %c2 = dfg.concat %c1, %c1 axis = -1 : (tensor<1x1x?x2x1xf32>, tensor<1x1x?x2x1xf32>) -> tensor<1x1x?x2x2xf32>
+  %cos = dfg.reshape %c2 to [1, 1, -1, 4] : (tensor<1x1x?x2x2xf32>) -> tensor<1x1x?x4xf32>
+  %odd = dfg.slice %x starts = [1] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x?x2xf32>
+  %even = dfg.slice %x starts = [0] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x?x2xf32>
+  %n = dfg.neg %odd : (tensor<?x2x?x2xf32>) -> tensor<?x2x?x2xf32>
+  %n1 = dfg.unsqueeze %n axes = [-1] : (tensor<?x2x?x2xf32>) -> tensor<?x2x?x2x1xf32>
+  %e1 = dfg.unsqueeze %even axes = [-1] : (tensor<?x2x?x2xf32>) -> tensor<?x2x?x2x1xf32>
+  %st = dfg.concat %n1, %e1 axis = -1 : (tensor<?x2x?x2x1xf32>, tensor<?x2x?x2x1xf32>) -> tensor<?x2x?x2x2xf32>
+  %rot = dfg.reshape %st to [0, 2, 0, 4] : (tensor<?x2x?x2x2xf32>) -> tensor<?x2x?x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<?x2x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<?x2x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %y = dfg.add %a, %b : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %y : tensor<?x2x?x4xf32>
+}
+
+// -----
+
 // GPT-J and CodeGen: partial interleaved RoPE on the [B, S, H, D] view
 // (the first 4 of 8 features), tables [B, S, 1, 4] with literal repeated
 // pairs, the heads transposed afterwards. The rotation runs on [B, H, S, D]

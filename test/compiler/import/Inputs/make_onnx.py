@@ -131,6 +131,30 @@ def case_gather_tile_relu(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_pad(path):
+    """Pad in mode constant: one row of zeros before the sequence of a
+    [batch, seq, d] input with symbolic sizes (MobileBERT's shifted trigram
+    embeddings), and pads on both sides of both axes of a static input with
+    a constant_value of 1.5."""
+    nodes = [
+        helper.make_node("Pad", ["x", "seq_pads"], ["shifted"], mode="constant", name="pad_seq"),
+        helper.make_node("Pad", ["u", "both_pads", "c"], ["framed"], name="pad_both"),
+    ]
+    inits = [ints("seq_pads", [0, 1, 0, 0, 0, 0]), ints("both_pads", [1, 2, 0, 3]),
+             numpy_helper.from_array(np.array(1.5, np.float32), "c")]
+    ins = [f32("x", ["batch", "seq", 4]), f32("u", [2, 3])]
+    outs = [f32(n, None) for n in ("shifted", "framed")]
+    return model(nodes, ins, outs, inits)
+
+
+def case_pad_axes(path):
+    """Pad with opset 18's axes input: the last axis of a [batch, seq, d]
+    input padded after by 2 (axis -1) and the sequence before by 1."""
+    nodes = [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad_axes")]
+    inits = [ints("pads", [0, 1, 2, 0]), ints("axes", [-1, 1])]
+    return model(nodes, [f32("x", ["batch", "seq", 4])], [f32("y", None)], inits, opset=18)
+
+
 def case_scatter_elements(path):
     """ScatterElements as DeepSeek-V3's router writes it (ones scattered into
     zeros at the TopK positions of each row, along the last axis), along
@@ -321,6 +345,43 @@ def case_split_rows_reduced(path):
     ins = [f32("x", ["N", 4]), f32("counts", [2])]
     outs = [f32("y", None)]
     return model(nodes, ins, outs, inits, opset=18)
+
+
+def case_conv(path):
+    """Conv over one axis: LFM2's short convolution (depthwise, kernel 3,
+    padded 2 on both sides, over a symbolic batch and length); a dense one
+    with bias, dilation 2 and pads 1; a grouped one (2 groups) with
+    stride 2; and a SAME_UPPER one of kernel 4."""
+    rng = np.random.default_rng(7)
+    def w(name, shape):
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+    nodes = [
+        helper.make_node("Conv", ["x", "wd"], ["depthwise"], group=8, kernel_shape=[3],
+                         pads=[2, 2], name="short_conv"),
+        helper.make_node("Conv", ["u", "wf", "bf"], ["dense"], pads=[1, 1], dilations=[2],
+                         name="dense_conv"),
+        helper.make_node("Conv", ["u", "wg"], ["grouped"], group=2, strides=[2],
+                         name="grouped_conv"),
+        helper.make_node("Conv", ["u", "ws"], ["same"], auto_pad="SAME_UPPER", name="same_conv"),
+    ]
+    inits = [w("wd", [8, 1, 3]), w("wf", [6, 4, 3]), w("bf", [6]), w("wg", [6, 2, 3]),
+             w("ws", [5, 4, 4])]
+    ins = [f32("x", ["batch", 8, "seq"]), f32("u", [2, 4, 9])]
+    outs = [f32(n, None) for n in ("depthwise", "dense", "grouped", "same")]
+    return model(nodes, ins, outs, inits)
+
+
+def case_conv2d(path):
+    """Conv over two spatial axes, which meshc does not import."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="image_conv")]
+    inits = [numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")]
+    return model(nodes, [f32("x", [1, 1, 5, 5])], [f32("y", None)], inits)
+
+
+def case_pad_reflect(path):
+    """Pad in mode reflect, which meshc does not import: refused by name."""
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect", name="mirror")]
+    return model(nodes, [f32("x", [2, 4])], [f32("y", None)], [ints("pads", [0, 1, 0, 1])])
 
 
 def case_nan_guard(path):
