@@ -286,8 +286,9 @@ LogicalResult legalizeScatterElements(NodeContext &ctx) {
 }
 
 /// A slice whose starts or ends are symbolic: an end equal to the sliced
-/// dimension means "to the end" (INT64_MAX); if every bound is then
-/// constant, dfg.slice, else dfg.symbolic_slice.
+/// dimension means "to the end" (INT64_MAX), a start equal to minus the
+/// dimension (`x[:, -seq:]` of a [batch, seq] mask) the first element (0);
+/// if every bound is then constant, dfg.slice, else dfg.symbolic_slice.
 LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
                             ArrayRef<int64_t> steps) {
   auto starts = ctx.symbolicInts(1, "starts");
@@ -301,10 +302,15 @@ LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
     return ctx.error("starts, ends, axes and steps must have the same length");
   SmallVector<AffineExpr> dims = ctx.inputDims(0);
   MLIRContext *context = ctx.builder().getContext();
-  for (auto [end, axis] : llvm::zip_equal(*ends, axes)) {
+  for (auto [start, end, axis] : llvm::zip_equal(*starts, *ends, axes)) {
     int64_t a = axis < 0 ? axis + rank : axis;
-    if (a >= 0 && a < rank && dfg::sameDim(end, dims[a]))
+    if (a < 0 || a >= rank || !dims[a])
+      continue;
+    if (dfg::sameDim(end, dims[a]))
       end = getAffineConstantExpr(std::numeric_limits<int64_t>::max(), context);
+    if (dfg::sameDim(simplifyAffineExpr(-start, 0, ctx.dimTable().size()),
+                     dims[a]))
+      start = getAffineConstantExpr(0, context);
   }
   auto constant = [](AffineExpr e) { return isa<AffineConstantExpr>(e); };
   OpBuilder &b = ctx.builder();

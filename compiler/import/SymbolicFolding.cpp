@@ -242,6 +242,12 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
           .Case([&](dfg::AddOp) {
             return binary([](AffineExpr a, AffineExpr b) { return a + b; });
           })
+          .Case([&](dfg::NegOp) {
+            Exprs r;
+            for (AffineExpr e : in[0])
+              r.push_back(-e);
+            return std::optional<Exprs>(r);
+          })
           .Case([&](dfg::SubOp) {
             return binary([](AffineExpr a, AffineExpr b) { return a - b; });
           })

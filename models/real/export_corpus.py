@@ -13,7 +13,7 @@ Usage (environments from models/real/setup_export_env.sh):
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
 modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet,cohere2,granitemoe,\
-biogpt,diffllama,vaultgemma,nanochat \
+biogpt,diffllama,vaultgemma,nanochat,lfm2 \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -37,7 +37,8 @@ Sizes: 2 layers, 4 heads of 16 (2 key/value heads where the architecture has
 GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT and the other encoders:
 5 heads of 8, right-padded; Qwen3: 6 heads of 16, hidden 48, so that tp=3
 divides its heads; SmolLM: 9 heads of 16 over 3 KV heads), so each model is
-at most about 1.5 MB (the mixtures of experts; most are well under 1 MB).
+at most about 1.6 MB (the mixtures of experts, and LFM2 with its 4 layers; most are well
+under 1 MB).
 """
 import argparse
 import json
@@ -245,6 +246,11 @@ def config_for(arch):
     if arch == "nanochat":  # norms without weights, relu squared, softcapped logits
         return tf.NanoChatConfig(num_key_value_heads=2, pad_token_id=0, **common), \
             tf.NanoChatForCausalLM
+    if arch == "lfm2":  # short convolutions (depthwise, causal Conv1d) between attentions
+        return tf.Lfm2Config(num_key_value_heads=2, pad_token_id=0,
+                             **{**common, "num_hidden_layers": 4},
+                             layer_types=["conv", "full_attention", "conv", "full_attention"]), \
+            tf.Lfm2ForCausalLM
     if arch == "jetmoe":
         # Mixtures of attention heads and of MLP experts: the router sorts
         # its batch's expert choices (a TopK whose K is the symbolic count
@@ -299,7 +305,7 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
-        "biogpt", "diffllama", "vaultgemma", "nanochat"]
+        "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}

@@ -347,6 +347,46 @@ void splitToSlices(dfg::SplitOp split) {
   split.erase();
 }
 
+/// split(transpose(p), axis) of a projection p (or of its bias add) where
+/// the transpose moves p's features to `axis` (LFM2's in_proj, read as
+/// [batch, channels, length] and chunked into B, C and x along the
+/// channels) ==> transposes of slices of p's last axis, one per part, which
+/// splitsToSlices and splitSlicedProjections then read as column blocks.
+void splitsBeforeTransposes(func::FuncOp func) {
+  SmallVector<dfg::SplitOp> splits;
+  func.walk([&](dfg::SplitOp split) {
+    auto transpose = split.getInput().getDefiningOp<dfg::TransposeOp>();
+    if (!transpose || !projectionBehind(transpose.getInput()))
+      return;
+    int64_t rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
+    int64_t axis = split.getAxis();
+    if (axis < 0)
+      axis += rank;
+    if (transpose.getPerm()[axis] == rank - 1)
+      splits.push_back(split);
+  });
+  for (dfg::SplitOp split : splits) {
+    auto transpose = split.getInput().getDefiningOp<dfg::TransposeOp>();
+    Value p = transpose.getInput();
+    int64_t rank = cast<RankedTensorType>(p.getType()).getRank();
+    OpBuilder b(split);
+    int64_t start = 0;
+    for (auto [size, part] :
+         llvm::zip_equal(split.getSizes(), split.getResults())) {
+      Value slice = dfg::SliceOp::create(b, split.getLoc(), p, {start},
+                                         {start + size}, {rank - 1}, {1});
+      Value moved =
+          dfg::TransposeOp::create(b, transpose.getLoc(), part.getType(), slice,
+                                   transpose.getPermAttr());
+      part.replaceAllUsesWith(moved);
+      start += size;
+    }
+    split.erase();
+    if (transpose->use_empty())
+      transpose.erase();
+  }
+}
+
 /// split(p, axis=-1) of a projection p (or of its bias add), or a split of
 /// any axis of a view of one (TorchScript's q, k, v of ModernBERT's packed
 /// [..., 3, h, d]) ==> slices, one per part, for splitSlicedProjections
@@ -948,6 +988,7 @@ void splitPackedProjections(func::FuncOp func) {
   unmergeLeadingDims(func);
   unmergeRowGroups(func);
   sinkRowReshapes(func);
+  splitsBeforeTransposes(func);
   splitsToSlices(func);
   sliceThroughElementwise(func);
   splitPackedExperts(func);

@@ -1189,3 +1189,30 @@ func.func @packed_per_head_qkv(%x: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> {
   return %r : tensor<1x4x8xf32>
 }
 }
+
+// -----
+
+// LFM2's short-convolution block: its in_proj read as [batch, channels,
+// length] (a transpose) and chunked into B, C and x along the channels.
+// The chunks become slices of the projection's features before the
+// transpose, so each is a column-parallel projection of its own (the
+// in_proj's 24 features, chunked 8 + 8 + 8, would otherwise split 12 + 12
+// across the chunks), and the out_proj sums the channels' partials.
+// CHECK-LABEL: func.func @packed_split_after_transpose
+// CHECK-NOT: dfg.split
+// CHECK-COUNT-3: dfg.linear %arg0, %{{.+}} transpose_weight = false {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+// CHECK: dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+module attributes {meshc.mesh = "tp=2"} {
+func.func @packed_split_after_transpose(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 1536] : tensor<16x24xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1536, length = 512] : tensor<8x16xf32>
+  %p = dfg.linear %x, %w transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x24xf32>) -> tensor<1x4x24xf32>
+  %t = dfg.transpose %p perm = [0, 2, 1] : (tensor<1x4x24xf32>) -> tensor<1x24x4xf32>
+  %parts:3 = dfg.split %t axis = 1 sizes = [8, 8, 8] : (tensor<1x24x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x4xf32>)
+  %bx = dfg.mul %parts#0, %parts#2 : (tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> tensor<1x8x4xf32>
+  %y = dfg.mul %parts#1, %bx : (tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> tensor<1x8x4xf32>
+  %yt = dfg.transpose %y perm = [0, 2, 1] : (tensor<1x8x4xf32>) -> tensor<1x4x8xf32>
+  %o = dfg.linear %yt, %wo transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+  return %o : tensor<1x4x16xf32>
+}
+}

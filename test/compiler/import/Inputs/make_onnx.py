@@ -371,6 +371,23 @@ def case_conv(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_slice_last_length(path):
+    """x[:, -seq:] with seq read from another input's shape and negated
+    (Neg of a Gather of a Shape), as TorchScript writes LFM2's mask slice:
+    the start folds to minus the dimension, the first element."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0, name="seq"),
+        helper.make_node("Neg", ["seq"], ["minus_seq"], name="neg"),
+        helper.make_node("Unsqueeze", ["minus_seq", "zero"], ["starts"], name="starts"),
+        helper.make_node("Slice", ["x", "starts", "big", "one1"], ["y"], name="last_seq"),
+    ]
+    inits = [ints("one", 1), ints("zero", [0]), ints("big", [2**62]), ints("one1", [1])]
+    ins = [f32("x", ["batch", "seq", 4]),
+           helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])]
+    return model(nodes, ins, [f32("y", None)], inits)
+
+
 def case_conv2d(path):
     """Conv over two spatial axes, which meshc does not import."""
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="image_conv")]
