@@ -364,6 +364,14 @@ def torch_inputs(arch, ids, mask, pos):
     return kw
 
 
+def torch_output(arch, model, kw):
+    """The output the exports return: the encoders' last hidden state, the
+    decoders' logits (without a cache)."""
+    if arch in ENCODERS:
+        return model(**kw, return_dict=True).last_hidden_state
+    return model(**kw, use_cache=False, return_dict=True).logits
+
+
 def export_torch(arch, model, out, dynamo, opset=None):
     import torch
 
@@ -386,9 +394,7 @@ def export_torch(arch, model, out, dynamo, opset=None):
                 kw["position_ids"] = position_ids
             if token_type_ids is not None:
                 kw["token_type_ids"] = token_type_ids
-            if arch in ENCODERS:
-                return self.inner(**kw, return_dict=True).last_hidden_state
-            return self.inner(**kw, use_cache=False, return_dict=True).logits
+            return torch_output(arch, self.inner, kw)
 
     wrapped = Wrapper(model).eval()
     args = tuple(kw[n] for n in names)
@@ -640,10 +646,7 @@ def recheck(out_dir, index, names):
         _, model = build_model(meta["arch"])
         kw = {n: torch.tensor(v) for n, v in inputs.items()}
         with torch.no_grad():
-            if meta["arch"] in ENCODERS:
-                want = model(**kw, return_dict=True).last_hidden_state.numpy()
-            else:
-                want = model(**kw, use_cache=False, return_dict=True).logits.numpy()
+            want = torch_output(meta["arch"], model, kw).numpy()
         key = next(iter(refs))
         for k in ("torch_max_abs_diff", "torch_max_abs_diff_padded"):
             meta.pop(k, None)

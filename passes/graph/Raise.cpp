@@ -66,14 +66,18 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
     graph::populateRaiseRotaryPatterns(patterns, reader, shapes);
     graph::populateRaiseAttentionPatterns(patterns, reader, shapes);
     FrozenRewritePatternSet frozen(std::move(patterns));
-    auto raise = [&] {
+    // Residual sums fused into the norms last, once nothing else is to be
+    // raised from them.
+    RewritePatternSet residualPatterns(&getContext());
+    graph::populateFuseNormResidualPatterns(residualPatterns);
+    FrozenRewritePatternSet residuals(std::move(residualPatterns));
+    auto apply = [&](const FrozenRewritePatternSet &set) {
       if (failed(applyPatternsGreedily(
-              getOperation(), frozen,
-              GreedyRewriteConfig().setListener(&forget))))
+              getOperation(), set, GreedyRewriteConfig().setListener(&forget))))
         getOperation().emitWarning(
             "meshc-graph-raise did not reach a fixed point");
     };
-    raise();
+    apply(frozen);
     // What is left over merged batch and heads ([B*H, S, S] scores: BLOOM's
     // baddbmm with its ALiBi bias) rebuilt on [B, H, S, S], where the
     // attention pattern sees it; then raised again. After the first round,
@@ -83,16 +87,9 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
       merged |= unmergeLeadingDims(func);
     if (merged) {
       shapes.clear();
-      raise();
+      apply(frozen);
     }
-    // Residual sums fused into the norms last, once nothing else is to be
-    // raised from them.
-    RewritePatternSet residuals(&getContext());
-    graph::populateFuseNormResidualPatterns(residuals);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(residuals),
-                                     GreedyRewriteConfig().setListener(&forget))))
-      getOperation().emitWarning(
-          "meshc-graph-raise did not reach a fixed point");
+    apply(residuals);
   }
 };
 
