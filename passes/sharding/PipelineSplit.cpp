@@ -13,10 +13,11 @@
 //   2. A cut between two chain ops carries the chain values defined before
 //      it and used after it. Between consecutive layers, the candidate cut
 //      is the position that carries the fewest bytes (the residual stream),
-//      the latest on ties. A layer is where tokens mix: a dfg.attention, or
+//      the latest on ties. A layer is where tokens mix: a dfg.attention,
 //      the products of two activations (an attention raising left as
-//      MatMul/Softmax/MatMul) with no place between them where the residual
-//      stream alone is live.
+//      MatMul/Softmax/MatMul), or any op that combines positions (see
+//      tokenMixingOps: a convolution over the sequence, a cache's concat),
+//      with no place between them where the residual stream alone is live.
 //   3. Dynamic programming picks pp - 1 candidates minimising the slowest
 //      stage under the cost model (CostModel.h).
 //   4. Each stage becomes a private function `<name>_stage<k>` with
@@ -44,11 +45,13 @@
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/Sharding/CostModel.h"
 #include "dialects/dfg/Sharding/Sharding.h"
+#include "dialects/dfg/Sharding/ShardingRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -71,6 +74,71 @@ std::optional<int64_t> dimSplitOver(const TensorSharding &s,
     if (llvm::is_contained(axes, axis))
       return d;
   return std::nullopt;
+}
+
+/// The ops that combine the positions of a sequence: those whose factor rule
+/// sums over, or needs whole, a dimension indexed by tokens. Such dimensions
+/// start at the integer arguments (input_ids, position ids, the mask: their
+/// batch and sequence) and follow each op's rule to its results; a shard
+/// collective keeps its operand's. Selections (slices, gathers) only pick
+/// positions and are not counted: a causal convolution's taps are slices,
+/// but the padding before them (a concat along the sequence) is.
+llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
+  // Bit d: dimension d of the value is indexed by tokens.
+  llvm::DenseMap<Value, uint64_t> tokens;
+  auto allBits = [](int64_t rank) {
+    return rank >= 64 ? ~uint64_t(0) : (uint64_t(1) << rank) - 1;
+  };
+  for (BlockArgument arg : body.getArguments())
+    if (auto type = dyn_cast<RankedTensorType>(arg.getType());
+        type && isa<IntegerType>(type.getElementType()))
+      tokens[arg] = allBits(type.getRank());
+  llvm::DenseSet<Operation *> mixing;
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::none_of(op.getOperands(),
+                      [&](Value v) { return tokens.lookup(v) != 0; }))
+      continue;
+    bool ruled =
+        isa<dfg::DfgDialect>(op.getDialect()) &&
+        (isa<dfg::ElementwiseOpInterface, dfg::ShardingRuleOpInterface>(op)) &&
+        llvm::all_of(op.getOperandTypes(), llvm::IsaPred<RankedTensorType>) &&
+        llvm::all_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>);
+    if (!ruled) {
+      if (op.getNumOperands() > 0)
+        for (Value r : op.getResults())
+          if (auto type = dyn_cast<RankedTensorType>(r.getType());
+              type && type.getRank() == cast<RankedTensorType>(
+                                             op.getOperand(0).getType())
+                                             .getRank())
+            tokens[r] = tokens.lookup(op.getOperand(0));
+      continue;
+    }
+    FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(&op);
+    if (failed(rule))
+      continue;
+    llvm::BitVector factors(rule->factors.size());
+    for (auto [v, tf] : llvm::zip(op.getOperands(), rule->operands)) {
+      uint64_t bits = tokens.lookup(v);
+      for (auto [d, dims] : llvm::enumerate(tf))
+        if (d < 64 && (bits >> d & 1))
+          for (int f : dims)
+            factors.set(f);
+    }
+    for (auto [r, tf] : llvm::zip(op.getResults(), rule->results)) {
+      uint64_t bits = 0;
+      for (auto [d, dims] : llvm::enumerate(tf))
+        if (d < 64 && llvm::any_of(dims, [&](int f) { return factors[f]; }))
+          bits |= uint64_t(1) << d;
+      if (bits)
+        tokens[r] = bits;
+    }
+    if (!isa<dfg::SliceOp, dfg::GatherOp, dfg::GatherNDOp>(op) &&
+        llvm::any_of(factors.set_bits(), [&](unsigned f) {
+          return rule->factors[f].kind != dfg::FactorKind::Parallel;
+        }))
+      mixing.insert(&op);
+  }
+  return mixing;
 }
 
 class PipelineSplitter {
@@ -125,7 +193,7 @@ public:
     }
 
     classify(body);
-    if (failed(chooseCuts()))
+    if (failed(chooseCuts(body)))
       return failure();
     buildStages(body);
     buildSchedule(body);
@@ -184,38 +252,53 @@ private:
   }
 
   /// Steps 2 and 3.
-  LogicalResult chooseCuts() {
+  LogicalResult chooseCuts(Block &body) {
     // The layers: where tokens mix. A dfg.attention is one layer; so are the
     // products of two activations (Q Kᵀ and P V of an attention left as
-    // MatMul/Softmax/MatMul) between two places where the residual stream
-    // alone is live (the floating-point values one op produced: a residual
-    // sum, or a norm with its fused residual).
+    // MatMul/Softmax/MatMul) and the other ops that combine positions,
+    // grouped while no place between them has the residual stream alone
+    // live (the floating-point values one op produced: a residual sum, or a
+    // norm with its fused residual). An attention joins the group of ops
+    // before it (a cache's concat), never a group that has one already.
     std::vector<int> liveOps = countLiveProducers();
+    llvm::DenseSet<Operation *> combining = tokenMixingOps(body);
     SmallVector<size_t> layers; // each layer's last token-mixing chain op
-    bool open = false; // the last layer is a group of products still open
+    enum class Group { None, Attention, Products, Other };
+    Group open = Group::None; // the kind of the last group
     for (auto [i, op] : llvm::enumerate(chain_)) {
       bool attention = isa<dfg::AttentionOp>(op);
       auto matmul = dyn_cast<dfg::MatMulOp>(op);
-      bool mixes = matmul && !isInput(matmul.getLhs()) &&
-                   !isInput(matmul.getRhs()) &&
-                   !free_.contains(matmul.getLhs().getDefiningOp()) &&
-                   !free_.contains(matmul.getRhs().getDefiningOp());
-      if (!attention && !mixes)
+      bool products = matmul && !isInput(matmul.getLhs()) &&
+                      !isInput(matmul.getRhs()) &&
+                      !free_.contains(matmul.getLhs().getDefiningOp()) &&
+                      !free_.contains(matmul.getRhs().getDefiningOp());
+      Group kind = attention  ? Group::Attention
+                   : products ? Group::Products
+                   : combining.contains(op) ? Group::Other
+                                            : Group::None;
+      if (kind == Group::None)
         continue;
-      if (mixes && open &&
+      bool joins =
+          open != Group::None &&
+          (kind == Group::Other || open == Group::Other ||
+           (kind == Group::Products && open == Group::Products)) &&
           llvm::none_of(llvm::seq<size_t>(layers.back() + 1, i + 1),
-                        [&](size_t p) { return liveOps[p] == 1; })) {
+                        [&](size_t p) { return liveOps[p] == 1; });
+      if (joins) {
         layers.back() = i;
+        if (open == Group::Other)
+          open = kind;
         continue;
       }
       layers.push_back(i);
-      open = mixes;
+      open = kind;
     }
     if (stages_ > static_cast<int64_t>(layers.size()))
       return func_.emitError("pp=")
              << stages_ << " exceeds the " << layers.size()
              << " layers of the model (where tokens mix: its attentions, "
-                "raised or not); use pp <= "
+                "raised or not, and other ops that combine positions); use "
+                "pp <= "
              << std::max<size_t>(1, layers.size());
 
     // carried[p]: bytes of chain values live across a cut before chain_[p].

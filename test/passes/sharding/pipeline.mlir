@@ -122,7 +122,7 @@ func.func @two_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 // -----
 
 // More stages than layers.
-// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not); use pp <= 2}}
+// expected-error @+2 {{pp=4 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not, and other ops that combine positions); use pp <= 2}}
 module attributes {meshc.mesh = "pp=4"} {
 func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
   %table = dfg.weight "table" in "w.bin" [offset = 8192, length = 512] : tensor<16x8xf32>
@@ -172,7 +172,7 @@ func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 // Attention left as MatMul/Softmax/MatMul: its two products of activations
 // are one layer, since the residual stream is not alone live between them;
 // two layers, so pp=3 is refused.
-// expected-error @+2 {{pp=3 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not); use pp <= 2}}
+// expected-error @+2 {{pp=3 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not, and other ops that combine positions); use pp <= 2}}
 module attributes {meshc.mesh = "pp=3"} {
 func.func @unraised_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
   %table = dfg.weight "table" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
@@ -193,5 +193,106 @@ func.func @unraised_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
   %o1 = dfg.matmul %p1, %h0 : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %h1 = dfg.add %h0, %o1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %h1 : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// A short-convolution layer (LFM2's: the sequence padded by a concat, three
+// taps sliced from it) before an attention layer: the concat combines
+// positions, so the convolution is a layer, and pp=2 gives one stage each.
+// The closing slice of the first token (a pooler's) only picks positions:
+// no third layer.
+module attributes {meshc.mesh = "pp=2,tp=2"} {
+// CHECK-LABEL: func.func private @conv_then_attention_stage0(
+// CHECK: dfg.concat
+// CHECK-NOT: dfg.attention
+// CHECK: return
+// CHECK-LABEL: func.func private @conv_then_attention_stage1(
+// CHECK-NOT: dfg.concat
+// CHECK: dfg.attention
+// CHECK: return
+func.func @conv_then_attention(%ids: tensor<2x4xi64>) -> tensor<2x1x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %c0 = dfg.weight "conv.0" in "w.bin" [offset = 512, length = 32] : tensor<8xf32>
+  %c1 = dfg.weight "conv.1" in "w.bin" [offset = 544, length = 32] : tensor<8xf32>
+  %c2 = dfg.weight "conv.2" in "w.bin" [offset = 576, length = 32] : tensor<8xf32>
+  %wq = dfg.weight "q" in "w.bin" [offset = 608, length = 256] : tensor<8x8xf32>
+  %wk = dfg.weight "k" in "w.bin" [offset = 864, length = 256] : tensor<8x8xf32>
+  %wv = dfg.weight "v" in "w.bin" [offset = 1120, length = 256] : tensor<8x8xf32>
+  %wo = dfg.weight "o" in "w.bin" [offset = 1376, length = 256] : tensor<8x8xf32>
+  %zero = dfg.constant dense<0.0> : tensor<2x2x8xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %pad = dfg.concat %zero, %e axis = 1 : (tensor<2x2x8xf32>, tensor<2x4x8xf32>) -> tensor<2x6x8xf32>
+  %t0 = dfg.slice %pad starts = [0] ends = [4] axes = [1] steps = [1] : (tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %t1 = dfg.slice %pad starts = [1] ends = [5] axes = [1] steps = [1] : (tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %t2 = dfg.slice %pad starts = [2] ends = [6] axes = [1] steps = [1] : (tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %m0 = dfg.mul %t0, %c0 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %m1 = dfg.mul %t1, %c1 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %m2 = dfg.mul %t2, %c2 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %s01 = dfg.add %m0, %m1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %conv = dfg.add %s01, %m2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %h0 = dfg.add %e, %conv : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %q = dfg.linear %h0, %wq transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k = dfg.linear %h0, %wk transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %v = dfg.linear %h0, %wv transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %qr = dfg.reshape %q to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %kr = dfg.reshape %k to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %vr = dfg.reshape %v to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %qt = dfg.transpose %qr perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt = dfg.transpose %kr perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt = dfg.transpose %vr perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %a = dfg.attention %qt, %kt, %vt scale = 0.5 causal = true : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %at = dfg.transpose %a perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
+  %am = dfg.reshape %at to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
+  %o = dfg.linear %am, %wo transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = dfg.add %h0, %o : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %first = dfg.slice %h1 starts = [0] ends = [1] axes = [1] steps = [1] : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+  return %first : tensor<2x1x8xf32>
+}
+}
+
+// -----
+
+// The same two layers on pp=3: refused.
+// expected-error @+2 {{pp=3 exceeds the 2 layers of the model}}
+module attributes {meshc.mesh = "pp=3"} {
+func.func @conv_then_attention(%ids: tensor<2x4xi64>) -> tensor<2x1x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %c0 = dfg.weight "conv.0" in "w.bin" [offset = 512, length = 32] : tensor<8xf32>
+  %c1 = dfg.weight "conv.1" in "w.bin" [offset = 544, length = 32] : tensor<8xf32>
+  %c2 = dfg.weight "conv.2" in "w.bin" [offset = 576, length = 32] : tensor<8xf32>
+  %wq = dfg.weight "q" in "w.bin" [offset = 608, length = 256] : tensor<8x8xf32>
+  %wk = dfg.weight "k" in "w.bin" [offset = 864, length = 256] : tensor<8x8xf32>
+  %wv = dfg.weight "v" in "w.bin" [offset = 1120, length = 256] : tensor<8x8xf32>
+  %wo = dfg.weight "o" in "w.bin" [offset = 1376, length = 256] : tensor<8x8xf32>
+  %zero = dfg.constant dense<0.0> : tensor<2x2x8xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %pad = dfg.concat %zero, %e axis = 1 : (tensor<2x2x8xf32>, tensor<2x4x8xf32>) -> tensor<2x6x8xf32>
+  %t0 = dfg.slice %pad starts = [0] ends = [4] axes = [1] steps = [1] : (tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %t1 = dfg.slice %pad starts = [1] ends = [5] axes = [1] steps = [1] : (tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %t2 = dfg.slice %pad starts = [2] ends = [6] axes = [1] steps = [1] : (tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %m0 = dfg.mul %t0, %c0 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %m1 = dfg.mul %t1, %c1 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %m2 = dfg.mul %t2, %c2 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %s01 = dfg.add %m0, %m1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %conv = dfg.add %s01, %m2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %h0 = dfg.add %e, %conv : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %q = dfg.linear %h0, %wq transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %k = dfg.linear %h0, %wk transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %v = dfg.linear %h0, %wv transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %qr = dfg.reshape %q to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %kr = dfg.reshape %k to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %vr = dfg.reshape %v to [2, 4, 2, 4] : (tensor<2x4x8xf32>) -> tensor<2x4x2x4xf32>
+  %qt = dfg.transpose %qr perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt = dfg.transpose %kr perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %vt = dfg.transpose %vr perm = [0, 2, 1, 3] : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %a = dfg.attention %qt, %kt, %vt scale = 0.5 causal = true : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %at = dfg.transpose %a perm = [0, 2, 1, 3] : (tensor<2x2x4x4xf32>) -> tensor<2x4x2x4xf32>
+  %am = dfg.reshape %at to [2, 4, 8] : (tensor<2x4x2x4xf32>) -> tensor<2x4x8xf32>
+  %o = dfg.linear %am, %wo transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = dfg.add %h0, %o : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %first = dfg.slice %h1 starts = [0] ends = [1] axes = [1] steps = [1] : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+  return %first : tensor<2x1x8xf32>
 }
 }
