@@ -107,9 +107,9 @@ llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
       if (op.getNumOperands() > 0)
         for (Value r : op.getResults())
           if (auto type = dyn_cast<RankedTensorType>(r.getType());
-              type && type.getRank() == cast<RankedTensorType>(
-                                             op.getOperand(0).getType())
-                                             .getRank())
+              type &&
+              type.getRank() ==
+                  cast<RankedTensorType>(op.getOperand(0).getType()).getRank())
             tokens[r] = tokens.lookup(op.getOperand(0));
       continue;
     }
@@ -272,18 +272,17 @@ private:
                       !isInput(matmul.getRhs()) &&
                       !free_.contains(matmul.getLhs().getDefiningOp()) &&
                       !free_.contains(matmul.getRhs().getDefiningOp());
-      Group kind = attention  ? Group::Attention
-                   : products ? Group::Products
+      Group kind = attention                ? Group::Attention
+                   : products               ? Group::Products
                    : combining.contains(op) ? Group::Other
                                             : Group::None;
       if (kind == Group::None)
         continue;
-      bool joins =
-          open != Group::None &&
-          (kind == Group::Other || open == Group::Other ||
-           (kind == Group::Products && open == Group::Products)) &&
-          llvm::none_of(llvm::seq<size_t>(layers.back() + 1, i + 1),
-                        [&](size_t p) { return liveOps[p] == 1; });
+      bool joins = open != Group::None &&
+                   (kind == Group::Other || open == Group::Other ||
+                    (kind == Group::Products && open == Group::Products)) &&
+                   llvm::none_of(llvm::seq<size_t>(layers.back() + 1, i + 1),
+                                 [&](size_t p) { return liveOps[p] == 1; });
       if (joins) {
         layers.back() = i;
         if (open == Group::Other)
