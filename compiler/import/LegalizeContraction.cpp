@@ -19,28 +19,35 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
-/// Conv over one spatial axis (torch's Conv1d: LFM2's short convolutions,
-/// depthwise and causal), written with meshc's own ops: x padded (padAxis),
-/// then for each kernel tap k the window of x it reads (a slice along the
-/// axis, starting at k * dilation, stepping by the stride) times the tap's
-/// weights, summed over the taps: an elementwise product by the tap's
-/// column where each output channel reads one input channel (depthwise),
-/// else a product by the tap's [out, in] matrix per group. Exact; the work
-/// is the convolution's own. Conv over two or more spatial axes, and
-/// strides above 1 over a symbolic length, are refused by name.
+/// Conv over any number of spatial axes (torch's Conv1d: LFM2's short
+/// convolutions, depthwise and causal; Conv2d: Nystromformer's depthwise
+/// convolution of the values, a vision model's patches), written with
+/// meshc's own ops: x padded (padAxis, per spatial axis), then for each
+/// kernel tap (one position of the kernel) the window of x it reads (a
+/// slice per spatial axis, starting at the tap's offset times the dilation,
+/// stepping by the stride) times the tap's weights, summed over the taps: an
+/// elementwise product by the tap's column where each output channel reads
+/// one input channel (depthwise), else a product by the tap's [out, in]
+/// matrix per group over the flattened spatial positions. Exact; the work is
+/// the convolution's own. Refused by name: strides above 1 over a symbolic
+/// size, and a product (not depthwise) over two or more symbolic spatial
+/// sizes.
 LogicalResult legalizeConv(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
   RankedTensorType x = ctx.inputType(0), w = ctx.inputType(1);
   if (x.getElementType() != w.getElementType())
     return ctx.mismatchedTypes();
-  if (x.getRank() != 3 || w.getRank() != 3)
-    return ctx.error("Conv over " + std::to_string(x.getRank() - 2) +
-                     " spatial axes is not supported (only one: [batch, "
-                     "channels, length] by [out, in / group, kernel])");
+  if (x.getRank() < 3 || w.getRank() != x.getRank())
+    return ctx.error("Conv needs an input [batch, channels, spatial...] and a "
+                     "weight [out, in / group, kernel...] of the same rank, "
+                     "got " +
+                     dfg::formatShape(x.getShape()) + " by " +
+                     dfg::formatShape(w.getShape()));
   Type element = x.getElementType();
+  int64_t n = x.getRank() - 2;
   int64_t channels = x.getDimSize(1), out = w.getDimSize(0),
-          perGroup = w.getDimSize(1), taps = w.getDimSize(2);
+          perGroup = w.getDimSize(1);
   int64_t groups = ctx.attrInt("group", 1);
   if (!w.hasStaticShape() || ShapedType::isDynamic(channels))
     return ctx.error("Conv needs static channels and weight shape, got " +
@@ -52,59 +59,34 @@ LogicalResult legalizeConv(NodeContext &ctx) {
                      std::to_string(groups) + " groups by a weight " +
                      dfg::formatShape(w.getShape()) +
                      " is not a valid grouping");
-  auto one = [&](StringRef name, int64_t dflt) -> FailureOr<int64_t> {
+  ArrayRef<int64_t> kernel = w.getShape().drop_front(2);
+  auto perAxis = [&](StringRef name, int64_t count,
+                     int64_t dflt) -> FailureOr<SmallVector<int64_t>> {
     std::optional<SmallVector<int64_t>> v = ctx.attrInts(name);
     if (!v)
-      return dflt;
-    if (v->size() != 1)
+      return SmallVector<int64_t>(count, dflt);
+    if (static_cast<int64_t>(v->size()) != count)
       return ctx.error(name + " has " + std::to_string(v->size()) +
-                       " entries for one spatial axis");
-    return v->front();
+                       " entries for " + std::to_string(n) +
+                       " spatial axes (expected " + std::to_string(count) +
+                       ")");
+    return *v;
   };
-  FailureOr<int64_t> stride = one("strides", 1), dilation = one("dilations", 1);
-  if (failed(stride) || failed(dilation))
+  FailureOr<SmallVector<int64_t>> strides = perAxis("strides", n, 1),
+                                  dilations = perAxis("dilations", n, 1),
+                                  pads = perAxis("pads", 2 * n, 0);
+  if (failed(strides) || failed(dilations) || failed(pads))
     return failure();
   if (std::optional<SmallVector<int64_t>> k = ctx.attrInts("kernel_shape");
-      k && (k->size() != 1 || k->front() != taps))
-    return ctx.error("kernel_shape does not match the weight's " +
-                     std::to_string(taps) + " taps");
-  int64_t before = 0, after = 0;
+      k && ArrayRef<int64_t>(*k) != kernel)
+    return ctx.error("kernel_shape " + dfg::formatShape(*k) +
+                     " does not match the weight's kernel " +
+                     dfg::formatShape(kernel));
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  int64_t span = *dilation * (taps - 1);
-  if (autoPad == "NOTSET") {
-    if (std::optional<SmallVector<int64_t>> pads = ctx.attrInts("pads")) {
-      if (pads->size() != 2)
-        return ctx.error("pads has " + std::to_string(pads->size()) +
-                         " entries for one spatial axis");
-      before = (*pads)[0];
-      after = (*pads)[1];
-    }
-  } else if ((autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") &&
-             *stride == 1) {
-    before = autoPad == "SAME_UPPER" ? span / 2 : span - span / 2;
-    after = span - before;
-  } else if (autoPad != "VALID") {
-    return ctx.error("Conv auto_pad '" + autoPad + "' with stride " +
-                     std::to_string(*stride) + " is not supported");
-  }
-  if (*stride < 1 || *dilation < 1 || before < 0 || after < 0)
-    return ctx.error("Conv needs positive strides and dilations and "
-                     "non-negative pads");
-  int64_t length = x.getDimSize(2);
-  if (*stride > 1 && ShapedType::isDynamic(length))
-    return ctx.error("Conv with stride " + std::to_string(*stride) +
-                     " over a symbolic length is not supported");
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (autoPad != "NOTSET" && autoPad != "VALID" && !same)
+    return ctx.error("Conv auto_pad '" + autoPad + "' is not supported");
   OpBuilder &b = ctx.builder();
-  FailureOr<Value> padded =
-      padAxis(ctx, ctx.input(0), 2, before, after, ctx.scalar(0, element));
-  if (failed(padded))
-    return failure();
-  int64_t paddedLength =
-      ShapedType::isDynamic(length) ? length : length + before + after;
-  if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
-    return ctx.error("Conv's kernel spans " + std::to_string(span + 1) +
-                     " positions, more than the padded length " +
-                     std::to_string(paddedLength));
   auto slice = [&](Value v, int64_t axis, int64_t start, int64_t end,
                    int64_t step) -> FailureOr<Value> {
     SmallVector<int64_t> starts{start}, ends{end}, axes{axis}, steps{step};
@@ -120,65 +102,153 @@ LogicalResult legalizeConv(NodeContext &ctx) {
                                    v, b.getDenseI64ArrayAttr(spec));
     return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
   };
+  // Per spatial axis: the padding, then the window of each tap offset
+  // (start, end) along the padded axis.
+  Value padded = ctx.input(0);
+  SmallVector<SmallVector<std::pair<int64_t, int64_t>>> windows(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t stride = (*strides)[i], dilation = (*dilations)[i],
+            taps = kernel[i], length = x.getDimSize(2 + i);
+    int64_t span = dilation * (taps - 1);
+    int64_t before = (*pads)[i], after = (*pads)[n + i];
+    if (autoPad == "VALID") {
+      before = after = 0;
+    } else if (same) {
+      if (stride != 1)
+        return ctx.error("Conv auto_pad '" + autoPad + "' with stride " +
+                         std::to_string(stride) + " is not supported");
+      before = autoPad == "SAME_UPPER" ? span / 2 : span - span / 2;
+      after = span - before;
+    }
+    if (stride < 1 || dilation < 1 || before < 0 || after < 0)
+      return ctx.error("Conv needs positive strides and dilations and "
+                       "non-negative pads");
+    if (stride > 1 && ShapedType::isDynamic(length))
+      return ctx.error("Conv with stride " + std::to_string(stride) +
+                       " over a symbolic size is not supported");
+    FailureOr<Value> p =
+        padAxis(ctx, padded, 2 + i, before, after, ctx.scalar(0, element));
+    if (failed(p))
+      return failure();
+    padded = *p;
+    int64_t paddedLength =
+        ShapedType::isDynamic(length) ? length : length + before + after;
+    if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
+      return ctx.error("Conv's kernel spans " + std::to_string(span + 1) +
+                       " positions, more than the padded size " +
+                       std::to_string(paddedLength));
+    for (int64_t k = 0; k < taps; ++k) {
+      int64_t start = k * dilation, end;
+      if (stride == 1)
+        end = k == taps - 1 ? std::numeric_limits<int64_t>::max()
+                            : -(dilation * (taps - 1 - k));
+      else
+        end = start + ((paddedLength - span - 1) / stride) * stride + 1;
+      windows[i].push_back({start, end});
+    }
+  }
   bool depthwise = perGroup == 1 && out == channels;
   int64_t outGroup = out / groups;
+  // The shape a product over the flattened positions is reshaped back to:
+  // [batch, out, spatial...], with at most one size to infer.
+  auto unflatten = [&](Value window) -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> spec = {0, out};
+    bool inferred = false;
+    for (int64_t size : shapeOf(window).drop_front(2)) {
+      if (ShapedType::isDynamic(size)) {
+        if (inferred)
+          return ctx.error("Conv over " + std::to_string(n) +
+                           " spatial axes with two or more symbolic sizes "
+                           "is supported only depthwise");
+        inferred = true;
+        size = -1;
+      }
+      spec.push_back(size);
+    }
+    return spec;
+  };
   Value acc;
-  for (int64_t k = 0; k < taps; ++k) {
-    int64_t start = k * *dilation, end;
-    if (*stride == 1)
-      end = k == taps - 1 ? std::numeric_limits<int64_t>::max()
-                          : -(*dilation * (taps - 1 - k));
-    else
-      end = start + ((paddedLength - span - 1) / *stride) * *stride + 1;
-    FailureOr<Value> window = slice(*padded, 2, start, end, *stride);
-    FailureOr<Value> tap =
-        failed(window) ? window : slice(ctx.input(1), 2, k, k + 1, 1);
-    if (failed(tap))
-      return failure();
+  SmallVector<int64_t> tap(n, 0); // the kernel position, as an odometer
+  int64_t count = 1;
+  for (int64_t k : kernel)
+    count *= k;
+  for (int64_t t = 0; t < count; ++t) {
+    for (int64_t i = n - 1, rest = t; i >= 0; --i) {
+      tap[i] = rest % kernel[i];
+      rest /= kernel[i];
+    }
+    Value window = padded, weights = ctx.input(1);
+    for (int64_t i = 0; i < n; ++i) {
+      auto [start, end] = windows[i][tap[i]];
+      FailureOr<Value> s = slice(window, 2 + i, start, end, (*strides)[i]);
+      FailureOr<Value> ws =
+          failed(s) ? s : slice(weights, 2 + i, tap[i], tap[i] + 1, 1);
+      if (failed(ws))
+        return failure();
+      window = *s;
+      weights = *ws;
+    }
     FailureOr<Value> term;
     if (depthwise) {
-      // [out, 1, 1] -> [out, 1]: one weight per channel, along the length.
-      FailureOr<Value> column = reshape(*tap, {out, 1});
-      term = failed(column)
-                 ? column
-                 : binary<dfg::MulOp>(ctx, *window, *column, element);
-    } else if (groups == 1) {
-      FailureOr<Value> matrix = reshape(*tap, {out, perGroup});
-      term = failed(matrix)
-                 ? matrix
-                 : ctx.create<dfg::MatMulOp>(
-                       dfg::matmulShape({out, perGroup}, shapeOf(*window)),
-                       element, *matrix, *window);
+      // [out, 1, 1...] -> [out, 1...]: one weight per channel.
+      SmallVector<int64_t> column(n + 1, 1);
+      column[0] = out;
+      FailureOr<Value> c = reshape(weights, column);
+      term = failed(c) ? c : binary<dfg::MulOp>(ctx, window, *c, element);
     } else {
-      FailureOr<Value> matrix = reshape(*tap, {groups, outGroup, perGroup});
-      FailureOr<Value> grouped =
-          failed(matrix) ? matrix : reshape(*window, {0, groups, perGroup, -1});
-      FailureOr<Value> product =
-          failed(grouped)
-              ? grouped
-              : ctx.create<dfg::MatMulOp>(
-                    dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
-                    element, *matrix, *grouped);
-      term = failed(product) ? product
-                             : reshape(ctx.refineType(*product), {0, out, -1});
+      FailureOr<SmallVector<int64_t>> back =
+          n == 1 ? FailureOr<SmallVector<int64_t>>(SmallVector<int64_t>())
+                 : unflatten(window);
+      if (failed(back))
+        return failure();
+      FailureOr<Value> product;
+      if (groups == 1) {
+        FailureOr<Value> matrix = reshape(weights, {out, perGroup});
+        FailureOr<Value> flat =
+            failed(matrix) || n == 1 ? FailureOr<Value>(window)
+                                     : reshape(window, {0, channels, -1});
+        product = failed(matrix) || failed(flat)
+                      ? FailureOr<Value>(failure())
+                      : ctx.create<dfg::MatMulOp>(
+                            dfg::matmulShape({out, perGroup}, shapeOf(*flat)),
+                            element, *matrix, *flat);
+      } else {
+        FailureOr<Value> matrix =
+            reshape(weights, {groups, outGroup, perGroup});
+        FailureOr<Value> grouped =
+            failed(matrix) ? matrix
+                           : reshape(window, {0, groups, perGroup, -1});
+        FailureOr<Value> p =
+            failed(grouped)
+                ? grouped
+                : ctx.create<dfg::MatMulOp>(
+                      dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
+                      element, *matrix, *grouped);
+        product = failed(p) ? p : reshape(ctx.refineType(*p), {0, out, -1});
+      }
+      if (failed(product))
+        return failure();
+      term = n == 1 ? FailureOr<Value>(ctx.refineType(*product))
+                    : reshape(ctx.refineType(*product), *back);
     }
     if (failed(term))
       return failure();
-    Value t = ctx.refineType(*term);
+    Value v = ctx.refineType(*term);
     if (!acc) {
-      acc = t;
+      acc = v;
       continue;
     }
-    FailureOr<Value> sum = binary<dfg::AddOp>(ctx, acc, t, element);
+    FailureOr<Value> sum = binary<dfg::AddOp>(ctx, acc, v, element);
     if (failed(sum))
       return failure();
     acc = *sum;
   }
   if (Value bias = ctx.input(2)) {
-    FailureOr<Value> column = reshape(bias, {out, 1});
-    FailureOr<Value> sum = failed(column)
-                               ? column
-                               : binary<dfg::AddOp>(ctx, acc, *column, element);
+    SmallVector<int64_t> column(n + 1, 1);
+    column[0] = out;
+    FailureOr<Value> c = reshape(bias, column);
+    FailureOr<Value> sum =
+        failed(c) ? c : binary<dfg::AddOp>(ctx, acc, *c, element);
     if (failed(sum))
       return failure();
     acc = *sum;

@@ -351,7 +351,11 @@ def case_conv(path):
     """Conv over one axis: LFM2's short convolution (depthwise, kernel 3,
     padded 2 on both sides, over a symbolic batch and length); a dense one
     with bias, dilation 2 and pads 1; a grouped one (2 groups) with
-    stride 2; and a SAME_UPPER one of kernel 4."""
+    stride 2; and a SAME_UPPER one of kernel 4. Over two spatial axes:
+    Nystromformer's depthwise (3, 1) kernel over [batch, heads, seq, dim]
+    with a symbolic batch and sequence; a dense one with bias, strides
+    (2, 1) and dilations (1, 2); a grouped SAME_LOWER one; a vision
+    model's patches (kernel = stride = 2). Over three: a dense VALID one."""
     rng = np.random.default_rng(7)
     def w(name, shape):
         return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
@@ -363,11 +367,22 @@ def case_conv(path):
         helper.make_node("Conv", ["u", "wg"], ["grouped"], group=2, strides=[2],
                          name="grouped_conv"),
         helper.make_node("Conv", ["u", "ws"], ["same"], auto_pad="SAME_UPPER", name="same_conv"),
+        helper.make_node("Conv", ["v", "wv"], ["values"], group=4, kernel_shape=[3, 1],
+                         pads=[1, 0, 1, 0], name="value_conv"),
+        helper.make_node("Conv", ["img", "w2", "b2"], ["dense2d"], strides=[2, 1],
+                         dilations=[1, 2], pads=[1, 2, 0, 1], name="dense_conv2d"),
+        helper.make_node("Conv", ["img", "g2"], ["grouped2d"], group=2, auto_pad="SAME_LOWER",
+                         name="grouped_conv2d"),
+        helper.make_node("Conv", ["img", "p2"], ["patches"], strides=[2, 2], name="patches"),
+        helper.make_node("Conv", ["vol", "w3"], ["dense3d"], auto_pad="VALID", name="conv3d"),
     ]
     inits = [w("wd", [8, 1, 3]), w("wf", [6, 4, 3]), w("bf", [6]), w("wg", [6, 2, 3]),
-             w("ws", [5, 4, 4])]
-    ins = [f32("x", ["batch", 8, "seq"]), f32("u", [2, 4, 9])]
-    outs = [f32(n, None) for n in ("depthwise", "dense", "grouped", "same")]
+             w("ws", [5, 4, 4]), w("wv", [4, 1, 3, 1]), w("w2", [3, 4, 3, 2]), w("b2", [3]),
+             w("g2", [6, 2, 2, 3]), w("p2", [5, 4, 2, 2]), w("w3", [2, 3, 2, 2, 2])]
+    ins = [f32("x", ["batch", 8, "seq"]), f32("u", [2, 4, 9]), f32("v", ["batch", 4, "seq", 5]),
+           f32("img", [2, 4, 6, 8]), f32("vol", [1, 3, 4, 3, 5])]
+    outs = [f32(n, None) for n in ("depthwise", "dense", "grouped", "same", "values", "dense2d",
+                                   "grouped2d", "patches", "dense3d")]
     return model(nodes, ins, outs, inits)
 
 
@@ -389,10 +404,12 @@ def case_slice_last_length(path):
 
 
 def case_conv2d(path):
-    """Conv over two spatial axes, which meshc does not import."""
+    """A dense Conv over two spatial axes of symbolic sizes, which meshc does
+    not import (its product over the flattened positions could not be
+    reshaped back)."""
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="image_conv")]
     inits = [numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")]
-    return model(nodes, [f32("x", [1, 1, 5, 5])], [f32("y", None)], inits)
+    return model(nodes, [f32("x", [1, 1, "height", "width"])], [f32("y", None)], inits)
 
 
 def case_pad_reflect(path):
