@@ -47,7 +47,8 @@ LogicalResult FunctionEmitter::emitCast(dfg::CastOp c, llvm::raw_ostream &os) {
 
 /// One k::fusedElementwise call whose lambda computes the body for one
 /// element (runtime/include/meshc/runtime/fused.h): x[k] is input k, y[k]
-/// result k, every intermediate a float.
+/// result k, every intermediate a float. The call is a function of its own,
+/// `<function>_fused<n>` (fusedKernels), which the body calls.
 LogicalResult FunctionEmitter::emitFused(dfg::FusedElementwiseOp op,
                                          llvm::raw_ostream &os) {
   SmallVector<std::string> ins, outs;
@@ -78,12 +79,20 @@ LogicalResult FunctionEmitter::emitFused(dfg::FusedElementwiseOp op,
   }
   for (auto [k, v] : llvm::enumerate(body.getTerminator()->getOperands()))
     fn << "        y[" << k << "] = " << name.lookup(v) << ";\n";
+  std::string kernel = (fn_.getSymName() == "main"
+                            ? std::string("run")
+                            : identifier(fn_.getSymName())) +
+                       "_fused" + std::to_string(fusedCount_++);
+  llvm::raw_string_ostream defs(fusedKernels_);
+  defs << "void " << kernel
+       << "(const rt::TensorRef *ins, const rt::TensorRef *outs) {\n"
+       << "  k::fusedElementwise(ins, " << ins.size() << ", outs, "
+       << outs.size()
+       << ",\n      [] MESHC_FUSED_FN(const float *x, float *y) {\n"
+       << lambda << "      });\n}\n";
   os << "  {\n    const rt::TensorRef ins[] = {" << llvm::join(ins, ", ")
      << "};\n    const rt::TensorRef outs[] = {" << llvm::join(outs, ", ")
-     << "};\n    k::fusedElementwise(ins, " << ins.size() << ", outs, "
-     << outs.size()
-     << ",\n      [] MESHC_FUSED_FN(const float *x, float *y) {\n"
-     << lambda << "      });\n  }\n";
+     << "};\n    " << kernel << "(ins, outs);\n  }\n";
   return success();
 }
 

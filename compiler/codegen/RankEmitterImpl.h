@@ -60,6 +60,10 @@ struct BoundSymbol {
   std::string name, init, comment;
 };
 
+/// `s` as a C++ identifier: every character but letters and digits becomes
+/// an underscore.
+std::string identifier(llvm::StringRef s);
+
 //===----------------------------------------------------------------------===//
 // One function
 //===----------------------------------------------------------------------===//
@@ -82,6 +86,9 @@ public:
   /// @main's inputs (argument numbers) that are the past key or value of an
   /// attention whose cache `meshc generate` may hold in place.
   llvm::ArrayRef<unsigned> inPlaceInputs() const { return inPlaceInputs_; }
+  /// The fused elementwise kernels `emit` wrote, each a function of its own
+  /// (defined before the functions that call them: see emitRank).
+  llvm::StringRef fusedKernels() const { return fusedKernels_; }
 
 private:
   /// The C++ name of `v`, declaring it where it is a weight first read.
@@ -218,6 +225,9 @@ private:
   bool hasStages_;
   Target target_;
   std::vector<unsigned> inPlaceInputs_;
+  /// Definitions of the fused kernels (emitFused), and how many.
+  std::string fusedKernels_;
+  int fusedCount_ = 0;
   /// Fused linears, by their epilogue's last op; and the ops emitted there
   /// instead of at their own place (the linears and their activations).
   llvm::DenseMap<mlir::Operation *, LinearEpilogue> epilogues_;
