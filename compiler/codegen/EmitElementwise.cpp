@@ -79,10 +79,10 @@ LogicalResult FunctionEmitter::emitFused(dfg::FusedElementwiseOp op,
   }
   for (auto [k, v] : llvm::enumerate(body.getTerminator()->getOperands()))
     fn << "        y[" << k << "] = " << name.lookup(v) << ";\n";
-  std::string kernel = (fn_.getSymName() == "main"
-                            ? std::string("run")
-                            : identifier(fn_.getSymName())) +
-                       "_fused" + std::to_string(fusedCount_++);
+  std::string kernel =
+      (fn_.getSymName() == "main" ? std::string("run")
+                                  : identifier(fn_.getSymName())) +
+      "_fused" + std::to_string(fusedCount_++);
   llvm::raw_string_ostream defs(fusedKernels_);
   defs << "void " << kernel
        << "(const rt::TensorRef *ins, const rt::TensorRef *outs) {\n"

@@ -960,7 +960,8 @@ emitRankProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
     os << emitter->fusedKernels();
   os << mainEmitter.fusedKernels();
   os << "\n#if defined(__GNUC__) && !defined(__clang__) && "
-        "!defined(__CUDACC__)\n#pragma GCC optimize(\"O1\", \"no-tree-pta\")\n#endif\n";
+        "!defined(__CUDACC__)\n#pragma GCC optimize(\"O1\", "
+        "\"no-tree-pta\")\n#endif\n";
   os << body;
   os << "\n} // namespace program\n\n"
         "using namespace program;\n\n"

@@ -204,9 +204,9 @@ LogicalResult legalizeConv(NodeContext &ctx) {
       FailureOr<Value> product;
       if (groups == 1) {
         FailureOr<Value> matrix = reshape(weights, {out, perGroup});
-        FailureOr<Value> flat =
-            failed(matrix) || n == 1 ? FailureOr<Value>(window)
-                                     : reshape(window, {0, channels, -1});
+        FailureOr<Value> flat = failed(matrix) || n == 1
+                                    ? FailureOr<Value>(window)
+                                    : reshape(window, {0, channels, -1});
         product = failed(matrix) || failed(flat)
                       ? FailureOr<Value>(failure())
                       : ctx.create<dfg::MatMulOp>(
