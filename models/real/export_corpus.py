@@ -289,6 +289,8 @@ def config_for(arch):
         return tf.DebertaV2Config(**enc), tf.DebertaV2Model
     if arch == "mpnet":  # relative position buckets
         return tf.MPNetConfig(**enc), tf.MPNetModel
+    if arch == "nystromformer":  # landmark attention, a depthwise Conv2d of the values
+        return tf.NystromformerConfig(conv_kernel_size=3, **enc), tf.NystromformerModel
     if arch == "bert":
         return tf.BertConfig(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2,
                              num_attention_heads=5, intermediate_size=64,
@@ -305,10 +307,11 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
-        "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2"]
+        "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
-ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet"}
+ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
+            "nystromformer"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
