@@ -21,6 +21,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <nlohmann/json.hpp>
@@ -238,30 +239,81 @@ LogicalResult fail(ModuleOp where, const Twine &message) {
   return emitError(where.getLoc()) << message;
 }
 
-/// Runs `argv`; on failure reports its output.
-LogicalResult runTool(ModuleOp where, ArrayRef<std::string> argv,
-                      bool verbose) {
-  if (verbose)
-    llvm::errs() << "meshc compile: " << llvm::join(argv, " ") << "\n";
-  SmallString<128> log;
-  if (llvm::sys::fs::createTemporaryFile("meshc-cxx", "log", log))
-    return fail(where, "cannot create a temporary file for the compiler log");
-  SmallVector<StringRef> args(argv.begin(), argv.end());
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  std::string error;
-  int status = llvm::sys::ExecuteAndWait(argv[0], args, std::nullopt, redirects,
-                                         0, 0, &error);
-  auto text = llvm::MemoryBuffer::getFile(log);
-  llvm::sys::fs::remove(log);
-  if (status == 0)
-    return success();
-  std::string output = text ? (*text)->getBuffer().str() : "";
-  if (output.size() > 4000)
-    output = output.substr(0, 4000) + "\n...";
-  return fail(where, "'" + argv[0] + "' failed" +
-                         (error.empty() ? "" : " (" + error + ")") +
-                         " building a rank executable:\n" + output);
+/// Runs the compiler commands side by side, as many at once as the machine
+/// has cores (MESHC_COMPILE_JOBS, when set, says how many); on a failure,
+/// starts no more, waits for those running and reports the first failure's
+/// output.
+LogicalResult runTools(ModuleOp where,
+                       ArrayRef<std::vector<std::string>> commands,
+                       bool verbose) {
+  unsigned width = std::max(
+      1u, llvm::heavyweight_hardware_concurrency().compute_thread_count());
+  if (std::optional<std::string> jobs =
+          llvm::sys::Process::GetEnv("MESHC_COMPILE_JOBS")) {
+    unsigned n = 0;
+    if (StringRef(*jobs).getAsInteger(10, n) || n == 0)
+      return fail(where, "MESHC_COMPILE_JOBS='" + *jobs +
+                             "' is not a positive number of compiler jobs");
+    width = n;
+  }
+  struct Running {
+    const std::vector<std::string> *argv;
+    llvm::sys::ProcessInfo process;
+    SmallString<128> log;
+  };
+  std::vector<Running> running;
+  std::string firstError;
+  auto finish = [&](Running &job) {
+    std::string error;
+    llvm::sys::ProcessInfo done =
+        llvm::sys::Wait(job.process, std::nullopt, &error);
+    auto text = llvm::MemoryBuffer::getFile(job.log);
+    llvm::sys::fs::remove(job.log);
+    if (done.ReturnCode == 0 || !firstError.empty())
+      return;
+    std::string output = text ? (*text)->getBuffer().str() : "";
+    if (output.size() > 4000)
+      output = output.substr(0, 4000) + "\n...";
+    firstError = "'" + job.argv->front() + "' failed" +
+                 (error.empty() ? "" : " (" + error + ")") +
+                 " building a rank executable:\n" + output;
+  };
+  for (const std::vector<std::string> &argv : commands) {
+    if (!firstError.empty())
+      break;
+    if (running.size() == width) {
+      finish(running.front());
+      running.erase(running.begin());
+      if (!firstError.empty())
+        break;
+    }
+    if (verbose)
+      llvm::errs() << "meshc compile: " << llvm::join(argv, " ") << "\n";
+    Running job{&argv, {}, {}};
+    if (llvm::sys::fs::createTemporaryFile("meshc-cxx", "log", job.log)) {
+      firstError = "cannot create a temporary file for the compiler log";
+      break;
+    }
+    SmallVector<StringRef> args(argv.begin(), argv.end());
+    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(job.log),
+                                            StringRef(job.log)};
+    std::string error;
+    bool failedToStart = false;
+    job.process = llvm::sys::ExecuteNoWait(
+        argv.front(), args, std::nullopt, redirects, 0, &error, &failedToStart);
+    if (failedToStart) {
+      llvm::sys::fs::remove(job.log);
+      firstError = "'" + argv.front() + "' could not be started (" + error +
+                   ") to build a rank executable";
+      break;
+    }
+    running.push_back(std::move(job));
+  }
+  for (Running &job : running)
+    finish(job);
+  if (!firstError.empty())
+    return fail(where, firstError);
+  return success();
 }
 
 } // namespace
@@ -464,6 +516,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   std::map<std::string, json> outputs;
   std::vector<std::string> outputOrder;
   std::vector<std::string> sources;
+  std::vector<std::vector<std::string>> commands;
   std::vector<CachePair> cache;
   bool progress = llvm::sys::Process::StandardErrIsDisplayed();
 
@@ -501,9 +554,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     if (!written)
       return fail(ranksModule, llvm::toString(written.takeError()));
 
-    if (failed(runTool(ranksModule, buildCommand(options, src, exe),
-                       options.verbose)))
-      return failure();
+    commands.push_back(buildCommand(options, src, exe));
 
     for (int64_t r : role.ranks)
       rankRole[r] = name;
@@ -540,6 +591,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
         it->second["ranks"].push_back(r);
     }
   }
+  if (failed(runTools(ranksModule, commands, options.verbose)))
+    return failure();
   json rankList = json::array();
   for (int64_t r = 0; r < world; ++r) {
     if (rankRole[r].empty())
