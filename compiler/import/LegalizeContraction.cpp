@@ -11,6 +11,8 @@
 #include "llvm/ADT/Sequence.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <cmath>
 #include <limits>
 
@@ -19,19 +21,154 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
+/// `v` sliced along `axis` from `start` to `end` by `step`.
+FailureOr<Value> sliceAxis(NodeContext &ctx, Value v, int64_t axis,
+                           int64_t start, int64_t end, int64_t step) {
+  OpBuilder &b = ctx.builder();
+  SmallVector<int64_t> starts{start}, ends{end}, axes{axis}, steps{step};
+  FailureOr<Value> s = ctx.create<dfg::SliceOp>(
+      dfg::sliceShape(shapeOf(v), starts, ends, axes, steps),
+      cast<ShapedType>(v.getType()).getElementType(), v,
+      b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+      b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+  return failed(s) ? s : FailureOr<Value>(ctx.refineType(*s));
+}
+
+/// `v` reshaped as `spec` says (0 keeps a dimension, -1 infers one).
+FailureOr<Value> reshapeTo(NodeContext &ctx, Value v, ArrayRef<int64_t> spec) {
+  FailureOr<Value> r =
+      ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(v), spec),
+                                 cast<ShapedType>(v.getType()).getElementType(),
+                                 v, ctx.builder().getDenseI64ArrayAttr(spec));
+  return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
+}
+
+/// The windows a convolution or a pooling reads, for a kernel of `kernel`
+/// positions per spatial axis of an input [batch, channels, spatial...]:
+/// the input padded with `fill` (pads, or auto_pad's SAME/VALID), and per
+/// spatial axis the slice of each kernel offset (starting at the offset
+/// times the dilation, stepping by the stride).
+struct SlidingWindows {
+  Value padded;
+  SmallVector<int64_t> strides;
+  /// bounds[i][k]: the slice (start, end) of offset k along spatial axis i.
+  SmallVector<SmallVector<std::pair<int64_t, int64_t>>> bounds;
+  /// Every kernel position, one offset per spatial axis.
+  SmallVector<SmallVector<int64_t>> taps;
+};
+
+FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
+                                         ArrayRef<int64_t> kernel, Value fill) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t n = type.getRank() - 2;
+  StringRef op = ctx.node().op_type();
+  auto perAxis = [&](StringRef name, int64_t count,
+                     int64_t dflt) -> FailureOr<SmallVector<int64_t>> {
+    std::optional<SmallVector<int64_t>> v = ctx.attrInts(name);
+    if (!v)
+      return SmallVector<int64_t>(count, dflt);
+    if (static_cast<int64_t>(v->size()) != count)
+      return ctx.error(name + " has " + std::to_string(v->size()) +
+                       " entries for " + std::to_string(n) +
+                       " spatial axes (expected " + std::to_string(count) +
+                       ")");
+    return *v;
+  };
+  FailureOr<SmallVector<int64_t>> strides = perAxis("strides", n, 1),
+                                  dilations = perAxis("dilations", n, 1),
+                                  pads = perAxis("pads", 2 * n, 0);
+  if (failed(strides) || failed(dilations) || failed(pads))
+    return failure();
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (autoPad != "NOTSET" && autoPad != "VALID" && !same)
+    return ctx.error(op + " auto_pad '" + autoPad + "' is not supported");
+  SlidingWindows w;
+  w.padded = x;
+  w.strides = *strides;
+  w.bounds.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t stride = (*strides)[i], dilation = (*dilations)[i],
+            taps = kernel[i], length = type.getDimSize(2 + i);
+    if (stride < 1 || dilation < 1 || taps < 1)
+      return ctx.error(op + " needs positive strides, dilations and kernel "
+                            "sizes");
+    int64_t span = dilation * (taps - 1);
+    int64_t before = (*pads)[i], after = (*pads)[n + i];
+    if (autoPad == "VALID") {
+      before = after = 0;
+    } else if (same) {
+      if (stride != 1)
+        return ctx.error(op + " auto_pad '" + autoPad + "' with stride " +
+                         std::to_string(stride) + " is not supported");
+      before = autoPad == "SAME_UPPER" ? span / 2 : span - span / 2;
+      after = span - before;
+    }
+    if (before < 0 || after < 0)
+      return ctx.error(op + " needs non-negative pads");
+    if (stride > 1 && ShapedType::isDynamic(length))
+      return ctx.error(op + " with stride " + std::to_string(stride) +
+                       " over a symbolic size is not supported");
+    FailureOr<Value> p = padAxis(ctx, w.padded, 2 + i, before, after, fill);
+    if (failed(p))
+      return failure();
+    w.padded = *p;
+    int64_t paddedLength =
+        ShapedType::isDynamic(length) ? length : length + before + after;
+    if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
+      return ctx.error(op + "'s kernel spans " + std::to_string(span + 1) +
+                       " positions, more than the padded size " +
+                       std::to_string(paddedLength));
+    for (int64_t k = 0; k < taps; ++k) {
+      int64_t start = k * dilation, end;
+      if (stride == 1)
+        end = k == taps - 1 ? std::numeric_limits<int64_t>::max()
+                            : -(dilation * (taps - 1 - k));
+      else
+        end = start + ((paddedLength - span - 1) / stride) * stride + 1;
+      w.bounds[i].push_back({start, end});
+    }
+  }
+  int64_t count = 1;
+  for (int64_t k : kernel)
+    count *= k;
+  for (int64_t t = 0; t < count; ++t) {
+    SmallVector<int64_t> tap(n);
+    for (int64_t i = n - 1, rest = t; i >= 0; --i) {
+      tap[i] = rest % kernel[i];
+      rest /= kernel[i];
+    }
+    w.taps.push_back(std::move(tap));
+  }
+  return w;
+}
+
+/// The window of kernel position `tap`: a slice per spatial axis.
+FailureOr<Value> tapWindow(NodeContext &ctx, const SlidingWindows &w,
+                           ArrayRef<int64_t> tap) {
+  Value window = w.padded;
+  for (auto [i, k] : llvm::enumerate(tap)) {
+    auto [start, end] = w.bounds[i][k];
+    FailureOr<Value> s =
+        sliceAxis(ctx, window, 2 + i, start, end, w.strides[i]);
+    if (failed(s))
+      return failure();
+    window = *s;
+  }
+  return window;
+}
+
 /// Conv over any number of spatial axes (torch's Conv1d: LFM2's short
 /// convolutions, depthwise and causal; Conv2d: Nystromformer's depthwise
 /// convolution of the values, a vision model's patches), written with
-/// meshc's own ops: x padded (padAxis, per spatial axis), then for each
-/// kernel tap (one position of the kernel) the window of x it reads (a
-/// slice per spatial axis, starting at the tap's offset times the dilation,
-/// stepping by the stride) times the tap's weights, summed over the taps: an
-/// elementwise product by the tap's column where each output channel reads
-/// one input channel (depthwise), else a product by the tap's [out, in]
-/// matrix per group over the flattened spatial positions. Exact; the work is
-/// the convolution's own. Refused by name: strides above 1 over a symbolic
-/// size, and a product (not depthwise) over two or more symbolic spatial
-/// sizes.
+/// meshc's own ops: for each kernel tap (one position of the kernel) the
+/// window of the padded input it reads (slidingWindows) times the tap's
+/// weights, summed over the taps: an elementwise product by the tap's column
+/// where each output channel reads one input channel (depthwise), else a
+/// product by the tap's [out, in] matrix per group over the flattened
+/// spatial positions. Exact; the work is the convolution's own. Refused by
+/// name: strides above 1 over a symbolic size, and a product (not
+/// depthwise) over two or more symbolic spatial sizes.
 LogicalResult legalizeConv(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
@@ -60,93 +197,15 @@ LogicalResult legalizeConv(NodeContext &ctx) {
                      dfg::formatShape(w.getShape()) +
                      " is not a valid grouping");
   ArrayRef<int64_t> kernel = w.getShape().drop_front(2);
-  auto perAxis = [&](StringRef name, int64_t count,
-                     int64_t dflt) -> FailureOr<SmallVector<int64_t>> {
-    std::optional<SmallVector<int64_t>> v = ctx.attrInts(name);
-    if (!v)
-      return SmallVector<int64_t>(count, dflt);
-    if (static_cast<int64_t>(v->size()) != count)
-      return ctx.error(name + " has " + std::to_string(v->size()) +
-                       " entries for " + std::to_string(n) +
-                       " spatial axes (expected " + std::to_string(count) +
-                       ")");
-    return *v;
-  };
-  FailureOr<SmallVector<int64_t>> strides = perAxis("strides", n, 1),
-                                  dilations = perAxis("dilations", n, 1),
-                                  pads = perAxis("pads", 2 * n, 0);
-  if (failed(strides) || failed(dilations) || failed(pads))
-    return failure();
   if (std::optional<SmallVector<int64_t>> k = ctx.attrInts("kernel_shape");
       k && ArrayRef<int64_t>(*k) != kernel)
     return ctx.error("kernel_shape " + dfg::formatShape(*k) +
                      " does not match the weight's kernel " +
                      dfg::formatShape(kernel));
-  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
-  if (autoPad != "NOTSET" && autoPad != "VALID" && !same)
-    return ctx.error("Conv auto_pad '" + autoPad + "' is not supported");
-  OpBuilder &b = ctx.builder();
-  auto slice = [&](Value v, int64_t axis, int64_t start, int64_t end,
-                   int64_t step) -> FailureOr<Value> {
-    SmallVector<int64_t> starts{start}, ends{end}, axes{axis}, steps{step};
-    FailureOr<Value> s = ctx.create<dfg::SliceOp>(
-        dfg::sliceShape(shapeOf(v), starts, ends, axes, steps), element, v,
-        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
-    return failed(s) ? s : FailureOr<Value>(ctx.refineType(*s));
-  };
-  auto reshape = [&](Value v, ArrayRef<int64_t> spec) -> FailureOr<Value> {
-    FailureOr<Value> r =
-        ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(shapeOf(v), spec), element,
-                                   v, b.getDenseI64ArrayAttr(spec));
-    return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
-  };
-  // Per spatial axis: the padding, then the window of each tap offset
-  // (start, end) along the padded axis.
-  Value padded = ctx.input(0);
-  SmallVector<SmallVector<std::pair<int64_t, int64_t>>> windows(n);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t stride = (*strides)[i], dilation = (*dilations)[i],
-            taps = kernel[i], length = x.getDimSize(2 + i);
-    int64_t span = dilation * (taps - 1);
-    int64_t before = (*pads)[i], after = (*pads)[n + i];
-    if (autoPad == "VALID") {
-      before = after = 0;
-    } else if (same) {
-      if (stride != 1)
-        return ctx.error("Conv auto_pad '" + autoPad + "' with stride " +
-                         std::to_string(stride) + " is not supported");
-      before = autoPad == "SAME_UPPER" ? span / 2 : span - span / 2;
-      after = span - before;
-    }
-    if (stride < 1 || dilation < 1 || before < 0 || after < 0)
-      return ctx.error("Conv needs positive strides and dilations and "
-                       "non-negative pads");
-    if (stride > 1 && ShapedType::isDynamic(length))
-      return ctx.error("Conv with stride " + std::to_string(stride) +
-                       " over a symbolic size is not supported");
-    FailureOr<Value> p =
-        padAxis(ctx, padded, 2 + i, before, after, ctx.scalar(0, element));
-    if (failed(p))
-      return failure();
-    padded = *p;
-    int64_t paddedLength =
-        ShapedType::isDynamic(length) ? length : length + before + after;
-    if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
-      return ctx.error("Conv's kernel spans " + std::to_string(span + 1) +
-                       " positions, more than the padded size " +
-                       std::to_string(paddedLength));
-    for (int64_t k = 0; k < taps; ++k) {
-      int64_t start = k * dilation, end;
-      if (stride == 1)
-        end = k == taps - 1 ? std::numeric_limits<int64_t>::max()
-                            : -(dilation * (taps - 1 - k));
-      else
-        end = start + ((paddedLength - span - 1) / stride) * stride + 1;
-      windows[i].push_back({start, end});
-    }
-  }
+  FailureOr<SlidingWindows> windows =
+      slidingWindows(ctx, ctx.input(0), kernel, ctx.scalar(0, element));
+  if (failed(windows))
+    return failure();
   bool depthwise = perGroup == 1 && out == channels;
   int64_t outGroup = out / groups;
   // The shape a product over the flattened positions is reshaped back to:
@@ -167,46 +226,38 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     }
     return spec;
   };
+  SmallVector<int64_t> column(n + 1, 1); // [out, 1...]
+  column[0] = out;
   Value acc;
-  SmallVector<int64_t> tap(n, 0); // the kernel position, as an odometer
-  int64_t count = 1;
-  for (int64_t k : kernel)
-    count *= k;
-  for (int64_t t = 0; t < count; ++t) {
-    for (int64_t i = n - 1, rest = t; i >= 0; --i) {
-      tap[i] = rest % kernel[i];
-      rest /= kernel[i];
-    }
-    Value window = padded, weights = ctx.input(1);
-    for (int64_t i = 0; i < n; ++i) {
-      auto [start, end] = windows[i][tap[i]];
-      FailureOr<Value> s = slice(window, 2 + i, start, end, (*strides)[i]);
-      FailureOr<Value> ws =
-          failed(s) ? s : slice(weights, 2 + i, tap[i], tap[i] + 1, 1);
+  for (ArrayRef<int64_t> tap : windows->taps) {
+    FailureOr<Value> window = tapWindow(ctx, *windows, tap);
+    if (failed(window))
+      return failure();
+    Value weights = ctx.input(1);
+    for (auto [i, k] : llvm::enumerate(tap)) {
+      FailureOr<Value> ws = sliceAxis(ctx, weights, 2 + i, k, k + 1, 1);
       if (failed(ws))
         return failure();
-      window = *s;
       weights = *ws;
     }
     FailureOr<Value> term;
     if (depthwise) {
-      // [out, 1, 1...] -> [out, 1...]: one weight per channel.
-      SmallVector<int64_t> column(n + 1, 1);
-      column[0] = out;
-      FailureOr<Value> c = reshape(weights, column);
-      term = failed(c) ? c : binary<dfg::MulOp>(ctx, window, *c, element);
+      // One weight per channel.
+      FailureOr<Value> c = reshapeTo(ctx, weights, column);
+      term = failed(c) ? c : binary<dfg::MulOp>(ctx, *window, *c, element);
     } else {
       FailureOr<SmallVector<int64_t>> back =
           n == 1 ? FailureOr<SmallVector<int64_t>>(SmallVector<int64_t>())
-                 : unflatten(window);
+                 : unflatten(*window);
       if (failed(back))
         return failure();
       FailureOr<Value> product;
       if (groups == 1) {
-        FailureOr<Value> matrix = reshape(weights, {out, perGroup});
-        FailureOr<Value> flat = failed(matrix) || n == 1
-                                    ? FailureOr<Value>(window)
-                                    : reshape(window, {0, channels, -1});
+        FailureOr<Value> matrix = reshapeTo(ctx, weights, {out, perGroup});
+        FailureOr<Value> flat =
+            failed(matrix) || n == 1
+                ? window
+                : reshapeTo(ctx, *window, {0, channels, -1});
         product = failed(matrix) || failed(flat)
                       ? FailureOr<Value>(failure())
                       : ctx.create<dfg::MatMulOp>(
@@ -214,22 +265,23 @@ LogicalResult legalizeConv(NodeContext &ctx) {
                             element, *matrix, *flat);
       } else {
         FailureOr<Value> matrix =
-            reshape(weights, {groups, outGroup, perGroup});
+            reshapeTo(ctx, weights, {groups, outGroup, perGroup});
         FailureOr<Value> grouped =
             failed(matrix) ? matrix
-                           : reshape(window, {0, groups, perGroup, -1});
+                           : reshapeTo(ctx, *window, {0, groups, perGroup, -1});
         FailureOr<Value> p =
             failed(grouped)
                 ? grouped
                 : ctx.create<dfg::MatMulOp>(
                       dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
                       element, *matrix, *grouped);
-        product = failed(p) ? p : reshape(ctx.refineType(*p), {0, out, -1});
+        product =
+            failed(p) ? p : reshapeTo(ctx, ctx.refineType(*p), {0, out, -1});
       }
       if (failed(product))
         return failure();
       term = n == 1 ? FailureOr<Value>(ctx.refineType(*product))
-                    : reshape(ctx.refineType(*product), *back);
+                    : reshapeTo(ctx, ctx.refineType(*product), *back);
     }
     if (failed(term))
       return failure();
@@ -244,14 +296,84 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     acc = *sum;
   }
   if (Value bias = ctx.input(2)) {
-    SmallVector<int64_t> column(n + 1, 1);
-    column[0] = out;
-    FailureOr<Value> c = reshape(bias, column);
+    FailureOr<Value> c = reshapeTo(ctx, bias, column);
     FailureOr<Value> sum =
         failed(c) ? c : binary<dfg::AddOp>(ctx, acc, *c, element);
     if (failed(sum))
       return failure();
     acc = *sum;
+  }
+  return ctx.setResults(acc);
+}
+
+/// MaxPool and AveragePool over any number of spatial axes, from the same
+/// sliding windows as Conv: the largest (MaxPool, padded with -inf) or the
+/// mean (AveragePool, padded with 0) of the kernel positions' windows. An
+/// average over padded positions divides by the kernel size, which ONNX
+/// does only with count_include_pad = 1: with padding and
+/// count_include_pad = 0 AveragePool is refused by name, as are ceil_mode
+/// and MaxPool's Indices output.
+LogicalResult legalizePool(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  StringRef op = ctx.node().op_type();
+  bool max = op == "MaxPool";
+  RankedTensorType x = ctx.inputType(0);
+  Type element = x.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error(op + " of a tensor that is not floating-point is not "
+                          "supported");
+  if (x.getRank() < 3)
+    return ctx.error(op +
+                     " needs an input [batch, channels, spatial...], "
+                     "got " +
+                     dfg::formatShape(x.getShape()));
+  if (ctx.numOutputs() > 1 && !ctx.node().output(1).empty())
+    return ctx.error("MaxPool's Indices output is not supported");
+  if (ctx.attrInt("ceil_mode", 0) != 0)
+    return ctx.error(op + " with ceil_mode 1 is not supported");
+  std::optional<SmallVector<int64_t>> kernel = ctx.attrInts("kernel_shape");
+  if (!kernel || static_cast<int64_t>(kernel->size()) != x.getRank() - 2)
+    return ctx.error(op + " needs a kernel_shape with one size per spatial "
+                          "axis");
+  double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
+  if (!max && ctx.attrInt("count_include_pad", 0) == 0) {
+    std::optional<SmallVector<int64_t>> pads = ctx.attrInts("pads");
+    std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+    bool padded = (autoPad != "NOTSET" && autoPad != "VALID" &&
+                   llvm::any_of(*kernel, [](int64_t k) { return k > 1; })) ||
+                  (autoPad == "NOTSET" && pads &&
+                   llvm::any_of(*pads, [](int64_t p) { return p != 0; }));
+    if (padded)
+      return ctx.error("AveragePool over padding with count_include_pad 0 "
+                       "is not supported (its divisor varies by position)");
+  }
+  FailureOr<SlidingWindows> windows =
+      slidingWindows(ctx, ctx.input(0), *kernel, ctx.scalar(fill, element));
+  if (failed(windows))
+    return failure();
+  Value acc;
+  for (ArrayRef<int64_t> tap : windows->taps) {
+    FailureOr<Value> window = tapWindow(ctx, *windows, tap);
+    if (failed(window))
+      return failure();
+    if (!acc) {
+      acc = *window;
+      continue;
+    }
+    FailureOr<Value> next =
+        max ? binary<dfg::MaxOp>(ctx, acc, *window, element)
+            : binary<dfg::AddOp>(ctx, acc, *window, element);
+    if (failed(next))
+      return failure();
+    acc = *next;
+  }
+  if (!max && windows->taps.size() > 1) {
+    FailureOr<Value> mean = binary<dfg::DivOp>(
+        ctx, acc, ctx.scalar(double(windows->taps.size()), element), element);
+    if (failed(mean))
+      return failure();
+    acc = *mean;
   }
   return ctx.setResults(acc);
 }
@@ -472,6 +594,10 @@ void populateContractionLegalizations(LegalizationTable &table) {
   table.add("", "MatMul", 13, legalizeMatMul);
   table.add("", "Conv", 11, legalizeConv);
   table.add("", "Conv", 22, legalizeConv); // + bf16
+  table.add("", "MaxPool", 12, legalizePool);
+  table.add("", "MaxPool", 22, legalizePool);     // + bf16
+  table.add("", "AveragePool", 19, legalizePool); // + dilations
+  table.add("", "AveragePool", 22, legalizePool); // + bf16
   table.add("", "Gemm", 13, legalizeGemm);
   table.add("", "Einsum", 12, legalizeEinsum);
 }

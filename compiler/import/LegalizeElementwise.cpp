@@ -191,6 +191,73 @@ FailureOr<Activation> activation(NodeContext &ctx, bool floats = true) {
   return Activation{ctx, in, ctx.input(0)};
 }
 
+/// Mod(a, b): the remainder of the quotient truncated toward zero,
+/// a - trunc(a / b) * b (fmod = 1: C's fmod, the only form ONNX allows for
+/// floats); for integers with fmod = 0 (Python's %, the default), the
+/// remainder takes the divisor's sign: b is added where it is non-zero and
+/// its sign differs from b's. Canine hashes its character ids so.
+LogicalResult legalizeMod(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  Value a = ctx.input(0), b = ctx.input(1);
+  Type element = elementOf(a);
+  if (element != elementOf(b))
+    return ctx.mismatchedTypes();
+  bool floats = isa<FloatType>(element);
+  bool fmod = ctx.attrInt("fmod", 0) != 0;
+  if (floats && !fmod)
+    return ctx.error("Mod of floating-point values needs fmod = 1");
+  Type i1 = ctx.builder().getI1Type();
+  Value zero = ctx.scalar(0, element);
+  FailureOr<Value> q = binary<dfg::DivOp>(ctx, a, b, element);
+  if (failed(q))
+    return failure();
+  Value quotient = *q;
+  if (floats) {
+    // Float division does not truncate: trunc(q) = q < 0 ? ceil(q) : floor(q).
+    FailureOr<Value> negative = binary<dfg::LessOp>(ctx, quotient, zero, i1);
+    if (failed(negative))
+      return failure();
+    auto type = cast<RankedTensorType>(quotient.getType());
+    Value up = dfg::CeilOp::create(ctx.builder(), ctx.loc(), type, quotient);
+    Value down = dfg::FloorOp::create(ctx.builder(), ctx.loc(), type, quotient);
+    quotient = dfg::WhereOp::create(ctx.builder(), ctx.loc(), type, *negative,
+                                    up, down);
+  }
+  FailureOr<Value> product = binary<dfg::MulOp>(ctx, quotient, b, element);
+  FailureOr<Value> r =
+      failed(product) ? product : binary<dfg::SubOp>(ctx, a, *product, element);
+  if (failed(r) || fmod)
+    return failed(r) ? failure() : ctx.setResults(*r);
+  // Python's sign: where(r != 0 and (r < 0) != (b < 0), r + b, r).
+  FailureOr<Value> rNegative = binary<dfg::LessOp>(ctx, *r, zero, i1);
+  FailureOr<Value> bNegative = binary<dfg::LessOp>(ctx, b, zero, i1);
+  FailureOr<Value> rZero = binary<dfg::EqualOp>(ctx, *r, zero, i1);
+  if (failed(rNegative) || failed(bNegative) || failed(rZero))
+    return failure();
+  auto negate = [&](Value v) -> Value {
+    return dfg::NotOp::create(ctx.builder(), ctx.loc(), v.getType(), v);
+  };
+  FailureOr<Value> rOnly =
+      binary<dfg::AndOp>(ctx, *rNegative, negate(*bNegative), i1);
+  FailureOr<Value> bOnly =
+      binary<dfg::AndOp>(ctx, negate(*rNegative), *bNegative, i1);
+  FailureOr<Value> differ = failed(rOnly) || failed(bOnly)
+                                ? FailureOr<Value>(failure())
+                                : binary<dfg::OrOp>(ctx, *rOnly, *bOnly, i1);
+  FailureOr<Value> fix =
+      failed(differ) ? differ
+                     : binary<dfg::AndOp>(ctx, *differ, negate(*rZero), i1);
+  FailureOr<Value> shifted =
+      failed(fix) ? fix : binary<dfg::AddOp>(ctx, *r, b, element);
+  if (failed(shifted))
+    return failure();
+  auto type = cast<RankedTensorType>(shifted->getType());
+  Value result =
+      dfg::WhereOp::create(ctx.builder(), ctx.loc(), type, *fix, *shifted, *r);
+  return ctx.setResults(result);
+}
+
 /// Abs(x) -> dfg.max(x, -x) (integers too).
 LogicalResult legalizeAbs(NodeContext &ctx) {
   FailureOr<Activation> a = activation(ctx, /*floats=*/false);
@@ -411,6 +478,7 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Sub", 13, legalizeBroadcastBinary<dfg::SubOp>);
   table.add("", "Mul", 13, legalizeBroadcastBinary<dfg::MulOp>);
   table.add("", "Div", 13, legalizeBroadcastBinary<dfg::DivOp>);
+  table.add("", "Mod", 13, legalizeMod);
   table.add("", "Pow", 13, legalizePow);
   table.add("", "Min", 13, legalizeVariadic<dfg::MinOp>);
   table.add("", "Max", 13, legalizeVariadic<dfg::MaxOp>);

@@ -386,6 +386,59 @@ def case_conv(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_pool(path):
+    """MaxPool and AveragePool from the sliding windows Conv reads: Canine's
+    downsampling (MaxPool1d, kernel = stride = 2, over a symbolic batch); a
+    2-D MaxPool with pads, strides and dilations; a SAME_UPPER one; a 2-D
+    AveragePool without padding; one over padding with count_include_pad 1;
+    a 3-D MaxPool."""
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["down"], kernel_shape=[2], strides=[2],
+                         name="downsample"),
+        helper.make_node("MaxPool", ["img"], ["max2d"], kernel_shape=[3, 2], strides=[2, 1],
+                         pads=[1, 0, 1, 1], dilations=[1, 2], name="max2d"),
+        helper.make_node("MaxPool", ["img"], ["same"], kernel_shape=[3, 3],
+                         auto_pad="SAME_UPPER", name="same_pool"),
+        helper.make_node("AveragePool", ["img"], ["avg2d"], kernel_shape=[2, 3], strides=[2, 2],
+                         name="avg2d"),
+        helper.make_node("AveragePool", ["img"], ["avgpad"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         count_include_pad=1, name="avg_with_pads"),
+        helper.make_node("MaxPool", ["vol"], ["max3d"], kernel_shape=[2, 2, 2], name="max3d"),
+    ]
+    ins = [f32("x", ["batch", 6, 8]), f32("img", [2, 3, 7, 8]), f32("vol", [1, 2, 3, 4, 5])]
+    outs = [f32(n, None) for n in ("down", "max2d", "same", "avg2d", "avgpad", "max3d")]
+    return model(nodes, ins, outs, [], opset=19)
+
+
+def case_mod(path):
+    """Mod: integers with fmod 0 (the divisor's sign, as Canine hashes its
+    ids) and fmod 1 (the dividend's), over negative and positive values
+    and divisors, broadcast; floats with fmod 1."""
+    nodes = [
+        helper.make_node("Mul", ["ids", "scale"], ["scaled"], name="scale"),
+        helper.make_node("Sub", ["scaled", "shift"], ["values"], name="shift"),
+        helper.make_node("Mod", ["values", "divisors"], ["python"], name="python_mod"),
+        helper.make_node("Mod", ["values", "divisors"], ["c"], fmod=1, name="c_mod"),
+        helper.make_node("Mod", ["x", "fdivisors"], ["fmod"], fmod=1, name="float_mod"),
+    ]
+    inits = [ints("scale", [[7], [11], [-13]]), ints("shift", 10),
+             ints("divisors", [3, -3, 5, -7]),
+             numpy_helper.from_array(np.array([0.75, -1.5, 2.0, -0.3], np.float32), "fdivisors")]
+    ins = [helper.make_tensor_value_info("ids", TensorProto.INT64, [3, 4]),
+           f32("x", ["batch", 4])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ("python", "c")]
+    outs.append(f32("fmod", None))
+    return model(nodes, ins, outs, inits, opset=18)
+
+
+def case_pool_uneven(path):
+    """AveragePool over padding with count_include_pad 0 (its divisor varies
+    by position), which meshc does not import: refused by name."""
+    nodes = [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], pads=[1, 1],
+                              name="uneven_pool")]
+    return model(nodes, [f32("x", [1, 2, 6])], [f32("y", None)], [], opset=19)
+
+
 def case_slice_last_length(path):
     """x[:, -seq:] with seq read from another input's shape and negated
     (Neg of a Gather of a Shape), as TorchScript writes LFM2's mask slice:
