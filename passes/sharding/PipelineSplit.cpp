@@ -104,13 +104,11 @@ llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
         llvm::all_of(op.getOperandTypes(), llvm::IsaPred<RankedTensorType>) &&
         llvm::all_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>);
     if (!ruled) {
-      if (op.getNumOperands() > 0)
-        for (Value r : op.getResults())
-          if (auto type = dyn_cast<RankedTensorType>(r.getType());
-              type &&
-              type.getRank() ==
-                  cast<RankedTensorType>(op.getOperand(0).getType()).getRank())
-            tokens[r] = tokens.lookup(op.getOperand(0));
+      auto in = dyn_cast<RankedTensorType>(op.getOperand(0).getType());
+      for (Value r : op.getResults())
+        if (auto type = dyn_cast<RankedTensorType>(r.getType());
+            in && type && type.getRank() == in.getRank())
+          tokens[r] = tokens.lookup(op.getOperand(0));
       continue;
     }
     FailureOr<dfg::ShardingRule> rule = dfg::getShardingRule(&op);
