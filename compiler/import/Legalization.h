@@ -250,6 +250,11 @@ private:
   llvm::StringMap<std::vector<Entry>> entries_;
 };
 
+/// `x` sliced along `axis` from `start` to `end` by `step` (dfg.slice).
+mlir::FailureOr<mlir::Value> sliceAxis(NodeContext &ctx, mlir::Value x,
+                                       int64_t axis, int64_t start,
+                                       int64_t end, int64_t step = 1);
+
 /// `x` with `before` and `after` copies of the scalar `fill` (rank 0, or
 /// one element) concatenated along `axis` (ONNX Pad in mode constant),
 /// symbolic dimensions included.

@@ -29,17 +29,11 @@ FailureOr<double> attentionScale(NodeContext &ctx, Value q) {
 
 FailureOr<SmallVector<Value>> splitLast(NodeContext &ctx, Value x,
                                         ArrayRef<int64_t> sizes) {
-  OpBuilder &b = ctx.builder();
   int64_t axis = static_cast<int64_t>(shapeOf(x).size()) - 1;
   SmallVector<Value> parts;
   int64_t start = 0;
   for (int64_t size : sizes) {
-    SmallVector<int64_t> starts{start}, ends{start + size}, axes{axis},
-        steps{1};
-    FailureOr<Value> part = ctx.create<dfg::SliceOp>(
-        dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
-        b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+    FailureOr<Value> part = sliceAxis(ctx, x, axis, start, start + size);
     if (failed(part))
       return failure();
     parts.push_back(*part);

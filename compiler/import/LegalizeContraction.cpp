@@ -21,19 +21,6 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
-/// `v` sliced along `axis` from `start` to `end` by `step`.
-FailureOr<Value> sliceAxis(NodeContext &ctx, Value v, int64_t axis,
-                           int64_t start, int64_t end, int64_t step) {
-  OpBuilder &b = ctx.builder();
-  SmallVector<int64_t> starts{start}, ends{end}, axes{axis}, steps{step};
-  FailureOr<Value> s = ctx.create<dfg::SliceOp>(
-      dfg::sliceShape(shapeOf(v), starts, ends, axes, steps),
-      cast<ShapedType>(v.getType()).getElementType(), v,
-      b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-      b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
-  return failed(s) ? s : FailureOr<Value>(ctx.refineType(*s));
-}
-
 /// `v` reshaped as `spec` says (0 keeps a dimension, -1 infers one).
 FailureOr<Value> reshapeTo(NodeContext &ctx, Value v, ArrayRef<int64_t> spec) {
   FailureOr<Value> r =
@@ -235,10 +222,10 @@ LogicalResult legalizeConv(NodeContext &ctx) {
       return failure();
     Value weights = ctx.input(1);
     for (auto [i, k] : llvm::enumerate(tap)) {
-      FailureOr<Value> ws = sliceAxis(ctx, weights, 2 + i, k, k + 1, 1);
+      FailureOr<Value> ws = sliceAxis(ctx, weights, 2 + i, k, k + 1);
       if (failed(ws))
         return failure();
-      weights = *ws;
+      weights = ctx.refineType(*ws);
     }
     FailureOr<Value> term;
     if (depthwise) {

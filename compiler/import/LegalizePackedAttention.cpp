@@ -74,11 +74,7 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
   if (shape[0] == batch)
     return binary<dfg::LessOp>(ctx, *keys, *column, i1);
   auto rows = [&](int64_t start) {
-    SmallVector<int64_t> starts{start}, ends{start + batch}, axes{0}, steps{1};
-    return ctx.create<dfg::SliceOp>(
-        dfg::sliceShape(shapeOf(*column), starts, ends, axes, steps), i64,
-        *column, b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
-        b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+    return sliceAxis(ctx, *column, 0, start, start + batch);
   };
   FailureOr<Value> ends = rows(0), starts = rows(batch);
   if (failed(ends) || failed(starts))
@@ -93,18 +89,12 @@ FailureOr<Value> keepMask(NodeContext &ctx, Value index, int64_t batch,
 
 /// past [2, batch, heads, past, head_dim] -> its key (i = 0) or value (1).
 FailureOr<Value> pastPart(NodeContext &ctx, Value past, int64_t i) {
-  OpBuilder &b = ctx.builder();
-  SmallVector<int64_t> starts{i}, ends{i + 1}, axes{0}, steps{1};
-  FailureOr<Value> slice = ctx.create<dfg::SliceOp>(
-      dfg::sliceShape(shapeOf(past), starts, ends, axes, steps),
-      elementOf(past), past, b.getDenseI64ArrayAttr(starts),
-      b.getDenseI64ArrayAttr(ends), b.getDenseI64ArrayAttr(axes),
-      b.getDenseI64ArrayAttr(steps));
+  FailureOr<Value> slice = sliceAxis(ctx, past, 0, i, i + 1);
   if (failed(slice))
     return failure();
-  return ctx.create<dfg::SqueezeOp>(dfg::squeezeShape(shapeOf(*slice), {0}),
-                                    elementOf(past), *slice,
-                                    b.getDenseI64ArrayAttr({0}));
+  return ctx.create<dfg::SqueezeOp>(
+      dfg::squeezeShape(shapeOf(*slice), {0}), elementOf(past), *slice,
+      ctx.builder().getDenseI64ArrayAttr({0}));
 }
 
 /// com.microsoft Attention(input, weights, bias?, mask_index?, past?,

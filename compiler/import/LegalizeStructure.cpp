@@ -947,6 +947,16 @@ void populateStructureLegalizations(LegalizationTable &table) {
   }
 }
 
+FailureOr<Value> sliceAxis(NodeContext &ctx, Value x, int64_t axis,
+                           int64_t start, int64_t end, int64_t step) {
+  OpBuilder &b = ctx.builder();
+  SmallVector<int64_t> starts{start}, ends{end}, axes{axis}, steps{step};
+  return ctx.create<dfg::SliceOp>(
+      dfg::sliceShape(shapeOf(x), starts, ends, axes, steps), elementOf(x), x,
+      b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(ends),
+      b.getDenseI64ArrayAttr(axes), b.getDenseI64ArrayAttr(steps));
+}
+
 FailureOr<Value> padAxis(NodeContext &ctx, Value x, int64_t axis,
                          int64_t before, int64_t after, Value fill) {
   if (before == 0 && after == 0)

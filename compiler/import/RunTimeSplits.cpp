@@ -140,11 +140,7 @@ LogicalResult RunTimeSplits::importConcat(NodeContext &ctx) {
       if (failed(position))
         return failure();
       auto bound = [&](Value bounds, unsigned i) -> FailureOr<Value> {
-        SmallVector<int64_t> start{i}, end{i + 1}, axes0{0}, steps{1};
-        FailureOr<Value> one = ctx.create<dfg::SliceOp>(
-            dfg::sliceShape(shapeOf(bounds), start, end, axes0, steps), i64,
-            bounds, b.getDenseI64ArrayAttr(start), b.getDenseI64ArrayAttr(end),
-            b.getDenseI64ArrayAttr(axes0), b.getDenseI64ArrayAttr(steps));
+        FailureOr<Value> one = sliceAxis(ctx, bounds, 0, i, i + 1);
         if (failed(one))
           return failure();
         SmallVector<int64_t> ones(rank, 1);
