@@ -239,23 +239,27 @@ LogicalResult fail(ModuleOp where, const Twine &message) {
   return emitError(where.getLoc()) << message;
 }
 
-/// Runs the compiler commands side by side, as many at once as the machine
-/// has cores (MESHC_COMPILE_JOBS, when set, says how many); on a failure,
+/// How many compilers run at once: MESHC_COMPILE_JOBS when set, else the
+/// machine's cores.
+FailureOr<unsigned> compileJobs(ModuleOp where) {
+  std::optional<std::string> jobs =
+      llvm::sys::Process::GetEnv("MESHC_COMPILE_JOBS");
+  if (!jobs)
+    return std::max(
+        1u, llvm::heavyweight_hardware_concurrency().compute_thread_count());
+  unsigned n = 0;
+  if (StringRef(*jobs).getAsInteger(10, n) || n == 0)
+    return fail(where, "MESHC_COMPILE_JOBS='" + *jobs +
+                           "' is not a positive number of compiler jobs");
+  return n;
+}
+
+/// Runs the compiler commands side by side, `width` at once; on a failure,
 /// starts no more, waits for those running and reports the first failure's
 /// output.
 LogicalResult runTools(ModuleOp where,
                        ArrayRef<std::vector<std::string>> commands,
-                       bool verbose) {
-  unsigned width = std::max(
-      1u, llvm::heavyweight_hardware_concurrency().compute_thread_count());
-  if (std::optional<std::string> jobs =
-          llvm::sys::Process::GetEnv("MESHC_COMPILE_JOBS")) {
-    unsigned n = 0;
-    if (StringRef(*jobs).getAsInteger(10, n) || n == 0)
-      return fail(where, "MESHC_COMPILE_JOBS='" + *jobs +
-                             "' is not a positive number of compiler jobs");
-    width = n;
-  }
+                       unsigned width, bool verbose) {
   struct Running {
     const std::vector<std::string> *argv;
     llvm::sys::ProcessInfo process;
@@ -517,6 +521,9 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   std::vector<std::string> outputOrder;
   std::vector<std::string> sources;
   std::vector<std::vector<std::string>> commands;
+  FailureOr<unsigned> jobs = compileJobs(ranksModule);
+  if (failed(jobs))
+    return failure();
   std::vector<CachePair> cache;
   bool progress = llvm::sys::Process::StandardErrIsDisplayed();
 
@@ -591,7 +598,7 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
         it->second["ranks"].push_back(r);
     }
   }
-  if (failed(runTools(ranksModule, commands, options.verbose)))
+  if (failed(runTools(ranksModule, commands, *jobs, options.verbose)))
     return failure();
   json rankList = json::array();
   for (int64_t r = 0; r < world; ++r) {

@@ -42,6 +42,8 @@ struct SlidingWindows {
   SmallVector<SmallVector<std::pair<int64_t, int64_t>>> bounds;
   /// Every kernel position, one offset per spatial axis.
   SmallVector<SmallVector<int64_t>> taps;
+  /// Whether any padding was added.
+  bool hasPadding = false;
 };
 
 FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
@@ -96,6 +98,7 @@ FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
     if (stride > 1 && ShapedType::isDynamic(length))
       return ctx.error(op + " with stride " + std::to_string(stride) +
                        " over a symbolic size is not supported");
+    w.hasPadding |= before > 0 || after > 0;
     FailureOr<Value> p = padAxis(ctx, w.padded, 2 + i, before, after, fill);
     if (failed(p))
       return failure();
@@ -324,21 +327,13 @@ LogicalResult legalizePool(NodeContext &ctx) {
     return ctx.error(op + " needs a kernel_shape with one size per spatial "
                           "axis");
   double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
-  if (!max && ctx.attrInt("count_include_pad", 0) == 0) {
-    std::optional<SmallVector<int64_t>> pads = ctx.attrInts("pads");
-    std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-    bool padded = (autoPad != "NOTSET" && autoPad != "VALID" &&
-                   llvm::any_of(*kernel, [](int64_t k) { return k > 1; })) ||
-                  (autoPad == "NOTSET" && pads &&
-                   llvm::any_of(*pads, [](int64_t p) { return p != 0; }));
-    if (padded)
-      return ctx.error("AveragePool over padding with count_include_pad 0 "
-                       "is not supported (its divisor varies by position)");
-  }
   FailureOr<SlidingWindows> windows =
       slidingWindows(ctx, ctx.input(0), *kernel, ctx.scalar(fill, element));
   if (failed(windows))
     return failure();
+  if (!max && windows->hasPadding && ctx.attrInt("count_include_pad", 0) == 0)
+    return ctx.error("AveragePool over padding with count_include_pad 0 "
+                     "is not supported (its divisor varies by position)");
   Value acc;
   for (ArrayRef<int64_t> tap : windows->taps) {
     FailureOr<Value> window = tapWindow(ctx, *windows, tap);

@@ -229,25 +229,17 @@ LogicalResult legalizeMod(NodeContext &ctx) {
       failed(product) ? product : binary<dfg::SubOp>(ctx, a, *product, element);
   if (failed(r) || fmod)
     return failed(r) ? failure() : ctx.setResults(*r);
-  // Python's sign: where(r != 0 and (r < 0) != (b < 0), r + b, r).
+  // Python's sign: r + b where r's sign is the other one than b's,
+  // fix = b < 0 ? r > 0 : r < 0.
   FailureOr<Value> rNegative = binary<dfg::LessOp>(ctx, *r, zero, i1);
+  FailureOr<Value> rPositive = binary<dfg::LessOp>(ctx, zero, *r, i1);
   FailureOr<Value> bNegative = binary<dfg::LessOp>(ctx, b, zero, i1);
-  FailureOr<Value> rZero = binary<dfg::EqualOp>(ctx, *r, zero, i1);
-  if (failed(rNegative) || failed(bNegative) || failed(rZero))
-    return failure();
-  auto negate = [&](Value v) -> Value {
-    return dfg::NotOp::create(ctx.builder(), ctx.loc(), v.getType(), v);
-  };
-  FailureOr<Value> rOnly =
-      binary<dfg::AndOp>(ctx, *rNegative, negate(*bNegative), i1);
-  FailureOr<Value> bOnly =
-      binary<dfg::AndOp>(ctx, negate(*rNegative), *bNegative, i1);
-  FailureOr<Value> differ = failed(rOnly) || failed(bOnly)
-                                ? FailureOr<Value>(failure())
-                                : binary<dfg::OrOp>(ctx, *rOnly, *bOnly, i1);
   FailureOr<Value> fix =
-      failed(differ) ? differ
-                     : binary<dfg::AndOp>(ctx, *differ, negate(*rZero), i1);
+      failed(rNegative) || failed(rPositive) || failed(bNegative)
+          ? FailureOr<Value>(failure())
+          : ctx.create<dfg::WhereOp>(
+                dfg::broadcastShapes(shapeOf(*bNegative), shapeOf(*r)), i1,
+                *bNegative, *rPositive, *rNegative);
   FailureOr<Value> shifted =
       failed(fix) ? fix : binary<dfg::AddOp>(ctx, *r, b, element);
   if (failed(shifted))
