@@ -42,6 +42,7 @@ def export(args):
                          rope_theta=500000.0, tie_word_embeddings=True,
                          bos_token_id=1, eos_token_id=2, pad_token_id=0)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(args.out))) as src, \
             tempfile.TemporaryDirectory() as cache:
         model.save_pretrained(src)

@@ -7,25 +7,23 @@
 // batch matrix (those in parallel when each is small). Integer matmuls (shape
 // arithmetic, rare and small) are plain loops.
 //
-// A product of one row (a decoding step's linear: M = 1) goes to sgemv
-// instead: sgemm would first copy (pack) the whole weight matrix, which cost
-// more than the product itself (58% of a GPT-2-small decoding step). Split
-// over threads, each reads a contiguous part of the weight, so that its
-// loads stream.
-//
-// A product of a few rows (2 to kFewRows: a decoding step of a small batch)
-// by a [k, n] weight, f32 or bf16, does not go to sgemm either, which packs
-// the weight for a product that uses each element only a few times: each
-// thread takes a run of the weight's rows, streams it once and multiplies
-// every row of the input by it (fewRowsProduct: 8 weight rows at a time
-// against strips of 32 or 64 columns whose sums stay in registers), the
-// partial sums added after, as for one row.
+// A product of a few rows (1 to kFewRows: a decoding step) by a [k, n]
+// weight, f32 or bf16, does not go to sgemm, which packs the weight for a
+// product that uses each element only a few times (packing cost more than
+// the product itself: 58% of a GPT-2-small decoding step): each thread
+// takes a run of the weight's rows, streams it once and multiplies every row
+// of the input by it (fewRowsProduct: 8 weight rows at a time against strips
+// of 32 or 64 columns whose sums stay in registers), the partial sums added
+// after. One row by an [n, k] weight is one dot product per output
+// (gemvRows), each thread reading a contiguous block of the weight's rows.
+// These are meshc's own loops, compiled per CPU level, not OpenBLAS's sgemv:
+// the Debian OpenBLAS runs its oldest kernels (Prescott's) on CPUs newer
+// than itself, at two thirds of the memory's speed.
 //
 // A bf16 weight (--dtype bf16 on the cpu target: the weights products read
 // are stored in bf16, activations and sums stay f32) is widened as it is
-// read, so a decoding step reads half the bytes of f32: by fewRowsProduct
-// for 1 to kFewRows rows of a [k, n] weight, by one dot product per output
-// for one row of an [n, k] one; a product of more rows widens the weight a
+// read, so a decoding step reads half the bytes of f32: by the same
+// kernels as f32's for a few rows; a product of more rows widens the weight a
 // block of columns at a time into f32 and multiplies the block by sgemm.
 // Widening is exact (bf16 is f32's upper half), so the results are those of
 // the f32 kernels on the bf16-rounded weights.
@@ -45,8 +43,8 @@
 //
 // oneDNN generates its kernels for the CPU it runs on and threads a product
 // over the OpenMP team itself (and runs on one thread inside a parallel
-// region, as attention's per-head products do). OpenBLAS (sgemv, and sgemm
-// under MESHC_GEMM=openblas) is switched to one thread on first use and
+// region, as attention's per-head products do). OpenBLAS (sgemm under
+// MESHC_GEMM=openblas) is switched to one thread on first use and
 // detail::sgemm splits large products over the OpenMP team instead: the Debian
 // OpenBLAS uses its own pthreads, which busy-wait after each call, and two
 // spinning thread pools on the same cores slow every kernel that follows a
@@ -85,47 +83,9 @@ bool useDnnl() {
   }();
   return dnnl;
 }
-/// c[0, :] = beta * c + the sum over `threads` contiguous runs of B's k rows
-/// of part(l0, rows, partial): the one-row product of a [k, n] weight split
-/// so that each thread's loads stream (a block of columns would cut every
-/// row in pieces), its partial sums added after.
-///
-/// Returns false, doing nothing, when B is too short for two runs of
-/// kMinRunRows rows (the caller splits by columns then): short runs would
+/// The fewest weight rows per thread in fewRowsGemm: shorter runs would
 /// make the partial sums cost more than they save.
 constexpr std::int64_t kMinRunRows = 64;
-template <typename Part>
-bool sumOverRowRuns(int threads, std::int64_t k, std::int64_t n, float beta,
-                    float *c, Part part, const Finish *finish) {
-  const std::int64_t most = std::min<std::int64_t>(threads, k / kMinRunRows);
-  if (most < 2)
-    return false;
-  // Every run is non-empty, so every partial sum is written.
-  const std::int64_t rowsPer = (k + most - 1) / most;
-  const int runs = static_cast<int>((k + rowsPer - 1) / rowsPer);
-  static thread_local std::vector<float> parts;
-  parts.resize(static_cast<std::size_t>(runs * n));
-  float *sums = parts.data();
-#pragma omp parallel for schedule(static) num_threads(runs)
-  for (int p = 0; p < runs; ++p) {
-    const std::int64_t l0 = p * rowsPer;
-    part(l0, std::min(rowsPer, k - l0), sums + p * n);
-  }
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n * runs > kParallelThreshold)
-  for (std::int64_t q = 0; q < chunks; ++q) {
-    const std::int64_t j0 = q * kChunk, j1 = std::min(n, j0 + kChunk);
-    for (std::int64_t j = j0; j < j1; ++j) {
-      float total = beta == 0.0f ? 0.0f : beta * c[j];
-      for (int p = 0; p < runs; ++p)
-        total += sums[p * n + j];
-      c[j] = total;
-    }
-    if (finish)
-      (*finish)(j0, j1);
-  }
-  return true;
-}
 
 /// Rows of an input that go to fewRowsProduct instead of sgemm (by a [k, n]
 /// weight).
@@ -164,6 +124,13 @@ constexpr int kTileRows = 8;
 /// M rows of x: strips of 32 or 64 columns, their sums in registers while
 /// the R weight rows' pieces are loaded, widened and multiplied by every
 /// row; the columns past the last whole strip one at a time.
+/// How far ahead in each weight row fewRowsTile asks for the next lines
+/// (prefetcht0): the hardware prefetchers alone kept 4-row products at 25-27
+/// GB/s where one row reached 31; with it both stream at 29-33, bf16 too
+/// (bench/cpu_products.sh). 1 KB or more ahead was slower, and a
+/// non-temporal hint halved the speed.
+constexpr std::int64_t kPrefetchBytes = 512;
+
 template <int M, int R, typename W>
 MESHC_INLINE void fewRowsTile(const float *__restrict x, std::int64_t ldx,
                               const W *__restrict w, std::int64_t ldw,
@@ -182,8 +149,15 @@ MESHC_INLINE void fewRowsTile(const float *__restrict x, std::int64_t ldx,
     F32x16 acc[M][U] = {};
     for (int q = 0; q < R; ++q) {
       F32x16 wq[U];
-      for (int u = 0; u < U; ++u)
+      for (int u = 0; u < U; ++u) {
+        // One request per 64-byte line: every piece of f32, every other
+        // of bf16.
+        if ((u * 16 * sizeof(W)) % 64 == 0)
+          __builtin_prefetch(w + q * ldw + j + 16 * u +
+                                 kPrefetchBytes / std::int64_t(sizeof(W)),
+                             0, 3);
         load16(wq[u], w + q * ldw + j + 16 * u);
+      }
       for (int i = 0; i < M; ++i)
         for (int u = 0; u < U; ++u)
           acc[i][u] += a[i][q] * wq[u];
@@ -324,6 +298,68 @@ void fewRowsGemm(int threads, std::int64_t m, std::int64_t n, std::int64_t k,
       (*finish)(e0, e1);
   }
 }
+/// c[j] = beta * c[j] + alpha * sum_l a[l] * B[j, l] for j in [j0, j0 +
+/// len), B an f32 or bf16 [n, k] matrix (leading dimension ldb): one dot
+/// product per row of B, in 16 lanes (which the compiler vectorises without
+/// reordering a sum) added at the end.
+template <typename W>
+MESHC_INLINE void gemvRowsOf(const float *__restrict a, const W *__restrict b,
+                             std::int64_t ldb, std::int64_t k, std::int64_t j0,
+                             std::int64_t len, float alpha, float beta,
+                             float *__restrict c) {
+  constexpr std::int64_t kLanes = 16;
+  const std::int64_t body = k / kLanes * kLanes;
+  for (std::int64_t j = j0; j < j0 + len; ++j) {
+    const W *row = b + j * ldb;
+    float lanes[kLanes] = {};
+    for (std::int64_t l = 0; l < body; l += kLanes)
+      for (std::int64_t i = 0; i < kLanes; ++i)
+        lanes[i] += a[l + i] * weightValue(row[l + i]);
+    float sum = 0.0f;
+    for (std::int64_t l = body; l < k; ++l)
+      sum += a[l] * weightValue(row[l]);
+    for (std::int64_t i = 0; i < kLanes; ++i)
+      sum += lanes[i];
+    c[j] = (beta == 0.0f ? 0.0f : beta * c[j]) + alpha * sum;
+  }
+}
+
+/// gemvRowsOf on an f32 or a bf16 B, compiled for each x86-64 level
+/// (MESHC_CPU_CLONES).
+MESHC_CPU_CLONES
+void gemvRows(const float *a, const float *b, std::int64_t ldb, std::int64_t k,
+              std::int64_t j0, std::int64_t len, float alpha, float beta,
+              float *c) {
+  gemvRowsOf(a, b, ldb, k, j0, len, alpha, beta, c);
+}
+MESHC_CPU_CLONES
+void gemvRows(const float *a, const std::uint16_t *b, std::int64_t ldb,
+              std::int64_t k, std::int64_t j0, std::int64_t len, float alpha,
+              float beta, float *c) {
+  gemvRowsOf(a, b, ldb, k, j0, len, alpha, beta, c);
+}
+
+/// c = alpha * a . B^T + beta * c for one row a and an [n, k] B (leading
+/// dimension ldb): each thread takes one contiguous block of B's rows, so
+/// that its loads stream.
+template <typename W>
+void gemvByRows(int threads, std::int64_t n, std::int64_t k, float alpha,
+                const float *a, const W *b, std::int64_t ldb, float beta,
+                float *c, const Finish *finish) {
+  if (threads <= 1 || static_cast<double>(n) * k <= kSerialGemmMacs) {
+    gemvRows(a, b, ldb, k, 0, n, alpha, beta, c);
+  } else {
+    const std::int64_t block = (n + threads - 1) / threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int p = 0; p < threads; ++p) {
+      const std::int64_t j0 = p * block;
+      if (j0 < n)
+        gemvRows(a, b, ldb, k, j0, std::min(block, n - j0), alpha, beta, c);
+    }
+  }
+  if (finish)
+    detail::finishAll(*finish, n);
+}
 } // namespace
 
 void detail::finishAll(const Finish &finish, std::int64_t count) {
@@ -353,37 +389,9 @@ void detail::sgemm(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
   const double macs =
       static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (m == 1) {
-    // c[0, j0:j0+len] = alpha * a . op(b)[:, j0:j0+len] + beta * c: B is
-    // [n, k] (transB: y = B a) or [k, n] (y = B^T a).
-    auto gemv = [&](std::int64_t j0, std::int64_t len) {
-      if (transB)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, len, k, alpha, b + j0 * ldb,
-                    ldb, a, 1, beta, c + j0, 1);
-      else
-        cblas_sgemv(CblasRowMajor, CblasTrans, k, len, alpha, b + j0, ldb, a, 1,
-                    beta, c + j0, 1);
-    };
-    if (threads <= 1 || macs <= kSerialGemmMacs) {
-      gemv(0, n);
-      return thenFinish();
-    }
-    if (!transB && sumOverRowRuns(
-                       threads, k, n, beta, c,
-                       [&](std::int64_t l0, std::int64_t rows, float *sums) {
-                         cblas_sgemv(CblasRowMajor, CblasTrans, rows, n, alpha,
-                                     b + l0 * ldb, ldb, a + l0, 1, 0.0f, sums,
-                                     1);
-                       },
-                       finish))
-      return;
-    std::int64_t block = (n + threads - 1) / threads;
-    block = (block + 15) / 16 * 16;
-    const std::int64_t blocks = (n + block - 1) / block;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t p = 0; p < blocks; ++p)
-      gemv(p * block, std::min(block, n - p * block));
-    return thenFinish();
+  if (m == 1 && transB) {
+    gemvByRows(threads, n, k, alpha, a, b, ldb, beta, c, finish);
+    return;
   }
   if (!transB && m <= kFewRows) {
     fewRowsGemm(threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, finish);
@@ -435,29 +443,6 @@ MESHC_CPU_CLONES void widenBf16(const std::uint16_t *src, float *dst,
     dst[i] = bfloat16ToFloat(src[i]);
 }
 
-/// c[j] = beta * c[j] + sum_l a[l] * B[j, l] for j in [j0, j0 + len), B a
-/// bf16 [n, k] matrix: one dot product per row of B, in 16 lanes (which the
-/// compiler vectorises without reordering a sum) added at the end.
-MESHC_CPU_CLONES void gemvBf16Rows(const float *a, const std::uint16_t *b,
-                                    std::int64_t k, std::int64_t j0,
-                                    std::int64_t len, float beta, float *c) {
-  constexpr std::int64_t kLanes = 16;
-  const std::int64_t body = k / kLanes * kLanes;
-  for (std::int64_t j = j0; j < j0 + len; ++j) {
-    const std::uint16_t *row = b + j * k;
-    float lanes[kLanes] = {};
-    for (std::int64_t l = 0; l < body; l += kLanes)
-      for (std::int64_t i = 0; i < kLanes; ++i)
-        lanes[i] += a[l + i] * bfloat16ToFloat(row[l + i]);
-    float sum = 0.0f;
-    for (std::int64_t l = body; l < k; ++l)
-      sum += a[l] * bfloat16ToFloat(row[l]);
-    for (std::int64_t i = 0; i < kLanes; ++i)
-      sum += lanes[i];
-    c[j] = (beta == 0.0f ? 0.0f : beta * c[j]) + sum;
-  }
-}
-
 /// C[m, n] = A[m, k] . op(B) + beta * C for a bf16 B: [n, k] with transB,
 /// else [k, n]; A and C f32 with leading dimensions k and n.
 void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -475,23 +460,9 @@ void productBf16(bool transB, std::int64_t m, std::int64_t n, std::int64_t k,
       finishAll(*finish, m * n);
   };
   if (m == 1) {
-    // B [n, k] (the [k, n] layout went to fewRowsGemm): one dot product
-    // per output, each thread reading one contiguous part of B, so that its
-    // loads stream.
-    const bool parallel =
-        threads > 1 && static_cast<double>(n) * k > kSerialGemmMacs;
-    if (!parallel) {
-      gemvBf16Rows(a, b, k, 0, n, beta, c);
-      return thenFinish();
-    }
-    const std::int64_t block = (n + threads - 1) / threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int p = 0; p < threads; ++p) {
-      const std::int64_t j0 = p * block;
-      if (j0 < n)
-        gemvBf16Rows(a, b, k, j0, std::min(block, n - j0), beta, c);
-    }
-    return thenFinish();
+    // B [n, k] (the [k, n] layout went to fewRowsGemm).
+    gemvByRows(threads, n, k, 1.0f, a, b, k, beta, c, finish);
+    return;
   }
   // Widen a block of B's columns (about 4 MB of f32) and multiply it.
   std::int64_t block = std::max<std::int64_t>(64, (std::int64_t(1) << 20) / k);

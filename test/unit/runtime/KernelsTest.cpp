@@ -1189,9 +1189,11 @@ TEST(KernelsTest, LinearWithAndWithoutTransposeAndBias) {
   checkLinear(tall, wNarrowT, nullptr, true);
 }
 
-// One row (a decoding step) goes to sgemv, serially and split over the
-// OpenMP team by columns past 2^20 multiply-adds; matmul of one row too.
-TEST(KernelsTest, OneRowProductsUseGemv) {
+// One row (a decoding step) goes to meshc's own kernels, not to sgemm: by a
+// [k, n] weight the few-rows kernel, by an [n, k] one a dot product per
+// output, serially and split over the OpenMP team by blocks of outputs past
+// 2^20 multiply-adds (3000 outputs over the threads); matmul of one row too.
+TEST(KernelsTest, OneRowProductsUseOwnKernels) {
   Tensor row = randomF32({1, 1, 32});
   Tensor w = randomF32({32, 24}), wt = randomF32({24, 32}), bias = randomF32({24});
   checkLinear(row, w, &bias, false);
