@@ -58,6 +58,13 @@ std::optional<int64_t> repeatMergeAxis(mlir::Operation *op);
 /// (UnmergeLeading.cpp). Returns whether anything was rebuilt.
 bool unmergeLeadingDims(mlir::func::FuncOp func);
 
+/// Ops that treat each row of a tensor's last axis alike (norms over it,
+/// elementwise ops whose other operands vary along it at most), on tensors
+/// that reshapes merged into rows of that axis ([B, S, H*D] -> [B*S*H, D],
+/// or [B, S*H, D]), are rebuilt on the rows given dimensions of their own
+/// ([B, S, H, D]) up to the reshapes that read them (UnmergeLeading.cpp).
+void unmergeRowGroups(mlir::func::FuncOp func);
+
 /// Selections of a contiguous block of heads from a [..., heads, d] view of
 /// a projection (a slice, a gather at constant indices, a gather_nd after a
 /// transpose) become slices of the projection's features, the column blocks

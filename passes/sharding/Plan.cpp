@@ -102,18 +102,22 @@ bool isSource(Value v) {
 
 namespace {
 
-/// The column block [start, end) of the last axis that `op` reads of its
-/// operand of rank `rank`, when it is a unit-step dfg.slice of that axis
-/// alone.
-std::optional<std::pair<int64_t, int64_t>> columnBlock(Operation *op,
-                                                       int64_t rank) {
+/// The block [start, end) of axis `axis` (of an operand of rank `rank`;
+/// negative counts from the end) that `op` reads, when it is a unit-step
+/// dfg.slice of that axis alone with static bounds.
+std::optional<std::pair<int64_t, int64_t>>
+blockAlong(Operation *op, int64_t rank, int64_t axis) {
   auto slice = dyn_cast<dfg::SliceOp>(op);
-  if (!slice || slice.getAxes().size() != 1 || slice.getSteps().front() != 1 ||
-      (slice.getAxes().front() != -1 && slice.getAxes().front() != rank - 1))
+  if (axis < 0)
+    axis += rank;
+  if (!slice || slice.getAxes().size() != 1 || slice.getSteps().front() != 1)
+    return std::nullopt;
+  int64_t sliced = slice.getAxes().front();
+  if ((sliced < 0 ? sliced + rank : sliced) != axis)
     return std::nullopt;
   int64_t width =
-      cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
-  int64_t size = slice.getType().getShape().back();
+      cast<RankedTensorType>(slice.getInput().getType()).getDimSize(axis);
+  int64_t size = slice.getType().getDimSize(axis);
   int64_t start = slice.getStarts().front();
   if (start < 0)
     start += width;
@@ -121,6 +125,14 @@ std::optional<std::pair<int64_t, int64_t>> columnBlock(Operation *op,
       start < 0 || start + size > width)
     return std::nullopt;
   return std::make_pair(start, start + size);
+}
+
+/// The column block [start, end) of the last axis that `op` reads of its
+/// operand of rank `rank`, when it is a unit-step dfg.slice of that axis
+/// alone.
+std::optional<std::pair<int64_t, int64_t>> columnBlock(Operation *op,
+                                                       int64_t rank) {
+  return blockAlong(op, rank, rank - 1);
 }
 
 /// A projection: a linear, or a matmul by a weight matrix (an exporter's
@@ -347,46 +359,6 @@ void splitToSlices(dfg::SplitOp split) {
   split.erase();
 }
 
-/// split(transpose(p), axis) of a projection p (or of its bias add) where
-/// the transpose moves p's features to `axis` (LFM2's in_proj, read as
-/// [batch, channels, length] and chunked into B, C and x along the
-/// channels) ==> transposes of slices of p's last axis, one per part, which
-/// splitsToSlices and splitSlicedProjections then read as column blocks.
-void splitsBeforeTransposes(func::FuncOp func) {
-  SmallVector<dfg::SplitOp> splits;
-  func.walk([&](dfg::SplitOp split) {
-    auto transpose = split.getInput().getDefiningOp<dfg::TransposeOp>();
-    if (!transpose || !projectionBehind(transpose.getInput()))
-      return;
-    int64_t rank = cast<RankedTensorType>(split.getInput().getType()).getRank();
-    int64_t axis = split.getAxis();
-    if (axis < 0)
-      axis += rank;
-    if (transpose.getPerm()[axis] == rank - 1)
-      splits.push_back(split);
-  });
-  for (dfg::SplitOp split : splits) {
-    auto transpose = split.getInput().getDefiningOp<dfg::TransposeOp>();
-    Value p = transpose.getInput();
-    int64_t rank = cast<RankedTensorType>(p.getType()).getRank();
-    OpBuilder b(split);
-    int64_t start = 0;
-    for (auto [size, part] :
-         llvm::zip_equal(split.getSizes(), split.getResults())) {
-      Value slice = dfg::SliceOp::create(b, split.getLoc(), p, {start},
-                                         {start + size}, {rank - 1}, {1});
-      Value moved =
-          dfg::TransposeOp::create(b, transpose.getLoc(), part.getType(), slice,
-                                   transpose.getPermAttr());
-      part.replaceAllUsesWith(moved);
-      start += size;
-    }
-    split.erase();
-    if (transpose->use_empty())
-      transpose.erase();
-  }
-}
-
 /// split(p, axis=-1) of a projection p (or of its bias add), or a split of
 /// any axis of a view of one (TorchScript's q, k, v of ModernBERT's packed
 /// [..., 3, h, d]) ==> slices, one per part, for splitSlicedProjections
@@ -411,111 +383,163 @@ void splitsToSlices(func::FuncOp func) {
     splitToSlices(split);
 }
 
-/// Whether each column of `op`'s one result is computed from the same
-/// column of its operands (or from operands broadcast along the last axis):
-/// an elementwise op, or a concat along another axis.
-bool keepsColumns(Operation *op) {
+/// For an op whose one result takes each index along `axis` from the same
+/// index along one axis of some of its operands: each operand's axis, or -1
+/// for an operand broadcast along it (absent or of size 1 there). Such ops
+/// are elementwise ops, concats and slices along other axes, and
+/// transposes. Null for any other op.
+std::optional<SmallVector<int64_t>> channelAxes(Operation *op, int64_t axis) {
   if (!op || op->getNumResults() != 1)
-    return false;
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || axis < 0 || axis >= type.getRank())
+    return std::nullopt;
+  int64_t rank = type.getRank(), width = type.getDimSize(axis);
+  auto normal = [&](int64_t a) { return a < 0 ? a + rank : a; };
   if (auto concat = dyn_cast<dfg::ConcatOp>(op)) {
-    int64_t rank = cast<RankedTensorType>(concat.getType()).getRank();
-    int64_t axis = concat.getAxis();
-    return axis != -1 && axis != rank - 1;
+    if (normal(concat.getAxis()) == axis)
+      return std::nullopt;
+    return SmallVector<int64_t>(op->getNumOperands(), axis);
   }
-  return isa<dfg::ElementwiseOpInterface>(op);
+  if (auto slice = dyn_cast<dfg::SliceOp>(op)) {
+    if (llvm::any_of(slice.getAxes(),
+                     [&](int64_t a) { return normal(a) == axis; }))
+      return std::nullopt;
+    return SmallVector<int64_t>{axis};
+  }
+  if (auto transpose = dyn_cast<dfg::TransposeOp>(op))
+    return SmallVector<int64_t>{transpose.getPerm()[axis]};
+  if (!isa<dfg::ElementwiseOpInterface>(op))
+    return std::nullopt;
+  SmallVector<int64_t> axes;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return std::nullopt;
+    int64_t aligned = axis - (rank - t.getRank());
+    if (aligned < 0 || (t.getDimSize(aligned) == 1 && width != 1))
+      axes.push_back(-1);
+    else if (t.getDimSize(aligned) == width)
+      axes.push_back(aligned);
+    else
+      return std::nullopt;
+  }
+  return axes;
 }
 
-/// Whether `v` is a projection's result, or that of an op that keeps
-/// columns (keepsColumns) of which an operand as wide along the last axis
-/// is, looking at 64 values at most.
-bool reachesProjection(Value v) {
-  int64_t width = cast<RankedTensorType>(v.getType()).getShape().back();
-  SmallVector<Value> stack{v};
+/// Whether axis `axis` of `v` is a projection's output features (its last
+/// axis), directly or through ops that keep that axis's indices
+/// (channelAxes) and an operand that has it, looking at 64 values at most.
+bool reachesProjection(Value v, int64_t axis) {
+  SmallVector<std::pair<Value, int64_t>> stack{{v, axis}};
   llvm::SmallPtrSet<void *, 16> seen;
   while (!stack.empty() && seen.size() < 64) {
-    Value top = stack.pop_back_val();
+    auto [top, a] = stack.pop_back_val();
     if (!seen.insert(top.getAsOpaquePointer()).second)
       continue;
-    if (projectionBehind(top))
+    if (projectionBehind(top) &&
+        a == cast<RankedTensorType>(top.getType()).getRank() - 1)
       return true;
     Operation *def = top.getDefiningOp();
-    if (!keepsColumns(def))
+    std::optional<SmallVector<int64_t>> axes = channelAxes(def, a);
+    if (!axes)
       continue;
-    for (Value operand : def->getOperands()) {
-      auto type = cast<RankedTensorType>(operand.getType());
-      if (type.getRank() > 0 && type.getShape().back() == width)
-        stack.push_back(operand);
-    }
+    for (auto [operand, operandAxis] :
+         llvm::zip_equal(def->getOperands(), *axes))
+      if (operandAxis >= 0)
+        stack.push_back({operand, operandAxis});
   }
   return false;
 }
 
-/// Column blocks of the result of an op that keeps columns (keepsColumns),
-/// its operands either as wide along the last axis or broadcast along it
-/// ==> the op on the same blocks of its operands, one per block; repeated up
-/// the operands. So packed projections joined by rows before their parts
-/// are taken (JetMoE's experts: each expert's gate_up, joined per row by
-/// wheres or by a concat of the experts' rows, then cut into gate and up)
-/// are read as column blocks, which splitSlicedProjections splits. Only
-/// where some operand leads back to a projection.
-void sliceThroughElementwise(func::FuncOp func) {
-  SmallVector<Operation *> worklist;
-  auto wide = [](Value v) {
+/// Blocks of one axis of the result of an op that keeps that axis's indices
+/// (channelAxes), read as slices or a split, where the axis leads back to a
+/// projection's output features ==> the op on the same blocks of its
+/// operands, one per block (an operand broadcast along the axis read
+/// whole); repeated up the operands. So packed projections whose parts are
+/// taken after ops per feature are read as column blocks, which
+/// splitSlicedProjections splits: joined by rows before the cut (JetMoE's
+/// experts: each expert's gate_up, joined per row by wheres or by a concat
+/// of the experts' rows, then cut into gate and up), or moved to another
+/// axis and convolved per channel (LFM2's in_proj, read as [batch,
+/// channels, length] and chunked into B, C and x; the delta rule's qkv of
+/// Qwen3-Next and Qwen3.5 through their short convolution and silu, then
+/// split into q, k and v).
+void sliceThroughChannelOps(func::FuncOp func) {
+  // The axis of `v` that every user reads blocks of, when it leads back to
+  // a projection's features.
+  auto blockedAxis = [](Value v) -> std::optional<int64_t> {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type || type.getRank() == 0)
-      return false;
-    int64_t rank = type.getRank(), width = type.getShape().back();
-    return !ShapedType::isDynamic(width) && width > 1 && reachesProjection(v) &&
-           llvm::all_of(v.getUsers(), [&](Operation *user) {
-             return isa<dfg::SplitOp>(user) ||
-                    columnBlock(user, rank).has_value();
-           });
+    if (!type || type.getRank() == 0 || v.use_empty())
+      return std::nullopt;
+    int64_t rank = type.getRank();
+    std::optional<int64_t> axis;
+    for (Operation *user : v.getUsers()) {
+      int64_t a;
+      if (auto split = dyn_cast<dfg::SplitOp>(user)) {
+        a = static_cast<int64_t>(split.getAxis());
+        a = a < 0 ? a + rank : a;
+      } else if (auto slice = dyn_cast<dfg::SliceOp>(user);
+                 slice && slice.getAxes().size() == 1) {
+        a = slice.getAxes().front();
+        a = a < 0 ? a + rank : a;
+        if (!blockAlong(user, rank, a))
+          return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+      if (axis && *axis != a)
+        return std::nullopt;
+      axis = a;
+    }
+    int64_t width = type.getDimSize(*axis);
+    if (ShapedType::isDynamic(width) || width <= 1 ||
+        !reachesProjection(v, *axis))
+      return std::nullopt;
+    return axis;
   };
+  SmallVector<Operation *> worklist;
   func.walk([&](Operation *op) {
-    if (keepsColumns(op) && !op->use_empty() && wide(op->getResult(0)))
+    if (op->getNumResults() == 1 && !isProjection(op) &&
+        blockedAxis(op->getResult(0)) &&
+        channelAxes(op, *blockedAxis(op->getResult(0))))
       worklist.push_back(op);
   });
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
     Value result = op->getResult(0);
-    if (result.use_empty() || !wide(result))
+    std::optional<int64_t> axis = blockedAxis(result);
+    if (!axis)
       continue;
-    auto type = cast<RankedTensorType>(result.getType());
-    int64_t width = type.getShape().back(), rank = type.getRank();
-    // Splits of the last axis as slices; any other split stops here.
-    bool lastAxisSplits = llvm::all_of(result.getUsers(), [&](Operation *u) {
-      auto split = dyn_cast<dfg::SplitOp>(u);
-      if (!split)
-        return true;
-      int64_t axis = static_cast<int64_t>(split.getAxis());
-      return axis == -1 || axis == rank - 1;
-    });
-    bool operandsFit = llvm::all_of(op->getOperands(), [&](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      return t.getRank() == 0 || t.getShape().back() == 1 ||
-             t.getShape().back() == width;
-    });
-    if (!lastAxisSplits || !operandsFit)
+    std::optional<SmallVector<int64_t>> axes = channelAxes(op, *axis);
+    if (!axes)
       continue;
     for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
       if (auto split = dyn_cast<dfg::SplitOp>(user))
         splitToSlices(split);
+    int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
+    // One piece per block, however many users read it.
+    std::map<std::pair<int64_t, int64_t>, Value> pieces;
     for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
-      auto [start, end] = *columnBlock(user, rank);
-      OpBuilder b(user);
-      SmallVector<Value> operands;
-      for (Value v : op->getOperands()) {
-        auto t = cast<RankedTensorType>(v.getType());
-        operands.push_back(t.getRank() > 0 && t.getShape().back() == width
-                               ? dfg::SliceOp::create(b, op->getLoc(), v,
-                                                      {start}, {end},
-                                                      {t.getRank() - 1}, {1})
-                                     .getResult()
-                               : v);
+      auto block = *blockAlong(user, rank, *axis);
+      if (Value piece = pieces[block]) {
+        user->getResult(0).replaceAllUsesWith(piece);
+        user->erase();
+        continue;
       }
+      auto [start, end] = block;
+      OpBuilder b(op);
+      SmallVector<Value> operands;
+      for (auto [v, a] : llvm::zip_equal(op->getOperands(), *axes))
+        operands.push_back(
+            a < 0 ? v
+                  : dfg::SliceOp::create(b, op->getLoc(), v, {start}, {end},
+                                         {a}, {1})
+                        .getResult());
       Operation *piece = b.clone(*op);
       piece->setOperands(operands);
       piece->getResult(0).setType(user->getResult(0).getType());
+      pieces[block] = piece->getResult(0);
       user->getResult(0).replaceAllUsesWith(piece->getResult(0));
       user->erase();
     }
@@ -523,7 +547,7 @@ void sliceThroughElementwise(func::FuncOp func) {
     op->erase();
     for (Value v : operands)
       if (Operation *def = v.getDefiningOp();
-          keepsColumns(def) && !llvm::is_contained(worklist, def))
+          def && !isProjection(def) && !llvm::is_contained(worklist, def))
         worklist.push_back(def);
   }
 }
@@ -881,98 +905,6 @@ void sinkRowReshapes(func::FuncOp func) {
   }
 }
 
-/// Whether entry `i` of a reshape's `spec` keeps input dimension `i` (a `0`,
-/// or the same static size).
-bool keepsDim(ArrayRef<int64_t> spec, ArrayRef<int64_t> in, size_t i) {
-  return spec[i] == 0 || (!ShapedType::isDynamic(in[i]) && spec[i] == in[i]);
-}
-
-/// reshape(f(reshape(x : [d..., s, n]) : [d..., s * n/k, k])) : [d..., s, n]
-///   ==>  reshape(f(reshape(x) : [d..., s, n/k, k])) : [d..., s, n]
-/// for f a norm over the last axis or an elementwise op whose other operands
-/// vary along the last axis at most: f treats each row of k alike, so the
-/// n/k rows of each position can keep a dimension of their own instead of
-/// merging into the one before. A per-head norm written on [batch, seq *
-/// heads, head_dim] (Qwen3's q/k norm as onnxruntime-genai's builder writes
-/// it) becomes a norm of [batch, seq, heads, head_dim], whose heads a tp
-/// split follows.
-void unmergeRowGroups(func::FuncOp func) {
-  SmallVector<dfg::ReshapeOp> reshapes;
-  func.walk([&](dfg::ReshapeOp op) { reshapes.push_back(op); });
-  llvm::SmallPtrSet<Operation *, 8> erased; // reshapes back, already gone
-  for (dfg::ReshapeOp merge : reshapes) {
-    if (erased.contains(merge))
-      continue;
-    ArrayRef<int64_t> in = merge.getInput().getType().getShape(),
-                      out = merge.getType().getShape(), spec = merge.getShape();
-    size_t rank = in.size();
-    if (rank < 2 || out.size() != rank || !merge->hasOneUse())
-      continue;
-    int64_t n = in.back(), k = out.back();
-    if (ShapedType::isDynamic(n) || ShapedType::isDynamic(k) || k == n ||
-        n % k != 0 || spec.back() != k)
-      continue;
-    bool leadingKept = true;
-    for (size_t i = 0; i + 2 < rank; ++i)
-      leadingKept &= keepsDim(spec, in, i);
-    if (!leadingKept)
-      continue;
-    Operation *f = *merge->getUsers().begin();
-    // A norm over the last axis alone, without a fused residual.
-    auto lastAxisNorm = [&](auto norm) {
-      int64_t axis = norm.getAxis();
-      return !norm.getResidual() &&
-             (axis == -1 || axis == static_cast<int64_t>(rank) - 1);
-    };
-    bool rowWise = false;
-    if (auto norm = dyn_cast<dfg::RmsNormOp>(f))
-      rowWise = lastAxisNorm(norm);
-    else if (auto norm = dyn_cast<dfg::LayerNormOp>(f))
-      rowWise = lastAxisNorm(norm);
-    else if (isa<dfg::ElementwiseOpInterface>(f))
-      rowWise = llvm::all_of(f->getOperands(), [&](Value v) {
-        return v == merge.getResult() ||
-               cast<RankedTensorType>(v.getType()).getRank() <= 1;
-      });
-    if (!rowWise || f->getNumResults() != 1 || !f->getResult(0).hasOneUse())
-      continue;
-    auto back = dyn_cast<dfg::ReshapeOp>(*f->getResult(0).getUsers().begin());
-    if (!back || back.getType() != merge.getInput().getType() ||
-        back.getShape().back() != n)
-      continue;
-    bool inverse = true;
-    for (size_t i = 0; i + 2 < rank; ++i)
-      inverse &= keepsDim(back.getShape(), in, i);
-    if (!inverse)
-      continue;
-    // The rows, [d..., s, n/k, k]; copies (0) keep dynamic sizes exact.
-    OpBuilder b(merge);
-    SmallVector<int64_t> rowsSpec(rank - 1, 0), rowsShape(in.drop_back());
-    rowsSpec.append({n / k, k});
-    rowsShape.append({n / k, k});
-    Type element = merge.getType().getElementType();
-    Value rows = dfg::ReshapeOp::create(
-        b, merge.getLoc(), RankedTensorType::get(rowsShape, element),
-        merge.getInput(), b.getDenseI64ArrayAttr(rowsSpec));
-    Operation *f2 = b.clone(*f);
-    f2->replaceUsesOfWith(merge.getResult(), rows);
-    f2->getResult(0).setType(RankedTensorType::get(
-        rowsShape,
-        cast<RankedTensorType>(f->getResult(0).getType()).getElementType()));
-    if (f2->hasAttr("axis"))
-      f2->setAttr("axis", b.getI64IntegerAttr(-1));
-    SmallVector<int64_t> backSpec(rank - 1, 0);
-    backSpec.push_back(n);
-    Value merged = dfg::ReshapeOp::create(b, back.getLoc(), back.getType(),
-                                          f2->getResult(0),
-                                          b.getDenseI64ArrayAttr(backSpec));
-    back.getResult().replaceAllUsesWith(merged);
-    erased.insert(back);
-    back.erase();
-    f->erase();
-    merge.erase();
-  }
-}
 
 /// With a tp axis, before planning: merged leading dimensions unmerged
 /// (unmergeLeadingDims: batch and heads through dynamo's Kᵀ and BLOOM's
@@ -982,15 +914,14 @@ void unmergeRowGroups(func::FuncOp func) {
 /// (sliceHeadSelections), means as sums divided by their counts
 /// (meansToSums), and packed projections split into one projection per
 /// part, whether a split or slices of the last axis read them (splitsToSlices,
-/// splitSlicedProjections; through a join by rows, sliceThroughElementwise;
+/// splitSlicedProjections; through ops per feature, sliceThroughChannelOps;
 /// an expert's fused gate_up, splitPackedExperts).
 void splitPackedProjections(func::FuncOp func) {
   unmergeLeadingDims(func);
   unmergeRowGroups(func);
   sinkRowReshapes(func);
-  splitsBeforeTransposes(func);
   splitsToSlices(func);
-  sliceThroughElementwise(func);
+  sliceThroughChannelOps(func);
   splitPackedExperts(func);
   sliceHeadSelections(func);
   splitSlicedProjections(func);

@@ -31,6 +31,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <optional>
@@ -77,6 +79,50 @@ bool sameProduct(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b,
 bool isOne(AffineExpr d) {
   auto c = dyn_cast_or_null<AffineConstantExpr>(d);
   return c && c.getValue() == 1;
+}
+
+RankedTensorType typeOfDims(dfg::DimTable &table, ArrayRef<AffineExpr> dims,
+                            Type element) {
+  SmallVector<int64_t> shape;
+  for (AffineExpr d : dims) {
+    auto c =
+        dyn_cast<AffineConstantExpr>(simplifyAffineExpr(d, 0, table.size()));
+    shape.push_back(c ? c.getValue() : ShapedType::kDynamic);
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+/// `x` (of dimensions `from`) reshaped to `to`: itself when they agree, a
+/// dfg.reshape where its spec can state `to`, else a dfg.symbolic_reshape;
+/// null where a dimension has no expression.
+Value reshapeDims(OpBuilder &b, Location loc, dfg::DimTable &table, Value x,
+                  ArrayRef<AffineExpr> from, ArrayRef<AffineExpr> to) {
+  if (sameDims(from, to))
+    return x;
+  if (llvm::any_of(to, [](AffineExpr d) { return !d; }))
+    return nullptr;
+  RankedTensorType type = typeOfDims(
+      table, to, cast<RankedTensorType>(x.getType()).getElementType());
+  // A dfg.reshape where each dynamic dimension is copied (0) from the same
+  // position or is the one inferred (-1): its sharding rule pairs dynamic
+  // dimensions, a dfg.symbolic_reshape's does not.
+  SmallVector<int64_t> spec(type.getShape());
+  bool inferred = false, expressible = true;
+  for (auto [i, size] : llvm::enumerate(spec)) {
+    if (!ShapedType::isDynamic(size))
+      continue;
+    if (i < from.size() && from[i] && dfg::sameDim(from[i], to[i]))
+      size = 0;
+    else if (!inferred)
+      size = -1, inferred = true;
+    else
+      expressible = false;
+  }
+  if (expressible)
+    return dfg::ReshapeOp::create(b, loc, type, x,
+                                  b.getDenseI64ArrayAttr(spec));
+  auto [map, names] = table.write(to);
+  return dfg::SymbolicReshapeOp::create(b, loc, type, x, map, names);
 }
 
 class Unmerger {
@@ -129,47 +175,13 @@ public:
 private:
   MLIRContext *context() { return func_.getContext(); }
 
-  /// `x` (of dimensions `from`) reshaped to `to`: itself when they agree, a
-  /// dfg.reshape where its spec can state `to`, else a dfg.symbolic_reshape;
-  /// null where a dimension has no expression.
   Value reshape(OpBuilder &b, Location loc, Value x, ArrayRef<AffineExpr> from,
                 ArrayRef<AffineExpr> to) {
-    if (sameDims(from, to))
-      return x;
-    if (llvm::any_of(to, [](AffineExpr d) { return !d; }))
-      return nullptr;
-    RankedTensorType type =
-        typeOf(to, cast<RankedTensorType>(x.getType()).getElementType());
-    // A dfg.reshape where each dynamic dimension is copied (0) from the same
-    // position or is the one inferred (-1): its sharding rule pairs dynamic
-    // dimensions, a dfg.symbolic_reshape's does not.
-    SmallVector<int64_t> spec(type.getShape());
-    bool inferred = false, expressible = true;
-    for (auto [i, size] : llvm::enumerate(spec)) {
-      if (!ShapedType::isDynamic(size))
-        continue;
-      if (i < from.size() && from[i] && dfg::sameDim(from[i], to[i]))
-        size = 0;
-      else if (!inferred)
-        size = -1, inferred = true;
-      else
-        expressible = false;
-    }
-    if (expressible)
-      return dfg::ReshapeOp::create(b, loc, type, x,
-                                    b.getDenseI64ArrayAttr(spec));
-    auto [map, names] = table_.write(to);
-    return dfg::SymbolicReshapeOp::create(b, loc, type, x, map, names);
+    return reshapeDims(b, loc, table_, x, from, to);
   }
 
   RankedTensorType typeOf(ArrayRef<AffineExpr> dims, Type element) {
-    SmallVector<int64_t> shape;
-    for (AffineExpr d : dims) {
-      auto c =
-          dyn_cast<AffineConstantExpr>(simplifyAffineExpr(d, 0, table_.size()));
-      shape.push_back(c ? c.getValue() : ShapedType::kDynamic);
-    }
-    return RankedTensorType::get(shape, element);
+    return typeOfDims(table_, dims, element);
   }
 
   /// The dimensions of `v` with dimension 0 replaced by `lead`.
@@ -386,5 +398,170 @@ private:
 } // namespace
 
 bool unmergeLeadingDims(func::FuncOp func) { return Unmerger(func).run(); }
+
+namespace {
+
+/// Whether `op`, of one result of type `rows`, treats each row of the last
+/// axis alike: a norm over that axis alone, without a fused residual, or an
+/// elementwise op whose operands are of type `rows` or vary along the last
+/// axis at most (rank 1 or 0).
+bool rowWise(Operation *op, RankedTensorType rows) {
+  if (op->getNumResults() != 1 || op->getResult(0).getType() != rows)
+    return false;
+  int64_t rank = rows.getRank();
+  auto lastAxisNorm = [&](auto norm) {
+    int64_t axis = norm.getAxis();
+    return !norm.getResidual() && (axis == -1 || axis == rank - 1);
+  };
+  if (auto norm = dyn_cast<dfg::RmsNormOp>(op); norm && !lastAxisNorm(norm))
+    return false;
+  if (auto norm = dyn_cast<dfg::LayerNormOp>(op); norm && !lastAxisNorm(norm))
+    return false;
+  if (!isa<dfg::RmsNormOp, dfg::LayerNormOp, dfg::ElementwiseOpInterface>(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && (type == rows || type.getRank() <= 1);
+  });
+}
+
+} // namespace
+
+// A region: the row-wise ops (rowWise) between the reshapes that merge
+// tensors into rows of k (the leaves: [..., n] -> [R, k], n a multiple of
+// k) and the reshapes that read the result (the exits). A reshape keeps
+// the order of the elements, so each leaf is the reshape of its input
+// viewed as U = [..., n/k, k] (its dimensions, the last cut in two), and
+// the region computes the same rows on U as on [R, k]. Where the leaves
+// have the same U (compared as symbolic expressions), the region is
+// rebuilt on U and each exit reshapes U instead.
+void unmergeRowGroups(func::FuncOp func) {
+  dfg::DimTable table(func.getContext());
+  dfg::SymbolicShapes shapes(table);
+  SmallVector<dfg::ReshapeOp> candidates;
+  func.walk([&](dfg::ReshapeOp op) { candidates.push_back(op); });
+  llvm::SmallPtrSet<Operation *, 16> erased;
+  MLIRContext *context = func.getContext();
+  for (dfg::ReshapeOp candidate : candidates) {
+    if (erased.contains(candidate))
+      continue;
+    Operation *last = candidate.getInput().getDefiningOp();
+    auto rows = cast<RankedTensorType>(candidate.getInput().getType());
+    if (!last || rows.getRank() == 0 || !rowWise(last, rows))
+      continue;
+    int64_t k = rows.getShape().back();
+    if (ShapedType::isDynamic(k))
+      continue;
+    // The region, up from `last`, and its leaves.
+    llvm::SetVector<Operation *> region;
+    llvm::SetVector<Operation *> leaves;
+    SmallVector<Operation *> stack{last};
+    bool closed = true;
+    while (!stack.empty() && closed) {
+      Operation *op = stack.pop_back_val();
+      if (region.contains(op) || leaves.contains(op))
+        continue;
+      if (auto merge = dyn_cast<dfg::ReshapeOp>(op)) {
+        int64_t n = merge.getInput().getType().getShape().back();
+        closed = merge.getType() == rows && !ShapedType::isDynamic(n) &&
+                 n % k == 0;
+        leaves.insert(op);
+        continue;
+      }
+      if (!rowWise(op, rows)) {
+        closed = false;
+        break;
+      }
+      region.insert(op);
+      for (Value v : op->getOperands()) {
+        if (v.getType() != rows)
+          continue;
+        Operation *def = v.getDefiningOp();
+        closed &= def != nullptr;
+        if (def)
+          stack.push_back(def);
+      }
+    }
+    if (!closed || leaves.empty())
+      continue;
+    // Every use of the region is in it or an exit.
+    llvm::SetVector<Operation *> exits;
+    for (Operation *op : region)
+      for (Operation *user : op->getUsers()) {
+        if (region.contains(user))
+          continue;
+        if (isa<dfg::ReshapeOp>(user))
+          exits.insert(user);
+        else
+          closed = false;
+      }
+    if (!closed)
+      continue;
+    // The leaves' U, which must agree.
+    Dims u;
+    for (Operation *leaf : leaves) {
+      Value in = leaf->getOperand(0);
+      Dims dims(shapes.dims(in));
+      int64_t n = cast<RankedTensorType>(in.getType()).getShape().back();
+      dims.pop_back();
+      if (n != k)
+        dims.push_back(getAffineConstantExpr(n / k, context));
+      dims.push_back(getAffineConstantExpr(k, context));
+      if (u.empty())
+        u = dims;
+      else if (!sameDims(u, dims))
+        closed = false;
+      closed &= llvm::all_of(dims, [](AffineExpr d) { return bool(d); });
+    }
+    SmallVector<Dims> exitDims;
+    for (Operation *exit : exits) {
+      exitDims.push_back(Dims(shapes.dims(exit->getResult(0))));
+      closed &= llvm::all_of(exitDims.back(),
+                             [](AffineExpr d) { return bool(d); });
+    }
+    if (!closed || u.size() <= static_cast<size_t>(rows.getRank()))
+      continue;
+    // Rebuilt on U, in the block's order.
+    SmallVector<Operation *> ordered(region.begin(), region.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    if (llvm::any_of(ordered, [&](Operation *op) {
+          return op->getBlock() != last->getBlock();
+        }))
+      continue;
+    IRMapping map;
+    for (Operation *leaf : leaves) {
+      OpBuilder b(leaf);
+      Value in = leaf->getOperand(0);
+      map.map(leaf->getResult(0), reshapeDims(b, leaf->getLoc(), table, in,
+                                              Dims(shapes.dims(in)), u));
+    }
+    RankedTensorType unmerged = typeOfDims(table, u, rows.getElementType());
+    for (Operation *op : ordered) {
+      OpBuilder b(op);
+      Operation *clone = b.clone(*op, map);
+      clone->getResult(0).setType(unmerged);
+      if (isa<dfg::RmsNormOp, dfg::LayerNormOp>(clone))
+        clone->setAttr("axis", b.getI64IntegerAttr(-1));
+    }
+    for (auto [exit, dims] : llvm::zip_equal(exits, exitDims)) {
+      OpBuilder b(exit);
+      Value read = map.lookup(exit->getOperand(0));
+      exit->getResult(0).replaceAllUsesWith(
+          reshapeDims(b, exit->getLoc(), table, read, u, dims));
+      erased.insert(exit);
+      exit->erase();
+    }
+    for (Operation *op : llvm::reverse(ordered))
+      op->erase();
+    for (Operation *leaf : leaves)
+      if (leaf->use_empty()) {
+        erased.insert(leaf);
+        leaf->erase();
+      }
+    shapes.clear();
+  }
+}
 
 } // namespace meshc

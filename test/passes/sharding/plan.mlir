@@ -468,7 +468,7 @@ func.func @fused_multi_query(%x: tensor<1x8x16xf32>) -> tensor<1x8x16xf32> {
 // instead of being undone.
 module attributes {meshc.mesh = "tp=2"} {
 // CHECK-LABEL: func.func @per_head_norm
-func.func @per_head_norm(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+func.func @per_head_norm(%x: tensor<?x?x16xf32> {dfg.dim_names = ["b", "s", ""]}) -> tensor<?x?x16xf32> {
   %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
   %g = dfg.weight "g" in "w.bin" [offset = 1024, length = 32] : tensor<8xf32>
   %wo = dfg.weight "wo" in "w.bin" [offset = 1056, length = 1024] : tensor<16x16xf32>
@@ -1214,5 +1214,77 @@ func.func @packed_split_after_transpose(%x: tensor<1x4x16xf32>) -> tensor<1x4x16
   %yt = dfg.transpose %y perm = [0, 2, 1] : (tensor<1x8x4xf32>) -> tensor<1x4x8xf32>
   %o = dfg.linear %yt, %wo transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
   return %o : tensor<1x4x16xf32>
+}
+}
+
+// -----
+
+// A packed projection moved to [batch, channels, length], convolved per
+// channel (a short convolution's padding concat, its taps' slices along the
+// length, products by per-channel weights, their sum), activated, moved
+// back and split into q, k and v (the delta rule's qkv of Qwen3-Next and
+// Qwen3.5): the split moves up through every op per channel to the
+// projection, which becomes one column-parallel projection per part; each
+// part is computed once however many taps read it.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @short_conv_then_split
+func.func @short_conv_then_split(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]}) -> tensor<?x4x8xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 384] : tensor<8x12xf32>
+  %c0 = dfg.weight "c0" in "w.bin" [offset = 384, length = 48] : tensor<12x1xf32>
+  %c1 = dfg.weight "c1" in "w.bin" [offset = 432, length = 48] : tensor<12x1xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 480, length = 128] : tensor<4x8xf32>
+  // CHECK-COUNT-3: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x4x8xf32>, tensor<8x4xf32>) -> tensor<?x4x4xf32>
+  // CHECK-NOT: dfg.linear {{.*}} -> tensor<?x4x4xf32>
+  // CHECK-COUNT-3: dfg.silu {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<?x4x4xf32>, tensor<4x8xf32>) -> tensor<?x4x8xf32>
+  %p = dfg.linear %x, %w transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x12xf32>) -> tensor<?x4x12xf32>
+  %t = dfg.transpose %p perm = [0, 2, 1] : (tensor<?x4x12xf32>) -> tensor<?x12x4xf32>
+  %pad = dfg.slice %t starts = [0] ends = [1] axes = [2] steps = [1] : (tensor<?x12x4xf32>) -> tensor<?x12x1xf32>
+  %c = dfg.concat %pad, %t axis = 2 : (tensor<?x12x1xf32>, tensor<?x12x4xf32>) -> tensor<?x12x5xf32>
+  %s0 = dfg.slice %c starts = [0] ends = [4] axes = [2] steps = [1] : (tensor<?x12x5xf32>) -> tensor<?x12x4xf32>
+  %s1 = dfg.slice %c starts = [1] ends = [5] axes = [2] steps = [1] : (tensor<?x12x5xf32>) -> tensor<?x12x4xf32>
+  %m0 = dfg.mul %s0, %c0 : (tensor<?x12x4xf32>, tensor<12x1xf32>) -> tensor<?x12x4xf32>
+  %m1 = dfg.mul %s1, %c1 : (tensor<?x12x4xf32>, tensor<12x1xf32>) -> tensor<?x12x4xf32>
+  %a = dfg.add %m0, %m1 : (tensor<?x12x4xf32>, tensor<?x12x4xf32>) -> tensor<?x12x4xf32>
+  %act = dfg.silu %a : (tensor<?x12x4xf32>) -> tensor<?x12x4xf32>
+  %back = dfg.transpose %act perm = [0, 2, 1] : (tensor<?x12x4xf32>) -> tensor<?x4x12xf32>
+  %q, %k, %v = dfg.split %back axis = 2 sizes = [4, 4, 4] : (tensor<?x4x12xf32>) -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>)
+  %qk = dfg.mul %q, %k : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %o = dfg.mul %qk, %v : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %y = dfg.linear %o, %wo transpose_weight = false : (tensor<?x4x4xf32>, tensor<4x8xf32>) -> tensor<?x4x8xf32>
+  return %y : tensor<?x4x8xf32>
+}
+}
+
+// -----
+
+// A gated per-head norm written on rows merged from two tensors
+// ([B, S, H, D] and [B, S, H*D] both reshaped to [B*S*H, D]; Qwen3.5's
+// norm(x) * silu(z)): the norm, the silu and the product are rebuilt on
+// [B, S, H, D], so the heads' split goes through them.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @gated_norm_rows
+func.func @gated_norm_rows(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]}) -> tensor<?x4x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 256] : tensor<8x8xf32>
+  %wz = dfg.weight "wz" in "w.bin" [offset = 256, length = 256] : tensor<8x8xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 512, length = 16] : tensor<4xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 528, length = 256] : tensor<8x8xf32>
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 2, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+  // CHECK: dfg.reshape %{{.+}} to [0, 4, 2, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+  // CHECK: dfg.rms_norm %{{.+}}, %{{.+}} axis = -1 {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x4x2x4xf32>, tensor<4xf32>) -> tensor<?x4x2x4xf32>
+  // CHECK: dfg.silu {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x4x2x4xf32>)
+  // CHECK: dfg.mul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x4x2x4xf32>, tensor<?x4x2x4xf32>)
+  // CHECK: dfg.reshape %{{.+}} to [0, 4, 8] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x8xf32>) -> tensor<?x4x8xf32>
+  %qh = dfg.reshape %q to [0, 0, 2, 4] : (tensor<?x4x8xf32>) -> tensor<?x4x2x4xf32>
+  %z = dfg.linear %x, %wz transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x8xf32>) -> tensor<?x4x8xf32>
+  %r1 = dfg.reshape %qh to [-1, 4] : (tensor<?x4x2x4xf32>) -> tensor<?x4xf32>
+  %r2 = dfg.reshape %z to [-1, 4] : (tensor<?x4x8xf32>) -> tensor<?x4xf32>
+  %n = dfg.rms_norm %r1, %g axis = 1 epsilon = 1.0e-06 : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %s = dfg.silu %r2 : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %m = dfg.mul %n, %s : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %back = dfg.reshape %m to [-1, 4, 8] : (tensor<?x4xf32>) -> tensor<?x4x8xf32>
+  %y = dfg.linear %back, %wo transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x8xf32>) -> tensor<?x4x8xf32>
+  return %y : tensor<?x4x8xf32>
 }
 }
