@@ -623,13 +623,12 @@ LogicalResult legalizeScatterND(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
-/// Reduce(x, axes) keepdims -> dfg.reduce_*; `axesFromInput` selects the
-/// opset-18 form (axes as the second input) over the attribute form.
-template <typename OpTy, bool axesFromInput>
-LogicalResult legalizeReduce(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
-    return failure();
-  RankedTensorType in = ctx.inputType(0);
+/// The axes a Reduce* node reduces, normalized: its `axes` (the opset-18
+/// input when `axesFromInput`, else the attribute), all of them when none
+/// are given; std::nullopt when it reduces nothing (noop_with_empty_axes).
+template <bool axesFromInput>
+FailureOr<std::optional<SmallVector<int64_t>>> reduceAxes(NodeContext &ctx) {
+  int64_t rank = ctx.inputType(0).getRank();
   SmallVector<int64_t> axes;
   if (axesFromInput) {
     if (ctx.input(1)) {
@@ -644,20 +643,75 @@ LogicalResult legalizeReduce(NodeContext &ctx) {
   if (axes.empty()) {
     // noop_with_empty_axes (an attribute of the input-axes forms).
     if (axesFromInput && ctx.attrInt("noop_with_empty_axes", 0))
-      return ctx.setResults(ctx.input(0));
-    for (int64_t i = 0; i < in.getRank(); ++i)
+      return std::optional<SmallVector<int64_t>>();
+    for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
-  auto normalized = dfg::normalizeAxes(axes, in.getRank());
+  auto normalized = dfg::normalizeAxes(axes, rank);
   if (!normalized)
     return ctx.error(llvm::toString(normalized.takeError()));
+  return std::optional<SmallVector<int64_t>>(*normalized);
+}
+
+/// Reduce(x, axes) keepdims -> dfg.reduce_*; `axesFromInput` selects the
+/// opset-18 form (axes as the second input) over the attribute form.
+template <typename OpTy, bool axesFromInput>
+LogicalResult legalizeReduce(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  auto axes = reduceAxes<axesFromInput>(ctx);
+  if (failed(axes))
+    return failure();
+  if (!*axes)
+    return ctx.setResults(ctx.input(0));
   bool keepDims = ctx.attrInt("keepdims", 1) != 0;
   Value result = OpTy::create(
       ctx.builder(), ctx.loc(),
-      RankedTensorType::get(
-          dfg::reduceShape(in.getShape(), *normalized, keepDims),
-          in.getElementType()),
-      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(*normalized), keepDims);
+      RankedTensorType::get(dfg::reduceShape(in.getShape(), **axes, keepDims),
+                            in.getElementType()),
+      ctx.input(0), ctx.builder().getDenseI64ArrayAttr(**axes), keepDims);
+  return ctx.setResults(result);
+}
+
+/// ReduceLogSumExp(x, axes) keepdims -> m + log(reduce_sum(exp(x - m))),
+/// m = max(reduce_max(x), lowest finite): the largest term is exp(0), so
+/// nothing overflows, and a slice of -inf alone gives log(0) = -inf.
+template <bool axesFromInput>
+LogicalResult legalizeReduceLogSumExp(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("ReduceLogSumExp of " + dfg::formatShape(in.getShape()) +
+                     " integers: meshc takes it of floats only");
+  auto axes = reduceAxes<axesFromInput>(ctx);
+  if (failed(axes))
+    return failure();
+  if (!*axes)
+    return ctx.setResults(ctx.input(0));
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  auto kept = RankedTensorType::get(
+      dfg::reduceShape(in.getShape(), **axes, true), element);
+  DenseI64ArrayAttr axesAttr = b.getDenseI64ArrayAttr(**axes);
+  Value m = dfg::ReduceMaxOp::create(b, loc, kept, ctx.input(0), axesAttr,
+                                     /*keepDims=*/true);
+  m = dfg::MaxOp::create(b, loc, kept, m,
+                         ctx.scalar(-std::numeric_limits<float>::max(), element));
+  Value shifted = dfg::SubOp::create(b, loc, in, ctx.input(0), m);
+  Value sum = dfg::ReduceSumOp::create(
+      b, loc, kept, dfg::ExpOp::create(b, loc, in, shifted), axesAttr,
+      /*keepDims=*/true);
+  Value result = dfg::AddOp::create(b, loc, kept,
+                                    dfg::LogOp::create(b, loc, kept, sum), m);
+  if (ctx.attrInt("keepdims", 1) == 0)
+    result = dfg::SqueezeOp::create(
+        b, loc,
+        RankedTensorType::get(dfg::reduceShape(in.getShape(), **axes, false),
+                              element),
+        result, axesAttr);
   return ctx.setResults(result);
 }
 
@@ -933,6 +987,8 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "ReduceMax", 13, legalizeReduce<dfg::ReduceMaxOp, false>);
   table.add("", "ReduceMax", 18, legalizeReduce<dfg::ReduceMaxOp, true>);
   table.add("", "ReduceSum", 13, legalizeReduce<dfg::ReduceSumOp, true>);
+  table.add("", "ReduceLogSumExp", 13, legalizeReduceLogSumExp<false>);
+  table.add("", "ReduceLogSumExp", 18, legalizeReduceLogSumExp<true>);
   table.add("", "CumSum", 11, legalizeCumSum);
   table.add("", "CumSum", 14, legalizeCumSum); // + f16, bf16
   table.add("", "TopK", 11, legalizeTopK);

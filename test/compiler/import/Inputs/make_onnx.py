@@ -431,6 +431,27 @@ def case_mod(path):
     return model(nodes, ins, outs, inits, opset=18)
 
 
+def case_logsumexp(path):
+    """ReduceLogSumExp (opset 18, axes as an input): of scores scaled by 100
+    (exp of each would overflow f32), over the last axis without keepdims;
+    of scores under a mask of -inf entries (none masks a whole row), over
+    two axes with keepdims."""
+    nodes = [
+        helper.make_node("Mul", ["x", "hundred"], ["big"], name="scale"),
+        helper.make_node("ReduceLogSumExp", ["big", "last"], ["lse_last"], keepdims=0,
+                         name="lse_last"),
+        helper.make_node("Add", ["x", "mask"], ["masked"], name="mask"),
+        helper.make_node("ReduceLogSumExp", ["masked", "two"], ["lse_two"], keepdims=1,
+                         name="lse_two"),
+    ]
+    mask = np.zeros((3, 5), np.float32)
+    mask[0, 1] = mask[1, 3] = mask[2, 0] = mask[2, 4] = -np.inf
+    inits = [numpy_helper.from_array(np.array(100.0, np.float32), "hundred"),
+             ints("last", [-1]), ints("two", [1, 2]), numpy_helper.from_array(mask, "mask")]
+    return model(nodes, [f32("x", ["batch", 3, 5])], [f32("lse_last", None), f32("lse_two", None)],
+                 inits, opset=18)
+
+
 def case_pool_uneven(path):
     """AveragePool over padding with count_include_pad 0 (its divisor varies
     by position), which meshc does not import: refused by name."""
