@@ -698,8 +698,8 @@ LogicalResult legalizeReduceLogSumExp(NodeContext &ctx) {
   DenseI64ArrayAttr axesAttr = b.getDenseI64ArrayAttr(**axes);
   Value m = dfg::ReduceMaxOp::create(b, loc, kept, ctx.input(0), axesAttr,
                                      /*keepDims=*/true);
-  m = dfg::MaxOp::create(b, loc, kept, m,
-                         ctx.scalar(-std::numeric_limits<float>::max(), element));
+  m = dfg::MaxOp::create(
+      b, loc, kept, m, ctx.scalar(-std::numeric_limits<float>::max(), element));
   Value shifted = dfg::SubOp::create(b, loc, in, ctx.input(0), m);
   Value sum = dfg::ReduceSumOp::create(
       b, loc, kept, dfg::ExpOp::create(b, loc, in, shifted), axesAttr,

@@ -531,11 +531,11 @@ void sliceThroughChannelOps(func::FuncOp func) {
       OpBuilder b(op);
       SmallVector<Value> operands;
       for (auto [v, a] : llvm::zip_equal(op->getOperands(), *axes))
-        operands.push_back(
-            a < 0 ? v
-                  : dfg::SliceOp::create(b, op->getLoc(), v, {start}, {end},
-                                         {a}, {1})
-                        .getResult());
+        operands.push_back(a < 0
+                               ? v
+                               : dfg::SliceOp::create(b, op->getLoc(), v,
+                                                      {start}, {end}, {a}, {1})
+                                     .getResult());
       Operation *piece = b.clone(*op);
       piece->setOperands(operands);
       piece->getResult(0).setType(user->getResult(0).getType());
@@ -904,7 +904,6 @@ void sinkRowReshapes(func::FuncOp func) {
     projection->erase();
   }
 }
-
 
 /// With a tp axis, before planning: merged leading dimensions unmerged
 /// (unmergeLeadingDims: batch and heads through dynamo's Kᵀ and BLOOM's

@@ -32,8 +32,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <optional>
 
@@ -463,8 +463,8 @@ void unmergeRowGroups(func::FuncOp func) {
         continue;
       if (auto merge = dyn_cast<dfg::ReshapeOp>(op)) {
         int64_t n = merge.getInput().getType().getShape().back();
-        closed = merge.getType() == rows && !ShapedType::isDynamic(n) &&
-                 n % k == 0;
+        closed =
+            merge.getType() == rows && !ShapedType::isDynamic(n) && n % k == 0;
         leaves.insert(op);
         continue;
       }
@@ -516,8 +516,8 @@ void unmergeRowGroups(func::FuncOp func) {
     SmallVector<Dims> exitDims;
     for (Operation *exit : exits) {
       exitDims.push_back(Dims(shapes.dims(exit->getResult(0))));
-      closed &= llvm::all_of(exitDims.back(),
-                             [](AffineExpr d) { return bool(d); });
+      closed &=
+          llvm::all_of(exitDims.back(), [](AffineExpr d) { return bool(d); });
     }
     if (!closed || u.size() <= static_cast<size_t>(rows.getRank()))
       continue;
