@@ -251,6 +251,12 @@ def config_for(arch):
                              **{**common, "num_hidden_layers": 4},
                              layer_types=["conv", "full_attention", "conv", "full_attention"]), \
             tf.Lfm2ForCausalLM
+    if arch == "granite_swa":
+        # Sliding-window layers whose attention adds a sink per head: the
+        # probabilities scaled by sigmoid(logsumexp(scores) - sink).
+        return tf.GraniteSWAConfig(num_key_value_heads=2, sliding_window=3,
+                                   layer_types=["sliding_attention", "full_attention"],
+                                   pad_token_id=0, **common), tf.GraniteSWAForCausalLM
     if arch == "jetmoe":
         # Mixtures of attention heads and of MLP experts: the router sorts
         # its batch's expert choices (a TopK whose K is the symbolic count
@@ -307,7 +313,8 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "helium", "smollm3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss",
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
-        "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer"]
+        "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer",
+        "granite_swa"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
