@@ -59,9 +59,12 @@ std::optional<double> ConstantReader::splat(Value value) const {
     Type element = dense.getElementType();
     if (isa<FloatType>(element))
       return dense.getSplatValue<APFloat>().convertToDouble();
+    // (Each branch converted on its own: a conditional of uint64_t and
+    // int64_t would read a negative value as unsigned.)
     APInt v = dense.getSplatValue<APInt>();
-    return static_cast<double>(element.isInteger(1) ? v.getZExtValue()
-                                                    : v.getSExtValue());
+    if (element.isInteger(1))
+      return static_cast<double>(v.getZExtValue());
+    return static_cast<double>(v.getSExtValue());
   }
   if (dense.getNumElements() > 64)
     return std::nullopt;

@@ -4,7 +4,8 @@
 //
 // Algorithm:
 //   1. Collect the pattern families of RaisePatterns.h: norms, activations,
-//      dense layers and embeddings, rotary embeddings, attention.
+//      dense layers and embeddings, rotary embeddings, attention, scatters
+//      of one slice.
 //   2. Apply them greedily to every function until nothing changes. Each
 //      pattern rewrites the root of a decomposed idiom; the ops it no longer
 //      needs die and are removed by the driver.
@@ -65,6 +66,7 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
     graph::populateRaiseLinearPatterns(patterns, shapes);
     graph::populateRaiseRotaryPatterns(patterns, reader, shapes);
     graph::populateRaiseAttentionPatterns(patterns, reader, shapes);
+    graph::populateRaiseScatterPatterns(patterns, reader, shapes);
     FrozenRewritePatternSet frozen(std::move(patterns));
     // Residual sums fused into the norms last, once nothing else is to be
     // raised from them.

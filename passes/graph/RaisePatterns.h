@@ -53,6 +53,12 @@ void populateRaiseAttentionPatterns(mlir::RewritePatternSet &patterns,
                                     const ConstantReader &reader,
                                     dfg::SymbolicShapes &shapes);
 
+/// Scatters that write one slice at a constant position, as concats of
+/// slices (RaiseScatter.cpp).
+void populateRaiseScatterPatterns(mlir::RewritePatternSet &patterns,
+                                  const ConstantReader &reader,
+                                  dfg::SymbolicShapes &shapes);
+
 } // namespace meshc::graph
 
 #endif // MESHC_PASSES_GRAPH_RAISEPATTERNS_H

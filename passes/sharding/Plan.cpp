@@ -427,9 +427,43 @@ std::optional<SmallVector<int64_t>> channelAxes(Operation *op, int64_t axis) {
   return axes;
 }
 
+/// Whether `concat` joins its operands along `axis`, each of a static size
+/// there.
+bool joinsAlong(dfg::ConcatOp concat, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(concat.getType()).getRank();
+  int64_t joined = static_cast<int64_t>(concat.getAxis());
+  if ((joined < 0 ? joined + rank : joined) != axis)
+    return false;
+  return llvm::all_of(concat->getOperands(), [&](Value v) {
+    return !ShapedType::isDynamic(
+        cast<RankedTensorType>(v.getType()).getDimSize(axis));
+  });
+}
+
+/// A block [start, end) along `axis` of a concat along it (joinsAlong),
+/// as the part of the one operand that holds it (that operand, or a slice
+/// of it); null where the block spans two operands.
+Value blockOfJoin(OpBuilder &b, dfg::ConcatOp concat, int64_t axis,
+                  int64_t start, int64_t end) {
+  int64_t offset = 0;
+  for (Value v : concat->getOperands()) {
+    int64_t width = cast<RankedTensorType>(v.getType()).getDimSize(axis);
+    if (start >= offset && end <= offset + width) {
+      if (start == offset && end == offset + width)
+        return v;
+      return dfg::SliceOp::create(b, concat.getLoc(), v, {start - offset},
+                                  {end - offset}, {axis}, {1})
+          .getResult();
+    }
+    offset += width;
+  }
+  return nullptr;
+}
+
 /// Whether axis `axis` of `v` is a projection's output features (its last
-/// axis), directly or through ops that keep that axis's indices
-/// (channelAxes) and an operand that has it, looking at 64 values at most.
+/// axis) or a join of parts along it (joinsAlong), directly or through ops
+/// that keep that axis's indices (channelAxes) and an operand that has it,
+/// looking at 64 values at most.
 bool reachesProjection(Value v, int64_t axis) {
   SmallVector<std::pair<Value, int64_t>> stack{{v, axis}};
   llvm::SmallPtrSet<void *, 16> seen;
@@ -441,6 +475,11 @@ bool reachesProjection(Value v, int64_t axis) {
         a == cast<RankedTensorType>(top.getType()).getRank() - 1)
       return true;
     Operation *def = top.getDefiningOp();
+    // Parts computed apart and joined along the axis: reading each block
+    // from its part spares their join.
+    if (auto concat = dyn_cast_or_null<dfg::ConcatOp>(def);
+        concat && joinsAlong(concat, a))
+      return true;
     std::optional<SmallVector<int64_t>> axes = channelAxes(def, a);
     if (!axes)
       continue;
@@ -501,8 +540,7 @@ void sliceThroughChannelOps(func::FuncOp func) {
   SmallVector<Operation *> worklist;
   func.walk([&](Operation *op) {
     if (op->getNumResults() == 1 && !isProjection(op) &&
-        blockedAxis(op->getResult(0)) &&
-        channelAxes(op, *blockedAxis(op->getResult(0))))
+        blockedAxis(op->getResult(0)))
       worklist.push_back(op);
   });
   while (!worklist.empty()) {
@@ -511,13 +549,48 @@ void sliceThroughChannelOps(func::FuncOp func) {
     std::optional<int64_t> axis = blockedAxis(result);
     if (!axis)
       continue;
+    int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
+    if (auto concat = dyn_cast<dfg::ConcatOp>(op);
+        concat && joinsAlong(concat, *axis)) {
+      // Each block read from the operand that holds it (projections joined
+      // before a split: Qwen3-Next's q, k and v).
+      for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+        if (auto split = dyn_cast<dfg::SplitOp>(user))
+          splitToSlices(split);
+      OpBuilder b(op);
+      bool held = llvm::all_of(result.getUsers(), [&](Operation *user) {
+        auto [start, end] = *blockAlong(user, rank, *axis);
+        int64_t offset = 0;
+        for (Value v : op->getOperands()) {
+          int64_t width = cast<RankedTensorType>(v.getType()).getDimSize(*axis);
+          if (start >= offset && end <= offset + width)
+            return true;
+          offset += width;
+        }
+        return false;
+      });
+      if (!held)
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+        auto [start, end] = *blockAlong(user, rank, *axis);
+        user->getResult(0).replaceAllUsesWith(
+            blockOfJoin(b, concat, *axis, start, end));
+        user->erase();
+      }
+      SmallVector<Value> operands(op->getOperands());
+      op->erase();
+      for (Value v : operands)
+        if (Operation *def = v.getDefiningOp();
+            def && !isProjection(def) && !llvm::is_contained(worklist, def))
+          worklist.push_back(def);
+      continue;
+    }
     std::optional<SmallVector<int64_t>> axes = channelAxes(op, *axis);
     if (!axes)
       continue;
     for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
       if (auto split = dyn_cast<dfg::SplitOp>(user))
         splitToSlices(split);
-    int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
     // One piece per block, however many users read it.
     std::map<std::pair<int64_t, int64_t>, Value> pieces;
     for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {

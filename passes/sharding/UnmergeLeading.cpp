@@ -427,6 +427,59 @@ bool rowWise(Operation *op, RankedTensorType rows) {
 
 } // namespace
 
+/// The common refinement of two factorisations of the same rows (unit
+/// dimensions dropped): [B, S, 32] and [B, S, 16, 2] give [B, S, 16, 2].
+/// Symbolic dimensions must be the same at the same place; null where the
+/// two do not refine each other.
+std::optional<Dims> refineDims(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b,
+                               MLIRContext *context) {
+  auto constant = [](AffineExpr d) -> std::optional<int64_t> {
+    if (auto c = dyn_cast<AffineConstantExpr>(d))
+      return c.getValue();
+    return std::nullopt;
+  };
+  Dims out;
+  size_t i = 0, j = 0;
+  AffineExpr x = i < a.size() ? a[i] : AffineExpr(),
+             y = j < b.size() ? b[j] : AffineExpr();
+  auto nextA = [&] { x = ++i < a.size() ? a[i] : AffineExpr(); };
+  auto nextB = [&] { y = ++j < b.size() ? b[j] : AffineExpr(); };
+  while (x || y) {
+    if (x && isOne(x)) {
+      nextA();
+      continue;
+    }
+    if (y && isOne(y)) {
+      nextB();
+      continue;
+    }
+    if (!x || !y)
+      return std::nullopt;
+    std::optional<int64_t> cx = constant(x), cy = constant(y);
+    if (cx && cy && *cx > 0 && *cy > 0) {
+      int64_t common = std::min(*cx, *cy);
+      if (std::max(*cx, *cy) % common != 0)
+        return std::nullopt;
+      out.push_back(getAffineConstantExpr(common, context));
+      if (*cx == common)
+        nextA();
+      else
+        x = getAffineConstantExpr(*cx / common, context);
+      if (*cy == common)
+        nextB();
+      else
+        y = getAffineConstantExpr(*cy / common, context);
+      continue;
+    }
+    if (cx || cy || !dfg::sameDim(x, y))
+      return std::nullopt;
+    out.push_back(x);
+    nextA();
+    nextB();
+  }
+  return out;
+}
+
 // A region: the row-wise ops (rowWise) between the reshapes that merge
 // tensors into rows of k (the leaves: [..., n] -> [R, k], n a multiple of
 // k) and the reshapes that read the result (the exits). A reshape keeps
@@ -497,8 +550,9 @@ void unmergeRowGroups(func::FuncOp func) {
       }
     if (!closed)
       continue;
-    // The leaves' U, which must agree.
-    Dims u;
+    // The rows of every leaf, [..., n/k], refined into one list (Qwen3-Next's
+    // [B, S, 32] query rows and [B, S, 16, 2] gate rows: [B, S, 16, 2]).
+    std::optional<Dims> rowDims;
     for (Operation *leaf : leaves) {
       Value in = leaf->getOperand(0);
       Dims dims(shapes.dims(in));
@@ -506,12 +560,18 @@ void unmergeRowGroups(func::FuncOp func) {
       dims.pop_back();
       if (n != k)
         dims.push_back(getAffineConstantExpr(n / k, context));
-      dims.push_back(getAffineConstantExpr(k, context));
-      if (u.empty())
-        u = dims;
-      else if (!sameDims(u, dims))
-        closed = false;
-      closed &= llvm::all_of(dims, [](AffineExpr d) { return bool(d); });
+      if (!llvm::all_of(dims, [](AffineExpr d) { return bool(d); }))
+        rowDims.reset(), closed = false;
+      else
+        rowDims = rowDims ? refineDims(*rowDims, dims, context) : dims;
+      closed &= rowDims.has_value();
+      if (!closed)
+        break;
+    }
+    Dims u;
+    if (closed) {
+      u = *rowDims;
+      u.push_back(getAffineConstantExpr(k, context));
     }
     SmallVector<Dims> exitDims;
     for (Operation *exit : exits) {

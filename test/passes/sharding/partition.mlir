@@ -515,7 +515,10 @@ func.func @scatter_expert_rows(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>) -> t
 // the join to each projection, which becomes one projection per part, so
 // every expert is column-parallel into its down projection: no all_gather.
 // The experts' partial sums are joined as the exporter joins them (a select
-// by a condition the same on every rank, a concat), then reduced once.
+// by a condition the same on every rank, a concat), then reduced once. Where
+// the rows joined by a concat are sliced back into the same blocks before
+// the down projections, each block is read from its expert's part, so the
+// rows are never joined before the down projections.
 module attributes {meshc.mesh = "tp=2"} {
 // CHECK-LABEL: func.func @experts_joined_by_where
 // CHECK-NOT: shard.all_gather
@@ -553,7 +556,8 @@ func.func @experts_joined_by_where(%x: tensor<6x8xf32>, %m: tensor<6x1xi1>) -> t
 }
 // CHECK-LABEL: func.func @experts_joined_by_concat
 // CHECK-NOT: shard.all_gather
-// CHECK-COUNT-2: dfg.concat %{{.+}}, %{{.+}} axis = 0 : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+// CHECK-NOT: dfg.concat
+// CHECK-COUNT-2: dfg.silu
 // CHECK-NOT: shard.all_reduce
 // CHECK: %[[D1:.+]] = dfg.linear %{{.+}}, %{{.+}} transpose_weight = false : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
 // CHECK-NOT: shard.all_reduce

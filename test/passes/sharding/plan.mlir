@@ -1288,3 +1288,70 @@ func.func @gated_norm_rows(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]}
   return %y : tensor<?x4x8xf32>
 }
 }
+
+// -----
+
+// Projections joined along their features (Qwen3-Next's q, k and v, cut
+// from its interleaved qkvz), moved to [batch, channels, length], activated
+// per channel, moved back and split into the same parts: each part is read
+// from its projection, so nothing is joined and each projection is
+// column-parallel.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @joined_parts_then_split
+// CHECK-NOT: dfg.concat
+// CHECK-COUNT-3: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x4x8xf32>, tensor<8x4xf32>) -> tensor<?x4x4xf32>
+// CHECK-NOT: dfg.concat
+// CHECK-COUNT-3: dfg.silu {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]}
+// CHECK-NOT: dfg.concat
+// CHECK: dfg.linear {{.*}} : (tensor<?x4x4xf32>, tensor<4x8xf32>) -> tensor<?x4x8xf32>
+func.func @joined_parts_then_split(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]}) -> tensor<?x4x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 128] : tensor<8x4xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 128, length = 128] : tensor<8x4xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 256, length = 128] : tensor<8x4xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 384, length = 128] : tensor<4x8xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x4xf32>) -> tensor<?x4x4xf32>
+  %k = dfg.linear %x, %wk transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x4xf32>) -> tensor<?x4x4xf32>
+  %v = dfg.linear %x, %wv transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x4xf32>) -> tensor<?x4x4xf32>
+  %j = dfg.concat %q, %k, %v axis = -1 : (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x12xf32>
+  %t = dfg.transpose %j perm = [0, 2, 1] : (tensor<?x4x12xf32>) -> tensor<?x12x4xf32>
+  %a = dfg.silu %t : (tensor<?x12x4xf32>) -> tensor<?x12x4xf32>
+  %back = dfg.transpose %a perm = [0, 2, 1] : (tensor<?x12x4xf32>) -> tensor<?x4x12xf32>
+  %p:3 = dfg.split %back axis = 2 sizes = [4, 4, 4] : (tensor<?x4x12xf32>) -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>)
+  %qk = dfg.mul %p#0, %p#1 : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %o = dfg.mul %qk, %p#2 : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %y = dfg.linear %o, %wo transpose_weight = false : (tensor<?x4x4xf32>, tensor<4x8xf32>) -> tensor<?x4x8xf32>
+  return %y : tensor<?x4x8xf32>
+}
+}
+
+// -----
+
+// A gated norm whose two inputs group their rows differently (Qwen3-Next:
+// 32 query heads of [B, S, 32, D], a gate of [B, S, 16, 2 * D]): rebuilt on
+// the common refinement of the rows, [B, S, 16, 2, D], split by its groups.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @gated_norm_rows_refined
+// CHECK: dfg.reshape %{{.+}} to [0, 4, 2, 2, 2] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], [], []]>]} : (tensor<?x4x4x2xf32>)
+// CHECK: dfg.reshape %{{.+}} to [0, 4, 2, 2, 2] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], [], []]>]} : (tensor<?x4x2x4xf32>)
+// CHECK: dfg.rms_norm {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], [], []]>]} : (tensor<?x4x2x2x2xf32>, tensor<2xf32>)
+// CHECK: dfg.mul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], [], []]>]}
+// CHECK: dfg.reshape %{{.+}} to [0, 4, 8] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+func.func @gated_norm_rows_refined(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]}) -> tensor<?x4x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 256] : tensor<8x8xf32>
+  %wz = dfg.weight "wz" in "w.bin" [offset = 256, length = 256] : tensor<8x8xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 512, length = 8] : tensor<2xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 520, length = 256] : tensor<8x8xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x8xf32>) -> tensor<?x4x8xf32>
+  %qh = dfg.reshape %q to [0, 0, 4, 2] : (tensor<?x4x8xf32>) -> tensor<?x4x4x2xf32>
+  %z = dfg.linear %x, %wz transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x8xf32>) -> tensor<?x4x8xf32>
+  %zg = dfg.reshape %z to [0, 0, 2, 4] : (tensor<?x4x8xf32>) -> tensor<?x4x2x4xf32>
+  %r1 = dfg.reshape %qh to [-1, 2] : (tensor<?x4x4x2xf32>) -> tensor<?x2xf32>
+  %r2 = dfg.reshape %zg to [-1, 2] : (tensor<?x4x2x4xf32>) -> tensor<?x2xf32>
+  %n = dfg.rms_norm %r1, %g axis = 1 epsilon = 1.0e-06 : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %s = dfg.silu %r2 : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  %m = dfg.mul %n, %s : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  %back = dfg.reshape %m to [-1, 4, 8] : (tensor<?x2xf32>) -> tensor<?x4x8xf32>
+  %y = dfg.linear %back, %wo transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x8xf32>) -> tensor<?x4x8xf32>
+  return %y : tensor<?x4x8xf32>
+}
+}

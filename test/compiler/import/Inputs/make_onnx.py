@@ -452,6 +452,27 @@ def case_logsumexp(path):
                  inits, opset=18)
 
 
+def case_scatter_rows(path):
+    """ScatterElements writing one slice at a constant index, as torch writes
+    `x[:, i, :] = v` in unrolled loops (Qwen3.5's delta rule): row 1 of
+    axis 1 replaced; row -1 (the last) added to (reduction "add"); and a near
+    miss, indices that differ along the row, which stays a scatter."""
+    nodes = [
+        helper.make_node("ScatterElements", ["x", "row1", "v"], ["set_row"], axis=1,
+                         name="set_row"),
+        helper.make_node("ScatterElements", ["x", "last", "v"], ["add_row"], axis=1,
+                         reduction="add", name="add_row"),
+        helper.make_node("ScatterElements", ["x", "mixed", "v"], ["mixed_rows"], axis=1,
+                         name="mixed_rows"),
+    ]
+    inits = [ints("row1", np.ones((2, 1, 4), np.int64)),
+             ints("last", np.full((2, 1, 4), -1, np.int64)),
+             ints("mixed", np.array([[[0, 1, 2, 0]], [[1, 1, 0, 2]]], np.int64))]
+    return model(nodes, [f32("x", [2, 3, 4]), f32("v", [2, 1, 4])],
+                 [f32("set_row", None), f32("add_row", None), f32("mixed_rows", None)],
+                 inits, opset=18)
+
+
 def case_pool_uneven(path):
     """AveragePool over padding with count_include_pad 0 (its divisor varies
     by position), which meshc does not import: refused by name."""
