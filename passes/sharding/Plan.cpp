@@ -440,24 +440,19 @@ bool joinsAlong(dfg::ConcatOp concat, int64_t axis) {
   });
 }
 
-/// A block [start, end) along `axis` of a concat along it (joinsAlong),
-/// as the part of the one operand that holds it (that operand, or a slice
-/// of it); null where the block spans two operands.
-Value blockOfJoin(OpBuilder &b, dfg::ConcatOp concat, int64_t axis,
-                  int64_t start, int64_t end) {
+/// The operand of a concat along `axis` (joinsAlong) that holds the block
+/// [start, end) of its result, and that operand's offset; null where the
+/// block spans two operands.
+std::optional<std::pair<Value, int64_t>>
+partHolding(dfg::ConcatOp concat, int64_t axis, int64_t start, int64_t end) {
   int64_t offset = 0;
   for (Value v : concat->getOperands()) {
     int64_t width = cast<RankedTensorType>(v.getType()).getDimSize(axis);
-    if (start >= offset && end <= offset + width) {
-      if (start == offset && end == offset + width)
-        return v;
-      return dfg::SliceOp::create(b, concat.getLoc(), v, {start - offset},
-                                  {end - offset}, {axis}, {1})
-          .getResult();
-    }
+    if (start >= offset && end <= offset + width)
+      return std::make_pair(v, offset);
     offset += width;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 /// Whether axis `axis` of `v` is a projection's output features (its last
@@ -543,6 +538,21 @@ void sliceThroughChannelOps(func::FuncOp func) {
         blockedAxis(op->getResult(0)))
       worklist.push_back(op);
   });
+  // A block reader replaced by its piece (it may itself be queued).
+  auto replaceReader = [&](Operation *user, Value piece) {
+    user->getResult(0).replaceAllUsesWith(piece);
+    llvm::erase(worklist, user);
+    user->erase();
+  };
+  // `op`, read by nothing now, erased; its operands' ops queued.
+  auto eraseAndQueueOperands = [&](Operation *op) {
+    SmallVector<Value> operands(op->getOperands());
+    op->erase();
+    for (Value v : operands)
+      if (Operation *def = v.getDefiningOp();
+          def && !isProjection(def) && !llvm::is_contained(worklist, def))
+        worklist.push_back(def);
+  };
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
     Value result = op->getResult(0);
@@ -557,32 +567,26 @@ void sliceThroughChannelOps(func::FuncOp func) {
       for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
         if (auto split = dyn_cast<dfg::SplitOp>(user))
           splitToSlices(split);
-      OpBuilder b(op);
       bool held = llvm::all_of(result.getUsers(), [&](Operation *user) {
         auto [start, end] = *blockAlong(user, rank, *axis);
-        int64_t offset = 0;
-        for (Value v : op->getOperands()) {
-          int64_t width = cast<RankedTensorType>(v.getType()).getDimSize(*axis);
-          if (start >= offset && end <= offset + width)
-            return true;
-          offset += width;
-        }
-        return false;
+        return partHolding(concat, *axis, start, end).has_value();
       });
       if (!held)
         continue;
+      OpBuilder b(op);
       for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
         auto [start, end] = *blockAlong(user, rank, *axis);
-        user->getResult(0).replaceAllUsesWith(
-            blockOfJoin(b, concat, *axis, start, end));
-        user->erase();
+        auto [part, offset] = *partHolding(concat, *axis, start, end);
+        int64_t width = cast<RankedTensorType>(part.getType()).getDimSize(*axis);
+        replaceReader(user, start == offset && end == offset + width
+                                ? part
+                                : dfg::SliceOp::create(b, op->getLoc(), part,
+                                                       {start - offset},
+                                                       {end - offset}, {*axis},
+                                                       {1})
+                                      .getResult());
       }
-      SmallVector<Value> operands(op->getOperands());
-      op->erase();
-      for (Value v : operands)
-        if (Operation *def = v.getDefiningOp();
-            def && !isProjection(def) && !llvm::is_contained(worklist, def))
-          worklist.push_back(def);
+      eraseAndQueueOperands(op);
       continue;
     }
     std::optional<SmallVector<int64_t>> axes = channelAxes(op, *axis);
@@ -596,8 +600,7 @@ void sliceThroughChannelOps(func::FuncOp func) {
     for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
       auto block = *blockAlong(user, rank, *axis);
       if (Value piece = pieces[block]) {
-        user->getResult(0).replaceAllUsesWith(piece);
-        user->erase();
+        replaceReader(user, piece);
         continue;
       }
       auto [start, end] = block;
@@ -613,15 +616,9 @@ void sliceThroughChannelOps(func::FuncOp func) {
       piece->setOperands(operands);
       piece->getResult(0).setType(user->getResult(0).getType());
       pieces[block] = piece->getResult(0);
-      user->getResult(0).replaceAllUsesWith(piece->getResult(0));
-      user->erase();
+      replaceReader(user, piece->getResult(0));
     }
-    SmallVector<Value> operands(op->getOperands());
-    op->erase();
-    for (Value v : operands)
-      if (Operation *def = v.getDefiningOp();
-          def && !isProjection(def) && !llvm::is_contained(worklist, def))
-        worklist.push_back(def);
+    eraseAndQueueOperands(op);
   }
 }
 
