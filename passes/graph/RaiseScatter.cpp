@@ -264,10 +264,10 @@ struct ScatterOfOneSlice : OpRewritePattern<dfg::ScatterNDOp> {
       }
       // The updates cover the whole axis.
       Value dims[] = {op.getData(), op.getUpdates()};
-      bool whole = data[a] == updates[a] &&
-                   (!ShapedType::isDynamic(data[a]) ||
-                    dfg::sameDim(shapes.dims(dims[0])[a],
-                                 shapes.dims(dims[1])[a]));
+      bool whole =
+          data[a] == updates[a] &&
+          (!ShapedType::isDynamic(data[a]) ||
+           dfg::sameDim(shapes.dims(dims[0])[a], shapes.dims(dims[1])[a]));
       if (!positional || !whole)
         return failure();
     }

@@ -577,13 +577,13 @@ void sliceThroughChannelOps(func::FuncOp func) {
       for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
         auto [start, end] = *blockAlong(user, rank, *axis);
         auto [part, offset] = *partHolding(concat, *axis, start, end);
-        int64_t width = cast<RankedTensorType>(part.getType()).getDimSize(*axis);
+        int64_t width =
+            cast<RankedTensorType>(part.getType()).getDimSize(*axis);
         replaceReader(user, start == offset && end == offset + width
                                 ? part
-                                : dfg::SliceOp::create(b, op->getLoc(), part,
-                                                       {start - offset},
-                                                       {end - offset}, {*axis},
-                                                       {1})
+                                : dfg::SliceOp::create(
+                                      b, op->getLoc(), part, {start - offset},
+                                      {end - offset}, {*axis}, {1})
                                       .getResult());
       }
       eraseAndQueueOperands(op);
