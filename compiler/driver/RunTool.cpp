@@ -23,8 +23,10 @@
 #include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <map>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -45,6 +47,29 @@ void forwardSignal(int signal) {
   interrupted = signal;
   if (childPid > 0)
     ::kill(static_cast<pid_t>(childPid), SIGTERM);
+}
+
+/// Creates OpenMPI's session directory on this host, $TMPDIR/ompi.<host>.<uid>
+/// (TMPDIR, else TEMP, else TMP, else /tmp; the host name up to its first
+/// dot), as OpenMPI 4 would: mode 0700; one that exists is left as it is.
+/// OpenMPI checks for it, then makes it, so two jobs that start at the same
+/// moment race, and the loser stops before any rank starts ("mkdir ...
+/// File exists", orte_session_dir failed): seen when two `meshc run` start
+/// together. Made first, there is nothing to race for (each job's own
+/// directory below it has a name of its own).
+void makeOpenMpiSessionDir() {
+  const char *base = nullptr;
+  for (const char *name : {"TMPDIR", "TEMP", "TMP"})
+    if (const char *v = std::getenv(name); !base && v && *v)
+      base = v;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0)
+    return;
+  std::string node(host);
+  node = node.substr(0, node.find('.'));
+  std::string dir = std::string(base ? base : "/tmp") + "/ompi." + node + "." +
+                    std::to_string(getuid());
+  (void)::mkdir(dir.c_str(), 0700);
 }
 
 /// Reads the manifest of `folder` into `m`; false (after reporting through
@@ -184,6 +209,7 @@ int launch(StringRef command, const RunRequest &request, const json &m,
               std::to_string(world) + " ranks)\" >&2\nexit 1\n";
     argv.insert(argv.end(), {"/bin/sh", "-c", script});
   } else {
+    makeOpenMpiSessionDir();
     if (geteuid() == 0)
       argv.push_back("--allow-run-as-root");
     argv.push_back("--oversubscribe");
