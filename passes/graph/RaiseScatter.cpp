@@ -111,7 +111,10 @@ std::optional<int64_t> integerSplat(Value v, const ConstantReader &reader) {
 std::optional<IndexForm> formOf(Value v, const ConstantReader &reader,
                                 int depth) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !type.getElementType().isSignlessInteger() || depth > kMaxDepth)
+  // Integers of 32 bits or more: a narrower cast (to bool) would not keep
+  // the values the form states.
+  if (!type || !type.getElementType().isSignlessInteger() ||
+      type.getElementType().getIntOrFloatBitWidth() < 32 || depth > kMaxDepth)
     return std::nullopt;
   ArrayRef<int64_t> shape = type.getShape();
   IndexForm zero{SmallVector<int64_t>(shape.size(), 0), 0};
