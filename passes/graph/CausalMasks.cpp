@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/CausalMasks.h"
+#include "passes/graph/IndexForms.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
 
@@ -93,88 +94,39 @@ bool isSlicedTril(Value mask, AffineExpr queries, AffineExpr keys,
 /// A value of the mask's computation, broadcast over [..., queries, keys],
 /// as the integer function `q * i + k * j + offset` of the query row i and
 /// the key column j (offset symbolic, e.g. the past length).
-struct IndexForm {
+struct MaskForm {
   int64_t q = 0, k = 0;
   AffineExpr offset;
 };
 
-IndexForm combine(const IndexForm &a, const IndexForm &b, int64_t sign) {
+MaskForm combine(const MaskForm &a, const MaskForm &b, int64_t sign) {
   return {a.q + sign * b.q, a.k + sign * b.k, a.offset + b.offset * sign};
 }
 
-/// `v` as an IndexForm: a unit-step Range laid along the key axis (length
-/// `keys`) or the query axis (length `queries`), other dimensions 1; a
-/// constant or symbolic scalar; casts, sums and differences of those.
-std::optional<IndexForm> indexForm(Value v, AffineExpr queries,
-                                   AffineExpr keys, dfg::SymbolicShapes &shapes,
-                                   const ConstantReader &reader,
-                                   int depth = 0) {
-  MLIRContext *ctx = v.getContext();
-  if (depth > 12)
+/// `v` as a MaskForm: an IndexForm (passes/graph/IndexForms.h) that varies
+/// only along its last dimension, of length `keys`, and the one before,
+/// of length `queries`.
+std::optional<MaskForm> maskForm(Value v, AffineExpr queries, AffineExpr keys,
+                                 IndexForms &forms,
+                                 dfg::SymbolicShapes &shapes) {
+  std::optional<IndexForm> form = forms.of(v);
+  if (!form)
     return std::nullopt;
-  // A copy: a query may grow the analysis's table.
   SmallVector<AffineExpr> dims(shapes.dims(v));
-  auto one = getAffineConstantExpr(1, ctx);
-  // Which trailing position (0: keys, 1: queries) varies, if one does.
-  int64_t rank = dims.size(), varying = -1;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (sameDim(dims[i], one))
+  int64_t rank = static_cast<int64_t>(form->coef.size());
+  MaskForm out{0, 0, form->offset};
+  for (int64_t a = 0; a < rank; ++a) {
+    int64_t c = form->coef[a];
+    if (c == 0)
       continue;
-    if (varying >= 0 || rank - 1 - i > 1)
+    if (a == rank - 1 && dims[a] && sameDim(dims[a], keys))
+      out.k = c;
+    else if (a == rank - 2 && dims[a] && sameDim(dims[a], queries))
+      out.q = c;
+    else
       return std::nullopt;
-    varying = rank - 1 - i;
   }
-  if (varying < 0) {
-    // A scalar: a splat literal or a symbolic size.
-    if (std::optional<double> c = reader.splat(v)) {
-      if (*c != std::floor(*c) || std::fabs(*c) > 1e15)
-        return std::nullopt;
-      return IndexForm{0, 0,
-                       getAffineConstantExpr(static_cast<int64_t>(*c), ctx)};
-    }
-    if (auto sizes = v.getDefiningOp<dfg::SizesOp>()) {
-      SmallVector<AffineExpr> read =
-          shapes.table().read(sizes.getMap(), sizes.getSymbols());
-      if (read.size() == 1)
-        return IndexForm{0, 0, read[0]};
-    }
-  }
-  Operation *op = v.getDefiningOp();
-  if (!op)
-    return std::nullopt;
-  if (isa<dfg::CastOp>(op)) {
-    auto to = cast<RankedTensorType>(v.getType()).getElementType();
-    if (!to.isSignlessInteger() || to.getIntOrFloatBitWidth() < 32)
-      return std::nullopt;
-    return indexForm(op->getOperand(0), queries, keys, shapes, reader,
-                     depth + 1);
-  }
-  if (isa<dfg::AddOp, dfg::SubOp>(op)) {
-    auto a = indexForm(op->getOperand(0), queries, keys, shapes, reader,
-                       depth + 1);
-    auto b = indexForm(op->getOperand(1), queries, keys, shapes, reader,
-                       depth + 1);
-    if (!a || !b)
-      return std::nullopt;
-    return combine(*a, *b, isa<dfg::AddOp>(op) ? 1 : -1);
-  }
-  if (varying < 0)
-    return std::nullopt;
-  // A range, through the unsqueezes / reshapes that made it a row or column.
-  Value r = v;
-  while (isa_and_nonnull<dfg::UnsqueezeOp, dfg::ReshapeOp>(r.getDefiningOp()))
-    r = r.getDefiningOp()->getOperand(0);
-  auto range = r.getDefiningOp<dfg::RangeOp>();
-  if (!range || range.getDelta() != 1 ||
-      cast<RankedTensorType>(range.getType()).getRank() != 1)
-    return std::nullopt;
-  SmallVector<AffineExpr> bounds =
-      shapes.table().read(range.getBounds(), range.getSymbols());
-  AffineExpr length = varying == 0 ? keys : queries;
-  if (!sameDim(bounds[1] - bounds[0], length) ||
-      !sameDim(dims[rank - 1 - varying], length))
-    return std::nullopt;
-  return IndexForm{varying == 1 ? 1 : 0, varying == 0 ? 1 : 0, bounds[0]};
+  return out;
 }
 
 /// True if the bool `cond` is `j <= i + past`: a comparison of two index
@@ -193,14 +145,15 @@ bool isCausalComparison(Value cond, AffineExpr queries, AffineExpr keys,
   if (!isa_and_nonnull<dfg::LessOrEqualOp, dfg::LessOp, dfg::GreaterOrEqualOp,
                        dfg::GreaterOp>(op))
     return false;
-  auto a = indexForm(op->getOperand(0), queries, keys, shapes, reader);
-  auto b = indexForm(op->getOperand(1), queries, keys, shapes, reader);
+  IndexForms forms(shapes, reader);
+  auto a = maskForm(op->getOperand(0), queries, keys, forms, shapes);
+  auto b = maskForm(op->getOperand(1), queries, keys, forms, shapes);
   if (!a || !b)
     return false;
   // e <= 0 with e integer-valued.
   bool lhsSmall = isa<dfg::LessOrEqualOp, dfg::LessOp>(op);
   bool strict = isa<dfg::LessOp, dfg::GreaterOp>(op);
-  IndexForm e = lhsSmall ? combine(*a, *b, -1) : combine(*b, *a, -1);
+  MaskForm e = lhsSmall ? combine(*a, *b, -1) : combine(*b, *a, -1);
   if (strict)
     e.offset = e.offset + 1;
   if (negated) // not(e <= 0) is -e + 1 <= 0

@@ -15,16 +15,14 @@
 // needs no index tuples, and its other axes may be split: a scatter_nd's
 // sharding rule keeps every axis its tuples index whole.
 //
-// The tuples are read as affine functions of their position (IndexForm)
-// through what exporters write for them: dfg.range and constant
-// progressions, reshapes and unsqueezes that insert or drop unit
-// dimensions, broadcasts (expand, symbolic_expand), add, sub, neg, a
-// product by a constant, integer casts, and the concat of the coordinates
-// along the last axis.
+// The tuples are the concat along the last axis of one coordinate each,
+// read as affine functions of their position by IndexForms (shared with
+// the causal mask analysis and BatchGathers).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
 
+#include "passes/graph/IndexForms.h"
 #include "passes/graph/Matchers.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
@@ -32,184 +30,12 @@
 
 #include "mlir/IR/PatternMatch.h"
 
-#include <cmath>
 #include <optional>
 
 using namespace mlir;
 
 namespace meshc::graph {
 namespace {
-
-/// An integer tensor whose element at position i is sum_a coef[a] * i[a] +
-/// offset. The coefficient of a dimension of size 1 is 0.
-struct IndexForm {
-  SmallVector<int64_t> coef;
-  int64_t offset = 0;
-};
-
-/// Bound on the ops followed back from a tuple's coordinate.
-constexpr int kMaxDepth = 16;
-
-/// The positions of the dimensions of `shape` other than 1.
-SmallVector<int64_t> nonUnitAxes(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> axes;
-  for (auto [a, size] : llvm::enumerate(shape))
-    if (size != 1)
-      axes.push_back(static_cast<int64_t>(a));
-  return axes;
-}
-
-/// `form` of a tensor of shape `from` as that of a tensor of shape `to`
-/// with the same dimensions other than 1 in the same order (static sizes
-/// equal, or one dynamic size in each, which then agree), else null.
-std::optional<IndexForm> keepNonUnit(const IndexForm &form,
-                                     ArrayRef<int64_t> from,
-                                     ArrayRef<int64_t> to) {
-  SmallVector<int64_t> a = nonUnitAxes(from), b = nonUnitAxes(to);
-  if (a.size() != b.size())
-    return std::nullopt;
-  int dynamic = 0;
-  for (auto [x, y] : llvm::zip_equal(a, b)) {
-    if (ShapedType::isDynamic(from[x]) != ShapedType::isDynamic(to[y]))
-      return std::nullopt;
-    if (ShapedType::isDynamic(from[x]))
-      ++dynamic;
-    else if (from[x] != to[y])
-      return std::nullopt;
-  }
-  if (dynamic > 1)
-    return std::nullopt;
-  IndexForm out{SmallVector<int64_t>(to.size(), 0), form.offset};
-  for (auto [x, y] : llvm::zip_equal(a, b))
-    out.coef[y] = form.coef[x];
-  return out;
-}
-
-/// `form` of an operand of shape `from` broadcast to `to` (trailing
-/// alignment): a dimension it broadcasts reads position 0 of it.
-std::optional<IndexForm> broadcastTo(const IndexForm &form,
-                                     ArrayRef<int64_t> from,
-                                     ArrayRef<int64_t> to) {
-  if (from.size() > to.size())
-    return std::nullopt;
-  size_t lead = to.size() - from.size();
-  IndexForm out{SmallVector<int64_t>(to.size(), 0), form.offset};
-  for (auto [a, size] : llvm::enumerate(from))
-    if (size != 1)
-      out.coef[lead + a] = form.coef[a];
-  return out;
-}
-
-/// An integer scalar literal, or a splat.
-std::optional<int64_t> integerSplat(Value v, const ConstantReader &reader) {
-  std::optional<double> s = reader.splat(v);
-  if (!s || *s != std::floor(*s) || std::fabs(*s) > 9.0e15)
-    return std::nullopt;
-  return static_cast<int64_t>(*s);
-}
-
-std::optional<IndexForm> formOf(Value v, const ConstantReader &reader,
-                                int depth) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  // Integers of 32 bits or more: a narrower cast (to bool) would not keep
-  // the values the form states.
-  if (!type || !type.getElementType().isSignlessInteger() ||
-      type.getElementType().getIntOrFloatBitWidth() < 32 || depth > kMaxDepth)
-    return std::nullopt;
-  ArrayRef<int64_t> shape = type.getShape();
-  IndexForm zero{SmallVector<int64_t>(shape.size(), 0), 0};
-  if (std::optional<int64_t> c = integerSplat(v, reader)) {
-    zero.offset = *c;
-    return zero;
-  }
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return std::nullopt;
-  auto operandForm = [&](Value operand) {
-    return formOf(operand, reader, depth + 1);
-  };
-  auto shapeOf = [](Value x) {
-    return cast<RankedTensorType>(x.getType()).getShape();
-  };
-  if (auto range = dyn_cast<dfg::RangeOp>(def)) {
-    auto start = dyn_cast<AffineConstantExpr>(range.getBounds().getResult(0));
-    if (!start || shape.size() != 1)
-      return std::nullopt;
-    int64_t delta = static_cast<int64_t>(range.getDelta());
-    return IndexForm{{shape[0] == 1 ? 0 : delta}, start.getValue()};
-  }
-  if (auto constant = dyn_cast<dfg::ConstantOp>(def)) {
-    // A progression start, start + d, ... along a 1-D literal.
-    std::optional<dfg::EvalTensor> values = reader.read(v);
-    if (!values || !values->isExact() || shape.size() != 1 ||
-        values->values.size() < 2)
-      return std::nullopt;
-    auto at = [&](size_t i) { return static_cast<int64_t>(values->values[i]); };
-    int64_t step = at(1) - at(0);
-    for (size_t i = 0; i < values->values.size(); ++i)
-      if (values->values[i] != static_cast<double>(at(0) + step * int64_t(i)))
-        return std::nullopt;
-    return IndexForm{{step}, at(0)};
-  }
-  if (isa<dfg::ReshapeOp, dfg::UnsqueezeOp, dfg::SqueezeOp>(def)) {
-    std::optional<IndexForm> in = operandForm(def->getOperand(0));
-    if (!in)
-      return std::nullopt;
-    return keepNonUnit(*in, shapeOf(def->getOperand(0)), shape);
-  }
-  if (isa<dfg::ExpandOp, dfg::SymbolicExpandOp, dfg::CastOp>(def)) {
-    std::optional<IndexForm> in = operandForm(def->getOperand(0));
-    if (!in)
-      return std::nullopt;
-    return broadcastTo(*in, shapeOf(def->getOperand(0)), shape);
-  }
-  if (isa<dfg::NegOp>(def)) {
-    std::optional<IndexForm> in = operandForm(def->getOperand(0));
-    if (!in)
-      return std::nullopt;
-    for (int64_t &c : in->coef)
-      c = -c;
-    in->offset = -in->offset;
-    return in;
-  }
-  if (isa<dfg::AddOp, dfg::SubOp, dfg::MulOp>(def)) {
-    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
-    if (isa<dfg::MulOp>(def)) {
-      // One factor a constant.
-      std::optional<int64_t> k = integerSplat(rhs, reader);
-      Value other = lhs;
-      if (!k) {
-        k = integerSplat(lhs, reader);
-        other = rhs;
-      }
-      if (!k)
-        return std::nullopt;
-      std::optional<IndexForm> in = operandForm(other);
-      if (!in)
-        return std::nullopt;
-      in = broadcastTo(*in, shapeOf(other), shape);
-      if (!in)
-        return std::nullopt;
-      for (int64_t &c : in->coef)
-        c *= *k;
-      in->offset *= *k;
-      return in;
-    }
-    std::optional<IndexForm> a = operandForm(lhs), b = operandForm(rhs);
-    if (!a || !b)
-      return std::nullopt;
-    a = broadcastTo(*a, shapeOf(lhs), shape);
-    b = broadcastTo(*b, shapeOf(rhs), shape);
-    if (!a || !b)
-      return std::nullopt;
-    int64_t sign = isa<dfg::SubOp>(def) ? -1 : 1;
-    for (auto [x, y] : llvm::zip_equal(a->coef, b->coef))
-      x += sign * y;
-    a->offset += sign * b->offset;
-    return a;
-  }
-  return std::nullopt;
-}
 
 /// scatter_nd(x, tuples, v) writing the slice at a constant c of one axis
 /// ==> concat(x[.., :c], v, x[.., c+1:]) along it (see the file comment).
@@ -238,14 +64,17 @@ struct ScatterOfOneSlice : OpRewritePattern<dfg::ScatterNDOp> {
       return failure();
     // The axis written at a constant; every other coordinate its position.
     std::optional<int64_t> axis, at;
+    IndexForms forms(shapes, reader);
     for (int64_t a = 0; a < rank; ++a) {
       Value piece = concat->getOperand(a);
       if (cast<RankedTensorType>(piece.getType()).getShape().back() != 1)
         return failure();
-      std::optional<IndexForm> form = formOf(piece, reader, 0);
-      if (!form)
+      std::optional<IndexForm> form = forms.of(piece);
+      std::optional<int64_t> offset =
+          form ? form->constantOffset() : std::nullopt;
+      if (!offset)
         return failure();
-      bool constant = true, positional = form->offset == 0;
+      bool constant = true, positional = *offset == 0;
       for (int64_t b = 0; b < rank; ++b) {
         if (updates[b] == 1)
           continue;
@@ -254,7 +83,7 @@ struct ScatterOfOneSlice : OpRewritePattern<dfg::ScatterNDOp> {
       }
       if (data[a] == 1 && updates[a] == 1) {
         // Its one position, 0 (or -1).
-        if (!constant || (form->offset != 0 && form->offset != -1))
+        if (!constant || (*offset != 0 && *offset != -1))
           return failure();
         continue;
       }
@@ -262,7 +91,7 @@ struct ScatterOfOneSlice : OpRewritePattern<dfg::ScatterNDOp> {
         if (axis)
           return failure();
         axis = a;
-        at = form->offset;
+        at = *offset;
         continue;
       }
       // The updates cover the whole axis.

@@ -1,4 +1,5 @@
-//===- BatchGathers.cpp - Index tuples that name their own row -------------===//
+//===- BatchGathers.cpp - Index tuples that name their own row
+//-------------===//
 //
 // Part of meshc.
 //
@@ -17,15 +18,18 @@
 // along dimension b of indices, where dimension b of indices and of data
 // have one size, into gather_nd(data, other components, batch_dims = b + 1),
 // while a component is left. The component is known from the values:
-//   - a unit-step Range from 0, as a column or row through unsqueezes,
-//     squeezes, broadcasts (Expand) that keep its dimension, transposes and
-//     integer casts, taken from a concat along the tuple axis;
+//   - a tensor whose IndexForm (passes/graph/IndexForms.h) is its own
+//     position along that dimension (a unit-step Range from 0 as a column
+//     or row, through views, broadcasts that keep its dimension,
+//     transposes and casts), taken from a concat along the tuple axis;
 //   - or a literal whose values are checked one by one.
 // Sizes are compared as symbolic expressions (SymbolicShapes). The result
 // is the same tensor; only what the gather reads is stated.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
+
+#include "passes/graph/IndexForms.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
@@ -263,72 +267,16 @@ private:
         .getResult();
   }
 
-  /// True if v[i...] == i[axis] at every index: a unit-step Range from 0,
-  /// through the views and broadcasts that keep its dimension.
-  bool isPosition(Value v, int64_t axis, int depth = 0) {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (depth > 16 || axis < 0 || axis >= type.getRank())
-      return false;
-    Operation *op = v.getDefiningOp();
-    if (!op)
-      return false;
-    if (auto range = dyn_cast<dfg::RangeOp>(op)) {
-      SmallVector<AffineExpr> bounds =
-          table_.read(range.getBounds(), range.getSymbols());
-      auto start = dyn_cast<AffineConstantExpr>(bounds[0]);
-      return range.getDelta() == 1 && type.getRank() == 1 && start &&
-             start.getValue() == 0;
-    }
-    if (auto cast = dyn_cast<dfg::CastOp>(op)) {
-      Type from = getElementTypeOrSelf(cast.getInput().getType());
-      return from.isSignlessInteger() && from.getIntOrFloatBitWidth() >= 32 &&
-             isPosition(cast.getInput(), axis, depth + 1);
-    }
-    if (auto unsqueeze = dyn_cast<dfg::UnsqueezeOp>(op)) {
-      // The result's axes that the input did not have are the inserted ones.
-      int64_t rank = type.getRank(), inputAxis = axis;
-      SmallVector<bool> inserted(rank, false);
-      for (int64_t a : unsqueeze.getAxes())
-        inserted[a < 0 ? a + rank : a] = true;
-      if (inserted[axis])
-        return false;
-      for (int64_t a = 0; a < axis; ++a)
-        inputAxis -= inserted[a];
-      return isPosition(unsqueeze.getInput(), inputAxis, depth + 1);
-    }
-    if (auto squeeze = dyn_cast<dfg::SqueezeOp>(op)) {
-      auto in = cast<RankedTensorType>(squeeze.getInput().getType());
-      int64_t inRank = in.getRank();
-      if (squeeze.getAxes().empty())
-        return false;
-      SmallVector<bool> removed(inRank, false);
-      for (int64_t a : squeeze.getAxes())
-        removed[a < 0 ? a + inRank : a] = true;
-      for (int64_t a = 0, seen = 0; a < inRank; ++a) {
-        if (removed[a])
-          continue;
-        if (seen++ == axis)
-          return isPosition(squeeze.getInput(), a, depth + 1);
-      }
-      return false;
-    }
-    if (auto transpose = dyn_cast<dfg::TransposeOp>(op))
-      return isPosition(transpose.getInput(), transpose.getPerm()[axis],
-                        depth + 1);
-    if (isa<dfg::ExpandOp, dfg::SymbolicExpandOp>(op)) {
-      // numpy broadcasting aligns the trailing dimensions; the input's
-      // dimension must be the result's (not a 1 broadcast over it).
-      Value input = op->getOperand(0);
-      int64_t shift =
-          type.getRank() - cast<RankedTensorType>(input.getType()).getRank();
-      return axis >= shift && sameSize(input, axis - shift, v, axis) &&
-             isPosition(input, axis - shift, depth + 1);
-    }
-    return false;
+  /// True if v[i...] == i[axis] at every index (IndexForms).
+  bool isPosition(Value v, int64_t axis) {
+    graph::IndexForms forms(shapes_, reader_);
+    return forms.isPosition(v, axis);
   }
 
   dfg::DimTable table_;
   dfg::SymbolicShapes shapes_;
+  /// Literals only.
+  graph::ConstantReader reader_{""};
 
 public:
   /// The replaced gathers, and what computed only their indices.
