@@ -268,8 +268,8 @@ void splitPackedExperts(func::FuncOp func) {
     Value stacked = stackedWeightOf(gathered);
     for (auto [part, block] : blocks) {
       auto [start, end] = block;
-      OpBuilder b(part.getParentBlock(), std::next(Block::iterator(
-                                             part.getDefiningOp())));
+      OpBuilder b(part.getParentBlock(),
+                  std::next(Block::iterator(part.getDefiningOp())));
       Location loc = part.getLoc();
       auto resize = [&](Type t, int64_t d) {
         auto type = cast<RankedTensorType>(t);
@@ -475,6 +475,15 @@ bool reachesProjection(Value v, int64_t axis) {
     if (auto concat = dyn_cast_or_null<dfg::ConcatOp>(def);
         concat && joinsAlong(concat, a))
       return true;
+    // A block of the axis, or a split's part of it: part of what its
+    // input's axis reaches.
+    int64_t rank = cast<RankedTensorType>(top.getType()).getRank();
+    auto split = dyn_cast_or_null<dfg::SplitOp>(def);
+    if ((def && blockAlong(def, rank, a)) ||
+        (split && (static_cast<int64_t>(split.getAxis()) + rank) % rank == a)) {
+      stack.push_back({def->getOperand(0), a});
+      continue;
+    }
     std::optional<SmallVector<int64_t>> axes = channelAxes(def, a);
     if (!axes)
       continue;
@@ -533,13 +542,10 @@ void sliceThroughChannelOps(func::FuncOp func) {
     return axis;
   };
   SmallVector<Operation *> worklist;
-  func.walk([&](Operation *op) {
-    if (op->getNumResults() == 1 && !isProjection(op) &&
-        blockedAxis(op->getResult(0)))
-      worklist.push_back(op);
-  });
+  int64_t rewrites = 0;
   // A block reader replaced by its piece (it may itself be queued).
   auto replaceReader = [&](Operation *user, Value piece) {
+    ++rewrites;
     user->getResult(0).replaceAllUsesWith(piece);
     llvm::erase(worklist, user);
     user->erase();
@@ -553,72 +559,106 @@ void sliceThroughChannelOps(func::FuncOp func) {
           def && !isProjection(def) && !llvm::is_contained(worklist, def))
         worklist.push_back(def);
   };
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    Value result = op->getResult(0);
-    std::optional<int64_t> axis = blockedAxis(result);
-    if (!axis)
-      continue;
-    int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
-    if (auto concat = dyn_cast<dfg::ConcatOp>(op);
-        concat && joinsAlong(concat, *axis)) {
-      // Each block read from the operand that holds it (projections joined
-      // before a split: Qwen3-Next's q, k and v).
+  // Rounds until nothing changes: an op whose readers become blocks only
+  // after it was looked at (blocks of a split's part, read through a chain
+  // that reaches the split later) is found by the next walk.
+  for (int round = 0; round < 8; ++round) {
+    int64_t before = rewrites;
+    func.walk([&](Operation *op) {
+      if (op->getNumResults() == 1 && !isProjection(op) &&
+          blockedAxis(op->getResult(0)))
+        worklist.push_back(op);
+    });
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      Value result = op->getResult(0);
+      std::optional<int64_t> axis = blockedAxis(result);
+      if (!axis)
+        continue;
+      int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
+      if (auto concat = dyn_cast<dfg::ConcatOp>(op);
+          concat && joinsAlong(concat, *axis)) {
+        // Each block read from the operand that holds it (projections joined
+        // before a split: Qwen3-Next's q, k and v).
+        for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+          if (auto split = dyn_cast<dfg::SplitOp>(user))
+            splitToSlices(split);
+        bool held = llvm::all_of(result.getUsers(), [&](Operation *user) {
+          auto [start, end] = *blockAlong(user, rank, *axis);
+          return partHolding(concat, *axis, start, end).has_value();
+        });
+        if (!held)
+          continue;
+        OpBuilder b(op);
+        for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+          auto [start, end] = *blockAlong(user, rank, *axis);
+          auto [part, offset] = *partHolding(concat, *axis, start, end);
+          int64_t width =
+              cast<RankedTensorType>(part.getType()).getDimSize(*axis);
+          replaceReader(user, start == offset && end == offset + width
+                                  ? part
+                                  : dfg::SliceOp::create(
+                                        b, op->getLoc(), part, {start - offset},
+                                        {end - offset}, {*axis}, {1})
+                                        .getResult());
+        }
+        eraseAndQueueOperands(op);
+        continue;
+      }
+      if (auto outer = blockAlong(op, rank, *axis)) {
+        // Blocks of a block: blocks of its input (Mamba's in_proj, cut into
+        // gate, xBC and dt, then xBC, after its convolution, into x, B and C).
+        for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+          if (auto split = dyn_cast<dfg::SplitOp>(user))
+            splitToSlices(split);
+        OpBuilder b(op);
+        for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+          auto [start, end] = *blockAlong(user, rank, *axis);
+          replaceReader(user,
+                        dfg::SliceOp::create(b, op->getLoc(), op->getOperand(0),
+                                             {outer->first + start},
+                                             {outer->first + end}, {*axis}, {1})
+                            .getResult());
+        }
+        eraseAndQueueOperands(op);
+        continue;
+      }
+      std::optional<SmallVector<int64_t>> axes = channelAxes(op, *axis);
+      if (!axes)
+        continue;
       for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
         if (auto split = dyn_cast<dfg::SplitOp>(user))
           splitToSlices(split);
-      bool held = llvm::all_of(result.getUsers(), [&](Operation *user) {
-        auto [start, end] = *blockAlong(user, rank, *axis);
-        return partHolding(concat, *axis, start, end).has_value();
-      });
-      if (!held)
-        continue;
-      OpBuilder b(op);
+      // One piece per block, however many users read it.
+      std::map<std::pair<int64_t, int64_t>, Value> pieces;
       for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
-        auto [start, end] = *blockAlong(user, rank, *axis);
-        auto [part, offset] = *partHolding(concat, *axis, start, end);
-        int64_t width =
-            cast<RankedTensorType>(part.getType()).getDimSize(*axis);
-        replaceReader(user, start == offset && end == offset + width
-                                ? part
-                                : dfg::SliceOp::create(
-                                      b, op->getLoc(), part, {start - offset},
-                                      {end - offset}, {*axis}, {1})
-                                      .getResult());
+        auto block = *blockAlong(user, rank, *axis);
+        if (Value piece = pieces[block]) {
+          replaceReader(user, piece);
+          continue;
+        }
+        auto [start, end] = block;
+        OpBuilder b(op);
+        SmallVector<Value> operands;
+        for (auto [v, a] : llvm::zip_equal(op->getOperands(), *axes))
+          operands.push_back(a < 0 ? v
+                                   : dfg::SliceOp::create(b, op->getLoc(), v,
+                                                          {start}, {end}, {a},
+                                                          {1})
+                                         .getResult());
+        Operation *piece = b.clone(*op);
+        piece->setOperands(operands);
+        piece->getResult(0).setType(user->getResult(0).getType());
+        pieces[block] = piece->getResult(0);
+        replaceReader(user, piece->getResult(0));
+        // Its readers may be blocks in turn (Falcon-H1's in_proj, scaled
+        // per feature, cut into gate, xBC and dt, xBC cut again later).
+        worklist.push_back(piece);
       }
       eraseAndQueueOperands(op);
-      continue;
     }
-    std::optional<SmallVector<int64_t>> axes = channelAxes(op, *axis);
-    if (!axes)
-      continue;
-    for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
-      if (auto split = dyn_cast<dfg::SplitOp>(user))
-        splitToSlices(split);
-    // One piece per block, however many users read it.
-    std::map<std::pair<int64_t, int64_t>, Value> pieces;
-    for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
-      auto block = *blockAlong(user, rank, *axis);
-      if (Value piece = pieces[block]) {
-        replaceReader(user, piece);
-        continue;
-      }
-      auto [start, end] = block;
-      OpBuilder b(op);
-      SmallVector<Value> operands;
-      for (auto [v, a] : llvm::zip_equal(op->getOperands(), *axes))
-        operands.push_back(a < 0
-                               ? v
-                               : dfg::SliceOp::create(b, op->getLoc(), v,
-                                                      {start}, {end}, {a}, {1})
-                                     .getResult());
-      Operation *piece = b.clone(*op);
-      piece->setOperands(operands);
-      piece->getResult(0).setType(user->getResult(0).getType());
-      pieces[block] = piece->getResult(0);
-      replaceReader(user, piece->getResult(0));
-    }
-    eraseAndQueueOperands(op);
+    if (rewrites == before)
+      break;
   }
 }
 

@@ -1355,3 +1355,40 @@ func.func @gated_norm_rows_refined(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", 
   return %y : tensor<?x4x8xf32>
 }
 }
+
+// -----
+
+// A Mamba-2 in_proj (Falcon-H1's: scaled per feature) cut into gate z, xBC
+// and dt, and xBC cut again into x, B and C after its convolution (here a
+// silu between transposes and a mask product): the blocks of the second
+// cut are blocks of the first cut's part, so the projection becomes one
+// projection per part, each column-parallel (B and C here too: what reads
+// them is a sum over their features, whose partial sums are added).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @block_of_a_block
+func.func @block_of_a_block(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]}, %mask: tensor<?x4x1xf32> {dfg.dim_names = ["b", "", ""]}) -> tensor<?x4x8xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 640] : tensor<8x20xf32>
+  %scale = dfg.weight "scale" in "w.bin" [offset = 640, length = 80] : tensor<1x1x20xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 720, length = 128] : tensor<4x8xf32>
+  // CHECK-NOT: dfg.linear {{.*}} -> tensor<?x4x{{12|20}}xf32>
+  // CHECK-COUNT-5: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x4x8xf32>, tensor<8x4xf32>) -> tensor<?x4x4xf32>
+  // CHECK-NOT: dfg.linear {{.*}} -> tensor<?x4x{{12|20}}xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<?x4x4xf32>, tensor<4x8xf32>) -> tensor<?x4x8xf32>
+  %p = dfg.linear %x, %w transpose_weight = false : (tensor<?x4x8xf32>, tensor<8x20xf32>) -> tensor<?x4x20xf32>
+  %ps = dfg.mul %p, %scale : (tensor<?x4x20xf32>, tensor<1x1x20xf32>) -> tensor<?x4x20xf32>
+  %z, %xbc, %dt = dfg.split %ps axis = 2 sizes = [4, 12, 4] : (tensor<?x4x20xf32>) -> (tensor<?x4x4xf32>, tensor<?x4x12xf32>, tensor<?x4x4xf32>)
+  %t = dfg.transpose %xbc perm = [0, 2, 1] : (tensor<?x4x12xf32>) -> tensor<?x12x4xf32>
+  %act = dfg.silu %t : (tensor<?x12x4xf32>) -> tensor<?x12x4xf32>
+  %back = dfg.transpose %act perm = [0, 2, 1] : (tensor<?x12x4xf32>) -> tensor<?x4x12xf32>
+  %masked = dfg.mul %back, %mask : (tensor<?x4x12xf32>, tensor<?x4x1xf32>) -> tensor<?x4x12xf32>
+  %xs, %bs, %cs = dfg.split %masked axis = 2 sizes = [4, 4, 4] : (tensor<?x4x12xf32>) -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>)
+  %bc = dfg.mul %bs, %cs : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %state = dfg.reduce_sum %bc axes = [2] keep_dims = true : (tensor<?x4x4xf32>) -> tensor<?x4x1xf32>
+  %gate = dfg.silu %z : (tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %y0 = dfg.mul %xs, %gate : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %y1 = dfg.mul %y0, %dt : (tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
+  %y2 = dfg.mul %y1, %state : (tensor<?x4x4xf32>, tensor<?x4x1xf32>) -> tensor<?x4x4xf32>
+  %y = dfg.linear %y2, %wo transpose_weight = false : (tensor<?x4x4xf32>, tensor<4x8xf32>) -> tensor<?x4x8xf32>
+  return %y : tensor<?x4x8xf32>
+}
+}
