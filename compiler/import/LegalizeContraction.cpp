@@ -360,6 +360,243 @@ LogicalResult legalizePool(NodeContext &ctx) {
   return ctx.setResults(acc);
 }
 
+/// The cosines and sines of 2*pi*k*n/N for k, n in [0, N), N the length
+/// of axis `axis` of `like`, as two [N, N] tensors of `element` (both are
+/// symmetric). A static N gives constants computed in double; a symbolic N
+/// builds them in the graph from k*n mod N (exact integers), so the angles
+/// stay in [0, 2*pi).
+FailureOr<std::pair<Value, Value>> dftTables(NodeContext &ctx, Value like,
+                                             int64_t axis, Type element) {
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  int64_t n = cast<RankedTensorType>(like.getType()).getDimSize(axis);
+  const double twoPi = 2.0 * M_PI;
+  if (!ShapedType::isDynamic(n)) {
+    if (n > 8192)
+      return ctx.error("DFT of length " + std::to_string(n) +
+                       ": meshc computes it as a product by an [N, N] table, "
+                       "which it builds up to N = 8192");
+    auto type = RankedTensorType::get({n, n}, b.getF64Type());
+    SmallVector<double> c(n * n), sn(n * n);
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < n; ++j) {
+        double angle =
+            twoPi * static_cast<double>((k * j) % n) / static_cast<double>(n);
+        c[k * n + j] = std::cos(angle);
+        sn[k * n + j] = std::sin(angle);
+      }
+    auto table = [&](ArrayRef<double> values) -> Value {
+      auto attr = DenseElementsAttr::get(type, values);
+      auto out = RankedTensorType::get({n, n}, element);
+      DenseElementsAttr converted = attr;
+      if (!element.isF64())
+        converted = attr.mapValues(element, [&](const APFloat &v) {
+          APFloat f = v;
+          bool lost;
+          f.convert(cast<FloatType>(element).getFloatSemantics(),
+                    APFloat::rmNearestTiesToEven, &lost);
+          return f.bitcastToAPInt();
+        });
+      return dfg::ConstantOp::create(b, loc, out, converted);
+    };
+    return std::make_pair(table(c), table(sn));
+  }
+  AffineExpr length = ctx.dimsOf(like)[axis];
+  if (!length)
+    return ctx.error("DFT along an axis whose length follows from no named "
+                     "input dimension; give it a size with --dim NAME=SIZE");
+  Type i64 = b.getI64Type();
+  FailureOr<Value> col = ctx.iota(length, {-1, 1});
+  FailureOr<Value> row = ctx.iota(length, {1, -1});
+  if (failed(col) || failed(row))
+    return failure();
+  auto square = RankedTensorType::get({n, n}, i64);
+  Value kn = ctx.refineType(dfg::MulOp::create(b, loc, square, *col, *row));
+  auto [map, names] = ctx.dimTable().write({length});
+  Value size =
+      dfg::SizesOp::create(b, loc, RankedTensorType::get({}, i64), map, names);
+  // k*n mod N, both non-negative: k*n - (k*n / N) * N.
+  Value quotient = ctx.refineType(dfg::DivOp::create(b, loc, square, kn, size));
+  Value wrapped = ctx.refineType(dfg::SubOp::create(
+      b, loc, square, kn,
+      ctx.refineType(dfg::MulOp::create(b, loc, square, quotient, size))));
+  auto angles = RankedTensorType::get({n, n}, element);
+  auto scalarType = RankedTensorType::get({}, element);
+  Value step = dfg::DivOp::create(
+      b, loc, scalarType, ctx.scalar(twoPi, element),
+      dfg::CastOp::create(b, loc, scalarType, size, element));
+  Value angle = ctx.refineType(dfg::MulOp::create(
+      b, loc, angles,
+      ctx.refineType(dfg::CastOp::create(b, loc, angles, wrapped, element)),
+      step));
+  return std::make_pair(
+      ctx.refineType(dfg::CosOp::create(b, loc, angles, angle)),
+      ctx.refineType(dfg::SinOp::create(b, loc, angles, angle)));
+}
+
+/// DFT(x [..., N, ..., 1 or 2], axis) -> the transform as products by the
+/// cosine and sine tables (dftTables) along the axis moved last:
+///   forward: re = xr C + xi S, im = xi C - xr S;
+///   inverse: re = (xr C - xi S) / N, im = (xi C + xr S) / N;
+/// onesided keeps the first N/2 + 1 frequencies of a real input's forward
+/// transform (a static N). The axis is an attribute before opset 20 and an
+/// optional input after (default -2). dft_length (padding or truncating
+/// the signal) is taken only where it equals the axis's length.
+LogicalResult legalizeDFT(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  int64_t rank = in.getRank();
+  if (!isa<FloatType>(element))
+    return ctx.error("DFT of a " + dfg::formatShape(in.getShape()) +
+                     " integer tensor: ONNX transforms floats only");
+  int64_t parts = in.getDimSize(rank - 1);
+  if (rank < 2 || (parts != 1 && parts != 2))
+    return ctx.error("DFT's input must end in a dimension of 1 (real) or 2 "
+                     "(complex), got " +
+                     dfg::formatShape(in.getShape()));
+  int64_t axis;
+  if (ctx.opsetVersion() >= 20) {
+    axis = -2;
+    if (ctx.input(2)) {
+      FailureOr<SmallVector<int64_t>> a = ctx.constantInts(2, "axis");
+      if (failed(a))
+        return failure();
+      if (a->size() != 1)
+        return ctx.error("DFT's axis must hold one value");
+      axis = a->front();
+    }
+  } else {
+    axis = ctx.attrInt("axis", 1);
+  }
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank - 1)
+    return ctx.error("DFT's axis " + std::to_string(axis) +
+                     " is not a signal axis of " +
+                     dfg::formatShape(in.getShape()));
+  int64_t n = in.getDimSize(axis);
+  if (ctx.input(1)) {
+    FailureOr<SmallVector<int64_t>> length = ctx.constantInts(1, "dft_length");
+    if (failed(length))
+      return failure();
+    if (length->size() != 1 || ShapedType::isDynamic(n) || length->front() != n)
+      return ctx.error("DFT with a dft_length other than its axis's length "
+                       "(a padded or truncated signal) is not supported");
+  }
+  bool inverse = ctx.attrInt("inverse", 0) != 0;
+  bool onesided = ctx.attrInt("onesided", 0) != 0;
+  if (onesided && (inverse || parts != 1 || ShapedType::isDynamic(n)))
+    return ctx.error("a onesided DFT is supported for the forward transform "
+                     "of a real signal of static length only");
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  FailureOr<std::pair<Value, Value>> tables =
+      dftTables(ctx, ctx.input(0), axis, element);
+  if (failed(tables))
+    return failure();
+  auto [cosT, sinT] = *tables;
+  int64_t kept = onesided ? n / 2 + 1 : n;
+  if (onesided) {
+    auto cut = [&](Value t) -> Value {
+      return dfg::SliceOp::create(b, loc, t, {0}, {kept}, {1}, {1});
+    };
+    cosT = cut(cosT);
+    sinT = cut(sinT);
+  }
+  // The signal axis moved last, the complex pair dropped.
+  SmallVector<int64_t> perm;
+  for (int64_t a = 0; a < rank - 1; ++a)
+    if (a != axis)
+      perm.push_back(a);
+  perm.push_back(axis);
+  SmallVector<int64_t> back(rank - 1);
+  for (auto [i, p] : llvm::enumerate(perm))
+    back[p] = static_cast<int64_t>(i);
+  auto part = [&](int64_t i) -> FailureOr<Value> {
+    Value s = dfg::SliceOp::create(b, loc, ctx.input(0), {i}, {i + 1},
+                                   {rank - 1}, {1});
+    FailureOr<Value> squeezed = ctx.create<dfg::SqueezeOp>(
+        dfg::squeezeShape(shapeOf(s), {rank - 1}), element, s,
+        b.getDenseI64ArrayAttr({rank - 1}));
+    if (failed(squeezed))
+      return failure();
+    return ctx.create<dfg::TransposeOp>(
+        dfg::transposeShape(shapeOf(*squeezed), perm), element, *squeezed,
+        b.getDenseI64ArrayAttr(perm));
+  };
+  auto product = [&](Value x, Value table) -> FailureOr<Value> {
+    FailureOr<Value> r = ctx.create<dfg::MatMulOp>(
+        dfg::matmulShape(shapeOf(x), shapeOf(table)), element, x, table);
+    return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
+  };
+  FailureOr<Value> xr = part(0);
+  if (failed(xr))
+    return failure();
+  FailureOr<Value> re = product(*xr, cosT), im = product(*xr, sinT);
+  if (failed(re) || failed(im))
+    return failure();
+  Type resultType = re->getType();
+  // forward: im = -xr S; inverse: im = xr S.
+  Value real = *re, imag = *im;
+  if (!inverse)
+    imag = dfg::NegOp::create(b, loc, resultType, imag);
+  if (parts == 2) {
+    FailureOr<Value> xi = part(1);
+    if (failed(xi))
+      return failure();
+    FailureOr<Value> iC = product(*xi, cosT), iS = product(*xi, sinT);
+    if (failed(iC) || failed(iS))
+      return failure();
+    real = inverse
+               ? dfg::SubOp::create(b, loc, resultType, real, *iS).getResult()
+               : dfg::AddOp::create(b, loc, resultType, real, *iS).getResult();
+    imag = dfg::AddOp::create(b, loc, resultType, imag, *iC);
+  }
+  if (inverse) {
+    // Divided by N (a symbolic N read as a size).
+    Value count;
+    if (!ShapedType::isDynamic(n)) {
+      count = ctx.scalar(static_cast<double>(n), element);
+    } else {
+      auto [map, names] =
+          ctx.dimTable().write({ctx.dimsOf(ctx.input(0))[axis]});
+      auto scalarType = RankedTensorType::get({}, element);
+      count = dfg::CastOp::create(
+          b, loc, scalarType,
+          dfg::SizesOp::create(
+              b, loc, RankedTensorType::get({}, b.getI64Type()), map, names)
+              .getResult(),
+          element);
+    }
+    real = dfg::DivOp::create(b, loc, resultType, real, count);
+    imag = dfg::DivOp::create(b, loc, resultType, imag, count);
+  }
+  // Back in place, the pair last.
+  SmallVector<Value> pair;
+  for (Value v : {real, imag}) {
+    FailureOr<Value> t =
+        ctx.create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), back),
+                                     element, v, b.getDenseI64ArrayAttr(back));
+    if (failed(t))
+      return failure();
+    FailureOr<Value> u = ctx.create<dfg::UnsqueezeOp>(
+        dfg::unsqueezeShape(shapeOf(*t), {rank - 1}), element, *t,
+        b.getDenseI64ArrayAttr({rank - 1}));
+    if (failed(u))
+      return failure();
+    pair.push_back(ctx.refineType(*u));
+  }
+  SmallVector<int64_t> shape(in.getShape());
+  shape[axis] = kept;
+  shape[rank - 1] = 2;
+  return ctx.setResults(
+      dfg::ConcatOp::create(b, loc, RankedTensorType::get(shape, element), pair,
+                            rank - 1)
+          .getResult());
+}
+
 /// MatMul(a, b) -> dfg.matmul(a, b)
 LogicalResult legalizeMatMul(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
@@ -582,6 +819,8 @@ void populateContractionLegalizations(LegalizationTable &table) {
   table.add("", "AveragePool", 22, legalizePool); // + bf16
   table.add("", "Gemm", 13, legalizeGemm);
   table.add("", "Einsum", 12, legalizeEinsum);
+  table.add("", "DFT", 17, legalizeDFT);
+  table.add("", "DFT", 20, legalizeDFT); // the axis an input
 }
 
 } // namespace meshc::onnximport

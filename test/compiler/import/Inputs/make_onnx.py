@@ -452,6 +452,23 @@ def case_logsumexp(path):
                  inits, opset=18)
 
 
+def case_dft(path):
+    """DFT (opset 20, the axis an input), as FNet's fftn over its hidden and
+    sequence axes writes it: a real signal's transform along a static axis,
+    then the complex result's along a symbolic one; the inverse of that
+    (which gives the first back); a onesided transform of the real signal."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "last"], ["real"], name="as_real"),
+        helper.make_node("DFT", ["real", "", "two"], ["hidden"], name="dft_hidden"),
+        helper.make_node("DFT", ["hidden", "", "one"], ["both"], name="dft_seq"),
+        helper.make_node("DFT", ["both", "", "one"], ["back"], inverse=1, name="idft_seq"),
+        helper.make_node("DFT", ["real", "", "two"], ["half"], onesided=1, name="dft_half"),
+    ]
+    inits = [ints("last", [-1]), ints("two", 2), ints("one", 1)]
+    return model(nodes, [f32("x", ["batch", "seq", 6])],
+                 [f32("both", None), f32("back", None), f32("half", None)], inits, opset=20)
+
+
 def case_scatter_rows(path):
     """ScatterElements writing one slice at a constant index, as torch writes
     `x[:, i, :] = v` in unrolled loops (Qwen3.5's delta rule): row 1 of
