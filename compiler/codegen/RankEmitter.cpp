@@ -313,8 +313,20 @@ std::optional<uint64_t> FunctionEmitter::boundBytes(Value v) {
   }
   uint64_t n = rt::byteWidth(
       elementDType(type.getElementType()).value_or(rt::DType::F32));
-  for (int64_t d : *sizes)
-    n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  // A dimension that does not grow with its symbols (a remainder: a pad up
+  // to a multiple of a chunk) may be largest below the bounds: its upper
+  // bound over sizes from 1 to the bounds is taken where it is larger.
+  auto symbolBounds = [&](unsigned position) -> dfg::DimBounds {
+    auto found = bounds_->find(table_.name(position).str());
+    if (found == bounds_->end())
+      return {1, std::nullopt};
+    return {1, found->second};
+  };
+  for (auto [d, e] : llvm::zip_equal(*sizes, shapes_.dims(v))) {
+    std::optional<int64_t> most = dfg::boundsOf(e, symbolBounds).most;
+    int64_t size = most ? std::max(d, *most) : d;
+    n *= static_cast<uint64_t>(std::max<int64_t>(size, 0));
+  }
   return n;
 }
 

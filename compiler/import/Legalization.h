@@ -261,6 +261,11 @@ mlir::FailureOr<mlir::Value> sliceAxis(NodeContext &ctx, mlir::Value x,
 mlir::FailureOr<mlir::Value> padAxis(NodeContext &ctx, mlir::Value x,
                                      int64_t axis, int64_t before,
                                      int64_t after, mlir::Value fill);
+/// The same with symbolic amounts (each at least 0 at every size: a pad up
+/// to a multiple of a chunk, `(c - S mod c) mod c`).
+mlir::FailureOr<mlir::Value> padAxis(NodeContext &ctx, mlir::Value x,
+                                     int64_t axis, mlir::AffineExpr before,
+                                     mlir::AffineExpr after, mlir::Value fill);
 
 /// Rotary position embedding of `x` ([batch, heads, seq, head_dim], or 3-D
 /// [batch, seq, heads * head_dim] with `numHeads`) by the [positions,
@@ -288,16 +293,21 @@ mlir::FailureOr<int64_t> normalizedAxis(NodeContext &ctx, llvm::StringRef name,
 /// of `q` ([batch, heads, seq, head_dim]).
 mlir::FailureOr<double> attentionScale(NodeContext &ctx, mlir::Value q);
 
+/// Whether `e` is at least 0 at every size (dfg::boundsOf): `(-S) mod 4`,
+/// and the round-up `((-S) floordiv 4) * -4` into which
+/// `S + (4 - S mod 4) mod 4` simplifies.
+bool isNonNegative(mlir::AffineExpr e);
+
 /// Symbolic folding of the exporters' shape arithmetic: if `op` computes on
 /// integer vectors of which at least one is a dfg.sizes and the others
 /// small integer constants or initializers under `weightsDir` (Gather, Slice,
 /// Concat, Unsqueeze, Squeeze, Reshape, integer Cast, Add, Sub, Mul, Div by a
-/// positive constant, Equal, Where, Min and Max when decidable), returns one
-/// dfg.sizes or dfg.constant holding its result, created before `op`;
-/// otherwise a null Value. With `maximums`, a Min or Max of two sizes whose
-/// order flips at some size of one dimension (MPT's max(0, max_seq_len -
-/// sequence_length)) takes the order that holds for small sizes, and
-/// `maximums` records the largest size of that dimension for which it holds
+/// positive constant (of sizes at least 0), Equal, Where, Min and Max when
+/// decidable), returns one dfg.sizes or dfg.constant holding its result,
+/// created before `op`; otherwise a null Value. With `maximums`, a Min or Max
+/// of two sizes whose order flips at some size of one dimension (MPT's max(0,
+/// max_seq_len - sequence_length)) takes the order that holds for small sizes,
+/// and `maximums` records the largest size of that dimension for which it holds
 /// (said in a note); without, it does not fold.
 mlir::Value foldSymbolic(mlir::Operation *op, dfg::DimTable &table,
                          llvm::StringRef weightsDir,

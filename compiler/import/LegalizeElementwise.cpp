@@ -200,6 +200,27 @@ LogicalResult legalizeMod(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
   Value a = ctx.input(0), b = ctx.input(1);
+  if (ctx.isSymbolic(0) &&
+      isa_and_nonnull<dfg::ConstantOp>(b.getDefiningOp()) &&
+      elementOf(a).isSignlessInteger() && elementOf(b) == elementOf(a)) {
+    // Sizes modulo a positive constant (a pad up to a multiple of a chunk:
+    // (c - S mod c) mod c): kept symbolic, as the floor remainder that
+    // Python's sign gives for a positive divisor.
+    FailureOr<SmallVector<AffineExpr>> sizes = ctx.symbolicInts(0, "A");
+    FailureOr<SmallVector<int64_t>> divisor = ctx.constantInts(1, "B");
+    if (succeeded(sizes) && succeeded(divisor) &&
+        llvm::all_of(*divisor, [](int64_t d) { return d > 0; }) &&
+        (divisor->size() == 1 || divisor->size() == sizes->size()) &&
+        ctx.inputType(1).getRank() <= ctx.inputType(0).getRank()) {
+      SmallVector<AffineExpr> rest;
+      for (auto [i, e] : llvm::enumerate(*sizes))
+        rest.push_back(e % (*divisor)[divisor->size() == 1 ? 0 : i]);
+      auto [map, names] = ctx.dimTable().write(rest);
+      return ctx.setResults(dfg::SizesOp::create(ctx.builder(), ctx.loc(),
+                                                 ctx.inputType(0), map, names)
+                                .getResult());
+    }
+  }
   Type element = elementOf(a);
   if (element != elementOf(b))
     return ctx.mismatchedTypes();

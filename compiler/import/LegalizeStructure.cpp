@@ -82,8 +82,10 @@ LogicalResult legalizeConcat(NodeContext &ctx) {
 
 /// Pad(x, pads, constant_value?, axes?) in mode "constant": along each
 /// padded axis, blocks of the constant concatenated before and after x
-/// (padAxis). MobileBERT pads its shifted trigram embeddings so. Other
-/// modes and negative pads (cropping) are refused by name.
+/// (padAxis). MobileBERT pads its shifted trigram embeddings so. Pads may
+/// be symbolic where they are at least 0 at every size (Mamba-2 pads the
+/// sequence up to a multiple of its chunk); a negative pad crops first
+/// (a slice). Other modes are refused by name.
 LogicalResult legalizePad(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
@@ -93,7 +95,7 @@ LogicalResult legalizePad(NodeContext &ctx) {
                      "' is not supported (only 'constant')");
   RankedTensorType in = ctx.inputType(0);
   int64_t rank = in.getRank();
-  FailureOr<SmallVector<int64_t>> pads = ctx.constantInts(1, "pads");
+  FailureOr<SmallVector<AffineExpr>> pads = ctx.symbolicInts(1, "pads");
   if (failed(pads))
     return failure();
   SmallVector<int64_t> axes;
@@ -115,10 +117,11 @@ LogicalResult legalizePad(NodeContext &ctx) {
   if (static_cast<int64_t>(pads->size()) != 2 * n)
     return ctx.error("pads has " + std::to_string(pads->size()) +
                      " entries for " + std::to_string(n) + " padded axes");
-  for (int64_t p : *pads)
-    if (p < 0)
-      return ctx.error("negative pads (cropping) are not supported, got " +
-                       std::to_string(p));
+  for (AffineExpr p : *pads)
+    if (!isa<AffineConstantExpr>(p) && !isNonNegative(p))
+      return ctx.error("pads of " + ctx.dimTable().format(p) +
+                       ", which may be negative: meshc pads by symbolic "
+                       "amounts that are at least 0 at every size");
   Value fill;
   if (Value given = ctx.input(2)) {
     RankedTensorType t = ctx.inputType(2);
@@ -131,8 +134,32 @@ LogicalResult legalizePad(NodeContext &ctx) {
   }
   Value x = ctx.input(0);
   for (auto [j, axis] : llvm::enumerate(axes)) {
-    FailureOr<Value> padded =
-        padAxis(ctx, x, axis, (*pads)[j], (*pads)[j + n], fill);
+    // A negative pad crops (RWKV's time shift, ZeroPad2d((0, 0, 1, -1))).
+    AffineExpr zero = getAffineConstantExpr(0, ctx.builder().getContext());
+    AffineExpr before = (*pads)[j], after = (*pads)[j + n];
+    auto negative = [](AffineExpr e) -> int64_t {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      return c && c.getValue() < 0 ? -c.getValue() : 0;
+    };
+    if (int64_t cropBefore = negative(before), cropAfter = negative(after);
+        cropBefore || cropAfter) {
+      int64_t size = cast<RankedTensorType>(x.getType()).getDimSize(axis);
+      if (!ShapedType::isDynamic(size) && cropBefore + cropAfter > size)
+        return ctx.error("pads crop " + std::to_string(cropBefore + cropAfter) +
+                         " elements of axis " + std::to_string(axis) +
+                         ", which has " + std::to_string(size));
+      int64_t end =
+          cropAfter ? -cropAfter : std::numeric_limits<int64_t>::max();
+      FailureOr<Value> cropped = sliceAxis(ctx, x, axis, cropBefore, end);
+      if (failed(cropped))
+        return failure();
+      x = ctx.refineType(*cropped);
+      if (cropBefore)
+        before = zero;
+      if (cropAfter)
+        after = zero;
+    }
+    FailureOr<Value> padded = padAxis(ctx, x, axis, before, after, fill);
     if (failed(padded))
       return failure();
     x = *padded;
@@ -1015,15 +1042,26 @@ FailureOr<Value> sliceAxis(NodeContext &ctx, Value x, int64_t axis,
 
 FailureOr<Value> padAxis(NodeContext &ctx, Value x, int64_t axis,
                          int64_t before, int64_t after, Value fill) {
-  if (before == 0 && after == 0)
+  MLIRContext *context = ctx.builder().getContext();
+  return padAxis(ctx, x, axis, getAffineConstantExpr(before, context),
+                 getAffineConstantExpr(after, context), fill);
+}
+
+FailureOr<Value> padAxis(NodeContext &ctx, Value x, int64_t axis,
+                         AffineExpr before, AffineExpr after, Value fill) {
+  auto isZero = [](AffineExpr e) {
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    return c && c.getValue() == 0;
+  };
+  if (isZero(before) && isZero(after))
     return x;
   OpBuilder &b = ctx.builder();
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rank = type.getRank();
   SmallVector<AffineExpr> dims = ctx.dimsOf(x);
-  auto block = [&](int64_t size) -> FailureOr<Value> {
+  auto block = [&](AffineExpr size) -> FailureOr<Value> {
     SmallVector<AffineExpr> shape(dims);
-    shape[axis] = getAffineConstantExpr(size, b.getContext());
+    shape[axis] = size;
     SmallVector<int64_t> ints;
     for (AffineExpr e : shape)
       if (auto c = dyn_cast_or_null<AffineConstantExpr>(e))
@@ -1050,7 +1088,7 @@ FailureOr<Value> padAxis(NodeContext &ctx, Value x, int64_t axis,
        {std::pair(before, true), std::pair(after, false)}) {
     if (!first)
       parts.push_back(x);
-    if (size == 0)
+    if (isZero(size))
       continue;
     FailureOr<Value> part = block(size);
     if (failed(part))

@@ -22,6 +22,12 @@
 using namespace mlir;
 
 namespace meshc::onnximport {
+
+bool isNonNegative(AffineExpr e) {
+  std::optional<int64_t> least = dfg::boundsOf(e).least;
+  return least && *least >= 0;
+}
+
 namespace {
 
 using Exprs = SmallVector<AffineExpr>;
@@ -42,18 +48,65 @@ zipWith(const Exprs &a, const Exprs &b,
   return out;
 }
 
-/// Whether `e` is at least 1 for every size of the symbols in it: a
-/// positive constant, a symbol, or a sum or product of such.
+/// Whether `e` is at least 1 for every size of the symbols in it.
 bool isPositive(AffineExpr e) {
-  if (auto c = dyn_cast<AffineConstantExpr>(e))
-    return c.getValue() >= 1;
-  if (isa<AffineSymbolExpr>(e))
-    return true;
-  if (auto bin = dyn_cast<AffineBinaryOpExpr>(e))
-    return (e.getKind() == AffineExprKind::Add ||
-            e.getKind() == AffineExprKind::Mul) &&
-           isPositive(bin.getLHS()) && isPositive(bin.getRHS());
-  return false;
+  std::optional<int64_t> least = dfg::boundsOf(e).least;
+  return least && *least >= 1;
+}
+
+/// The sign of `e` at every size of its one symbol, where `e` is that
+/// symbol's affine function plus floor divisions and remainders by
+/// constants (min(S, the round-up of S to a multiple of 4) is S: the
+/// difference is -((-S) mod 4)). With L the product of the divisors,
+/// e(s + L) - e(s) is the same for every s, so e's values at 1 .. L and
+/// that step decide its sign for every s >= 1. 1 if e >= 0 everywhere,
+/// -1 if e <= 0, nullopt otherwise or for another form.
+std::optional<int> periodicSign(AffineExpr e) {
+  std::optional<unsigned> symbol;
+  int64_t period = 1;
+  bool ok = true;
+  e.walk([&](AffineExpr sub) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(sub)) {
+      ok &= !symbol || *symbol == s.getPosition();
+      symbol = s.getPosition();
+    } else if (isa<AffineDimExpr>(sub)) {
+      ok = false;
+    } else if (sub.getKind() == AffineExprKind::FloorDiv ||
+               sub.getKind() == AffineExprKind::CeilDiv ||
+               sub.getKind() == AffineExprKind::Mod) {
+      auto d =
+          dyn_cast<AffineConstantExpr>(cast<AffineBinaryOpExpr>(sub).getRHS());
+      ok &= d && d.getValue() > 0 && d.getValue() <= 4096;
+      if (ok)
+        period *= d.getValue();
+      ok &= period <= 4096;
+    }
+  });
+  if (!ok || !symbol || period == 1)
+    return std::nullopt;
+  MLIRContext *ctx = e.getContext();
+  SmallVector<AffineExpr> replacements;
+  for (unsigned i = 0; i <= *symbol; ++i)
+    replacements.push_back(getAffineSymbolExpr(i, ctx));
+  auto at = [&](int64_t v) -> std::optional<int64_t> {
+    replacements[*symbol] = getAffineConstantExpr(v, ctx);
+    auto c = dyn_cast<AffineConstantExpr>(
+        simplifyAffineExpr(e.replaceSymbols(replacements), 0, *symbol + 1));
+    return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
+  };
+  bool nonNegative = true, nonPositive = true;
+  for (int64_t v = 1; v <= period; ++v) {
+    std::optional<int64_t> x = at(v), y = at(v + period);
+    if (!x || !y)
+      return std::nullopt;
+    nonNegative &= *x >= 0 && *y >= *x;
+    nonPositive &= *x <= 0 && *y <= *x;
+  }
+  if (nonNegative)
+    return 1;
+  if (nonPositive)
+    return -1;
+  return std::nullopt;
 }
 
 /// a == b, when it is decidable: 1 or 0 as a constant expression.
@@ -126,6 +179,14 @@ std::optional<Linear> linearOf(AffineExpr e) {
 std::optional<int>
 decideOrder(AffineExpr a, AffineExpr b,
             std::optional<std::pair<unsigned, int64_t>> &bound) {
+  // A difference whose sign the bounds decide at every size.
+  dfg::DimBounds diff = dfg::boundsOf(a - b);
+  if (diff.least && *diff.least >= 0)
+    return 1;
+  if (diff.most && *diff.most <= 0)
+    return -1;
+  if (std::optional<int> sign = periodicSign(a - b))
+    return *sign;
   std::optional<Linear> d = linearOf(a - b);
   if (!d)
     return std::nullopt;
@@ -259,11 +320,17 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
             // constant divisor makes it a floor division.
             return binary([](AffineExpr a, AffineExpr b) -> AffineExpr {
               std::optional<int64_t> d = constantOf(b);
+              if (!d && isPositive(b)) {
+                // By a size that is a factor of the dividend (128 * S / S):
+                // the factors cancel.
+                AffineExpr q = dfg::divideDims({a}, {b});
+                return q && dfg::sameDim(q * b, a) ? q : AffineExpr();
+              }
               if (!d || *d <= 0)
                 return {};
               if (std::optional<int64_t> n = constantOf(a)) // truncates
                 return getAffineConstantExpr(*n / *d, a.getContext());
-              return isPositive(a) ? a.floorDiv(*d) : AffineExpr();
+              return isNonNegative(a) ? a.floorDiv(*d) : AffineExpr();
             });
           })
           .Case<dfg::MinOp, dfg::MaxOp>([&](Operation *) {

@@ -218,3 +218,31 @@ TEST_F(SliceLengthTest, ConstantEndOnADimensionThatIsNeverShorter) {
   // A negative factor shrinks as seq grows.
   EXPECT_FALSE(sliceLength(c(64) - s, c(0), c(1), 1));
 }
+
+namespace {
+
+TEST(DimBoundsTest, BoundsCarriedThroughQuotientsAndRemainders) {
+  MLIRContext ctx;
+  DimTable table(&ctx);
+  AffineExpr s = table.symbol("seq"), b = table.symbol("batch");
+  // A pad up to a multiple of 4 and the padded length's chunk count.
+  DimBounds pad = boundsOf((-s) % 4);
+  EXPECT_EQ(pad.least, 0);
+  EXPECT_EQ(pad.most, 3);
+  DimBounds chunks = boundsOf(-((-s).floorDiv(4)));
+  EXPECT_EQ(chunks.least, 1);
+  EXPECT_FALSE(chunks.most);
+  DimBounds negative = boundsOf(s * -4 + 3);
+  EXPECT_EQ(negative.most, -1);
+  EXPECT_FALSE(negative.least);
+  EXPECT_EQ(boundsOf(b * s).least, 1);
+  // An unrelated product of a sign-unknown factor has no bound.
+  EXPECT_FALSE(boundsOf((s - 2) * b).least);
+  // With the symbols' largest sizes: the pad's bound beats its value at
+  // seq = 8 (0), as a compiled executable's arena needs.
+  auto upTo8 = [&](unsigned) { return DimBounds{1, 8}; };
+  EXPECT_EQ(boundsOf((-s) % 4 + s, upTo8).most, 11);
+  EXPECT_EQ(boundsOf(b * s, upTo8).most, 64);
+}
+
+} // namespace

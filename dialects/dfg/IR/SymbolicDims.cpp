@@ -455,48 +455,81 @@ Dims broadcastDims(ArrayRef<ArrayRef<AffineExpr>> all, MLIRContext *ctx) {
   return result;
 }
 
-namespace {
-/// The least value `e` takes when each symbol is at least 1 (every symbolic
-/// dimension is: executables refuse a size of 0), where `e` grows with each
-/// symbol (sums and products of such terms, divisions by a positive
-/// constant); nullopt otherwise.
-std::optional<int64_t> leastValue(AffineExpr e) {
+DimBounds boundsOf(AffineExpr e) {
+  return boundsOf(e, [](unsigned) { return DimBounds{1, std::nullopt}; });
+}
+
+DimBounds boundsOf(AffineExpr e,
+                   llvm::function_ref<DimBounds(unsigned)> symbolBounds) {
+  constexpr int64_t kLimit = int64_t(1) << 40;
+  using Bound = std::optional<int64_t>;
+  // Bounds beyond 2^40 are dropped, so no product or sum below overflows.
+  auto clip = [&](Bound v) -> Bound {
+    return v && std::abs(*v) <= kLimit ? v : std::nullopt;
+  };
   if (auto c = dyn_cast<AffineConstantExpr>(e))
-    return c.getValue();
-  if (isa<AffineSymbolExpr>(e))
-    return 1;
+    return {clip(c.getValue()), clip(c.getValue())};
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(e))
+    return symbolBounds(symbol.getPosition());
   auto bin = dyn_cast<AffineBinaryOpExpr>(e);
   if (!bin)
-    return std::nullopt;
-  std::optional<int64_t> l = leastValue(bin.getLHS()),
-                         r = leastValue(bin.getRHS());
-  if (!l || !r)
-    return std::nullopt;
-  constexpr int64_t kLimit = int64_t(1) << 40;
-  if (std::abs(*l) > kLimit || std::abs(*r) > kLimit)
-    return std::nullopt;
+    return {};
+  DimBounds l = boundsOf(bin.getLHS(), symbolBounds),
+            r = boundsOf(bin.getRHS(), symbolBounds);
+  auto sum = [&](Bound x, Bound y) -> Bound {
+    return x && y ? clip(*x + *y) : std::nullopt;
+  };
+  auto floorDiv = [](Bound v, int64_t d) -> Bound {
+    if (!v)
+      return std::nullopt;
+    return *v >= 0 ? *v / d : -((-*v + d - 1) / d);
+  };
+  auto divisor = [&]() -> Bound {
+    auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+    return c && c.getValue() > 0 ? Bound(c.getValue()) : std::nullopt;
+  };
   switch (bin.getKind()) {
   case AffineExprKind::Add:
-    // Each side grows with its symbols; a constant side may be negative.
-    return *l + *r;
-  case AffineExprKind::Mul:
-    if (*l < 0 || *r < 0)
-      return std::nullopt; // a negative factor makes the product shrink
-    return *l * *r;
-  case AffineExprKind::FloorDiv:
-  case AffineExprKind::CeilDiv: {
-    auto divisor = dyn_cast<AffineConstantExpr>(bin.getRHS());
-    if (!divisor || divisor.getValue() <= 0 || *l < 0)
-      return std::nullopt;
-    int64_t d = divisor.getValue();
-    return bin.getKind() == AffineExprKind::FloorDiv ? *l / d
-                                                     : (*l + d - 1) / d;
+    return {sum(l.least, r.least), sum(l.most, r.most)};
+  case AffineExprKind::Mul: {
+    // By a constant k (on either side): scaled, swapped where k < 0.
+    for (auto [x, k] : {std::pair(l, r), std::pair(r, l)}) {
+      if (!k.least || k.least != k.most)
+        continue;
+      auto scale = [&](Bound v) -> Bound {
+        return v ? clip(*v * *k.least) : std::nullopt;
+      };
+      if (*k.least >= 0)
+        return {scale(x.least), scale(x.most)};
+      return {scale(x.most), scale(x.least)};
+    }
+    // Two factors of at least 0: the product grows with both.
+    if (l.least && *l.least >= 0 && r.least && *r.least >= 0)
+      return {clip(*l.least * *r.least),
+              l.most && r.most ? clip(*l.most * *r.most) : std::nullopt};
+    return {};
   }
+  case AffineExprKind::Mod:
+    if (Bound d = divisor())
+      return {0, *d - 1};
+    return {};
+  case AffineExprKind::FloorDiv:
+    if (Bound d = divisor())
+      return {floorDiv(l.least, *d), floorDiv(l.most, *d)};
+    return {};
+  case AffineExprKind::CeilDiv:
+    if (Bound d = divisor()) {
+      auto ceilDiv = [&](Bound v) -> Bound {
+        Bound down = floorDiv(v ? Bound(-*v) : std::nullopt, *d);
+        return down ? Bound(-*down) : std::nullopt;
+      };
+      return {ceilDiv(l.least), ceilDiv(l.most)};
+    }
+    return {};
   default:
-    return std::nullopt;
+    return {};
   }
 }
-} // namespace
 
 AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
                        int64_t step) {
@@ -508,7 +541,7 @@ AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
   auto c = dyn_cast<AffineConstantExpr>(end);
   if (!isa<AffineConstantExpr>(dim) && c && c.getValue() >= 0 &&
       c.getValue() < (int64_t(1) << 40)) {
-    std::optional<int64_t> least = leastValue(dim);
+    std::optional<int64_t> least = boundsOf(dim).least;
     if (!least || *least < c.getValue())
       return {};
   }

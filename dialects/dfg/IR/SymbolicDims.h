@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -106,6 +107,22 @@ mlir::AffineExpr divideDims(llvm::ArrayRef<mlir::AffineExpr> whole,
 llvm::SmallVector<mlir::AffineExpr>
 broadcastDims(llvm::ArrayRef<llvm::ArrayRef<mlir::AffineExpr>> all,
               mlir::MLIRContext *context);
+
+/// The least and greatest values an expression of symbolic dimensions takes
+/// when each symbol is at least 1 (executables refuse a size of 0), by
+/// bounds carried through sums, products (by a constant, or of two factors
+/// of at least 0), floor and ceil quotients and remainders by positive
+/// constants; nullopt where unbounded or unknown. `(-S) mod 4` lies in
+/// [0, 3]; the round-up `-((-S) floordiv 4)` is at least 1.
+struct DimBounds {
+  std::optional<int64_t> least, most;
+};
+DimBounds boundsOf(mlir::AffineExpr e);
+/// The same with each symbol's bounds given by position (a compiled
+/// executable's largest sizes: an upper bound on a dimension that does not
+/// grow with its symbols, as a pad up to a multiple of a chunk).
+DimBounds boundsOf(mlir::AffineExpr e,
+                   llvm::function_ref<DimBounds(unsigned)> symbolBounds);
 
 /// Length of a slice [start, end) by `step` of a dimension `dim` whose
 /// bounds were normalised (negative constants count from the end, huge ends

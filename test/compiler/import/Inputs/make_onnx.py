@@ -469,6 +469,43 @@ def case_dft(path):
                  [f32("both", None), f32("back", None), f32("half", None)], inits, opset=20)
 
 
+def case_pad_chunks(path):
+    """Pad up to a multiple of a chunk, as Mamba-2's chunked scan writes it:
+    the amount (4 - seq mod 4) mod 4 computed from the sequence's Shape, the
+    padded sequence cut into chunks of 4 by a Reshape; and a negative pad
+    (RWKV's time shift, ZeroPad2d((0, 0, 1, -1))): one step later, the last
+    step cropped; the padded sequence cut back at min(seq, 4 * ceil(seq /
+    4)), which is seq, and reshaped to a width of 5 * seq / seq."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["seq"], start=1, end=2, name="seq"),
+        helper.make_node("Mod", ["seq", "four"], ["rest"], name="rest"),
+        helper.make_node("Sub", ["four", "rest"], ["short"], name="short"),
+        helper.make_node("Mod", ["short", "four"], ["amount"], name="amount"),
+        helper.make_node("Concat", ["zero", "amount"], ["pads"], axis=0, name="pads"),
+        helper.make_node("Pad", ["x", "pads", "", "seq_axis"], ["padded"], name="pad_up"),
+        helper.make_node("Reshape", ["padded", "chunked"], ["chunks"], name="chunks"),
+        helper.make_node("Pad", ["x", "shift", "", "seq_axis"], ["shifted"], name="time_shift"),
+        # min(seq, 4 * ceil(seq / 4)) is seq: the padded sequence cut back.
+        helper.make_node("Add", ["seq", "amount"], ["padded_len"], name="padded_len"),
+        helper.make_node("Div", ["padded_len", "four"], ["n_chunks"], name="n_chunks"),
+        helper.make_node("Mul", ["n_chunks", "four"], ["round_up"], name="round_up"),
+        helper.make_node("Min", ["seq", "round_up"], ["kept"], name="kept"),
+        helper.make_node("Slice", ["padded", "zero", "kept", "seq_axis"], ["unpadded"],
+                         name="unpad"),
+        # 5 * seq / seq is 5: a Reshape to [batch, -1, 5].
+        helper.make_node("Mul", ["seq", "five"], ["five_seq"], name="five_seq"),
+        helper.make_node("Div", ["five_seq", "seq"], ["width"], name="width"),
+        helper.make_node("Concat", ["zero", "minus_one", "width"], ["spec"], axis=0, name="spec"),
+        helper.make_node("Reshape", ["unpadded", "spec"], ["same"], name="same"),
+    ]
+    inits = [ints("four", [4]), ints("zero", [0]), ints("seq_axis", [1]),
+             ints("chunked", [0, -1, 4, 5]), ints("shift", [1, -1]), ints("five", [5]),
+             ints("minus_one", [-1])]
+    return model(nodes, [f32("x", ["batch", "seq", 5])],
+                 [f32("chunks", None), f32("shifted", None), f32("same", None)],
+                 inits, opset=18)
+
+
 def case_scatter_rows(path):
     """ScatterElements writing one slice at a constant index, as torch writes
     `x[:, i, :] = v` in unrolled loops (Qwen3.5's delta rule): row 1 of
