@@ -684,7 +684,64 @@ SmallVector<int64_t> permutation(StringRef from, StringRef to) {
 ///   a -> [B, Ma, 1.., M, K],  b -> [B, 1.., Nb, K, N],
 ///   matmul -> [B, Ma, Nb, M, N] -> output order,
 /// with a unit dimension standing in for an absent M, N or K.
+/// Einsum of one operand: the letters missing from the output summed
+/// (dfg.reduce_sum), the rest transposed into the output's order (XLNet's
+/// 'ijbn->bnij'). A repeated letter (a diagonal) is refused by name.
+LogicalResult legalizeEinsumOfOne(NodeContext &ctx, StringRef equation) {
+  auto [input, output] = equation.split("->");
+  auto unsupported = [&](const Twine &why) {
+    return ctx.error("Einsum '" + equation + "' of one operand: " + why);
+  };
+  if (!equation.contains("->"))
+    return unsupported("expected 'a->b' (an implicit output is not "
+                       "supported)");
+  if (equation.contains('.'))
+    return unsupported("ellipsis is not supported");
+  RankedTensorType in = ctx.inputType(0);
+  if (static_cast<int64_t>(input.size()) != in.getRank())
+    return unsupported("the term's length does not match the operand's rank");
+  for (StringRef t : {input, output})
+    for (char c : t)
+      if (t.count(c) != 1)
+        return unsupported("a letter repeats within one term (diagonals)");
+  SmallVector<int64_t> summed;
+  std::string kept;
+  for (auto [i, c] : llvm::enumerate(input)) {
+    if (output.contains(c))
+      kept += c;
+    else
+      summed.push_back(static_cast<int64_t>(i));
+  }
+  for (char c : output)
+    if (!input.contains(c))
+      return unsupported(std::string("output letter '") + c +
+                         "' is not in the operand");
+  OpBuilder &b = ctx.builder();
+  Type element = in.getElementType();
+  Value x = ctx.input(0);
+  if (!summed.empty())
+    x = ctx.refineType(dfg::ReduceSumOp::create(
+        b, ctx.loc(),
+        RankedTensorType::get(dfg::reduceShape(in.getShape(), summed, false),
+                              element),
+        x, b.getDenseI64ArrayAttr(summed), false));
+  SmallVector<int64_t> perm;
+  for (char c : output)
+    perm.push_back(static_cast<int64_t>(kept.find(c)));
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return ctx.setResults(x);
+  return ctx.emit<dfg::TransposeOp>(dfg::transposeShape(shapeOf(x), perm),
+                                    element, x, b.getDenseI64ArrayAttr(perm));
+}
+
 LogicalResult legalizeEinsum(NodeContext &ctx) {
+  if (ctx.numInputs() == 1 && ctx.input(0)) {
+    std::string equation;
+    for (char c : ctx.attrString("equation"))
+      if (c != ' ')
+        equation += c;
+    return legalizeEinsumOfOne(ctx, equation);
+  }
   if (failed(ctx.requireInputs(2)))
     return failure();
   std::string equation;

@@ -114,6 +114,47 @@ LogicalResult legalizeCast(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// EyeLike(x) k dtype -> ones where column - row == k, zeros elsewhere,
+/// shaped as the 2-D x (symbolic sizes included: positions from ranges),
+/// of `dtype` (x's element type by default).
+LogicalResult legalizeEyeLike(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  if (in.getRank() != 2)
+    return ctx.error("EyeLike of a tensor of rank " +
+                     std::to_string(in.getRank()) + ": ONNX takes rank 2");
+  Type element = in.getElementType();
+  if (const onnx::AttributeProto *dtype = ctx.attr("dtype")) {
+    FailureOr<Type> given = elementType(*ctx.builder().getContext(), dtype->i(),
+                                        "dtype", ctx.loc());
+    if (failed(given))
+      return failure();
+    element = *given;
+  }
+  SmallVector<AffineExpr> dims = ctx.inputDims(0);
+  if (!dims[0] || !dims[1])
+    return ctx.error("EyeLike of " + dfg::formatShape(in.getShape()) +
+                     ", whose sizes follow from no named input dimension");
+  FailureOr<Value> rows = ctx.iota(dims[0], {-1, 1});
+  FailureOr<Value> cols = ctx.iota(dims[1], {1, -1});
+  if (failed(rows) || failed(cols))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type i64 = b.getI64Type();
+  auto shape = RankedTensorType::get(in.getShape(), i64);
+  Value offset =
+      ctx.refineType(dfg::SubOp::create(b, loc, shape, *cols, *rows));
+  Value diagonal = ctx.refineType(dfg::EqualOp::create(
+      b, loc, RankedTensorType::get(in.getShape(), b.getI1Type()), offset,
+      ctx.scalar(static_cast<double>(ctx.attrInt("k", 0)), i64)));
+  return ctx.setResults(
+      dfg::CastOp::create(b, loc, RankedTensorType::get(in.getShape(), element),
+                          diagonal, element)
+          .getResult());
+}
+
 /// CastLike(x, like) -> dfg.cast(x) to element type of like
 LogicalResult legalizeCastLike(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
@@ -505,6 +546,8 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Where", 9, legalizeWhere);
   table.add("", "Cast", 13, legalizeCast);
   table.add("", "CastLike", 15, legalizeCastLike);
+  table.add("", "EyeLike", 9, legalizeEyeLike);
+  table.add("", "EyeLike", 22, legalizeEyeLike); // + bf16
   table.add("", "Clip", 13, legalizeClip);
   table.add("", "Relu", 13, legalizeRelu);
   table.add("", "Trilu", 14, legalizeTrilu);

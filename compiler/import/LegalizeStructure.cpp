@@ -701,6 +701,79 @@ LogicalResult legalizeReduce(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// The reductions written with another: ReduceMin as -max(-x), and the
+/// sums of a transform of x, then a transform of the sum.
+enum class ReduceForm { Min, SumSquare, L1, L2, LogSum };
+
+/// ReduceMin -> neg(reduce_max(neg x)); ReduceSumSquare -> reduce_sum(x x);
+/// ReduceL1 -> reduce_sum(|x|); ReduceL2 -> sqrt(reduce_sum(x x));
+/// ReduceLogSum -> log(reduce_sum(x)). With noop_with_empty_axes and no
+/// axes, the transforms alone (a reduction over nothing).
+template <ReduceForm form, bool axesFromInput>
+LogicalResult legalizeReduceWith(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  if ((form == ReduceForm::L2 || form == ReduceForm::LogSum) &&
+      !isa<FloatType>(element))
+    return ctx.error("a reduction of " + dfg::formatShape(in.getShape()) +
+                     " integers through a square root or a logarithm: "
+                     "meshc takes it of floats only");
+  if (element.isInteger(1))
+    return ctx.error("a reduction of a bool tensor: ONNX reduces numbers "
+                     "only");
+  auto axes = reduceAxes<axesFromInput>(ctx);
+  if (failed(axes))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Value x = ctx.input(0);
+  auto unary = [&](auto tag, Value v) -> Value {
+    using OpTy = decltype(tag);
+    return OpTy::create(b, loc, v.getType(), v);
+  };
+  switch (form) {
+  case ReduceForm::Min:
+    x = unary(dfg::NegOp(), x);
+    break;
+  case ReduceForm::SumSquare:
+  case ReduceForm::L2:
+    x = dfg::MulOp::create(b, loc, in, x, x);
+    break;
+  case ReduceForm::L1:
+    x = dfg::MaxOp::create(b, loc, in, x, unary(dfg::NegOp(), x));
+    break;
+  case ReduceForm::LogSum:
+    break;
+  }
+  if (*axes) {
+    bool keepDims = ctx.attrInt("keepdims", 1) != 0;
+    auto type = RankedTensorType::get(
+        dfg::reduceShape(in.getShape(), **axes, keepDims), element);
+    DenseI64ArrayAttr axesAttr = b.getDenseI64ArrayAttr(**axes);
+    x = form == ReduceForm::Min
+            ? dfg::ReduceMaxOp::create(b, loc, type, x, axesAttr, keepDims)
+                  .getResult()
+            : dfg::ReduceSumOp::create(b, loc, type, x, axesAttr, keepDims)
+                  .getResult();
+  }
+  switch (form) {
+  case ReduceForm::Min:
+    x = unary(dfg::NegOp(), x);
+    break;
+  case ReduceForm::L2:
+    x = unary(dfg::SqrtOp(), x);
+    break;
+  case ReduceForm::LogSum:
+    x = unary(dfg::LogOp(), x);
+    break;
+  default:
+    break;
+  }
+  return ctx.setResults(x);
+}
+
 /// ReduceLogSumExp(x, axes) keepdims -> m + log(reduce_sum(exp(x - m))),
 /// m = max(reduce_max(x), lowest finite): the largest term is exp(0), so
 /// nothing overflows, and a slice of -inf alone gives log(0) = -inf.
@@ -1014,6 +1087,20 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "ReduceMax", 13, legalizeReduce<dfg::ReduceMaxOp, false>);
   table.add("", "ReduceMax", 18, legalizeReduce<dfg::ReduceMaxOp, true>);
   table.add("", "ReduceSum", 13, legalizeReduce<dfg::ReduceSumOp, true>);
+  table.add("", "ReduceMin", 13, legalizeReduceWith<ReduceForm::Min, false>);
+  table.add("", "ReduceMin", 18, legalizeReduceWith<ReduceForm::Min, true>);
+  table.add("", "ReduceSumSquare", 13,
+            legalizeReduceWith<ReduceForm::SumSquare, false>);
+  table.add("", "ReduceSumSquare", 18,
+            legalizeReduceWith<ReduceForm::SumSquare, true>);
+  table.add("", "ReduceL1", 13, legalizeReduceWith<ReduceForm::L1, false>);
+  table.add("", "ReduceL1", 18, legalizeReduceWith<ReduceForm::L1, true>);
+  table.add("", "ReduceL2", 13, legalizeReduceWith<ReduceForm::L2, false>);
+  table.add("", "ReduceL2", 18, legalizeReduceWith<ReduceForm::L2, true>);
+  table.add("", "ReduceLogSum", 13,
+            legalizeReduceWith<ReduceForm::LogSum, false>);
+  table.add("", "ReduceLogSum", 18,
+            legalizeReduceWith<ReduceForm::LogSum, true>);
   table.add("", "ReduceLogSumExp", 13, legalizeReduceLogSumExp<false>);
   table.add("", "ReduceLogSumExp", 18, legalizeReduceLogSumExp<true>);
   table.add("", "CumSum", 11, legalizeCumSum);

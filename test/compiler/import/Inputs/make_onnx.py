@@ -506,6 +506,45 @@ def case_pad_chunks(path):
                  inits, opset=18)
 
 
+def case_reduce_forms(path):
+    """ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2 (F.normalize's norm)
+    and ReduceLogSum, opset 18 (axes an input), over one axis and two, with
+    and without keepdims, of values of both signs (ReduceLogSum of their
+    squares plus one)."""
+    nodes = [
+        helper.make_node("ReduceMin", ["x", "last"], ["rmin"], keepdims=0, name="rmin"),
+        helper.make_node("ReduceSumSquare", ["x", "two"], ["rss"], name="rss"),
+        helper.make_node("ReduceL1", ["x", "last"], ["rl1"], name="rl1"),
+        helper.make_node("ReduceL2", ["x", "last"], ["rl2"], keepdims=0, name="rl2"),
+        helper.make_node("Mul", ["x", "x"], ["sq"], name="sq"),
+        helper.make_node("Add", ["sq", "one"], ["pos"], name="pos"),
+        helper.make_node("ReduceLogSum", ["pos", "two"], ["rls"], name="rls"),
+    ]
+    inits = [ints("last", [-1]), ints("two", [1, 2]),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    return model(nodes, [f32("x", ["batch", 3, 5])],
+                 [f32(n, None) for n in ["rmin", "rss", "rl1", "rl2", "rls"]], inits, opset=18)
+
+
+def case_eye_einsum(path):
+    """EyeLike of a [seq, seq] tensor (symbolic) with k = 1, and of a static
+    [3, 5] one as int64; Einsum of one operand: a transpose ('ijbn->bnij',
+    XLNet's) and a sum over one letter ('bij->bj')."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "xt"], ["square"], name="square"),
+        helper.make_node("EyeLike", ["square"], ["eye"], k=1, name="eye"),
+        helper.make_node("EyeLike", ["w"], ["eye_int"], dtype=TensorProto.INT64, name="eye_int"),
+        helper.make_node("Cast", ["eye_int"], ["eye_f"], to=TensorProto.FLOAT, name="eye_f"),
+        helper.make_node("Einsum", ["y"], ["perm"], equation="ijbn->bnij", name="perm"),
+        helper.make_node("Einsum", ["z"], ["summed"], equation="bij->bj", name="summed"),
+    ]
+    inits = [numpy_helper.from_array(np.ones((3, 5), np.float32), "w")]
+    return model(nodes, [f32("x", ["seq", 4]), f32("xt", [4, "seq"]), f32("y", [2, 3, "batch", 4]),
+                         f32("z", ["batch", 3, 4])],
+                 [f32("eye", None), f32("eye_f", None), f32("perm", None), f32("summed", None)],
+                 inits, opset=17)
+
+
 def case_scatter_rows(path):
     """ScatterElements writing one slice at a constant index, as torch writes
     `x[:, i, :] = v` in unrolled loops (Qwen3.5's delta rule): row 1 of
