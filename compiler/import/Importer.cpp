@@ -92,10 +92,22 @@ private:
                            Location callLoc);
   FailureOr<SmallVector<int>> topologicalOrder();
   LogicalResult importNode(int index);
+  LogicalResult importNode(const onnx::NodeProto &node, int index);
+
+public:
+  /// The nodes of `graph` (an If's branch) imported in place, reading the
+  /// enclosing graph's values by name; its outputs' values. A branch with
+  /// inputs or initializers of its own is refused, naming the If.
+  FailureOr<SmallVector<Value>> inlineGraph(const onnx::GraphProto &graph,
+                                            Location at);
+
+private:
   LogicalResult foldConstants(ArrayRef<Operation *> ops,
                               SmallVectorImpl<Value> &results);
 
   MLIRContext &context_;
+  /// The graph node being imported (an If's branch is numbered as it).
+  int currentIndex_ = 0;
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
   bool assumeOrders_;
@@ -133,6 +145,11 @@ NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
       builder_(builder), loc_(loc), inputs_(std::move(inputs)) {}
 
 unsigned NodeContext::numOutputs() const { return node_.output_size(); }
+
+FailureOr<SmallVector<Value>>
+NodeContext::inlineGraph(const onnx::GraphProto &graph) {
+  return importer_.inlineGraph(graph, loc_);
+}
 
 StringRef NodeContext::modelFolder() const { return importer_.modelFolder(); }
 
@@ -687,7 +704,33 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
 }
 
 LogicalResult Importer::importNode(int index) {
-  const onnx::NodeProto &node = nodes_[index];
+  currentIndex_ = index;
+  return importNode(nodes_[index], index);
+}
+
+FailureOr<SmallVector<Value>>
+Importer::inlineGraph(const onnx::GraphProto &graph, Location at) {
+  if (graph.input_size() != 0 || graph.initializer_size() != 0 ||
+      graph.sparse_initializer_size() != 0)
+    return emitError(at) << "an If branch with inputs or initializers of its "
+                            "own is not supported";
+  // The branch's nodes are in order (ONNX requires it); each is reported
+  // under its own name, numbered as the If.
+  for (const onnx::NodeProto &node : graph.node())
+    if (failed(importNode(node, currentIndex_)))
+      return failure();
+  SmallVector<Value> outputs;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    Value v = values_.lookup(output.name());
+    if (!v)
+      return emitError(at) << "the If branch's output '" << output.name()
+                           << "' is not produced";
+    outputs.push_back(v);
+  }
+  return outputs;
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
   Location loc = nodeLoc(node, index);
   StringRef domain = domainName(node.domain());
   std::optional<int64_t> version = model_.opsetVersion(node.domain());

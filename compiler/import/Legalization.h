@@ -25,6 +25,7 @@
 
 namespace onnx {
 class NodeProto;
+class GraphProto;
 class AttributeProto;
 } // namespace onnx
 
@@ -47,6 +48,10 @@ public:
 
   /// The number of outputs the node declares.
   unsigned numOutputs() const;
+  /// The nodes of `graph` (an If's branch) imported here, reading this
+  /// graph's values by name; the values of its outputs.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  inlineGraph(const onnx::GraphProto &graph);
 
   /// Inputs as dfg values; an omitted optional input ("") is a null Value.
   unsigned numInputs() const { return inputs_.size(); }

@@ -12,6 +12,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <limits>
 
 using namespace mlir;
@@ -165,6 +167,37 @@ LogicalResult legalizePad(NodeContext &ctx) {
     x = *padded;
   }
   return ctx.setResults(x);
+}
+
+/// If(cond) then_branch else_branch, where the condition is known at
+/// import (a constant, or a comparison of sizes the symbolic folding
+/// decides: TorchScript's `x.squeeze(d)` of a dynamic dimension tests
+/// Shape(x)[d] == 1) -> the chosen branch's nodes, in place. A condition
+/// known only at run time is refused by name.
+LogicalResult legalizeIf(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  auto literal = ctx.input(0).getDefiningOp<dfg::ConstantOp>();
+  auto values =
+      literal ? dyn_cast<DenseIntElementsAttr>(literal.getValue()) : nullptr;
+  if (!values || values.getNumElements() != 1)
+    return ctx.error("If on a condition computed at run time is not "
+                     "supported (meshc takes an If whose condition the "
+                     "import decides: a constant, or a comparison of sizes)");
+  bool taken = !(*values.getValues<APInt>().begin()).isZero();
+  const onnx::AttributeProto *branch =
+      ctx.attr(taken ? "then_branch" : "else_branch");
+  if (!branch || !branch->has_g())
+    return ctx.error(std::string("If without a '") +
+                     (taken ? "then_branch" : "else_branch") + "' graph");
+  FailureOr<SmallVector<Value>> outputs = ctx.inlineGraph(branch->g());
+  if (failed(outputs))
+    return failure();
+  if (outputs->size() != ctx.numOutputs())
+    return ctx.error("the If's branch has " + std::to_string(outputs->size()) +
+                     " outputs for the node's " +
+                     std::to_string(ctx.numOutputs()));
+  return ctx.setResults(*outputs);
 }
 
 /// Gather(data, indices) axis -> dfg.gather
@@ -1065,6 +1098,7 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Unsqueeze", 13, legalizeUnsqueeze);
   table.add("", "Squeeze", 13, legalizeSqueeze);
   table.add("", "Concat", 13, legalizeConcat);
+  table.add("", "If", 13, legalizeIf);
   table.add("", "Pad", 11, legalizePad);
   table.add("", "Pad", 18, legalizePad); // + axes
   table.add("", "Gather", 13, legalizeGather);

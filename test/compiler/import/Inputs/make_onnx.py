@@ -545,6 +545,59 @@ def case_eye_einsum(path):
                  inits, opset=17)
 
 
+def case_if_shape(path):
+    """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
+    a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
+    (taken: the then branch reads the enclosing graph's x and a value
+    computed before the If); and an If on sequence length == 0, which the
+    sizes decide the other way."""
+    then_g = helper.make_graph(
+        [helper.make_node("Squeeze", ["scaled", "two"], ["squeezed"], name="squeeze")],
+        "then", [], [helper.make_tensor_value_info("squeezed", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph(
+        [helper.make_node("Identity", ["scaled"], ["same"], name="same")],
+        "else", [], [helper.make_tensor_value_info("same", TensorProto.FLOAT, None)])
+    empty_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["negated"], name="negated")],
+        "empty", [], [helper.make_tensor_value_info("negated", TensorProto.FLOAT, None)])
+    full_g = helper.make_graph(
+        [helper.make_node("Exp", ["x"], ["exped"], name="exped")],
+        "full", [], [helper.make_tensor_value_info("exped", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("Mul", ["x", "x"], ["scaled"], name="scaled"),
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "two_s"], ["d2"], axis=0, name="d2"),
+        helper.make_node("Equal", ["d2", "one"], ["is_one"], name="is_one"),
+        helper.make_node("If", ["is_one"], ["y"], then_branch=then_g, else_branch=else_g,
+                         name="squeeze_if"),
+        helper.make_node("Gather", ["shape", "one_s"], ["d1"], axis=0, name="d1"),
+        helper.make_node("Equal", ["d1", "zero"], ["is_empty"], name="is_empty"),
+        helper.make_node("If", ["is_empty"], ["z"], then_branch=empty_g, else_branch=full_g,
+                         name="empty_if"),
+    ]
+    inits = [ints("two", [2]), ints("two_s", 2), ints("one_s", 1), ints("one", 1),
+             ints("zero", 0)]
+    return model(nodes, [f32("x", ["batch", "seq", 1, 4])], [f32("y", None), f32("z", None)],
+                 inits, opset=17)
+
+
+def case_if_runtime(path):
+    """An If on a condition computed from the data (any(x > 0)), which the
+    import cannot decide: refused by name."""
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["a"], name="a")], "then", [],
+                               [helper.make_tensor_value_info("a", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Exp", ["x"], ["b"], name="b")], "else", [],
+                               [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0, name="m"),
+        helper.make_node("Greater", ["m", "zero"], ["pos"], name="pos"),
+        helper.make_node("If", ["pos"], ["y"], then_branch=then_g, else_branch=else_g,
+                         name="data_if"),
+    ]
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    return model(nodes, [f32("x", [2, 3])], [f32("y", None)], inits, opset=17)
+
+
 def case_scatter_rows(path):
     """ScatterElements writing one slice at a constant index, as torch writes
     `x[:, i, :] = v` in unrolled loops (Qwen3.5's delta rule): row 1 of
