@@ -16,7 +16,8 @@
 //      the latest on ties. A layer is where tokens mix: a dfg.attention,
 //      the products of two activations (an attention raising left as
 //      MatMul/Softmax/MatMul), or any op that combines positions (see
-//      tokenMixingOps: a convolution over the sequence, a cache's concat),
+//      tokenMixingOps: a convolution over the sequence, a cache's concat,
+//      a time shift joining a zero step before the sequence cut by one),
 //      with no place between them where the residual stream alone is live.
 //   3. Dynamic programming picks pp - 1 candidates minimising the slowest
 //      stage under the cost model (CostModel.h).
@@ -122,8 +123,15 @@ llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
           for (int f : dims)
             factors.set(f);
     }
+    // Slices and concats keep each dimension's meaning, the one they cut or
+    // join included (its factor is the op's own): a time shift, x[:, :-1]
+    // joined after a zero step, still has positions along the sequence.
+    uint64_t kept = 0;
+    if (isa<dfg::SliceOp, dfg::ConcatOp>(op))
+      for (Value v : op.getOperands())
+        kept |= tokens.lookup(v);
     for (auto [r, tf] : llvm::zip(op.getResults(), rule->results)) {
-      uint64_t bits = 0;
+      uint64_t bits = kept;
       for (auto [d, dims] : llvm::enumerate(tf))
         if (d < 64 && llvm::any_of(dims, [&](int f) { return factors[f]; }))
           bits |= uint64_t(1) << d;

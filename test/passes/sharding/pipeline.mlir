@@ -169,6 +169,33 @@ func.func @too_deep(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 
 // -----
 
+// RWKV's time shift (the sequence cut by a slice, a zero step joined in
+// front) mixes tokens: each shift, with the projection after it, is a layer,
+// though no attention or product of activations is there. Two layers, so
+// pp=3 is refused (before slices kept the positions, 0 were found).
+// expected-error @+2 {{pp=3 exceeds the 2 layers of the model (where tokens mix: its attentions, raised or not, and other ops that combine positions); use pp <= 2}}
+module attributes {meshc.mesh = "pp=3"} {
+func.func @time_shift_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %w = dfg.weight "w" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %zero = dfg.constant dense<0.0> : tensor<2x1x8xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+  %c0 = dfg.slice %e starts = [0] ends = [-1] axes = [1] steps = [1] : (tensor<2x4x8xf32>) -> tensor<2x3x8xf32>
+  %s0 = dfg.concat %zero, %c0 axis = 1 : (tensor<2x1x8xf32>, tensor<2x3x8xf32>) -> tensor<2x4x8xf32>
+  %m0 = dfg.sub %s0, %e : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %o0 = dfg.linear %m0, %w transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h0 = dfg.add %e, %o0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %c1 = dfg.slice %h0 starts = [0] ends = [-1] axes = [1] steps = [1] : (tensor<2x4x8xf32>) -> tensor<2x3x8xf32>
+  %s1 = dfg.concat %zero, %c1 axis = 1 : (tensor<2x1x8xf32>, tensor<2x3x8xf32>) -> tensor<2x4x8xf32>
+  %m1 = dfg.sub %s1, %h0 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %o1 = dfg.linear %m1, %w transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h1 = dfg.add %h0, %o1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %h1 : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
 // Attention left as MatMul/Softmax/MatMul: its two products of activations
 // are one layer, since the residual stream is not alone live between them;
 // two layers, so pp=3 is refused.
