@@ -19,23 +19,15 @@ the figures are wall-clock.
 """
 import argparse
 import os
-import re
 import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from import_llama import measure  # noqa: E402
 
 DEFAULT_MODELS = ["gpt2-torchscript", "llama-dynamo", "qwen3_moe-dynamo",
                   "deepseek_v3-dynamo", "bert-ortopt", "gemma2-genai"]
 DEFAULT_MESHES = ["tp=1", "tp=2", "pp=2", "dp=2,tp=2"]
-
-
-def measure(cmd):
-    r = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M"] + cmd,
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"bench: {' '.join(cmd)} failed:\n{r.stderr}")
-    secs, kb = re.search(r"TIME ([\d.]+) (\d+)", r.stderr).groups()
-    return float(secs), int(kb) / 1024
 
 
 def main():

@@ -362,10 +362,15 @@ LogicalResult legalizePool(NodeContext &ctx) {
 
 /// The cosines and sines of 2*pi*k*n/N for k, n in [0, N), N the length
 /// of axis `axis` of `like`, as two [N, N] tensors of `element` (both are
-/// symmetric). A static N gives constants computed in double; a symbolic N
-/// builds them in the graph from k*n mod N (exact integers), so the angles
-/// stay in [0, 2*pi).
-FailureOr<std::pair<Value, Value>> dftTables(NodeContext &ctx, Value like,
+/// symmetric), and N as a scalar of `element` (the inverse's divisor).
+struct DftTables {
+  Value cos, sin, count;
+};
+
+/// A static N gives constants computed in double; a symbolic N builds them
+/// in the graph from k*n mod N (exact integers), so the angles stay in
+/// [0, 2*pi).
+FailureOr<DftTables> dftTables(NodeContext &ctx, Value like,
                                              int64_t axis, Type element) {
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
@@ -399,7 +404,8 @@ FailureOr<std::pair<Value, Value>> dftTables(NodeContext &ctx, Value like,
         });
       return dfg::ConstantOp::create(b, loc, out, converted);
     };
-    return std::make_pair(table(c), table(sn));
+    return DftTables{table(c), table(sn),
+                     ctx.scalar(static_cast<double>(n), element)};
   }
   AffineExpr length = ctx.dimsOf(like)[axis];
   if (!length)
@@ -422,16 +428,16 @@ FailureOr<std::pair<Value, Value>> dftTables(NodeContext &ctx, Value like,
       ctx.refineType(dfg::MulOp::create(b, loc, square, quotient, size))));
   auto angles = RankedTensorType::get({n, n}, element);
   auto scalarType = RankedTensorType::get({}, element);
-  Value step = dfg::DivOp::create(
-      b, loc, scalarType, ctx.scalar(twoPi, element),
-      dfg::CastOp::create(b, loc, scalarType, size, element));
+  Value count = dfg::CastOp::create(b, loc, scalarType, size, element);
+  Value step = dfg::DivOp::create(b, loc, scalarType,
+                                  ctx.scalar(twoPi, element), count);
   Value angle = ctx.refineType(dfg::MulOp::create(
       b, loc, angles,
       ctx.refineType(dfg::CastOp::create(b, loc, angles, wrapped, element)),
       step));
-  return std::make_pair(
-      ctx.refineType(dfg::CosOp::create(b, loc, angles, angle)),
-      ctx.refineType(dfg::SinOp::create(b, loc, angles, angle)));
+  return DftTables{ctx.refineType(dfg::CosOp::create(b, loc, angles, angle)),
+                   ctx.refineType(dfg::SinOp::create(b, loc, angles, angle)),
+                   count};
 }
 
 /// DFT(x [..., N, ..., 1 or 2], axis) -> the transform as products by the
@@ -492,11 +498,11 @@ LogicalResult legalizeDFT(NodeContext &ctx) {
                      "of a real signal of static length only");
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
-  FailureOr<std::pair<Value, Value>> tables =
+  FailureOr<DftTables> tables =
       dftTables(ctx, ctx.input(0), axis, element);
   if (failed(tables))
     return failure();
-  auto [cosT, sinT] = *tables;
+  Value cosT = tables->cos, sinT = tables->sin;
   int64_t kept = onesided ? n / 2 + 1 : n;
   if (onesided) {
     auto cut = [&](Value t) -> Value {
@@ -555,21 +561,8 @@ LogicalResult legalizeDFT(NodeContext &ctx) {
     imag = dfg::AddOp::create(b, loc, resultType, imag, *iC);
   }
   if (inverse) {
-    // Divided by N (a symbolic N read as a size).
-    Value count;
-    if (!ShapedType::isDynamic(n)) {
-      count = ctx.scalar(static_cast<double>(n), element);
-    } else {
-      auto [map, names] =
-          ctx.dimTable().write({ctx.dimsOf(ctx.input(0))[axis]});
-      auto scalarType = RankedTensorType::get({}, element);
-      count = dfg::CastOp::create(
-          b, loc, scalarType,
-          dfg::SizesOp::create(
-              b, loc, RankedTensorType::get({}, b.getI64Type()), map, names)
-              .getResult(),
-          element);
-    }
+    // Divided by N.
+    Value count = tables->count;
     real = dfg::DivOp::create(b, loc, resultType, real, count);
     imag = dfg::DivOp::create(b, loc, resultType, imag, count);
   }
