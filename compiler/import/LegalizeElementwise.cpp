@@ -560,6 +560,15 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Exp", 13, legalizeUnary<dfg::ExpOp>);
   table.add("", "Cos", 7, legalizeUnary<dfg::CosOp>);
   table.add("", "Sin", 7, legalizeUnary<dfg::SinOp>);
+  table.add("", "Tan", 7, legalizeUnary<dfg::TanOp>);
+  table.add("", "Asin", 7, legalizeUnary<dfg::AsinOp>);
+  table.add("", "Acos", 7, legalizeUnary<dfg::AcosOp>);
+  table.add("", "Atan", 7, legalizeUnary<dfg::AtanOp>);
+  table.add("", "Sinh", 9, legalizeUnary<dfg::SinhOp>);
+  table.add("", "Cosh", 9, legalizeUnary<dfg::CoshOp>);
+  table.add("", "Asinh", 9, legalizeUnary<dfg::AsinhOp>);
+  table.add("", "Acosh", 9, legalizeUnary<dfg::AcoshOp>);
+  table.add("", "Atanh", 9, legalizeUnary<dfg::AtanhOp>);
   table.add("", "Log", 13, legalizeUnary<dfg::LogOp>);
   table.add("", "Floor", 13, legalizeUnary<dfg::FloorOp>);
   table.add("", "Ceil", 13, legalizeUnary<dfg::CeilOp>);

@@ -308,6 +308,24 @@ void unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
     return map<float>(in, out, [](float x) { return std::cos(x); });
   case UnaryOp::Sin:
     return map<float>(in, out, [](float x) { return std::sin(x); });
+  case UnaryOp::Tan:
+    return map<float>(in, out, [](float x) { return std::tan(x); });
+  case UnaryOp::Asin:
+    return map<float>(in, out, [](float x) { return std::asin(x); });
+  case UnaryOp::Acos:
+    return map<float>(in, out, [](float x) { return std::acos(x); });
+  case UnaryOp::Atan:
+    return map<float>(in, out, [](float x) { return std::atan(x); });
+  case UnaryOp::Sinh:
+    return map<float>(in, out, [](float x) { return std::sinh(x); });
+  case UnaryOp::Cosh:
+    return map<float>(in, out, [](float x) { return std::cosh(x); });
+  case UnaryOp::Asinh:
+    return map<float>(in, out, [](float x) { return std::asinh(x); });
+  case UnaryOp::Acosh:
+    return map<float>(in, out, [](float x) { return std::acosh(x); });
+  case UnaryOp::Atanh:
+    return map<float>(in, out, [](float x) { return std::atanh(x); });
   case UnaryOp::Log:
     return map<float>(in, out, [](float x) { return std::log(x); });
   case UnaryOp::Floor:

@@ -267,6 +267,24 @@ __device__ __forceinline__ float unaryF32(UnaryOp op, float x) {
     return cosf(x);
   case UnaryOp::Sin:
     return sinf(x);
+  case UnaryOp::Tan:
+    return tanf(x);
+  case UnaryOp::Asin:
+    return asinf(x);
+  case UnaryOp::Acos:
+    return acosf(x);
+  case UnaryOp::Atan:
+    return atanf(x);
+  case UnaryOp::Sinh:
+    return sinhf(x);
+  case UnaryOp::Cosh:
+    return coshf(x);
+  case UnaryOp::Asinh:
+    return asinhf(x);
+  case UnaryOp::Acosh:
+    return acoshf(x);
+  case UnaryOp::Atanh:
+    return atanhf(x);
   case UnaryOp::Log:
     return logf(x);
   case UnaryOp::Floor:

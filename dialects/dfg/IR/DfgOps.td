@@ -437,6 +437,24 @@ def Dfg_CosOp : Dfg_UnaryOp<"cos", "Cos", "Cos", "cos(x)", "std::cos(x)",
                             "cosf(@0)">;
 def Dfg_SinOp : Dfg_UnaryOp<"sin", "Sin", "Sin", "sin(x)", "std::sin(x)",
                             "sinf(@0)">;
+def Dfg_TanOp : Dfg_UnaryOp<"tan", "Tan", "Tan", "tan(x)", "std::tan(x)",
+                            "tanf(@0)">;
+def Dfg_AsinOp : Dfg_UnaryOp<"asin", "Asin", "Asin", "asin(x)", "std::asin(x)",
+                             "asinf(@0)">;
+def Dfg_AcosOp : Dfg_UnaryOp<"acos", "Acos", "Acos", "acos(x)", "std::acos(x)",
+                             "acosf(@0)">;
+def Dfg_AtanOp : Dfg_UnaryOp<"atan", "Atan", "Atan", "atan(x)", "std::atan(x)",
+                             "atanf(@0)">;
+def Dfg_SinhOp : Dfg_UnaryOp<"sinh", "Sinh", "Sinh", "sinh(x)", "std::sinh(x)",
+                             "sinhf(@0)">;
+def Dfg_CoshOp : Dfg_UnaryOp<"cosh", "Cosh", "Cosh", "cosh(x)", "std::cosh(x)",
+                             "coshf(@0)">;
+def Dfg_AsinhOp : Dfg_UnaryOp<"asinh", "Asinh", "Asinh", "asinh(x)", "std::asinh(x)",
+                              "asinhf(@0)">;
+def Dfg_AcoshOp : Dfg_UnaryOp<"acosh", "Acosh", "Acosh", "acosh(x)", "std::acosh(x)",
+                              "acoshf(@0)">;
+def Dfg_AtanhOp : Dfg_UnaryOp<"atanh", "Atanh", "Atanh", "atanh(x)", "std::atanh(x)",
+                              "atanhf(@0)">;
 def Dfg_LogOp : Dfg_UnaryOp<"log", "Log", "Log", "log(x)", "std::log(x)",
                             "logf(@0)">;
 def Dfg_FloorOp : Dfg_UnaryOp<"floor", "Floor", "Floor", "floor(x)",

@@ -169,8 +169,26 @@ func.func @unary(%x: tensor<2x8xf32>, %h: tensor<4xbf16>, %i: tensor<3xi64>, %b:
   %6 = dfg.cos %5 : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.sin
   %7 = dfg.sin %6 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.tan
+  %tan = dfg.tan %7 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.asin
+  %asin = dfg.asin %tan : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.acos
+  %acos = dfg.acos %asin : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.atan
+  %atan = dfg.atan %acos : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.sinh
+  %sinh = dfg.sinh %atan : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.cosh
+  %cosh = dfg.cosh %sinh : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.asinh
+  %asinh = dfg.asinh %cosh : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.acosh
+  %acosh = dfg.acosh %asinh : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK: dfg.atanh
+  %atanh = dfg.atanh %acosh : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.log
-  %l = dfg.log %7 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %l = dfg.log %atanh : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.floor
   %fl = dfg.floor %l : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK: dfg.ceil

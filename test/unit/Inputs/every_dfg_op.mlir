@@ -152,6 +152,51 @@ func.func @sin(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   return %0 : tensor<2x8xf32>
 }
 
+func.func @tan(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.tan %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @asin(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.asin %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @acos(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.acos %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @atan(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.atan %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @sinh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.sinh %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @cosh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.cosh %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @asinh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.asinh %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @acosh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.acosh %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+func.func @atanh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = dfg.atanh %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
 func.func @log(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %0 = dfg.log %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>

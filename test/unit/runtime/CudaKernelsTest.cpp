@@ -477,14 +477,25 @@ TEST_F(CudaKernelsTest, UnaryOps) {
       gpu::UnaryOp::Sigmoid, gpu::UnaryOp::Exp,        gpu::UnaryOp::Cos,
       gpu::UnaryOp::Sin,     gpu::UnaryOp::Gelu,       gpu::UnaryOp::GeluTanh,
       gpu::UnaryOp::Log,     gpu::UnaryOp::Floor,      gpu::UnaryOp::Ceil,
-      gpu::UnaryOp::Round};
+      gpu::UnaryOp::Round,   gpu::UnaryOp::Tan,        gpu::UnaryOp::Asin,
+      gpu::UnaryOp::Acos,    gpu::UnaryOp::Atan,       gpu::UnaryOp::Sinh,
+      gpu::UnaryOp::Cosh,    gpu::UnaryOp::Asinh,      gpu::UnaryOp::Acosh,
+      gpu::UnaryOp::Atanh};
   for (DType t : kFloatTypes)
     for (gpu::UnaryOp op : ops) {
-      const bool positive = op == gpu::UnaryOp::Sqrt ||
-                            op == gpu::UnaryOp::Reciprocal ||
-                            op == gpu::UnaryOp::Log;
-      const HostTensor x = positive ? randomTensor(t, {7, 131}, 0.25, 4.0)
-                                    : randomTensor(t, {7, 131}, -4.0, 4.0);
+      // Inside each function's domain, away from poles and branch points.
+      double lo = -4.0, hi = 4.0;
+      if (op == gpu::UnaryOp::Sqrt || op == gpu::UnaryOp::Reciprocal ||
+          op == gpu::UnaryOp::Log)
+        lo = 0.25;
+      else if (op == gpu::UnaryOp::Asin || op == gpu::UnaryOp::Acos ||
+               op == gpu::UnaryOp::Atanh)
+        lo = -0.99, hi = 0.99;
+      else if (op == gpu::UnaryOp::Acosh)
+        lo = 1.01;
+      else if (op == gpu::UnaryOp::Tan)
+        lo = -1.4, hi = 1.4;
+      const HostTensor x = randomTensor(t, {7, 131}, lo, hi);
       const HostTensor x32 = forCpu(x);
       HostTensor want(DType::F32, x.shape);
       cpu::unary(static_cast<cpu::UnaryOp>(op), x32.ref(), want.ref());

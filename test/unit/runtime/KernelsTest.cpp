@@ -304,6 +304,24 @@ double refUnary(UnaryOp op, double x) {
     return std::cos(x);
   case UnaryOp::Sin:
     return std::sin(x);
+  case UnaryOp::Tan:
+    return std::tan(x);
+  case UnaryOp::Asin:
+    return std::asin(x);
+  case UnaryOp::Acos:
+    return std::acos(x);
+  case UnaryOp::Atan:
+    return std::atan(x);
+  case UnaryOp::Sinh:
+    return std::sinh(x);
+  case UnaryOp::Cosh:
+    return std::cosh(x);
+  case UnaryOp::Asinh:
+    return std::asinh(x);
+  case UnaryOp::Acosh:
+    return std::acosh(x);
+  case UnaryOp::Atanh:
+    return std::atanh(x);
   case UnaryOp::Log:
     return std::log(x);
   case UnaryOp::Floor:
@@ -338,18 +356,41 @@ void checkUnary(UnaryOp op, const Tensor &in) {
     expectExact(out, want);
 }
 
+/// Where each unary function is checked: inside its domain, away from its
+/// poles (tan) and branch points, where float64 is the reference.
+std::pair<double, double> unaryDomain(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Sqrt:
+  case UnaryOp::Reciprocal:
+  case UnaryOp::Log:
+    return {0.1, 4.0};
+  case UnaryOp::Asin:
+  case UnaryOp::Acos:
+  case UnaryOp::Atanh:
+    return {-0.99, 0.99};
+  case UnaryOp::Acosh:
+    return {1.01, 4.0};
+  case UnaryOp::Tan:
+    return {-1.4, 1.4};
+  default:
+    return {-4.0, 4.0};
+  }
+}
+
 TEST(KernelsTest, UnaryF32) {
   const UnaryOp ops[] = {
       UnaryOp::Sqrt, UnaryOp::Reciprocal, UnaryOp::Neg,     UnaryOp::Silu,
       UnaryOp::Erf,  UnaryOp::Tanh,       UnaryOp::Sigmoid, UnaryOp::Exp,
       UnaryOp::Cos,  UnaryOp::Sin,        UnaryOp::Gelu,    UnaryOp::GeluTanh,
-      UnaryOp::Log,  UnaryOp::Floor,      UnaryOp::Ceil,    UnaryOp::Round};
+      UnaryOp::Log,  UnaryOp::Floor,      UnaryOp::Ceil,    UnaryOp::Round,
+      UnaryOp::Tan,  UnaryOp::Asin,       UnaryOp::Acos,    UnaryOp::Atan,
+      UnaryOp::Sinh, UnaryOp::Cosh,       UnaryOp::Asinh,   UnaryOp::Acosh,
+      UnaryOp::Atanh};
   for (UnaryOp op : ops) {
     SCOPED_TRACE(static_cast<int>(op));
-    const bool positive = op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal ||
-                          op == UnaryOp::Log;
-    checkUnary(op, randomF32({3, 5}, positive ? 0.1 : -4.0, 4.0));
-    checkUnary(op, randomF32({128, 3 * 256}, positive ? 0.1 : -4.0, 4.0));
+    const auto [lo, hi] = unaryDomain(op);
+    checkUnary(op, randomF32({3, 5}, lo, hi));
+    checkUnary(op, randomF32({128, 3 * 256}, lo, hi));
   }
 }
 

@@ -526,6 +526,31 @@ def case_reduce_forms(path):
                  [f32(n, None) for n in ["rmin", "rss", "rl1", "rl2", "rls"]], inits, opset=18)
 
 
+def case_trig(path):
+    """Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh and Atanh (YOSO's
+    attention takes the acos of its normalised scores). The arguments of
+    Tan, Asin, Acos and Atanh are tanh(x), inside their domains; Acosh's is
+    1 + x^2."""
+    nodes = [
+        helper.make_node("Tanh", ["x"], ["t"], name="t"),
+        helper.make_node("Mul", ["x", "x"], ["sq"], name="sq"),
+        helper.make_node("Add", ["sq", "one"], ["above_one"], name="above_one"),
+        helper.make_node("Tan", ["t"], ["tan"], name="tan"),
+        helper.make_node("Asin", ["t"], ["asin"], name="asin"),
+        helper.make_node("Acos", ["t"], ["acos"], name="acos"),
+        helper.make_node("Atan", ["x"], ["atan"], name="atan"),
+        helper.make_node("Sinh", ["x"], ["sinh"], name="sinh"),
+        helper.make_node("Cosh", ["x"], ["cosh"], name="cosh"),
+        helper.make_node("Asinh", ["x"], ["asinh"], name="asinh"),
+        helper.make_node("Acosh", ["above_one"], ["acosh"], name="acosh"),
+        helper.make_node("Atanh", ["t"], ["atanh"], name="atanh"),
+    ]
+    outs = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]
+    inits = [numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    return model(nodes, [f32("x", ["batch", 3, 5])], [f32(n, None) for n in outs], inits,
+                 opset=17)
+
+
 def case_eye_einsum(path):
     """EyeLike of a [seq, seq] tensor (symbolic) with k = 1, and of a static
     [3, 5] one as int64; Einsum of one operand: a transpose ('ijbn->bnij',
