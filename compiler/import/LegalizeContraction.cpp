@@ -727,6 +727,83 @@ LogicalResult legalizeEinsumOfOne(NodeContext &ctx, StringRef equation) {
                                     element, x, b.getDenseI64ArrayAttr(perm));
 }
 
+/// An Einsum with no batch letters where one operand's letters (contracted
+/// and free) all have static sizes: that operand is a weight [K, N] of
+/// their products and the Einsum a product by it, between reshapes that
+/// merge and unmerge the letters. XLNet's projections 'ibh,hnd->ibnd' and
+/// 'ibnd,hnd->ibh' become projections as any exporter's Linear and view
+/// are, split by heads the same way. Nothing (nullopt) where neither
+/// operand has static sizes.
+std::optional<LogicalResult> einsumAsProjection(NodeContext &ctx, StringRef lhs,
+                                                StringRef rhs, StringRef output,
+                                                Value a, Value b) {
+  auto allStatic = [](StringRef term, Value v) {
+    return llvm::all_of(shapeOf(v),
+                        [](int64_t d) { return !ShapedType::isDynamic(d); }) &&
+           term.size() == shapeOf(v).size();
+  };
+  // The weight on the right.
+  if (!allStatic(rhs, b)) {
+    if (!allStatic(lhs, a))
+      return std::nullopt;
+    std::swap(lhs, rhs);
+    std::swap(a, b);
+  }
+  std::string k, freeX, freeW;
+  for (char c : lhs)
+    (rhs.contains(c) ? k : freeX) += c;
+  for (char c : rhs)
+    if (!lhs.contains(c))
+      freeW += c;
+  Type element = cast<ShapedType>(a.getType()).getElementType();
+  OpBuilder &builder = ctx.builder();
+  auto transpose = [&](Value v, StringRef from,
+                       StringRef to) -> FailureOr<Value> {
+    SmallVector<int64_t> perm = permutation(from, to);
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      return v;
+    FailureOr<Value> t = ctx.create<dfg::TransposeOp>(
+        dfg::transposeShape(shapeOf(v), perm), element, v,
+        builder.getDenseI64ArrayAttr(perm));
+    return failed(t) ? t : FailureOr<Value>(ctx.refineType(*t));
+  };
+  auto size = [&](StringRef letters) {
+    int64_t product = 1;
+    for (char c : letters)
+      product *= shapeOf(b)[rhs.find(c)];
+    return product;
+  };
+  int64_t lead = static_cast<int64_t>(freeX.size());
+  // x -> [freeX..., K]
+  FailureOr<Value> x = transpose(a, lhs, freeX + k);
+  if (succeeded(x) && k.size() > 1) {
+    SmallVector<int64_t> spec(lead, 0);
+    spec.push_back(size(k));
+    x = reshapeTo(ctx, *x, spec);
+  }
+  // w -> [K, N]
+  FailureOr<Value> w = transpose(b, rhs, k + freeW);
+  if (succeeded(w) && (k.size() != 1 || freeW.size() != 1))
+    w = reshapeTo(ctx, *w, {size(k), size(freeW)});
+  if (failed(x) || failed(w))
+    return LogicalResult(failure());
+  SmallVector<int64_t> productShape(shapeOf(*x).drop_back());
+  productShape.push_back(size(freeW));
+  FailureOr<Value> y = ctx.create<dfg::MatMulOp>(productShape, element, *x, *w);
+  if (succeeded(y))
+    y = ctx.refineType(*y);
+  // [freeX..., N] -> [freeX..., freeW...] -> the output's order.
+  if (succeeded(y) && freeW.size() != 1) {
+    SmallVector<int64_t> spec(lead, 0);
+    for (char c : freeW)
+      spec.push_back(shapeOf(b)[rhs.find(c)]);
+    y = reshapeTo(ctx, *y, spec);
+  }
+  if (succeeded(y))
+    y = transpose(*y, freeX + freeW, output);
+  return failed(y) ? LogicalResult(failure()) : ctx.setResults(*y);
+}
+
 LogicalResult legalizeEinsum(NodeContext &ctx) {
   if (ctx.numInputs() == 1 && ctx.input(0)) {
     std::string equation;
@@ -761,6 +838,41 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
       static_cast<int64_t>(rhs.size()) != b.getRank())
     return unsupported("the terms' lengths do not match the operand ranks");
 
+  for (char c : output)
+    if (!lhs.contains(c) && !rhs.contains(c))
+      return unsupported(std::string("output letter '") + c +
+                         "' is in neither operand");
+  Type element = a.getElementType();
+  if (b.getElementType() != element)
+    return ctx.mismatchedTypes();
+  OpBuilder &builder = ctx.builder();
+  // Letters summed out of one operand only are summed there first.
+  auto sumAlone = [&](Value v, std::string &term,
+                      StringRef other) -> FailureOr<Value> {
+    SmallVector<int64_t> axes;
+    std::string kept;
+    for (auto [i, c] : llvm::enumerate(term)) {
+      if (other.contains(c) || output.contains(c))
+        kept += c;
+      else
+        axes.push_back(static_cast<int64_t>(i));
+    }
+    if (axes.empty())
+      return v;
+    term = kept;
+    FailureOr<Value> r = ctx.create<dfg::ReduceSumOp>(
+        dfg::reduceShape(shapeOf(v), axes, false), element, v,
+        builder.getDenseI64ArrayAttr(axes), false);
+    return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
+  };
+  std::string lhsTerm = lhs.str(), rhsTerm = rhs.str();
+  FailureOr<Value> aIn = sumAlone(ctx.input(0), lhsTerm, rhs);
+  FailureOr<Value> bIn = sumAlone(ctx.input(1), rhsTerm, lhs);
+  if (failed(aIn) || failed(bIn))
+    return failure();
+  lhs = lhsTerm;
+  rhs = rhsTerm;
+
   std::string batch, freeA, freeB, k;
   for (char c : lhs) {
     bool inB = rhs.contains(c), inOut = output.contains(c);
@@ -768,35 +880,34 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
       batch += c;
     else if (inB)
       k += c;
-    else if (inOut)
-      freeA += c;
     else
-      return unsupported(std::string("'") + c +
-                         "' is summed out of one operand only");
+      freeA += c;
   }
-  for (char c : rhs) {
-    if (lhs.contains(c))
-      continue;
-    if (!output.contains(c))
-      return unsupported(std::string("'") + c +
-                         "' is summed out of one operand only");
-    freeB += c;
-  }
-  for (char c : output)
-    if (!lhs.contains(c) && !rhs.contains(c))
-      return unsupported(std::string("output letter '") + c +
-                         "' is in neither operand");
-  if (k.size() > 1)
-    return unsupported("more than one contracted letter");
+  for (char c : rhs)
+    if (!lhs.contains(c))
+      freeB += c;
+  if (batch.empty() && !k.empty())
+    if (std::optional<LogicalResult> done =
+            einsumAsProjection(ctx, lhs, rhs, output, *aIn, *bIn))
+      return *done;
   std::string m = freeA.empty() ? "" : freeA.substr(freeA.size() - 1);
   std::string n = freeB.empty() ? "" : freeB.substr(freeB.size() - 1);
   std::string ma = freeA.substr(0, freeA.size() - m.size());
   std::string nb = freeB.substr(0, freeB.size() - n.size());
-
-  Type element = a.getElementType();
-  if (b.getElementType() != element)
-    return ctx.mismatchedTypes();
-  OpBuilder &builder = ctx.builder();
+  // Several contracted letters (XLNet's output projection 'ibnd,hnd->ibh'
+  // sums heads and head dimensions) become one, of their product, each
+  // operand's letters made adjacent and merged by a reshape.
+  int64_t contracted = 1;
+  auto aSizes = shapeOf(*aIn), bSizes = shapeOf(*bIn);
+  for (char c : k) {
+    int64_t size = aSizes[lhs.find(c)];
+    if (k.size() > 1 &&
+        (ShapedType::isDynamic(size) || size != bSizes[rhs.find(c)]))
+      return unsupported(std::string("contracted letter '") + c +
+                         "' has a dynamic or mismatched size, and more "
+                         "than one letter is contracted");
+    contracted *= size;
+  }
   auto transpose = [&](Value v, ArrayRef<int64_t> perm) -> FailureOr<Value> {
     if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
       return v;
@@ -825,16 +936,39 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
     lhsUnits.push_back(matrix);
   if (k.empty())
     lhsUnits.push_back(matrix + 1);
-  FailureOr<Value> lhsV = units(
-      transpose(ctx.input(0), permutation(lhs, batch + ma + m + k)), lhsUnits);
+  // [lead..., K...] -> [lead..., prod K] (0 keeps a dimension).
+  auto mergeK = [&](FailureOr<Value> v, int64_t lead) -> FailureOr<Value> {
+    if (failed(v) || k.size() < 2)
+      return v;
+    SmallVector<int64_t> spec(lead, 0);
+    spec.push_back(contracted);
+    return reshapeTo(ctx, *v, spec);
+  };
+  FailureOr<Value> lhsV =
+      units(mergeK(transpose(*aIn, permutation(lhs, batch + ma + m + k)),
+                   nB + nMa + static_cast<int64_t>(m.size())),
+            lhsUnits);
   // b -> [B, 1 x |Ma|, Nb, K|1, N|1]
   SmallVector<int64_t> rhsUnits = range(nB, nMa);
   if (k.empty())
     rhsUnits.push_back(matrix);
   if (n.empty())
     rhsUnits.push_back(matrix + 1);
-  FailureOr<Value> rhsV = units(
-      transpose(ctx.input(1), permutation(rhs, batch + nb + k + n)), rhsUnits);
+  // b's contracted letters merged after its N, then moved before it.
+  FailureOr<Value> rhsV;
+  if (k.size() < 2) {
+    rhsV =
+        units(transpose(*bIn, permutation(rhs, batch + nb + k + n)), rhsUnits);
+  } else {
+    int64_t lead = nB + nNb + static_cast<int64_t>(n.size());
+    rhsV = mergeK(transpose(*bIn, permutation(rhs, batch + nb + n + k)), lead);
+    if (succeeded(rhsV) && !n.empty()) {
+      SmallVector<int64_t> swap = range(0, lead + 1);
+      std::swap(swap[lead - 1], swap[lead]);
+      rhsV = transpose(*rhsV, swap);
+    }
+    rhsV = units(rhsV, rhsUnits);
+  }
   if (failed(lhsV) || failed(rhsV))
     return failure();
   FailureOr<Value> product = ctx.create<dfg::MatMulOp>(

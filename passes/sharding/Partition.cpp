@@ -21,7 +21,10 @@
 //      is added after the reduction, once.
 //   6. Results are brought to their planned shardings; returned values to
 //      the function's result shardings.
-//   7. A sum all_reduce read only by an op linear in it (a view, a sum over
+//   7. Sum all_reduces of projections that read the same input (the parts
+//      of a packed projection) become one all_reduce of their joined
+//      outputs (mergeSiblingReductions).
+//   8. A sum all_reduce read only by an op linear in it (a view, a sum over
 //      some dimensions, a product by a value the same on every rank of the
 //      group, updates scattered into zeros) moves after it (sinkReductions).
 //      Sum reductions that are added (or are a norm's input and fused
@@ -739,6 +742,160 @@ void mergeSummedReductions(func::FuncOp func) {
   }
 }
 
+/// Moves `op` to just after `point` (in the same block) with what it reads
+/// that stands after `point`, operands first; false, moving nothing, where
+/// one of them is not a local computation (a collective, an op with
+/// regions).
+bool hoistAfter(Operation *op, Operation *&point) {
+  SmallVector<Operation *> order;
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  // Post-order over the defining ops that stand after `point`.
+  SmallVector<std::pair<Operation *, bool>> stack{{op, false}};
+  while (!stack.empty()) {
+    auto [top, expanded] = stack.pop_back_val();
+    if (expanded) {
+      order.push_back(top);
+      continue;
+    }
+    if (!seen.insert(top).second)
+      continue;
+    if (top->getBlock() != point->getBlock() || top->getNumRegions() != 0 ||
+        !(isa<dfg::DfgDialect>(top->getDialect()) ||
+          isa<shard::AllSliceOp>(top)))
+      return false;
+    stack.push_back({top, true});
+    for (Value v : top->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && def->getBlock() == point->getBlock() &&
+          point->isBeforeInBlock(def))
+        stack.push_back({def, false});
+  }
+  for (Operation *moved : order) {
+    moved->moveAfter(point);
+    point = moved;
+  }
+  return true;
+}
+
+/// Sum all_reduces of projections that read the same input (the parts of a
+/// packed projection that the plan cut apart: Mamba's x_proj into dt, B and
+/// C) ==> one all_reduce of their outputs joined along the last axis, cut
+/// again after it: one collective where there were several, of the same
+/// bytes.
+void mergeSiblingReductions(func::FuncOp func) {
+  llvm::MapVector<std::pair<Value, Attribute>, SmallVector<shard::AllReduceOp>>
+      groups;
+  func.walk([&](shard::AllReduceOp reduce) {
+    Operation *def = reduce.getInput().getDefiningOp();
+    auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
+    bool projection =
+        isa_and_nonnull<dfg::LinearOp>(def) ||
+        (matmul &&
+         cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2);
+    if (reduce.getReduction() == shard::ReductionKind::Sum && projection &&
+        def->hasOneUse())
+      groups[{def->getOperand(0), reduce->getAttrDictionary()}].push_back(
+          reduce);
+  });
+  for (auto &[key, reductions] : groups) {
+    if (reductions.size() < 2)
+      continue;
+    SmallVector<Operation *> parts;
+    for (shard::AllReduceOp reduce : reductions)
+      parts.push_back(reduce.getInput().getDefiningOp());
+    if (llvm::any_of(parts, [&](Operation *p) {
+          return p->getBlock() != parts.front()->getBlock();
+        }))
+      continue;
+    // Partial sums that are joined further on (experts on the same rows
+    // joined by a select), each through ops that keep partial sums, are
+    // reduced once where they meet (mergeSummedReductions), with fewer
+    // bytes than joined here.
+    llvm::SmallPtrSet<Operation *, 16> reached;
+    bool meet = false;
+    for (shard::AllReduceOp reduce : reductions) {
+      Operation *op = reduce;
+      for (int step = 0; step < 8 && !meet && op->getNumResults() == 1 &&
+                         op->getResult(0).hasOneUse();
+           ++step) {
+        op = *op->getResult(0).getUsers().begin();
+        if (isa<dfg::AddOp, dfg::WhereOp, dfg::ConcatOp, dfg::LayerNormOp,
+                dfg::RmsNormOp>(op))
+          meet = !reached.insert(op).second;
+        if (!isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
+                 dfg::UnsqueezeOp, dfg::TransposeOp, dfg::ReduceSumOp,
+                 dfg::SliceOp, dfg::NegOp, dfg::MulOp, dfg::DivOp,
+                 dfg::ExpandOp, dfg::ScatterNDOp>(op))
+          break;
+      }
+    }
+    if (meet)
+      continue;
+    llvm::sort(parts, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    auto type = cast<RankedTensorType>(parts.front()->getResult(0).getType());
+    int64_t rank = type.getRank(), width = 0;
+    bool alike = true;
+    for (Operation *p : parts) {
+      auto t = cast<RankedTensorType>(p->getResult(0).getType());
+      alike &= t.getElementType() == type.getElementType() &&
+               t.getShape().drop_back() == type.getShape().drop_back() &&
+               !ShapedType::isDynamic(t.getShape().back());
+      width += t.getShape().back();
+    }
+    if (!alike)
+      continue;
+    // Every reduction's readers must stand after the joined one.
+    Operation *point = parts.front();
+    for (Operation *p : ArrayRef(parts).drop_front())
+      if (!hoistAfter(p, point))
+        break;
+    bool readersAfter = llvm::all_of(reductions, [&](shard::AllReduceOp r) {
+      return llvm::all_of(r->getUsers(), [&](Operation *user) {
+        return user->getBlock() == point->getBlock() &&
+               point->isBeforeInBlock(user);
+      });
+    });
+    if (!readersAfter || !llvm::all_of(parts, [&](Operation *p) {
+          return p == point || p->isBeforeInBlock(point);
+        }))
+      continue;
+    OpBuilder b(point->getContext());
+    b.setInsertionPointAfter(point);
+    Location loc = reductions.front().getLoc();
+    SmallVector<int64_t> joinedShape(type.getShape());
+    joinedShape.back() = width;
+    auto joinedType = RankedTensorType::get(joinedShape, type.getElementType());
+    SmallVector<Value> partials;
+    for (Operation *p : parts)
+      partials.push_back(p->getResult(0));
+    Value joined = dfg::ConcatOp::create(b, loc, joinedType, partials,
+                                         b.getI64IntegerAttr(rank - 1));
+    shard::AllReduceOp first = reductions.front();
+    Value summed = shard::AllReduceOp::create(
+        b, loc, joinedType, first.getGridAttr(), first.getGridAxesAttr(),
+        joined, first.getReductionAttr());
+    llvm::sort(reductions, [](shard::AllReduceOp x, shard::AllReduceOp y) {
+      return x.getInput().getDefiningOp()->isBeforeInBlock(
+          y.getInput().getDefiningOp());
+    });
+    int64_t start = 0;
+    for (auto [p, reduce] : llvm::zip_equal(parts, reductions)) {
+      int64_t n =
+          cast<RankedTensorType>(p->getResult(0).getType()).getShape().back();
+      Value piece = dfg::SliceOp::create(b, reduce.getLoc(), summed, {start},
+                                         {start + n}, {rank - 1}, {1});
+      reduce.getResult().replaceAllUsesWith(piece);
+      start += n;
+    }
+    // Erased last: the builder inserts before the op after `point`, which
+    // may be one of them.
+    for (shard::AllReduceOp reduce : reductions)
+      reduce.erase();
+  }
+}
+
 class ShardPartitionPass
     : public impl::ShardPartitionPassBase<ShardPartitionPass> {
 public:
@@ -747,6 +904,7 @@ public:
             getOperation(), [](func::FuncOp func, shard::GridOp grid) {
               if (failed(Partitioner(grid, func).run()))
                 return failure();
+              mergeSiblingReductions(func);
               sinkReductions(func);
               mergeSummedReductions(func);
               // What the merges leave may move further (a join's reduction

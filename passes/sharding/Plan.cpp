@@ -309,6 +309,14 @@ void splitPackedExperts(func::FuncOp func) {
   }
 }
 
+/// The weight whose column blocks `weight` is (through slices, the parts
+/// of a packed projection that splitSlicedProjections cuts), else itself.
+Value packedWeightOf(Value weight) {
+  while (auto slice = weight.getDefiningOp<dfg::SliceOp>())
+    weight = slice.getInput();
+  return weight;
+}
+
 /// The bias a projection's bias add adds.
 Value biasOf(dfg::AddOp add, Operation *projection) {
   return add.getLhs() == projection->getResult(0) ? add.getRhs() : add.getLhs();
@@ -1613,13 +1621,23 @@ private:
     if (!sums)
       return std::string("splitting its output features over tp reaches no "
                          "contraction that sums them");
-    if (static_cast<int64_t>(rowParallel.size()) > columnParallel) {
+    // The parts of one packed projection (its weight's column blocks, on
+    // one input) reduce their partial sums with one all_reduce of their
+    // joined outputs (the partition's mergeSiblingReductions): Mamba's
+    // x_proj, cut into dt, B and C, sums once.
+    llvm::DenseSet<std::pair<Value, Value>> packed;
+    for (Operation *op : rowParallel)
+      packed.insert({op->getOperand(0), packedWeightOf(op->getOperand(1))});
+    int64_t allReduces = static_cast<int64_t>(packed.size());
+    if (allReduces > columnParallel) {
       std::string why;
       llvm::raw_string_ostream os(why);
       os << "splitting its output features over tp would leave partial sums "
             "in "
-         << rowParallel.size() << " projections, one all_reduce each, for "
-         << columnParallel << " split by their output features (";
+         << rowParallel.size() << " projections, "
+         << (allReduces == 1 ? std::string("one all_reduce")
+                             : std::to_string(allReduces) + " all_reduces")
+         << ", for " << columnParallel << " split by their output features (";
       for (auto [i, op] : llvm::enumerate(ArrayRef(rowParallel).take_front(3)))
         os << (i ? "; " : "") << op->getName() << " at "
            << describe(op->getLoc());

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -693,6 +694,34 @@ ShardingRule SymbolicReshapeOp::getShardingRule() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> out = shapeOf(getResult());
   TensorFactors inF(in.size()), outF(out.size());
+  // Leading dimensions the reshape keeps, where a static one follows
+  // dynamic ones (XLNet's relative shift [b, heads, i, j] -> [b, heads, j,
+  // i] keeps b and the heads): asked of the symbolic shapes, which know
+  // whether the dynamic ones agree. Each pairs with itself.
+  size_t common = std::min(in.size(), out.size()), kept = 0;
+  bool staticAfterDynamic = false;
+  for (size_t i = 1; i < common && in[i] == out[i]; ++i)
+    staticAfterDynamic |= !ShapedType::isDynamic(in[i]);
+  if (staticAfterDynamic) {
+    DimTable table(getContext());
+    SymbolicShapes shapes(table);
+    SmallVector<AffineExpr> inDims(shapes.dims(getInput()));
+    SmallVector<AffineExpr> outDims = table.read(getShape(), getSymbols());
+    while (kept < common && kept < inDims.size() && kept < outDims.size() &&
+           inDims[kept] && inDims[kept] == outDims[kept])
+      ++kept;
+  }
+  if (kept >= 2) {
+    for (size_t i = 0; i < kept; ++i) {
+      int f = b.factor(in[i], FactorKind::Parallel, "kept");
+      inF[i] = {f};
+      outF[i] = {f};
+    }
+    pairStaticSuffix(b, in, out, inF, outF, kept, kept);
+    b.operand(inF);
+    b.result(outF);
+    return b.take();
+  }
   size_t first = 0;
   if (!in.empty() && !out.empty() && ShapedType::isDynamic(in[0]) &&
       ShapedType::isDynamic(out[0])) {

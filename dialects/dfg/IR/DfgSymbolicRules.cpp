@@ -286,11 +286,11 @@ Dims SymbolicSliceOp::getSymbolicDims(unsigned, SymbolicShapes &shapes) {
 
 Dims RangeOp::getSymbolicDims(unsigned, SymbolicShapes &shapes) {
   Dims bounds = shapes.table().read(getBounds(), getSymbols());
-  AffineExpr span = bounds[1] - bounds[0];
   int64_t delta = getDelta();
-  return Dims{delta == 1  ? span
-              : delta > 0 ? span.ceilDiv(delta)
-                          : AffineExpr()};
+  // Counting down (XLNet's positions klen .. -qlen): the span the other way.
+  AffineExpr span = delta > 0 ? bounds[1] - bounds[0] : bounds[0] - bounds[1];
+  int64_t step = delta > 0 ? delta : -delta;
+  return Dims{step == 1 ? span : span.ceilDiv(step)};
 }
 
 /// A fused chain broadcasts its operands as its body's ops do.

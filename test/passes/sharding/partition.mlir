@@ -628,3 +628,93 @@ func.func @partial_scatter_into_data(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>
   return %s : tensor<4x8xf32>
 }
 }
+
+// -----
+
+// A Mamba mixer: in_proj cut into x and z, x_proj read whole by every
+// channel and cut into dt, B and C, dt_proj back to the channels, out_proj.
+// (dt_proj multiplies from the left, as the model writes it.) Split by
+// channels, x_proj's three parts leave partial sums on one input:
+// they cross the wire as one all_reduce of their joined outputs, cut again
+// after it, so a layer has two (x_proj's and out_proj's), and the split is
+// kept.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @packed_row_parallel
+// CHECK: %[[DT:.+]] = dfg.linear %{{.+}} : (tensor<2x4x8xf32>, tensor<8x2xf32>) -> tensor<2x4x2xf32>
+// CHECK: %[[B:.+]] = dfg.linear %{{.+}} : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
+// CHECK: %[[C:.+]] = dfg.linear %{{.+}} : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[J:.+]] = dfg.concat %[[DT]], %[[B]], %[[C]] axis = 2 : (tensor<2x4x2xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x10xf32>
+// CHECK-NEXT: %[[R:.+]] = shard.all_reduce %[[J]]
+// CHECK-NEXT: dfg.slice %[[R]] starts = [0] ends = [2]
+// CHECK-NEXT: dfg.slice %[[R]] starts = [2] ends = [6]
+// CHECK-NEXT: dfg.slice %[[R]] starts = [6] ends = [10]
+// CHECK: shard.all_reduce
+// CHECK-NOT: shard.all_reduce
+// CHECK: return
+func.func @packed_row_parallel(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %w_in = dfg.weight "in_proj" in "w.bin" [offset = 0, length = 1024] : tensor<8x32xf32>
+  %w_x = dfg.weight "x_proj" in "w.bin" [offset = 1024, length = 640] : tensor<16x10xf32>
+  %w_dt = dfg.weight "dt_proj" in "w.bin" [offset = 1664, length = 128] : tensor<16x2xf32>
+  %w_out = dfg.weight "out_proj" in "w.bin" [offset = 1792, length = 512] : tensor<16x8xf32>
+  %p = dfg.linear %x, %w_in transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x32xf32>) -> tensor<2x4x32xf32>
+  %xs = dfg.slice %p starts = [0] ends = [16] axes = [2] steps = [1] : (tensor<2x4x32xf32>) -> tensor<2x4x16xf32>
+  %z = dfg.slice %p starts = [16] ends = [32] axes = [2] steps = [1] : (tensor<2x4x32xf32>) -> tensor<2x4x16xf32>
+  %a = dfg.silu %xs : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %dbc = dfg.linear %a, %w_x transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x10xf32>) -> tensor<2x4x10xf32>
+  %dt = dfg.slice %dbc starts = [0] ends = [2] axes = [2] steps = [1] : (tensor<2x4x10xf32>) -> tensor<2x4x2xf32>
+  %b = dfg.slice %dbc starts = [2] ends = [6] axes = [2] steps = [1] : (tensor<2x4x10xf32>) -> tensor<2x4x4xf32>
+  %c = dfg.slice %dbc starts = [6] ends = [10] axes = [2] steps = [1] : (tensor<2x4x10xf32>) -> tensor<2x4x4xf32>
+  %dtt = dfg.transpose %dt perm = [0, 2, 1] : (tensor<2x4x2xf32>) -> tensor<2x2x4xf32>
+  %delta = dfg.matmul %w_dt, %dtt : (tensor<16x2xf32>, tensor<2x2x4xf32>) -> tensor<2x16x4xf32>
+  %et = dfg.exp %delta : (tensor<2x16x4xf32>) -> tensor<2x16x4xf32>
+  %e = dfg.transpose %et perm = [0, 2, 1] : (tensor<2x16x4xf32>) -> tensor<2x4x16xf32>
+  %bc = dfg.mul %b, %c : (tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s = dfg.reduce_sum %bc axes = [2] keep_dims = true : (tensor<2x4x4xf32>) -> tensor<2x4x1xf32>
+  %h = dfg.mul %a, %e : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %hs = dfg.mul %h, %s : (tensor<2x4x16xf32>, tensor<2x4x1xf32>) -> tensor<2x4x16xf32>
+  %g = dfg.silu %z : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %y = dfg.mul %hs, %g : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %o = dfg.linear %y, %w_out transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// A reshape over symbolic sizes that keeps its leading dimensions, the
+// batch and a static one after it (XLNet's relative shift views its scores
+// [b, heads, i, j] anew, keeping b and the heads): the symbolic shapes show
+// both kept, so the heads stay split through it and nothing is gathered.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @reshape_keeps_heads
+// CHECK: dfg.symbolic_reshape %{{.+}} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?xf32>
+// CHECK: dfg.symbolic_reshape %{{.+}} : (tensor<?x2x?xf32>) -> tensor<?x2x?x?xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: shard.all_reduce
+// CHECK-NOT: shard.all_reduce
+// CHECK: return
+func.func @reshape_keeps_heads(%x: tensor<?x?x16xf32> {dfg.dim_names = ["b", "s", ""]}) -> tensor<?x?x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1024, length = 1024] : tensor<16x16xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 2048, length = 1024] : tensor<16x16xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 3072, length = 1024] : tensor<16x16xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %k = dfg.linear %x, %wk transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %v = dfg.linear %x, %wv transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %q4 = dfg.reshape %q to [0, 0, 4, 4] : (tensor<?x?x16xf32>) -> tensor<?x?x4x4xf32>
+  %k4 = dfg.reshape %k to [0, 0, 4, 4] : (tensor<?x?x16xf32>) -> tensor<?x?x4x4xf32>
+  %v4 = dfg.reshape %v to [0, 0, 4, 4] : (tensor<?x?x16xf32>) -> tensor<?x?x4x4xf32>
+  %qt = dfg.transpose %q4 perm = [0, 2, 1, 3] : (tensor<?x?x4x4xf32>) -> tensor<?x4x?x4xf32>
+  %kt = dfg.transpose %k4 perm = [0, 2, 3, 1] : (tensor<?x?x4x4xf32>) -> tensor<?x4x4x?xf32>
+  %vt = dfg.transpose %v4 perm = [0, 2, 1, 3] : (tensor<?x?x4x4xf32>) -> tensor<?x4x?x4xf32>
+  %s = dfg.matmul %qt, %kt : (tensor<?x4x?x4xf32>, tensor<?x4x4x?xf32>) -> tensor<?x4x?x?xf32>
+  %flat = dfg.symbolic_reshape %s to affine_map<()[s0, s1] -> (s0, 4, s1 * s1)> symbols ["b", "s"] : (tensor<?x4x?x?xf32>) -> tensor<?x4x?xf32>
+  %e = dfg.exp %flat : (tensor<?x4x?xf32>) -> tensor<?x4x?xf32>
+  %p = dfg.symbolic_reshape %e to affine_map<()[s0, s1] -> (s0, 4, s1, s1)> symbols ["b", "s"] : (tensor<?x4x?xf32>) -> tensor<?x4x?x?xf32>
+  %a = dfg.matmul %p, %vt : (tensor<?x4x?x?xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %at = dfg.transpose %a perm = [0, 2, 1, 3] : (tensor<?x4x?x4xf32>) -> tensor<?x?x4x4xf32>
+  %m = dfg.reshape %at to [0, 0, 16] : (tensor<?x?x4x4xf32>) -> tensor<?x?x16xf32>
+  %o = dfg.linear %m, %wo transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return %o : tensor<?x?x16xf32>
+}
+}

@@ -1011,7 +1011,7 @@ func.func @shared_reader(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %wb = dfg.weight "wb" in "w.bin" [offset = 1024, length = 512] : tensor<16x8xf32>
   // CHECK: dfg.linear %arg0, %{{.*}} transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
   // expected-warning @+2 {{3 op(s) (dfg.linear x3) have nothing split over tp=2}}
-  // expected-note @+1 {{not split: splitting its output features over tp would leave partial sums in 2 projections, one all_reduce each, for 1 split by their output features (dfg.linear at a_proj; dfg.linear at b_proj)}}
+  // expected-note @+1 {{not split: splitting its output features over tp would leave partial sums in 2 projections, 2 all_reduces, for 1 split by their output features (dfg.linear at a_proj; dfg.linear at b_proj)}}
   %m = dfg.linear %x, %wm transpose_weight = false : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
   %a = dfg.linear %m, %wa transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32> loc("a_proj")
   %b = dfg.linear %m, %wb transpose_weight = false : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32> loc("b_proj")

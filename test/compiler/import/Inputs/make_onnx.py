@@ -570,6 +570,26 @@ def case_eye_einsum(path):
                  inits, opset=17)
 
 
+def case_einsum_forms(path):
+    """Einsum with two contracted letters (XLNet's output projection
+    'ibnd,hnd->ibh', sequence and batch symbolic), with a letter summed out
+    of one operand only ('ij,jk->i'), and a Range counting down over a
+    symbolic length (XLNet's positions seq .. -seq)."""
+    nodes = [
+        helper.make_node("Einsum", ["v", "o"], ["proj"], equation="ibnd,hnd->ibh", name="proj"),
+        helper.make_node("Einsum", ["p", "q"], ["alone"], equation="ij,jk->i", name="alone"),
+        helper.make_node("Shape", ["v"], ["vshape"], name="vshape"),
+        helper.make_node("Gather", ["vshape", "zero"], ["seq"], axis=0, name="seq"),
+        helper.make_node("Neg", ["seq"], ["negseq"], name="negseq"),
+        helper.make_node("Range", ["seq", "negseq", "minus_one"], ["down"], name="down"),
+        helper.make_node("Cast", ["down"], ["down_f"], to=TensorProto.FLOAT, name="down_f"),
+    ]
+    inits = [numpy_helper.from_array(np.random.default_rng(3).standard_normal((6, 2, 4)).astype(np.float32), "o"),
+             ints("zero", 0), ints("minus_one", -1)]
+    return model(nodes, [f32("v", ["seq", "batch", 2, 4]), f32("p", ["rows", 3]), f32("q", [3, 5])],
+                 [f32("proj", None), f32("alone", None), f32("down_f", None)], inits, opset=17)
+
+
 def case_if_shape(path):
     """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
     a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
