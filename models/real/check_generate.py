@@ -137,7 +137,10 @@ def main():
             # onnxruntime reads there unchecked. The reference for these
             # exports generates each row alone, its padding removed.
             genai = os.path.exists(os.path.join(folder, "genai_config.json"))
-            ids, mask = prompts(vocab, padded=True)
+            # A model that takes no attention mask (RWKV) cannot be given
+            # padded prompts: two of one length.
+            padded = os.path.exists(os.path.join(folder, "inputs", "attention_mask.npy"))
+            ids, mask = prompts(vocab, padded=padded)
             case = os.path.join(work, name)
             os.makedirs(case)
             np.save(os.path.join(case, "ids.npy"), ids)

@@ -13,7 +13,8 @@ Usage (environments from models/real/setup_export_env.sh):
 codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
 modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet,cohere2,granitemoe,\
-biogpt,diffllama,vaultgemma,nanochat,lfm2 \
+biogpt,diffllama,vaultgemma,nanochat,lfm2,nystromformer,granite_swa,mamba,mamba2,rwkv,\
+zamba,xlnet,yoso,fnet \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -38,7 +39,8 @@ GQA), hidden 64, vocabulary 96 (GPT-2: hidden 32; BERT and the other encoders:
 5 heads of 8, right-padded; Qwen3: 6 heads of 16, hidden 48, so that tp=3
 divides its heads; SmolLM: 9 heads of 16 over 3 KV heads), so each model is
 at most about 1.6 MB (the mixtures of experts, and LFM2 with its 4 layers; most are well
-under 1 MB).
+under 1 MB), but for Zamba's dynamo export (2.3 MB: 3 layers, and its shared attention
+block written once per hybrid layer).
 """
 import argparse
 import json
@@ -275,9 +277,46 @@ def config_for(arch):
                              ffn_dim=128, max_position_embeddings=64, dropout=0.0,
                              attention_dropout=0.0, activation_dropout=0.0,
                              layerdrop=0.0), tf.XGLMForCausalLM
+    # State-space and recurrent decoders: no attention, tokens mix through
+    # a scan (Mamba, Mamba-2 in chunks padded to a multiple of its chunk
+    # size), a time shift and an unrolled recurrence (RWKV).
+    if arch == "mamba":
+        return tf.MambaConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                              state_size=8, expand=2, conv_kernel=4, pad_token_id=0,
+                              use_mambapy=False), tf.MambaForCausalLM
+    if arch == "mamba2":
+        return tf.Mamba2Config(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                               state_size=8, expand=2, conv_kernel=4, num_heads=8, head_dim=16,
+                               n_groups=1, chunk_size=4, pad_token_id=0), \
+            tf.Mamba2ForCausalLM
+    if arch == "rwkv":
+        return tf.RwkvConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                             attention_hidden_size=64, intermediate_size=128,
+                             context_length=64, pad_token_id=0), tf.RwkvForCausalLM
+    if arch == "zamba":
+        # Mamba layers with two mamba heads, and a shared attention block
+        # on the hybrid layers.
+        return tf.ZambaConfig(num_key_value_heads=4, attention_head_dim=32, pad_token_id=0,
+                              layers_block_type=["mamba", "hybrid", "hybrid"],
+                              mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+                              mamba_dt_rank=8, n_mamba_heads=2, attn_layer_period=2,
+                              attn_layer_offset=1, use_mamba_kernels=False,
+                              **{**common, "num_hidden_layers": 3}), tf.ZambaForCausalLM
+    if arch == "xlnet":
+        # Relative attention written with Einsum, positions counting down.
+        return tf.XLNetConfig(vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, d_inner=128,
+                              dropout=0.0, pad_token_id=0, mem_len=None), tf.XLNetLMHeadModel
     enc = dict(vocab_size=VOCAB, hidden_size=40, num_hidden_layers=2, num_attention_heads=5,
                intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0)
+    if arch == "yoso":  # attention by the acos of normalised scores
+        return tf.YosoConfig(pad_token_id=1, use_expectation=True, use_fast_hash=False,
+                             **{**enc, "max_position_embeddings": 80}), tf.YosoModel
+    if arch == "fnet":  # token mixing by a 2-D Fourier transform (DFT)
+        return tf.FNetConfig(pad_token_id=1, **{k: v for k, v in enc.items()
+                                                 if k not in ("num_attention_heads",
+                                                              "attention_probs_dropout_prob")}), \
+            tf.FNetModel
     if arch == "roberta":  # positions counted from the padding id
         return tf.RobertaConfig(pad_token_id=1, **enc), tf.RobertaModel
     if arch == "albert":  # factorised embeddings, one layer's weights shared
@@ -314,12 +353,14 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
         "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer",
-        "granite_swa"]
+        "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-            "nystromformer"}
+            "nystromformer", "yoso", "fnet"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet"}
+# Decoders whose forward takes no position ids.
+NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi", "smollm"]
@@ -369,7 +410,7 @@ def torch_inputs(arch, ids, mask, pos):
     if arch in ENCODERS:
         if arch not in NO_TOKEN_TYPES:
             kw["token_type_ids"] = torch.zeros_like(kw["input_ids"])
-    else:
+    elif arch not in NO_POSITION_IDS:
         kw["position_ids"] = torch.tensor(pos)
     return kw
 
@@ -572,7 +613,11 @@ def run_reference(out, model, arch, feeds):
 
     sess = ort.InferenceSession(os.path.join(out, "model.onnx"),
                                 providers=["CPUExecutionProvider"])
-    if feeds is None or set(feeds) != {i.name for i in sess.get_inputs()}:
+    names = {i.name for i in sess.get_inputs()}
+    if feeds is not None and names < set(feeds):
+        # Inputs the export dropped (Mamba and RWKV read no attention mask).
+        feeds = {k: v for k, v in feeds.items() if k in names}
+    if feeds is None or set(feeds) != names:
         ids, mask, pos = prompt_inputs(arch)
         feeds = cache_feeds(sess, model, arch, ids, mask, pos)
     outs = sess.run(None, feeds)
