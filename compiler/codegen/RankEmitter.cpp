@@ -480,8 +480,12 @@ LogicalResult FunctionEmitter::checkResults(Operation *op) {
       if (!tt.hasStaticShape()) {
         ArrayRef<AffineExpr> dims = shapes_.dims(result);
         if (llvm::is_contained(dims, AffineExpr()))
-          return op->emitOpError("has a dynamic dimension that follows from "
-                                 "no symbolic input dimension");
+          return op->emitOpError(
+              "has a dynamic dimension that follows from no symbolic input "
+              "dimension (a size meshc does not keep symbolic, such as "
+              "min(seq, 4) of a slice of a symbolic dimension to a constant "
+              "end); give the model's symbolic input dimensions sizes with "
+              "--dim NAME=SIZE");
         // An empty tensor (the rest of a head that partial rotary leaves,
         // when it covers the whole head) is known: 0 bytes.
         if (!boundBytes(result) && !isView(op))

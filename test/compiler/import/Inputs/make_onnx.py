@@ -626,6 +626,15 @@ def case_if_shape(path):
                  inits, opset=17)
 
 
+def case_slice_to_constant(path):
+    """A slice of a symbolic dimension to a constant end (MiniMax's first
+    block of 4 tokens, x[:, :4]): min(seq, 4) elements, which meshc does not
+    keep symbolic."""
+    nodes = [helper.make_node("Slice", ["x", "zero", "four", "one"], ["y"], name="first_block")]
+    inits = [ints("zero", [0]), ints("four", [4]), ints("one", [1])]
+    return model(nodes, [f32("x", [2, "seq"])], [f32("y", None)], inits)
+
+
 def case_if_runtime(path):
     """An If on a condition computed from the data (any(x > 0)), which the
     import cannot decide: refused by name."""
