@@ -30,6 +30,17 @@ FailureOr<Value> reshapeTo(NodeContext &ctx, Value v, ArrayRef<int64_t> spec) {
   return failed(r) ? r : FailureOr<Value>(ctx.refineType(*r));
 }
 
+/// `v` transposed by `perm`; `v` itself for the identity.
+FailureOr<Value> transposeBy(NodeContext &ctx, Value v,
+                             ArrayRef<int64_t> perm) {
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return v;
+  return ctx.create<dfg::TransposeOp>(
+      dfg::transposeShape(shapeOf(v), perm),
+      cast<ShapedType>(v.getType()).getElementType(), v,
+      ctx.builder().getDenseI64ArrayAttr(perm));
+}
+
 /// The windows a convolution or a pooling reads, for a kernel of `kernel`
 /// positions per spatial axis of an input [batch, channels, spatial...]:
 /// the input padded with `fill` (pads, or auto_pad's SAME/VALID), and per
@@ -756,16 +767,8 @@ std::optional<LogicalResult> einsumAsProjection(NodeContext &ctx, StringRef lhs,
     if (!lhs.contains(c))
       freeW += c;
   Type element = cast<ShapedType>(a.getType()).getElementType();
-  OpBuilder &builder = ctx.builder();
-  auto transpose = [&](Value v, StringRef from,
-                       StringRef to) -> FailureOr<Value> {
-    SmallVector<int64_t> perm = permutation(from, to);
-    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
-      return v;
-    FailureOr<Value> t = ctx.create<dfg::TransposeOp>(
-        dfg::transposeShape(shapeOf(v), perm), element, v,
-        builder.getDenseI64ArrayAttr(perm));
-    return failed(t) ? t : FailureOr<Value>(ctx.refineType(*t));
+  auto transpose = [&](Value v, StringRef from, StringRef to) {
+    return transposeBy(ctx, v, permutation(from, to));
   };
   auto size = [&](StringRef letters) {
     int64_t product = 1;
@@ -908,12 +911,8 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
                          "than one letter is contracted");
     contracted *= size;
   }
-  auto transpose = [&](Value v, ArrayRef<int64_t> perm) -> FailureOr<Value> {
-    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
-      return v;
-    return ctx.create<dfg::TransposeOp>(dfg::transposeShape(shapeOf(v), perm),
-                                        element, v,
-                                        builder.getDenseI64ArrayAttr(perm));
+  auto transpose = [&](Value v, ArrayRef<int64_t> perm) {
+    return transposeBy(ctx, v, perm);
   };
   // Inserts unit dimensions at `axes` (result positions, increasing).
   auto units = [&](FailureOr<Value> v,

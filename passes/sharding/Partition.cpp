@@ -694,6 +694,12 @@ Value mergeJoinedReductions(Operation *op) {
   return merged.getResult();
 }
 
+/// Where mergeSummedReductions joins sum reductions into one.
+bool joinsReductions(Operation *op) {
+  return isa<dfg::AddOp, dfg::LayerNormOp, dfg::RmsNormOp, dfg::WhereOp,
+             dfg::ConcatOp>(op);
+}
+
 /// Two sum reductions that meet in an add (or a norm's fused residual) and
 /// nowhere else become one reduction of the added partial sums, which cross
 /// the wire once. The embeddings that GPT-2 and BERT sum (word, position,
@@ -701,8 +707,7 @@ Value mergeJoinedReductions(Operation *op) {
 void mergeSummedReductions(func::FuncOp func) {
   SmallVector<Operation *> sites;
   func.walk([&](Operation *op) {
-    if (isa<dfg::AddOp, dfg::LayerNormOp, dfg::RmsNormOp, dfg::WhereOp,
-            dfg::ConcatOp>(op))
+    if (joinsReductions(op))
       sites.push_back(op);
   });
   for (Operation *op : sites) {
@@ -811,29 +816,29 @@ void mergeSiblingReductions(func::FuncOp func) {
     // joined by a select), each through ops that keep partial sums, are
     // reduced once where they meet (mergeSummedReductions), with fewer
     // bytes than joined here.
+    Variance variance(func, reductions.front().getGridAxes());
     llvm::SmallPtrSet<Operation *, 16> reached;
     bool meet = false;
     for (shard::AllReduceOp reduce : reductions) {
-      Operation *op = reduce;
-      for (int step = 0; step < 8 && !meet && op->getNumResults() == 1 &&
-                         op->getResult(0).hasOneUse();
-           ++step) {
-        op = *op->getResult(0).getUsers().begin();
-        if (isa<dfg::AddOp, dfg::WhereOp, dfg::ConcatOp, dfg::LayerNormOp,
-                dfg::RmsNormOp>(op))
-          meet = !reached.insert(op).second;
-        if (!isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
-                 dfg::UnsqueezeOp, dfg::TransposeOp, dfg::ReduceSumOp,
-                 dfg::SliceOp, dfg::NegOp, dfg::MulOp, dfg::DivOp,
-                 dfg::ExpandOp, dfg::ScatterNDOp>(op))
+      Value partial = reduce.getResult();
+      for (int step = 0; step < 8 && !meet && partial.hasOneUse(); ++step) {
+        Operation *user = *partial.getUsers().begin();
+        if (joinsReductions(user))
+          meet = !reached.insert(user).second;
+        if (!keepsPartialSums(user, partial, variance))
           break;
+        partial = user->getResult(0);
       }
     }
     if (meet)
       continue;
-    llvm::sort(parts, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
+    // In program order, the parts and their reductions alike.
+    llvm::sort(reductions, [](shard::AllReduceOp x, shard::AllReduceOp y) {
+      return x.getInput().getDefiningOp()->isBeforeInBlock(
+          y.getInput().getDefiningOp());
     });
+    for (auto [p, reduce] : llvm::zip_equal(parts, reductions))
+      p = reduce.getInput().getDefiningOp();
     auto type = cast<RankedTensorType>(parts.front()->getResult(0).getType());
     int64_t rank = type.getRank(), width = 0;
     bool alike = true;
@@ -876,10 +881,6 @@ void mergeSiblingReductions(func::FuncOp func) {
     Value summed = shard::AllReduceOp::create(
         b, loc, joinedType, first.getGridAttr(), first.getGridAxesAttr(),
         joined, first.getReductionAttr());
-    llvm::sort(reductions, [](shard::AllReduceOp x, shard::AllReduceOp y) {
-      return x.getInput().getDefiningOp()->isBeforeInBlock(
-          y.getInput().getDefiningOp());
-    });
     int64_t start = 0;
     for (auto [p, reduce] : llvm::zip_equal(parts, reductions)) {
       int64_t n =
