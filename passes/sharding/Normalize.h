@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mlir::func {
 class FuncOp;
@@ -19,9 +20,14 @@ class FuncOp;
 namespace mlir {
 class Value;
 class Operation;
+class Location;
 } // namespace mlir
 
 namespace meshc {
+
+/// A location as a user reads it: an ONNX node's name where there is one
+/// (Plan.cpp).
+std::string describeLocation(mlir::Location loc);
 
 /// A weight, a constant, or a slice, reshape or transpose of one, or a
 /// concat of such (a weight padded with zeros, PadHeads.cpp): the same on
@@ -37,8 +43,8 @@ bool batchPositionalGathers(mlir::func::FuncOp func);
 
 /// Attention heads that tp does not divide, padded with zero-weight heads to
 /// a multiple of tp where every op they reach treats heads independently and
-/// they end in projections (PadHeads.cpp); each padded group is said in a
-/// note.
+/// they end in projections or go unused (PadHeads.cpp); each padded group is
+/// said in a note, and so is the op that stopped a group from being padded.
 void padUnevenHeads(mlir::func::FuncOp func, int64_t tp);
 
 /// The KV head count padUnevenHeads pads `kvHeads` to on `tp`: the least

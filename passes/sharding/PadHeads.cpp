@@ -32,7 +32,8 @@
 // (an attention left unraised), and follows the heads through the dataflow
 // in both directions:
 //   - through views that keep the head axis (reshapes splitting and merging
-//     [h, d] or [h, w], w the width of each head's packed q, k and v, as
+//     [h, d] or [h, w] with the leading dimensions kept, a -1 among them
+//     included, w the width of each head's packed q, k and v, as
 //     GPT-NeoX packs them; no-op reshapes, unsqueezes, broadcasts,
 //     transposes, and a repeat's merge of [kv, g] into the query heads),
 //     slices, splits and concats of other axes, elementwise ops, softmaxes
@@ -50,12 +51,16 @@
 //     presents), where the padding comes after the real heads: the type
 //     says the padded count, kPaddedAttr the model's, and the runtime pads
 //     such an input with zeros and drops the padding of such an output.
+// A group is padded when its heads end in such projections, or some go
+// unused (a cached attention whose output nothing reads: its presents are
+// still split); heads that only reach the function's results are not.
 // Anything else the heads reach (a reduction over the heads, a slice of
 // them, query heads padded within their groups at the boundary) leaves the
 // group as it was: the planner reports its attention replicated, as
-// before. A padded group is said in a note at its first projection. What a
-// padded head computes only needs to be finite: it meets zero rows of the
-// output projection.
+// before, and a note where the heads were found names the op that stopped
+// the padding. A padded group is said in a note at its first projection.
+// What a padded head computes only needs to be finite: it meets zero rows
+// of the output projection, or nothing.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
@@ -142,6 +147,22 @@ std::optional<int64_t> repeatMerge(dfg::ReshapeOp reshape) {
   return std::nullopt;
 }
 
+/// The static size an expand's target gives its result's axis `axis`
+/// (aligned at the end), else -1.
+int64_t expandTarget(Operation *op, int64_t axis) {
+  int64_t rank = shapeOf(op->getResult(0)).size();
+  if (auto expand = dyn_cast<dfg::ExpandOp>(op)) {
+    ArrayRef<int64_t> target = expand.getShape();
+    int64_t at = axis - (rank - int64_t(target.size()));
+    return at >= 0 ? target[at] : -1;
+  }
+  AffineMap map = cast<dfg::SymbolicExpandOp>(op).getShape();
+  int64_t at = axis - (rank - int64_t(map.getNumResults()));
+  auto c = at >= 0 ? dyn_cast<AffineConstantExpr>(map.getResult(at))
+                   : AffineConstantExpr();
+  return c ? c.getValue() : -1;
+}
+
 class HeadGroup {
 public:
   /// `groups` groups of `perGroup` heads of `headDim` features (the query
@@ -166,16 +187,28 @@ public:
       Mark m = marks_.lookup(v);
       if (Operation *def = v.getDefiningOp()) {
         if (!visit(def, v, m))
-          return false;
+          return stop(def);
       } else if (!boundary(m)) {
-        return false; // a function argument the runtime cannot pad
+        // A function argument the runtime cannot pad.
+        return stop(cast<BlockArgument>(v).getOwner()->getParentOp());
       }
+      if (v.use_empty())
+        unused_ = true;
       for (OpOperand &use : v.getUses())
         if (!visit(use.getOwner(), v, m))
-          return false;
+          return stop(use.getOwner());
     }
-    return !sinks_.empty() && !sources_.empty();
+    // The heads end in projections (the row-parallel sum tp splits), or
+    // some go unused (onnxruntime-genai's last attention of a model whose
+    // logits come from an earlier layer: only its presents are read).
+    // Heads that only reach the function's results gain nothing from
+    // padding: the planner would gather them there.
+    return !sources_.empty() && (!sinks_.empty() || unused_);
   }
+
+  /// Where grow stopped: the op whose use of the heads it does not see
+  /// through (null when it did not stop, or found no projection).
+  Operation *stoppedAt() const { return stoppedAt_; }
 
   /// The tensors reached (also when grow failed: tried once).
   llvm::SmallVector<Value> values() const {
@@ -275,6 +308,16 @@ public:
     note << " with zero weights so that tp splits them evenly ("
          << sources_.size() << " projection(s) in, " << sinks_.size()
          << " out; a padded head computes zeros)";
+  }
+
+  /// Says at `origin` that the group is not padded: its heads reach `at`,
+  /// which grow does not see through.
+  void explain(Operation *origin, Operation *at, int64_t tp) const {
+    origin->emitRemark() << h_ << " heads of " << d_
+                         << " features not padded for tp=" << tp
+                         << ": they reach '" << at->getName() << "' at "
+                         << describeLocation(at->getLoc())
+                         << ", which padding heads does not see through";
   }
 
 private:
@@ -533,11 +576,15 @@ private:
              mark(unsqueeze.getResult(), m.at(kept[m.axis]));
     }
     if (isa<dfg::ExpandOp, dfg::SymbolicExpandOp>(op)) {
-      // The heads are the input's (not a 1 broadcast): the same axis,
-      // aligned at the end.
+      // The heads are the input's: the same axis, aligned at the end. Or a
+      // 1 (or an absent axis) broadcast to the heads (XLM's mask expanded
+      // to the scores' [B, h, S, S]), where the target's count, which pad
+      // rewrites, must say them.
       int64_t shift = int64_t(shapeOf(op->getResult(0)).size()) -
                       int64_t(shapeOf(op->getOperand(0)).size());
       Mark in = isResult ? m.at(m.axis - shift) : m;
+      if (isResult && (in.axis < 0 || shapeOf(op->getOperand(0))[in.axis] == 1))
+        return expandTarget(op, m.axis) == size(m);
       return in.axis >= 0 && require(op, 0, in) &&
              mark(op->getResult(0), m.at(in.axis + shift));
     }
@@ -645,10 +692,17 @@ private:
     ArrayRef<int64_t> in = shapeOf(reshape.getInput());
     ArrayRef<int64_t> out = shapeOf(reshape.getResult());
     ArrayRef<int64_t> spec = reshape.getShape();
+    // The first n dimensions kept: copied (0), of equal static sizes, or
+    // one -1, which the others and the trailing dimensions (equal in
+    // count) then fix to the input's size ([0, -1, 5, 8] of [B, S, 40]).
     auto sameLeading = [&](size_t n) {
-      for (size_t i = 0; i < n; ++i)
+      int inferred = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (spec[i] == -1 && in[i] == out[i] && ++inferred == 1)
+          continue;
         if (spec[i] != 0 && (in[i] != out[i] || ShapedType::isDynamic(in[i])))
           return false;
+      }
       return true;
     };
     int64_t ri = in.size(), ro = out.size();
@@ -696,7 +750,14 @@ private:
     return std::nullopt;
   }
 
+  bool stop(Operation *op) {
+    stoppedAt_ = op;
+    return false;
+  }
+
   int64_t groups_, groupsPadded_, g_, gp_, d_, h_, padded_;
+  Operation *stoppedAt_ = nullptr;
+  bool unused_ = false;
   llvm::DenseMap<Value, Mark> marks_;
   SmallVector<Value> work_;
   llvm::DenseSet<std::pair<Operation *, Value>> visited_;
@@ -768,22 +829,34 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
   if (tp <= 1)
     return;
   llvm::DenseSet<Value> tried;
-  auto attempt = [&](HeadGroup &group, Value seed, Mark m) {
+  // `origin`: the op the heads were found at, where a group that cannot be
+  // padded is said (once for each op that stops groups). Heads found at a
+  // projection that stop at a dfg.attention are not: the attention's own
+  // group says why, or its heads need no padding (KV heads that divide tp,
+  // which the planner replicates).
+  llvm::DenseSet<Operation *> explained;
+  auto attempt = [&](HeadGroup &group, Value seed, Mark m, Operation *origin) {
     bool ok = group.grow(seed, m);
     for (Value v : group.values())
       tried.insert(v);
-    if (ok)
+    if (ok) {
       group.pad();
+      return;
+    }
+    Operation *at = group.stoppedAt();
+    if (at && !(isa<dfg::ReshapeOp>(origin) && isa<dfg::AttentionOp>(at)) &&
+        explained.insert(at).second)
+      group.explain(origin, at, tp);
   };
   // Query heads grouped over KV heads, from `seed` holding them at `m`,
   // where tp needs them padded.
   auto attemptGrouped = [&](int64_t heads, int64_t kvHeads, int64_t d,
-                            Value seed, Mark m) {
+                            Value seed, Mark m, Operation *origin) {
     auto padded = paddedGroups(heads, kvHeads, tp);
     if (!padded)
       return;
     HeadGroup group(kvHeads, padded->first, heads / kvHeads, padded->second, d);
-    attempt(group, seed, m);
+    attempt(group, seed, m, origin);
   };
   // Raised attention first: its key heads say how the query heads group.
   SmallVector<dfg::AttentionOp> attentions;
@@ -799,7 +872,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
       if (heads % tp == 0)
         continue;
       HeadGroup group(1, 1, heads, (heads + tp - 1) / tp * tp, d);
-      attempt(group, a.getQuery(), {1, Kind::Heads});
+      attempt(group, a.getQuery(), {1, Kind::Heads}, a);
       continue;
     }
     // GQA: each rank's query heads must belong to one KV head. KV heads
@@ -807,7 +880,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     // count that it does (3 on tp=2 to 4); with fewer than tp (each then
     // replicated on tp / kv ranks), each group pads to a multiple of
     // tp / kv.
-    attemptGrouped(heads, kvHeads, d, a.getQuery(), {1, Kind::Heads});
+    attemptGrouped(heads, kvHeads, d, a.getQuery(), {1, Kind::Heads}, a);
   }
   // Unraised GQA: the written-out repeats of the KV heads say how the query
   // heads group.
@@ -822,7 +895,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     int64_t kvHeads = in[a], heads = out[a], d = out.back();
     if (tried.contains(r.getResult()) || ShapedType::isDynamic(d))
       continue;
-    attemptGrouped(heads, kvHeads, d, r.getResult(), {a, Kind::Heads});
+    attemptGrouped(heads, kvHeads, d, r.getResult(), {a, Kind::Heads}, r);
   }
   // Then heads the exporter wrote out: reshapes of projections.
   SmallVector<dfg::ReshapeOp> seeds;
@@ -840,7 +913,7 @@ void padUnevenHeads(func::FuncOp func, int64_t tp) {
     auto [heads, d] = *split;
     HeadGroup group(1, 1, heads, (heads + tp - 1) / tp * tp, d);
     attempt(group, features,
-            {int64_t(shapeOf(features).size()) - 1, Kind::Features});
+            {int64_t(shapeOf(features).size()) - 1, Kind::Features}, seed);
   }
 }
 

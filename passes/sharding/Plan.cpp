@@ -90,6 +90,19 @@ using namespace mlir;
 
 namespace meshc {
 
+/// The first location of a fused one; a NameLoc's name; else as MLIR prints it.
+std::string describeLocation(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc);
+      fused && !fused.getLocations().empty())
+    return describeLocation(fused.getLocations().front());
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << loc;
+  return text;
+}
+
 bool isSource(Value v) {
   Operation *def = v.getDefiningOp();
   if (def && isa<dfg::SliceOp, dfg::ReshapeOp, dfg::TransposeOp>(def))
@@ -1131,18 +1144,7 @@ private:
       }
   }
 
-  /// A location as a user reads it: an ONNX node's name where there is one.
-  static std::string describe(Location loc) {
-    if (auto fused = dyn_cast<FusedLoc>(loc);
-        fused && !fused.getLocations().empty())
-      return describe(fused.getLocations().front());
-    if (auto name = dyn_cast<NameLoc>(loc))
-      return name.getName().str();
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << loc;
-    return text;
-  }
+  static std::string describe(Location loc) { return describeLocation(loc); }
 
   TensorSharding &stateOf(Value v) {
     auto [it, inserted] = state_.try_emplace(v);

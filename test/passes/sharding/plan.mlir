@@ -754,6 +754,38 @@ func.func @uneven_unraised_heads(%x: tensor<1x4x20xf32>) -> tensor<1x4x20xf32> {
 
 // -----
 
+// A mask expanded to the scores' [B, h, S, S] before it is added (XLM and
+// FlauBERT: `mask.view(b, 1, 1, k).expand_as(scores)`): its target's head
+// count is padded with the heads (5 to 6 on tp=2), the mask broadcast to the
+// padded head too.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @uneven_heads_expanded_mask
+func.func @uneven_heads_expanded_mask(%x: tensor<1x4x20xf32>, %mask: tensor<1x4xf32>) -> tensor<1x4x20xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1600, length = 1600] : tensor<20x20xf32>
+  // expected-remark @+1 {{5 heads of 4 features, which tp does not divide, padded to 6}}
+  %q0 = dfg.matmul %x, %wq : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %kt = dfg.transpose %q1 perm = [0, 2, 3, 1] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %m1 = dfg.reshape %mask to [1, 1, 1, 4] : (tensor<1x4xf32>) -> tensor<1x1x1x4xf32>
+  // CHECK: dfg.expand {{.*}} shape = [1, 6, 4, 4] {{.*}}-> tensor<1x6x4x4xf32>
+  %m2 = dfg.expand %m1 shape = [1, 5, 4, 4] : (tensor<1x1x1x4xf32>) -> tensor<1x5x4x4xf32>
+  // CHECK: dfg.add {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %sb = dfg.add %s, %m2 : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %p = dfg.softmax %sb axis = -1 : (tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %o = dfg.matmul %p, %q : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x5x4x4xf32>) -> tensor<1x4x5x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 20] : (tensor<1x4x5x4xf32>) -> tensor<1x4x20xf32>
+  // CHECK: dfg.matmul {{.*}} : (tensor<1x4x24xf32>, tensor<24x20xf32>) -> tensor<1x4x20xf32>
+  %y = dfg.matmul %o2, %wo : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
+  return %y : tensor<1x4x20xf32>
+}
+}
+
+// -----
+
 // Near misses stay as they were, replicated and reported: heads that reach
 // a function result (a KV cache's present), and a norm over all heads'
 // features (a padded zero would change its mean). The query projection's
@@ -781,6 +813,8 @@ func.func @uneven_heads_returned(%x: tensor<1x4x20xf32>) -> (tensor<1x4x20xf32>,
   %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x20xf32>, tensor<20x20xf32>) -> tensor<1x4x20xf32>
   %k1 = dfg.reshape %k0 to [1, 4, 5, 4] : (tensor<1x4x20xf32>) -> tensor<1x4x5x4xf32>
   %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x5x4xf32>) -> tensor<1x5x4x4xf32>
+  // The reason, where padding stopped:
+  // expected-remark-re @+2 {{5 heads of 4 features not padded for tp=2: they reach 'dfg.rms_norm' at {{.*}}, which padding heads does not see through}}
   // expected-warning @+1 {{dfg.attention has 5 heads, which tp=2 does not divide: this attention is replicated on tp}}
   %o = dfg.attention %q, %k, %k scale = 0.5 causal = true : (tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> tensor<1x5x4x4xf32>
   %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x5x4x4xf32>) -> tensor<1x4x5x4xf32>
@@ -991,9 +1025,60 @@ func.func @uneven_grouped_heads_returned(%x: tensor<2x4x24xf32>, %k: tensor<2x2x
   %q1 = dfg.reshape %q0 to [2, 4, 6, 4] : (tensor<2x4x24xf32>) -> tensor<2x4x6x4xf32>
   %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<2x4x6x4xf32>) -> tensor<2x6x4x4xf32>
   // CHECK: dfg.attention {{.*}} : (tensor<2x6x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x6x4x4xf32>
+  // expected-remark-re @+2 {{6 heads of 4 features not padded for tp=4: they reach 'func.return' at {{.*}}, which padding heads does not see through}}
   // expected-warning @+1 {{dfg.attention has 6 heads, which tp=4 does not divide: this attention is replicated on tp}}
   %o = dfg.attention %q, %k, %k scale = 0.5 causal = true : (tensor<2x6x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x6x4x4xf32>
   return %o : tensor<2x6x4x4xf32>
+}
+}
+
+// -----
+
+// A cached attention whose output nothing reads (onnxruntime-genai's last
+// layer of a model whose logits come from an earlier one; only its presents
+// are returned): its 5 heads on tp=2 are padded to 6 though no projection
+// reads them (0 out), the cache with them, and split.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @unread_heads_padded
+// CHECK-SAME: -> (tensor<1x6x5x4xf32> {meshc.padded = array<i64: 1, 5>, meshc.sharding = #shard<axisarray{{\[\[}}], [0], [], []]>}
+func.func @unread_heads_padded(%x: tensor<1x1x20xf32>, %pk: tensor<1x5x4x4xf32>, %pv: tensor<1x5x4x4xf32>) -> (tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>) {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1600, length = 1600] : tensor<20x20xf32>
+  // expected-remark @+1 {{5 heads of 4 features, which tp does not divide, padded to 6 with zero weights so that tp splits them evenly (2 projection(s) in, 0 out; a padded head computes zeros)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x1x20xf32>, tensor<20x20xf32>) -> tensor<1x1x20xf32>
+  %q1 = dfg.reshape %q0 to [0, 0, 5, 4] : (tensor<1x1x20xf32>) -> tensor<1x1x5x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x1x5x4xf32>) -> tensor<1x5x1x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x1x20xf32>, tensor<20x20xf32>) -> tensor<1x1x20xf32>
+  %k1 = dfg.reshape %k0 to [0, 0, 5, 4] : (tensor<1x1x20xf32>) -> tensor<1x1x5x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x1x5x4xf32>) -> tensor<1x5x1x4xf32>
+  // CHECK: dfg.attention {{.*}} : (tensor<1x6x1x4xf32>, tensor<1x6x1x4xf32>, tensor<1x6x1x4xf32>, tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>) -> (tensor<1x6x1x4xf32>, tensor<1x6x5x4xf32>, tensor<1x6x5x4xf32>)
+  %o:3 = dfg.attention %q, %k, %k past(%pk, %pv) scale = 0.5 causal = true : (tensor<1x5x1x4xf32>, tensor<1x5x1x4xf32>, tensor<1x5x1x4xf32>, tensor<1x5x4x4xf32>, tensor<1x5x4x4xf32>) -> (tensor<1x5x1x4xf32>, tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>)
+  return %o#1, %o#2 : tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>
+}
+}
+
+// -----
+
+// Heads viewed with a -1 for the sequence (`view(b, -1, heads, d)`, as
+// YOSO and CANINE write it): the other dimensions fix the -1 to the
+// sequence, so the view splits the features into heads as [0, 0, 5, 4]
+// would, and the 5 heads are padded to 6 on tp=2.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @heads_view_inferred
+func.func @heads_view_inferred(%x: tensor<2x4x20xf32>) -> tensor<2x4x20xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1600] : tensor<20x20xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1600, length = 1600] : tensor<20x20xf32>
+  // expected-remark @+1 {{5 heads of 4 features, which tp does not divide, padded to 6 with zero weights so that tp splits them evenly (1 projection(s) in, 1 out; a padded head computes zeros)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<2x4x20xf32>, tensor<20x20xf32>) -> tensor<2x4x20xf32>
+  // CHECK: dfg.reshape {{.*}} to [0, -1, 6, 4] {{.*}} -> tensor<2x4x6x4xf32>
+  %q1 = dfg.reshape %q0 to [0, -1, 5, 4] : (tensor<2x4x20xf32>) -> tensor<2x4x5x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<2x4x5x4xf32>) -> tensor<2x5x4x4xf32>
+  %o = dfg.attention %q, %q, %q scale = 0.5 causal = false : (tensor<2x5x4x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4x4xf32>) -> tensor<2x5x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<2x5x4x4xf32>) -> tensor<2x4x5x4xf32>
+  %o2 = dfg.reshape %o1 to [2, -1, 20] : (tensor<2x4x5x4xf32>) -> tensor<2x4x20xf32>
+  // CHECK: dfg.linear {{.*}} : (tensor<2x4x24xf32>, tensor<24x20xf32>) -> tensor<2x4x20xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<2x4x20xf32>, tensor<20x20xf32>) -> tensor<2x4x20xf32>
+  return %y : tensor<2x4x20xf32>
 }
 }
 
