@@ -317,6 +317,11 @@ def config_for(arch):
                                                  if k not in ("num_attention_heads",
                                                               "attention_probs_dropout_prob")}), \
             tf.FNetModel
+    if arch == "flaubert":  # XLM's attention: the mask expanded to the scores' heads
+        return tf.FlaubertConfig(vocab_size=VOCAB, emb_dim=40, n_layers=2, n_heads=5,
+                                 max_position_embeddings=64, dropout=0.0,
+                                 attention_dropout=0.0, pad_token_id=1, layerdrop=0.0), \
+            tf.FlaubertModel
     if arch == "roberta":  # positions counted from the padding id
         return tf.RobertaConfig(pad_token_id=1, **enc), tf.RobertaModel
     if arch == "albert":  # factorised embeddings, one layer's weights shared
@@ -353,12 +358,12 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
         "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer",
-        "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet"]
+        "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet", "flaubert"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-            "nystromformer", "yoso", "fnet"}
-NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet"}
+            "nystromformer", "yoso", "fnet", "flaubert"}
+NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
