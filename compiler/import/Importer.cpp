@@ -525,7 +525,21 @@ LogicalResult Importer::importInitializers() {
       // A one-element initializer is a scalar of the computation (epsilon,
       // 1/sqrt(d), a mask fill value), not a weight: it becomes a literal,
       // so that passes can read it.
-      if (type->getNumElements() == 1) {
+      // Integers are read as they are (the evaluator's doubles would round
+      // INT64_MAX, exporters' "to the end").
+      Type element = type->getElementType();
+      if (type->getNumElements() == 1 &&
+          (element.isInteger(64) || element.isInteger(32))) {
+        FailureOr<SmallVector<int64_t>> ints =
+            readWeightInts(weight, model_.folder(), loc);
+        if (failed(ints))
+          return failure();
+        APInt v(element.getIntOrFloatBitWidth(), ints->front(),
+                /*isSigned=*/true, /*implicitTrunc=*/true);
+        value = dfg::ConstantOp::create(builder_, loc,
+                                        DenseElementsAttr::get(*type, v));
+        weight->erase();
+      } else if (type->getNumElements() == 1) {
         auto scalar = dfg::evaluateOp(weight, {}, model_.folder());
         if (failed(scalar))
           return failure();

@@ -17,8 +17,9 @@ namespace meshc::dfg {
 /// weight (shape data, read from `weightsDir`; never with an empty one) and
 /// every result is a static tensor of at most ConstantOp's element limit,
 /// and every integer involved is exact in a double (below 2^53; exporters'
-/// INT64_MAX sentinels are not). Ops on float weights are never folded, so
-/// weight data never enters the IR.
+/// INT64_MAX sentinels are not). Views, concats and casts of integer
+/// literals are folded on their integers instead, exact for any value. Ops
+/// on float weights are never folded, so weight data never enters the IR.
 ///
 /// Returns the `dfg.constant` values (created with `builder` before `op`)
 /// that replace `op`'s results, an empty vector when `op` does not qualify,

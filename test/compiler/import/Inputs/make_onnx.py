@@ -590,6 +590,37 @@ def case_einsum_forms(path):
                  [f32("proj", None), f32("alone", None), f32("down_f", None)], inits, opset=17)
 
 
+def case_int_max_bounds(path):
+    """Slice bounds as torch.onnx 2.6's dynamo exporter writes them, not
+    folded: Reshape(Cast(Constant), [-1]), "to the end" as INT64_MAX; and a
+    Concat of integer constants holding INT64_MAX and an int32 one cast up.
+    meshc folds them on their integers, exactly."""
+    big = np.iinfo(np.int64).max
+
+    def const(name, value, dtype=np.int64):
+        return helper.make_node("Constant", [], [name], name=name,
+                                value=numpy_helper.from_array(np.array(value, dtype), name))
+
+    nodes = [
+        const("zero", 0), const("end", big), const("one", 1), const("flat", [-1]),
+        helper.make_node("Cast", ["zero"], ["zero_c"], to=TensorProto.INT64, name="zero_c"),
+        helper.make_node("Reshape", ["zero_c", "flat"], ["starts"], name="starts"),
+        helper.make_node("Cast", ["end"], ["end_c"], to=TensorProto.INT64, name="end_c"),
+        helper.make_node("Reshape", ["end_c", "flat"], ["ends"], name="ends"),
+        helper.make_node("Reshape", ["one", "flat"], ["axes"], name="axes"),
+        helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["to_end"], name="to_end"),
+        const("from2", [2]), const("end32", [5], np.int32),
+        helper.make_node("Cast", ["end32"], ["end64"], to=TensorProto.INT64, name="end64"),
+        helper.make_node("Concat", ["starts", "from2"], ["starts2"], axis=0, name="starts2"),
+        helper.make_node("Unsqueeze", ["end_c", "zero_axes"], ["end_1"], name="end_1"),
+        helper.make_node("Concat", ["end_1", "end64"], ["ends2"], axis=0, name="ends2"),
+        helper.make_node("Slice", ["x", "starts2", "ends2", "axes2"], ["window"], name="window"),
+    ]
+    inits = [ints("zero_axes", [0]), ints("axes2", [1, 0])]
+    return model(nodes, [f32("x", [6, "seq"])], [f32("to_end", None), f32("window", None)],
+                 inits, opset=18)
+
+
 def case_if_shape(path):
     """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
     a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
