@@ -225,6 +225,7 @@ TEST(DimBoundsTest, BoundsCarriedThroughQuotientsAndRemainders) {
   MLIRContext ctx;
   DimTable table(&ctx);
   AffineExpr s = table.symbol("seq"), b = table.symbol("batch");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
   // A pad up to a multiple of 4 and the padded length's chunk count.
   DimBounds pad = boundsOf((-s) % 4);
   EXPECT_EQ(pad.least, 0);
@@ -243,6 +244,21 @@ TEST(DimBoundsTest, BoundsCarriedThroughQuotientsAndRemainders) {
   auto upTo8 = [&](unsigned) { return DimBounds{1, 8}; };
   EXPECT_EQ(boundsOf((-s) % 4 + s, upTo8).most, 11);
   EXPECT_EQ(boundsOf(b * s, upTo8).most, 64);
+  // A size divided by a symbol (an export traced at one length reshapes
+  // [b, 5, 64] to [b, seq, 320 floordiv seq]): largest at seq = 1, least at
+  // the largest seq; its half too, and rounded up; a remainder below both.
+  DimBounds per = boundsOf(c(320).floorDiv(s), upTo8);
+  EXPECT_EQ(per.most, 320);
+  EXPECT_EQ(per.least, 40);
+  EXPECT_EQ(boundsOf(c(320).floorDiv(s).floorDiv(2), upTo8).most, 160);
+  EXPECT_EQ(boundsOf(c(320).floorDiv(s)).least, 0);
+  DimBounds up = boundsOf(c(20).ceilDiv(s), upTo8);
+  EXPECT_EQ(up.most, 20);
+  EXPECT_EQ(up.least, 3);
+  EXPECT_EQ(boundsOf(c(6) % s, upTo8).most, 6);
+  EXPECT_EQ(boundsOf(c(100) % s, upTo8).most, 7);
+  // A dividend that may be negative has no bound by a symbol.
+  EXPECT_FALSE(boundsOf((c(3) - s).floorDiv(b), upTo8).most);
 }
 
 } // namespace

@@ -512,20 +512,38 @@ DimBounds boundsOf(AffineExpr e,
   case AffineExprKind::Mod:
     if (Bound d = divisor())
       return {0, *d - 1};
+    // By a symbolic divisor of at least 1: below it, and within a
+    // dividend of at least 0.
+    if (r.least && *r.least >= 1) {
+      Bound most = r.most ? Bound(*r.most - 1) : std::nullopt;
+      if (l.least && *l.least >= 0 && l.most)
+        most = most ? std::min(*most, *l.most) : *l.most;
+      return {0, most};
+    }
     return {};
   case AffineExprKind::FloorDiv:
     if (Bound d = divisor())
       return {floorDiv(l.least, *d), floorDiv(l.most, *d)};
+    // A dividend of at least 0 by a symbolic divisor of at least 1 (a
+    // size divided by a sequence length, as an export traced at one length
+    // writes `320 floordiv seq`): largest at the least divisor, least at
+    // the largest.
+    if (l.least && *l.least >= 0 && r.least && *r.least >= 1)
+      return {r.most ? floorDiv(l.least, *r.most) : Bound(0),
+              floorDiv(l.most, *r.least)};
     return {};
-  case AffineExprKind::CeilDiv:
-    if (Bound d = divisor()) {
-      auto ceilDiv = [&](Bound v) -> Bound {
-        Bound down = floorDiv(v ? Bound(-*v) : std::nullopt, *d);
-        return down ? Bound(-*down) : std::nullopt;
-      };
-      return {ceilDiv(l.least), ceilDiv(l.most)};
-    }
+  case AffineExprKind::CeilDiv: {
+    auto ceilDivBy = [&](Bound v, int64_t d) -> Bound {
+      Bound down = floorDiv(v ? Bound(-*v) : std::nullopt, d);
+      return down ? Bound(-*down) : std::nullopt;
+    };
+    if (Bound d = divisor())
+      return {ceilDivBy(l.least, *d), ceilDivBy(l.most, *d)};
+    if (l.least && *l.least >= 0 && r.least && *r.least >= 1)
+      return {r.most ? ceilDivBy(l.least, *r.most) : Bound(*l.least > 0),
+              l.most ? ceilDivBy(l.most, *r.least) : std::nullopt};
     return {};
+  }
   default:
     return {};
   }

@@ -112,8 +112,10 @@ broadcastDims(llvm::ArrayRef<llvm::ArrayRef<mlir::AffineExpr>> all,
 /// when each symbol is at least 1 (executables refuse a size of 0), by
 /// bounds carried through sums, products (by a constant, or of two factors
 /// of at least 0), floor and ceil quotients and remainders by positive
-/// constants; nullopt where unbounded or unknown. `(-S) mod 4` lies in
-/// [0, 3]; the round-up `-((-S) floordiv 4)` is at least 1.
+/// constants, and of dividends of at least 0 by symbolic divisors of at
+/// least 1; nullopt where unbounded or unknown. `(-S) mod 4` lies in
+/// [0, 3]; the round-up `-((-S) floordiv 4)` is at least 1; `320 floordiv S`
+/// is at most 320.
 struct DimBounds {
   std::optional<int64_t> least, most;
 };
