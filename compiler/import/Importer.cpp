@@ -73,6 +73,9 @@ public:
   /// (NodeContext::requireDimAtLeast).
   DimSizes &minimums() { return minimums_; }
   dfg::SymbolicShapes &shapes() { return shapes_; }
+  /// ONNX sequence values (SplitToSequence's, SequenceConstruct's) by name:
+  /// their tensors, which sequence ops read at compile time.
+  StringMap<SmallVector<Value>> &sequences() { return sequences_; }
 
   /// The integer values of a constant dfg value (dfg.constant, or a small
   /// dfg.weight whose bytes are read from its file).
@@ -119,6 +122,8 @@ private:
   Location fileLoc_;
   /// ONNX value name -> dfg value.
   StringMap<Value> values_;
+  /// ONNX sequence name -> its tensors.
+  StringMap<SmallVector<Value>> sequences_;
   /// Names some node or graph output reads.
   llvm::StringSet<> consumed_;
   /// The graph's nodes with model-local function calls inlined.
@@ -407,6 +412,24 @@ FailureOr<Value> NodeContext::mergeHeads(Value v) {
 
 LogicalResult NodeContext::setResults(ArrayRef<Value> values) {
   results_.assign(values.begin(), values.end());
+  return success();
+}
+
+FailureOr<SmallVector<Value>> NodeContext::sequenceInput(unsigned i) {
+  if (i >= static_cast<unsigned>(node_.input_size()) || node_.input(i).empty())
+    return error("input #" + std::to_string(i) + " (a sequence) is missing");
+  auto found = importer_.sequences().find(node_.input(i));
+  if (found == importer_.sequences().end())
+    return error("input #" + std::to_string(i) + " ('" + node_.input(i) +
+                 "') is not a sequence meshc knows the tensors of (a "
+                 "SplitToSequence's or SequenceConstruct's output)");
+  return found->second;
+}
+
+LogicalResult NodeContext::setSequenceResult(ArrayRef<Value> values) {
+  if (node_.output_size() < 1 || node_.output(0).empty())
+    return error("the node has no output for its sequence");
+  importer_.sequences()[node_.output(0)].assign(values.begin(), values.end());
   return success();
 }
 
@@ -815,6 +838,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
       continue;
     if (i < results.size() && results[i]) {
       values_[name] = results[i];
+    } else if (sequences_.contains(name)) {
+      continue; // a sequence, read by the sequence ops
     } else if (consumed_.contains(name)) {
       return emitError(loc) << "output #" << i << " ('" << name
                             << "') is used, but meshc does not produce it";

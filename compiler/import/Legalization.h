@@ -177,6 +177,12 @@ public:
   mlir::LogicalResult setResults(llvm::ArrayRef<mlir::Value> values);
   llvm::ArrayRef<mlir::Value> results() const { return results_; }
 
+  /// ONNX sequences, held at compile time as their tensors: those of the
+  /// sequence input `i` names (reports an error if it names none), and
+  /// binding output 0 to a sequence of `values`.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> sequenceInput(unsigned i);
+  mlir::LogicalResult setSequenceResult(llvm::ArrayRef<mlir::Value> values);
+
 private:
   Importer &importer_;
   const onnx::NodeProto &node_;

@@ -512,6 +512,153 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
   return ctx.setResults(results);
 }
 
+/// SplitToSequence(x, split?) axis keepdims: the parts as a sequence (held
+/// at compile time as the dfg.split's results). `split` is a scalar (parts
+/// of that size, the last one smaller) or the sizes; without it, parts of 1,
+/// the axis dropped unless keepdims. torch.onnx 2.6's dynamo exporter
+/// writes `torch.split` so, read by SequenceAt.
+LogicalResult legalizeSplitToSequence(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  int64_t axis = ctx.attrInt("axis", 0);
+  auto normalized = dfg::normalizeAxes({axis}, in.getRank());
+  if (!normalized)
+    return ctx.error(llvm::toString(normalized.takeError()));
+  axis = normalized->front();
+  int64_t dim = in.getDimSize(axis);
+  SmallVector<int64_t> sizes;
+  bool scalar = ctx.input(1) && ctx.inputType(1).getRank() == 0;
+  if (ctx.input(1) && !scalar) {
+    auto given = ctx.constantInts(1, "split");
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else {
+    int64_t piece = 1;
+    if (scalar) {
+      auto given = ctx.constantInts(1, "split");
+      if (failed(given))
+        return failure();
+      piece = given->front();
+    }
+    if (ShapedType::isDynamic(dim))
+      return ctx.error("SplitToSequence of dynamic dimension " +
+                       std::to_string(axis) +
+                       " into parts of one size: how many is known only at "
+                       "run time");
+    if (piece <= 0)
+      return ctx.error("split size " + std::to_string(piece) +
+                       " is not positive");
+    for (int64_t at = 0; at < dim; at += piece)
+      sizes.push_back(std::min(piece, dim - at));
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0)
+      return ctx.error("split size " + std::to_string(size) + " is negative");
+    total += size;
+  }
+  if (sizes.empty() || (!ShapedType::isDynamic(dim) && total != dim))
+    return ctx.error("split sizes add up to " + std::to_string(total) +
+                     " but dimension " + std::to_string(axis) + " is " +
+                     std::to_string(dim));
+  OpBuilder &b = ctx.builder();
+  auto split = dfg::SplitOp::create(b, ctx.loc(), ctx.input(0), axis,
+                                    b.getDenseI64ArrayAttr(sizes));
+  SmallVector<Value> parts(split.getResults());
+  if (!ctx.input(1) && ctx.attrInt("keepdims", 1) == 0)
+    for (Value &part : parts) {
+      FailureOr<Value> squeezed = ctx.create<dfg::SqueezeOp>(
+          dfg::squeezeShape(shapeOf(part), {axis}), in.getElementType(), part,
+          b.getDenseI64ArrayAttr({axis}));
+      if (failed(squeezed))
+        return failure();
+      part = *squeezed;
+    }
+  return ctx.setSequenceResult(parts);
+}
+
+/// SequenceConstruct(x0, ..., xn): the inputs as a sequence.
+LogicalResult legalizeSequenceConstruct(NodeContext &ctx) {
+  if (failed(ctx.requireAllInputs()))
+    return failure();
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i)
+    values.push_back(ctx.input(i));
+  return ctx.setSequenceResult(values);
+}
+
+/// SequenceAt(seq, position): the tensor at a constant position (negative
+/// counts from the end).
+LogicalResult legalizeSequenceAt(NodeContext &ctx) {
+  FailureOr<SmallVector<Value>> seq = ctx.sequenceInput(0);
+  if (failed(seq))
+    return failure();
+  auto position = ctx.constantInts(1, "position");
+  if (failed(position))
+    return failure();
+  int64_t n = seq->size(), at = position->front();
+  if (position->size() != 1 || at < -n || at >= n)
+    return ctx.error("position " + std::to_string(at) +
+                     " is outside the sequence of " + std::to_string(n) +
+                     " tensors");
+  return ctx.setResults((*seq)[at < 0 ? at + n : at]);
+}
+
+/// SequenceLength(seq): its length, an i64 scalar.
+LogicalResult legalizeSequenceLength(NodeContext &ctx) {
+  FailureOr<SmallVector<Value>> seq = ctx.sequenceInput(0);
+  if (failed(seq))
+    return failure();
+  auto type = RankedTensorType::get({}, ctx.builder().getI64Type());
+  return ctx.setResults(
+      dfg::ConstantOp::create(
+          ctx.builder(), ctx.loc(),
+          DenseElementsAttr::get(type, static_cast<int64_t>(seq->size())))
+          .getResult());
+}
+
+/// ConcatFromSequence(seq) axis new_axis: the tensors joined along `axis`,
+/// or stacked along a new one.
+LogicalResult legalizeConcatFromSequence(NodeContext &ctx) {
+  FailureOr<SmallVector<Value>> seq = ctx.sequenceInput(0);
+  if (failed(seq))
+    return failure();
+  if (!ctx.attr("axis"))
+    return ctx.error("ConcatFromSequence without the required 'axis' "
+                     "attribute");
+  int64_t axis = ctx.attrInt("axis", 0);
+  bool stack = ctx.attrInt("new_axis", 0) != 0;
+  Type element =
+      cast<RankedTensorType>(seq->front().getType()).getElementType();
+  SmallVector<Value> parts;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : *seq) {
+    if (cast<RankedTensorType>(v.getType()).getElementType() != element)
+      return ctx.error("the sequence's tensors have different element types");
+    if (stack) {
+      int64_t rank = shapeOf(v).size() + 1;
+      int64_t at = axis < 0 ? axis + rank : axis;
+      if (at < 0 || at >= rank)
+        return ctx.error("axis " + std::to_string(axis) +
+                         " is outside a stacked rank of " +
+                         std::to_string(rank));
+      FailureOr<Value> unsqueezed = ctx.create<dfg::UnsqueezeOp>(
+          dfg::unsqueezeShape(shapeOf(v), {at}), element, v,
+          ctx.builder().getDenseI64ArrayAttr({at}));
+      if (failed(unsqueezed))
+        return failure();
+      v = *unsqueezed;
+    }
+    parts.push_back(v);
+  }
+  for (Value v : parts)
+    shapes.push_back(shapeOf(v));
+  return ctx.emit<dfg::ConcatOp>(dfg::concatShape(shapes, axis), element, parts,
+                                 axis);
+}
+
 /// Expand to a shape computed from symbolic dimensions: an entry equal to
 /// the input's aligned dimension becomes 1 (which keeps it); if no symbolic
 /// entry is left, dfg.expand, else dfg.symbolic_expand.
@@ -1107,6 +1254,11 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "Slice", 13, legalizeSlice);
   table.add("", "Split", 13, legalizeSplit);
   table.add("", "Split", 18, legalizeSplit); // + num_outputs
+  table.add("", "SplitToSequence", 11, legalizeSplitToSequence);
+  table.add("", "SequenceConstruct", 11, legalizeSequenceConstruct);
+  table.add("", "SequenceAt", 11, legalizeSequenceAt);
+  table.add("", "SequenceLength", 11, legalizeSequenceLength);
+  table.add("", "ConcatFromSequence", 11, legalizeConcatFromSequence);
   table.add("", "Expand", 13, legalizeExpand);
   table.add("", "Tile", 13, legalizeTile);
   table.add("", "ScatterND", 13, legalizeScatterND);

@@ -317,6 +317,9 @@ def config_for(arch):
                                                  if k not in ("num_attention_heads",
                                                               "attention_probs_dropout_prob")}), \
             tf.FNetModel
+    if arch == "xlstm":  # mLSTM blocks: exponential gates, soft caps, no attention
+        return tf.xLSTMConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                              num_heads=4, pad_token_id=0), tf.xLSTMForCausalLM
     if arch == "flaubert":  # XLM's attention: the mask expanded to the scores' heads
         return tf.FlaubertConfig(vocab_size=VOCAB, emb_dim=40, n_layers=2, n_heads=5,
                                  max_position_embeddings=64, dropout=0.0,
@@ -358,7 +361,8 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "phimoe", "xglm", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
         "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer",
-        "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet", "flaubert"]
+        "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet", "flaubert",
+        "xlstm"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",

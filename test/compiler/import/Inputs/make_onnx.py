@@ -621,6 +621,43 @@ def case_int_max_bounds(path):
                  inits, opset=18)
 
 
+def case_sequences(path):
+    """Sequences held at compile time: torch.split as torch.onnx 2.6's
+    dynamo exporter writes it (SplitToSequence by a scalar size, read by
+    SequenceAt, one position negative), a split into parts of one with the
+    axis dropped (keepdims=0), SequenceLength, and SequenceConstruct joined
+    by ConcatFromSequence along an axis and stacked along a new one."""
+    nodes = [
+        helper.make_node("SplitToSequence", ["x", "four"], ["parts"], axis=2, name="split"),
+        helper.make_node("SequenceAt", ["parts", "zero"], ["q"], name="q"),
+        helper.make_node("SequenceAt", ["parts", "minus_one"], ["v"], name="v"),
+        helper.make_node("SplitToSequence", ["y"], ["rows"], axis=0, keepdims=0, name="rows"),
+        helper.make_node("SequenceAt", ["rows", "one"], ["row1"], name="row1"),
+        helper.make_node("SequenceLength", ["parts"], ["count"], name="count"),
+        helper.make_node("SequenceConstruct", ["q", "v"], ["pair"], name="pair"),
+        helper.make_node("ConcatFromSequence", ["pair"], ["joined"], axis=-1, name="joined"),
+        helper.make_node("SequenceAt", ["parts", "one"], ["k"], name="k"),
+        helper.make_node("SequenceConstruct", ["q", "k"], ["same"], name="same"),
+        helper.make_node("ConcatFromSequence", ["same"], ["stacked"], axis=1, new_axis=1,
+                         name="stacked"),
+    ]
+    inits = [numpy_helper.from_array(np.array(4, np.int64), "four"), ints("zero", 0),
+             ints("minus_one", -1), ints("one", 1)]
+    return model(nodes, [f32("x", ["batch", "seq", 10]), f32("y", [3, "seq"])],
+                 [f32("q", None), f32("v", None), f32("row1", None),
+                  helper.make_tensor_value_info("count", TensorProto.INT64, None),
+                  f32("joined", None), f32("stacked", None)], inits, opset=17)
+
+
+def case_sequence_dynamic_split(path):
+    """SplitToSequence of a symbolic dimension into parts of one size: how
+    many parts there are is known only at run time."""
+    nodes = [helper.make_node("SplitToSequence", ["x", "two"], ["parts"], axis=1, name="split"),
+             helper.make_node("SequenceAt", ["parts", "zero"], ["y"], name="first")]
+    inits = [numpy_helper.from_array(np.array(2, np.int64), "two"), ints("zero", 0)]
+    return model(nodes, [f32("x", [2, "seq"])], [f32("y", None)], inits, opset=17)
+
+
 def case_if_shape(path):
     """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
     a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
