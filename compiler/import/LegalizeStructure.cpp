@@ -447,34 +447,53 @@ LogicalResult legalizeSlice(NodeContext &ctx) {
       b.getDenseI64ArrayAttr(steps));
 }
 
+/// The split input 0's `axis` attribute names, normalised (reported at the
+/// node when out of range).
+FailureOr<int64_t> splitAxis(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  auto normalized =
+      dfg::normalizeAxes({ctx.attrInt("axis", 0)}, ctx.inputType(0).getRank());
+  if (!normalized)
+    return ctx.error(llvm::toString(normalized.takeError()));
+  return normalized->front();
+}
+
+/// The sizes of input 1 (`split`): none negative, and adding up to `dim`
+/// (dimension `axis`) where it is static.
+FailureOr<SmallVector<int64_t>> splitSizes(NodeContext &ctx, int64_t dim,
+                                           int64_t axis) {
+  auto sizes = ctx.constantInts(1, "split");
+  if (failed(sizes))
+    return failure();
+  int64_t total = 0;
+  for (int64_t size : *sizes) {
+    if (size < 0)
+      return ctx.error("split size " + std::to_string(size) + " is negative");
+    total += size;
+  }
+  if (!ShapedType::isDynamic(dim) && total != dim)
+    return ctx.error("split sizes add up to " + std::to_string(total) +
+                     " but dimension " + std::to_string(axis) + " is " +
+                     std::to_string(dim));
+  return sizes;
+}
+
 /// Split(x, split?) -> dfg.split. Without `split`, Split-13 cuts into equal
 /// pieces, one per output; Split-18 cuts into `num_outputs` pieces of
 /// ceil(dim / n), the last one smaller.
 LogicalResult legalizeSplit(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
+  FailureOr<int64_t> normalized = splitAxis(ctx);
+  if (failed(normalized))
     return failure();
-  RankedTensorType in = ctx.inputType(0);
   int64_t axis = ctx.attrInt("axis", 0);
-  auto normalized = dfg::normalizeAxes({axis}, in.getRank());
-  if (!normalized)
-    return ctx.error(llvm::toString(normalized.takeError()));
-  int64_t dim = in.getDimSize(normalized->front());
+  int64_t dim = ctx.inputType(0).getDimSize(*normalized);
   SmallVector<int64_t> sizes;
   if (ctx.input(1)) {
-    auto given = ctx.constantInts(1, "split");
+    auto given = splitSizes(ctx, dim, axis);
     if (failed(given))
       return failure();
     sizes = *given;
-    int64_t total = 0;
-    for (int64_t size : sizes) {
-      if (size < 0)
-        return ctx.error("split size " + std::to_string(size) + " is negative");
-      total += size;
-    }
-    if (!ShapedType::isDynamic(dim) && total != dim)
-      return ctx.error("split sizes add up to " + std::to_string(total) +
-                       " but dimension " + std::to_string(axis) + " is " +
-                       std::to_string(dim));
   } else {
     int64_t pieces = ctx.opsetVersion() >= 18
                          ? ctx.attrInt("num_outputs", 0)
@@ -518,19 +537,16 @@ LogicalResult legalizeSplit(NodeContext &ctx) {
 /// the axis dropped unless keepdims. torch.onnx 2.6's dynamo exporter
 /// writes `torch.split` so, read by SequenceAt.
 LogicalResult legalizeSplitToSequence(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
+  FailureOr<int64_t> normalized = splitAxis(ctx);
+  if (failed(normalized))
     return failure();
   RankedTensorType in = ctx.inputType(0);
-  int64_t axis = ctx.attrInt("axis", 0);
-  auto normalized = dfg::normalizeAxes({axis}, in.getRank());
-  if (!normalized)
-    return ctx.error(llvm::toString(normalized.takeError()));
-  axis = normalized->front();
+  int64_t axis = *normalized;
   int64_t dim = in.getDimSize(axis);
   SmallVector<int64_t> sizes;
   bool scalar = ctx.input(1) && ctx.inputType(1).getRank() == 0;
   if (ctx.input(1) && !scalar) {
-    auto given = ctx.constantInts(1, "split");
+    auto given = splitSizes(ctx, dim, axis);
     if (failed(given))
       return failure();
     sizes = *given;
@@ -553,16 +569,8 @@ LogicalResult legalizeSplitToSequence(NodeContext &ctx) {
     for (int64_t at = 0; at < dim; at += piece)
       sizes.push_back(std::min(piece, dim - at));
   }
-  int64_t total = 0;
-  for (int64_t size : sizes) {
-    if (size < 0)
-      return ctx.error("split size " + std::to_string(size) + " is negative");
-    total += size;
-  }
-  if (sizes.empty() || (!ShapedType::isDynamic(dim) && total != dim))
-    return ctx.error("split sizes add up to " + std::to_string(total) +
-                     " but dimension " + std::to_string(axis) + " is " +
-                     std::to_string(dim));
+  if (sizes.empty())
+    return ctx.error("SplitToSequence into no parts");
   OpBuilder &b = ctx.builder();
   auto split = dfg::SplitOp::create(b, ctx.loc(), ctx.input(0), axis,
                                     b.getDenseI64ArrayAttr(sizes));
