@@ -725,6 +725,9 @@ def main():
     ap.add_argument("--arch", default=",".join(ARCHS))
     ap.add_argument("--exporter",
                     default="dynamo,dynamo23,torchscript,genai,ortopt,ortopt_eager")
+    ap.add_argument("--tag", default="",
+                    help="appended to each export's name (ARCH-EXPORTER + TAG): exports "
+                    "of another exporter version beside the others, e.g. _torch26")
     ap.add_argument("--recheck", action="store_true",
                     help="recompute the torch cross-check of the exports already in "
                     "--out (of --arch by --exporter) instead of exporting")
@@ -733,7 +736,7 @@ def main():
     index_path = os.path.join(args.out, "index.json")
     index = json.load(open(index_path)) if os.path.exists(index_path) else {}
     if args.recheck:
-        names = [f"{a}-{e}" for a in args.arch.split(",") for e in args.exporter.split(",")]
+        names = [f"{a}-{e}{args.tag}" for a in args.arch.split(",") for e in args.exporter.split(",")]
         recheck(args.out, index, names)
         json.dump(index, open(index_path, "w"), indent=2, sort_keys=True)
         open(index_path, "a").write("\n")
@@ -747,7 +750,7 @@ def main():
                 continue
             if exporter.startswith("ortopt") and arch not in ("gpt2", "bert"):
                 continue
-            name = f"{arch}-{exporter}"
+            name = f"{arch}-{exporter}{args.tag}"
             out = os.path.join(args.out, name)
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)

@@ -11,8 +11,13 @@
 #                  transformer optimizer), onnxruntime-genai (its builder)
 #   .venv-optimum  optimum-onnx, which pins transformers < 4.58, so it needs
 #                  an environment of its own
+#   .venv-export-old  an older exporter: torch 2.6 (whose dynamo exporter
+#                  leaves slice bounds unfolded and writes torch.split as
+#                  SplitToSequence) and transformers 4.48 (the attention and
+#                  mask code before transformers 5); export_corpus.py --tag
+#                  _torch26 names its exports apart
 #
-# Usage: bash models/real/setup_export_env.sh [export|optimum|all]   (default all)
+# Usage: bash models/real/setup_export_env.sh [export|optimum|old|all]   (default all)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 which=${1:-all}
@@ -36,5 +41,9 @@ if [[ $which == export || $which == all ]]; then
 fi
 if [[ $which == optimum || $which == all ]]; then
   make_env "$repo/.venv-optimum" "optimum-onnx==0.1.*" "onnxruntime" "numpy"
+fi
+if [[ $which == old || $which == all ]]; then
+  make_env "$repo/.venv-export-old" "torch==2.6.0" "transformers==4.48.3" "onnx==1.17.0" \
+    "onnxscript==0.2.5" "onnxruntime==1.20.1" "numpy==1.26.4"
 fi
 say "ready"
