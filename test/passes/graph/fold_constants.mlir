@@ -25,12 +25,17 @@ func.func @fold_chain(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
-// INT64_MAX ("to the end") is beyond what a double holds exactly: the op
-// that carries it is left to run time.
+// INT64_MAX ("to the end") is beyond what a double holds exactly: a view
+// (or concat, or integer cast) of it folds on the integers themselves, exact;
+// an op that computes with it is left to run time.
 // CHECK-LABEL: func.func @inexact_integers
-// CHECK: dfg.unsqueeze
-func.func @inexact_integers() -> tensor<1xi64> {
+// CHECK: dfg.constant dense<9223372036854775807> : tensor<1xi64>
+// CHECK-NOT: dfg.unsqueeze
+// CHECK: dfg.add
+func.func @inexact_integers() -> (tensor<1xi64>, tensor<1xi64>) {
   %e = dfg.constant dense<9223372036854775807> : tensor<i64>
   %u = dfg.unsqueeze %e axes = [0] : (tensor<i64>) -> tensor<1xi64>
-  return %u : tensor<1xi64>
+  %m = dfg.constant dense<-1> : tensor<1xi64>
+  %s = dfg.add %u, %m : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  return %u, %s : tensor<1xi64>, tensor<1xi64>
 }
