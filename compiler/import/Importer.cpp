@@ -550,24 +550,24 @@ LogicalResult Importer::importInitializers() {
       // so that passes can read it.
       // Integers are read as they are (the evaluator's doubles would round
       // INT64_MAX, exporters' "to the end").
-      Type element = type->getElementType();
-      if (type->getNumElements() == 1 &&
-          (element.isInteger(64) || element.isInteger(32))) {
-        FailureOr<SmallVector<int64_t>> ints =
-            readWeightInts(weight, model_.folder(), loc);
-        if (failed(ints))
-          return failure();
-        APInt v(element.getIntOrFloatBitWidth(), ints->front(),
-                /*isSigned=*/true, /*implicitTrunc=*/true);
-        value = dfg::ConstantOp::create(builder_, loc,
-                                        DenseElementsAttr::get(*type, v));
-        weight->erase();
-      } else if (type->getNumElements() == 1) {
-        auto scalar = dfg::evaluateOp(weight, {}, model_.folder());
-        if (failed(scalar))
-          return failure();
-        value = dfg::ConstantOp::create(builder_, loc,
-                                        dfg::toDenseAttr(scalar->front()));
+      if (type->getNumElements() == 1) {
+        Type element = type->getElementType();
+        if (element.isInteger(64) || element.isInteger(32)) {
+          FailureOr<SmallVector<int64_t>> ints =
+              readWeightInts(weight, model_.folder(), loc);
+          if (failed(ints))
+            return failure();
+          APInt v(element.getIntOrFloatBitWidth(), ints->front(),
+                  /*isSigned=*/true, /*implicitTrunc=*/true);
+          value = dfg::ConstantOp::create(builder_, loc,
+                                          DenseElementsAttr::get(*type, v));
+        } else {
+          auto scalar = dfg::evaluateOp(weight, {}, model_.folder());
+          if (failed(scalar))
+            return failure();
+          value = dfg::ConstantOp::create(builder_, loc,
+                                          dfg::toDenseAttr(scalar->front()));
+        }
         weight->erase();
       }
     } else {
