@@ -25,8 +25,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -49,28 +49,51 @@ void forwardSignal(int signal) {
     ::kill(static_cast<pid_t>(childPid), SIGTERM);
 }
 
-/// Creates OpenMPI's session directory on this host, $TMPDIR/ompi.<host>.<uid>
-/// (TMPDIR, else TEMP, else TMP, else /tmp; the host name up to its first
-/// dot), as OpenMPI 4 would: mode 0700; one that exists is left as it is.
-/// OpenMPI checks for it, then makes it, so two jobs that start at the same
-/// moment race, and the loser stops before any rank starts ("mkdir ...
-/// File exists", orte_session_dir failed): seen when two `meshc run` start
-/// together. Made first, there is nothing to race for (each job's own
-/// directory below it has a name of its own).
-void makeOpenMpiSessionDir() {
-  const char *base = nullptr;
-  for (const char *name : {"TMPDIR", "TEMP", "TMP"})
-    if (const char *v = std::getenv(name); !base && v && *v)
-      base = v;
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0)
-    return;
-  std::string node(host);
-  node = node.substr(0, node.find('.'));
-  std::string dir = std::string(base ? base : "/tmp") + "/ompi." + node + "." +
-                    std::to_string(getuid());
-  (void)::mkdir(dir.c_str(), 0700);
-}
+/// A directory of one job's own under the system's temporary directory,
+/// which mpirun gets as its TMPDIR, removed when the job ends. OpenMPI keeps
+/// its session directory, $TMPDIR/ompi.<host>.<uid>, per host and user,
+/// shared by all of that user's jobs: a job checks for it and then makes
+/// it, and the job that ends last removes it. So a job that starts while
+/// another ends can lose it between the two and stop before any rank starts
+/// ("mkdir .../ompi.<host>.<uid>/pid.N: No such file or directory",
+/// orte_session_dir failed; seen with `meshc run`s side by side), two that
+/// start together race to make it, and a stale one of another owner or
+/// kind stops every job. A job with a directory of its own shares none of
+/// it. Ranks on other hosts keep their own TMPDIR (mpirun does not pass
+/// its environment to remote daemons). Where no directory can be made, the
+/// job runs with the environment as it is.
+class JobTempDir {
+public:
+  JobTempDir() {
+    SmallString<128> prefix;
+    sys::path::system_temp_directory(/*erasedOnReboot=*/true, prefix);
+    sys::path::append(prefix, "meshc-job");
+    if (sys::fs::createUniqueDirectory(prefix, path_))
+      path_.clear();
+  }
+  ~JobTempDir() {
+    if (!path_.empty())
+      (void)sys::fs::remove_directories(path_);
+  }
+  JobTempDir(const JobTempDir &) = delete;
+  JobTempDir &operator=(const JobTempDir &) = delete;
+
+  /// This process's environment with TMPDIR set to the directory; empty
+  /// when there is no directory.
+  std::vector<std::string> environment() const {
+    std::vector<std::string> env;
+    if (path_.empty())
+      return env;
+    for (char **var = environ; var && *var; ++var)
+      if (!StringRef(*var).starts_with("TMPDIR="))
+        env.emplace_back(*var);
+    env.push_back(("TMPDIR=" + path_).str());
+    return env;
+  }
+
+private:
+  SmallString<128> path_;
+};
 
 /// Reads the manifest of `folder` into `m`; false (after reporting through
 /// `failWith`) when it is missing or not meshc's.
@@ -209,7 +232,6 @@ int launch(StringRef command, const RunRequest &request, const json &m,
               std::to_string(world) + " ranks)\" >&2\nexit 1\n";
     argv.insert(argv.end(), {"/bin/sh", "-c", script});
   } else {
-    makeOpenMpiSessionDir();
     if (geteuid() == 0)
       argv.push_back("--allow-run-as-root");
     argv.push_back("--oversubscribe");
@@ -250,6 +272,16 @@ int launch(StringRef command, const RunRequest &request, const json &m,
                             "installs it") +
                     ")");
   SmallVector<StringRef> args(argv.begin(), argv.end());
+  std::optional<JobTempDir> tempDir;
+  std::vector<std::string> envStrings;
+  if (!srun) {
+    tempDir.emplace();
+    envStrings = tempDir->environment();
+  }
+  SmallVector<StringRef> envRefs(envStrings.begin(), envStrings.end());
+  std::optional<ArrayRef<StringRef>> env;
+  if (!envStrings.empty())
+    env = ArrayRef<StringRef>(envRefs);
   std::string error;
   // Ctrl-C or a SIGTERM to meshc stops the job: mpirun and srun, on SIGTERM,
   // end every rank they started.
@@ -260,7 +292,7 @@ int launch(StringRef command, const RunRequest &request, const json &m,
   sigaction(SIGTERM, &action, &oldTerm);
   interrupted = 0;
   sys::ProcessInfo child =
-      sys::ExecuteNoWait(*program, args, std::nullopt, {}, 0, &error);
+      sys::ExecuteNoWait(*program, args, env, {}, 0, &error);
   childPid = child.Pid;
   if (interrupted && child.Pid > 0)
     ::kill(child.Pid, SIGTERM);
