@@ -522,6 +522,37 @@ template <typename OpTy> LogicalResult legalizePredicate(NodeContext &ctx) {
                         ctx.input(0));
 }
 
+LogicalResult bitwiseTypeError(NodeContext &ctx, Type element) {
+  std::string name;
+  llvm::raw_string_ostream(name) << element;
+  return ctx.error("computes on " + name +
+                   "; meshc's bitwise ops take int64 or int32");
+}
+
+/// BitwiseAnd/Or/Xor(x, y) on integers -> dfg.bitwise_*.
+template <typename OpTy> LogicalResult legalizeBitwise(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  Type element = elementOf(ctx.input(0));
+  if (element != elementOf(ctx.input(1)))
+    return ctx.mismatchedTypes();
+  if (!element.isInteger(64) && !element.isInteger(32))
+    return bitwiseTypeError(ctx, element);
+  return legalizeBroadcastBinary<OpTy>(ctx);
+}
+
+/// BitwiseNot(x) on integers: -1 - x (two's complement, exact for every
+/// value).
+LogicalResult legalizeBitwiseNot(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  Type element = elementOf(ctx.input(0));
+  if (!element.isInteger(64) && !element.isInteger(32))
+    return bitwiseTypeError(ctx, element);
+  return ctx.emit<dfg::SubOp>(dfg::Shape(ctx.inputType(0).getShape()), element,
+                              ctx.scalar(-1, element), ctx.input(0));
+}
+
 } // namespace
 
 void populateElementwiseLegalizations(LegalizationTable &table) {
@@ -601,6 +632,10 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "Sum", 13, legalizeVariadic<dfg::AddOp>);
   table.add("", "Mean", 13, legalizeMean);
   table.add("", "Xor", 7, legalizeXor);
+  table.add("", "BitwiseAnd", 18, legalizeBitwise<dfg::BitwiseAndOp>);
+  table.add("", "BitwiseOr", 18, legalizeBitwise<dfg::BitwiseOrOp>);
+  table.add("", "BitwiseXor", 18, legalizeBitwise<dfg::BitwiseXorOp>);
+  table.add("", "BitwiseNot", 18, legalizeBitwiseNot);
 }
 
 } // namespace meshc::onnximport

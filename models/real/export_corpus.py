@@ -14,7 +14,7 @@ codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
 modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet,cohere2,granitemoe,\
 biogpt,diffllama,vaultgemma,nanochat,lfm2,nystromformer,granite_swa,mamba,mamba2,rwkv,\
-zamba,xlnet,yoso,fnet \
+zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -320,6 +320,13 @@ def config_for(arch):
     if arch == "xlstm":  # mLSTM blocks: exponential gates, soft caps, no attention
         return tf.xLSTMConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
                               num_heads=4, pad_token_id=0), tf.xLSTMForCausalLM
+    if arch == "cpmant":  # prompt tokens put first, the mask built with bitwise
+        # ops on int32 from the ids (0 pads), a relative position bias every
+        # layer reads
+        return tf.CpmAntConfig(vocab_size=VOCAB, hidden_size=64, num_attention_heads=4,
+                               dim_head=16, dim_ff=128, num_hidden_layers=2, prompt_length=4,
+                               prompt_types=4, segment_types=4, position_bias_num_buckets=32,
+                               position_bias_max_distance=64), tf.CpmAntForCausalLM
     if arch == "flaubert":  # XLM's attention: the mask expanded to the scores' heads
         return tf.FlaubertConfig(vocab_size=VOCAB, emb_dim=40, n_layers=2, n_heads=5,
                                  max_position_embeddings=64, dropout=0.0,
@@ -362,14 +369,14 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
         "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer",
         "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet", "flaubert",
-        "xlstm"]
+        "xlstm", "cpmant"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
             "nystromformer", "yoso", "fnet", "flaubert"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
-NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet"}
+NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi", "smollm"]

@@ -268,27 +268,46 @@ private:
     // before it (a cache's concat), never a group that has one already.
     std::vector<int> liveOps = countLiveProducers();
     llvm::DenseSet<Operation *> combining = tokenMixingOps(body);
-    SmallVector<size_t> layers; // each layer's last token-mixing chain op
     enum class Group { None, Attention, Products, Other };
-    Group open = Group::None; // the kind of the last group
-    for (auto [i, op] : llvm::enumerate(chain_)) {
-      bool attention = isa<dfg::AttentionOp>(op);
+    auto kindOf = [&](Operation *op) {
       auto matmul = dyn_cast<dfg::MatMulOp>(op);
       bool products = matmul && !isInput(matmul.getLhs()) &&
                       !isInput(matmul.getRhs()) &&
                       !free_.contains(matmul.getLhs().getDefiningOp()) &&
                       !free_.contains(matmul.getRhs().getDefiningOp());
-      Group kind = attention                ? Group::Attention
-                   : products               ? Group::Products
-                   : combining.contains(op) ? Group::Other
-                                            : Group::None;
+      return isa<dfg::AttentionOp>(op) ? Group::Attention
+             : products                ? Group::Products
+             : combining.contains(op)  ? Group::Other
+                                       : Group::None;
+    };
+    // The fewest producers live anywhere between the first and the last
+    // token-mixing op: 1, the residual stream, unless a value every layer
+    // reads stays live from before the first layer to the last (CPM-Ant's
+    // position bias, looked up once by the segments of the tokens): then a
+    // place with only those and the residual stream live is a layer's end.
+    std::optional<size_t> firstMixing, lastMixing;
+    for (auto [i, op] : llvm::enumerate(chain_))
+      if (kindOf(op) != Group::None) {
+        firstMixing = firstMixing.value_or(i);
+        lastMixing = i;
+      }
+    int residualAlone = 1;
+    if (firstMixing && *lastMixing > *firstMixing)
+      residualAlone =
+          std::max(1, *std::min_element(liveOps.begin() + *firstMixing + 1,
+                                        liveOps.begin() + *lastMixing + 1));
+    SmallVector<size_t> layers; // each layer's last token-mixing chain op
+    Group open = Group::None;   // the kind of the last group
+    for (auto [i, op] : llvm::enumerate(chain_)) {
+      Group kind = kindOf(op);
       if (kind == Group::None)
         continue;
-      bool joins = open != Group::None &&
-                   (kind == Group::Other || open == Group::Other ||
-                    (kind == Group::Products && open == Group::Products)) &&
-                   llvm::none_of(llvm::seq<size_t>(layers.back() + 1, i + 1),
-                                 [&](size_t p) { return liveOps[p] == 1; });
+      bool joins =
+          open != Group::None &&
+          (kind == Group::Other || open == Group::Other ||
+           (kind == Group::Products && open == Group::Products)) &&
+          llvm::none_of(llvm::seq<size_t>(layers.back() + 1, i + 1),
+                        [&](size_t p) { return liveOps[p] <= residualAlone; });
       if (joins) {
         layers.back() = i;
         if (open == Group::Other)

@@ -121,6 +121,12 @@ void arithmetic(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
   case BinaryOp::Max:
     return broadcastBinary<T, T>(lhs, rhs, out,
                                  [](T x, T y) { return x < y ? y : x; });
+#define MESHC_BITWISE(Name, name, expr)                                        \
+  case BinaryOp::Name:                                                         \
+    if constexpr (!isFloat)                                                    \
+      return broadcastBinary<T, T>(lhs, rhs, out,                              \
+                                   [](T x, T y) { return T(expr); });          \
+    break;
 #define MESHC_COMPARISON(Name, name, expr)                                     \
   case BinaryOp::Name:                                                         \
     return broadcastBinary<T, std::uint8_t>(                                   \

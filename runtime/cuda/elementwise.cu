@@ -74,7 +74,7 @@ __device__ __forceinline__ float arithmeticF32(BinaryOp op, float x, float y) {
 /// Arithmetic on i64 or i32, wrapping on overflow. Div truncates toward zero
 /// (ONNX); a zero divisor gives 0 here and is recorded as an error by the
 /// kernel (reported at the next synchronisation, as the CPU stops). Pow is
-/// exact, as the CPU's (scalar::intPow).
+/// exact, as the CPU's (scalar::intPow). The bitwise ops are integers' only.
 template <typename I>
 __device__ __forceinline__ I arithmeticInt(BinaryOp op, I x, I y) {
   using U = std::make_unsigned_t<I>;
@@ -97,6 +97,11 @@ __device__ __forceinline__ I arithmeticInt(BinaryOp op, I x, I y) {
     return y < x ? y : x;
   case BinaryOp::Max:
     return x < y ? y : x;
+#define MESHC_BITWISE(Name, name, expr)                                        \
+  case BinaryOp::Name:                                                         \
+    return expr;
+#define MESHC_BINARY(Name, name)
+#include "meshc/runtime/elementwise_ops.def"
   default:
     return 0;
   }

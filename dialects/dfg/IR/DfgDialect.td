@@ -35,6 +35,7 @@ def Dfg_Tensor : RankedTensorOf<[Dfg_ElementType]>;
 def Dfg_NumericTensor : RankedTensorOf<[Dfg_NumericType]>;
 def Dfg_FloatTensor : RankedTensorOf<[Dfg_FloatType]>;
 def Dfg_BoolTensor : RankedTensorOf<[I1]>;
+def Dfg_IntegerTensor : RankedTensorOf<[I64, I32]>;
 def Dfg_StaticTensor : StaticShapeTensorOf<[Dfg_ElementType]>;
 
 class Dfg_Op<string mnemonic, list<Trait> traits = []>

@@ -267,6 +267,16 @@ def Dfg_AndOp : Dfg_BroadcastBinaryOp<"and", "And", "double(a != 0 && b != 0)",
 def Dfg_OrOp : Dfg_BroadcastBinaryOp<"or", "Or", "double(a != 0 || b != 0)", "",
                                      [Commutative], Dfg_BoolTensor>;
 
+/// Bitwise operations on integers (ONNX BitwiseAnd/Or/Xor; the importer
+/// writes BitwiseNot as -1 - x). The reference evaluator holds integers as
+/// doubles: exact up to 2^53.
+def Dfg_BitwiseAndOp : Dfg_BroadcastBinaryOp<"bitwise_and", "BitwiseAnd",
+    "double(int64_t(a) & int64_t(b))", "", [Commutative], Dfg_IntegerTensor>;
+def Dfg_BitwiseOrOp : Dfg_BroadcastBinaryOp<"bitwise_or", "BitwiseOr",
+    "double(int64_t(a) | int64_t(b))", "", [Commutative], Dfg_IntegerTensor>;
+def Dfg_BitwiseXorOp : Dfg_BroadcastBinaryOp<"bitwise_xor", "BitwiseXor",
+    "double(int64_t(a) ^ int64_t(b))", "", [Commutative], Dfg_IntegerTensor>;
+
 /// Comparisons: numeric operands, bool result, broadcasting as above.
 class Dfg_CompareOp<string mnemonic, string onnxName, string relation,
                     list<Trait> traits = []>

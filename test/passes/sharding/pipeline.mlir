@@ -225,6 +225,50 @@ func.func @unraised_layers(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> {
 
 // -----
 
+// A bias every layer reads (CPM-Ant's relative position bias: looked up once
+// from a table by buckets, added to each layer's scores) stays live from
+// before the first layer to the last, so the residual stream is never alone
+// live; the fewest producers live between the layers (the stream and the
+// bias) mark where a layer ends. Two layers: one stage each (the batch
+// split over dp).
+module attributes {meshc.mesh = "dp=2,pp=2"} {
+// CHECK-LABEL: func.func private @shared_bias_layers_stage0(
+// CHECK: dfg.softmax
+// CHECK-NOT: dfg.softmax
+// CHECK: return
+// CHECK-LABEL: func.func private @shared_bias_layers_stage1(
+// CHECK: dfg.softmax
+// CHECK-NOT: dfg.softmax
+// CHECK: return
+func.func @shared_bias_layers(%ids: tensor<4x4xi64>, %buckets: tensor<4x4x4xi64>) -> tensor<4x4x8xf32> {
+  %table = dfg.weight "table" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %w = dfg.weight "w" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %bt = dfg.weight "bias" in "w.bin" [offset = 768, length = 32] : tensor<8x1xf32>
+  %e = dfg.embedding %table, %ids : (tensor<16x8xf32>, tensor<4x4xi64>) -> tensor<4x4x8xf32>
+  %b = dfg.embedding %bt, %buckets : (tensor<8x1xf32>, tensor<4x4x4xi64>) -> tensor<4x4x4x1xf32>
+  %bias = dfg.reshape %b to [4, 4, 4] : (tensor<4x4x4x1xf32>) -> tensor<4x4x4xf32>
+  %q0 = dfg.matmul %e, %w : (tensor<4x4x8xf32>, tensor<8x8xf32>) -> tensor<4x4x8xf32>
+  %k0 = dfg.matmul %e, %w : (tensor<4x4x8xf32>, tensor<8x8xf32>) -> tensor<4x4x8xf32>
+  %kt0 = dfg.transpose %k0 perm = [0, 2, 1] : (tensor<4x4x8xf32>) -> tensor<4x8x4xf32>
+  %s0 = dfg.matmul %q0, %kt0 : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %sb0 = dfg.add %s0, %bias : (tensor<4x4x4xf32>, tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %p0 = dfg.softmax %sb0 axis = -1 : (tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %o0 = dfg.matmul %p0, %e : (tensor<4x4x4xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %h0 = dfg.add %e, %o0 : (tensor<4x4x8xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %q1 = dfg.matmul %h0, %w : (tensor<4x4x8xf32>, tensor<8x8xf32>) -> tensor<4x4x8xf32>
+  %k1 = dfg.matmul %h0, %w : (tensor<4x4x8xf32>, tensor<8x8xf32>) -> tensor<4x4x8xf32>
+  %kt1 = dfg.transpose %k1 perm = [0, 2, 1] : (tensor<4x4x8xf32>) -> tensor<4x8x4xf32>
+  %s1 = dfg.matmul %q1, %kt1 : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %sb1 = dfg.add %s1, %bias : (tensor<4x4x4xf32>, tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %p1 = dfg.softmax %sb1 axis = -1 : (tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %o1 = dfg.matmul %p1, %h0 : (tensor<4x4x4xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %h1 = dfg.add %h0, %o1 : (tensor<4x4x8xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  return %h1 : tensor<4x4x8xf32>
+}
+}
+
+// -----
+
 // A short-convolution layer (LFM2's: the sequence padded by a concat, three
 // taps sliced from it) before an attention layer: the concat combines
 // positions, so the convolution is a layer, and pp=2 gives one stage each.

@@ -431,6 +431,40 @@ def case_mod(path):
     return model(nodes, ins, outs, inits, opset=18)
 
 
+def case_bitwise(path):
+    """BitwiseAnd, BitwiseOr, BitwiseXor and BitwiseNot (opset 18) on int64
+    values of both signs (from -10 to 2^40, and -2^40), broadcast; on int32
+    as CPM-Ant builds its attention mask (the segments of the context OR
+    not-context AND causal, cast to bool for a Where)."""
+    nodes = [
+        helper.make_node("Mul", ["ids", "scale"], ["scaled"], name="scale"),
+        helper.make_node("Sub", ["scaled", "shift"], ["values"], name="shift"),
+        helper.make_node("BitwiseAnd", ["values", "masks"], ["and"], name="and"),
+        helper.make_node("BitwiseOr", ["values", "masks"], ["or"], name="or"),
+        helper.make_node("BitwiseXor", ["masks", "values"], ["xor"], name="xor"),
+        helper.make_node("BitwiseNot", ["values"], ["not"], name="not"),
+        helper.make_node("Cast", ["ids"], ["ids32"], to=TensorProto.INT32, name="ids32"),
+        helper.make_node("BitwiseOr", ["ids32", "one32"], ["or32"], name="or32"),
+        helper.make_node("BitwiseAnd", ["or32", "two32"], ["and32"], name="and32"),
+        helper.make_node("BitwiseNot", ["and32"], ["not32"], name="not32"),
+        helper.make_node("Cast", ["and32"], ["keep"], to=TensorProto.BOOL, name="keep"),
+        helper.make_node("Where", ["keep", "x", "low"], ["masked"], name="masked"),
+    ]
+    inits = [ints("scale", [[7], [1 << 40], [-13]]), ints("shift", 10),
+             ints("masks", [3, -4, 0x5555, -(1 << 40)]),
+             numpy_helper.from_array(np.array(1, np.int32), "one32"),
+             numpy_helper.from_array(np.array([2, 3, 0, 1], np.int32), "two32"),
+             numpy_helper.from_array(np.array(-1e9, np.float32), "low")]
+    ins = [helper.make_tensor_value_info("ids", TensorProto.INT64, [3, 4]),
+           f32("x", [3, 4])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64, None)
+            for n in ("and", "or", "xor", "not")]
+    outs += [helper.make_tensor_value_info(n, TensorProto.INT32, None)
+             for n in ("or32", "not32")]
+    outs.append(f32("masked", None))
+    return model(nodes, ins, outs, inits, opset=18)
+
+
 def case_logsumexp(path):
     """ReduceLogSumExp (opset 18, axes as an input): of scores scaled by 100
     (exp of each would overflow f32), over the last axis without keepdims;
