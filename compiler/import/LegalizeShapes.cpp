@@ -8,6 +8,8 @@
 // derived through the ops in between) becomes an expression in a dfg.sizes,
 // which symbolic folding (SymbolicFolding.cpp) carries the same way; Range
 // and ConstantOfShape on such sizes become dfg.range and dfg.symbolic_expand.
+// NonZero of a tensor proven nonzero everywhere (torch's repeat_interleave)
+// is the coordinates of its elements.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
@@ -15,6 +17,7 @@
 #include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/IR/DfgOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <onnx/onnx_pb.h>
@@ -218,6 +221,161 @@ LogicalResult legalizeConstantOfShape(NodeContext &ctx) {
                                   *element));
 }
 
+/// The least and greatest element of an integer or bool value, from how it
+/// is computed: literals, constant ranges, views and broadcasts of them,
+/// integer casts, maxima and means (of values at least one element wide),
+/// sums and differences; std::nullopt where unknown.
+std::optional<std::pair<double, double>> valueBounds(Value v, int depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 16 ||
+      isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+    return std::nullopt;
+  if (auto c = dyn_cast<dfg::ConstantOp>(op)) {
+    auto attr = dyn_cast<DenseIntElementsAttr>(c.getValue());
+    if (!attr || attr.empty())
+      return std::nullopt;
+    bool isBool = attr.getElementType().isInteger(1);
+    double lo = INFINITY, hi = -INFINITY;
+    for (const APInt &x : attr) {
+      double d = isBool ? double(x.getBoolValue()) : double(x.getSExtValue());
+      lo = std::min(lo, d);
+      hi = std::max(hi, d);
+    }
+    return std::pair(lo, hi);
+  }
+  if (isa<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp,
+          dfg::SymbolicReshapeOp, dfg::ExpandOp, dfg::SymbolicExpandOp,
+          dfg::TransposeOp, dfg::SliceOp, dfg::ReduceMaxOp, dfg::CastOp>(op))
+    return valueBounds(op->getOperand(0), depth + 1);
+  if (isa<dfg::AddOp, dfg::SubOp>(op)) {
+    auto a = valueBounds(op->getOperand(0), depth + 1);
+    auto b = valueBounds(op->getOperand(1), depth + 1);
+    if (!a || !b)
+      return std::nullopt;
+    if (isa<dfg::AddOp>(op))
+      return std::pair(a->first + b->first, a->second + b->second);
+    return std::pair(a->first - b->second, a->second - b->first);
+  }
+  return std::nullopt;
+}
+
+/// True (false) if every element of the integer or bool `v` is provably
+/// nonzero (zero); std::nullopt where that depends on the data. Comparisons
+/// decide by their operands' bounds; not, and, or and casts carry it.
+std::optional<bool> uniformTruth(Value v, int depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 16)
+    return std::nullopt;
+  if (isa<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp,
+          dfg::SymbolicReshapeOp, dfg::ExpandOp, dfg::SymbolicExpandOp,
+          dfg::TransposeOp, dfg::SliceOp>(op) ||
+      (isa<dfg::CastOp>(op) &&
+       !isa<FloatType>(getElementTypeOrSelf(op->getOperand(0).getType()))))
+    return uniformTruth(op->getOperand(0), depth + 1);
+  if (isa<dfg::NotOp>(op)) {
+    std::optional<bool> in = uniformTruth(op->getOperand(0), depth + 1);
+    return in ? std::optional<bool>(!*in) : std::nullopt;
+  }
+  if (isa<dfg::AndOp, dfg::OrOp>(op)) {
+    std::optional<bool> a = uniformTruth(op->getOperand(0), depth + 1);
+    std::optional<bool> b = uniformTruth(op->getOperand(1), depth + 1);
+    bool isAnd = isa<dfg::AndOp>(op);
+    if (a && b)
+      return isAnd ? *a && *b : *a || *b;
+    if ((a && *a != isAnd) || (b && *b != isAnd))
+      return !isAnd; // a false factor, a true term
+    return std::nullopt;
+  }
+  if (isa<dfg::LessOp, dfg::LessOrEqualOp, dfg::GreaterOp,
+          dfg::GreaterOrEqualOp, dfg::EqualOp>(op)) {
+    auto a = valueBounds(op->getOperand(0));
+    auto b = valueBounds(op->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    auto [alo, ahi] = *a;
+    auto [blo, bhi] = *b;
+    auto decide = [](bool always, bool never) -> std::optional<bool> {
+      if (always)
+        return true;
+      if (never)
+        return false;
+      return std::nullopt;
+    };
+    if (isa<dfg::LessOp>(op))
+      return decide(ahi < blo, alo >= bhi);
+    if (isa<dfg::LessOrEqualOp>(op))
+      return decide(ahi <= blo, alo > bhi);
+    if (isa<dfg::GreaterOp>(op))
+      return decide(alo > bhi, ahi <= blo);
+    if (isa<dfg::GreaterOrEqualOp>(op))
+      return decide(alo >= bhi, ahi < blo);
+    return decide(alo == ahi && blo == bhi && alo == blo,
+                  ahi < blo || bhi < alo);
+  }
+  auto b = valueBounds(v, depth);
+  if (!b)
+    return std::nullopt;
+  if (b->first > 0 || b->second < 0)
+    return true;
+  if (b->first == 0 && b->second == 0)
+    return false;
+  return std::nullopt;
+}
+
+/// NonZero(x) with x provably nonzero everywhere: the coordinates of every
+/// element in row-major order, [rank, numel] (numel symbolic where x's
+/// dimensions are). torch's repeat_interleave, as TorchScript writes it,
+/// takes NonZero(Less(Range(0, max(r)), r)) of constant repeats r (Cohere's
+/// and GLM's interleaved rotary tables). A count that depends on the data
+/// (a mixture of experts routing tokens, boolean indexing) is refused.
+LogicalResult legalizeNonZero(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  Value x = ctx.input(0);
+  if (uniformTruth(x) != std::optional<bool>(true))
+    return ctx.error(
+        "the count of nonzero elements depends on the data (a size meshc "
+        "cannot plan: token routing by NonZero, boolean indexing); meshc "
+        "imports NonZero only of a tensor it proves nonzero everywhere, as "
+        "torch's repeat_interleave writes it");
+  SmallVector<AffineExpr> dims = ctx.inputDims(0);
+  int64_t rank = static_cast<int64_t>(dims.size());
+  if (rank == 0)
+    return ctx.error("NonZero of a scalar is not supported");
+  if (llvm::is_contained(dims, AffineExpr()))
+    return ctx.error("the input's dimensions follow from no named input "
+                     "dimension");
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Type i64 = b.getI64Type();
+  auto [map, names] = ctx.dimTable().write(dims);
+  SmallVector<Value> rows;
+  for (int64_t a = 0; a < rank; ++a) {
+    SmallVector<int64_t> laid(rank, 1);
+    laid[a] = -1;
+    FailureOr<Value> along = ctx.iota(dims[a], laid);
+    if (failed(along))
+      return failure();
+    Value grid = ctx.refineType(dfg::SymbolicExpandOp::create(
+        b, loc,
+        RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                              i64),
+        *along, map, names));
+    SmallVector<int64_t> flat = {1, -1};
+    rows.push_back(ctx.refineType(dfg::ReshapeOp::create(
+        b, loc, RankedTensorType::get({1, ShapedType::kDynamic}, i64), grid,
+        b.getDenseI64ArrayAttr(flat))));
+  }
+  Value coords =
+      rows.size() == 1
+          ? rows.front()
+          : ctx.refineType(dfg::ConcatOp::create(
+                b, loc,
+                RankedTensorType::get({rank, ShapedType::kDynamic}, i64), rows,
+                0));
+  return ctx.setResults(coords);
+}
+
 } // namespace
 
 void populateShapeLegalizations(LegalizationTable &table) {
@@ -226,6 +384,7 @@ void populateShapeLegalizations(LegalizationTable &table) {
   table.add("", "Size", 13, legalizeSize);
   table.add("", "Range", 11, legalizeRange);
   table.add("", "ConstantOfShape", 9, legalizeConstantOfShape);
+  table.add("", "NonZero", 13, legalizeNonZero);
 }
 
 } // namespace meshc::onnximport

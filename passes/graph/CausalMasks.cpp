@@ -8,6 +8,8 @@
 
 #include "dialects/dfg/IR/DfgOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 #include <cmath>
 #include <limits>
 
@@ -129,14 +131,14 @@ std::optional<MaskForm> maskForm(Value v, AffineExpr queries, AffineExpr keys,
   return out;
 }
 
-/// True if the bool `cond` is `j <= i + past`: a comparison of two index
-/// forms (<=, <, >=, >, possibly negated) that reduces to
-/// `j - i - past <= 0`.
+/// True if the bool `cond` (its negation with `negate`) is `j <= i + past`:
+/// a comparison of two index forms (<=, <, >=, >, possibly negated) that
+/// reduces to `j - i - past <= 0`.
 bool isCausalComparison(Value cond, AffineExpr queries, AffineExpr keys,
                         AffineExpr past, dfg::SymbolicShapes &shapes,
-                        const ConstantReader &reader) {
+                        const ConstantReader &reader, bool negate = false) {
   MLIRContext *ctx = cond.getContext();
-  bool negated = false;
+  bool negated = negate;
   while (auto n = cond.getDefiningOp<dfg::NotOp>()) {
     negated = !negated;
     cond = n.getInput();
@@ -180,13 +182,22 @@ bool isWholeSlice(dfg::SliceOp slice) {
 }
 
 /// `v` without the ops that leave its meaning as a mask unchanged: leading
-/// unit dimensions, an expand (the mask broadcasts anyway), a slice that
-/// takes everything.
+/// unit dimensions, an expand or symbolic_expand (the mask broadcasts
+/// anyway), a reshape to its own dimensions, a slice that takes everything.
 Value stripBroadcasts(Value v, dfg::SymbolicShapes &shapes) {
   while (true) {
     Value stripped = stripLeadingUnits(v, shapes);
     if (auto expand = stripped.getDefiningOp<dfg::ExpandOp>())
       stripped = expand.getInput();
+    else if (auto expand = stripped.getDefiningOp<dfg::SymbolicExpandOp>())
+      stripped = expand.getInput();
+    else if (auto view = stripped.getDefiningOp<dfg::ReshapeOp>();
+             view && llvm::equal(shapes.dims(view.getInput()),
+                                 shapes.dims(view.getResult()),
+                                 [](AffineExpr a, AffineExpr b) {
+                                   return a && b && sameDim(a, b);
+                                 }))
+      stripped = view.getInput();
     else if (auto slice = stripped.getDefiningOp<dfg::SliceOp>();
              slice && isWholeSlice(slice))
       stripped = slice.getInput();
@@ -229,6 +240,217 @@ additiveMask(Value mask, dfg::SymbolicShapes &shapes,
   if (!keep || *keep != 0.0 || !fill)
     return std::nullopt;
   return std::pair(where, *fill);
+}
+
+/// An additive mask that holds only 0 and one fill F, read as where it
+/// holds F: a disjunction of terms, each a conjunction of literals. A
+/// literal is a bool value (or its negation) or "j - i >= k" of an upper
+/// triangle. transformers 4.x writes its causal and padding masks so:
+///   C = triu(full(F), 1) * (arange(keys) > cache_position)   (causal)
+///   M = where(C + padding == 0, F, C)                        (and padding)
+/// M holds F where C does or where `C + padding == 0`, so whatever that
+/// comparison says where C is F, the literal `C + padding == 0` stands for
+/// the padding beside C's term.
+struct MaskLiteral {
+  Value cond;                  // null for a triangle
+  bool negated = false;        // F where `cond` is false
+  std::optional<int64_t> triu; // F where j - i >= *triu
+};
+using MaskTerm = SmallVector<MaskLiteral, 2>;
+
+/// The splat behind broadcasts and a symbolic_expand, if any.
+std::optional<double> splatOf(Value v, dfg::SymbolicShapes &shapes,
+                              const ConstantReader &reader) {
+  v = stripBroadcasts(v, shapes);
+  if (auto e = v.getDefiningOp<dfg::SymbolicExpandOp>())
+    v = e.getInput();
+  return reader.splat(v);
+}
+
+/// The fill F of an additive mask as maskTerms reads it: a splat of at most
+/// kFiniteCausalFillMax, or -inf, that a where selects, a product scales or
+/// an upper triangle keeps.
+std::optional<double> additiveFill(Value v, dfg::SymbolicShapes &shapes,
+                                   const ConstantReader &reader, int depth) {
+  auto isFill = [](std::optional<double> f) {
+    return f && (*f <= kFiniteCausalFillMax);
+  };
+  v = stripBroadcasts(v, shapes);
+  if (depth > 8)
+    return std::nullopt;
+  if (auto w = v.getDefiningOp<dfg::WhereOp>()) {
+    for (Value side : {w.getLhs(), w.getRhs()}) {
+      std::optional<double> f = splatOf(side, shapes, reader);
+      if (isFill(f))
+        return f;
+    }
+    for (Value side : {w.getLhs(), w.getRhs()})
+      if (std::optional<double> f =
+              additiveFill(side, shapes, reader, depth + 1))
+        return f;
+    return std::nullopt;
+  }
+  if (auto t = v.getDefiningOp<dfg::TriluOp>()) {
+    std::optional<double> f = splatOf(t.getInput(), shapes, reader);
+    return isFill(f) ? f : std::nullopt;
+  }
+  if (auto m = v.getDefiningOp<dfg::MulOp>()) {
+    for (Value side : {m.getLhs(), m.getRhs()})
+      if (std::optional<double> f =
+              additiveFill(side, shapes, reader, depth + 1))
+        return f;
+  }
+  return std::nullopt;
+}
+
+/// The bool a float value is a cast of (through broadcasts), if it is.
+Value castOfBool(Value v, dfg::SymbolicShapes &shapes) {
+  auto cast = stripBroadcasts(v, shapes).getDefiningOp<dfg::CastOp>();
+  if (!cast || !getElementTypeOrSelf(cast.getInput().getType()).isInteger(1))
+    return {};
+  return cast.getInput();
+}
+
+/// Appends to `terms` where `v` holds `fill` (see MaskLiteral); false if `v`
+/// is not such a mask (or holds a value other than 0 and `fill`).
+bool maskTerms(Value v, double fill, AffineExpr queries, AffineExpr keys,
+               dfg::SymbolicShapes &shapes, const ConstantReader &reader,
+               SmallVectorImpl<MaskTerm> &terms, int depth) {
+  if (depth > 8)
+    return false;
+  v = stripBroadcasts(v, shapes);
+  if (std::optional<double> c = splatOf(v, shapes, reader)) {
+    if (*c == fill)
+      terms.push_back({}); // F everywhere
+    return *c == fill || *c == 0.0;
+  }
+  if (auto w = v.getDefiningOp<dfg::WhereOp>()) {
+    // where(c, F, X): F where c, else X; where(c, X, F) the other way.
+    std::optional<double> l = splatOf(w.getLhs(), shapes, reader);
+    std::optional<double> r = splatOf(w.getRhs(), shapes, reader);
+    Value other;
+    if (l && *l == fill) {
+      terms.push_back({MaskLiteral{w.getCondition(), false, std::nullopt}});
+      other = w.getRhs();
+    } else if (r && *r == fill) {
+      // F where not (f1 and f2 ...): a term per factor.
+      SmallVector<Value> factors;
+      conjuncts(w.getCondition(), shapes, factors);
+      for (Value f : factors)
+        terms.push_back({MaskLiteral{f, true, std::nullopt}});
+      other = w.getLhs();
+    } else {
+      return false;
+    }
+    return maskTerms(other, fill, queries, keys, shapes, reader, terms,
+                     depth + 1);
+  }
+  if (auto t = v.getDefiningOp<dfg::TriluOp>()) {
+    // An upper triangle of F over [queries, keys].
+    std::optional<double> f = splatOf(t.getInput(), shapes, reader);
+    ArrayRef<AffineExpr> dims = shapes.dims(t.getResult());
+    if (!t.getUpper() || !f || *f != fill || dims.size() < 2 ||
+        !dims[dims.size() - 2] || !dims.back() ||
+        !sameDim(dims[dims.size() - 2], queries) || !sameDim(dims.back(), keys))
+      return false;
+    terms.push_back({MaskLiteral{Value(), false, t.getDiagonal()}});
+    return true;
+  }
+  if (auto m = v.getDefiningOp<dfg::MulOp>()) {
+    // X * cast(b): F where X is and b holds.
+    for (auto [x, y] : {std::pair(m.getLhs(), m.getRhs()),
+                        std::pair(m.getRhs(), m.getLhs())}) {
+      Value b = castOfBool(y, shapes);
+      if (!b)
+        continue;
+      SmallVector<MaskTerm> inner;
+      if (!maskTerms(x, fill, queries, keys, shapes, reader, inner, depth + 1))
+        return false;
+      for (MaskTerm &term : inner) {
+        term.push_back(MaskLiteral{b, false, std::nullopt});
+        terms.push_back(std::move(term));
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+/// True if the term is "j > i + past": a literal that is that comparison,
+/// or the triangle j - i >= 1 when there is no past, beside literals that
+/// it implies (triangles j - i >= k with k <= 1, as past >= 0).
+bool isCausalTerm(const MaskTerm &term, AffineExpr queries, AffineExpr keys,
+                  AffineExpr past, dfg::SymbolicShapes &shapes,
+                  const ConstantReader &reader) {
+  bool exact = false;
+  bool noPast = sameDim(past, getAffineConstantExpr(0, past.getContext()));
+  for (const MaskLiteral &l : term) {
+    if (l.triu) {
+      if (*l.triu > 1)
+        return false;
+      exact |= *l.triu == 1 && noPast;
+      continue;
+    }
+    // F where the literal holds: where `j <= i + past` does not.
+    if (!isCausalComparison(l.cond, queries, keys, past, shapes, reader,
+                            /*negate=*/!l.negated))
+      return false;
+    exact = true;
+  }
+  return exact;
+}
+
+/// For a float mask holding 0 and a fill F in the terms maskTerms reads,
+/// one of them causal: where(rest, 0, F) of the other terms (a null Value
+/// when there are none), with F in `fill`.
+std::optional<Value> splitAdditiveCausal(Value mask, AffineExpr queries,
+                                         AffineExpr keys, AffineExpr past,
+                                         dfg::SymbolicShapes &shapes,
+                                         const ConstantReader &reader,
+                                         OpBuilder &builder, double &fill) {
+  std::optional<double> f = additiveFill(mask, shapes, reader, 0);
+  SmallVector<MaskTerm> terms;
+  if (!f || !maskTerms(mask, *f, queries, keys, shapes, reader, terms, 0))
+    return std::nullopt;
+  auto causal = llvm::find_if(terms, [&](const MaskTerm &t) {
+    return isCausalTerm(t, queries, keys, past, shapes, reader);
+  });
+  if (causal == terms.end())
+    return std::nullopt;
+  terms.erase(causal);
+  // Visible where no other term holds: the and, over terms, of the or of
+  // their literals' negations.
+  Location loc = mask.getLoc();
+  Value rest;
+  for (const MaskTerm &term : terms) {
+    if (term.empty())
+      return std::nullopt; // F everywhere: nothing causal about it
+    Value visible;
+    for (const MaskLiteral &l : term) {
+      if (l.triu)
+        return std::nullopt;
+      Value v = l.negated
+                    ? l.cond
+                    : dfg::NotOp::create(builder, loc, l.cond.getType(), l.cond)
+                          .getResult();
+      visible = visible ? dfg::OrOp::create(builder, loc, visible, v) : v;
+    }
+    rest = rest ? dfg::AndOp::create(builder, loc, rest, visible) : visible;
+  }
+  fill = *f;
+  if (!rest)
+    return Value();
+  Type element = cast<RankedTensorType>(mask.getType()).getElementType();
+  auto scalar = [&](double v) -> Value {
+    auto t = RankedTensorType::get({}, element);
+    return dfg::ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(t, FloatAttr::get(element, v)));
+  };
+  auto rt = cast<RankedTensorType>(rest.getType());
+  return dfg::WhereOp::create(builder, loc,
+                              RankedTensorType::get(rt.getShape(), element),
+                              rest, scalar(0.0), scalar(*f))
+      .getResult();
 }
 
 } // namespace
@@ -275,7 +497,8 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
     // masked still spreads over all keys, as the whole mask makes it).
     auto additive = additiveMask(mask, shapes, reader);
     if (!additive || additive->second >= 0)
-      return std::nullopt;
+      return splitAdditiveCausal(mask, queries, keys, past, shapes, reader,
+                                 builder, fill);
     if (!std::isinf(additive->second) &&
         !(additive->second <= kFiniteCausalFillMax))
       return std::nullopt;

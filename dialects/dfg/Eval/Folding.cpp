@@ -94,6 +94,26 @@ foldWithEvaluator(Operation *op, StringRef weightsDir, OpBuilder &builder) {
            type.getNumElements() <= kMaxFolded;
   };
   SmallVector<Value> constants;
+  // The maximum or mean of one value broadcast over any sizes (symbolic
+  // sizes are at least 1): that value. torch's repeat_interleave by a
+  // constant takes max(ConstantOfShape(n, r)) for its range of repeats.
+  if (isa<ReduceMaxOp, ReduceMeanOp>(op)) {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    Value in = op->getOperand(0);
+    while (isa_and_nonnull<SymbolicExpandOp, ExpandOp>(in.getDefiningOp()))
+      in = in.getDefiningOp()->getOperand(0);
+    auto literal = in.getDefiningOp<ConstantOp>();
+    auto splat =
+        literal ? dyn_cast<SplatElementsAttr>(literal.getValue()) : nullptr;
+    if (splat && type.hasStaticShape() && type.getNumElements() <= kMaxFolded) {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPoint(op);
+      constants.push_back(ConstantOp::create(
+          builder, op->getLoc(),
+          DenseElementsAttr::get(type, splat.getSplatValue<Attribute>())));
+      return constants;
+    }
+  }
   // Ops on symbolic dimensions (DfgSymbolicOps.td) depend on sizes known
   // only at run time.
   if (isa<ConstantOp, WeightOp, SizesOp, SymbolicReshapeOp, SymbolicExpandOp,

@@ -54,4 +54,22 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// slice(x) -> x   where each sliced axis is taken whole: from 0 to an end
+/// at or past the dimension (an end of 2^40 or more is "to the end" of a
+/// symbolic one, as exporters write INT64_MAX), step 1.
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  auto type = cast<RankedTensorType>(getInput().getType());
+  if (type != getType())
+    return {};
+  for (auto [start, end, axis, step] :
+       llvm::zip(getStarts(), getEnds(), getAxes(), getSteps())) {
+    int64_t dim = type.getDimSize(axis < 0 ? axis + type.getRank() : axis);
+    bool toEnd = end >= (int64_t(1) << 40) ||
+                 (!ShapedType::isDynamic(dim) && end >= dim);
+    if (step != 1 || start != 0 || !toEnd)
+      return {};
+  }
+  return getInput();
+}
+
 } // namespace meshc::dfg

@@ -762,6 +762,7 @@ def Dfg_SliceOp : Dfg_InferredOp<"slice",
     $input `starts` `=` $starts `ends` `=` $ends `axes` `=` $axes
     `steps` `=` $steps attr-dict `:` functional-type($input, $result)
   }];
+  let hasFolder = 1;
 }
 
 def Dfg_SplitOp : Dfg_InferredOp<"split",

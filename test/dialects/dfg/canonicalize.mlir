@@ -12,6 +12,25 @@ func.func @transpose_identity(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// slice(x) taking every axis whole -> x: from 0 to an end at or past a
+// static dimension, or of 2^40 or more on a symbolic one (exporters write
+// INT64_MAX), step 1. Near misses stay: a start past 0, a step of 2, a
+// smaller constant end on a symbolic dimension (clamped at run time).
+// CHECK-LABEL: func.func @slice_whole
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x4xf32>)
+// CHECK-COUNT-3: dfg.slice
+// CHECK-NOT: dfg.slice
+// CHECK: return %[[X]],
+func.func @slice_whole(%x: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x3xf32>, tensor<?x2xf32>, tensor<?x4xf32>) {
+  %0 = dfg.slice %x starts = [0, 0] ends = [9223372036854775807, 4] axes = [0, 1] steps = [1, 1] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %1 = dfg.slice %x starts = [1] ends = [9223372036854775807] axes = [1] steps = [1] : (tensor<?x4xf32>) -> tensor<?x3xf32>
+  %2 = dfg.slice %x starts = [0] ends = [4] axes = [1] steps = [2] : (tensor<?x4xf32>) -> tensor<?x2xf32>
+  %3 = dfg.slice %x starts = [0] ends = [8] axes = [0] steps = [1] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0, %1, %2, %3 : tensor<?x4xf32>, tensor<?x3xf32>, tensor<?x2xf32>, tensor<?x4xf32>
+}
+
+// -----
+
 // A real permutation stays.
 // CHECK-LABEL: func.func @transpose_kept
 // CHECK: dfg.transpose

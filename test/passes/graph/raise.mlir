@@ -911,6 +911,60 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
 
 // -----
 
+// transformers 4.x's causal and padding mask, additive all the way: C =
+// triu(full(F), 1) * (key > query) holds F above the diagonal, and M =
+// where(C + padding == 0, F, C) adds the padded keys. M holds F where C's
+// term does or where `C + padding == 0`: C's term is causal, so the op is
+// causal with finfo.min as causal_fill, and the padding term stays the
+// mask, where(not(C + padding == 0), 0, F). Near miss: the triangle from
+// the diagonal, triu(full(F), 0), alone masks each query's own key too: not
+// causal.
+// CHECK-LABEL: func.func @additive_causal_and_padding
+// CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00>
+// CHECK-DAG: %[[MIN:.+]] = dfg.constant dense<-3.40282347E+38>
+// CHECK: %[[EQ:.+]] = dfg.equal
+// CHECK: %[[NOT:.+]] = dfg.not %[[EQ]]
+// CHECK: %[[M:.+]] = dfg.where %[[NOT]], %[[ZERO]], %[[MIN]]
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false :
+func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %am: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %full = dfg.symbolic_expand %min to affine_map<()[s0] -> (s0, s0)> symbols ["s"] : (tensor<f32>) -> tensor<?x?xf32>
+  %pos = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %col = dfg.reshape %pos to [-1, 1] : (tensor<?xi64>) -> tensor<?x1xi64>
+  %after = dfg.greater %pos, %col : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %afterf = dfg.cast %after to f32 : (tensor<?x?xi1>) -> tensor<?x?xf32>
+  %pad = dfg.unsqueeze %am axes = [1, 2] : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+  %padf = dfg.cast %pad to f32 : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+
+  %tri = dfg.trilu %full upper = true diagonal = 1 : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %c = dfg.mul %tri, %afterf : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %c4 = dfg.unsqueeze %c axes = [0, 1] : (tensor<?x?xf32>) -> tensor<1x1x?x?xf32>
+  %sum = dfg.add %c4, %padf : (tensor<1x1x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x1x?x?xf32>
+  %eq = dfg.equal %sum, %zero : (tensor<?x1x?x?xf32>, tensor<f32>) -> tensor<?x1x?x?xi1>
+  %mask = dfg.where %eq, %min, %c4 : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<1x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %m = dfg.add %ss, %mask : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+
+  %tri0 = dfg.trilu %full upper = true diagonal = 0 : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %c04 = dfg.unsqueeze %tri0 axes = [0, 1] : (tensor<?x?xf32>) -> tensor<1x1x?x?xf32>
+  %sum0 = dfg.add %c04, %padf : (tensor<1x1x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x1x?x?xf32>
+  %eq0 = dfg.equal %sum0, %zero : (tensor<?x1x?x?xf32>, tensor<f32>) -> tensor<?x1x?x?xi1>
+  %mask0 = dfg.where %eq0, %min, %c04 : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<1x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %m0 = dfg.add %ss, %mask0 : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p0 = dfg.softmax %m0 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o0 = dfg.matmul %p0, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %o0 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
+
+// -----
+
 // Gemma-2's softcapped attention as transformers computes it: scores times
 // the scaling, divided by the cap, tanh, times the cap, then the additive
 // mask: one dfg.attention with `softcap_first` (the cap before the mask).

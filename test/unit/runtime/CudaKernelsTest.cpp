@@ -431,6 +431,17 @@ TEST_F(CudaKernelsTest, BinaryArithmeticOnEveryType) {
       }
 }
 
+TEST_F(CudaKernelsTest, BitwiseOnIntegers) {
+  const gpu::BinaryOp ops[] = {gpu::BinaryOp::BitwiseAnd,
+                               gpu::BinaryOp::BitwiseOr,
+                               gpu::BinaryOp::BitwiseXor};
+  for (DType t : {DType::I64, DType::I32})
+    for (gpu::BinaryOp op : ops)
+      for (const auto &[sa, sb] : kBinaryShapes)
+        checkBinary(op, randomTensor(t, sa, -1000, 1000),
+                    randomTensor(t, sb, -1000, 1000));
+}
+
 TEST_F(CudaKernelsTest, IntegerDivisionTruncatesTowardZero) {
   HostTensor a(DType::I64, {6}), b(DType::I64, {6});
   const double as[] = {7, -7, 7, -7, 0, -9};

@@ -148,6 +148,12 @@ double refBinary(BinaryOp op, double a, double b, bool integer) {
     return std::min(a, b);
   case BinaryOp::Max:
     return std::max(a, b);
+  case BinaryOp::BitwiseAnd:
+    return double(std::int64_t(a) & std::int64_t(b));
+  case BinaryOp::BitwiseOr:
+    return double(std::int64_t(a) | std::int64_t(b));
+  case BinaryOp::BitwiseXor:
+    return double(std::int64_t(a) ^ std::int64_t(b));
   case BinaryOp::And:
     return a != 0 && b != 0;
   case BinaryOp::Or:
@@ -243,6 +249,20 @@ TEST(KernelsTest, BinaryIntegers) {
   Tensor base = fromValues(DType::I64, {4}, {2, 3, -2, 5});
   Tensor exp = fromValues(DType::I64, {4}, {10, 3, 3, 0});
   checkBinary(BinaryOp::Pow, base, exp);
+}
+
+TEST(KernelsTest, BinaryBitwiseOnIntegers) {
+  // Both signs and values past 32 bits, broadcast; int32 as CPM-Ant's mask.
+  Tensor a = fromValues(DType::I64, {2, 3},
+                        {7, -7, 0x5555, -(1LL << 40), (1LL << 40) + 3, 0});
+  Tensor b = fromValues(DType::I64, {3}, {3, -4, -(1LL << 33)});
+  Tensor c = randomInt(DType::I32, {2, 3, 4}, -1000, 1000);
+  Tensor d = randomInt(DType::I32, {3, 1}, -1000, 1000);
+  for (BinaryOp op :
+       {BinaryOp::BitwiseAnd, BinaryOp::BitwiseOr, BinaryOp::BitwiseXor}) {
+    checkBinary(op, a, b);
+    checkBinary(op, c, d);
+  }
 }
 
 TEST(KernelsTest, BinaryComparisonsGiveBool) {

@@ -692,6 +692,47 @@ def case_sequence_dynamic_split(path):
     return model(nodes, [f32("x", [2, "seq"])], [f32("y", None)], inits, opset=17)
 
 
+def case_repeat_interleave(path):
+    """torch.repeat_interleave(x, 2, dim=0) over a symbolic sequence, as
+    TorchScript writes it (Cohere's and GLM's rotary tables, by Optimum):
+    repeats = ConstantOfShape([n], 2), the positions inside each repeat
+    Range(0, ReduceMax(repeats)), NonZero of Less(positions, repeats[:, None])
+    (true everywhere: the coordinates of every element), and GatherND of x
+    broadcast over the repeats."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0, name="n"),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"], name="n1"),
+        helper.make_node("ConstantOfShape", ["n1"], ["repeats"],
+                         value=numpy_helper.from_array(np.array([2], np.int64)),
+                         name="repeats"),
+        helper.make_node("ReduceMax", ["repeats"], ["most"], keepdims=0, name="most"),
+        helper.make_node("Cast", ["most"], ["most64"], to=TensorProto.INT64, name="most64"),
+        helper.make_node("Range", ["zero", "most64", "one"], ["inside"], name="inside"),
+        helper.make_node("Unsqueeze", ["repeats", "axis1"], ["column"], name="column"),
+        helper.make_node("Less", ["inside", "column"], ["keep"], name="keep"),
+        helper.make_node("NonZero", ["keep"], ["where"], name="nonzero"),
+        helper.make_node("Transpose", ["where"], ["tuples"], perm=[1, 0], name="tuples"),
+        helper.make_node("Unsqueeze", ["x", "axis1"], ["x1"], name="x1"),
+        helper.make_node("Expand", ["x1", "spread"], ["wide"], name="wide"),
+        helper.make_node("GatherND", ["wide", "tuples"], ["y"], name="gather"),
+    ]
+    inits = [ints("zero", 0), ints("one", 1), ints("axis0", [0]), ints("axis1", [1]),
+             ints("spread", [1, 2, 1])]
+    outs = [f32("y", None), helper.make_tensor_value_info("tuples", TensorProto.INT64, None)]
+    return model(nodes, [f32("x", ["seq", 4])], outs, inits, opset=17)
+
+
+def case_nonzero_data(path):
+    """NonZero of a comparison of the data: how many elements it has is
+    known only at run time (a mixture of experts routes tokens so)."""
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["positive"], name="positive"),
+             helper.make_node("NonZero", ["positive"], ["y"], name="route")]
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    return model(nodes, [f32("x", [2, 3])],
+                 [helper.make_tensor_value_info("y", TensorProto.INT64, None)], inits, opset=17)
+
+
 def case_if_shape(path):
     """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
     a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
