@@ -29,14 +29,43 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
                      dfg::formatShape(in.getShape()) + " of integers");
   if (ctx.attrInt("stash_type", 1) != 1)
     return ctx.error("stash_type other than FLOAT (1) is not supported");
-  Value bias = hasBias ? ctx.input(2) : Value();
+  Value scale = ctx.input(1), bias = hasBias ? ctx.input(2) : Value();
   float epsilon = ctx.attrFloat("epsilon", 1e-5f);
+  int64_t axis = ctx.attrInt("axis", -1);
+  int64_t rank = in.getRank();
+  int64_t normalized = axis < 0 ? -axis : rank - axis;
+  // A scale or bias wider than the normalised dimensions (torch.onnx's
+  // RMSNormalization-23 of a norm without weights, whose scale is ones of
+  // the input's whole shape) broadcasts against the normalised input
+  // instead: a norm by 1, then the product and the sum.
+  auto wider = [&](Value p) {
+    return p && cast<RankedTensorType>(p.getType()).getRank() > normalized;
+  };
+  bool apart = wider(scale) || wider(bias);
   Value result =
       OpTy::create(ctx.builder(), ctx.loc(), in, TypeRange{}, ctx.input(0),
-                   ctx.input(1), bias, /*residual=*/Value(),
-                   ctx.builder().getI64IntegerAttr(ctx.attrInt("axis", -1)),
+                   apart ? ctx.scalar(1.0, in.getElementType()) : scale,
+                   apart ? Value() : bias, /*residual=*/Value(),
+                   ctx.builder().getI64IntegerAttr(axis),
                    ctx.builder().getF32FloatAttr(epsilon))
           .getResult();
+  if (apart) {
+    for (auto [p, isScale] : {std::pair(scale, true), std::pair(bias, false)}) {
+      if (!p)
+        continue;
+      ArrayRef<int64_t> left =
+          cast<RankedTensorType>(result.getType()).getShape();
+      ArrayRef<int64_t> right = cast<RankedTensorType>(p.getType()).getShape();
+      FailureOr<Value> next =
+          isScale ? ctx.create<dfg::MulOp>(dfg::broadcastShapes(left, right),
+                                           in.getElementType(), result, p)
+                  : ctx.create<dfg::AddOp>(dfg::broadcastShapes(left, right),
+                                           in.getElementType(), result, p);
+      if (failed(next))
+        return failure();
+      result = *next;
+    }
+  }
   return ctx.setResults(result);
 }
 

@@ -18,6 +18,10 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
+  .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch cohere,glm --exporter optimum    (Optimum's repeat_interleave rotary tables)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch diffllama --exporter dynamo23   (RMSNormalization-23 with a scale of the input's shape)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
