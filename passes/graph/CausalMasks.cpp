@@ -267,6 +267,14 @@ std::optional<double> splatOf(Value v, dfg::SymbolicShapes &shapes,
   return reader.splat(v);
 }
 
+/// The bool a float value is a cast of (through broadcasts), if it is.
+Value castOfBool(Value v, dfg::SymbolicShapes &shapes) {
+  auto cast = stripBroadcasts(v, shapes).getDefiningOp<dfg::CastOp>();
+  if (!cast || !getElementTypeOrSelf(cast.getInput().getType()).isInteger(1))
+    return {};
+  return cast.getInput();
+}
+
 /// The fill F of an additive mask as maskTerms reads it: a splat of at most
 /// kFiniteCausalFillMax, or -inf, that a where selects, a product scales or
 /// an upper triangle keeps.
@@ -295,20 +303,22 @@ std::optional<double> additiveFill(Value v, dfg::SymbolicShapes &shapes,
     return isFill(f) ? f : std::nullopt;
   }
   if (auto m = v.getDefiningOp<dfg::MulOp>()) {
-    for (Value side : {m.getLhs(), m.getRhs()})
-      if (std::optional<double> f =
-              additiveFill(side, shapes, reader, depth + 1))
-        return f;
+    // X * c with c > 0 (a scale moved onto the mask) holds X's fill times c;
+    // X * cast(b) holds X's.
+    for (auto [x, y] : {std::pair(m.getLhs(), m.getRhs()),
+                        std::pair(m.getRhs(), m.getLhs())}) {
+      std::optional<double> f = additiveFill(x, shapes, reader, depth + 1);
+      if (!f)
+        continue;
+      std::optional<double> c = splatOf(y, shapes, reader);
+      if (!c)
+        return castOfBool(y, shapes) ? f : std::nullopt;
+      double scaled = static_cast<float>(*f * *c);
+      return *c > 0 && isFill(scaled) ? std::optional<double>(scaled)
+                                      : std::nullopt;
+    }
   }
   return std::nullopt;
-}
-
-/// The bool a float value is a cast of (through broadcasts), if it is.
-Value castOfBool(Value v, dfg::SymbolicShapes &shapes) {
-  auto cast = stripBroadcasts(v, shapes).getDefiningOp<dfg::CastOp>();
-  if (!cast || !getElementTypeOrSelf(cast.getInput().getType()).isInteger(1))
-    return {};
-  return cast.getInput();
 }
 
 /// Appends to `terms` where `v` holds `fill` (see MaskLiteral); false if `v`
@@ -357,6 +367,17 @@ bool maskTerms(Value v, double fill, AffineExpr queries, AffineExpr keys,
     return true;
   }
   if (auto m = v.getDefiningOp<dfg::MulOp>()) {
+    // X * c with c > 0: F where X holds its own fill F / c.
+    for (auto [x, y] : {std::pair(m.getLhs(), m.getRhs()),
+                        std::pair(m.getRhs(), m.getLhs())}) {
+      std::optional<double> c = splatOf(y, shapes, reader);
+      std::optional<double> inner =
+          c && *c > 0 ? additiveFill(x, shapes, reader, 0) : std::nullopt;
+      if (!inner || static_cast<float>(*inner * *c) != static_cast<float>(fill))
+        continue;
+      return maskTerms(x, *inner, queries, keys, shapes, reader, terms,
+                       depth + 1);
+    }
     // X * cast(b): F where X is and b holds.
     for (auto [x, y] : {std::pair(m.getLhs(), m.getRhs()),
                         std::pair(m.getRhs(), m.getLhs())}) {
@@ -440,17 +461,9 @@ std::optional<Value> splitAdditiveCausal(Value mask, AffineExpr queries,
   fill = *f;
   if (!rest)
     return Value();
-  Type element = cast<RankedTensorType>(mask.getType()).getElementType();
-  auto scalar = [&](double v) -> Value {
-    auto t = RankedTensorType::get({}, element);
-    return dfg::ConstantOp::create(
-        builder, loc, DenseElementsAttr::get(t, FloatAttr::get(element, v)));
-  };
-  auto rt = cast<RankedTensorType>(rest.getType());
-  return dfg::WhereOp::create(builder, loc,
-                              RankedTensorType::get(rt.getShape(), element),
-                              rest, scalar(0.0), scalar(*f))
-      .getResult();
+  return filledMask(rest, *f,
+                    cast<RankedTensorType>(mask.getType()).getElementType(),
+                    builder);
 }
 
 } // namespace
@@ -533,6 +546,20 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
   return dfg::WhereOp::create(builder, loc, rest, where.getLhs(),
                               where.getRhs())
       .getResult();
+}
+
+Value filledMask(Value condition, double fill, Type element,
+                 OpBuilder &builder) {
+  Location loc = condition.getLoc();
+  auto scalar = [&](double v) -> Value {
+    auto t = RankedTensorType::get({}, element);
+    return dfg::ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(t, FloatAttr::get(element, v)));
+  };
+  auto ct = cast<RankedTensorType>(condition.getType());
+  return dfg::WhereOp::create(builder, loc,
+                              RankedTensorType::get(ct.getShape(), element),
+                              condition, scalar(0.0), scalar(fill));
 }
 
 } // namespace meshc::graph

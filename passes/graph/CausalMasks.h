@@ -55,6 +55,10 @@ splitCausalFactor(mlir::Value mask, mlir::AffineExpr queries,
                   dfg::SymbolicShapes &shapes, const ConstantReader &reader,
                   mlir::OpBuilder &builder, double &fill);
 
+/// The additive mask where(condition, 0, fill) of `element` values.
+mlir::Value filledMask(mlir::Value condition, double fill, mlir::Type element,
+                       mlir::OpBuilder &builder);
+
 /// The largest finite causal_fill dfg.attention takes (invariant 7).
 inline constexpr double kFiniteCausalFillMax = -1e30;
 

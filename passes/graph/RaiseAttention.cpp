@@ -688,21 +688,6 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
                               additive(a), additive(b));
   }
 
-  /// The additive mask where(condition, 0, fill), of `element` values.
-  static Value filledMask(Value condition, double fill, Type element,
-                          PatternRewriter &rewriter) {
-    Location loc = condition.getLoc();
-    auto scalar = [&](double v) -> Value {
-      auto t = RankedTensorType::get({}, element);
-      return dfg::ConstantOp::create(
-          rewriter, loc, DenseElementsAttr::get(t, FloatAttr::get(element, v)));
-    };
-    auto ct = cast<RankedTensorType>(condition.getType());
-    return dfg::WhereOp::create(rewriter, loc,
-                                RankedTensorType::get(ct.getShape(), element),
-                                condition, scalar(0.0), scalar(fill));
-  }
-
   /// The additive mask `mask * factor`: a Where of two splat constants
   /// (HF's 0 / finfo.min) becomes the Where of the scaled constants, so
   /// that step 5 still reads its fill; any other mask is multiplied.

@@ -918,7 +918,8 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
 // causal with finfo.min as causal_fill, and the padding term stays the
 // mask, where(not(C + padding == 0), 0, F). Near miss: the triangle from
 // the diagonal, triu(full(F), 0), alone masks each query's own key too: not
-// causal.
+// causal. The mask times a positive constant (CodeGen's scale, moved onto
+// it) is the same with the fill scaled.
 // CHECK-LABEL: func.func @additive_causal_and_padding
 // CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00>
 // CHECK-DAG: %[[MIN:.+]] = dfg.constant dense<-3.40282347E+38>
@@ -927,7 +928,8 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
 // CHECK: %[[M:.+]] = dfg.where %[[NOT]], %[[ZERO]], %[[MIN]]
 // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
 // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false :
-func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %am: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = true {causal_fill = -8.50705867E+37 : f32}
+func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %am: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
   %zero = dfg.constant dense<0.0> : tensor<f32>
   %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
   %two = dfg.constant dense<2.0> : tensor<f32>
@@ -960,7 +962,13 @@ func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = 
   %m0 = dfg.add %ss, %mask0 : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
   %p0 = dfg.softmax %m0 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
   %o0 = dfg.matmul %p0, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
-  return %o, %o0 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+
+  %quarter = dfg.constant dense<0.25> : tensor<f32>
+  %maskq = dfg.mul %mask, %quarter : (tensor<?x1x?x?xf32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %mq = dfg.add %ss, %maskq : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %pq = dfg.softmax %mq axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %oq = dfg.matmul %pq, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %o0, %oq : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
 
 // -----
