@@ -19,7 +19,7 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
-      --arch cohere,glm,codegen --exporter optimum    (transformers 4.57's archs beyond ARCHS)
+      --arch cohere,glm,codegen,gpt_neo --exporter optimum    (transformers 4.57's archs beyond ARCHS)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch diffllama --exporter dynamo23   (RMSNormalization-23 with a scale of the input's shape)
 

@@ -509,6 +509,31 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
     // (the causal limit then adds F too, so that a row whose every key is
     // masked still spreads over all keys, as the whole mask makes it).
     auto additive = additiveMask(mask, shapes, reader);
+    if (auto sum = stripBroadcasts(mask, shapes).getDefiningOp<dfg::AddOp>();
+        !additive && sum) {
+      // A + B, A wholly causal where(visible, 0, F_A) (GPT-Neo's bias
+      // beside transformers 4.x's mask, added before the scores), B with a
+      // causal factor or term of its own whose fill F_B makes F_A + F_B
+      // overflow to -inf: the keys past the limit are -inf in the sum, so
+      // the op is causal without a fill and B's other factors are its mask.
+      // (Without B's own causal part, a key past the limit that B masks
+      // too is -inf and one it keeps is F_A: no single fill says that.)
+      for (auto [a, b] : {std::pair(sum.getLhs(), sum.getRhs()),
+                          std::pair(sum.getRhs(), sum.getLhs())}) {
+        auto whole = additiveMask(a, shapes, reader);
+        if (!whole || !isSymbolicCausalMask(a, queries, keys, past, shapes,
+                                            reader))
+          continue;
+        double fillA = whole->second, fillB = 0.0;
+        if (std::optional<Value> rest = splitCausalFactor(
+                b, queries, keys, past, shapes, reader, builder, fillB);
+            rest && std::isinf(static_cast<float>(fillA) +
+                               static_cast<float>(fillB))) {
+          fill = -std::numeric_limits<double>::infinity();
+          return *rest;
+        }
+      }
+    }
     if (!additive || additive->second >= 0)
       return splitAdditiveCausal(mask, queries, keys, past, shapes, reader,
                                  builder, fill);

@@ -6,7 +6,9 @@
 //   1. Collect the pattern families of RaisePatterns.h: norms, activations,
 //      dense layers and embeddings, rotary embeddings, attention, scatters
 //      of one slice.
-//   2. Apply them greedily to every function until nothing changes. Each
+//   2. Apply them greedily to every function until nothing changes (the
+//      scatters alone first, so that a mask scattered whole into a copy is
+//      its updates before the attention pattern reads it). Each
 //      pattern rewrites the root of a decomposed idiom; the ops it no longer
 //      needs die and are removed by the driver.
 //   3. Ops left on merged leading dimensions (attention over [B*H, S, S]
@@ -68,6 +70,13 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
     graph::populateRaiseAttentionPatterns(patterns, reader, shapes);
     graph::populateRaiseScatterPatterns(patterns, reader, shapes);
     FrozenRewritePatternSet frozen(std::move(patterns));
+    // Scatters first, alone: one that writes every element is its updates,
+    // which the attention pattern must see (transformers 4.48 scatters its
+    // whole mask into a copy) when it reads a mask through a sum the
+    // pattern does not revisit.
+    RewritePatternSet scatterPatterns(&getContext());
+    graph::populateRaiseScatterPatterns(scatterPatterns, reader, shapes);
+    FrozenRewritePatternSet scatters(std::move(scatterPatterns));
     // Residual sums fused into the norms last, once nothing else is to be
     // raised from them.
     RewritePatternSet residualPatterns(&getContext());
@@ -79,6 +88,7 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
         getOperation().emitWarning(
             "meshc-graph-raise did not reach a fixed point");
     };
+    apply(scatters);
     apply(frozen);
     // What is left over merged batch and heads ([B*H, S, S] scores: BLOOM's
     // baddbmm with its ALiBi bias) rebuilt on [B, H, S, S], where the

@@ -919,7 +919,9 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
 // mask, where(not(C + padding == 0), 0, F). Near miss: the triangle from
 // the diagonal, triu(full(F), 0), alone masks each query's own key too: not
 // causal. The mask times a positive constant (CodeGen's scale, moved onto
-// it) is the same with the fill scaled.
+// it) is the same with the fill scaled. A causal where(j <= i, 0, F) added
+// to it (GPT-Neo's bias beside the mask): F + F is -inf past the limit, so
+// the op is causal without a fill and the padding term is the mask.
 // CHECK-LABEL: func.func @additive_causal_and_padding
 // CHECK-DAG: %[[ZERO:.+]] = dfg.constant dense<0.000000e+00>
 // CHECK-DAG: %[[MIN:.+]] = dfg.constant dense<-3.40282347E+38>
@@ -929,7 +931,9 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
 // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
 // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false :
 // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = true {causal_fill = -8.50705867E+37 : f32}
-func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %am: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+// CHECK: %[[M2:.+]] = dfg.where %{{.+}}, %[[ZERO]], %[[MIN]]
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M2]]) scale = 5.000000e-01 causal = true :
+func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %am: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
   %zero = dfg.constant dense<0.0> : tensor<f32>
   %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
   %two = dfg.constant dense<2.0> : tensor<f32>
@@ -968,7 +972,14 @@ func.func @additive_causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = 
   %mq = dfg.add %ss, %maskq : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
   %pq = dfg.softmax %mq axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
   %oq = dfg.matmul %pq, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
-  return %o, %o0, %oq : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+
+  %vis = dfg.less_or_equal %pos, %col : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %bias = dfg.where %vis, %zero, %min : (tensor<?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  %both = dfg.add %bias, %mask : (tensor<?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %mb = dfg.add %ss, %both : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %pb = dfg.softmax %mb axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %ob = dfg.matmul %pb, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %o0, %oq, %ob : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
 
 // -----
