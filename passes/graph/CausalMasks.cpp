@@ -521,14 +521,14 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
       for (auto [a, b] : {std::pair(sum.getLhs(), sum.getRhs()),
                           std::pair(sum.getRhs(), sum.getLhs())}) {
         auto whole = additiveMask(a, shapes, reader);
-        if (!whole || !isSymbolicCausalMask(a, queries, keys, past, shapes,
-                                            reader))
+        if (!whole ||
+            !isSymbolicCausalMask(a, queries, keys, past, shapes, reader))
           continue;
         double fillA = whole->second, fillB = 0.0;
         if (std::optional<Value> rest = splitCausalFactor(
                 b, queries, keys, past, shapes, reader, builder, fillB);
-            rest && std::isinf(static_cast<float>(fillA) +
-                               static_cast<float>(fillB))) {
+            rest &&
+            std::isinf(static_cast<float>(fillA) + static_cast<float>(fillB))) {
           fill = -std::numeric_limits<double>::infinity();
           return *rest;
         }
