@@ -277,6 +277,22 @@ func.func @and_not_bool(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
+func.func @bitwise_and_float(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dfg.bitwise_and' op operand #0 must be ranked tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = dfg.bitwise_and %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @bitwise_or_mixed(%a: tensor<4xi64>, %b: tensor<4xi32>) -> tensor<4xi64> {
+  // expected-error @+1 {{'dfg.bitwise_or' op requires the same element type for all operands and results}}
+  %0 = dfg.bitwise_or %a, %b : (tensor<4xi64>, tensor<4xi32>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
 func.func @pow_invariant_2(%a: tensor<3xf32>, %b: tensor<4xf32>) -> tensor<3xf32> {
   // expected-error @+1 {{'dfg.pow' op shapes 3 and 4 do not broadcast}}
   %0 = dfg.pow %a, %b : (tensor<3xf32>, tensor<4xf32>) -> tensor<3xf32>

@@ -117,6 +117,19 @@ func.func @more_binary(%x: tensor<2x8xf32>, %e: tensor<f32>, %a: tensor<8xi1>, %
 
 // -----
 
+// CHECK-LABEL: func.func @bitwise
+func.func @bitwise(%x: tensor<2x8xi64>, %y: tensor<8xi64>, %a: tensor<4xi32>, %b: tensor<i32>) -> (tensor<2x8xi64>, tensor<2x8xi64>, tensor<4xi32>) {
+  // CHECK: dfg.bitwise_and %{{.+}}, %{{.+}} : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  %0 = dfg.bitwise_and %x, %y : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  // CHECK: dfg.bitwise_or %{{.+}}, %{{.+}} : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  %1 = dfg.bitwise_or %x, %y : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  // CHECK: dfg.bitwise_xor %{{.+}}, %{{.+}} : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  %2 = dfg.bitwise_xor %a, %b : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  return %0, %1, %2 : tensor<2x8xi64>, tensor<2x8xi64>, tensor<4xi32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @compare_where_cast
 func.func @compare_where_cast(%i: tensor<8x1xi64>, %j: tensor<8xi64>, %s: tensor<2x4x8x8xf32>, %m: tensor<f32>) -> (tensor<8x8xi1>, tensor<8x8xi1>, tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf16>, tensor<8xi1>) {
   // CHECK: dfg.equal %{{.+}}, %{{.+}} : (tensor<8x1xi64>, tensor<8xi64>) -> tensor<8x8xi1>

@@ -67,6 +67,21 @@ func.func @or(%x: tensor<2x8xi1>, %y: tensor<8xi1>) -> tensor<2x8xi1> {
   return %0 : tensor<2x8xi1>
 }
 
+func.func @bitwise_and(%x: tensor<2x8xi64>, %y: tensor<8xi64>) -> tensor<2x8xi64> {
+  %0 = dfg.bitwise_and %x, %y : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  return %0 : tensor<2x8xi64>
+}
+
+func.func @bitwise_or(%x: tensor<2x8xi64>, %y: tensor<8xi64>) -> tensor<2x8xi64> {
+  %0 = dfg.bitwise_or %x, %y : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  return %0 : tensor<2x8xi64>
+}
+
+func.func @bitwise_xor(%x: tensor<2x8xi64>, %y: tensor<8xi64>) -> tensor<2x8xi64> {
+  %0 = dfg.bitwise_xor %x, %y : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi64>
+  return %0 : tensor<2x8xi64>
+}
+
 func.func @equal(%x: tensor<2x8xi64>, %y: tensor<8xi64>) -> tensor<2x8xi1> {
   %0 = dfg.equal %x, %y : (tensor<2x8xi64>, tensor<8xi64>) -> tensor<2x8xi1>
   return %0 : tensor<2x8xi1>
