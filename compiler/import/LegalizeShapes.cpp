@@ -245,8 +245,24 @@ std::optional<std::pair<double, double>> valueBounds(Value v, int depth = 0) {
   }
   if (isa<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp,
           dfg::SymbolicReshapeOp, dfg::ExpandOp, dfg::SymbolicExpandOp,
-          dfg::TransposeOp, dfg::SliceOp, dfg::ReduceMaxOp, dfg::CastOp>(op))
+          dfg::TransposeOp, dfg::SliceOp, dfg::ReduceMaxOp>(op))
     return valueBounds(op->getOperand(0), depth + 1);
+  if (auto c = dyn_cast<dfg::CastOp>(op)) {
+    // To bool: 1 where nonzero. To a narrower integer: only values it
+    // holds as they are.
+    auto in = valueBounds(c.getInput(), depth + 1);
+    Type to = getElementTypeOrSelf(c.getType());
+    if (!in)
+      return std::nullopt;
+    if (to.isInteger(1)) {
+      bool zero = in->first <= 0 && in->second >= 0;
+      bool nonzero = in->first != 0 || in->second != 0;
+      return std::pair(zero ? 0.0 : 1.0, nonzero ? 1.0 : 0.0);
+    }
+    if (to.isInteger(32) && (in->first < INT32_MIN || in->second > INT32_MAX))
+      return std::nullopt;
+    return in;
+  }
   if (isa<dfg::AddOp, dfg::SubOp>(op)) {
     auto a = valueBounds(op->getOperand(0), depth + 1);
     auto b = valueBounds(op->getOperand(1), depth + 1);
