@@ -258,13 +258,10 @@ struct MaskLiteral {
 };
 using MaskTerm = SmallVector<MaskLiteral, 2>;
 
-/// The splat behind broadcasts and a symbolic_expand, if any.
+/// The splat behind broadcasts (stripBroadcasts), if any.
 std::optional<double> splatOf(Value v, dfg::SymbolicShapes &shapes,
                               const ConstantReader &reader) {
-  v = stripBroadcasts(v, shapes);
-  if (auto e = v.getDefiningOp<dfg::SymbolicExpandOp>())
-    v = e.getInput();
-  return reader.splat(v);
+  return reader.splat(stripBroadcasts(v, shapes));
 }
 
 /// The bool a float value is a cast of (through broadcasts), if it is.
