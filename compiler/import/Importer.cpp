@@ -186,6 +186,10 @@ SmallVector<AffineExpr> NodeContext::dimsOf(Value v) {
   return SmallVector<AffineExpr>(importer_.shapes().dims(v));
 }
 
+std::optional<SmallVector<AffineExpr>> NodeContext::valuesOf(Value v) {
+  return importer_.shapes().values(v);
+}
+
 LogicalResult NodeContext::requireDimAtLeast(Value v, unsigned dim,
                                              int64_t least, StringRef what) {
   auto type = cast<RankedTensorType>(v.getType());
@@ -799,8 +803,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
   bool readsPart = runTimeSplits_.readsPart(node);
   // A Concat of run-time split parts joins them; any other reader of a part
   // is followed after it is legalised.
-  bool joinsParts =
-      readsPart && node.op_type() == "Concat" && node.domain().empty();
+  bool joinsParts = runTimeSplits_.joinsSplitParts(node);
   // A legalisation may report a problem (a mistyped attribute) and carry
   // on with a default; the node still fails. Only its first error reaches
   // the user: later ones (the key after the query) say the same again.
@@ -830,8 +833,16 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
       failed(runTimeSplits_.follow(ctx, created, ctx.results())))
     return failure();
   SmallVector<Value> results(ctx.results());
+  // A NonZero's selection mask, kept through folding beside the results.
+  Value selection = ctx.selection();
+  if (selection)
+    results.push_back(selection);
   if (failed(foldConstants(created, results)))
     return failure();
+  if (selection) {
+    runTimeSplits_.addSelection(ctx, results.back());
+    results.pop_back();
+  }
 
   for (auto [i, name] : enumerate(node.output())) {
     if (name.empty())
@@ -1054,12 +1065,9 @@ OwningOpRef<ModuleOp> Importer::run() {
                   "' is not produced by any node");
       return nullptr;
     }
-    if (std::string owner = runTimeSplits_.partOwner(output.name());
-        !owner.empty()) {
-      (void)error("graph output '" + output.name() + "' is a part of Split " +
-                  owner +
-                  ", whose sizes the graph computes at run time: meshc "
-                  "returns such parts only joined by a Concat");
+    if (std::string why = runTimeSplits_.outputError(output.name());
+        !why.empty()) {
+      (void)error(why);
       return nullptr;
     }
     results.push_back(v);

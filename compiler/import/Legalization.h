@@ -104,6 +104,9 @@ public:
   llvm::SmallVector<mlir::AffineExpr> inputDims(unsigned i);
   /// The same for any value of the function being built.
   llvm::SmallVector<mlir::AffineExpr> dimsOf(mlir::Value v);
+  /// The elements of the small integer vector `v` as expressions over the
+  /// named dimensions (a dfg.sizes, a constant); std::nullopt otherwise.
+  std::optional<llvm::SmallVector<mlir::AffineExpr>> valuesOf(mlir::Value v);
   /// Dimension `dim` of `v` must be `size` (the op's semantics fix it: the
   /// head size of GroupQueryAttention's past). Where that dimension is a
   /// graph input's symbolic name (onnxruntime-genai's `kv_cache_dim`), the
@@ -177,6 +180,13 @@ public:
   mlir::LogicalResult setResults(llvm::ArrayRef<mlir::Value> values);
   llvm::ArrayRef<mlir::Value> results() const { return results_; }
 
+  /// Output 0 holds the coordinates of every element of a tensor whose
+  /// nonzero ones only the data decides (NonZero), one column each; `mask`
+  /// (i1, one per column) says which columns NonZero selects. The importer
+  /// follows the columns to the scatter that adds them up (RunTimeSplits).
+  void setSelection(mlir::Value mask) { selection_ = mask; }
+  mlir::Value selection() const { return selection_; }
+
   /// ONNX sequences, held at compile time as their tensors: those of the
   /// sequence input `i` names (reports an error if it names none), and
   /// binding output 0 to a sequence of `values`.
@@ -192,6 +202,7 @@ private:
   mlir::Location loc_;
   llvm::SmallVector<mlir::Value> inputs_;
   llvm::SmallVector<mlir::Value> results_;
+  mlir::Value selection_;
 };
 
 /// While it lives, a fatal error (an op built through a type-inferring

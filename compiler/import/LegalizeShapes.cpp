@@ -141,6 +141,55 @@ LogicalResult legalizeRange(NodeContext &ctx) {
     return ctx.setResults(ctx.refineType(range));
   }
   StringRef folder = ctx.modelFolder();
+  // A float range one of whose bounds is a size cast to float
+  // (`torch.arange(seq_len)` of floats, as a rotary table takes its
+  // positions): the int64 range of the whole bounds, cast.
+  auto castSize = [&](unsigned i) -> Value {
+    auto cast = ctx.input(i).getDefiningOp<dfg::CastOp>();
+    return cast && isa_and_nonnull<dfg::SizesOp>(
+                       cast.getInput().getDefiningOp())
+               ? cast.getInput()
+               : Value();
+  };
+  Type element = ctx.inputType(0).getElementType();
+  if (isa<FloatType>(element) && (castSize(0) || castSize(1))) {
+    SmallVector<AffineExpr> bounds;
+    for (unsigned i : {0u, 1u}) {
+      if (Value size = castSize(i)) {
+        std::optional<SmallVector<AffineExpr>> exprs = ctx.valuesOf(size);
+        if (!exprs || exprs->size() != 1)
+          return ctx.error("the range's bounds must be scalars");
+        bounds.push_back(exprs->front());
+        continue;
+      }
+      FailureOr<double> v =
+          scalarInput(ctx, i, i == 0 ? "start" : "limit", folder);
+      if (failed(v))
+        return failure();
+      if (*v != std::trunc(*v) || std::abs(*v) > 9.0e15)
+        return ctx.error("a float range whose other bound is a size must "
+                         "start and end at whole numbers");
+      bounds.push_back(getAffineConstantExpr(static_cast<int64_t>(*v),
+                                             ctx.builder().getContext()));
+    }
+    FailureOr<double> delta = scalarInput(ctx, 2, "delta", folder);
+    if (failed(delta))
+      return failure();
+    if (*delta == 0 || *delta != std::trunc(*delta))
+      return ctx.error("a float range whose bound is a size must step by a "
+                       "whole number other than 0");
+    Type i64 = ctx.builder().getI64Type();
+    auto [map, names] = ctx.dimTable().write(bounds);
+    Value range = ctx.refineType(
+        dfg::RangeOp::create(ctx.builder(), ctx.loc(),
+                             RankedTensorType::get({ShapedType::kDynamic}, i64),
+                             map, static_cast<int64_t>(*delta), names));
+    Value cast = ctx.refineType(dfg::CastOp::create(
+        ctx.builder(), ctx.loc(),
+        RankedTensorType::get({ShapedType::kDynamic}, element), range,
+        element));
+    return ctx.setResults(cast);
+  }
   FailureOr<double> start = scalarInput(ctx, 0, "start", folder);
   FailureOr<double> limit = scalarInput(ctx, 1, "limit", folder);
   FailureOr<double> delta = scalarInput(ctx, 2, "delta", folder);
@@ -342,22 +391,21 @@ std::optional<bool> uniformTruth(Value v, int depth = 0) {
   return std::nullopt;
 }
 
-/// NonZero(x) with x provably nonzero everywhere: the coordinates of every
-/// element in row-major order, [rank, numel] (numel symbolic where x's
-/// dimensions are). torch's repeat_interleave, as TorchScript writes it,
-/// takes NonZero(Less(Range(0, max(r)), r)) of constant repeats r (Cohere's
-/// and GLM's interleaved rotary tables). A count that depends on the data
-/// (a mixture of experts routing tokens, boolean indexing) is refused.
+/// NonZero(x): the coordinates of every element of x in row-major order,
+/// [rank, numel] (numel symbolic where x's dimensions are). Where x is
+/// provably nonzero everywhere, that is NonZero's result: torch's
+/// repeat_interleave, as TorchScript writes it, takes NonZero(Less(Range(0,
+/// max(r)), r)) of constant repeats r (Cohere's and GLM's interleaved rotary
+/// tables). Where the data decides (a mixture of experts routing tokens,
+/// transformers 4.x's `torch.where(expert_mask[e])`), the columns x selects
+/// are marked by a mask (x != 0, flattened) for the importer to follow to
+/// the scatter that adds them up (RunTimeSplits): every column is computed,
+/// the unselected ones add nothing.
 LogicalResult legalizeNonZero(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
   Value x = ctx.input(0);
-  if (uniformTruth(x) != std::optional<bool>(true))
-    return ctx.error(
-        "the count of nonzero elements depends on the data (a size meshc "
-        "cannot plan: token routing by NonZero, boolean indexing); meshc "
-        "imports NonZero only of a tensor it proves nonzero everywhere, as "
-        "torch's repeat_interleave writes it");
+  bool everywhere = uniformTruth(x) == std::optional<bool>(true);
   SmallVector<AffineExpr> dims = ctx.inputDims(0);
   int64_t rank = static_cast<int64_t>(dims.size());
   if (rank == 0)
@@ -393,6 +441,24 @@ LogicalResult legalizeNonZero(NodeContext &ctx) {
                 b, loc,
                 RankedTensorType::get({rank, ShapedType::kDynamic}, i64), rows,
                 0));
+  if (!everywhere) {
+    // The mask of the selected columns: x != 0, in the coordinates' order.
+    Type i1 = b.getI1Type();
+    RankedTensorType in = ctx.inputType(0);
+    Value truth = x;
+    if (!in.getElementType().isInteger(1)) {
+      FailureOr<Value> zero =
+          binary<dfg::EqualOp>(ctx, x, ctx.scalar(0, in.getElementType()), i1);
+      if (failed(zero))
+        return failure();
+      truth = dfg::NotOp::create(b, loc, zero->getType(), *zero);
+    }
+    SmallVector<int64_t> flat = {-1};
+    Value mask = ctx.refineType(dfg::ReshapeOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, i1), truth,
+        b.getDenseI64ArrayAttr(flat)));
+    ctx.setSelection(mask);
+  }
   return ctx.setResults(coords);
 }
 

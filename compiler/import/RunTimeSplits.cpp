@@ -40,6 +40,66 @@ std::string opName(Operation *op) { return op->getName().getStringRef().str(); }
 
 } // namespace
 
+std::string RunTimeSplits::describe(const Split &split, unsigned index) const {
+  if (split.mask)
+    return "the coordinates NonZero " + split.node +
+           " gives, whose count the data decides";
+  return "part #" + std::to_string(index) + " of Split " + split.node +
+         ", whose sizes the graph computes at run time";
+}
+
+void RunTimeSplits::addSelection(NodeContext &ctx, Value mask) {
+  Split selection;
+  selection.node = nodeName(ctx);
+  selection.parts = 1;
+  selection.mask = mask;
+  unsigned id = splits_.size();
+  splits_.push_back(selection);
+  // NonZero's [rank, count]: the columns are the selected elements.
+  if (ctx.numOutputs() > 0 && !ctx.node().output(0).empty())
+    parts_[ctx.node().output(0)] = Part{id, 0, 1};
+}
+
+bool RunTimeSplits::joinsSplitParts(const onnx::NodeProto &node) const {
+  if (node.op_type() != "Concat" || !node.domain().empty())
+    return false;
+  return llvm::any_of(node.input(), [&](const std::string &name) {
+    auto it = parts_.find(name);
+    return it != parts_.end() && !splits_[it->second.split].mask;
+  });
+}
+
+LogicalResult RunTimeSplits::addSelected(NodeContext &ctx, Operation *op,
+                                         const Split &selection, int64_t axis) {
+  auto scatter = cast<dfg::ScatterNDOp>(op);
+  // Overwriting zeros at distinct tuples is adding into them (torch's
+  // index_add_, which TorchScript writes as a ScatterElements into zeros
+  // then an Add, means the sum at a repeated one too).
+  if (!scatter.getAccumulate() && !dfg::isZeroFill(scatter.getData()))
+    return ctx.error("reads " + describe(selection, 0) + ", and " + opName(op) +
+                     " overwrites a tensor that is not zeros with their "
+                     "rows: meshc scatters such rows only by adding them "
+                     "(reduction 'add', or into zeros)");
+  OpBuilder &b = ctx.builder();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  Value updates = scatter.getUpdates();
+  auto type = cast<RankedTensorType>(updates.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> laid(rank, 1), shape(rank, 1);
+  laid[axis] = -1;
+  shape[axis] = type.getDimSize(axis);
+  Value mask = ctx.refineType(dfg::ReshapeOp::create(
+      b, loc, RankedTensorType::get(shape, b.getI1Type()), selection.mask,
+      b.getDenseI64ArrayAttr(laid)));
+  Value kept = dfg::WhereOp::create(b, loc, type, mask, updates,
+                                    ctx.scalar(0, type.getElementType()));
+  scatter.getUpdatesMutable().assign(kept);
+  scatter.setAccumulate(true);
+  return success();
+}
+
 bool RunTimeSplits::isRunTimeSplit(NodeContext &ctx) {
   if (ctx.node().op_type() != "Split" || !ctx.node().domain().empty() ||
       ctx.numInputs() < 2 || !ctx.input(1))
@@ -185,11 +245,10 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
       continue;
     if (part &&
         (it->second.split != part->split || it->second.index != part->index))
-      return ctx.error(
-          "reads two different parts of Split " +
-          splits_[it->second.split].node +
-          ", whose sizes the graph computes at run time: meshc follows "
-          "each part alone back to the Concat that joins them");
+      return ctx.error("reads both " +
+                       describe(splits_[part->split], part->index) + ", and " +
+                       describe(splits_[it->second.split], it->second.index) +
+                       ": meshc follows each such value alone");
     part = &it->second;
     rowsOf[ctx.input(i)] = it->second.axis;
   }
@@ -197,13 +256,15 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
     return success();
   const Split &split = splits_[part->split];
   auto refuse = [&](Operation *op, const Twine &why) {
-    return ctx.error("reads part #" + Twine(part->index) + " of Split " +
-                     split.node +
-                     ", whose sizes the graph computes at run time, and " +
-                     opName(op) + " " + why +
-                     ": meshc follows such a part only through ops that "
-                     "treat its rows independently, to a Concat of every "
-                     "part");
+    return ctx.error(
+        "reads " + describe(split, part->index) + ", and " + opName(op) + " " +
+        why +
+        (split.mask ? ": meshc follows such coordinates only through ops "
+                      "that treat them independently, to a scatter that "
+                      "adds up their rows (ScatterElements, ScatterND)"
+                    : ": meshc follows such a part only through ops that "
+                      "treat its rows independently, to a Concat of every "
+                      "part"));
   };
   for (Operation *op : created) {
     SmallVector<unsigned> reading;
@@ -212,6 +273,23 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
         reading.push_back(i);
     if (reading.empty())
       continue;
+    if (auto scatter = dyn_cast<dfg::ScatterNDOp>(op); scatter && split.mask) {
+      // The sink: each selected row's update added at its index tuple.
+      Value indices = scatter.getIndices(), updates = scatter.getUpdates();
+      if (rowsOf.contains(scatter.getData()))
+        return refuse(op, "scatters into them");
+      if (!rowsOf.contains(indices) || !rowsOf.contains(updates))
+        return refuse(op, "does not take both its indices and its updates "
+                          "from them");
+      int64_t axis = rowsOf[indices];
+      if (axis + 1 >= cast<RankedTensorType>(indices.getType()).getRank() ||
+          rowsOf[updates] != axis)
+        return refuse(op, "does not pair each index tuple with the update of "
+                          "its row");
+      if (failed(addSelected(ctx, op, split, axis)))
+        return failure();
+      continue;
+    }
     std::optional<dfg::ShardingRule> rule = ruleOf(op);
     if (!rule)
       return refuse(op, "has no sharding rule");
@@ -265,9 +343,16 @@ LogicalResult RunTimeSplits::follow(NodeContext &ctx,
   return success();
 }
 
-std::string RunTimeSplits::partOwner(llvm::StringRef name) const {
+std::string RunTimeSplits::outputError(llvm::StringRef name) const {
   auto it = parts_.find(name);
-  return it == parts_.end() ? std::string() : splits_[it->second.split].node;
+  if (it == parts_.end())
+    return std::string();
+  const Split &split = splits_[it->second.split];
+  return "graph output '" + name.str() + "' is " +
+         describe(split, it->second.index) +
+         (split.mask ? ": meshc computes such coordinates only into a "
+                       "scatter that adds up their rows"
+                     : ": meshc returns such parts only joined by a Concat");
 }
 
 } // namespace meshc::onnximport

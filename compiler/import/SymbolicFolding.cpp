@@ -224,6 +224,11 @@ decideOrder(AffineExpr a, AffineExpr b,
 
 } // namespace
 
+namespace {
+Value materialize(Operation *op, RankedTensorType type, Exprs out,
+                  dfg::DimTable &table);
+} // namespace
+
 Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
                    llvm::StringMap<int64_t> *maximums) {
   if (op->getNumResults() != 1 || op->getNumOperands() == 0)
@@ -233,6 +238,42 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
       !type.getElementType().isSignlessInteger())
     return {};
   dfg::SymbolicShapes shapes(table);
+  // Elements of a range with symbolic bounds at constant positions (torch's
+  // `cache_position[-1] + 1`, the length of the positions): start + k *
+  // delta, a negative k counting back from the range's length.
+  if (auto g = dyn_cast<dfg::GatherOp>(op);
+      g && (static_cast<int64_t>(g.getAxis()) == 0 ||
+            static_cast<int64_t>(g.getAxis()) == -1)) {
+    auto range = g->getOperand(0).getDefiningOp<dfg::RangeOp>();
+    std::optional<Exprs> at =
+        range ? shapes.values(g->getOperand(1)) : std::nullopt;
+    if (range && at &&
+        static_cast<int64_t>(at->size()) == type.getNumElements()) {
+      Exprs bounds = table.read(range.getBounds(), range.getSymbols());
+      AffineExpr length = shapes.dims(range.getResult()).front();
+      int64_t delta = range.getDelta();
+      Exprs out;
+      for (AffineExpr index : *at) {
+        std::optional<int64_t> k = constantOf(index);
+        if (!k || !length || bounds.size() != 2 || !bounds[0])
+          return {};
+        AffineExpr position =
+            *k >= 0 ? getAffineConstantExpr(*k, op->getContext())
+                    : simplifyAffineExpr(length + *k, 0, table.size());
+        // Only where the position is provably inside the range.
+        std::optional<int64_t> least = dfg::boundsOf(position).least;
+        std::optional<int64_t> room =
+            dfg::boundsOf(
+                simplifyAffineExpr(length - position - 1, 0, table.size()))
+                .least;
+        if (!least || *least < 0 || !room || *room < 0)
+          return {};
+        out.push_back(
+            simplifyAffineExpr(bounds[0] + position * delta, 0, table.size()));
+      }
+      return materialize(op, type, out, table);
+    }
+  }
   bool anySymbolic = false;
   SmallVector<Exprs> in;
   for (Value v : op->getOperands()) {
@@ -387,14 +428,23 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
           .Default([](Operation *) { return std::nullopt; });
   if (!out || static_cast<int64_t>(out->size()) != type.getNumElements())
     return {};
+  return materialize(op, type, *out, table);
+}
 
+namespace {
+
+/// `out` as the value of `op` (of `type`): a dfg.constant where every
+/// expression is constant, else a dfg.sizes; null for bools that are not
+/// constant.
+Value materialize(Operation *op, RankedTensorType type, Exprs out,
+                  dfg::DimTable &table) {
   OpBuilder b(op);
-  for (AffineExpr &e : *out)
+  for (AffineExpr &e : out)
     e = simplifyAffineExpr(e, 0, table.size());
-  if (llvm::all_of(*out, [](AffineExpr e) { return constantOf(e); })) {
+  if (llvm::all_of(out, [](AffineExpr e) { return constantOf(e); })) {
     SmallVector<APInt> values;
     unsigned width = type.getElementType().getIntOrFloatBitWidth();
-    for (AffineExpr e : *out)
+    for (AffineExpr e : out)
       values.push_back(APInt(width, *constantOf(e), /*isSigned=*/true,
                              /*implicitTrunc=*/true));
     return dfg::ConstantOp::create(b, op->getLoc(),
@@ -402,8 +452,10 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
   }
   if (type.getElementType().isInteger(1))
     return {};
-  auto [map, names] = table.write(*out);
+  auto [map, names] = table.write(out);
   return dfg::SizesOp::create(b, op->getLoc(), type, map, names);
 }
+
+} // namespace
 
 } // namespace meshc::onnximport

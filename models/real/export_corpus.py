@@ -22,6 +22,11 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
       --arch cohere,glm,codegen,gpt_neo --exporter optimum    (transformers 4.57's archs beyond ARCHS)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch diffllama --exporter dynamo23   (RMSNormalization-23 with a scale of the input's shape)
+  .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch gpt2,bert --exporter dynamo --tag _torch26     (torch 2.6 with transformers 4.48)
+  .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama,gemma2,mixtral,qwen2_moe,olmoe,phimoe --exporter torchscript --tag _torch26
+                                         (transformers 4.48's masks; experts routed by NonZero)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)

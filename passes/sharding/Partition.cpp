@@ -589,15 +589,24 @@ bool keepsPartialSums(Operation *user, Value partial, Variance &variance) {
   // Updates written into zeros at indices the same on every rank: each
   // element of the result is one update's element or zero (JetMoE's experts
   // returning to their tokens).
-  if (auto scatter = dyn_cast<dfg::ScatterNDOp>(user)) {
-    auto zeros = scatter.getData().getDefiningOp<dfg::ConstantOp>();
-    auto splat = zeros ? dyn_cast<SplatElementsAttr>(zeros.getValue())
-                       : SplatElementsAttr();
-    return splat && isa<FloatType>(splat.getElementType()) &&
-           splat.getSplatValue<APFloat>().isZero() &&
+  if (auto scatter = dyn_cast<dfg::ScatterNDOp>(user))
+    return dfg::isZeroFill(scatter.getData()) &&
            scatter.getUpdates() == partial && scatter.getData() != partial &&
            scatter.getIndices() != partial &&
            !variance.varies(scatter.getIndices());
+  // A select between them and zeros by a condition the same on every rank
+  // (a mixture's rows that an expert did not take), and a sum with zeros.
+  if (auto where = dyn_cast<dfg::WhereOp>(user)) {
+    Value other = where.getLhs() == partial ? where.getRhs() : where.getLhs();
+    return user->getResult(0).getType() == partial.getType() &&
+           where.getCondition() != partial && other != partial &&
+           dfg::isZeroFill(other) && !variance.varies(where.getCondition());
+  }
+  if (isa<dfg::AddOp>(user)) {
+    Value other = user->getOperand(0) == partial ? user->getOperand(1)
+                                                 : user->getOperand(0);
+    return user->getResult(0).getType() == partial.getType() &&
+           other != partial && dfg::isZeroFill(other);
   }
   if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp, dfg::SqueezeOp,
           dfg::UnsqueezeOp, dfg::TransposeOp, dfg::ReduceSumOp, dfg::SliceOp,

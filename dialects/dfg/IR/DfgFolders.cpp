@@ -72,4 +72,27 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   return getInput();
 }
 
+bool isZeroFill(Value v) {
+  for (int depth = 0; depth < 16; ++depth) {
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return false;
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto attr = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!attr || !attr.isSplat())
+        return false;
+      if (isa<FloatType>(attr.getElementType()))
+        return attr.getSplatValue<APFloat>().isZero();
+      if (isa<IntegerType>(attr.getElementType()))
+        return attr.getSplatValue<APInt>().isZero();
+      return false;
+    }
+    if (!isa<SymbolicExpandOp, ExpandOp, ReshapeOp, SymbolicReshapeOp, SliceOp,
+             SymbolicSliceOp, TransposeOp, UnsqueezeOp, SqueezeOp>(op))
+      return false;
+    v = op->getOperand(0);
+  }
+  return false;
+}
+
 } // namespace meshc::dfg

@@ -69,6 +69,11 @@ class SymbolicShapes;
 llvm::SmallVector<mlir::AffineExpr>
 dimsOfFirstOperand(mlir::Operation *op, SymbolicShapes &shapes);
 
+/// Whether every element of `v` is provably zero: a zero splat literal, seen
+/// through views, slices and broadcasts (ConstantOfShape's zeros at a
+/// symbolic shape included).
+bool isZeroFill(mlir::Value v);
+
 } // namespace meshc::dfg
 
 #include "dialects/dfg/IR/DfgInterfaces.h.inc"

@@ -631,6 +631,46 @@ func.func @partial_scatter_into_data(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>
 
 // -----
 
+// The rows a NonZero selected for an expert (transformers 4.x's routing, as
+// meshc imports it): every row computed, the unselected ones zeroed by a
+// where on a mask the same on every rank, scattered into zeros broadcast
+// from a scalar, added to the sum so far (zeros for the first expert). The
+// down projection's partial sums pass the where, the scatter and the adds:
+// one all_reduce for both experts, after the last add.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @selected_rows_into_zeros
+// CHECK-NOT: shard.all_reduce
+// CHECK: dfg.add
+// CHECK-NOT: shard.all_reduce
+// CHECK: %[[SUM:.+]] = dfg.add %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.+]] = shard.all_reduce %[[SUM]]
+// CHECK-NOT: shard.all_reduce
+// CHECK: return %[[R]]
+func.func @selected_rows_into_zeros(%x: tensor<6x8xf32>, %rows: tensor<6x1xi64>, %keep0: tensor<6x1xi1>, %keep1: tensor<6x1xi1>) -> tensor<4x8xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 512] : tensor<8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %w3 = dfg.weight "w3" in "w.bin" [offset = 1024, length = 512] : tensor<8x16xf32>
+  %w4 = dfg.weight "w4" in "w.bin" [offset = 1536, length = 512] : tensor<16x8xf32>
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %zeros = dfg.expand %zero shape = [4, 8] : (tensor<f32>) -> tensor<4x8xf32>
+  %h0 = dfg.linear %x, %w1 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a0 = dfg.tanh %h0 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d0 = dfg.linear %a0, %w2 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %k0 = dfg.where %keep0, %d0, %zero : (tensor<6x1xi1>, tensor<6x8xf32>, tensor<f32>) -> tensor<6x8xf32>
+  %s0 = dfg.scatter_nd %zeros, %rows, %k0 accumulate : (tensor<4x8xf32>, tensor<6x1xi64>, tensor<6x8xf32>) -> tensor<4x8xf32>
+  %acc0 = dfg.add %zeros, %s0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h1 = dfg.linear %x, %w3 transpose_weight = false : (tensor<6x8xf32>, tensor<8x16xf32>) -> tensor<6x16xf32>
+  %a1 = dfg.tanh %h1 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %d1 = dfg.linear %a1, %w4 transpose_weight = false : (tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+  %k1 = dfg.where %keep1, %d1, %zero : (tensor<6x1xi1>, tensor<6x8xf32>, tensor<f32>) -> tensor<6x8xf32>
+  %s1 = dfg.scatter_nd %zeros, %rows, %k1 accumulate : (tensor<4x8xf32>, tensor<6x1xi64>, tensor<6x8xf32>) -> tensor<4x8xf32>
+  %acc1 = dfg.add %acc0, %s1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %acc1 : tensor<4x8xf32>
+}
+}
+
+// -----
+
 // A Mamba mixer: in_proj cut into x and z, x_proj read whole by every
 // channel and cut into dt, B and C, dt_proj back to the channels, out_proj.
 // (dt_proj multiplies from the left, as the model writes it.) Split by

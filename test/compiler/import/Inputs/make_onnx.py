@@ -733,6 +733,131 @@ def case_nonzero_data(path):
                  [helper.make_tensor_value_info("y", TensorProto.INT64, None)], inits, opset=17)
 
 
+def expert_routing(variant="ok"):
+    """A mixture of 4 experts, top 2, routed as transformers 4.x writes it
+    and TorchScript exports it: per expert e, NonZero of the transposed
+    one-hot of the chosen experts gives (choice, token) pairs whose count
+    the data decides; the expert runs on the tokens' rows (Gather), scaled
+    by their routing weights, and its rows are added back at their tokens:
+    even experts by a ScatterElements into zeros then an Add (index_add_),
+    odd ones by a ScatterND with reduction add. Variants that meshc refuses:
+    "overwrite" scatters expert 0's rows into the tokens themselves instead
+    of zeros; "count" sums expert 0's token indices (a reduction over the
+    pairs)."""
+    experts, top, d = 4, 2, 4
+    rng = np.random.default_rng(7)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Reshape", ["x", "rows_shape"], ["flat"], name="flat"),
+        helper.make_node("MatMul", ["flat", "router"], ["logits"], name="router"),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=1, name="probs"),
+        helper.make_node("TopK", ["probs", "k"], ["top", "chosen"], axis=1, name="topk"),
+        helper.make_node("ReduceSum", ["top", "axis1"], ["total"], keepdims=1, name="total"),
+        helper.make_node("Div", ["top", "total"], ["weights"], name="weights"),
+        helper.make_node("Reshape", ["weights", "minus1"], ["weights_flat"], name="weights_flat"),
+        helper.make_node("OneHot", ["chosen", "depth", "onoff"], ["onehot"], axis=-1,
+                         name="onehot"),
+        helper.make_node("Transpose", ["onehot"], ["expert_mask"], perm=[2, 1, 0],
+                         name="expert_mask"),
+        helper.make_node("Shape", ["flat"], ["flat_shape"], name="flat_shape"),
+        helper.make_node("ConstantOfShape", ["flat_shape"], ["acc0"], name="acc0"),
+    ]
+    inits = [ints("rows_shape", [-1, d]), ints("k", [top]), ints("axis1", [1]),
+             ints("minus1", [-1]), ints("depth", experts), ints("onoff", [0, 1]),
+             ints("split11", [1, 1]), ints("top_k", top),
+             numpy_helper.from_array(rng.standard_normal((d, experts)).astype(np.float32),
+                                     "router")]
+    acc = "acc0"
+    for e in range(experts):
+        p = f"e{e}_"
+        inits += [ints(p + "index", e),
+                  numpy_helper.from_array(rng.standard_normal((d, d)).astype(np.float32),
+                                          p + "w")]
+        nodes += [
+            helper.make_node("Gather", ["expert_mask", p + "index"], [p + "mask_i"], axis=0,
+                             name=p + "mask_i"),
+            helper.make_node("Cast", [p + "mask_i"], [p + "mask"], to=TensorProto.BOOL,
+                             name=p + "mask"),
+            helper.make_node("NonZero", [p + "mask"], [p + "pairs"], name=p + "route"),
+            helper.make_node("Transpose", [p + "pairs"], [p + "pairs_t"], perm=[1, 0],
+                             name=p + "pairs_t"),
+            helper.make_node("Split", [p + "pairs_t", "split11"], [p + "k2", p + "t2"], axis=1,
+                             name=p + "split"),
+            helper.make_node("Squeeze", [p + "k2", "axis1"], [p + "choice"], name=p + "choice"),
+            helper.make_node("Squeeze", [p + "t2", "axis1"], [p + "token"], name=p + "token"),
+            helper.make_node("Gather", ["flat", p + "token"], [p + "rows"], axis=0,
+                             name=p + "rows"),
+            helper.make_node("MatMul", [p + "rows", p + "w"], [p + "h"], name=p + "proj"),
+            helper.make_node("Sigmoid", [p + "h"], [p + "gate"], name=p + "gate"),
+            helper.make_node("Mul", [p + "h", p + "gate"], [p + "act"], name=p + "act"),
+            helper.make_node("Mul", [p + "token", "top_k"], [p + "base"], name=p + "base"),
+            helper.make_node("Add", [p + "base", p + "choice"], [p + "at"], name=p + "at"),
+            helper.make_node("Gather", ["weights_flat", p + "at"], [p + "wt"], axis=0,
+                             name=p + "wt"),
+            helper.make_node("Unsqueeze", [p + "wt", "axis1"], [p + "wt1"], name=p + "wt1"),
+            helper.make_node("Mul", [p + "act", p + "wt1"], [p + "upd"], name=p + "upd"),
+            helper.make_node("Unsqueeze", [p + "token", "axis1"], [p + "tok1"], name=p + "tok1"),
+        ]
+        if variant == "count" and e == 0:
+            nodes.append(helper.make_node("ReduceSum", [p + "token"], ["count"], keepdims=0,
+                                          name="count"))
+        if e % 2 == 0:
+            into = "flat" if variant == "overwrite" and e == 0 else p + "zeros"
+            nodes += [
+                helper.make_node("Shape", [p + "upd"], [p + "upd_shape"], name=p + "upd_shape"),
+                helper.make_node("Expand", [p + "tok1", p + "upd_shape"], [p + "idx"],
+                                 name=p + "idx"),
+                helper.make_node("ConstantOfShape", ["flat_shape"], [p + "zeros"],
+                                 name=p + "zeros"),
+                helper.make_node("ScatterElements", [into, p + "idx", p + "upd"],
+                                 [p + "added"], axis=0, name=p + "index_add"),
+                helper.make_node("Add", [acc, p + "added"], [p + "acc"], name=p + "acc"),
+            ]
+        else:
+            nodes.append(helper.make_node("ScatterND", [acc, p + "tok1", p + "upd"], [p + "acc"],
+                                          reduction="add", name=p + "scatter_add"))
+        acc = p + "acc"
+    nodes.append(helper.make_node("Reshape", [acc, "shape"], ["y"], name="y"))
+    outs = [f32("y", ["batch", "seq", d])]
+    if variant == "count":
+        outs.append(helper.make_tensor_value_info("count", TensorProto.INT64, []))
+    return model(nodes, [f32("x", ["batch", "seq", d])], outs, inits, opset=17)
+
+
+def case_expert_routing(path):
+    return expert_routing()
+
+
+def case_expert_routing_overwrite(path):
+    return expert_routing("overwrite")
+
+
+def case_expert_routing_count(path):
+    return expert_routing("count")
+
+
+def case_float_range_of_size(path):
+    """torch.arange(seq_len) of floats where seq_len = cache_position[-1] + 1
+    (PhiMoE's rotary table under transformers 4.48): Range(0, seq) in int64,
+    its last element plus one, cast to float, then a float Range to it."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0, name="n"),
+        helper.make_node("Range", ["zero", "n", "one"], ["positions"], name="positions"),
+        helper.make_node("Gather", ["positions", "minus1"], ["last"], axis=0, name="last"),
+        helper.make_node("Add", ["last", "one"], ["length"], name="length"),
+        helper.make_node("Cast", ["length"], ["length_f"], to=TensorProto.FLOAT, name="length_f"),
+        helper.make_node("Range", ["zero_f", "length_f", "one_f"], ["r"], name="range"),
+        helper.make_node("Unsqueeze", ["r", "axis1"], ["column"], name="column"),
+        helper.make_node("Mul", ["x", "column"], ["y"], name="y"),
+    ]
+    inits = [ints("zero", 0), ints("one", 1), ints("minus1", -1), ints("axis1", [1]),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero_f"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one_f")]
+    return model(nodes, [f32("x", ["seq", 2])], [f32("y", ["seq", 2]), f32("r", None)],
+                 inits, opset=17)
+
+
 def case_if_shape(path):
     """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
     a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
