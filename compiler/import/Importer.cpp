@@ -59,9 +59,11 @@ public:
   /// With `assumeOrders`, a Min or Max of sizes whose order flips at some
   /// size takes the order for small sizes (foldSymbolic's maximums).
   Importer(MLIRContext &context, const OnnxModel &model,
-           const DimSizes &dimSizes, bool assumeOrders = false)
+           const DimSizes &dimSizes, bool assumeOrders = false,
+           const DimRenames &renames = {})
       : context_(context), model_(model), dimSizes_(dimSizes),
-        assumeOrders_(assumeOrders), dimTable_(&context), builder_(&context),
+        assumeOrders_(assumeOrders), renames_(renames), dimTable_(&context),
+        builder_(&context),
         fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
@@ -69,6 +71,9 @@ public:
   dfg::DimTable &dimTable() { return dimTable_; }
   /// Symbolic input dimensions that the graph fixes (NodeContext::pinDim).
   DimSizes &pinned() { return pinned_; }
+  /// Input dimension names that are expressions of other names, which the
+  /// graph contradicts: name -> the expression the graph gives it.
+  const DimRenames &contradicted() const { return contradicted_; }
   /// Least sizes of symbolic input dimensions
   /// (NodeContext::requireDimAtLeast).
   DimSizes &minimums() { return minimums_; }
@@ -107,6 +112,16 @@ public:
 private:
   LogicalResult foldConstants(ArrayRef<Operation *> ops,
                               SmallVectorImpl<Value> &results);
+  /// Where elementwise `op` broadcasts an input dimension named by an
+  /// expression (a claim) with a different expression of names alone, or a
+  /// slice takes such a dimension from its start to one, the graph says
+  /// what that dimension is: recorded in contradicted_ for the import to be
+  /// redone with the name read so (still a derived dimension, checked
+  /// against the other inputs at run time). Optimum's older exports name
+  /// the attention mask's keys `past_sequence_length + 1`, true only for
+  /// one new token; the graph slices the mask to, and adds it to scores
+  /// over, `past_sequence_length + sequence_length` keys.
+  void checkClaims(Operation *op);
 
   MLIRContext &context_;
   /// The graph node being imported (an If's branch is numbered as it).
@@ -114,6 +129,12 @@ private:
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
   bool assumeOrders_;
+  /// Input dimension names read as other expressions (DimRenames).
+  DimRenames renames_;
+  /// An input dimension named by an expression of other names (Optimum's
+  /// `past_sequence_length + 1`): the expression -> the name as written.
+  llvm::DenseMap<AffineExpr, std::string> claims_;
+  DimRenames contradicted_;
   dfg::DimTable dimTable_;
   /// The symbolic shapes of the values imported so far (remembered across
   /// nodes; foldConstants forgets the values it erases).
@@ -508,16 +529,27 @@ Importer::valueType(const onnx::ValueInfoProto &info,
                    "dimension " + std::to_string(dim.dim_value()));
     // --dim sizes a name, and a derived name (`past_sequence_length +
     // sequence_length`) whose names it sizes.
+    std::string param = dim.dim_param();
+    if (auto renamed = renames_.find(param);
+        renamed != renames_.end() && dimNames) {
+      emitWarning(fileLoc_)
+          << "graph input '" << info.name() << "' names "
+          << "dimension " << shape.size() << " '" << param
+          << "', but the graph uses it as '" << renamed->second
+          << "': meshc reads it as the graph does";
+    }
+    if (auto renamed = renames_.find(param); renamed != renames_.end())
+      param = renamed->second;
     std::optional<int64_t> given;
     if (dim.has_dim_param())
-      given = dfg::sizeOfDimName(&context_, dim.dim_param(), dimSizes_);
+      given = dfg::sizeOfDimName(&context_, param, dimSizes_);
     shape.push_back(dim.has_dim_value() ? dim.dim_value()
                     : given             ? *given
                                         : ShapedType::kDynamic);
     // A dynamic dimension without a dim_param is named after its input, so
     // that every symbolic dimension has a name.
     std::string name =
-        dim.has_dim_param() ? dim.dim_param()
+        dim.has_dim_param() ? param
         : dim.has_dim_value()
             ? ""
             : info.name() + "." + std::to_string(shape.size() - 1);
@@ -832,6 +864,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
   if (readsPart && !joinsParts &&
       failed(runTimeSplits_.follow(ctx, created, ctx.results())))
     return failure();
+  for (Operation *op : created)
+    if (isa<dfg::ElementwiseOpInterface, dfg::SymbolicSliceOp>(op))
+      checkClaims(op);
   SmallVector<Value> results(ctx.results());
   // A NonZero's selection mask, kept through folding beside the results.
   Value selection = ctx.selection();
@@ -984,6 +1019,69 @@ LogicalResult Importer::checkDimSizesUsed(const llvm::StringSet<> &symbolic) {
   return success();
 }
 
+/// Whether `e` is built from names and constants by sums and products
+/// only (no quotient, remainder or bound).
+static bool namesAlone(AffineExpr e) {
+  if (isa<AffineSymbolExpr, AffineConstantExpr>(e))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  return bin &&
+         (e.getKind() == AffineExprKind::Add ||
+          e.getKind() == AffineExprKind::Mul) &&
+         namesAlone(bin.getLHS()) && namesAlone(bin.getRHS());
+}
+
+void Importer::checkClaims(Operation *op) {
+  if (claims_.empty())
+    return;
+  // A slice from the start to a different expression of names: the graph
+  // takes that many (transformers' `mask[..., :key_length]`).
+  if (auto slice = dyn_cast<dfg::SymbolicSliceOp>(op)) {
+    SmallVector<AffineExpr> in(shapes_.dims(slice.getInput()));
+    SmallVector<AffineExpr> starts =
+        dimTable_.read(slice.getStarts(), slice.getSymbols());
+    SmallVector<AffineExpr> ends =
+        dimTable_.read(slice.getEnds(), slice.getSymbols());
+    for (auto [i, axis] : llvm::enumerate(slice.getAxes())) {
+      int64_t a = axis < 0 ? axis + static_cast<int64_t>(in.size()) : axis;
+      if (a < 0 || a >= static_cast<int64_t>(in.size()) || !in[a] ||
+          i >= starts.size() || i >= ends.size() || !starts[i] || !ends[i] ||
+          slice.getSteps()[i] != 1)
+        continue;
+      auto claim = claims_.find(in[a]);
+      auto start = dyn_cast<AffineConstantExpr>(starts[i]);
+      if (claim != claims_.end() && start && start.getValue() == 0 &&
+          !dfg::sameDim(in[a], ends[i]) && !claims_.count(ends[i]) &&
+          namesAlone(ends[i]) && !isa<AffineConstantExpr>(ends[i]))
+        contradicted_.try_emplace(claim->second, dimTable_.format(ends[i]));
+    }
+    return;
+  }
+  SmallVector<SmallVector<AffineExpr>> all;
+  size_t rank = 0;
+  for (Value v : op->getOperands()) {
+    all.emplace_back(shapes_.dims(v));
+    rank = std::max(rank, all.back().size());
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    SmallVector<AffineExpr> exprs;
+    for (const auto &d : all)
+      if (i + d.size() >= rank)
+        if (AffineExpr e = d[i + d.size() - rank];
+            e && !isa<AffineConstantExpr>(e))
+          exprs.push_back(e);
+    for (AffineExpr claimed : exprs) {
+      auto claim = claims_.find(claimed);
+      if (claim == claims_.end())
+        continue;
+      for (AffineExpr other : exprs)
+        if (!dfg::sameDim(claimed, other) && !claims_.count(other) &&
+            namesAlone(other) && !isa<AffineConstantExpr>(other))
+          contradicted_.try_emplace(claim->second, dimTable_.format(other));
+    }
+  }
+}
+
 OwningOpRef<ModuleOp> Importer::run() {
   if (failed(checkOpsets()))
     return nullptr;
@@ -1028,6 +1126,17 @@ OwningOpRef<ModuleOp> Importer::run() {
   }
   if (failed(checkDimSizesUsed(symbolic)))
     return nullptr;
+
+  // Input dimensions named by expressions of other names: claims the graph
+  // may contradict (checkClaims).
+  for (DictionaryAttr attrs : argAttrs)
+    if (auto names = attrs.getAs<ArrayAttr>("dfg.dim_names"))
+      for (Attribute name : names) {
+        StringRef text = cast<StringAttr>(name).getValue();
+        AffineExpr e = text.empty() ? AffineExpr() : dimTable_.parseName(text);
+        if (e && !isa<AffineSymbolExpr, AffineConstantExpr>(e))
+          claims_.try_emplace(e, text.str());
+      }
 
   auto func = func::FuncOp::create(builder_, fileLoc_, "main",
                                    builder_.getFunctionType(argTypes, {}));
@@ -1119,6 +1228,8 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
     OwningOpRef<ModuleOp> module;
     SmallVector<Diagnostic> held;
   };
+  // So is a name the graph contradicts (Importer::checkClaims): the import
+  // is redone with the name read as the graph uses it.
   auto attempt = [&](bool assumeOrders) {
     Attempt result;
     ScopedDiagnosticHandler hold(&context, [&](Diagnostic &diag) {
@@ -1126,19 +1237,23 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
       return success();
     });
     DimSizes pinned;
+    DimRenames renames;
     {
       Importer first(context, **model, dimSizes, assumeOrders);
       result.module = first.run();
       for (auto &entry : first.pinned())
         if (!dimSizes.contains(entry.getKey()))
           pinned[entry.getKey()] = entry.getValue();
+      for (auto &entry : first.contradicted())
+        renames[entry.getKey()] = entry.getValue();
     }
-    if (pinned.empty())
+    if (pinned.empty() && renames.empty())
       return result;
     result.held.clear();
     for (auto &entry : dimSizes)
       pinned[entry.getKey()] = entry.getValue();
-    result.module = Importer(context, **model, pinned, assumeOrders).run();
+    result.module =
+        Importer(context, **model, pinned, assumeOrders, renames).run();
     return result;
   };
   auto emit = [&](Attempt &a) {

@@ -22,6 +22,8 @@ inline constexpr int64_t kMaxOnnxOpset = 24;
 /// named `name` becomes static with that size, so that the exporters' shape
 /// arithmetic folds to constants.
 using DimSizes = llvm::StringMap<int64_t>;
+/// Input dimension names read as other expressions of names.
+using DimRenames = llvm::StringMap<std::string>;
 
 /// Imports the ONNX model at `path` as one func.func @main of dfg ops.
 /// Initializers become dfg.weight references into the model file or its

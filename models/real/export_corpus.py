@@ -27,6 +27,9 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
   .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,gemma2,mixtral,qwen2_moe,olmoe,phimoe --exporter torchscript --tag _torch26
                                          (transformers 4.48's masks; experts routed by NonZero)
+  .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama,gpt_neox --exporter optimum --tag _torch26
+                                         (optimum 1.24: the mask named past_sequence_length + 1)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)

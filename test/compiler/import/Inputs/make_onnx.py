@@ -858,6 +858,51 @@ def case_float_range_of_size(path):
                  inits, opset=17)
 
 
+def claimed_mask(slice_to_keys=True, named="past_sequence_length + 1"):
+    """Scores over the past and new keys plus an attention mask whose key
+    dimension is named `past_sequence_length + 1`, as Optimum's older
+    exports name it (true only for one new token): sliced to the keys'
+    length, as transformers writes `mask[..., :key_length]`, or added as
+    it is; the graph says the mask has past + new keys."""
+    nodes = [
+        helper.make_node("Concat", ["past", "new"], ["keys"], axis=1, name="keys"),
+        helper.make_node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1], name="keys_t"),
+        helper.make_node("MatMul", ["new", "keys_t"], ["scores"], name="scores"),
+        helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT,
+                         name="mask_f"),
+        helper.make_node("Unsqueeze", ["mask_f", "axis1"], ["mask3"], name="mask3"),
+    ]
+    inits = [ints("axis1", [1]), ints("zero", [0]), ints("two", [2]), ints("one", [1])]
+    if slice_to_keys:
+        nodes += [
+            helper.make_node("Shape", ["keys"], ["keys_shape"], name="keys_shape"),
+            helper.make_node("Slice", ["keys_shape", "one", "two"], ["key_length"],
+                             name="key_length"),
+            helper.make_node("Slice", ["mask3", "zero", "key_length", "two"], ["mask"],
+                             name="mask"),
+        ]
+    else:
+        nodes.append(helper.make_node("Identity", ["mask3"], ["mask"], name="mask"))
+    nodes.append(helper.make_node("Add", ["scores", "mask"], ["y"], name="masked"))
+    inputs = [f32("past", ["batch_size", "past_sequence_length", 4]),
+              f32("new", ["batch_size", "sequence_length", 4]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                            ["batch_size", named])]
+    return model(nodes, inputs, [f32("y", None)], inits, opset=17)
+
+
+def case_claimed_mask_sliced(path):
+    return claimed_mask()
+
+
+def case_claimed_mask_added(path):
+    return claimed_mask(slice_to_keys=False)
+
+
+def case_claimed_mask_true(path):
+    return claimed_mask(named="past_sequence_length + sequence_length")
+
+
 def case_if_shape(path):
     """If on a comparison of sizes, as TorchScript writes `x.squeeze(2)` of
     a dimension it does not know: Shape(x)[2] == 1 then Squeeze, else x
