@@ -25,7 +25,8 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
   .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch gpt2,bert --exporter dynamo --tag _torch26     (torch 2.6 with transformers 4.48)
   .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
-      --arch llama,gemma2,mixtral,qwen2_moe,olmoe,phimoe --exporter torchscript --tag _torch26
+      --arch llama,gemma2,mixtral,qwen2_moe,olmoe,phimoe,gpt_bigcode --exporter torchscript \
+      --tag _torch26
                                          (transformers 4.48's masks; experts routed by NonZero)
   .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,gpt_neox --exporter optimum --tag _torch26

@@ -463,6 +463,31 @@ std::optional<Value> splitAdditiveCausal(Value mask, AffineExpr queries,
                     builder);
 }
 
+/// An unsqueeze or transpose whose result keeps its operand's last two
+/// axes last, in order (a mask's queries and keys).
+bool keepsLastTwoAxes(Operation *op) {
+  if (!isa_and_nonnull<dfg::UnsqueezeOp, dfg::TransposeOp>(op))
+    return false;
+  int64_t rank = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+  if (cast<RankedTensorType>(op->getOperand(0).getType()).getRank() < 2)
+    return false;
+  if (auto t = dyn_cast<dfg::TransposeOp>(op))
+    return t.getPerm()[rank - 2] == rank - 2 &&
+           t.getPerm()[rank - 1] == rank - 1;
+  return llvm::all_of(cast<dfg::UnsqueezeOp>(op).getAxes(), [&](int64_t a) {
+    return (a < 0 ? a + rank : a) < rank - 2;
+  });
+}
+
+/// `v` laid out by a copy of `layout` (keepsLastTwoAxes).
+Value layOutAgain(Operation *layout, Value v, OpBuilder &builder) {
+  Location loc = layout->getLoc();
+  if (auto t = dyn_cast<dfg::TransposeOp>(layout))
+    return dfg::TransposeOp::create(builder, loc, v, t.getPermAttr());
+  return dfg::UnsqueezeOp::create(builder, loc, v,
+                                  cast<dfg::UnsqueezeOp>(layout).getAxesAttr());
+}
+
 } // namespace
 
 bool isSymbolicCausalMask(Value mask, AffineExpr queries, AffineExpr keys,
@@ -498,6 +523,20 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
                                        OpBuilder &builder, double &fill) {
   if (!queries || !keys || !past || !sameDim(keys, past + queries))
     return std::nullopt;
+  // A mask laid out by an unsqueeze or a transpose that keeps its last two
+  // axes (queries, keys) last: split what it lays out, and lay the rest out
+  // the same way (GPT-BigCode under transformers 4.x builds its mask
+  // [batch, queries, keys], unsqueezes the heads at axis 2 and moves them
+  // to axis 1). Each axis of the rest is where the same axis of the mask
+  // was, so it broadcasts as the mask did.
+  if (Operation *layout = mask.getDefiningOp(); keepsLastTwoAxes(layout)) {
+    std::optional<Value> rest =
+        splitCausalFactor(layout->getOperand(0), queries, keys, past, shapes,
+                          reader, builder, fill);
+    if (!rest || !*rest)
+      return rest;
+    return layOutAgain(layout, *rest, builder);
+  }
   Value cond = mask;
   dfg::WhereOp where;
   double whereFill = -std::numeric_limits<double>::infinity();
@@ -540,6 +579,23 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
     where = additive->first;
     cond = where.getCondition();
     whereFill = additive->second;
+  }
+  // The condition of where(visible, 0, F) laid out as above.
+  if (Operation *layout = cond.getDefiningOp();
+      where && keepsLastTwoAxes(layout)) {
+    double boolFill = 0.0;
+    std::optional<Value> rest =
+        splitCausalFactor(layout->getOperand(0), queries, keys, past, shapes,
+                          reader, builder, boolFill);
+    if (!rest)
+      return std::nullopt;
+    fill = whereFill;
+    if (!*rest)
+      return Value();
+    return dfg::WhereOp::create(builder, mask.getLoc(),
+                                layOutAgain(layout, *rest, builder),
+                                where.getLhs(), where.getRhs())
+        .getResult();
   }
   SmallVector<Value> factors;
   conjuncts(cond, shapes, factors);

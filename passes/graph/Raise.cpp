@@ -74,8 +74,10 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
     // which the attention pattern must see (transformers 4.48 scatters its
     // whole mask into a copy) when it reads a mask through a sum the
     // pattern does not revisit.
+    // So are the layouts of masks' conditions.
     RewritePatternSet scatterPatterns(&getContext());
     graph::populateRaiseScatterPatterns(scatterPatterns, reader, shapes);
+    graph::populateMaskLayoutPatterns(scatterPatterns);
     FrozenRewritePatternSet scatters(std::move(scatterPatterns));
     // Residual sums fused into the norms last, once nothing else is to be
     // raised from them.

@@ -774,7 +774,71 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
   dfg::SymbolicShapes &shapes;
 };
 
+/// transpose(where(c, a, b)) with scalar a and b, c of the where's rank
+///   -> where(transpose(c), a, b)
+/// A mask's layout moved onto its condition (GPT-BigCode under
+/// transformers 4.x transposes the additive mask it built on [batch,
+/// queries, 1, keys]), where the bool layout patterns below and the causal
+/// analysis see it.
+struct TransposeOfSelect : OpRewritePattern<dfg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dfg::TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto where = op.getInput().getDefiningOp<dfg::WhereOp>();
+    if (!where || !where->hasOneUse())
+      return failure();
+    auto rankOf = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getRank();
+    };
+    if (rankOf(where.getLhs()) != 0 || rankOf(where.getRhs()) != 0 ||
+        rankOf(where.getCondition()) != rankOf(op.getInput()))
+      return failure();
+    Value cond = dfg::TransposeOp::create(
+        rewriter, op.getLoc(), where.getCondition(), op.getPermAttr());
+    rewriter.replaceOpWithNewOp<dfg::WhereOp>(op, op.getType(), cond,
+                                              where.getLhs(), where.getRhs());
+    return success();
+  }
+};
+
+/// transpose(unsqueeze(x, axes), perm) of bools, perm keeping the order of
+/// x's axes -> unsqueeze(x, the positions perm gives the inserted axes)
+/// (only the unit axes move: GPT-BigCode's mask heads, unsqueezed at axis 2
+/// and moved to axis 1).
+struct TransposeOfUnsqueeze : OpRewritePattern<dfg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dfg::TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto unsqueeze = op.getInput().getDefiningOp<dfg::UnsqueezeOp>();
+    if (!unsqueeze || !op.getType().getElementType().isInteger(1))
+      return failure();
+    int64_t rank = op.getType().getRank();
+    SmallVector<bool> inserted(rank, false);
+    for (int64_t a : unsqueeze.getAxes())
+      inserted[a < 0 ? a + rank : a] = true;
+    SmallVector<int64_t> axes;
+    int64_t last = -1;
+    for (auto [o, in] : llvm::enumerate(op.getPerm())) {
+      if (inserted[in]) {
+        axes.push_back(static_cast<int64_t>(o));
+      } else {
+        if (in < last)
+          return failure();
+        last = in;
+      }
+    }
+    rewriter.replaceOpWithNewOp<dfg::UnsqueezeOp>(
+        op, op.getType(), unsqueeze.getInput(),
+        rewriter.getDenseI64ArrayAttr(axes));
+    return success();
+  }
+};
+
 } // namespace
+
+void populateMaskLayoutPatterns(RewritePatternSet &patterns) {
+  patterns.add<TransposeOfSelect, TransposeOfUnsqueeze>(patterns.getContext());
+}
 
 void populateRaiseAttentionPatterns(RewritePatternSet &patterns,
                                     const ConstantReader &reader,

@@ -53,6 +53,10 @@ void populateRaiseAttentionPatterns(mlir::RewritePatternSet &patterns,
                                     const ConstantReader &reader,
                                     dfg::SymbolicShapes &shapes);
 
+/// Layout ops moved onto a mask's bool condition and merged there
+/// (RaiseAttention.cpp), before the attention patterns read the mask.
+void populateMaskLayoutPatterns(mlir::RewritePatternSet &patterns);
+
 /// Scatters that write one slice at a constant position, as concats of
 /// slices (RaiseScatter.cpp).
 void populateRaiseScatterPatterns(mlir::RewritePatternSet &patterns,

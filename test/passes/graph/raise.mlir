@@ -729,6 +729,46 @@ func.func @symbolic_sliced_buffer(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b",
 
 // -----
 
+// GPT-BigCode under transformers 4.x: the causal buffer and the padding
+// joined on [b, queries, keys], the heads unsqueezed at axis 2 and moved to
+// axis 1 by a transpose of the additive mask. The layout moves onto the
+// condition (one unsqueeze at axis 1), so the attention is causal and the
+// padding alone stays its mask, laid out as the mask was. Near miss: a
+// transpose that swaps queries and keys is not causal.
+// CHECK-LABEL: func.func @mask_laid_out_after_select
+// CHECK: %[[PAD:.+]] = dfg.unsqueeze %{{.+}} axes = [1] : (tensor<?x1x?xi1>) -> tensor<?x1x1x?xi1>
+// CHECK: %[[M:.+]] = dfg.where %[[PAD]], %{{.+}}, %{{.+}} : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) scale = 5.000000e-01 causal = true
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false
+func.func @mask_laid_out_after_select(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %pad: tensor<?x?xi1> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %bias = dfg.constant dense<[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]> : tensor<1x4x4xi1>
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %fill = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %rows = dfg.symbolic_slice %bias starts = affine_map<()[s0] -> (0)> ends = affine_map<()[s0] -> (s0)> axes = [1] steps = [1] symbols ["s"] : (tensor<1x4x4xi1>) -> tensor<1x?x4xi1>
+  %causal = dfg.symbolic_slice %rows starts = affine_map<()[s0] -> (0)> ends = affine_map<()[s0] -> (s0)> axes = [2] steps = [1] symbols ["s"] : (tensor<1x?x4xi1>) -> tensor<1x?x?xi1>
+  %pad3 = dfg.unsqueeze %pad axes = [1] : (tensor<?x?xi1>) -> tensor<?x1x?xi1>
+  %both = dfg.and %causal, %pad3 : (tensor<1x?x?xi1>, tensor<?x1x?xi1>) -> tensor<?x?x?xi1>
+  %heads = dfg.unsqueeze %both axes = [2] : (tensor<?x?x?xi1>) -> tensor<?x?x1x?xi1>
+  %add = dfg.where %heads, %zero, %fill : (tensor<?x?x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?x1x?xf32>
+  %mask = dfg.transpose %add perm = [0, 2, 1, 3] : (tensor<?x?x1x?xf32>) -> tensor<?x1x?x?xf32>
+  %m = dfg.add %ss, %mask : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %heads1 = dfg.unsqueeze %both axes = [1] : (tensor<?x?x?xi1>) -> tensor<?x1x?x?xi1>
+  %add1 = dfg.where %heads1, %zero, %fill : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %swapped = dfg.transpose %add1 perm = [0, 1, 3, 2] : (tensor<?x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %m1 = dfg.add %ss, %swapped : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p1 = dfg.softmax %m1 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o1 = dfg.matmul %p1, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o, %o1 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}
+
+// -----
+
 // Symbolic lengths, Llama's spelling: where(range(0, s) as a row <=
 // range(0, s) as a column, 0, -1e9) added to the scores, GQA repeat_kv with
 // a symbolic sequence, no cache: causal. With `less` (the diagonal hidden)
