@@ -31,6 +31,8 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
   .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,gpt_neox --exporter optimum --tag _torch26
                                          (optimum 1.24: the mask named past_sequence_length + 1)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch qwen3,gpt_neox --exporter ortopt,ortopt_eager   (the optimizer's qwen3 and gpt_neox types)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
@@ -542,8 +544,13 @@ def export_genai(arch, model, out):
     return None, None
 
 
+# The optimizer's model type for each architecture it fuses.
+ORTOPT_TYPES = {"gpt2": "gpt2", "bert": "bert", "roberta": "bert", "distilbert": "bert",
+                "gpt_neox": "gpt_neox", "qwen3": "qwen3", "phi": "phi"}
+
+
 def export_ortopt(arch, model, out, attn):
-    """onnxruntime's transformer optimizer over a TorchScript export (gpt2, bert)."""
+    """onnxruntime's transformer optimizer over a TorchScript export (ORTOPT_TYPES)."""
     from onnxruntime.transformers import optimizer
 
     if attn == "eager":
@@ -555,7 +562,7 @@ def export_ortopt(arch, model, out, attn):
         heads = model.config.num_attention_heads
         hidden = model.config.hidden_size
         opt = optimizer.optimize_model(os.path.join(tmp, "model.onnx"),
-                                       model_type="gpt2" if arch == "gpt2" else "bert",
+                                       model_type=ORTOPT_TYPES[arch],
                                        num_heads=heads, hidden_size=hidden, opt_level=1)
         opt.save_model_to_file(os.path.join(out, "model.onnx"))
     return feeds, want
@@ -768,7 +775,7 @@ def main():
         for exporter in args.exporter.split(","):
             if exporter in ("genai",) and arch not in GENAI_ARCHS:
                 continue
-            if exporter.startswith("ortopt") and arch not in ("gpt2", "bert"):
+            if exporter.startswith("ortopt") and arch not in ORTOPT_TYPES:
                 continue
             name = f"{arch}-{exporter}{args.tag}"
             out = os.path.join(args.out, name)

@@ -254,7 +254,8 @@ Value repeatedPairs(Value table, int64_t dim, PatternRewriter *rewriter) {
 /// (cos, sin, a Cast, HF's `* attention_scaling`, ...) whose operands either
 /// have equal halves themselves or are constant along the last axis (a
 /// scalar, a size-1 last dimension); a gather of table rows; an unsqueeze
-/// that keeps the last axis; or, for a literal or weight, by reading it.
+/// or a transpose that keeps the last axis; or, for a literal or weight, by
+/// reading it.
 /// The rewritten chain computes the same ops on the halved tables.
 Value angleTable(Value table, int64_t dim, Pairing pairing,
                  PatternRewriter *rewriter, const ConstantReader &reader,
@@ -328,6 +329,18 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
       return h ? table : Value();
     return dfg::UnsqueezeOp::create(*rewriter, loc, halfType, h,
                                     unsqueeze.getAxes());
+  }
+  // transpose(t) -> transpose(first half of t), the last axis kept last
+  // (onnxruntime's transformer optimizer moves [B, 1, S, D] tables to
+  // [B, S, 1, D] to rotate keys before their heads move).
+  if (auto transpose = defining<dfg::TransposeOp>(table);
+      transpose && transpose.getPerm().back() == last) {
+    Value h = angleTable(transpose.getInput(), dim, pairing, rewriter, reader,
+                         depth + 1);
+    if (!h || !rewriter)
+      return h ? table : Value();
+    return dfg::TransposeOp::create(*rewriter, loc, halfType, h,
+                                    transpose.getPermAttr());
   }
   // A literal or weight whose halves (or pairs) are read and compared.
   std::optional<dfg::EvalTensor> values = reader.read(table);

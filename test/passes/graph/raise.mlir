@@ -324,6 +324,42 @@ func.func @rotary_tables_in_graph(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xi6
 
 // -----
 
+// Keys rotated before their heads move, as onnxruntime's transformer
+// optimizer leaves them: x is [B, S, H, D] and the [B, 1, S, D] tables are
+// transposed to [B, S, 1, D]. The repetition of the tables' halves is proven
+// through the transpose; the rotary runs between two transposes. Near miss:
+// a table transposed so that its last axis moves is not proven.
+// CHECK-LABEL: func.func @rotary_tables_transposed
+// CHECK: %[[XT:.+]] = dfg.transpose %{{.+}} perm = [0, 2, 1, 3] : (tensor<1x3x2x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK: %[[R:.+]] = dfg.rotary %[[XT]], %{{.+}}, %{{.+}} interleaved = false rotary_dim = 4
+// CHECK: %[[Y:.+]] = dfg.transpose %[[R]] perm = [0, 2, 1, 3] : (tensor<1x2x3x4xf32>) -> tensor<1x3x2x4xf32>
+// CHECK: %[[NEAR:.+]] = dfg.add %{{.+}}, %{{.+}} : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
+// CHECK: return %[[Y]], %[[NEAR]]
+func.func @rotary_tables_transposed(%x: tensor<1x3x2x4xf32>, %pos: tensor<1x3x1xi64>, %inv: tensor<2xf32>, %odd: tensor<1x1x4x3xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) {
+  %pf = dfg.cast %pos to f32 : (tensor<1x3x1xi64>) -> tensor<1x3x1xf32>
+  %f = dfg.mul %pf, %inv : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+  %emb = dfg.concat %f, %f axis = -1 : (tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x3x4xf32>
+  %c0 = dfg.cos %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = dfg.sin %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %cu = dfg.unsqueeze %c0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %su = dfg.unsqueeze %s0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %cos = dfg.transpose %cu perm = [0, 2, 1, 3] : (tensor<1x1x3x4xf32>) -> tensor<1x3x1x4xf32>
+  %sin = dfg.transpose %su perm = [0, 2, 1, 3] : (tensor<1x1x3x4xf32>) -> tensor<1x3x1x4xf32>
+  %x1 = dfg.slice %x starts = [0] ends = [2] axes = [3] steps = [1] : (tensor<1x3x2x4xf32>) -> tensor<1x3x2x2xf32>
+  %x2 = dfg.slice %x starts = [2] ends = [9223372036854775807] axes = [3] steps = [1] : (tensor<1x3x2x4xf32>) -> tensor<1x3x2x2xf32>
+  %n = dfg.neg %x2 : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  %rot = dfg.concat %n, %x1 axis = -1 : (tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>) -> tensor<1x3x2x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>) -> tensor<1x3x2x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>) -> tensor<1x3x2x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
+  %sodd = dfg.transpose %odd perm = [0, 3, 1, 2] : (tensor<1x1x4x3xf32>) -> tensor<1x3x1x4xf32>
+  %bb = dfg.mul %rot, %sodd : (tensor<1x3x2x4xf32>, tensor<1x3x1x4xf32>) -> tensor<1x3x2x4xf32>
+  %z = dfg.add %a, %bb : (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) -> tensor<1x3x2x4xf32>
+  return %y, %z : tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>
+}
+
+// -----
+
 // NanoChat turns the other way: rotate_half(x) = concat(x2, -x1), the
 // rotation by the negated angles, so the rotary takes the negated sine
 // table. Its q/k norm reads the rotation: the norm is raised, and its input
