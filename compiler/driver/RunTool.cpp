@@ -67,6 +67,9 @@ public:
   JobTempDir() {
     SmallString<128> prefix;
     sys::path::system_temp_directory(/*erasedOnReboot=*/true, prefix);
+    // A relative TMPDIR is made absolute: the ranks need not start where
+    // meshc runs.
+    (void)sys::fs::make_absolute(prefix);
     sys::path::append(prefix, "meshc-job");
     if (sys::fs::createUniqueDirectory(prefix, path_))
       path_.clear();
