@@ -275,6 +275,23 @@ rotateQK(NodeContext &ctx, Value &q, Value &k, int64_t heads, int64_t kvHeads,
   return success();
 }
 
+/// GroupQueryAttention's seqlens_k (input 5) as [batch]: onnxruntime also
+/// takes it as [batch, 1], as onnxruntime-genai's builder before 0.7 writes
+/// it (a ReduceSum of the mask that keeps its dimension).
+FailureOr<Value> seqlensOf(NodeContext &ctx) {
+  Value seqlens = ctx.input(5);
+  auto type = cast<RankedTensorType>(seqlens.getType());
+  if (type.getRank() == 1)
+    return seqlens;
+  if (type.getRank() != 2 || type.getDimSize(1) != 1)
+    return ctx.error("seqlens_k must be [batch] or [batch, 1], got " +
+                     dfg::formatShape(type.getShape()));
+  SmallVector<int64_t> flat = {-1};
+  return ctx.create<dfg::ReshapeOp>(dfg::reshapeShape(type.getShape(), flat),
+                                    type.getElementType(), seqlens,
+                                    ctx.builder().getDenseI64ArrayAttr(flat));
+}
+
 /// GroupQueryAttention's local_window_size W: query i sees only the keys
 /// j > pos_i - W (a window of W keys ending at itself: Hugging Face's
 /// sliding_window, and onnxruntime's rule since the 1.2x releases that
@@ -345,11 +362,11 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   };
 
   // start_b = seqlens_k[b] + 1 - seq, as [batch, 1].
-  Value seqlens = ctx.input(5);
+  FailureOr<Value> seqlensVector = seqlensOf(ctx);
+  if (failed(seqlensVector))
+    return failure();
+  Value seqlens = *seqlensVector;
   auto lensType = cast<RankedTensorType>(seqlens.getType());
-  if (lensType.getRank() != 1)
-    return ctx.error("seqlens_k must be [batch], got " +
-                     dfg::formatShape(lensType.getShape()));
   Value lens = dfg::CastOp::create(
       b, ctx.loc(), RankedTensorType::get(lensType.getShape(), i64), seqlens,
       i64);
@@ -708,11 +725,11 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
         "(onnxruntime's shared past/present buffer is not supported)");
 
   OpBuilder &b = ctx.builder();
-  Value seqlens = ctx.input(5);
+  FailureOr<Value> seqlensVector = seqlensOf(ctx);
+  if (failed(seqlensVector))
+    return failure();
+  Value seqlens = *seqlensVector;
   auto lensType = cast<RankedTensorType>(seqlens.getType());
-  if (lensType.getRank() != 1)
-    return ctx.error("seqlens_k must be [batch], got " +
-                     dfg::formatShape(lensType.getShape()));
   int64_t totalLen = total->front();
   // The masks below are built from constant position tables of up to
   // seq x total entries: bounded, so that a large static shape is refused,

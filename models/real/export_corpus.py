@@ -31,6 +31,8 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
   .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,gpt_neox --exporter optimum --tag _torch26
                                          (optimum 1.24: the mask named past_sequence_length + 1)
+  .venv-export-old/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama --exporter genai --tag _genai06   (onnxruntime-genai 0.6: seqlens_k [batch, 1])
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch qwen3,gpt_neox --exporter ortopt,ortopt_eager   (the optimizer's qwen3 and gpt_neox types)
 

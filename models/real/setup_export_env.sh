@@ -15,8 +15,9 @@
 #                  leaves slice bounds unfolded and writes torch.split as
 #                  SplitToSequence) and transformers 4.48 (the attention and
 #                  mask code before transformers 5), with optimum 1.24 (the
-#                  Optimum before optimum-onnx); export_corpus.py --tag
-#                  _torch26 names its exports apart
+#                  Optimum before optimum-onnx) and onnxruntime-genai 0.6's
+#                  builder; export_corpus.py --tag _torch26 (or _genai06)
+#                  names its exports apart
 #
 # Usage: bash models/real/setup_export_env.sh [export|optimum|old|all]   (default all)
 set -euo pipefail
@@ -45,6 +46,7 @@ if [[ $which == optimum || $which == all ]]; then
 fi
 if [[ $which == old || $which == all ]]; then
   make_env "$repo/.venv-export-old" "torch==2.6.0" "transformers==4.48.3" "onnx==1.17.0" \
-    "onnxscript==0.2.5" "onnxruntime==1.20.1" "numpy==1.26.4" "optimum==1.24.0"
+    "onnxscript==0.2.5" "onnxruntime==1.20.1" "numpy==1.26.4" "optimum==1.24.0" \
+    "onnxruntime-genai==0.6.0"
 fi
 say "ready"
