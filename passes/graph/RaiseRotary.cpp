@@ -321,26 +321,23 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
     return dfg::GatherOp::create(*rewriter, loc, halfType, h,
                                  gather.getIndices(), 0);
   }
-  // unsqueeze(t) -> unsqueeze(first half of t)
-  if (auto unsqueeze = defining<dfg::UnsqueezeOp>(table)) {
-    Value h = angleTable(unsqueeze.getInput(), dim, pairing, rewriter, reader,
+  // unsqueeze(t) -> unsqueeze(first half of t); transpose(t) ->
+  // transpose(first half of t), the last axis kept last (onnxruntime's
+  // transformer optimizer moves [B, 1, S, D] tables to [B, S, 1, D] to
+  // rotate keys before their heads move).
+  Operation *view = table.getDefiningOp();
+  auto transpose = dyn_cast_or_null<dfg::TransposeOp>(view);
+  if (isa_and_nonnull<dfg::UnsqueezeOp>(view) ||
+      (transpose && transpose.getPerm().back() == last)) {
+    Value h = angleTable(view->getOperand(0), dim, pairing, rewriter, reader,
                          depth + 1);
     if (!h || !rewriter)
       return h ? table : Value();
+    if (transpose)
+      return dfg::TransposeOp::create(*rewriter, loc, halfType, h,
+                                      transpose.getPermAttr());
     return dfg::UnsqueezeOp::create(*rewriter, loc, halfType, h,
-                                    unsqueeze.getAxes());
-  }
-  // transpose(t) -> transpose(first half of t), the last axis kept last
-  // (onnxruntime's transformer optimizer moves [B, 1, S, D] tables to
-  // [B, S, 1, D] to rotate keys before their heads move).
-  if (auto transpose = defining<dfg::TransposeOp>(table);
-      transpose && transpose.getPerm().back() == last) {
-    Value h = angleTable(transpose.getInput(), dim, pairing, rewriter, reader,
-                         depth + 1);
-    if (!h || !rewriter)
-      return h ? table : Value();
-    return dfg::TransposeOp::create(*rewriter, loc, halfType, h,
-                                    transpose.getPermAttr());
+                                    cast<dfg::UnsqueezeOp>(view).getAxes());
   }
   // A literal or weight whose halves (or pairs) are read and compared.
   std::optional<dfg::EvalTensor> values = reader.read(table);
