@@ -530,16 +530,15 @@ Importer::valueType(const onnx::ValueInfoProto &info,
     // --dim sizes a name, and a derived name (`past_sequence_length +
     // sequence_length`) whose names it sizes.
     std::string param = dim.dim_param();
-    if (auto renamed = renames_.find(param);
-        renamed != renames_.end() && dimNames) {
-      emitWarning(fileLoc_)
-          << "graph input '" << info.name() << "' names "
-          << "dimension " << shape.size() << " '" << param
-          << "', but the graph uses it as '" << renamed->second
-          << "': meshc reads it as the graph does";
-    }
-    if (auto renamed = renames_.find(param); renamed != renames_.end())
+    if (auto renamed = renames_.find(param); renamed != renames_.end()) {
+      if (dimNames) // a graph input
+        emitWarning(fileLoc_)
+            << "graph input '" << info.name() << "' names "
+            << "dimension " << shape.size() << " '" << param
+            << "', but the graph uses it as '" << renamed->second
+            << "': meshc reads it as the graph does";
       param = renamed->second;
+    }
     std::optional<int64_t> given;
     if (dim.has_dim_param())
       given = dfg::sizeOfDimName(&context_, param, dimSizes_);
@@ -1034,6 +1033,15 @@ static bool namesAlone(AffineExpr e) {
 void Importer::checkClaims(Operation *op) {
   if (claims_.empty())
     return;
+  // The claim `claimed` is contradicted by `other`, a different expression
+  // of names alone that is no claim itself.
+  auto contradict = [&](AffineExpr claimed, AffineExpr other) {
+    auto claim = claims_.find(claimed);
+    if (claim != claims_.end() && !dfg::sameDim(claimed, other) &&
+        !claims_.count(other) && namesAlone(other) &&
+        !isa<AffineConstantExpr>(other))
+      contradicted_.try_emplace(claim->second, dimTable_.format(other));
+  };
   // A slice from the start to a different expression of names: the graph
   // takes that many (transformers' `mask[..., :key_length]`).
   if (auto slice = dyn_cast<dfg::SymbolicSliceOp>(op)) {
@@ -1048,12 +1056,9 @@ void Importer::checkClaims(Operation *op) {
           i >= starts.size() || i >= ends.size() || !starts[i] || !ends[i] ||
           slice.getSteps()[i] != 1)
         continue;
-      auto claim = claims_.find(in[a]);
-      auto start = dyn_cast<AffineConstantExpr>(starts[i]);
-      if (claim != claims_.end() && start && start.getValue() == 0 &&
-          !dfg::sameDim(in[a], ends[i]) && !claims_.count(ends[i]) &&
-          namesAlone(ends[i]) && !isa<AffineConstantExpr>(ends[i]))
-        contradicted_.try_emplace(claim->second, dimTable_.format(ends[i]));
+      if (auto start = dyn_cast<AffineConstantExpr>(starts[i]);
+          start && start.getValue() == 0)
+        contradict(in[a], ends[i]);
     }
     return;
   }
@@ -1070,15 +1075,9 @@ void Importer::checkClaims(Operation *op) {
         if (AffineExpr e = d[i + d.size() - rank];
             e && !isa<AffineConstantExpr>(e))
           exprs.push_back(e);
-    for (AffineExpr claimed : exprs) {
-      auto claim = claims_.find(claimed);
-      if (claim == claims_.end())
-        continue;
+    for (AffineExpr claimed : exprs)
       for (AffineExpr other : exprs)
-        if (!dfg::sameDim(claimed, other) && !claims_.count(other) &&
-            namesAlone(other) && !isa<AffineConstantExpr>(other))
-          contradicted_.try_emplace(claim->second, dimTable_.format(other));
-    }
+        contradict(claimed, other);
   }
 }
 

@@ -270,14 +270,6 @@ LogicalResult legalizeConstantOfShape(NodeContext &ctx) {
                                   *element));
 }
 
-/// Views, broadcasts and slices: every element of the result is one of the
-/// operand's.
-bool movesElements(Operation *op) {
-  return isa<dfg::UnsqueezeOp, dfg::SqueezeOp, dfg::ReshapeOp,
-             dfg::SymbolicReshapeOp, dfg::ExpandOp, dfg::SymbolicExpandOp,
-             dfg::TransposeOp, dfg::SliceOp>(op);
-}
-
 /// The least and greatest element of an integer or bool value, from how it
 /// is computed: literals, constant ranges, views and broadcasts of them,
 /// integer casts, maxima and means (of values at least one element wide),
@@ -300,7 +292,7 @@ std::optional<std::pair<double, double>> valueBounds(Value v, int depth = 0) {
     }
     return std::pair(lo, hi);
   }
-  if (movesElements(op) || isa<dfg::ReduceMaxOp>(op))
+  if (dfg::movesElements(op) || isa<dfg::ReduceMaxOp>(op))
     return valueBounds(op->getOperand(0), depth + 1);
   if (auto c = dyn_cast<dfg::CastOp>(op)) {
     // To bool: 1 where nonzero. To a narrower integer: only values it
@@ -337,7 +329,7 @@ std::optional<bool> uniformTruth(Value v, int depth = 0) {
   Operation *op = v.getDefiningOp();
   if (!op || depth > 16)
     return std::nullopt;
-  if (movesElements(op) ||
+  if (dfg::movesElements(op) ||
       (isa<dfg::CastOp>(op) &&
        !isa<FloatType>(getElementTypeOrSelf(op->getOperand(0).getType()))))
     return uniformTruth(op->getOperand(0), depth + 1);

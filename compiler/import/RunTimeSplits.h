@@ -80,8 +80,8 @@ private:
     unsigned parts = 0;
     mlir::Value mask; // a NonZero's selection: i1 [columns], else null
   };
-  /// "part #i of Split 'name', whose sizes ..." or "the columns NonZero
-  /// 'name' selects ...", for messages.
+  /// "part #i of Split 'name', whose sizes ..." or "the coordinates NonZero
+  /// 'name' gives ...", for messages.
   std::string describe(const Split &split, unsigned index) const;
   /// Makes `op`, a dfg.scatter_nd whose indices and updates carry the
   /// selection's rows along `axis`, add only the selected ones.

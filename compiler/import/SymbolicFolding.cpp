@@ -222,11 +222,29 @@ decideOrder(AffineExpr a, AffineExpr b,
   return -1;
 }
 
-} // namespace
-
-namespace {
+/// `out` as the value of `op` (of `type`): a dfg.constant where every
+/// expression is constant, else a dfg.sizes; null for bools that are not
+/// constant.
 Value materialize(Operation *op, RankedTensorType type, Exprs out,
-                  dfg::DimTable &table);
+                  dfg::DimTable &table) {
+  OpBuilder b(op);
+  for (AffineExpr &e : out)
+    e = simplifyAffineExpr(e, 0, table.size());
+  if (llvm::all_of(out, [](AffineExpr e) { return constantOf(e); })) {
+    SmallVector<APInt> values;
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    for (AffineExpr e : out)
+      values.push_back(APInt(width, *constantOf(e), /*isSigned=*/true,
+                             /*implicitTrunc=*/true));
+    return dfg::ConstantOp::create(b, op->getLoc(),
+                                   DenseElementsAttr::get(type, values));
+  }
+  if (type.getElementType().isInteger(1))
+    return {};
+  auto [map, names] = table.write(out);
+  return dfg::SizesOp::create(b, op->getLoc(), type, map, names);
+}
+
 } // namespace
 
 Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
@@ -430,32 +448,5 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
     return {};
   return materialize(op, type, *out, table);
 }
-
-namespace {
-
-/// `out` as the value of `op` (of `type`): a dfg.constant where every
-/// expression is constant, else a dfg.sizes; null for bools that are not
-/// constant.
-Value materialize(Operation *op, RankedTensorType type, Exprs out,
-                  dfg::DimTable &table) {
-  OpBuilder b(op);
-  for (AffineExpr &e : out)
-    e = simplifyAffineExpr(e, 0, table.size());
-  if (llvm::all_of(out, [](AffineExpr e) { return constantOf(e); })) {
-    SmallVector<APInt> values;
-    unsigned width = type.getElementType().getIntOrFloatBitWidth();
-    for (AffineExpr e : out)
-      values.push_back(APInt(width, *constantOf(e), /*isSigned=*/true,
-                             /*implicitTrunc=*/true));
-    return dfg::ConstantOp::create(b, op->getLoc(),
-                                   DenseElementsAttr::get(type, values));
-  }
-  if (type.getElementType().isInteger(1))
-    return {};
-  auto [map, names] = table.write(out);
-  return dfg::SizesOp::create(b, op->getLoc(), type, map, names);
-}
-
-} // namespace
 
 } // namespace meshc::onnximport

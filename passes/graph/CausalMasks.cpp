@@ -580,21 +580,19 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
     cond = where.getCondition();
     whereFill = additive->second;
   }
-  // The condition of where(visible, 0, F) laid out as above.
-  if (Operation *layout = cond.getDefiningOp();
-      where && keepsLastTwoAxes(layout)) {
+  // where(visible, 0, F): the split of its bool condition (laid out as
+  // above, or a conjunction), under the same where.
+  if (where) {
     double boolFill = 0.0;
-    std::optional<Value> rest =
-        splitCausalFactor(layout->getOperand(0), queries, keys, past, shapes,
-                          reader, builder, boolFill);
+    std::optional<Value> rest = splitCausalFactor(
+        cond, queries, keys, past, shapes, reader, builder, boolFill);
     if (!rest)
       return std::nullopt;
     fill = whereFill;
     if (!*rest)
       return Value();
-    return dfg::WhereOp::create(builder, mask.getLoc(),
-                                layOutAgain(layout, *rest, builder),
-                                where.getLhs(), where.getRhs())
+    return dfg::WhereOp::create(builder, mask.getLoc(), *rest, where.getLhs(),
+                                where.getRhs())
         .getResult();
   }
   SmallVector<Value> factors;
@@ -619,11 +617,7 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
   Value rest = factors.front();
   for (Value f : llvm::drop_begin(factors))
     rest = dfg::AndOp::create(builder, loc, rest, f);
-  if (!where)
-    return rest;
-  return dfg::WhereOp::create(builder, loc, rest, where.getLhs(),
-                              where.getRhs())
-      .getResult();
+  return rest;
 }
 
 Value filledMask(Value condition, double fill, Type element,

@@ -7,8 +7,9 @@
 //      dense layers and embeddings, rotary embeddings, attention, scatters
 //      of one slice.
 //   2. Apply them greedily to every function until nothing changes (the
-//      scatters alone first, so that a mask scattered whole into a copy is
-//      its updates before the attention pattern reads it). Each
+//      scatters and masks' layouts alone first, so that a mask scattered
+//      whole into a copy is its updates, and a mask's layout is on its
+//      condition, before the attention pattern reads it). Each
 //      pattern rewrites the root of a decomposed idiom; the ops it no longer
 //      needs die and are removed by the driver.
 //   3. Ops left on merged leading dimensions (attention over [B*H, S, S]
@@ -70,15 +71,15 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
     graph::populateRaiseAttentionPatterns(patterns, reader, shapes);
     graph::populateRaiseScatterPatterns(patterns, reader, shapes);
     FrozenRewritePatternSet frozen(std::move(patterns));
-    // Scatters first, alone: one that writes every element is its updates,
-    // which the attention pattern must see (transformers 4.48 scatters its
-    // whole mask into a copy) when it reads a mask through a sum the
-    // pattern does not revisit.
-    // So are the layouts of masks' conditions.
-    RewritePatternSet scatterPatterns(&getContext());
-    graph::populateRaiseScatterPatterns(scatterPatterns, reader, shapes);
-    graph::populateMaskLayoutPatterns(scatterPatterns);
-    FrozenRewritePatternSet scatters(std::move(scatterPatterns));
+    // Scatters and masks' layouts first, alone: a scatter that writes every
+    // element is its updates, and a mask's layout moves onto its bool
+    // condition, which the attention pattern must see (transformers 4.48
+    // scatters its whole mask into a copy; GPT-BigCode transposes its
+    // additive mask) when it reads a mask through ops it does not revisit.
+    RewritePatternSet preparePatterns(&getContext());
+    graph::populateRaiseScatterPatterns(preparePatterns, reader, shapes);
+    graph::populateMaskLayoutPatterns(preparePatterns);
+    FrozenRewritePatternSet prepare(std::move(preparePatterns));
     // Residual sums fused into the norms last, once nothing else is to be
     // raised from them.
     RewritePatternSet residualPatterns(&getContext());
@@ -90,7 +91,7 @@ struct RaisePass : impl::RaisePassBase<RaisePass> {
         getOperation().emitWarning(
             "meshc-graph-raise did not reach a fixed point");
     };
-    apply(scatters);
+    apply(prepare);
     apply(frozen);
     // What is left over merged batch and heads ([B*H, S, S] scores: BLOOM's
     // baddbmm with its ALiBi bias) rebuilt on [B, H, S, S], where the

@@ -72,6 +72,11 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   return getInput();
 }
 
+bool movesElements(Operation *op) {
+  return isa<UnsqueezeOp, SqueezeOp, ReshapeOp, SymbolicReshapeOp, ExpandOp,
+             SymbolicExpandOp, TransposeOp, SliceOp>(op);
+}
+
 bool isZeroFill(Value v) {
   for (int depth = 0; depth < 16; ++depth) {
     Operation *op = v.getDefiningOp();
@@ -87,8 +92,7 @@ bool isZeroFill(Value v) {
         return attr.getSplatValue<APInt>().isZero();
       return false;
     }
-    if (!isa<SymbolicExpandOp, ExpandOp, ReshapeOp, SymbolicReshapeOp, SliceOp,
-             SymbolicSliceOp, TransposeOp, UnsqueezeOp, SqueezeOp>(op))
+    if (!movesElements(op) && !isa<SymbolicSliceOp>(op))
       return false;
     v = op->getOperand(0);
   }

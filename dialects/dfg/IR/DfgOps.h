@@ -69,9 +69,13 @@ class SymbolicShapes;
 llvm::SmallVector<mlir::AffineExpr>
 dimsOfFirstOperand(mlir::Operation *op, SymbolicShapes &shapes);
 
+/// Views, broadcasts and constant slices: every element of the result is
+/// one of its operand's.
+bool movesElements(mlir::Operation *op);
+
 /// Whether every element of `v` is provably zero: a zero splat literal, seen
-/// through views, slices and broadcasts (ConstantOfShape's zeros at a
-/// symbolic shape included).
+/// through views, slices and broadcasts (movesElements, and symbolic slices;
+/// ConstantOfShape's zeros at a symbolic shape included).
 bool isZeroFill(mlir::Value v);
 
 } // namespace meshc::dfg
