@@ -309,7 +309,8 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
               m = optionalOperand(a.getMask(), os),
               pk = optionalOperand(a.getPastKey(), os),
               pv = optionalOperand(a.getPastValue(), os),
-              lengths = optionalOperand(a.getPastLengths(), os);
+              lengths = optionalOperand(a.getPastLengths(), os),
+              sinks = optionalOperand(a.getSinks(), os);
   std::string o = declare(a->getResult(0), os), presentK = "nullptr",
               presentV = "nullptr";
   // The KV cache `meshc generate` can hold in place: past key and value
@@ -341,7 +342,7 @@ LogicalResult FunctionEmitter::emitAttention(dfg::AttentionOp a,
      << ", " << cppFloat(a.getSoftcap().convertToDouble()) << ", "
      << (a.getSoftcapFirst() ? "true" : "false") << ", " << o << ", "
      << presentK << ", " << presentV << ", " << capacity << ", " << lengths
-     << ");\n";
+     << ", " << sinks << ");\n";
   return success();
 }
 

@@ -68,6 +68,9 @@ public:
 
   OwningOpRef<ModuleOp> run();
   StringRef modelFolder() const { return model_.folder(); }
+  std::optional<int64_t> defaultOpsetVersion() const {
+    return model_.opsetVersion("");
+  }
   dfg::DimTable &dimTable() { return dimTable_; }
   /// Symbolic input dimensions that the graph fixes (NodeContext::pinDim).
   DimSizes &pinned() { return pinned_; }
@@ -178,6 +181,10 @@ NodeContext::inlineGraph(const onnx::GraphProto &graph) {
 }
 
 StringRef NodeContext::modelFolder() const { return importer_.modelFolder(); }
+
+std::optional<int64_t> NodeContext::defaultOpsetVersion() const {
+  return importer_.defaultOpsetVersion();
+}
 
 dfg::DimTable &NodeContext::dimTable() { return importer_.dimTable(); }
 

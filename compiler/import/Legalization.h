@@ -43,6 +43,8 @@ public:
 
   const onnx::NodeProto &node() const { return node_; }
   int64_t opsetVersion() const { return opsetVersion_; }
+  /// The opset the model imports of the default ONNX domain, if any.
+  std::optional<int64_t> defaultOpsetVersion() const;
   mlir::OpBuilder &builder() { return builder_; }
   mlir::Location loc() const { return loc_; }
 
@@ -339,6 +341,7 @@ void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);
 void populateStructureLegalizations(LegalizationTable &table);
+void populateExpertLegalizations(LegalizationTable &table);
 void populateNormalizationLegalizations(LegalizationTable &table);
 void populateRotaryLegalizations(LegalizationTable &table);
 void populateAttentionLegalizations(LegalizationTable &table);

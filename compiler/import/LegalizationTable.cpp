@@ -24,6 +24,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateContractionLegalizations(t);
     populateLayoutLegalizations(t);
     populateStructureLegalizations(t);
+    populateExpertLegalizations(t);
     populateNormalizationLegalizations(t);
     populateRotaryLegalizations(t);
     populateAttentionLegalizations(t);

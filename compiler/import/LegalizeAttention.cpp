@@ -65,14 +65,14 @@ FailureOr<Value> toHeads(NodeContext &ctx, Value v, int64_t heads,
 /// (or presentK and presentV where given). `softcapFirst`: the softcap
 /// before the mask (GroupQueryAttention caps the scores, then leaves the
 /// masked keys out), else after it (ONNX Attention-23 as onnxruntime 1.23
-/// computes it).
+/// computes it). `sinks`: GroupQueryAttention's head_sink, [heads].
 LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
                             Value mask, Value pastK, Value pastV, double scale,
                             bool causal, double softcap, bool softcapFirst,
-                            bool merge,
-                            Value presentK = Value(),
+                            bool merge, Value presentK = Value(),
                             Value presentV = Value(),
-                            Value pastLengths = Value()) {
+                            Value pastLengths = Value(),
+                            Value sinks = Value()) {
   OpBuilder &b = ctx.builder();
   Type element = elementOf(q);
   for (Value operand : {q, k, v, pastK, pastV})
@@ -91,13 +91,11 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
                      : shape[2] + p;
       types.push_back(RankedTensorType::get(shape, element));
     }
-  auto op =
-      dfg::AttentionOp::create(b, ctx.loc(), types, q, k, v, mask, pastK, pastV,
-                               pastLengths, b.getF32FloatAttr(scale),
-                               b.getBoolAttr(causal),
-                               b.getF32FloatAttr(softcap),
-                               b.getBoolAttr(softcap > 0 && softcapFirst),
-                               FloatAttr());
+  auto op = dfg::AttentionOp::create(
+      b, ctx.loc(), types, q, k, v, mask, pastK, pastV, pastLengths, sinks,
+      b.getF32FloatAttr(scale), b.getBoolAttr(causal),
+      b.getF32FloatAttr(softcap), b.getBoolAttr(softcap > 0 && softcapFirst),
+      FloatAttr());
   Value y = op.getResult();
   if (merge) {
     FailureOr<Value> merged = ctx.mergeHeads(y);
@@ -569,7 +567,8 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
     return emitAttention(ctx, *qh, *allK, *allV, *visible, Value(), Value(),
                          *scale, /*causal=*/false,
                          ctx.attrFloat("softcap", 0.0f),
-                         /*softcapFirst=*/true, /*merge=*/true, *pk, *pv);
+                         /*softcapFirst=*/true, /*merge=*/true, *pk, *pv,
+                         Value(), ctx.input(11));
   }
 
   Value presentK = *kh, presentV = *vh, mask, pastLengths;
@@ -616,13 +615,14 @@ LogicalResult legalizeSymbolicGQA(NodeContext &ctx, Value q, Value k, Value v,
   if (failed(scale))
     return failure();
   if (pastLengths)
-    return emitAttention(ctx, *qh, *kh, *vh, mask, pastK, pastV, *scale,
-                         causal, ctx.attrFloat("softcap", 0.0f),
+    return emitAttention(ctx, *qh, *kh, *vh, mask, pastK, pastV, *scale, causal,
+                         ctx.attrFloat("softcap", 0.0f),
                          /*softcapFirst=*/true, /*merge=*/true, Value(),
-                         Value(), pastLengths);
+                         Value(), pastLengths, ctx.input(11));
   return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
                        *scale, causal, ctx.attrFloat("softcap", 0.0f),
-                       /*softcapFirst=*/true, /*merge=*/true);
+                       /*softcapFirst=*/true, /*merge=*/true, Value(), Value(),
+                       Value(), ctx.input(11));
 }
 
 /// com.microsoft GroupQueryAttention(query, key?, value?, past_key?,
@@ -646,8 +646,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return failure();
   if (!ctx.input(5) || !ctx.input(6))
     return ctx.error("seqlens_k and total_sequence_length are required");
-  if (ctx.input(10) || ctx.input(11))
-    return ctx.error("attention_bias and head_sink are not supported");
+  if (ctx.input(10))
+    return ctx.error("attention_bias is not supported");
   if (int64_t w = ctx.attrInt("local_window_size", -1); w < -1 || w == 0)
     return ctx.error("local_window_size must be -1 (no window) or positive "
                      "(the keys a query sees, itself included), got " +
@@ -662,6 +662,17 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return ctx.error("num_heads (" + std::to_string(heads) +
                      ") must be a positive multiple of kv_num_heads (" +
                      std::to_string(kvHeads) + ")");
+  // head_sink: one score per head beside the keys' in the softmax
+  // (dfg.attention's sinks).
+  if (Value sink = ctx.input(11);
+      sink && (shapeOf(sink).size() != 1 ||
+               (!ShapedType::isDynamic(shapeOf(sink)[0]) &&
+                shapeOf(sink)[0] != heads) ||
+               elementOf(sink) != elementOf(ctx.input(0))))
+    return ctx.error("head_sink must be [num_heads] = [" +
+                     std::to_string(heads) +
+                     "] of the query's element type, got " +
+                     dfg::formatShape(shapeOf(sink)));
 
   Value q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
   if (bool(k) != bool(v))
@@ -922,7 +933,8 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return failure();
   return emitAttention(ctx, *qh, presentK, presentV, mask, Value(), Value(),
                        *scale, causal, ctx.attrFloat("softcap", 0.0f),
-                       /*softcapFirst=*/true, /*merge=*/true);
+                       /*softcapFirst=*/true, /*merge=*/true, Value(), Value(),
+                       Value(), ctx.input(11));
 }
 
 } // namespace

@@ -234,7 +234,7 @@ LogicalResult legalizePackedAttention(NodeContext &ctx) {
     }
   auto op = dfg::AttentionOp::create(
       b, ctx.loc(), types, *q, *k, *v, mask, pastK, pastV,
-      /*past_lengths=*/Value(), b.getF32FloatAttr(*scale),
+      /*past_lengths=*/Value(), /*sinks=*/Value(), b.getF32FloatAttr(*scale),
       b.getBoolAttr(ctx.attrInt("unidirectional", 0) != 0),
       b.getF32FloatAttr(0.0f), b.getBoolAttr(false), FloatAttr());
   FailureOr<Value> output = ctx.mergeHeads(op.getResult());

@@ -396,7 +396,8 @@ NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
-GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi", "smollm"]
+GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi", "smollm", "gemma3",
+               "gpt_oss", "granite", "lfm2", "nemotron", "olmo", "smollm3", "phimoe"]
 
 
 def build_model(arch):

@@ -308,6 +308,63 @@ Value negated(Value c, const ConstantReader &reader, OpBuilder &builder) {
   return dfg::NotOp::create(builder, c.getLoc(), c);
 }
 
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// slice(p, keys [0, -1)) over the last axis of a 4-D p: the scores of the
+/// keys without the last column (gpt-oss drops its sinks' column so); p, or
+/// null for anything else.
+Value withoutLastKey(Value v) {
+  auto slice = defining<dfg::SliceOp>(v);
+  if (!slice || shapeOf(slice.getInput()).size() != 4 ||
+      slice.getAxes().size() != 1 ||
+      (slice.getAxes()[0] != 3 && slice.getAxes()[0] != -1) ||
+      slice.getStarts()[0] != 0 || slice.getEnds()[0] != -1 ||
+      slice.getSteps()[0] != 1)
+    return Value();
+  return slice.getInput();
+}
+
+/// x - reduce_max(x, [last axis], keep_dims) -> x: a softmax's input less
+/// its rows' maxima, which the softmax subtracts itself.
+Value stripRowMax(Value v) {
+  auto sub = defining<dfg::SubOp>(v);
+  auto max = sub ? defining<dfg::ReduceMaxOp>(sub.getRhs()) : nullptr;
+  int64_t rank = shapeOf(v).size();
+  if (!max || max.getInput() != sub.getLhs() || !max.getKeepDims() ||
+      max.getAxes().size() != 1 ||
+      (max.getAxes()[0] != rank - 1 && max.getAxes()[0] != -1) ||
+      sub.getType() != sub.getLhs().getType())
+    return v;
+  return sub.getLhs();
+}
+
+/// The sink column of gpt-oss's scores, concat(S, column) along the keys:
+/// a broadcast (expand) of one value per head, [1, heads, 1, 1] (or
+/// [heads, 1, 1]), with `heads` static. The per-head value, or null.
+Value sinkSource(Value column, int64_t heads) {
+  Value source = column;
+  while (true) {
+    if (auto expand = defining<dfg::ExpandOp>(source))
+      source = expand.getInput();
+    else if (auto expand = defining<dfg::SymbolicExpandOp>(source))
+      source = expand.getInput();
+    else
+      break;
+  }
+  ArrayRef<int64_t> shape = shapeOf(source);
+  if (shape.size() < 3 || shape.size() > 4 || ShapedType::isDynamic(heads))
+    return Value();
+  int64_t lead = 4 - shape.size();
+  for (int64_t d = 0; d < 4; ++d) {
+    int64_t size = d < lead ? 1 : shape[d - lead];
+    if (size != (d == 1 ? heads : 1))
+      return Value();
+  }
+  return source;
+}
+
 /// softmax(mask(scale * Q K^T)) V -> attention(Q, K, V)   (see the outline)
 struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
   SoftmaxAttention(MLIRContext *ctx, const ConstantReader &reader,
@@ -319,7 +376,14 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     // 1. Probabilities over the keys (computed in f32 and narrowed back in
     //    mixed-precision exports: cast(softmax(cast(S, f32)), f16)).
     Type element = op.getType().getElementType();
-    Value probabilities = stripNaNGuard(op.getLhs(), reader);
+    // gpt-oss's sinks: P = slice(softmax(concat(S, sinks) - max), every key
+    // but the sinks' column); see sinkSource.
+    Value probabilities = op.getLhs();
+    Value sinkValues;
+    if (Value withSink = withoutLastKey(probabilities))
+      probabilities = withSink;
+    bool sinkColumn = probabilities != op.getLhs();
+    probabilities = stripNaNGuard(probabilities, reader);
     auto narrow = defining<dfg::CastOp>(probabilities);
     if (narrow)
       probabilities = stripNaNGuard(narrow.getInput(), reader);
@@ -328,6 +392,20 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
         softmax.getNormalizedAxis() != 3)
       return failure();
     Value s = softmax.getInput();
+    if (sinkColumn) {
+      auto joined = defining<dfg::ConcatOp>(stripRowMax(s));
+      int64_t heads = shapeOf(s)[1];
+      if (!joined || joined.getInputs().size() != 2 ||
+          (static_cast<int64_t>(joined.getAxis()) + 4) % 4 != 3 ||
+          shapeOf(joined.getInputs()[1])[3] != 1)
+        return failure();
+      sinkValues = sinkSource(joined.getInputs()[1], heads);
+      if (!sinkValues ||
+          cast<RankedTensorType>(sinkValues.getType()).getElementType() !=
+              cast<RankedTensorType>(s.getType()).getElementType())
+        return failure();
+      s = joined.getInputs()[0];
+    }
     if (narrow) {
       auto widen = defining<dfg::CastOp>(s);
       if (!widen ||
@@ -643,9 +721,19 @@ struct SoftmaxAttention : OpRewritePattern<dfg::MatMulOp> {
     SmallVector<Type> present;
     if (pastK)
       present = {key.getType(), value.getType()};
+    Value sinks;
+    if (sinkValues) {
+      int64_t heads = shapeOf(sinkValues)[shapeOf(sinkValues).size() - 3];
+      sinks = dfg::ReshapeOp::create(
+          rewriter, op.getLoc(),
+          RankedTensorType::get(
+              {heads},
+              cast<RankedTensorType>(sinkValues.getType()).getElementType()),
+          sinkValues, rewriter.getDenseI64ArrayAttr({heads}));
+    }
     auto attention = dfg::AttentionOp::create(
         rewriter, op.getLoc(), op.getType(), present, q, newK, newV, mask,
-        pastK, pastV, /*past_lengths=*/Value(),
+        pastK, pastV, /*past_lengths=*/Value(), sinks,
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
         rewriter.getBoolAttr(causal),
         rewriter.getF32FloatAttr(static_cast<float>(softcap)),
@@ -761,8 +849,8 @@ struct CausalFromMask : OpRewritePattern<dfg::AttentionOp> {
     auto causal = dfg::AttentionOp::create(
         rewriter, op.getLoc(), op.getResultTypes(), op.getQuery(), op.getKey(),
         op.getValue(), rest, pastK, op.getPastValue(), op.getPastLengths(),
-        op.getScaleAttr(), rewriter.getBoolAttr(true), op.getSoftcapAttr(),
-        op.getSoftcapFirstAttr(),
+        op.getSinks(), op.getScaleAttr(), rewriter.getBoolAttr(true),
+        op.getSoftcapAttr(), op.getSoftcapFirstAttr(),
         std::isfinite(fill) && rest
             ? rewriter.getF32FloatAttr(static_cast<float>(fill))
             : FloatAttr());

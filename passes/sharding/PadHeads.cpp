@@ -492,10 +492,12 @@ private:
     }
     if (auto attention = dyn_cast<dfg::AttentionOp>(op)) {
       // The heads are axis 1 of query, key, value, past, presents and
-      // result, and of the mask broadcast to 4-D (a per-head bias).
+      // result, and of the mask broadcast to 4-D (a per-head bias); axis 0
+      // of the sinks.
       Value mask = attention.getMask();
       int64_t axis = v == mask ? m.axis + 4 - int64_t(shapeOf(mask).size())
-                               : m.axis;
+                     : v == attention.getSinks() ? m.axis + 1
+                                                 : m.axis;
       if (axis != 1 || m.kind != Kind::Heads)
         return false;
       // Keys and values hold the same heads (padded with the queries), or
@@ -536,6 +538,10 @@ private:
         if (!broadcastOperand(op, at, 4, q))
           return false;
       }
+      // A padded head's sink is zero (its values are).
+      if (attention.getSinks() &&
+          !require(op, attention.getODSOperandIndexAndLength(7).first, q.at(0)))
+        return false;
       return mark(attention.getResult(), q);
     }
     if (auto rotary = dyn_cast<dfg::RotaryOp>(op)) {

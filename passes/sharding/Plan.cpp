@@ -184,11 +184,17 @@ Value stackedWeightOf(Value v) {
 /// of a per-token matrix G gathered from a stacked weight, each token's x
 /// [tokens, k, 1] (or [tokens, 1, k]). Its output features are those of G
 /// that the product keeps: dimension 1 of the result for G on the left, 2
-/// for G on the right; -1 for anything else.
+/// for G on the right; -1 for anything else. So is a product of the
+/// tokens by a whole stacked weight [experts, k, n] (every expert on every
+/// token: onnxruntime's MoE, LegalizeExperts.cpp), whose features are
+/// dimension 2.
 int64_t expertFeatureDim(Operation *op) {
   auto matmul = dyn_cast_or_null<dfg::MatMulOp>(op);
   if (!matmul || matmul.getType().getRank() != 3)
     return -1;
+  if (isSource(matmul.getRhs()) && !isSource(matmul.getLhs()) &&
+      cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 3)
+    return 2;
   if (stackedWeightOf(matmul.getLhs()) && !stackedWeightOf(matmul.getRhs()))
     return 1;
   if (stackedWeightOf(matmul.getRhs()) && !stackedWeightOf(matmul.getLhs()))

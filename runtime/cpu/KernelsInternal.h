@@ -207,8 +207,11 @@ inline float fastExp(float x) {
 
 /// y = softmax(x) over a contiguous row of n floats (max-subtracted; x and y
 /// may be the same row). Returns false, leaving y unwritten, when the row's
-/// maximum is -inf or NaN: no finite score to normalise by.
-inline bool softmaxContiguous(const float *x, float *y, std::int64_t n) {
+/// maximum is -inf or NaN: no finite score to normalise by. A `sink` is one
+/// more score in the denominator that y does not hold (an attention sink).
+inline bool
+softmaxContiguous(const float *x, float *y, std::int64_t n,
+                  float sink = -std::numeric_limits<float>::infinity()) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   float m = kNegInf;
 #pragma omp simd reduction(max : m)
@@ -216,9 +219,10 @@ inline bool softmaxContiguous(const float *x, float *y, std::int64_t n) {
     m = std::max(m, x[i]);
   if (m == kNegInf || std::isnan(m))
     return false;
+  m = std::max(m, sink);
   for (std::int64_t i = 0; i < n; ++i)
     y[i] = fastExp(x[i] - m);
-  double denom = 0.0;
+  double denom = sink == kNegInf ? 0.0 : std::exp(double(sink) - m);
 #pragma omp simd reduction(+ : denom)
   for (std::int64_t i = 0; i < n; ++i)
     denom += y[i];

@@ -57,6 +57,8 @@ struct RowContext {
   float causalFill = -std::numeric_limits<float>::infinity();
   float softcap = 0.0f;
   bool softcapFirst = false;
+  /// Per query head: one more score in the softmax (dfg.attention's sinks).
+  const float *sinks = nullptr;
   const TensorRef *mask = nullptr;
   bool boolMask = false;
   std::int64_t maskStrides[4] = {};
@@ -125,8 +127,10 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
   }
   for (std::int64_t j = visible; j < limit; ++j)
     scores[j] = finiteFill ? scores[j] + ctx.causalFill : kNegInf;
+  const float sink = ctx.sinks ? ctx.sinks[h] : kNegInf;
   if (ctx.causal && finiteFill && visible > 0 && limit < ctx.total) {
-    float top = kNegInf;
+    // A sink above the fill outweighs every filled key: not such a row.
+    float top = sink;
     for (std::int64_t j = 0; j < limit; ++j)
       top = std::max(top, scores[j]);
     if (!(top > ctx.causalFill * 0.5f))
@@ -137,7 +141,7 @@ Row softmaxRow(const RowContext &ctx, float *scores, std::int64_t b,
     for (std::int64_t j = 0; j < limit; ++j)
       scores[j] = cap * std::tanh(scores[j] * inv);
   }
-  if (!softmaxContiguous(scores, scores, limit))
+  if (!softmaxContiguous(scores, scores, limit, sink))
     return Row::Zeros;
   for (std::int64_t j = limit; j < width; ++j)
     scores[j] = 0.0f;
@@ -255,7 +259,8 @@ void attention(const TensorRef &query, const TensorRef &key,
                float scale, bool causal, float causalFill, float softcap,
                bool softcapFirst, const TensorRef &out,
                const TensorRef *presentKey, const TensorRef *presentValue,
-               std::int64_t cacheCapacity, const TensorRef *pastLengths) {
+               std::int64_t cacheCapacity, const TensorRef *pastLengths,
+               const TensorRef *sinks) {
   requireF32(query, "attention");
   requireF32(key, "attention");
   requireF32(value, "attention");
@@ -299,6 +304,13 @@ void attention(const TensorRef &query, const TensorRef &key,
   ctx.causalFill = causalFill;
   ctx.softcap = softcap;
   ctx.softcapFirst = softcapFirst;
+  if (sinks) {
+    requireF32(*sinks, "attention sinks");
+    if (sinks->rank != 1 || sinks->shape[0] != heads)
+      fatal("attention: sinks must be [" + std::to_string(heads) +
+            "], one per query head");
+    ctx.sinks = sinks->as<const float>();
+  }
   if (mask) {
     if (mask->dtype != DType::Bool)
       requireF32(*mask, "attention mask");

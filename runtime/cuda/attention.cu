@@ -15,6 +15,10 @@
 //      finite score gives zeros; a NaN score with a finite maximum makes the
 //      row NaN (as the CPU's max-subtracted softmax does).
 //
+// With sinks (one score per query head, in no value row's place) the
+// finished row divides by l + exp(sink - m): the sink joins the softmax's
+// denominator only.
+//
 // With a finite causal fill (HF's finfo.min) every key is scored, those past
 // the causal limit carrying the fill in place of the mask's value: a row
 // whose every key carries a fill
@@ -98,7 +102,16 @@ template <typename T> struct AttentionArgs {
   /// Added to keys past the causal limit: -inf, or a finite fill.
   float causalFill = -INFINITY;
   bool causal = false, softcapFirst = false;
+  /// One score per query head in the softmax's denominator (dfg.attention's
+  /// sinks; device memory), or null.
+  const T *sinks = nullptr;
 };
+
+/// Head h's sink, -inf without sinks.
+template <typename T>
+__device__ __forceinline__ float sinkOf(const T *sinks, std::int64_t h) {
+  return sinks ? toFloat(sinks[h]) : -INFINITY;
+}
 
 /// Keys j < keyLimit(i) are scored for query i: those not causally masked,
 /// or all of them under a softcap after the mask (where a masked key scores
@@ -151,12 +164,13 @@ finishScore(const AttentionArgs<T> &a, float dot, std::int64_t b,
   return s;
 }
 
-/// The output of a row from its online-softmax state.
+/// The output of a row from its online-softmax state, a sink (-inf: none)
+/// added to the denominator (exp(sink - m) scales it as l is scaled).
 __device__ __forceinline__ float finishRow(float acc, float m, float l,
-                                           bool nan) {
+                                           bool nan, float sink) {
   if (m == -INFINITY)
     return 0.0f;
-  return nan ? NAN : acc / l;
+  return nan ? NAN : acc / (l + expf(sink - m));
 }
 
 //===----------------------------------------------------------------------===//
@@ -295,8 +309,8 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     for (int t = 0; t < kLaneChunks; ++t) {
       const int dv = lane + 32 * t;
       if (dv < vDim)
-        oh[(q0 + row) * vDim + dv] =
-            fromFloat<T>(finishRow(acc[r][t], m[r], l[r], nan[r]));
+        oh[(q0 + row) * vDim + dv] = fromFloat<T>(
+            finishRow(acc[r][t], m[r], l[r], nan[r], sinkOf(a.sinks, h)));
     }
   }
 }
@@ -411,8 +425,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     for (int w = 0; w < kDecodeWarps; ++w)
       sum += warpAcc[w][dv] * factor[w];
     if (splits == 1)
-      a.out[row * vDim + dv] =
-          fromFloat<T>(finishRow(sum, blockM, blockL, blockNan));
+      a.out[row * vDim + dv] = fromFloat<T>(
+          finishRow(sum, blockM, blockL, blockNan, sinkOf(a.sinks, h)));
     else
       partial[base + 3 + dv] = sum;
   }
@@ -427,8 +441,10 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 /// merges its warps.
 template <typename T>
 __global__ void attentionMergeKernel(const float *partial, int splits, int vDim,
-                                     T *out) {
+                                     T *out, const T *sinks, std::int64_t seq,
+                                     std::int64_t heads) {
   const std::int64_t row = blockIdx.x;
+  const float sink = sinkOf(sinks, (row / seq) % heads);
   const std::int64_t stride = partialStride(vDim);
   const float *p = partial + row * splits * stride;
   float m = -INFINITY, l = 0.0f;
@@ -449,7 +465,7 @@ __global__ void attentionMergeKernel(const float *partial, int splits, int vDim,
       if (ms != -INFINITY)
         sum += p[s * stride + 3 + dv] * expf(ms - m);
     }
-    out[row * vDim + dv] = fromFloat<T>(finishRow(sum, m, l, nan));
+    out[row * vDim + dv] = fromFloat<T>(finishRow(sum, m, l, nan, sink));
   }
 }
 
@@ -605,7 +621,8 @@ void launchDecode(const AttentionArgs<T> &a, std::int64_t rows) {
   checkLaunch("attention");
   if (splits > 1) {
     attentionMergeKernel<T><<<static_cast<unsigned>(rows), 128, 0, stream()>>>(
-        partial, static_cast<int>(splits), a.vDim, a.out);
+        partial, static_cast<int>(splits), a.vDim, a.out, a.sinks, a.seq,
+        a.heads);
     checkLaunch("attention");
   }
 }
@@ -617,10 +634,16 @@ void attention(const TensorRef &query, const TensorRef &key,
                const TensorRef *pastKey, const TensorRef *pastValue,
                float scale, bool causal, float causalFill, float softcap,
                bool softcapFirst, const TensorRef &out,
-               const TensorRef *presentKey,
-               const TensorRef *presentValue, std::int64_t cacheCapacity,
-               const TensorRef *pastLengths) {
+               const TensorRef *presentKey, const TensorRef *presentValue,
+               std::int64_t cacheCapacity, const TensorRef *pastLengths,
+               const TensorRef *sinks) {
   requireDType(key, query.dtype, "attention");
+  if (sinks) {
+    requireDType(*sinks, query.dtype, "attention sinks");
+    if (sinks->rank != 1 || sinks->shape[0] != query.shape[1])
+      fatal("attention: sinks must be [" + std::to_string(query.shape[1]) +
+            "], one per query head");
+  }
   requireDType(value, query.dtype, "attention");
   const plans::AttentionPlan plan = plans::attentionPlan(
       query, key, value, mask, pastKey, pastValue, presentKey, presentValue);
@@ -691,6 +714,8 @@ void attention(const TensorRef &query, const TensorRef &key,
     a.softcapFirst = softcapFirst;
     a.causal = causal;
     a.causalFill = causalFill;
+    if (sinks)
+      a.sinks = sinks->as<const T>();
     if (mask) {
       if (mask->dtype == DType::Bool)
         a.maskKind = MaskKind::Bool;

@@ -40,9 +40,9 @@ protected:
     Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8});
     return AttentionOp::create(
         builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
-        Value(), Value(), Value(), Value(), builder.getF32FloatAttr(0.5),
-        builder.getBoolAttr(true), builder.getF32FloatAttr(0.0),
-        builder.getBoolAttr(false), FloatAttr());
+        Value(), Value(), Value(), Value(), Value(),
+        builder.getF32FloatAttr(0.5), builder.getBoolAttr(true),
+        builder.getF32FloatAttr(0.0), builder.getBoolAttr(false), FloatAttr());
   }
   ShardingRule rule(Operation *op) {
     FailureOr<ShardingRule> r = getShardingRule(op);

@@ -187,6 +187,7 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
   SmallVector<int64_t> maskStrides =
       mask ? broadcastStrides(mask->shape, full) : SmallVector<int64_t>();
   bool boolMask = mask && mask->elementType.isInteger(1);
+  const EvalTensor *sinks = op.getSinks() ? &get(op.getSinks()) : nullptr;
   EvalTensor out = like(q.elementType, {batch, heads, seq, vDim});
   std::vector<double> scores(total);
   for (int64_t b = 0; b < batch; ++b)
@@ -237,7 +238,10 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalAttention(AttentionOp op) {
         // A row with every key masked attends to nothing: zeros.
         if (maxScore == -INFINITY)
           continue;
-        double denom = 0;
+        // A sink is one more score in the softmax, followed by no value.
+        double sink = sinks ? sinks->values[h] : -INFINITY;
+        maxScore = std::max(maxScore, sink);
+        double denom = std::exp(sink - maxScore);
         for (double &sc : scores)
           denom += (sc = std::exp(sc - maxScore));
         double *o = out.values.data() + ((b * heads + h) * seq + i) * vDim;

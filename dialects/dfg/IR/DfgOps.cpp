@@ -531,6 +531,15 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                         " must be a 1-D i64 tensor of the batch's size ",
                         dims(q, 0), pastK ? "" : ", given with a past");
   }
+  if (Value sinks = adaptor.getSinks()) { // 9
+    auto st = cast<RankedTensorType>(sinks.getType());
+    if (st.getRank() != 1 || st.getElementType() != q.getElementType() ||
+        !agree(st.getDimSize(0), heads))
+      return inferError(loc, name, "sinks ", st,
+                        " must be a 1-D tensor of the query's element type "
+                        "and its ",
+                        heads, " heads");
+  }
   int64_t total = dims(k, 2);
   SmallVector<Type> present;
   if (pastK) {

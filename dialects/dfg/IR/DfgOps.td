@@ -1110,6 +1110,12 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
       scores = softcap * tanh(scores / softcap)     (when softcap > 0)
       result = softmax(scores over keys) V   (zeros where every key is masked)
 
+    With `sinks` (`[heads]`, gpt-oss's attention sinks, GroupQueryAttention's
+    head_sink), head h's softmax has one more term, `sinks[h]`, in its
+    denominator: a score column beside the keys' that no value row follows,
+    `p_j = exp(s_j) / (exp(sinks[h]) + sum_k exp(s_k))`. It is not masked
+    and not capped; a row whose every key is masked gives zeros.
+
     The softcap comes after the mask, as ONNX Attention-23 and onnxruntime
     apply it: with a softcap, a masked key scores -softcap, not -inf. With
     `softcap_first` it comes before (`scale * Q K^T` is capped, then the
@@ -1158,6 +1164,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
        -1e30.
     8. `past_lengths` comes only with a past and is a 1-D i64 tensor of the
        batch's size.
+    9. `sinks` is a 1-D tensor of the heads' number, of the query's element
+       type.
 
     Example:
 
@@ -1171,7 +1179,8 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
                        Dfg_FloatTensor:$value, Optional<Dfg_Tensor>:$mask,
                        Optional<Dfg_FloatTensor>:$past_key,
                        Optional<Dfg_FloatTensor>:$past_value,
-                       Optional<Dfg_Tensor>:$past_lengths, F32Attr:$scale,
+                       Optional<Dfg_Tensor>:$past_lengths,
+                       Optional<Dfg_FloatTensor>:$sinks, F32Attr:$scale,
                        BoolAttr:$causal,
                        DefaultValuedAttr<F32Attr, "0.0">:$softcap,
                        DefaultValuedAttr<BoolAttr, "false">:$softcap_first,
@@ -1182,6 +1191,7 @@ def Dfg_AttentionOp : Dfg_InferredOp<"attention",
     $query `,` $key `,` $value (`mask` `(` $mask^ `)`)?
     (`past` `(` $past_key^ `,` $past_value `)`)?
     (`past_lengths` `(` $past_lengths^ `)`)?
+    (`sinks` `(` $sinks^ `)`)?
     `scale` `=` $scale `causal` `=` $causal attr-dict `:`
     functional-type(operands, results)
   }];

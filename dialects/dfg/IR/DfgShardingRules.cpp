@@ -636,6 +636,8 @@ ShardingRule AttentionOp::getShardingRule() {
   }
   if (getPastLengths())
     b.operand({batch});
+  if (getSinks()) // one per query head: split with them
+    b.operand({heads});
   b.result({batch, heads, seq, vDim});
   for (auto [i, present] : llvm::enumerate(getPresent())) {
     ArrayRef<int64_t> p = shapeOf(present);

@@ -813,6 +813,14 @@ func.func @attention_invariant_8_lengths_of_other_batch(%q: tensor<1x4x8x8xf32>,
 
 // -----
 
+func.func @attention_invariant_9_sinks_per_head(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %s: tensor<2xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'dfg.attention' op sinks 'tensor<2xf32>' must be a 1-D tensor of the query's element type and its 4 heads}}
+  %0 = dfg.attention %q, %k, %k sinks(%s) scale = 0.5 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<2xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
 func.func @attention_invariant_7_fill_without_causal(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
   // expected-error @+1 {{'dfg.attention' op causal_fill needs causal = true and a finite value at most -1e30, got -3.402823e+38 without causal}}
   %0 = dfg.attention %q, %k, %k scale = 0.5 causal = false {causal_fill = -3.40282347E+38 : f32} : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32>

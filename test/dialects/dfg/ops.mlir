@@ -326,6 +326,10 @@ func.func @attention(%q: tensor<1x4x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tenso
   // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} past(%{{.+}}, %{{.+}}) past_lengths(%{{.+}}) scale = 1.250000e-01 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>, tensor<1xi64>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
   %lengths = dfg.constant dense<1> : tensor<1xi64>
   %rows:3 = dfg.attention %q, %k, %v past(%pk2, %pv2) past_lengths(%lengths) scale = 0.125 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x16xf32>, tensor<1xi64>) -> (tensor<1x4x8x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x16xf32>)
+  // One sink score per query head (gpt-oss).
+  // CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} sinks(%{{.+}}) scale = 1.250000e-01 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<4xf32>) -> tensor<1x4x8x16xf32>
+  %sinks = dfg.constant dense<0.5> : tensor<4xf32>
+  %sunk = dfg.attention %q, %k, %v sinks(%sinks) scale = 0.125 causal = true : (tensor<1x4x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>, tensor<4xf32>) -> tensor<1x4x8x16xf32>
   return %0, %1#0, %1#1, %2#0 : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x?x8xf32>, tensor<1x4x8x16xf32>
 }
 

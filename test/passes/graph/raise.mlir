@@ -1413,3 +1413,40 @@ func.func @rotary_on_even_odd(%p: tensor<?x2x?x3xf32> {dfg.dim_names = ["b", "",
   %w = dfg.concat %lo2, %hi2 axis = -1 : (tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>) -> tensor<?x2x?x4xf32>
   return %y, %w : tensor<?x2x?x7xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// gpt-oss's attention sinks as transformers writes them: one learned score
+// per head, reshaped to [1, heads, 1, 1] and expanded beside the masked
+// scores, the rows' maxima subtracted, the softmax, and the sinks' column
+// sliced off before the values. Raised with the per-head scores as the
+// op's sinks. Near misses: the first column sliced off (the sinks' weight
+// would reach the values); a column that differs per query (not a sink).
+// CHECK-LABEL: func.func @attention_sinks
+// CHECK: %[[S:.+]] = dfg.reshape %arg3 to [4] : (tensor<1x4x1x1xf32>) -> tensor<4xf32>
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} sinks(%[[S]]) scale = 5.000000e-01 causal = false
+// CHECK-NOT: dfg.attention
+// CHECK: dfg.softmax
+// CHECK: dfg.softmax
+func.func @attention_sinks(%q: tensor<1x4x3x4xf32>, %k: tensor<1x4x3x4xf32>, %v: tensor<1x4x3x4xf32>, %sink: tensor<1x4x1x1xf32>, %column: tensor<1x4x3x1xf32>) -> (tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>) {
+  %half = dfg.constant dense<0.5> : tensor<f32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<1x4x3x4xf32>) -> tensor<1x4x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<1x4x3x4xf32>, tensor<1x4x4x3xf32>) -> tensor<1x4x3x3xf32>
+  %ss = dfg.mul %s, %half : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %col = dfg.expand %sink shape = [1, 4, 3, 1] : (tensor<1x4x1x1xf32>) -> tensor<1x4x3x1xf32>
+  %joined = dfg.concat %ss, %col axis = -1 : (tensor<1x4x3x3xf32>, tensor<1x4x3x1xf32>) -> tensor<1x4x3x4xf32>
+  %max = dfg.reduce_max %joined axes = [3] keep_dims = true : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x1xf32>
+  %shifted = dfg.sub %joined, %max : (tensor<1x4x3x4xf32>, tensor<1x4x3x1xf32>) -> tensor<1x4x3x4xf32>
+  %p = dfg.softmax %shifted axis = -1 : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %pk = dfg.slice %p starts = [0] ends = [-1] axes = [3] steps = [1] : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x3xf32>
+  %o = dfg.matmul %pk, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %first = dfg.concat %col, %ss axis = -1 : (tensor<1x4x3x1xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x4xf32>
+  %p1 = dfg.softmax %first axis = -1 : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %pk1 = dfg.slice %p1 starts = [1] ends = [4] axes = [3] steps = [1] : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x3xf32>
+  %o1 = dfg.matmul %pk1, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %perquery = dfg.concat %ss, %column axis = -1 : (tensor<1x4x3x3xf32>, tensor<1x4x3x1xf32>) -> tensor<1x4x3x4xf32>
+  %p2 = dfg.softmax %perquery axis = -1 : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %pk2 = dfg.slice %p2 starts = [0] ends = [-1] axes = [3] steps = [1] : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x3xf32>
+  %o2 = dfg.matmul %pk2, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  return %o, %o1, %o2 : tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>
+}

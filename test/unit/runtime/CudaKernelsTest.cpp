@@ -1180,6 +1180,7 @@ struct AttentionCase {
   bool maskWholeRows = false;  // query 0 sees no key (bool masks)
   /// Non-empty: past_lengths, each batch row's history (at most `past`).
   std::vector<std::int64_t> pastLengths;
+  bool sinks = false; // one score per query head in the denominator
 };
 
 std::string describe(const AttentionCase &c, DType t) {
@@ -1192,6 +1193,7 @@ std::string describe(const AttentionCase &c, DType t) {
          (c.softcap > 0 ? (c.softcapFirst ? " softcap-first" : " softcap")
                         : "") +
          (c.pastLengths.empty() ? "" : " past_lengths") +
+         (c.sinks ? " sinks" : "") +
          (c.maskShape.empty()
               ? ""
               : std::string(" mask ") +
@@ -1240,37 +1242,44 @@ void checkAttention(const AttentionCase &c, DType t) {
       lengths->set(b, static_cast<double>(c.pastLengths[b]));
   }
 
+  std::optional<HostTensor> sinks;
+  if (c.sinks)
+    sinks = randomTensor(t, {c.heads}, -1, 3);
+
   const HostTensor q32 = forCpu(q), k32 = forCpu(k), v32 = forCpu(v);
   const std::optional<HostTensor> pk32 = forCpu(pk), pv32 = forCpu(pv),
-                                  mask32 = forCpu(mask);
+                                  mask32 = forCpu(mask),
+                                  sinks32 = forCpu(sinks);
   HostTensor want(DType::F32, {c.batch, c.heads, c.seq, c.vDim});
   HostTensor wantK(DType::F32, {c.batch, c.kvHeads, total, c.dim});
   HostTensor wantV(DType::F32, {c.batch, c.kvHeads, total, c.vDim});
   {
     const std::optional<TensorRef> m = refOf(mask32), pkr = refOf(pk32),
-                                   pvr = refOf(pv32), lr = refOf(lengths);
+                                   pvr = refOf(pv32), lr = refOf(lengths),
+                                   sr = refOf(sinks32);
     const TensorRef kr = wantK.ref(), vr = wantV.ref();
     cpu::attention(q32.ref(), k32.ref(), v32.ref(), refPointer(m),
                    refPointer(pkr), refPointer(pvr), scale, c.causal,
                    c.causalFill, c.softcap, c.softcapFirst, want.ref(),
-                   hasPast ? &kr : nullptr,
-                   hasPast ? &vr : nullptr, 0, refPointer(lr));
+                   hasPast ? &kr : nullptr, hasPast ? &vr : nullptr, 0,
+                   refPointer(lr), refPointer(sr));
   }
 
   const DeviceTensor dq(q), dk(k), dv(v);
   const std::unique_ptr<DeviceTensor> dpk = upload(pk), dpv = upload(pv),
                                       dmask = upload(mask),
-                                      dlengths = upload(lengths);
+                                      dlengths = upload(lengths),
+                                      dsinks = upload(sinks);
   DeviceTensor out(t, want.shape), presentK(t, wantK.shape),
       presentV(t, wantV.shape);
   const std::optional<TensorRef> m = refOf(dmask), pkr = refOf(dpk),
-                                 pvr = refOf(dpv), lr = refOf(dlengths);
+                                 pvr = refOf(dpv), lr = refOf(dlengths),
+                                 sr = refOf(dsinks);
   const TensorRef kr = presentK.ref(), vr = presentV.ref();
   gpu::attention(dq.ref(), dk.ref(), dv.ref(), refPointer(m), refPointer(pkr),
                  refPointer(pvr), scale, c.causal, c.causalFill, c.softcap,
-                 c.softcapFirst, out.ref(),
-                 hasPast ? &kr : nullptr, hasPast ? &vr : nullptr, 0,
-                 refPointer(lr));
+                 c.softcapFirst, out.ref(), hasPast ? &kr : nullptr,
+                 hasPast ? &vr : nullptr, 0, refPointer(lr), refPointer(sr));
   const std::string what = describe(c, t);
   expectMatchesCpu(out.download(), want, what);
   if (hasPast) {
@@ -1468,6 +1477,29 @@ TEST_F(CudaKernelsTest, AttentionSoftcap) {
     c.seq = 37; // prefill: masked keys score -softcap there too
     c.newKv = 37;
     c.maskShape = {1, 1, 37, 37};
+    checkAttention(c, t);
+  }
+}
+
+TEST_F(CudaKernelsTest, AttentionSinks) {
+  for (DType t : kFloatTypes) {
+    AttentionCase c;
+    c.sinks = true;
+    c.heads = 4;
+    c.kvHeads = 2;
+    checkAttention(c, t);
+    c.causal = true; // HF's padding mask with finfo.min: the sink wins
+    c.batch = 2;
+    c.seq = c.newKv = 37; // the tiled prefill kernel
+    c.causalFill = std::numeric_limits<float>::lowest();
+    c.maskShape = {2, 1, 1, 37};
+    c.leftPad = {5, 0};
+    checkAttention(c, t);
+    c.maskShape.clear();
+    c.leftPad.clear();
+    c.causalFill = -INFINITY;
+    c.past = 300; // decode over a long cache: split keys merged
+    c.seq = c.newKv = 1;
     checkAttention(c, t);
   }
 }

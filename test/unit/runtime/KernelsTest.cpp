@@ -1484,14 +1484,17 @@ struct AttentionCase {
   /// Non-empty: past_lengths, each batch row's history (at most `past`):
   /// its new keys and values go there, and its causal limit counts from it.
   std::vector<std::int64_t> pastLengths;
+  /// Attention sinks, one score per query head in the softmax's denominator.
+  bool sinks = false;
 };
 
 /// Runs attention on random inputs and compares with a float64 reference:
 /// the mask and the causal limit (j > i + past is -inf, or the causal fill
-/// added in place of the mask's value), then softcap (ONNX's order; before the mask with softcapFirst),
-/// then softmax; a row whose keys are all masked by -inf is zeros. A finite
-/// value is added as f32 arithmetic adds it (rounded to f32, so finfo.min
-/// absorbs the score).
+/// added in place of the mask's value), then softcap (ONNX's order; before the
+/// mask with softcapFirst), then softmax; a row whose keys are all masked by
+/// -inf is zeros. A finite value is added as f32 arithmetic adds it (rounded to
+/// f32, so finfo.min absorbs the score). With sinks, each head's sink joins the
+/// softmax's denominator.
 void checkAttention(const AttentionCase &c) {
   const std::int64_t total = c.past + c.newKv;
   Tensor q = randomF32({c.batch, c.heads, c.seq, c.dim}, -2, 2);
@@ -1532,6 +1535,8 @@ void checkAttention(const AttentionCase &c) {
   for (std::int64_t b = 0; rowPasts && b < c.batch; ++b)
     lengths.set(b, static_cast<double>(c.pastLengths[b]));
   TensorRef lengthsRef = lengths.ref();
+  Tensor sinks = randomF32({c.heads}, -1, 3);
+  TensorRef sinksRef = sinks.ref();
   // Row b's history: its past_lengths, else the whole past.
   auto pastOf = [&](std::int64_t b) {
     return rowPasts ? c.pastLengths[b] : c.past;
@@ -1556,9 +1561,9 @@ void checkAttention(const AttentionCase &c) {
   attention(q.ref(), k.ref(), v.ref(), hasMask ? &maskRef : nullptr,
             hasPast ? &pkRef : nullptr, hasPast ? &pvRef : nullptr, scale,
             c.causal, c.causalFill, c.softcap, c.softcapFirst, out.ref(),
-            hasPast ? &presentKRef : nullptr,
-            hasPast ? &presentVRef : nullptr, capacity,
-            rowPasts ? &lengthsRef : nullptr);
+            hasPast ? &presentKRef : nullptr, hasPast ? &presentVRef : nullptr,
+            capacity, rowPasts ? &lengthsRef : nullptr,
+            c.sinks ? &sinksRef : nullptr);
 
   // K = past ++ key, V likewise (row b's first pastOf(b) past positions,
   // then its new ones, then zeros; a negative pastOf(b) drops that many new
@@ -1641,7 +1646,9 @@ void checkAttention(const AttentionCase &c) {
         }
         if (maxScore == -kInf)
           continue; // a fully masked row gives zeros
-        double denom = 0;
+        const double sink = c.sinks ? sinks.at(h) : -kInf;
+        maxScore = std::max(maxScore, sink);
+        double denom = std::exp(sink - maxScore);
         for (double &x : s)
           denom += (x = std::exp(x - maxScore));
         for (std::int64_t j = 0; j < total; ++j)
@@ -1856,6 +1863,38 @@ TEST(KernelsTest, AttentionLongSequencesUseGemm) {
   c.seq = 70;
   c.newKv = 70;
   c.softcap = 2.0f;
+  checkAttention(c);
+}
+
+TEST(KernelsTest, AttentionSinks) {
+  AttentionCase c;
+  c.sinks = true;
+  c.heads = 4;
+  c.kvHeads = 2;
+  checkAttention(c);
+  c.causal = true; // gpt-oss: causal, HF's padding mask filled with finfo.min
+  c.batch = 2;
+  c.seq = c.newKv = 6;
+  c.causalFill = std::numeric_limits<float>::lowest();
+  c.maskShape = {2, 1, 1, 6};
+  c.leftPad = {3, 0}; // padding queries: the sink outweighs every key
+  checkAttention(c);
+  c.causalFill = -std::numeric_limits<float>::infinity();
+  c.maskType = DType::Bool; // fully masked rows: zeros, sink or not
+  c.leftPad.clear();
+  c.maskWholeRows = true;
+  c.maskShape = {2, 1, 6, 6};
+  checkAttention(c);
+  c.maskShape.clear();
+  c.maskWholeRows = false;
+  c.past = 4; // a decoding step with a past, and the in-place cache
+  c.seq = c.newKv = 1;
+  checkAttention(c);
+  c.cacheCapacity = 8;
+  checkAttention(c);
+  c.cacheCapacity = 0;
+  c.past = 10; // prefill through the sgemm path
+  c.seq = c.newKv = 40;
   checkAttention(c);
 }
 

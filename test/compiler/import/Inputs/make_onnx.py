@@ -836,6 +836,58 @@ def case_expert_routing_count(path):
     return expert_routing("count")
 
 
+def moe_model(variant="ok"):
+    """com.microsoft MoE (onnxruntime's layout: weights [experts, out, in]) over
+    4 experts of hidden 8, each configuration a node of its own on the same
+    tokens: gpt-oss's (swiglu, gate and linear interleaved, clamped at 7,
+    alpha 1.702, beta 1, top 2 renormalised, biases), relu with top 1 and
+    no renormalising, silu without biases (the forms onnxruntime's CPU
+    kernel computes); the input [batch, seq, hidden] with the router's rows
+    [batch * seq, experts]. variant "gelu": an activation meshc refuses."""
+    rng = np.random.default_rng(7)
+    e, h, inner = 4, 8, 6
+
+    def w(name, *shape):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * 0.5).astype(np.float32), name)
+
+    inits, nodes, outs = [], [], []
+
+    def moe(name, activation, f1, fc3=False, bias=True, **attrs):
+        inits.extend([w(name + "_w1", e, f1, h), w(name + "_w2", e, h, inner)])
+        ins = ["x", "r", name + "_w1", "", name + "_w2", ""]
+        if bias:
+            inits.extend([w(name + "_b1", e, f1), w(name + "_b2", e, h)])
+            ins[3], ins[5] = name + "_b1", name + "_b2"
+        if fc3:
+            inits.extend([w(name + "_w3", e, inner, h)])
+            ins.append(name + "_w3")
+        nodes.append(helper.make_node("MoE", ins, [name], domain="com.microsoft",
+                                      name=name, activation_type=activation, **attrs))
+        outs.append(f32(name, ["b", "s", h]))
+
+    if variant == "gelu":
+        moe("gelu", "gelu", inner, k=2)
+    else:
+        moe("interleaved", "swiglu", 2 * inner, k=2, normalize_routing_weights=1,
+            swiglu_fusion=1, swiglu_limit=7.0, activation_alpha=1.702, activation_beta=1.0)
+        moe("relu", "relu", inner, k=1)
+        moe("silu", "silu", inner, bias=False, k=2)
+    nodes.insert(0, helper.make_node("Reshape", ["router", "rows"], ["r"], name="rows"))
+    inits.append(numpy_helper.from_array(np.array([-1, e], np.int64), "rows"))
+    ins = [f32("x", ["b", "s", h]), f32("router", ["b", "s", e])]
+    return model(nodes, ins, outs, inits, opset=17,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_moe(path):
+    return moe_model()
+
+
+def case_moe_gelu(path):
+    return moe_model("gelu")
+
+
 def case_float_range_of_size(path):
     """torch.arange(seq_len) of floats where seq_len = cache_position[-1] + 1
     (PhiMoE's rotary table under transformers 4.48): Range(0, seq) in int64,
@@ -1462,6 +1514,43 @@ def case_gqa(path):
     outs = [f32(n, None) for n in ("plain", "packed", "cached", "present_k", "present_v",
                                    "rotated", "padded", "ragged", "chunk")]
     return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_gqa_sinks(path):
+    """GroupQueryAttention with head_sink (onnxruntime-genai's gpt-oss: one
+    score per head in each softmax's denominator): a prompt, a decode step
+    after a KV cache, and a rotated, soft-capped step whose rows hold
+    different amounts of history."""
+    B, S, P, D = 2, 3, 2, 16
+    nodes = [
+        gqa(["q", "k", "v", "", "", "lens", "total", "", "", "", "", "sinks"],
+            ["plain", "plain_k", "plain_v"], "plain"),
+        gqa(["q1", "k1", "v1", "pk", "pv", "lens_1", "total_1", "", "", "", "", "sinks"],
+            ["cached", "present_k", "present_v"], "cached"),
+        gqa(["q1", "k1", "v1", "pk", "pv", "lens_ragged", "total_1", "cos", "sin", "", "",
+             "sinks"], ["rotated", "rotated_k", "rotated_v"], "rotated", do_rotary=1,
+            softcap=2.0),
+    ]
+    inits = [i32("lens", [S - 1] * B), i32("total", S), i32("lens_1", [P] * B),
+             i32("total_1", P + 1), i32("lens_ragged", [P, P - 1]), rope_cache("cos", 8, D // 2),
+             rope_cache("sin", 8, D // 2),
+             numpy_helper.from_array(np.array([0.5, -1.0, 2.0, 0.0], np.float32), "sinks")]
+    ins = [f32("q", [B, S, 4 * D]), f32("k", [B, S, 2 * D]), f32("v", [B, S, 2 * D]),
+           f32("pk", [B, 2, P, D]), f32("pv", [B, 2, P, D]),
+           f32("q1", [B, 1, 4 * D]), f32("k1", [B, 1, 2 * D]), f32("v1", [B, 1, 2 * D])]
+    outs = [f32(n, None) for n in ("plain", "cached", "present_k", "rotated")]
+    return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_gqa_sink_shape(path):
+    """GroupQueryAttention with a head_sink that is not one per head."""
+    nodes = [gqa(["q", "k", "v", "", "", "lens", "total", "", "", "", "", "sinks"],
+                 ["y", "y_k", "y_v"], "sunk")]
+    inits = [i32("lens", [2]), i32("total", 3),
+             numpy_helper.from_array(np.zeros(3, np.float32), "sinks")]
+    ins = [f32("q", [1, 3, 64]), f32("k", [1, 3, 32]), f32("v", [1, 3, 32])]
+    return model(nodes, ins, [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
 def case_symbolic_idioms(path):
