@@ -18,6 +18,8 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch gpt_oss,granite,olmo --exporter genai   (the builder's gpt-oss: head_sink, the MoE op)
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch cohere,glm,codegen,gpt_neo --exporter optimum    (transformers 4.57's archs beyond ARCHS)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
@@ -173,7 +175,7 @@ def config_for(arch):
                                resid_dropout=0.0, embed_dropout=0.0,
                                attention_dropout=0.0), tf.GPTNeoForCausalLM
     if arch == "olmo":  # layer norms without parameters
-        return tf.OlmoConfig(num_key_value_heads=2, **common), tf.OlmoForCausalLM
+        return tf.OlmoConfig(num_key_value_heads=2, eos_token_id=2, **common), tf.OlmoForCausalLM
     if arch == "glm":  # partial interleaved rotary, fused gate_up
         return tf.GlmConfig(num_key_value_heads=2, head_dim=16, pad_token_id=0, **common), \
             tf.GlmForCausalLM
