@@ -470,6 +470,17 @@ LogicalResult NodeContext::setSequenceResult(ArrayRef<Value> values) {
 //===----------------------------------------------------------------------===//
 
 /// "node 'NAME' (OP, #INDEX)", as diagnostics name a node.
+/// Ops of quantized models: onnxruntime's weight-only and integer
+/// quantization (its builder's int4 models) and ONNX's (de)quantization.
+static bool isQuantizedOp(StringRef opType) {
+  return llvm::is_contained(
+      {"MatMulNBits", "MatMulBnb4", "GatherBlockQuantized", "QMoE",
+       "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention",
+       "QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear",
+       "DynamicQuantizeLinear", "QOrderedMatMul"},
+      opType);
+}
+
 static std::string describeNode(const onnx::NodeProto &node, int index) {
   std::string name = node.name().empty() ? "<unnamed>" : node.name();
   return formatv("node '{0}' ({1}, #{2})", name, node.op_type(), index);
@@ -1159,6 +1170,19 @@ OwningOpRef<ModuleOp> Importer::run() {
       consumed_.insert(in);
   for (const auto &output : graph.output())
     consumed_.insert(output.name());
+
+  // A quantized model stops at its first quantized op, before its integer
+  // weights (an element type meshc does not hold) stop the initializers.
+  for (auto [index, node] : llvm::enumerate(nodes_))
+    if (isQuantizedOp(node.op_type())) {
+      emitError(nodeLoc(node, index))
+          << "a quantized model (" << node.op_type()
+          << ": integer weights or activations with scales) is not "
+             "supported: meshc computes in f32, f16 or bf16; export the "
+             "model unquantized (onnxruntime-genai's builder: -p fp32, fp16 "
+             "or bf16)";
+      return nullptr;
+    }
 
   // Steps 3-5.
   if (failed(importInitializers()))

@@ -1542,6 +1542,17 @@ def case_gqa_sinks(path):
     return model(nodes, ins, outs, inits, extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def case_quantized(path):
+    """onnxruntime-genai's int4 form: a MatMulNBits with 4-bit weights in
+    blocks of 16 (uint8, two to a byte) and their scales."""
+    q = numpy_helper.from_array(np.zeros((8, 1, 8), np.uint8), "w_q4")
+    scales = numpy_helper.from_array(np.ones((8, 1), np.float32), "w_scales")
+    nodes = [helper.make_node("MatMulNBits", ["x", "w_q4", "w_scales"], ["y"], name="proj_q4",
+                              domain="com.microsoft", K=16, N=8, bits=4, block_size=16)]
+    return model(nodes, [f32("x", [1, 16])], [f32("y", None)], [q, scales],
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
 def case_gqa_sink_shape(path):
     """GroupQueryAttention with a head_sink that is not one per head."""
     nodes = [gqa(["q", "k", "v", "", "", "lens", "total", "", "", "", "", "sinks"],
