@@ -19,7 +19,8 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
-      --arch gpt_oss,granite,olmo --exporter genai   (the builder's gpt-oss: head_sink, the MoE op)
+      --arch gpt_oss,granite,olmo,gemma,ernie4_5,hunyuan_v1_dense --exporter genai
+                                         (the builder's gpt-oss: head_sink, the MoE op)
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch cohere,glm,codegen,gpt_neo --exporter optimum    (transformers 4.57's archs beyond ARCHS)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
@@ -174,6 +175,15 @@ def config_for(arch):
                                max_position_embeddings=64, intermediate_size=128,
                                resid_dropout=0.0, embed_dropout=0.0,
                                attention_dropout=0.0), tf.GPTNeoForCausalLM
+    if arch == "gemma":  # GeGLU, embeddings scaled by sqrt(hidden), (1 + w) norms
+        return tf.GemmaConfig(num_key_value_heads=2, head_dim=16, pad_token_id=0, **common), \
+            tf.GemmaForCausalLM
+    if arch == "ernie4_5":  # Llama-like, interleaved rotary, no biases
+        return tf.Ernie4_5Config(num_key_value_heads=2, pad_token_id=0, **common), \
+            tf.Ernie4_5ForCausalLM
+    if arch == "hunyuan_v1_dense":  # q/k norms after the rotary
+        return tf.HunYuanDenseV1Config(num_key_value_heads=2, head_dim=16, pad_token_id=0,
+                                       eos_token_id=2, **common), tf.HunYuanDenseV1ForCausalLM
     if arch == "olmo":  # layer norms without parameters
         return tf.OlmoConfig(num_key_value_heads=2, eos_token_id=2, **common), tf.OlmoForCausalLM
     if arch == "glm":  # partial interleaved rotary, fused gate_up
@@ -399,7 +409,8 @@ NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
 DECODERS = [a for a in ARCHS if a not in ENCODERS]
 # What the onnxruntime-genai builder takes.
 GENAI_ARCHS = ["llama", "mistral", "qwen2", "phi3", "gemma2", "qwen3", "phi", "smollm", "gemma3",
-               "gpt_oss", "granite", "lfm2", "nemotron", "olmo", "smollm3", "phimoe"]
+               "gpt_oss", "granite", "lfm2", "nemotron", "olmo", "smollm3", "phimoe", "gemma",
+               "ernie4_5", "hunyuan_v1_dense"]
 
 
 def build_model(arch):
