@@ -186,6 +186,12 @@ LogicalResult legalizeMoE(NodeContext &ctx) {
   if (activation == "swiglu" && f1 % 2 != 0)
     return ctx.error("fused swiglu needs an even fc1 width, got " +
                      std::to_string(f1));
+  int64_t inner = activation == "swiglu" ? f1 / 2 : f1;
+  if (fc2.getDimSize(2) != inner)
+    return ctx.error("fc2_experts_weights " + dfg::formatShape(fc2.getShape()) +
+                     " must take the " + std::to_string(inner) +
+                     " inner features fc1_experts_weights " +
+                     dfg::formatShape(fc1.getShape()) + " gives");
   int64_t k = ctx.attrInt("k", 1);
   if (k < 1 || k > experts)
     return ctx.error("k=" + std::to_string(k) + " must lie in [1, " +
