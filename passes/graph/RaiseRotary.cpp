@@ -26,6 +26,7 @@
 
 #include "passes/graph/Matchers.h"
 
+#include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
 
@@ -242,6 +243,97 @@ Value repeatedPairs(Value table, int64_t dim, PatternRewriter *rewriter) {
       rewriter->getDenseI64ArrayAttr(halfSpec));
 }
 
+/// The values of `v`, computed from literals by dfg ops that need no size
+/// known only at run time (no `symbols`, or none named: TorchScript's index
+/// tuples of a repeat_interleave, built from constant ranges), at most 12
+/// ops deep and 4096 elements; std::nullopt else.
+std::optional<dfg::EvalTensor>
+literalValue(Value v, const ConstantReader &reader, int depth = 0) {
+  if (std::optional<dfg::EvalTensor> read = reader.read(v))
+    return read;
+  Operation *op = v.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!op || depth > 12 || !type || !type.hasStaticShape() ||
+      type.getNumElements() > 4096 || op->getNumResults() != 1 ||
+      !isa<dfg::DfgDialect>(op->getDialect()))
+    return std::nullopt;
+  if (auto names = op->getAttrOfType<ArrayAttr>("symbols");
+      names && !names.empty())
+    return std::nullopt;
+  SmallVector<dfg::EvalTensor> operands;
+  for (Value operand : op->getOperands()) {
+    std::optional<dfg::EvalTensor> value =
+        literalValue(operand, reader, depth + 1);
+    if (!value)
+      return std::nullopt;
+    operands.push_back(std::move(*value));
+  }
+  ScopedDiagnosticHandler silence(op->getContext(),
+                                  [](Diagnostic &) { return success(); });
+  FailureOr<SmallVector<dfg::EvalTensor>> result =
+      dfg::evaluateOp(op, operands, "");
+  if (failed(result))
+    return std::nullopt;
+  return std::move(result->front());
+}
+
+/// The value repeated by `table = transpose(repeat_interleave(u, 2, 0), perm)`
+/// as TorchScript writes the repeat: u unsqueezed after its first axis,
+/// expanded to 2 there, and every coordinate of the first two axes gathered
+/// in row-major order (gather_nd by literal tuples [n, 2]: (0, 0), (0, 1),
+/// (1, 0), ...), the pairs then moved last by a transpose; the half table is
+/// transpose(u, perm). Null if `table` is not that. With a null `rewriter`
+/// it only checks, and returns `table` on success.
+Value gatheredPairs(Value table, int64_t dim, PatternRewriter *rewriter,
+                    const ConstantReader &reader) {
+  auto transpose = defining<dfg::TransposeOp>(table);
+  auto gather = transpose ? defining<dfg::GatherNDOp>(transpose.getInput())
+                          : dfg::GatherNDOp();
+  auto expand =
+      gather ? defining<dfg::ExpandOp>(gather.getData()) : dfg::ExpandOp();
+  auto unsqueeze =
+      expand ? defining<dfg::UnsqueezeOp>(expand.getInput()) : nullptr;
+  if (!unsqueeze || transpose.getPerm().back() != 0 ||
+      gather.getBatchDims() != 0 || unsqueeze.getAxes().size() != 1 ||
+      unsqueeze.getAxes()[0] != 1)
+    return {};
+  Value u = unsqueeze.getInput();
+  auto uType = cast<RankedTensorType>(u.getType());
+  auto gathered = cast<RankedTensorType>(gather.getType());
+  auto tuples = cast<RankedTensorType>(gather.getIndices().getType());
+  int64_t rank = uType.getRank();
+  // u [n, rest...] -> [n, 1, rest...] -> [n, 2, rest...] -> [2n, rest...].
+  ArrayRef<int64_t> grow = expand.getShape();
+  if (uType.isDynamicDim(0) || 2 * uType.getDimSize(0) != dim ||
+      gathered.getRank() != rank || gathered.getDimSize(0) != dim ||
+      static_cast<int64_t>(grow.size()) != rank + 1 || grow[1] != 2 ||
+      tuples.getShape() != ArrayRef<int64_t>{dim, 2})
+    return {};
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t g = grow[d < 1 ? d : d + 1];
+    if (g != 1 && g != uType.getDimSize(d))
+      return {};
+    if (d > 0 && gathered.getDimSize(d) != uType.getDimSize(d))
+      return {};
+  }
+  std::optional<dfg::EvalTensor> index =
+      literalValue(gather.getIndices(), reader);
+  if (!index)
+    return {};
+  for (int64_t r = 0; r < dim; ++r)
+    if (index->values[2 * r] != r / 2 || index->values[2 * r + 1] != r % 2)
+      return {};
+  if (!rewriter)
+    return table;
+  auto type = cast<RankedTensorType>(table.getType());
+  SmallVector<int64_t> halfShape(type.getShape());
+  halfShape.back() = dim / 2;
+  return dfg::TransposeOp::create(
+      *rewriter, table.getLoc(),
+      RankedTensorType::get(halfShape, type.getElementType()), u,
+      transpose.getPermAttr());
+}
+
 /// A value holding the angles' table `table` (last dimension `dim`) once:
 /// its first half, provided both halves are equal (Halves), or its even
 /// entries, provided each equals the next (Interleaved); null if that is not
@@ -250,7 +342,8 @@ Value repeatedPairs(Value table, int64_t dim, PatternRewriter *rewriter) {
 ///
 /// The repetition is proven structurally, whatever computes the table from
 /// the frequencies: concat(f, f) over the last axis (Halves) or
-/// repeat_interleave(f, 2) (Interleaved); any elementwise op
+/// repeat_interleave(f, 2) (Interleaved; also as TorchScript gathers it,
+/// gatheredPairs); any elementwise op
 /// (cos, sin, a Cast, HF's `* attention_scaling`, ...) whose operands either
 /// have equal halves themselves or are constant along the last axis (a
 /// scalar, a size-1 last dimension); a gather of table rows; an unsqueeze
@@ -272,6 +365,8 @@ Value angleTable(Value table, int64_t dim, Pairing pairing,
   // concat(f, f) -> f; repeat_interleave(f, 2) -> f
   if (pairing == Pairing::Interleaved) {
     if (Value h = repeatedPairs(table, dim, rewriter))
+      return h;
+    if (Value h = gatheredPairs(table, dim, rewriter, reader))
       return h;
   } else if (auto concat = defining<dfg::ConcatOp>(table)) {
     if (concat.getInputs().size() == 2 &&

@@ -1450,3 +1450,63 @@ func.func @attention_sinks(%q: tensor<1x4x3x4xf32>, %k: tensor<1x4x3x4xf32>, %v:
   %o2 = dfg.matmul %pk2, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
   return %o, %o1, %o2 : tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>
 }
+
+// -----
+
+// Interleaved RoPE tables as TorchScript writes repeat_interleave(f, 2)
+// (Cohere's and GLM's Optimum exports): f [n, ...] unsqueezed after its
+// first axis, expanded to 2 there, every coordinate of those two axes
+// gathered in row-major order by index tuples built from constant ranges,
+// the pairs moved last by a transpose. The rotary reads transpose(f) once
+// (here f itself: the two transposes cancel). Near miss: tuples that take (0, 1) before (0, 0) (the pairs' order does
+// not matter for equal pairs, but the gather is not every coordinate in
+// order), left alone.
+// CHECK-LABEL: func.func @interleaved_rotary_tables_gathered
+// CHECK: %[[F:.+]] = dfg.mul %{{.+}}, %{{.+}} : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+// CHECK: dfg.cos %[[F]] : (tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK: dfg.rotary %{{.+}}, %{{.+}}, %{{.+}} interleaved = true rotary_dim = 4
+// CHECK-NOT: dfg.rotary
+func.func @interleaved_rotary_tables_gathered(%x: tensor<1x2x3x4xf32>, %pos: tensor<1x3x1xf32>, %inv: tensor<2xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %f = dfg.mul %pos, %inv : (tensor<1x3x1xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+  %ft = dfg.transpose %f perm = [2, 1, 0] : (tensor<1x3x2xf32>) -> tensor<2x3x1xf32>
+  %f1 = dfg.unsqueeze %ft axes = [1] : (tensor<2x3x1xf32>) -> tensor<2x1x3x1xf32>
+  %f2 = dfg.expand %f1 shape = [1, 2, 1, 1] : (tensor<2x1x3x1xf32>) -> tensor<2x2x3x1xf32>
+  %r0 = dfg.range affine_map<() -> (0, 2)> delta = 1 symbols [] : tensor<2xi64>
+  %r0c = dfg.reshape %r0 to [-1, 1] : (tensor<2xi64>) -> tensor<2x1xi64>
+  %r0e = dfg.expand %r0c shape = [2, 2] : (tensor<2x1xi64>) -> tensor<2x2xi64>
+  %r0f = dfg.reshape %r0e to [1, -1] : (tensor<2x2xi64>) -> tensor<1x4xi64>
+  %r1 = dfg.range affine_map<() -> (0, 2)> delta = 1 symbols [] : tensor<2xi64>
+  %r1r = dfg.reshape %r1 to [1, -1] : (tensor<2xi64>) -> tensor<1x2xi64>
+  %r1e = dfg.expand %r1r shape = [2, 2] : (tensor<1x2xi64>) -> tensor<2x2xi64>
+  %r1f = dfg.reshape %r1e to [1, -1] : (tensor<2x2xi64>) -> tensor<1x4xi64>
+  %rows = dfg.concat %r0f, %r1f axis = 0 : (tensor<1x4xi64>, tensor<1x4xi64>) -> tensor<2x4xi64>
+  %tuples = dfg.transpose %rows perm = [1, 0] : (tensor<2x4xi64>) -> tensor<4x2xi64>
+  %g = dfg.gather_nd %f2, %tuples batch_dims = 0 : (tensor<2x2x3x1xf32>, tensor<4x2xi64>) -> tensor<4x3x1xf32>
+  %emb = dfg.transpose %g perm = [2, 1, 0] : (tensor<4x3x1xf32>) -> tensor<1x3x4xf32>
+  %c0 = dfg.cos %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = dfg.sin %emb : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %cos = dfg.unsqueeze %c0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %sin = dfg.unsqueeze %s0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %even = dfg.slice %x starts = [0] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %odd = dfg.slice %x starts = [1] ends = [9223372036854775807] axes = [3] steps = [2] : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x2xf32>
+  %n = dfg.neg %odd : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2xf32>
+  %n1 = dfg.unsqueeze %n axes = [-1] : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2x1xf32>
+  %e1 = dfg.unsqueeze %even axes = [-1] : (tensor<1x2x3x2xf32>) -> tensor<1x2x3x2x1xf32>
+  %st = dfg.concat %n1, %e1 axis = -1 : (tensor<1x2x3x2x1xf32>, tensor<1x2x3x2x1xf32>) -> tensor<1x2x3x2x2xf32>
+  %rot = dfg.reshape %st to [0, 2, 0, 4] : (tensor<1x2x3x2x2xf32>) -> tensor<1x2x3x4xf32>
+  %a = dfg.mul %x, %cos : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %b = dfg.mul %rot, %sin : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = dfg.add %a, %b : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  // Near miss: the tuples (0, 1), (0, 0), (1, 1), (1, 0).
+  %swap = dfg.constant dense<[[0, 1], [0, 0], [1, 1], [1, 0]]> : tensor<4x2xi64>
+  %gs = dfg.gather_nd %f2, %swap batch_dims = 0 : (tensor<2x2x3x1xf32>, tensor<4x2xi64>) -> tensor<4x3x1xf32>
+  %embs = dfg.transpose %gs perm = [2, 1, 0] : (tensor<4x3x1xf32>) -> tensor<1x3x4xf32>
+  %cs0 = dfg.cos %embs : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %ss0 = dfg.sin %embs : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %cs = dfg.unsqueeze %cs0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %ss = dfg.unsqueeze %ss0 axes = [1] : (tensor<1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %as = dfg.mul %x, %cs : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %bs = dfg.mul %rot, %ss : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %z = dfg.add %as, %bs : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y, %z : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
