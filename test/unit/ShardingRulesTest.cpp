@@ -113,6 +113,22 @@ TEST_F(ShardingRulesTest, AttentionHeadsLeadWithKvHeads) {
   EXPECT_EQ(r.results[0][1], qHeads);
 }
 
+// Attention sinks ([heads], gpt-oss's): one per query head, so they split
+// with the query heads, KV heads leading.
+TEST_F(ShardingRulesTest, AttentionSinksFollowTheQueryHeads) {
+  Value q = weight({1, 4, 8, 8}), k = weight({1, 2, 8, 8}),
+        sinks = weight({4});
+  auto op = AttentionOp::create(
+      builder, builder.getUnknownLoc(), TypeRange{f32({1, 4, 8, 8})}, q, k, k,
+      Value(), Value(), Value(), Value(), sinks, builder.getF32FloatAttr(0.5),
+      builder.getBoolAttr(true), builder.getF32FloatAttr(0.0),
+      builder.getBoolAttr(false), FloatAttr());
+  ShardingRule r = rule(op);
+  ASSERT_EQ(r.operands.size(), 4u);
+  EXPECT_EQ(r.operands[3][0], r.operands[0][1]);
+  EXPECT_EQ(r.operands[3][0], r.results[0][1]);
+}
+
 // Rotary with per-row tables ([batch, seq, d/2], as positions times
 // inv_freq computed in the graph give them): the tables' rows are the
 // input's batch, so a batch split (dp) splits them too; a table shared by
