@@ -36,7 +36,9 @@
 //     included, w the width of each head's packed q, k and v, as
 //     GPT-NeoX packs them; no-op reshapes, unsqueezes, broadcasts,
 //     transposes, and a repeat's merge of [kv, g] into the query heads),
-//     slices, splits and concats of other axes, elementwise ops, softmaxes
+//     slices, splits and concats of other axes, gathers by index tuples
+//     that keep the heads among their trailing dimensions (a cache's
+//     positions), elementwise ops, softmaxes
 //     along another axis, norms of each head's features, rotary,
 //     dfg.attention (keys and values of the same heads, or of one per
 //     group; a mask without a heads axis or with one of h), and matmuls of
@@ -643,6 +645,21 @@ private:
         if ((a < 0 ? a + rank : a) == m.axis)
           return false;
       return require(op, 0, m) && mark(op->getResult(0), m);
+    }
+    if (auto gather = dyn_cast<dfg::GatherNDOp>(op)) {
+      // Rows gathered by index tuples (a cache's positions), the heads among
+      // the data's trailing dimensions, which the result keeps after the
+      // tuples' leading ones.
+      if (v == gather.getIndices())
+        return false;
+      ArrayRef<int64_t> tuples = shapeOf(gather.getIndices());
+      int64_t indexed = gather.getBatchDims() + tuples.back();
+      int64_t lead = static_cast<int64_t>(tuples.size()) - 1;
+      if (isResult)
+        return m.axis >= lead &&
+               require(op, 0, m.at(m.axis - lead + indexed));
+      return m.axis >= indexed &&
+             mark(gather.getResult(), m.at(m.axis - indexed + lead));
     }
     if (auto concat = dyn_cast<dfg::ConcatOp>(op)) {
       // Parts of each head put back together along another axis.
