@@ -381,9 +381,16 @@ std::vector<std::string> buildCommand(const BuildOptions &options,
             "-march=" + options.march,
             "-fopenmp",
             "-I" MESHC_RUNTIME_INCLUDE_DIR};
-    for (StringRef flag : llvm::split(MESHC_RANK_CXX_FLAGS, ';'))
-      if (!flag.empty())
-        argv.push_back(flag.str());
+    for (StringRef flags : {MESHC_RANK_CXX_FLAGS, MESHC_RANK_LINK_FLAGS})
+      for (StringRef flag : llvm::split(flags, ';'))
+        if (!flag.empty())
+          argv.push_back(flag.str());
+    // The runtime headers precompiled for the default -march (the build's
+    // MeshcRankPch): g++ falls back to the headers where its flags differ,
+    // so only the default asks for it.
+    if (options.march == "native" &&
+        llvm::sys::fs::exists(MESHC_RANK_PCH_HEADER ".gch"))
+      argv.insert(argv.end(), {"-include", MESHC_RANK_PCH_HEADER});
     argv.insert(argv.end(),
                 {src.str(), "-o", exe.str(), MESHC_RUNTIME_CPU_LIBRARY});
     link = MESHC_RUNTIME_CPU_LINK;

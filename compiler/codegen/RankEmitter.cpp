@@ -910,7 +910,8 @@ emitRankProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << banner;
-  // The one place the targets differ: whose kernels `k::` names.
+  // The one place the targets differ: whose kernels `k::` names. The cpu
+  // list is precompiled by the build (codegen/RankPch.h.in): keep them alike.
   bool cuda = target == Target::Cuda;
   os << "#include \"meshc/runtime/" << (cuda ? "cuda_kernels.h" : "kernels.h")
      << "\"\n"
