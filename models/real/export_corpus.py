@@ -385,7 +385,39 @@ def config_for(arch):
                              num_attention_heads=5, intermediate_size=64,
                              max_position_embeddings=64, hidden_dropout_prob=0.0,
                              attention_probs_dropout_prob=0.0), tf.BertModel
-    raise SystemExit(f"unknown architecture {arch}")
+    return generic_config(arch, common)
+
+
+def generic_config(arch, common):
+    """Any other architecture transformers registers, as a causal LM (else
+    the bare model): its config class with the tiny sizes above where it
+    takes them (2 KV heads, head dimension 16), experts cut to 4 of 2 (every
+    expert on every token), and every other setting left at the class's
+    default. A probe of architectures nobody listed; one that needs more is
+    given a case above."""
+    import transformers as tf
+    from transformers.models.auto import modeling_auto as auto
+
+    try:
+        cls = tf.AutoConfig.for_model(arch).__class__
+    except ValueError:
+        raise SystemExit(f"unknown architecture {arch}")
+    defaults = cls().to_dict()
+    sizes = dict(common, num_key_value_heads=2, head_dim=16, n_routed_experts=4,
+                 num_local_experts=4, num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=64, shared_expert_intermediate_size=64,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    chosen = {k: v for k, v in sizes.items() if k in defaults}
+    if any("expert" in k for k in chosen):
+        # Every expert on every token, weighted by the routing: the default
+        # grouped implementation does not export.
+        chosen["experts_implementation"] = "batched_mm"
+    config = cls(**chosen)
+    for table in ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_MAPPING_NAMES"):
+        name = getattr(auto, table).get(arch)
+        if name:
+            return config, getattr(tf, name if isinstance(name, str) else name[0])
+    raise SystemExit(f"no model class for {arch}")
 
 
 ARCHS = ["gpt2", "llama", "mistral", "qwen2", "phi3", "gpt_neox", "gemma2", "qwen3", "phi",
@@ -797,10 +829,10 @@ def main():
             out = os.path.join(args.out, name)
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
-            config, model = build_model(arch)
             meta = dict(arch=arch, exporter=exporter, torch=torch.__version__,
                         transformers=transformers.__version__)
             try:
+                config, model = build_model(arch)
                 if exporter == "dynamo":
                     feeds, want = export_torch(arch, model, out, dynamo=True)
                 elif exporter == "dynamo23":

@@ -219,12 +219,25 @@ void conjuncts(Value v, dfg::SymbolicShapes &shapes,
   out.push_back(v);
 }
 
+/// At static lengths, a factor whose values are known (a constant, or what
+/// folds from constants: the causal part of a mask an export traced at one
+/// length, or one compiled with --dim) and are the causal triangle.
+bool isLiteralCausal(Value cond, AffineExpr queries, AffineExpr keys,
+                     AffineExpr past, const ConstantReader &reader) {
+  auto q = dyn_cast<AffineConstantExpr>(queries);
+  auto k = dyn_cast<AffineConstantExpr>(keys);
+  auto p = dyn_cast<AffineConstantExpr>(past);
+  return q && k && p &&
+         isCausalMask(cond, q.getValue(), k.getValue(), p.getValue(), reader);
+}
+
 /// True if the bool factor `cond` is the causal mask.
 bool isCausalFactor(Value cond, AffineExpr queries, AffineExpr keys,
                     AffineExpr past, dfg::SymbolicShapes &shapes,
                     const ConstantReader &reader) {
   return isSlicedTril(cond, queries, keys, past, shapes, reader) ||
-         isCausalComparison(cond, queries, keys, past, shapes, reader);
+         isCausalComparison(cond, queries, keys, past, shapes, reader) ||
+         isLiteralCausal(cond, queries, keys, past, reader);
 }
 
 /// An additive mask `where(visible, 0, fill)` (seen through broadcasts):
@@ -489,6 +502,32 @@ Value layOutAgain(Operation *layout, Value v, OpBuilder &builder) {
 }
 
 } // namespace
+
+/// True if the known values of `mask` (bool: true keeps; float: 0 keeps,
+/// below -1000 masks) are exactly "key j visible to query i iff
+/// j <= i + offset", with every leading dimension 1.
+bool isCausalMask(Value mask, int64_t queries, int64_t keys, int64_t offset,
+                  const ConstantReader &reader) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (type.getRank() < 2 || !type.hasStaticShape() ||
+      type.getDimSize(type.getRank() - 2) != queries ||
+      type.getDimSize(type.getRank() - 1) != keys ||
+      type.getNumElements() != queries * keys)
+    return false;
+  std::optional<dfg::EvalTensor> values = reader.read(mask);
+  if (!values)
+    return false;
+  bool isBool = type.getElementType().isInteger(1);
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < keys; ++j) {
+      double m = values->values[i * keys + j];
+      bool keep = isBool ? m != 0 : m == 0;
+      bool masked = isBool ? m == 0 : isMaskValue(m);
+      if (j <= i + offset ? !keep : !masked)
+        return false;
+    }
+  return true;
+}
 
 bool isSymbolicCausalMask(Value mask, AffineExpr queries, AffineExpr keys,
                           AffineExpr past, dfg::SymbolicShapes &shapes,

@@ -2,8 +2,8 @@
 //
 // Part of meshc. Recognises the causal masks exporters build when the
 // sequence and past lengths are symbolic, so that the attention raise can
-// state them as `causal = true` (a static mask is checked element by element
-// in RaiseAttention.cpp instead).
+// state them as `causal = true`; at static lengths, a mask or factor whose
+// values are known is checked element by element.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MESHC_PASSES_GRAPH_CAUSALMASKS_H
@@ -31,6 +31,12 @@ bool isSymbolicCausalMask(mlir::Value mask, mlir::AffineExpr queries,
                           mlir::AffineExpr keys, mlir::AffineExpr past,
                           dfg::SymbolicShapes &shapes,
                           const ConstantReader &reader);
+
+/// True if the known values of `mask` (bool: true keeps; float: 0 keeps,
+/// below -1000 masks) are exactly "key j visible to query i iff
+/// j <= i + offset", with every leading dimension 1.
+bool isCausalMask(mlir::Value mask, int64_t queries, int64_t keys,
+                  int64_t offset, const ConstantReader &reader);
 
 /// True if the bool `mask` keeps no key past the causal limit (j > i +
 /// past): a causal mask as above, or a slice as GPT-2's of a constant buffer

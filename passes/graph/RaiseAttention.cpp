@@ -250,32 +250,6 @@ dfg::ConcatOp cacheConcat(Value v) {
   return axis == 2 || axis == -2 ? concat : dfg::ConcatOp();
 }
 
-/// True if the known values of `mask` (bool: true keeps; float: 0 keeps,
-/// below -1000 masks) are exactly "key j visible to query i iff
-/// j <= i + offset", with every leading dimension 1.
-bool isCausalMask(Value mask, int64_t queries, int64_t keys, int64_t offset,
-                  const ConstantReader &reader) {
-  auto type = cast<RankedTensorType>(mask.getType());
-  if (type.getRank() < 2 || !type.hasStaticShape() ||
-      type.getDimSize(type.getRank() - 2) != queries ||
-      type.getDimSize(type.getRank() - 1) != keys ||
-      type.getNumElements() != queries * keys)
-    return false;
-  std::optional<dfg::EvalTensor> values = reader.read(mask);
-  if (!values)
-    return false;
-  bool isBool = type.getElementType().isInteger(1);
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < keys; ++j) {
-      double m = values->values[i * keys + j];
-      bool keep = isBool ? m != 0 : m == 0;
-      bool masked = isBool ? m == 0 : isMaskValue(m);
-      if (j <= i + offset ? !keep : !masked)
-        return false;
-    }
-  return true;
-}
-
 bool isBoolMask(Value m) {
   return cast<RankedTensorType>(m.getType()).getElementType().isInteger(1);
 }

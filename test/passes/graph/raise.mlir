@@ -987,6 +987,40 @@ func.func @causal_and_padding(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "",
 
 // -----
 
+// At static lengths the causal factor of HF's mask is a literal (an export
+// traced at one length, Falcon-H1's or Zamba's, or one compiled with --dim:
+// the ranges fold): its values are the triangle, so the op is causal and the
+// padding alone stays the mask. Near miss: a literal that also hides each
+// query's own key stays in the mask.
+// CHECK-LABEL: func.func @literal_causal_and_padding
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<?x1x1x3xi1>
+// CHECK: %[[M:.+]] = dfg.where %[[PAD]], %{{.+}}, %{{.+}} : (tensor<?x1x1x3xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x3xf32>
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) scale = 5.000000e-01 causal = true :
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false :
+func.func @literal_causal_and_padding(%q: tensor<?x2x3x4xf32> {dfg.dim_names = ["b", "", "", ""]}, %k: tensor<?x2x3x4xf32> {dfg.dim_names = ["b", "", "", ""]}, %v: tensor<?x2x3x4xf32> {dfg.dim_names = ["b", "", "", ""]}, %pad: tensor<?x1x1x3xi1> {dfg.dim_names = ["b", "", "", ""]}) -> (tensor<?x2x3x4xf32>, tensor<?x2x3x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %inf = dfg.constant dense<0xFF800000> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %tril = dfg.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %strict = dfg.constant dense<[[[[false, false, false], [true, false, false], [true, true, false]]]]> : tensor<1x1x3x3xi1>
+  %both = dfg.and %tril, %pad : (tensor<1x1x3x3xi1>, tensor<?x1x1x3xi1>) -> tensor<?x1x3x3xi1>
+  %mask = dfg.where %both, %zero, %inf : (tensor<?x1x3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x3x3xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<?x2x3x4xf32>) -> tensor<?x2x4x3xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x3x4xf32>, tensor<?x2x4x3xf32>) -> tensor<?x2x3x3xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x3x3xf32>, tensor<f32>) -> tensor<?x2x3x3xf32>
+  %m = dfg.add %ss, %mask : (tensor<?x2x3x3xf32>, tensor<?x1x3x3xf32>) -> tensor<?x2x3x3xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x3x3xf32>) -> tensor<?x2x3x3xf32>
+  %o = dfg.matmul %p, %v : (tensor<?x2x3x3xf32>, tensor<?x2x3x4xf32>) -> tensor<?x2x3x4xf32>
+  %both2 = dfg.and %strict, %pad : (tensor<1x1x3x3xi1>, tensor<?x1x1x3xi1>) -> tensor<?x1x3x3xi1>
+  %mask2 = dfg.where %both2, %zero, %inf : (tensor<?x1x3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x3x3xf32>
+  %m2 = dfg.add %ss, %mask2 : (tensor<?x2x3x3xf32>, tensor<?x1x3x3xf32>) -> tensor<?x2x3x3xf32>
+  %p2 = dfg.softmax %m2 axis = -1 : (tensor<?x2x3x3xf32>) -> tensor<?x2x3x3xf32>
+  %o2 = dfg.matmul %p2, %v : (tensor<?x2x3x3xf32>, tensor<?x2x3x4xf32>) -> tensor<?x2x3x4xf32>
+  return %o, %o2 : tensor<?x2x3x4xf32>, tensor<?x2x3x4xf32>
+}
+
+// -----
+
 // transformers 4.x's causal and padding mask, additive all the way: C =
 // triu(full(F), 1) * (key > query) holds F above the diagonal, and M =
 // where(C + padding == 0, F, C) adds the padded keys. M holds F where C's
