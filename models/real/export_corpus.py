@@ -385,6 +385,11 @@ def config_for(arch):
                              num_attention_heads=5, intermediate_size=64,
                              max_position_embeddings=64, hidden_dropout_prob=0.0,
                              attention_probs_dropout_prob=0.0), tf.BertModel
+    if arch == "falcon_h1":  # attention and a Mamba-2 mixer side by side in every layer
+        return tf.FalconH1Config(num_key_value_heads=2, head_dim=16, mamba_d_ssm=64,
+                                 mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16,
+                                 mamba_chunk_size=8, pad_token_id=0, **common), \
+            tf.FalconH1ForCausalLM
     return generic_config(arch, common)
 
 
@@ -407,7 +412,8 @@ def generic_config(arch, common):
                  num_local_experts=4, num_experts=4, num_experts_per_tok=2,
                  moe_intermediate_size=64, shared_expert_intermediate_size=64,
                  pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
-    chosen = {k: v for k, v in sizes.items() if k in defaults}
+    chosen = {k: v for k, v in sizes.items()
+              if k in defaults or k in getattr(cls, "attribute_map", {})}
     if any("expert" in k for k in chosen):
         # Every expert on every token, weighted by the routing: the default
         # grouped implementation does not export.
@@ -430,7 +436,10 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "smollm", "mpt", "jetmoe", "doge", "olmoe", "bitnet", "cohere2", "granitemoe",
         "biogpt", "diffllama", "vaultgemma", "nanochat", "lfm2", "nystromformer",
         "granite_swa", "mamba", "mamba2", "rwkv", "zamba", "xlnet", "yoso", "fnet", "flaubert",
-        "xlstm", "cpmant"]
+        "xlstm", "cpmant",
+        # At the generic sizes (generic_config), but Falcon-H1's.
+        "falcon_h1", "apertus", "arcee", "exaone4", "glm4", "internlm3", "ministral", "olmo3",
+        "openai-gpt", "seed_oss"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
@@ -716,32 +725,33 @@ def run_reference(out, model, arch, feeds):
 
 
 def traced_shapes_only(out, feeds):
-    """None if onnxruntime runs the export on a prompt 3 tokens longer than
-    the traced one; else the first line of its error. Some exports bake
+    """None if onnxruntime runs the export on prompts 3 and 11 tokens longer
+    than the traced one; else the first line of its error. Some exports bake
     shapes of the trace into the graph (TorchScript writes JetMoE's tokens
-    per expert as constant Split sizes), so they hold only at those shapes;
-    check_generate.py, whose prompts have other lengths, skips them."""
+    per expert as constant Split sizes; Falcon-H1's dynamo export its
+    Mamba-2 chunk count, which the longer prompt changes), so they hold only
+    at those shapes; check_generate.py, whose prompts have other lengths,
+    skips them."""
     import onnxruntime as ort
 
     if any(n.startswith("past_key_values") for n in feeds):
         return None
-    longer = {}
-    for n, v in feeds.items():
-        if v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids"):
-            pad = np.ones((v.shape[0], 3), v.dtype) if n == "attention_mask" else \
-                np.full((v.shape[0], 3), 1, v.dtype)
-            longer[n] = np.concatenate([v, pad], axis=1)
-        elif n == "position_ids":
-            longer[n] = np.concatenate([v, v[:, -1:] + np.arange(1, 4)], axis=1)
-        else:
-            longer[n] = v
     sess = ort.InferenceSession(os.path.join(out, "model.onnx"),
                                 providers=["CPUExecutionProvider"])
-    try:
-        sess.run(None, longer)
-        return None
-    except Exception as e:  # the export holds only at its traced shapes
-        return str(e).strip().splitlines()[0][:300]
+    for extra in (3, 11):
+        longer = {}
+        for n, v in feeds.items():
+            if v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids"):
+                longer[n] = np.concatenate([v, np.ones((v.shape[0], extra), v.dtype)], axis=1)
+            elif n == "position_ids":
+                longer[n] = np.concatenate([v, v[:, -1:] + np.arange(1, extra + 1)], axis=1)
+            else:
+                longer[n] = v
+        try:
+            sess.run(None, longer)
+        except Exception as e:  # the export holds only at its traced shapes
+            return str(e).strip().splitlines()[0][:300]
+    return None
 
 
 def torch_check(want, got, feeds):
