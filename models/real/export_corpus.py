@@ -849,6 +849,14 @@ def main():
                     feeds, want = export_torch(arch, model, out, dynamo=True, opset=23)
                 elif exporter == "torchscript":
                     feeds, want = export_torch(arch, model, out, dynamo=False, opset=17)
+                elif re.fullmatch(r"torchscript\d+", exporter):
+                    # Another opset (torchscript14: before LayerNormalization,
+                    # as many older export scripts pin it).
+                    feeds, want = export_torch(arch, model, out, dynamo=False,
+                                               opset=int(exporter[len("torchscript"):]))
+                elif re.fullmatch(r"dynamo\d+", exporter) and exporter != "dynamo23":
+                    feeds, want = export_torch(arch, model, out, dynamo=True,
+                                               opset=int(exporter[len("dynamo"):]))
                 elif exporter == "optimum":
                     feeds, want = export_optimum(arch, model, out)
                 elif exporter == "genai":

@@ -196,6 +196,10 @@ bool fitsTail(Value param, Value input, int64_t axis) {
 
 /// norm(x, 1) * g -> norm(x, g)                    (scale absorbed)
 /// norm(x, s) + b -> norm(x, s, b)                 (bias absorbed)
+/// A norm read elsewhere too is not changed: the reader gets a norm of its
+/// own (a parallel residual's two norms of the same x, whose shared
+/// normalisation TorchScript writes once at opsets before
+/// LayerNormalization, each with its own scale and bias).
 template <typename NormOp, typename BinaryOp>
 struct AbsorbNormParameter : OpRewritePattern<BinaryOp> {
   AbsorbNormParameter(MLIRContext *ctx, const ConstantReader &reader)
@@ -207,7 +211,9 @@ struct AbsorbNormParameter : OpRewritePattern<BinaryOp> {
     for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
                         std::pair(op.getRhs(), op.getLhs())}) {
       auto norm = defining<NormOp>(a);
-      if (!norm || !norm.getResult().hasOneUse() || norm.getBias() ||
+      if (!norm ||
+          (!norm.getResult().hasOneUse() && norm.getResidual()) ||
+          norm.getBias() ||
           op.getType() != norm.getResult().getType() ||
           !fitsTail(b, norm.getInput(), norm.getAxis()))
         continue;

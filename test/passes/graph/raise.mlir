@@ -23,6 +23,36 @@ func.func @layer_norm(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 
 // -----
 
+// Two norms of the same input with their own scales and biases, sharing one
+// normalisation (a parallel residual's, GPT-NeoX's, as TorchScript writes
+// it at opsets before LayerNormalization): each reader gets a norm of its
+// own with its scale and bias. The raw
+// normalisation read directly as well keeps its unit-scale norm.
+// CHECK-LABEL: func.func @shared_normalisation
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x32xf32>, %[[G1:.+]]: tensor<32xf32>, %[[B1:.+]]: tensor<32xf32>, %[[G2:.+]]: tensor<32xf32>, %[[B2:.+]]: tensor<32xf32>)
+// CHECK-DAG: %[[Y1:.+]] = dfg.layer_norm %[[X]], %[[G1]], %[[B1]] axis = 2
+// CHECK-DAG: %[[Y2:.+]] = dfg.layer_norm %[[X]], %[[G2]], %[[B2]] axis = 2
+// CHECK-DAG: %[[N:.+]] = dfg.layer_norm %[[X]], %{{.+}} axis = 2 epsilon = 9.99999974E-6 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+// CHECK: return %[[Y1]], %[[Y2]], %[[N]]
+func.func @shared_normalisation(%x: tensor<2x8x32xf32>, %g1: tensor<32xf32>, %b1: tensor<32xf32>, %g2: tensor<32xf32>, %b2: tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %eps = dfg.constant dense<1.0e-5> : tensor<f32>
+  %m = dfg.reduce_mean %x axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %d = dfg.sub %x, %m : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %p = dfg.pow %d, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %p axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %ve = dfg.add %v, %eps : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %s = dfg.sqrt %ve : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %n = dfg.div %d, %s : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %n1 = dfg.mul %n, %g1 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %y1 = dfg.add %n1, %b1 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %n2 = dfg.mul %n, %g2 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %y2 = dfg.add %n2, %b2 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  return %y1, %y2, %n : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
+
+// -----
+
 // RMSNorm as the dynamo exporter writes it (x * x, reciprocal of the root,
 // scale on the left), after a residual add that is also used later: the
 // add becomes the norm's fused residual and its `sum` result.
