@@ -318,7 +318,7 @@ int launch(StringRef command, const RunRequest &request, const json &m,
   if (status != 0)
     return failWith("the job of " + Twine(world) + " rank(s) failed (" +
                     launcher + " exit status " + Twine(status) +
-                    "); the rank's message is above");
+                    "); the launcher's and the ranks' messages are above");
   return 0;
 }
 
