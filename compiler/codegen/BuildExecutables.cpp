@@ -388,7 +388,7 @@ std::vector<std::string> buildCommand(const BuildOptions &options,
     // The runtime headers precompiled for the default -march (the build's
     // MeshcRankPch): g++ falls back to the headers where its flags differ,
     // so only the default asks for it.
-    if (options.march == "native" &&
+    if (options.march == "native" && *MESHC_RANK_PCH_HEADER &&
         llvm::sys::fs::exists(MESHC_RANK_PCH_HEADER ".gch"))
       argv.insert(argv.end(), {"-include", MESHC_RANK_PCH_HEADER});
     argv.insert(argv.end(),
