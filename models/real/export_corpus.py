@@ -843,20 +843,15 @@ def main():
                         transformers=transformers.__version__)
             try:
                 config, model = build_model(arch)
-                if exporter == "dynamo":
-                    feeds, want = export_torch(arch, model, out, dynamo=True)
-                elif exporter == "dynamo23":
-                    feeds, want = export_torch(arch, model, out, dynamo=True, opset=23)
-                elif exporter == "torchscript":
-                    feeds, want = export_torch(arch, model, out, dynamo=False, opset=17)
-                elif re.fullmatch(r"torchscript\d+", exporter):
-                    # Another opset (torchscript14: before LayerNormalization,
-                    # as many older export scripts pin it).
-                    feeds, want = export_torch(arch, model, out, dynamo=False,
-                                               opset=int(exporter[len("torchscript"):]))
-                elif re.fullmatch(r"dynamo\d+", exporter) and exporter != "dynamo23":
-                    feeds, want = export_torch(arch, model, out, dynamo=True,
-                                               opset=int(exporter[len("dynamo"):]))
+                torch_exporter = re.fullmatch(r"(dynamo|torchscript)(\d*)", exporter)
+                if torch_exporter:
+                    # At the exporter's default opset (export_torch: dynamo's
+                    # own, TorchScript 17), or the number's (dynamo23 writes
+                    # Attention and RotaryEmbedding; torchscript14 comes
+                    # before LayerNormalization, as older export scripts pin).
+                    kind, opset = torch_exporter.groups()
+                    feeds, want = export_torch(arch, model, out, dynamo=kind == "dynamo",
+                                               opset=int(opset) if opset else None)
                 elif exporter == "optimum":
                     feeds, want = export_optimum(arch, model, out)
                 elif exporter == "genai":
