@@ -8,6 +8,7 @@
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "dialects/dfg/IR/QuantizedWeights.h"
 #include "meshc/runtime/half.h"
 #include "meshc/runtime/safetensors.h"
 
@@ -209,7 +210,21 @@ public:
   /// The root's bytes, and the element type they hold.
   llvm::Expected<std::pair<const uint8_t *, Type>> bytes(Operation *root) {
     auto rootType = cast<RankedTensorType>(root->getResult(0).getType());
-    if (auto w = dyn_cast<dfg::WeightOp>(root)) {
+    auto w = dyn_cast<dfg::WeightOp>(root);
+    if (w && w.getQuantization()) {
+      // Dequantized whole, in f32 (the boxes convert to the result type).
+      std::vector<uint8_t> &owned = owned_[root];
+      if (owned.empty() && rootType.getNumElements() != 0) {
+        auto values = dfg::dequantizeWeight(w, weightsDir_);
+        if (!values)
+          return values.takeError();
+        owned.resize(values->size() * sizeof(float));
+        std::memcpy(owned.data(), values->data(), owned.size());
+      }
+      return std::make_pair(owned.data(),
+                            Type(Float32Type::get(root->getContext())));
+    }
+    if (w) {
       SmallString<256> file(weightsDir_);
       llvm::sys::path::append(file, w.getFile());
       auto &buffer = files_[file.str().str()];

@@ -89,6 +89,11 @@ public:
   /// dfg.weight whose bytes are read from its file).
   FailureOr<SmallVector<int64_t>> constantInts(Value value, Location loc,
                                                StringRef what);
+  /// An initializer (or a Reshape of packed integers) as bytes, or null.
+  const RawInitializer *rawInitializer(StringRef name) const {
+    auto it = raw_.find(name);
+    return it == raw_.end() ? nullptr : &it->second;
+  }
 
 private:
   LogicalResult error(const Twine &msg) { return emitError(fileLoc_) << msg; }
@@ -148,6 +153,11 @@ private:
   StringMap<Value> values_;
   /// ONNX sequence name -> its tensors.
   StringMap<SmallVector<Value>> sequences_;
+  /// Initializers in raw data by name, packed UINT8 integers among them
+  /// (which have no dfg value), and Reshapes of those.
+  StringMap<RawInitializer> raw_;
+  LogicalResult importPackedReader(const onnx::NodeProto &node, Location loc,
+                                   bool &handled);
   /// Names some node or graph output reads.
   llvm::StringSet<> consumed_;
   /// The graph's nodes with model-local function calls inlined.
@@ -174,6 +184,12 @@ NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
       builder_(builder), loc_(loc), inputs_(std::move(inputs)) {}
 
 unsigned NodeContext::numOutputs() const { return node_.output_size(); }
+
+const RawInitializer *NodeContext::rawInput(unsigned i) const {
+  if (i >= static_cast<unsigned>(node_.input_size()) || node_.input(i).empty())
+    return nullptr;
+  return importer_.rawInitializer(node_.input(i));
+}
 
 FailureOr<SmallVector<Value>>
 NodeContext::inlineGraph(const onnx::GraphProto &graph) {
@@ -470,11 +486,13 @@ LogicalResult NodeContext::setSequenceResult(ArrayRef<Value> values) {
 //===----------------------------------------------------------------------===//
 
 /// "node 'NAME' (OP, #INDEX)", as diagnostics name a node.
-/// Ops of quantized models: onnxruntime's weight-only and integer
-/// quantization (its builder's int4 models) and ONNX's (de)quantization.
+/// Ops of quantized models meshc does not import: onnxruntime's integer
+/// quantization, its quantized mixture of experts, and ONNX's
+/// (de)quantization. (Its weight-only MatMulNBits and GatherBlockQuantized,
+/// the int4 models of its builder, are imported: LegalizeQuantized.cpp.)
 static bool isQuantizedOp(StringRef opType) {
   return llvm::is_contained(
-      {"MatMulNBits", "MatMulBnb4", "GatherBlockQuantized", "QMoE",
+      {"MatMulBnb4", "QMoE",
        "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention",
        "QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear",
        "DynamicQuantizeLinear", "QOrderedMatMul"},
@@ -582,6 +600,26 @@ Importer::valueType(const onnx::ValueInfoProto &info,
 LogicalResult Importer::importInitializers() {
   const auto &graph = model_.proto().graph();
   for (auto [index, tensor] : enumerate(graph.initializer())) {
+    if (tensor.data_type() == onnx::TensorProto::UINT8) {
+      // Packed integers of a quantized weight: kept as bytes for the op
+      // that reads them (importPackedReader), no dfg value.
+      int64_t count = 1;
+      for (int64_t d : tensor.dims())
+        count *= d;
+      auto ref = model_.initializerData(index, count);
+      if (!ref)
+        return error(toString(ref.takeError()));
+      if (!*ref)
+        return error("initializer '" + tensor.name() +
+                     "' holds UINT8 elements outside raw data; meshc reads "
+                     "8-bit integers only as the raw bytes of quantized "
+                     "weights");
+      raw_[tensor.name()] = {tensor.name(), (*ref)->file, (*ref)->offset,
+                             (*ref)->length, tensor.data_type(),
+                             SmallVector<int64_t>(tensor.dims().begin(),
+                                                  tensor.dims().end())};
+      continue;
+    }
     FailureOr<RankedTensorType> type = tensorType(context_, tensor, fileLoc_);
     if (failed(type))
       return failure();
@@ -594,6 +632,9 @@ LogicalResult Importer::importInitializers() {
         fileLoc_);
     Value value;
     if (*ref) {
+      raw_[tensor.name()] = {tensor.name(), (*ref)->file, (*ref)->offset,
+                             (*ref)->length, tensor.data_type(),
+                             SmallVector<int64_t>(type->getShape())};
       auto weight =
           dfg::WeightOp::create(builder_, loc, *type, tensor.name(),
                                 (*ref)->file, (*ref)->offset, (*ref)->length);
@@ -746,6 +787,8 @@ FailureOr<SmallVector<int>> Importer::topologicalOrder() {
   StringMap<int> producer;
   for (const auto &entry : values_)
     producer[entry.getKey()] = -1;
+  for (const auto &entry : raw_)
+    producer[entry.getKey()] = -1;
   for (auto [i, node] : enumerate(nodes_))
     for (const std::string &out : node.output())
       if (!out.empty() && !producer.try_emplace(out, i).second)
@@ -820,6 +863,71 @@ Importer::inlineGraph(const onnx::GraphProto &graph, Location at) {
   return outputs;
 }
 
+/// Packed integers (RawInitializer) are read by the quantized ops that
+/// take them, and reshaped; any other reader is refused by name. A Reshape
+/// of them is `handled` here: the same bytes under the new dimensions.
+LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
+                                           Location loc, bool &handled) {
+  const RawInitializer *packed = nullptr;
+  for (const std::string &in : node.input())
+    if (const RawInitializer *raw = rawInitializer(in);
+        raw && raw->onnxType == onnx::TensorProto::UINT8 && !values_.count(in))
+      packed = raw;
+  if (!packed)
+    return success();
+  bool standard = node.domain().empty() || node.domain() == "ai.onnx";
+  if (node.domain() == "com.microsoft" &&
+      (node.op_type() == "MatMulNBits" ||
+       node.op_type() == "GatherBlockQuantized"))
+    return success();
+  if (!standard || node.op_type() != "Reshape" || node.input_size() < 2 ||
+      node.input(0) != packed->name || node.output_size() != 1)
+    return emitError(loc) << "input '" << packed->name
+                          << "' holds packed UINT8 integers, which meshc "
+                             "reads only as the quantized weights of "
+                             "MatMulNBits and GatherBlockQuantized (and "
+                             "their Reshapes)";
+  Value shapeValue = values_.lookup(node.input(1));
+  if (!shapeValue)
+    return emitError(loc) << "the shape of the Reshape of packed integers '"
+                          << packed->name << "' is not a constant";
+  FailureOr<SmallVector<int64_t>> shape =
+      constantInts(shapeValue, loc, "the shape of a Reshape of packed integers");
+  if (failed(shape))
+    return failure();
+  int64_t count = 1, known = 1, inferred = -1;
+  for (int64_t d : packed->dims)
+    count *= d;
+  SmallVector<int64_t> dims;
+  for (auto [i, d] : llvm::enumerate(*shape)) {
+    if (d == 0 && i < packed->dims.size())
+      d = packed->dims[i];
+    if (d == -1 && inferred < 0)
+      inferred = static_cast<int64_t>(i);
+    else if (d < 0)
+      return emitError(loc) << "the Reshape of packed integers '"
+                            << packed->name << "' has an invalid shape";
+    else
+      known *= d;
+    dims.push_back(d);
+  }
+  if (inferred >= 0 && known > 0)
+    dims[inferred] = count / known;
+  int64_t total = 1;
+  for (int64_t d : dims)
+    total *= d;
+  if (total != count)
+    return emitError(loc) << "the Reshape of packed integers '" << packed->name
+                          << "' to " << dfg::formatShape(dims) << " changes "
+                          << "their count (" << count << ")";
+  RawInitializer reshaped = *packed;
+  reshaped.name = node.output(0);
+  reshaped.dims = dims;
+  raw_[node.output(0)] = reshaped;
+  handled = true;
+  return success();
+}
+
 LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
   Location loc = nodeLoc(node, index);
   StringRef domain = domainName(node.domain());
@@ -842,6 +950,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
                           << " is not supported (meshc imports it from opset "
                           << lowest << ")";
   }
+
+  bool handled = false;
+  if (failed(importPackedReader(node, loc, handled)) || handled)
+    return failure(!handled);
 
   SmallVector<Value> inputs;
   for (const std::string &in : node.input())
@@ -1178,9 +1290,11 @@ OwningOpRef<ModuleOp> Importer::run() {
       emitError(nodeLoc(node, index))
           << "a quantized model (" << node.op_type()
           << ": integer weights or activations with scales) is not "
-             "supported: meshc computes in f32, f16 or bf16; export the "
-             "model unquantized (onnxruntime-genai's builder: -p fp32, fp16 "
-             "or bf16)";
+             "supported: meshc computes in f32, f16 or bf16 and reads only "
+             "weight-only quantized matrices (MatMulNBits, "
+             "GatherBlockQuantized); export the model unquantized "
+             "(onnxruntime-genai's builder: -p fp32, fp16 or bf16) or with "
+             "weight-only quantization (-p int4)";
       return nullptr;
     }
 

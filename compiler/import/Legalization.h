@@ -33,6 +33,18 @@ namespace meshc::onnximport {
 
 class Importer;
 
+/// An initializer's bytes in a file as ONNX stores them, for the ops that
+/// read a weight-only quantized matrix (MatMulNBits, GatherBlockQuantized):
+/// its packed integers are no dfg tensor, and its scales are referred to.
+/// A Reshape of packed integers is the same bytes under other dimensions.
+struct RawInitializer {
+  std::string name, file;
+  int64_t offset = 0, length = 0;
+  /// onnx::TensorProto::DataType.
+  int onnxType = 0;
+  llvm::SmallVector<int64_t> dims;
+};
+
 /// What a legalisation sees of one node: its attributes, its inputs as dfg
 /// values, and the means to report an error that names the node.
 class NodeContext {
@@ -60,6 +72,9 @@ public:
   mlir::Value input(unsigned i) const {
     return i < inputs_.size() ? inputs_[i] : mlir::Value();
   }
+  /// Input `i` as an initializer's bytes (RawInitializer), or null: packed
+  /// integers (whose input(i) is null) and float initializers in raw data.
+  const RawInitializer *rawInput(unsigned i) const;
   mlir::RankedTensorType inputType(unsigned i) const;
   /// Fails with a message unless inputs [0, n) are present.
   mlir::LogicalResult requireInputs(unsigned n);
@@ -342,6 +357,7 @@ void populateContractionLegalizations(LegalizationTable &table);
 void populateLayoutLegalizations(LegalizationTable &table);
 void populateStructureLegalizations(LegalizationTable &table);
 void populateExpertLegalizations(LegalizationTable &table);
+void populateQuantizedLegalizations(LegalizationTable &table);
 void populateNormalizationLegalizations(LegalizationTable &table);
 void populateRotaryLegalizations(LegalizationTable &table);
 void populateAttentionLegalizations(LegalizationTable &table);

@@ -25,6 +25,7 @@ const LegalizationTable &LegalizationTable::get() {
     populateLayoutLegalizations(t);
     populateStructureLegalizations(t);
     populateExpertLegalizations(t);
+    populateQuantizedLegalizations(t);
     populateNormalizationLegalizations(t);
     populateRotaryLegalizations(t);
     populateAttentionLegalizations(t);

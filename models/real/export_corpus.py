@@ -589,14 +589,28 @@ def save_tiny_tokenizer(folder):
     fast.save_pretrained(folder)
 
 
-def export_genai(arch, model, out):
-    """onnxruntime-genai's builder, fp32 for the cpu, from a local folder."""
+# onnxruntime-genai's builder's weight-only quantized forms (exporter ->
+# precision and extra options): its usual CPU form (int4, symmetric: no zero
+# points), with zero points, and 8-bit.
+GENAI_QUANTIZED = {"genai_int4": ("int4", []), "genai_int4asym": ("int4", ["is_symmetric=false"]),
+                   "genai_int8": ("int8", [])}
+
+
+def export_genai(arch, model, out, precision="fp32", options=()):
+    """onnxruntime-genai's builder for the cpu, from a local folder: fp32, or
+    quantized (MatMulNBits, and GatherBlockQuantized for a tied embedding:
+    blocks of 32 with scales and zero points) at accuracy level 1, the
+    products in f32, as meshc computes them (level 4, the builder's default,
+    has onnxruntime round the activations to int8, which no f32 reference
+    reproduces)."""
     with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as cache:
         model.save_pretrained(src)
         save_tiny_tokenizer(src)
         model.config.save_pretrained(src)
         cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", src, "-o", out,
-               "-p", "fp32", "-e", "cpu", "-c", cache]
+               "-p", precision, "-e", "cpu", "-c", cache]
+        if precision != "fp32":
+            cmd += ["--extra_options", "accuracy_level=1", *options]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
     return None, None
 
@@ -831,7 +845,7 @@ def main():
 
     for arch in args.arch.split(","):
         for exporter in args.exporter.split(","):
-            if exporter in ("genai",) and arch not in GENAI_ARCHS:
+            if (exporter == "genai" or exporter in GENAI_QUANTIZED) and arch not in GENAI_ARCHS:
                 continue
             if exporter.startswith("ortopt") and arch not in ORTOPT_TYPES:
                 continue
@@ -856,6 +870,9 @@ def main():
                     feeds, want = export_optimum(arch, model, out)
                 elif exporter == "genai":
                     feeds, want = export_genai(arch, model, out)
+                elif exporter in GENAI_QUANTIZED:
+                    precision, options = GENAI_QUANTIZED[exporter]
+                    feeds, want = export_genai(arch, model, out, precision, options)
                 elif exporter == "ortopt":
                     feeds, want = export_ortopt(arch, model, out, attn="sdpa")
                 elif exporter == "ortopt_eager":

@@ -119,7 +119,8 @@ struct ConvertDTypePass : impl::ConvertDTypePassBase<ConvertDTypePass> {
       }
       if (auto weight = dyn_cast<dfg::WeightOp>(op)) {
         Type element = weight.getType().getElementType();
-        if (isFloat(element) && element != target) {
+        // A quantized weight is dequantized to its result type, whatever it is.
+        if (isFloat(element) && element != target && !weight.getQuantization()) {
           if (!weight.getStored())
             weight.setStoredAttr(TypeAttr::get(element));
           else if (*weight.getStored() == target)

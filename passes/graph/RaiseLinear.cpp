@@ -32,7 +32,8 @@ struct ReshapeOfWeight : OpRewritePattern<dfg::ReshapeOp> {
       return failure();
     rewriter.replaceOpWithNewOp<dfg::WeightOp>(
         op, op.getType(), weight.getName(), weight.getFile(),
-        weight.getOffset(), weight.getLength(), weight.getStoredAttr());
+        weight.getOffset(), weight.getLength(), weight.getStoredAttr(),
+        weight.getQuantizationAttr());
     return success();
   }
 };
@@ -153,7 +154,9 @@ struct BlockOfWeight : OpRewritePattern<dfg::GatherOp> {
     auto index = defining<dfg::ConstantOp>(op.getIndices());
     auto indices = cast<RankedTensorType>(op.getIndices().getType());
     auto table = cast<RankedTensorType>(op.getData().getType());
-    if (!weight || !index || op.getAxis() != 0 || table.getRank() < 2 ||
+    // (A quantized weight's blocks are not byte ranges of one stride.)
+    if (!weight || weight.getQuantization() || !index || op.getAxis() != 0 ||
+        table.getRank() < 2 ||
         indices.getNumElements() != 1 || indices.getRank() > 1 ||
         !op.getType().hasStaticShape())
       return failure();

@@ -19,6 +19,7 @@
 
 #include "dialects/dfg/IR/DfgOps.h"
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "dialects/dfg/IR/QuantizedWeights.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -284,6 +285,16 @@ Type resultElement(Operation *op) {
 }
 
 FailureOr<EvalTensor> Evaluator::readWeight(WeightOp op) {
+  if (op.getQuantization()) {
+    auto values = dequantizeWeight(op, weightsDir_);
+    if (!values)
+      return op.emitOpError(llvm::toString(values.takeError()));
+    EvalTensor t = like(op.getType().getElementType(), op.getType().getShape());
+    t.values.assign(values->begin(), values->end());
+    for (double &v : t.values)
+      v = saturateTo(t.elementType, v);
+    return t;
+  }
   llvm::SmallString<256> path(weightsDir_);
   llvm::sys::path::append(path, op.getFile());
   auto buffer = llvm::MemoryBuffer::getFileSlice(

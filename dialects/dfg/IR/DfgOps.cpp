@@ -7,6 +7,7 @@
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "dialects/dfg/IR/DfgShapes.h"
+#include "dialects/dfg/IR/QuantizedWeights.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -124,9 +125,22 @@ LogicalResult WeightOp::verify() {
                 "types, not to "
              << element;
   }
+  if (std::optional<DictionaryAttr> quantization = getQuantization()) { // 6
+    auto layout = parseQuantization(*quantization);
+    std::string why = !layout ? llvm::toString(layout.takeError())
+                      : getStored()
+                          ? std::string("is both quantized and stored as a "
+                                        "floating-point type")
+                      : !(element.isF32() || element.isF16() || element.isBF16())
+                          ? std::string("is quantized but not floating-point")
+                          : checkQuantization(*layout, type.getNumElements(),
+                                              length); // 3
+    if (!why.empty())
+      return emitOpError("quantized weight '") << getName() << "' " << why;
+  }
   int64_t expected =
       type.getNumElements() * elementByteWidth(getStoredElementType());
-  if (length != expected) { // 3
+  if (!getQuantization() && length != expected) { // 3
     InFlightDiagnostic diag = emitOpError("weight '")
                               << getName() << "' has length " << length
                               << " bytes but " << type;

@@ -35,15 +35,35 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
     range saturating to its largest finite value. Code generation converts
     while it slices, so rank weight files hold the result type.
 
+    With `quantization`, the file holds a weight-only quantized matrix
+    (onnxruntime's MatMulNBits and GatherBlockQuantized): `bits`-bit unsigned
+    integers packed low bits first, `row_bytes` bytes per row of `columns`
+    elements, element k of a row at bit k * bits of the row. Column blocks of
+    `block_size` share a scale and a zero point: `scales` is a reference
+    {file, offset, length, type} to [rows, blocks] floats (f32, f16 or bf16),
+    and `zero_points`, when present, to [rows, blocks] floats of that type or
+    (type ui8) to unsigned `bits`-bit integers packed as the elements are,
+    ceil(blocks * bits / 8) bytes per row; without them the zero point is
+    2^(bits - 1). The weight's elements, in row-major order, are the rows'
+    (q - zero point) * scale, computed in f32 and rounded to the result's
+    element type: code generation dequantizes while it slices, so rank weight
+    files hold the result type. (A reshaped reference keeps the elements'
+    order, so the result's shape may differ from [rows, columns].)
+
     Invariants:
     1. The result type has a static shape.
     2. `offset` is non-negative.
     3. `length` equals the element count times the byte width of the stored
-       element type (`stored`, else the result's; bool takes one byte).
+       element type (`stored`, else the result's; bool takes one byte), or
+       with `quantization`, rows * row_bytes.
     4. `file` is a non-empty relative path without `..` components, so a
        reference can never leave the model's folder.
     5. `stored`, when present, is a floating-point type other than the
        result's floating-point element type.
+    6. `quantization`, when present, excludes `stored`, has a floating-point
+       result, bits of 2, 4 or 8, a positive block size and column count
+       dividing the element count, row_bytes holding a row, and scales and
+       zero points of the lengths above in files inside the model's folder.
 
     Example:
 
@@ -52,10 +72,16 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
            [offset = 4096, length = 49152] : tensor<64x192xf32>
     %h = dfg.weight "h.0.attn.c_attn.weight" in "model.onnx.data"
            [offset = 4096, length = 49152] stored f32 : tensor<64x192xf16>
+    %q = dfg.weight "fc.weight_Q4" in "model.onnx.data"
+           [offset = 0, length = 2048] {quantization = {bits = 4 : i64,
+           block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64,
+           scales = {file = "model.onnx.data", offset = 2048 : i64,
+           length = 512 : i64, type = f32}}} : tensor<64x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, StrAttr:$file, I64Attr:$offset,
-                       I64Attr:$length, OptionalAttr<TypeAttr>:$stored);
+                       I64Attr:$length, OptionalAttr<TypeAttr>:$stored,
+                       OptionalAttr<DictionaryAttr>:$quantization);
   let results = (outs Dfg_Tensor:$result);
   let assemblyFormat = [{
     $name `in` $file ` ` `[` `offset` `=` $offset `,` `length` `=` $length `]`
@@ -67,7 +93,14 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
                    "::llvm::StringRef":$file, "int64_t":$offset,
                    "int64_t":$length), [{
       build($_builder, $_state, result, name, file, offset, length,
-            ::mlir::TypeAttr());
+            ::mlir::TypeAttr(), ::mlir::DictionaryAttr());
+    }]>,
+    // A converted reference (`stored`), not quantized.
+    OpBuilder<(ins "::mlir::Type":$result, "::llvm::StringRef":$name,
+                   "::llvm::StringRef":$file, "int64_t":$offset,
+                   "int64_t":$length, "::mlir::TypeAttr":$stored), [{
+      build($_builder, $_state, result, name, file, offset, length, stored,
+            ::mlir::DictionaryAttr());
     }]>,
   ];
   let extraClassDeclaration = [{

@@ -1543,14 +1543,54 @@ def case_gqa_sinks(path):
 
 
 def case_quantized(path):
-    """onnxruntime-genai's int4 form: a MatMulNBits with 4-bit weights in
-    blocks of 16 (uint8, two to a byte) and their scales."""
-    q = numpy_helper.from_array(np.zeros((8, 1, 8), np.uint8), "w_q4")
-    scales = numpy_helper.from_array(np.ones((8, 1), np.float32), "w_scales")
-    nodes = [helper.make_node("MatMulNBits", ["x", "w_q4", "w_scales"], ["y"], name="proj_q4",
-                              domain="com.microsoft", K=16, N=8, bits=4, block_size=16)]
-    return model(nodes, [f32("x", [1, 16])], [f32("y", None)], [q, scales],
+    """onnxruntime's integer quantization, which meshc does not import: a
+    DynamicQuantizeMatMul (8-bit activations times 8-bit weights)."""
+    q = numpy_helper.from_array(np.zeros((16, 8), np.uint8), "w_q8")
+    scale = numpy_helper.from_array(np.ones(1, np.float32), "w_scale")
+    nodes = [helper.make_node("DynamicQuantizeMatMul", ["x", "w_q8", "w_scale"], ["y"],
+                              name="proj_q8", domain="com.microsoft")]
+    return model(nodes, [f32("x", [1, 16])], [f32("y", None)], [q, scale],
                  extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def nbits(inputs, inits, **attrs):
+    """A MatMulNBits 'proj_q4' (K 32, N 8, 4-bit blocks of 16 unless given)
+    of x [1, 32] by the initializers."""
+    attrs = dict(dict(K=32, N=8, bits=4, block_size=16), **attrs)
+    nodes = [helper.make_node("MatMulNBits", ["x"] + inputs, ["y"], name="proj_q4",
+                              domain="com.microsoft", **attrs)]
+    return model(nodes, [f32("x", [1, 32])], [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_nbits_shape(path):
+    """MatMulNBits whose packed B holds one block per row where K=32 needs two."""
+    return nbits(["w_q4", "w_scales"],
+                 [numpy_helper.from_array(np.zeros((8, 1, 8), np.uint8), "w_q4"),
+                  numpy_helper.from_array(np.ones((8, 2), np.float32), "w_scales")])
+
+
+def case_nbits_gidx(path):
+    """MatMulNBits with g_idx (a column order of its own)."""
+    return nbits(["w_q4", "w_scales", "", "g_idx"],
+                 [numpy_helper.from_array(np.zeros((8, 2, 8), np.uint8), "w_q4"),
+                  numpy_helper.from_array(np.ones((8, 2), np.float32), "w_scales"),
+                  numpy_helper.from_array(np.zeros(32, np.int32), "g_idx")])
+
+
+def case_nbits_float_zero_points(path):
+    """MatMulNBits with zero points of the scales' type (not packed integers)."""
+    return nbits(["w_q4", "w_scales", "w_zp"],
+                 [numpy_helper.from_array(np.zeros((8, 2, 8), np.uint8), "w_q4"),
+                  numpy_helper.from_array(np.ones((8, 2), np.float32), "w_scales"),
+                  numpy_helper.from_array(np.full((8, 2), 8, np.float32), "w_zp")])
+
+
+def case_packed_reader(path):
+    """Packed UINT8 integers read by an op other than the quantized ones."""
+    q = numpy_helper.from_array(np.zeros((4, 8), np.uint8), "w_q4")
+    nodes = [helper.make_node("Cast", ["w_q4"], ["y"], name="widen", to=TensorProto.FLOAT)]
+    return model(nodes, [], [f32("y", None)], [q])
 
 
 def case_gqa_sink_shape(path):

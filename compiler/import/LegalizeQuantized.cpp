@@ -1,0 +1,256 @@
+//===- LegalizeQuantized.cpp - Weight-only quantized matrices -------------===//
+//
+// Part of meshc. onnxruntime's weight-only quantized ops (the int4 models of
+// onnxruntime-genai's builder) read a matrix of packed low-bit integers in
+// blocks with scales and zero points. Each becomes a `dfg.weight` with
+// `quantization` (a reference to those bytes, dequantized by code generation
+// while it slices and by the reference evaluator), read by the standard ops
+// the op computes:
+//
+//   MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)
+//     -> matmul(A, transpose(W)) (+ bias)     W [N, K], rows of B
+//   GatherBlockQuantized(data, indices, scales, zero_points?)
+//     -> gather(W, indices, axis 0)           W [rows, K], rows of data
+//
+// so that raising makes them linears and embeddings, and tensor parallelism
+// splits them as any other weight. The products run in the activations'
+// type, as onnxruntime's accuracy level 1 does (a higher level has it round
+// the activations to 8 bits, which meshc does not).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/Legalization.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/QuantizedWeights.h"
+
+#include <onnx/onnx_pb.h>
+
+using namespace mlir;
+
+namespace meshc::onnximport {
+namespace {
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+std::string dimsText(ArrayRef<int64_t> dims) { return dfg::formatShape(dims); }
+
+/// Input `i` as packed UINT8 integers of `bytes` bytes, or an error.
+FailureOr<const RawInitializer *> packedInput(NodeContext &ctx, unsigned i,
+                                              StringRef what) {
+  const RawInitializer *raw = ctx.rawInput(i);
+  if (!raw || raw->onnxType != onnx::TensorProto::UINT8)
+    return ctx.error(what + " must be an initializer of packed UINT8 "
+                            "integers (or its Reshape)");
+  return raw;
+}
+
+/// The scales (input `i`) as a reference to [rows, blocks] floats of the
+/// activations' type.
+FailureOr<dfg::QuantizedPart> scalesInput(NodeContext &ctx, unsigned i,
+                                          int64_t count, Type element) {
+  const RawInitializer *raw = ctx.rawInput(i);
+  if (!raw || raw->onnxType == onnx::TensorProto::UINT8 || !ctx.input(i))
+    return ctx.error("the scales must be an initializer of floats in raw data");
+  Type type = ctx.inputType(i).getElementType();
+  if (type != element)
+    return ctx.error("the scales are of another type than the activations");
+  if (product(raw->dims) != count)
+    return ctx.error("the scales (" + dimsText(raw->dims) + ") are not " +
+                     std::to_string(count) + " values (one per block)");
+  return dfg::QuantizedPart{raw->file, raw->offset, raw->length, type};
+}
+
+/// The zero points (input `i`, optional) as packed integers of `rowBytes`
+/// bytes per row.
+FailureOr<std::optional<dfg::QuantizedPart>>
+zeroPointsInput(NodeContext &ctx, unsigned i, int64_t rows, int64_t rowBytes) {
+  if (i >= ctx.numInputs() || ctx.node().input(i).empty())
+    return std::optional<dfg::QuantizedPart>();
+  const RawInitializer *raw = ctx.rawInput(i);
+  if (raw && raw->onnxType != onnx::TensorProto::UINT8)
+    return ctx.error("zero points of the scales' type are not supported "
+                     "(only packed UINT8 zero points, as onnxruntime-genai's "
+                     "builder writes them)");
+  if (!raw)
+    return ctx.error("the zero points must be an initializer of packed UINT8 "
+                     "integers");
+  if (product(raw->dims) != rows * rowBytes)
+    return ctx.error("the zero points (" + dimsText(raw->dims) + ") are not " +
+                     std::to_string(rows) + " rows of " +
+                     std::to_string(rowBytes) + " bytes");
+  return std::optional<dfg::QuantizedPart>(dfg::QuantizedPart{
+      raw->file, raw->offset, raw->length,
+      IntegerType::get(ctx.builder().getContext(), 8, IntegerType::Unsigned)});
+}
+
+/// The dfg.weight of a quantized [rows, columns] matrix, checked by its
+/// verifier (invariant 6).
+FailureOr<Value> quantizedWeight(NodeContext &ctx, const RawInitializer &data,
+                                 const dfg::QuantizedLayout &layout,
+                                 int64_t rows, Type element) {
+  if (std::string why = dfg::checkQuantization(layout, rows * layout.columns,
+                                               data.length);
+      !why.empty())
+    return ctx.error("the quantized weight '" + data.name + "' " + why);
+  auto type = RankedTensorType::get({rows, layout.columns}, element);
+  auto weight = dfg::WeightOp::create(
+      ctx.builder(), ctx.loc(), type, data.name, data.file, data.offset,
+      data.length, TypeAttr(),
+      dfg::quantizationAttr(ctx.builder().getContext(), layout));
+  return weight.getResult();
+}
+
+FailureOr<int64_t> bitsAttr(NodeContext &ctx, int64_t dflt) {
+  int64_t bits = ctx.attrInt("bits", dflt);
+  if (bits != 2 && bits != 4 && bits != 8)
+    return ctx.error("bits=" + std::to_string(bits) +
+                     " is not supported (2, 4 or 8)");
+  return bits;
+}
+
+/// MatMulNBits (com.microsoft): Y = A * dequantize(B)^T (+ bias).
+LogicalResult legalizeMatMulNBits(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  int64_t k = ctx.attrInt("K", 0), n = ctx.attrInt("N", 0);
+  int64_t blockSize = ctx.attrInt("block_size", 0);
+  FailureOr<int64_t> bits = bitsAttr(ctx, 4);
+  if (failed(bits))
+    return failure();
+  if (k < 1 || n < 1 || blockSize < 1)
+    return ctx.error("K=" + std::to_string(k) + ", N=" + std::to_string(n) +
+                     " and block_size=" + std::to_string(blockSize) +
+                     " must be positive");
+  RankedTensorType a = ctx.inputType(0);
+  Type element = a.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("A must be floating-point");
+  if (a.getRank() < 1 || (!a.isDynamicDim(a.getRank() - 1) &&
+                          a.getDimSize(a.getRank() - 1) != k))
+    return ctx.error("A " + dimsText(a.getShape()) + " must end in K=" +
+                     std::to_string(k));
+  if (ctx.numInputs() > 4 && !ctx.node().input(4).empty())
+    return ctx.error("g_idx (a column order other than the blocks') is not "
+                     "supported");
+  FailureOr<const RawInitializer *> b = packedInput(ctx, 1, "B");
+  if (failed(b))
+    return failure();
+  dfg::QuantizedLayout layout;
+  layout.bits = *bits;
+  layout.blockSize = blockSize;
+  layout.columns = k;
+  int64_t blocks = layout.blocksPerRow(), blob = blockSize * *bits / 8;
+  layout.rowBytes = blocks * blob;
+  if (product((*b)->dims) != n * layout.rowBytes)
+    return ctx.error("B (" + dimsText((*b)->dims) + ") is not N=" +
+                     std::to_string(n) + " rows of " + std::to_string(blocks) +
+                     " blocks of " + std::to_string(blob) + " bytes (K=" +
+                     std::to_string(k) + ", block_size=" +
+                     std::to_string(blockSize) + ", bits=" +
+                     std::to_string(*bits) + ")");
+  FailureOr<dfg::QuantizedPart> scales =
+      scalesInput(ctx, 2, n * blocks, element);
+  if (failed(scales))
+    return failure();
+  layout.scales = *scales;
+  FailureOr<std::optional<dfg::QuantizedPart>> zeroPoints =
+      zeroPointsInput(ctx, 3, n, layout.zeroPointRowBytes());
+  if (failed(zeroPoints))
+    return failure();
+  layout.zeroPoints = *zeroPoints;
+  FailureOr<Value> w = quantizedWeight(ctx, **b, layout, n, element);
+  if (failed(w))
+    return failure();
+  SmallVector<int64_t> perm{1, 0};
+  FailureOr<Value> wt = ctx.create<dfg::TransposeOp>(
+      dfg::transposeShape(shapeOf(*w), perm), element, *w,
+      ctx.builder().getDenseI64ArrayAttr(perm));
+  if (failed(wt))
+    return failure();
+  FailureOr<Value> y = ctx.create<dfg::MatMulOp>(
+      dfg::matmulShape(a.getShape(), shapeOf(*wt)), element, ctx.input(0),
+      *wt);
+  if (failed(y))
+    return failure();
+  if (Value bias = ctx.input(5)) {
+    if (shapeOf(bias) != ArrayRef<int64_t>{n} || elementOf(bias) != element)
+      return ctx.error("the bias must be [N=" + std::to_string(n) +
+                       "] of A's type");
+    y = binary<dfg::AddOp>(ctx, *y, bias, element);
+    if (failed(y))
+      return failure();
+  }
+  return ctx.setResults(*y);
+}
+
+/// GatherBlockQuantized (com.microsoft) of packed UINT8 data quantized
+/// along its last axis: rows of dequantize(data) gathered along axis 0.
+LogicalResult legalizeGatherBlockQuantized(NodeContext &ctx) {
+  if (!ctx.input(1))
+    return ctx.error("the indices (input 1) are missing");
+  FailureOr<const RawInitializer *> data = packedInput(ctx, 0, "data");
+  if (failed(data))
+    return failure();
+  FailureOr<int64_t> bits = bitsAttr(ctx, 4);
+  if (failed(bits))
+    return failure();
+  ArrayRef<int64_t> dims = (*data)->dims;
+  int64_t rank = dims.size();
+  int64_t gatherAxis = ctx.attrInt("gather_axis", 0);
+  int64_t quantizeAxis = ctx.attrInt("quantize_axis", 1);
+  int64_t blockSize = ctx.attrInt("block_size", 128);
+  if (rank != 2 || (gatherAxis != 0 && gatherAxis != -2) ||
+      (quantizeAxis != 1 && quantizeAxis != -1))
+    return ctx.error("only 2-D data " + dimsText(dims) +
+                     " gathered along axis 0 and quantized along axis 1 is "
+                     "supported (gather_axis=" + std::to_string(gatherAxis) +
+                     ", quantize_axis=" + std::to_string(quantizeAxis) + ")");
+  if (blockSize < 1)
+    return ctx.error("block_size must be positive");
+  RankedTensorType indices = ctx.inputType(1);
+  if (!indices.getElementType().isInteger(64) &&
+      !indices.getElementType().isInteger(32))
+    return ctx.error("indices must be int32 or int64");
+  const RawInitializer *scalesRaw = ctx.rawInput(2);
+  if (!ctx.input(2) || !scalesRaw)
+    return ctx.error("the scales must be an initializer of floats in raw data");
+  Type element = ctx.inputType(2).getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("the scales must be floating-point");
+  dfg::QuantizedLayout layout;
+  layout.bits = *bits;
+  layout.blockSize = blockSize;
+  layout.rowBytes = dims[1];
+  layout.columns = dims[1] * 8 / *bits;
+  FailureOr<dfg::QuantizedPart> scales =
+      scalesInput(ctx, 2, dims[0] * layout.blocksPerRow(), element);
+  if (failed(scales))
+    return failure();
+  layout.scales = *scales;
+  FailureOr<std::optional<dfg::QuantizedPart>> zeroPoints =
+      zeroPointsInput(ctx, 3, dims[0], layout.zeroPointRowBytes());
+  if (failed(zeroPoints))
+    return failure();
+  layout.zeroPoints = *zeroPoints;
+  FailureOr<Value> w = quantizedWeight(ctx, **data, layout, dims[0], element);
+  if (failed(w))
+    return failure();
+  return ctx.emit<dfg::GatherOp>(
+      dfg::gatherShape(shapeOf(*w), indices.getShape(), 0), element, *w,
+      ctx.input(1), 0);
+}
+
+} // namespace
+
+void populateQuantizedLegalizations(LegalizationTable &table) {
+  table.add("com.microsoft", "MatMulNBits", 1, legalizeMatMulNBits);
+  table.add("com.microsoft", "GatherBlockQuantized", 1,
+            legalizeGatherBlockQuantized);
+}
+
+} // namespace meshc::onnximport

@@ -1,0 +1,225 @@
+//===- QuantizedWeights.cpp - Weight-only quantized weight references ----===//
+//
+// Part of meshc.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dfg/IR/QuantizedWeights.h"
+
+#include "dialects/dfg/IR/DfgOps.h"
+#include "meshc/runtime/half.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace meshc::dfg {
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+}
+
+bool isFloat(Type t) { return t && (t.isF32() || t.isF16() || t.isBF16()); }
+
+int64_t widthOf(Type t) { return t.isF32() ? 4 : t.isUnsignedInteger(8) ? 1 : 2; }
+
+DictionaryAttr partAttr(Builder &b, const QuantizedPart &part) {
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("file", b.getStringAttr(part.file)),
+       b.getNamedAttr("offset", b.getI64IntegerAttr(part.offset)),
+       b.getNamedAttr("length", b.getI64IntegerAttr(part.length)),
+       b.getNamedAttr("type", TypeAttr::get(part.type))});
+}
+
+llvm::Expected<QuantizedPart> parsePart(DictionaryAttr attr, StringRef what) {
+  auto file = attr ? attr.getAs<StringAttr>("file") : nullptr;
+  auto offset = attr ? attr.getAs<IntegerAttr>("offset") : nullptr;
+  auto length = attr ? attr.getAs<IntegerAttr>("length") : nullptr;
+  auto type = attr ? attr.getAs<TypeAttr>("type") : nullptr;
+  if (!file || !offset || !length || !type)
+    return fail(what + " must be {file, offset, length, type}");
+  return QuantizedPart{file.getValue().str(), offset.getInt(), length.getInt(),
+                       type.getValue()};
+}
+
+std::string checkPart(const QuantizedPart &part, StringRef what,
+                      int64_t expected) {
+  if (part.file.empty() || llvm::sys::path::is_absolute(part.file) ||
+      llvm::is_contained(llvm::make_range(llvm::sys::path::begin(part.file),
+                                          llvm::sys::path::end(part.file)),
+                         ".."))
+    return (what + " refer to '" + part.file +
+            "', which is not a relative path inside the model's folder")
+        .str();
+  if (part.offset < 0 || part.length != expected)
+    return (what + " have offset " + llvm::Twine(part.offset) + " and length " +
+            llvm::Twine(part.length) + " where " + llvm::Twine(expected) +
+            " bytes are needed")
+        .str();
+  return "";
+}
+
+float floatAt(const uint8_t *bytes, Type type, int64_t i) {
+  if (type.isF32()) {
+    float v;
+    std::memcpy(&v, bytes + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, bytes + 2 * i, 2);
+  return type.isF16() ? rt::halfToFloat(h) : rt::bfloat16ToFloat(h);
+}
+
+/// The `bits`-bit unsigned integer at element i of a packed row.
+int64_t packedAt(const uint8_t *row, int64_t bits, int64_t i) {
+  int64_t bit = i * bits;
+  return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+} // namespace
+
+DictionaryAttr quantizationAttr(MLIRContext *context,
+                                const QuantizedLayout &layout) {
+  Builder b(context);
+  SmallVector<NamedAttribute> entries{
+      b.getNamedAttr("bits", b.getI64IntegerAttr(layout.bits)),
+      b.getNamedAttr("block_size", b.getI64IntegerAttr(layout.blockSize)),
+      b.getNamedAttr("columns", b.getI64IntegerAttr(layout.columns)),
+      b.getNamedAttr("row_bytes", b.getI64IntegerAttr(layout.rowBytes)),
+      b.getNamedAttr("scales", partAttr(b, layout.scales))};
+  if (layout.zeroPoints)
+    entries.push_back(
+        b.getNamedAttr("zero_points", partAttr(b, *layout.zeroPoints)));
+  return b.getDictionaryAttr(entries);
+}
+
+llvm::Expected<QuantizedLayout> parseQuantization(DictionaryAttr attr) {
+  QuantizedLayout layout;
+  for (auto [key, field] :
+       {std::pair<StringRef, int64_t *>{"bits", &layout.bits},
+        {"block_size", &layout.blockSize},
+        {"columns", &layout.columns},
+        {"row_bytes", &layout.rowBytes}}) {
+    auto value = attr.getAs<IntegerAttr>(key);
+    if (!value)
+      return fail("quantization needs the integer '" + key + "'");
+    *field = value.getInt();
+  }
+  auto scales = parsePart(attr.getAs<DictionaryAttr>("scales"), "scales");
+  if (!scales)
+    return scales.takeError();
+  layout.scales = *scales;
+  if (attr.get("zero_points")) {
+    auto zeroPoints =
+        parsePart(attr.getAs<DictionaryAttr>("zero_points"), "zero_points");
+    if (!zeroPoints)
+      return zeroPoints.takeError();
+    layout.zeroPoints = *zeroPoints;
+  }
+  return layout;
+}
+
+std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
+                              int64_t length) {
+  if (q.bits != 2 && q.bits != 4 && q.bits != 8)
+    return "has " + std::to_string(q.bits) + "-bit elements (2, 4 or 8)";
+  if (q.blockSize < 1 || q.columns < 1 || elements % q.columns != 0)
+    return "has block size " + std::to_string(q.blockSize) + " and " +
+           std::to_string(q.columns) + " columns, which must be positive and "
+           "divide its " + std::to_string(elements) + " elements";
+  if (q.rowBytes < (q.columns * q.bits + 7) / 8)
+    return "has rows of " + std::to_string(q.rowBytes) +
+           " bytes, too few for " + std::to_string(q.columns) + " " +
+           std::to_string(q.bits) + "-bit elements";
+  int64_t rows = elements / q.columns, blocks = rows * q.blocksPerRow();
+  if (length != rows * q.rowBytes)
+    return "has length " + std::to_string(length) + " where its " +
+           std::to_string(rows) + " rows of " + std::to_string(q.rowBytes) +
+           " bytes need " + std::to_string(rows * q.rowBytes);
+  if (!isFloat(q.scales.type))
+    return "has scales of a type other than f32, f16 or bf16";
+  if (std::string why =
+          checkPart(q.scales, "its scales", blocks * widthOf(q.scales.type));
+      !why.empty())
+    return why;
+  if (q.zeroPoints) {
+    if (!q.packedZeroPoints())
+      return "has zero points of a type other than ui8 (packed as its "
+             "elements)";
+    if (std::string why = checkPart(*q.zeroPoints, "its zero points",
+                                    rows * q.zeroPointRowBytes());
+        !why.empty())
+      return why;
+  }
+  return "";
+}
+
+void dequantizeRows(const QuantizedLayout &q, int64_t rows,
+                    const uint8_t *packed, const uint8_t *scales,
+                    const uint8_t *zeroPoints, float *out) {
+  const int64_t blocks = q.blocksPerRow(), zpRow = q.zeroPointRowBytes();
+  const float middle = static_cast<float>(1 << (q.bits - 1));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *row = packed + r * q.rowBytes;
+    for (int64_t j = 0; j < blocks; ++j) {
+      float scale = floatAt(scales, q.scales.type, r * blocks + j);
+      float zero = zeroPoints ? static_cast<float>(packedAt(
+                                    zeroPoints + r * zpRow, q.bits, j))
+                              : middle;
+      int64_t end = std::min(q.columns, (j + 1) * q.blockSize);
+      for (int64_t k = j * q.blockSize; k < end; ++k)
+        out[r * q.columns + k] =
+            (static_cast<float>(packedAt(row, q.bits, k)) - zero) * scale;
+    }
+  }
+}
+
+llvm::Expected<std::vector<float>> dequantizeWeight(WeightOp op,
+                                                    StringRef folder) {
+  auto layout = parseQuantization(*op.getQuantization());
+  if (!layout)
+    return layout.takeError();
+  auto read = [&](StringRef file, int64_t offset, int64_t length,
+                  StringRef what) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+    SmallString<256> path(folder);
+    llvm::sys::path::append(path, file);
+    auto buffer = llvm::MemoryBuffer::getFileSlice(path, length, offset,
+                                                   /*IsVolatile=*/false);
+    if (!buffer || static_cast<int64_t>((*buffer)->getBufferSize()) != length)
+      return fail("cannot read the " + what + " of weight '" + op.getName() +
+                  "' (" + llvm::Twine(length) + " bytes at " +
+                  llvm::Twine(offset) + " of '" + path + "')");
+    return std::move(*buffer);
+  };
+  auto packed = read(op.getFile(), static_cast<int64_t>(op.getOffset()),
+                     static_cast<int64_t>(op.getLength()), "packed elements");
+  if (!packed)
+    return packed.takeError();
+  auto scales = read(layout->scales.file, layout->scales.offset,
+                     layout->scales.length, "scales");
+  if (!scales)
+    return scales.takeError();
+  std::unique_ptr<llvm::MemoryBuffer> zeroPoints;
+  if (layout->zeroPoints) {
+    auto zp = read(layout->zeroPoints->file, layout->zeroPoints->offset,
+                   layout->zeroPoints->length, "zero points");
+    if (!zp)
+      return zp.takeError();
+    zeroPoints = std::move(*zp);
+  }
+  int64_t elements = op.getType().getNumElements();
+  std::vector<float> out(static_cast<size_t>(elements));
+  auto bytes = [](const std::unique_ptr<llvm::MemoryBuffer> &b) {
+    return b ? reinterpret_cast<const uint8_t *>(b->getBufferStart()) : nullptr;
+  };
+  dequantizeRows(*layout, elements / layout->columns, bytes(*packed),
+                 bytes(*scales), bytes(zeroPoints), out.data());
+  return out;
+}
+
+} // namespace meshc::dfg

@@ -1,0 +1,66 @@
+//===- QuantizedWeights.h - Weight-only quantized weight references -----*- C++ -*-===//
+//
+// Part of meshc. The layout of a `dfg.weight` with `quantization` (packed
+// low-bit integers in blocks with scales and zero points, as onnxruntime's
+// MatMulNBits and GatherBlockQuantized store them), and its dequantization,
+// shared by the verifier, the reference evaluator and code generation.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MESHC_DIALECTS_DFG_IR_QUANTIZEDWEIGHTS_H
+#define MESHC_DIALECTS_DFG_IR_QUANTIZEDWEIGHTS_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meshc::dfg {
+
+class WeightOp;
+
+/// Bytes of a file that a quantized weight reads beside its elements.
+struct QuantizedPart {
+  std::string file;
+  int64_t offset = 0, length = 0;
+  /// f32, f16 or bf16; for packed zero points, ui8.
+  mlir::Type type;
+};
+
+struct QuantizedLayout {
+  int64_t bits = 4, blockSize = 32, columns = 0, rowBytes = 0;
+  QuantizedPart scales;
+  std::optional<QuantizedPart> zeroPoints;
+
+  int64_t blocksPerRow() const { return (columns + blockSize - 1) / blockSize; }
+  /// Bytes of a row of packed zero points.
+  int64_t zeroPointRowBytes() const { return (blocksPerRow() * bits + 7) / 8; }
+  bool packedZeroPoints() const {
+    return zeroPoints && zeroPoints->type.isUnsignedInteger(8);
+  }
+};
+
+/// The attribute `quantization` of a dfg.weight.
+mlir::DictionaryAttr quantizationAttr(mlir::MLIRContext *context,
+                                      const QuantizedLayout &layout);
+/// The layout an attribute describes, or why it describes none.
+llvm::Expected<QuantizedLayout> parseQuantization(mlir::DictionaryAttr attr);
+/// Why a weight of `elements` elements and `length` bytes cannot have the
+/// layout (invariant 6 of dfg.weight), or "".
+std::string checkQuantization(const QuantizedLayout &layout, int64_t elements,
+                              int64_t length);
+
+/// Row r's (q - zero point) * scale, for `rows` rows from their bytes.
+void dequantizeRows(const QuantizedLayout &layout, int64_t rows,
+                    const uint8_t *packed, const uint8_t *scales,
+                    const uint8_t *zeroPoints, float *out);
+/// The weight's elements, dequantized in f32, read from `folder`'s files.
+llvm::Expected<std::vector<float>> dequantizeWeight(WeightOp op,
+                                                    llvm::StringRef folder);
+
+} // namespace meshc::dfg
+
+#endif // MESHC_DIALECTS_DFG_IR_QUANTIZEDWEIGHTS_H
