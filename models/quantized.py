@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-
-
+"""Writes a small model of onnxruntime's weight-only quantized ops, its
+inputs and float64 outputs, for meshc's tests.
 
 Usage: models/quantized.py --out DIR [--bits-last 2|4|8] [--no-zero-points]
 
