@@ -53,13 +53,13 @@ std::string checkPart(const QuantizedPart &part, StringRef what,
       llvm::is_contained(llvm::make_range(llvm::sys::path::begin(part.file),
                                           llvm::sys::path::end(part.file)),
                          ".."))
-    return (what + " refer to '" + part.file +
+    return ("has " + what + " in '" + part.file +
             "', which is not a relative path inside the model's folder")
         .str();
   if (part.offset < 0 || part.length != expected)
-    return (what + " have offset " + llvm::Twine(part.offset) + " and length " +
-            llvm::Twine(part.length) + " where " + llvm::Twine(expected) +
-            " bytes are needed")
+    return ("has " + what + " at offset " + llvm::Twine(part.offset) +
+            " of length " + llvm::Twine(part.length) + " where " +
+            llvm::Twine(expected) + " bytes are needed")
         .str();
   return "";
 }
@@ -144,14 +144,14 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
   if (!isFloat(q.scales.type))
     return "has scales of a type other than f32, f16 or bf16";
   if (std::string why =
-          checkPart(q.scales, "its scales", blocks * widthOf(q.scales.type));
+          checkPart(q.scales, "scales", blocks * widthOf(q.scales.type));
       !why.empty())
     return why;
   if (q.zeroPoints) {
     if (!q.packedZeroPoints())
       return "has zero points of a type other than ui8 (packed as its "
              "elements)";
-    if (std::string why = checkPart(*q.zeroPoints, "its zero points",
+    if (std::string why = checkPart(*q.zeroPoints, "zero points",
                                     rows * q.zeroPointRowBytes());
         !why.empty())
       return why;

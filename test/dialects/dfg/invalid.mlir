@@ -60,6 +60,78 @@ func.func @weight_invariant_4_dotdot() -> tensor<4xf32> {
 
 // -----
 
+func.func @weight_invariant_6_bits() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' has 3-bit elements (2, 4 or 8)}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 3 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @weight_invariant_6_columns() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' has block size 32 and 48 columns, which must be positive and divide its 4096 elements}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 48 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @weight_invariant_6_row_bytes() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' has rows of 16 bytes, too few for 64 4-bit elements}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 1024] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 16 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @weight_invariant_3_quantized() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' has length 1024 where its 64 rows of 32 bytes need 2048}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 1024] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @weight_invariant_6_scales() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' has scales at offset 2048 of length 256 where 512 bytes are needed}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 256 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @weight_invariant_6_zero_points() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' has zero points of a type other than ui8 (packed as its elements)}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}, zero_points = {file = "w.bin", offset = 0 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @weight_invariant_6_stored() -> tensor<64x64xf16> {
+  // expected-error @+1 {{quantized weight 'q' is both quantized and stored as a floating-point type}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] stored f32 {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf16>
+  return %w : tensor<64x64xf16>
+}
+
+// -----
+
+func.func @weight_invariant_6_integer() -> tensor<64x64xi32> {
+  // expected-error @+1 {{quantized weight 'q' is quantized but not floating-point}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xi32>
+  return %w : tensor<64x64xi32>
+}
+
+// -----
+
+func.func @weight_invariant_6_missing() -> tensor<64x64xf32> {
+  // expected-error @+1 {{quantized weight 'q' quantization needs the integer 'row_bytes'}}
+  %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<64x64xf32>
+  return %w : tensor<64x64xf32>
+}
+
+// -----
+
 func.func @weight_element_type() -> tensor<4xf64> {
   // expected-error @+1 {{'dfg.weight' op result #0 must be ranked tensor of}}
   %w = dfg.weight "w" in "w.bin" [offset = 0, length = 32] : tensor<4xf64>

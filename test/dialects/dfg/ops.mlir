@@ -400,3 +400,14 @@ func.func @scatter_nd_accumulate(%z: tensor<6x8xf32>, %rows: tensor<12x1xi64>, %
   %0 = dfg.scatter_nd %z, %rows, %out accumulate : (tensor<6x8xf32>, tensor<12x1xi64>, tensor<12x8xf32>) -> tensor<6x8xf32>
   return %0 : tensor<6x8xf32>
 }
+
+// A weight-only quantized matrix (MatMulNBits' 4-bit blocks with packed zero
+// points) and its reshape, which keeps the elements' order.
+// CHECK-LABEL: func.func @weight_quantized
+func.func @weight_quantized() -> (tensor<64x64xf32>, tensor<4096xbf16>) {
+  // CHECK: dfg.weight "q" in "model.onnx.data" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "model.onnx.data", length = 512 : i64, offset = 2048 : i64, type = f32}, zero_points = {file = "model.onnx.data", length = 64 : i64, offset = 2560 : i64, type = ui8}}} : tensor<64x64xf32>
+  %q = dfg.weight "q" in "model.onnx.data" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "model.onnx.data", offset = 2048 : i64, length = 512 : i64, type = f32}, zero_points = {file = "model.onnx.data", offset = 2560 : i64, length = 64 : i64, type = ui8}}} : tensor<64x64xf32>
+  // CHECK: dfg.weight "q" {{.*}} : tensor<4096xbf16>
+  %flat = dfg.weight "q" in "model.onnx.data" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "model.onnx.data", offset = 2048 : i64, length = 512 : i64, type = f32}}} : tensor<4096xbf16>
+  return %q, %flat : tensor<64x64xf32>, tensor<4096xbf16>
+}
