@@ -291,6 +291,11 @@ public:
     return std::make_pair(owned.data(), element);
   }
 
+  /// Forgets the bytes made for `root` (a dequantized weight, an assembled
+  /// concat) once no later entry reads it: a rank's file is written one
+  /// root at a time, not with every dequantized weight in memory at once.
+  void release(Operation *root) { owned_.erase(root); }
+
 private:
   static llvm::Error error(const Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -376,10 +381,13 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
     return error(message);
 
   Roots roots(*this, weightsDir);
+  llvm::DenseMap<Operation *, size_t> lastUse;
+  for (auto [i, e] : llvm::enumerate(entries_))
+    lastUse[e.box.root] = i;
   std::vector<uint8_t> chunk, converted;
   uint64_t done = 0;
   int shown = -1;
-  for (const Entry &e : entries_) {
+  for (auto [index, e] : llvm::enumerate(entries_)) {
     const WeightBox &box = e.box;
     auto rootType = cast<RankedTensorType>(box.root->getResult(0).getType());
     // A weight converted by --dtype is read as its stored type and written
@@ -426,6 +434,8 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
             });
     if (failed || !flush())
       return error(message);
+    if (lastUse[box.root] == index)
+      roots.release(box.root);
   }
   if (progress && shown >= 0)
     *progress << "\r  writing " << path << ": 100%\n";
