@@ -485,16 +485,36 @@ LogicalResult NodeContext::setSequenceResult(ArrayRef<Value> values) {
 // Importer
 //===----------------------------------------------------------------------===//
 
+/// Bits per element of the integer types meshc reads only as packed bytes
+/// (quantized weights).
+static std::optional<int> packedBits(int onnxType) {
+  if (onnxType == onnx::TensorProto::UINT8 ||
+      onnxType == onnx::TensorProto::INT8)
+    return 8;
+  if (onnxType == kOnnxUint4 || onnxType == kOnnxInt4)
+    return 4;
+  return std::nullopt;
+}
+
+static std::string packedTypeName(int onnxType) {
+  return onnxType == kOnnxUint4  ? "UINT4"
+         : onnxType == kOnnxInt4 ? "INT4"
+                                 : onnx::TensorProto::DataType_Name(
+                                       static_cast<onnx::TensorProto::DataType>(
+                                           onnxType));
+}
+
 /// "node 'NAME' (OP, #INDEX)", as diagnostics name a node.
 /// Ops of quantized models meshc does not import: onnxruntime's integer
-/// quantization, its quantized mixture of experts, and ONNX's
-/// (de)quantization. (Its weight-only MatMulNBits and GatherBlockQuantized,
-/// the int4 models of its builder, are imported: LegalizeQuantized.cpp.)
+/// quantization, its quantized mixture of experts, and ONNX's quantization
+/// of activations. (Weight-only quantization is imported: onnxruntime's
+/// MatMulNBits and GatherBlockQuantized, the int4 models of its builder,
+/// and ONNX's DequantizeLinear of an initializer; LegalizeQuantized.cpp.)
 static bool isQuantizedOp(StringRef opType) {
   return llvm::is_contained(
       {"MatMulBnb4", "QMoE",
        "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention",
-       "QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear",
+       "QLinearMatMul", "MatMulInteger", "QuantizeLinear",
        "DynamicQuantizeLinear", "QOrderedMatMul"},
       opType);
 }
@@ -600,20 +620,20 @@ Importer::valueType(const onnx::ValueInfoProto &info,
 LogicalResult Importer::importInitializers() {
   const auto &graph = model_.proto().graph();
   for (auto [index, tensor] : enumerate(graph.initializer())) {
-    if (tensor.data_type() == onnx::TensorProto::UINT8) {
+    if (std::optional<int> bits = packedBits(tensor.data_type())) {
       // Packed integers of a quantized weight: kept as bytes for the op
       // that reads them (importPackedReader), no dfg value.
       int64_t count = 1;
       for (int64_t d : tensor.dims())
         count *= d;
-      auto ref = model_.initializerData(index, count);
+      auto ref = model_.initializerData(index, (count * *bits + 7) / 8);
       if (!ref)
         return error(toString(ref.takeError()));
       if (!*ref)
-        return error("initializer '" + tensor.name() +
-                     "' holds UINT8 elements outside raw data; meshc reads "
-                     "8-bit integers only as the raw bytes of quantized "
-                     "weights");
+        return error("initializer '" + tensor.name() + "' holds " +
+                     packedTypeName(tensor.data_type()) +
+                     " elements outside raw data; meshc reads 8- and 4-bit "
+                     "integers only as the raw bytes of quantized weights");
       raw_[tensor.name()] = {tensor.name(), (*ref)->file, (*ref)->offset,
                              (*ref)->length, tensor.data_type(),
                              SmallVector<int64_t>(tensor.dims().begin(),
@@ -871,21 +891,23 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
   const RawInitializer *packed = nullptr;
   for (const std::string &in : node.input())
     if (const RawInitializer *raw = rawInitializer(in);
-        raw && raw->onnxType == onnx::TensorProto::UINT8 && !values_.count(in))
+        raw && packedBits(raw->onnxType) && !values_.count(in))
       packed = raw;
   if (!packed)
     return success();
   bool standard = node.domain().empty() || node.domain() == "ai.onnx";
-  if (node.domain() == "com.microsoft" &&
-      (node.op_type() == "MatMulNBits" ||
-       node.op_type() == "GatherBlockQuantized"))
+  if ((node.domain() == "com.microsoft" &&
+       (node.op_type() == "MatMulNBits" ||
+        node.op_type() == "GatherBlockQuantized")) ||
+      (standard && node.op_type() == "DequantizeLinear"))
     return success();
   if (!standard || node.op_type() != "Reshape" || node.input_size() < 2 ||
       node.input(0) != packed->name || node.output_size() != 1)
-    return emitError(loc) << "input '" << packed->name
-                          << "' holds packed UINT8 integers, which meshc "
-                             "reads only as the quantized weights of "
-                             "MatMulNBits and GatherBlockQuantized (and "
+    return emitError(loc) << "input '" << packed->name << "' holds packed "
+                          << packedTypeName(packed->onnxType)
+                          << " integers, which meshc reads only as the "
+                             "quantized weights of MatMulNBits, "
+                             "GatherBlockQuantized and DequantizeLinear (and "
                              "their Reshapes)";
   Value shapeValue = values_.lookup(node.input(1));
   if (!shapeValue)
@@ -1292,7 +1314,8 @@ OwningOpRef<ModuleOp> Importer::run() {
           << ": integer weights or activations with scales) is not "
              "supported: meshc computes in f32, f16 or bf16 and reads only "
              "weight-only quantized matrices (MatMulNBits, "
-             "GatherBlockQuantized); export the model unquantized "
+             "GatherBlockQuantized, DequantizeLinear of an initializer); "
+             "export the model unquantized "
              "(onnxruntime-genai's builder: -p fp32, fp16 or bf16) or with "
              "weight-only quantization (-p int4)";
       return nullptr;

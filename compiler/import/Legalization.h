@@ -33,6 +33,10 @@ namespace meshc::onnximport {
 
 class Importer;
 
+/// ONNX's 4-bit integer types (ONNX 1.16), which Debian's compiled schema
+/// (1.12) does not name.
+constexpr int kOnnxUint4 = 21, kOnnxInt4 = 22;
+
 /// An initializer's bytes in a file as ONNX stores them, for the ops that
 /// read a weight-only quantized matrix (MatMulNBits, GatherBlockQuantized):
 /// its packed integers are no dfg tensor, and its scales are referred to.

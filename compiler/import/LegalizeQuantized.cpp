@@ -1,8 +1,9 @@
 //===- LegalizeQuantized.cpp - Weight-only quantized matrices -------------===//
 //
-// Part of meshc. onnxruntime's weight-only quantized ops (the int4 models of
-// onnxruntime-genai's builder) read a matrix of packed low-bit integers in
-// blocks with scales and zero points. Each becomes a `dfg.weight` with
+// Part of meshc. Weight-only quantized ops (onnxruntime's, in the int4
+// models of onnxruntime-genai's builder, and ONNX's DequantizeLinear of a
+// weight, their QDQ form) read a matrix of packed low-bit integers in blocks
+// with scales and zero points. Each becomes a `dfg.weight` with
 // `quantization` (a reference to those bytes, dequantized by code generation
 // while it slices and by the reference evaluator), read by the standard ops
 // the op computes:
@@ -11,6 +12,8 @@
 //     -> matmul(A, transpose(W)) (+ bias)     W [N, K], rows of B
 //   GatherBlockQuantized(data, indices, scales, zero_points?)
 //     -> gather(W, indices, axis 0)           W [rows, K], rows of data
+//   DequantizeLinear(x, scale, zero_point?)   x a 2-D integer initializer
+//     -> W                                    per tensor, axis or block
 //
 // so that raising makes them linears and embeddings, and tensor parallelism
 // splits them as any other weight. The products run in the activations'
@@ -159,7 +162,7 @@ LogicalResult legalizeMatMulNBits(NodeContext &ctx) {
     return failure();
   layout.scales = *scales;
   FailureOr<std::optional<dfg::QuantizedPart>> zeroPoints =
-      zeroPointsInput(ctx, 3, n, layout.zeroPointRowBytes());
+      zeroPointsInput(ctx, 3, n, layout.zeroPointRowStride() / 8);
   if (failed(zeroPoints))
     return failure();
   layout.zeroPoints = *zeroPoints;
@@ -233,7 +236,7 @@ LogicalResult legalizeGatherBlockQuantized(NodeContext &ctx) {
     return failure();
   layout.scales = *scales;
   FailureOr<std::optional<dfg::QuantizedPart>> zeroPoints =
-      zeroPointsInput(ctx, 3, dims[0], layout.zeroPointRowBytes());
+      zeroPointsInput(ctx, 3, dims[0], layout.zeroPointRowStride() / 8);
   if (failed(zeroPoints))
     return failure();
   layout.zeroPoints = *zeroPoints;
@@ -245,9 +248,108 @@ LogicalResult legalizeGatherBlockQuantized(NodeContext &ctx) {
       ctx.input(1), 0);
 }
 
+/// DequantizeLinear (ONNX) of a 2-D initializer of 8- or 4-bit integers:
+/// per tensor (one scale), per axis (a scale per row or per column) or in
+/// blocks along an axis (block_size, opset 21): (x - zero point) * scale,
+/// the zero point 0 without zero points.
+LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
+  const RawInitializer *x = ctx.rawInput(0);
+  int onnxType = x ? x->onnxType : 0;
+  bool isSigned = onnxType == onnx::TensorProto::INT8 || onnxType == kOnnxInt4;
+  int64_t bits = onnxType == onnx::TensorProto::INT8 ||
+                         onnxType == onnx::TensorProto::UINT8
+                     ? 8
+                 : onnxType == kOnnxInt4 || onnxType == kOnnxUint4 ? 4
+                                                          : 0;
+  if (!x || !bits || ctx.input(0))
+    return ctx.error("only the dequantization of an initializer of 8- or "
+                     "4-bit integers (a quantized weight) is supported, not "
+                     "of a computed tensor (quantized activations) or of "
+                     "other types");
+  if (x->dims.size() != 2)
+    return ctx.error("only a 2-D quantized weight is supported, not " +
+                     dimsText(x->dims));
+  int64_t rows = x->dims[0], columns = x->dims[1];
+  if ((columns * bits) % 8 != 0)
+    return ctx.error("rows of " + std::to_string(columns) + " " +
+                     std::to_string(bits) +
+                     "-bit elements do not fill whole bytes");
+  if (!ctx.input(1))
+    return ctx.error("the scale (input 1) is missing");
+  Type element = ctx.inputType(1).getElementType();
+  if (!element.isF32() && !element.isF16() && !element.isBF16())
+    return ctx.error("the scale must be f32, f16 or bf16");
+  if (int64_t to = ctx.attrInt("output_dtype", 0);
+      to != 0 && to != (element.isF32()   ? onnx::TensorProto::FLOAT
+                        : element.isF16() ? onnx::TensorProto::FLOAT16
+                                          : onnx::TensorProto::BFLOAT16))
+    return ctx.error("an output_dtype other than the scale's is not "
+                     "supported");
+  const RawInitializer *scaleRaw = ctx.rawInput(1);
+  if (!scaleRaw)
+    return ctx.error("the scale must be an initializer in raw data");
+  int64_t axis = ctx.attrInt("axis", 1), blockSize = ctx.attrInt("block_size", 0);
+  if (axis < 0)
+    axis += 2;
+  if (axis != 0 && axis != 1)
+    return ctx.error("axis " + std::to_string(ctx.attrInt("axis", 1)) +
+                     " is outside the 2-D weight");
+  dfg::QuantizedLayout layout;
+  layout.bits = bits;
+  layout.isSigned = isSigned;
+  layout.zeroPoint = 0;
+  layout.columns = columns;
+  layout.rowBytes = columns * bits / 8;
+  int64_t scaleCount = product(scaleRaw->dims);
+  if (blockSize > 0) {
+    // Blocks along `axis`.
+    layout.blockSize = axis == 1 ? blockSize : 1;
+    layout.blockRows = axis == 0 ? blockSize : 1;
+  } else if (scaleCount == 1 && scaleRaw->dims.size() <= 1) {
+    layout.blockSize = columns; // per tensor
+    layout.blockRows = rows;
+  } else if (scaleRaw->dims.size() == 1) {
+    layout.blockSize = axis == 0 ? columns : 1; // per axis
+    layout.blockRows = axis == 0 ? 1 : rows;
+  } else {
+    return ctx.error("the scale " + dimsText(scaleRaw->dims) +
+                     " is neither one value, one per index of axis " +
+                     std::to_string(axis) + ", nor blocks (block_size)");
+  }
+  if (layout.blockSize < 1 || layout.blockRows < 1)
+    return ctx.error("the weight " + dimsText(x->dims) + " is empty");
+  int64_t gridRows = layout.blockRowsOf(rows), blocks = layout.blocksPerRow();
+  if (scaleCount != gridRows * blocks)
+    return ctx.error("the scale " + dimsText(scaleRaw->dims) + " is not [" +
+                     std::to_string(gridRows) + ", " + std::to_string(blocks) +
+                     "] values for the weight " + dimsText(x->dims));
+  layout.scales = dfg::QuantizedPart{scaleRaw->file, scaleRaw->offset,
+                                     scaleRaw->length, element};
+  if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
+    const RawInitializer *zp = ctx.rawInput(2);
+    if (!zp || zp->onnxType != onnxType)
+      return ctx.error("the zero point must be an initializer of the "
+                       "weight's type");
+    if (product(zp->dims) != gridRows * blocks)
+      return ctx.error("the zero point " + dimsText(zp->dims) +
+                       " is not shaped as the scale");
+    // ONNX packs 4-bit tensors on across rows.
+    layout.zeroPointRowBits = blocks * bits;
+    layout.zeroPoints = dfg::QuantizedPart{
+        zp->file, zp->offset, zp->length,
+        IntegerType::get(ctx.builder().getContext(), 8, IntegerType::Unsigned)};
+  }
+  FailureOr<Value> w = quantizedWeight(ctx, *x, layout, rows, element);
+  if (failed(w))
+    return failure();
+  return ctx.setResults(*w);
+}
+
 } // namespace
 
 void populateQuantizedLegalizations(LegalizationTable &table) {
+  table.add("", "DequantizeLinear", 13, legalizeDequantizeLinear);
+  table.add("", "DequantizeLinear", 21, legalizeDequantizeLinear); // blocks
   table.add("com.microsoft", "MatMulNBits", 1, legalizeMatMulNBits);
   table.add("com.microsoft", "GatherBlockQuantized", 1,
             legalizeGatherBlockQuantized);

@@ -591,9 +591,10 @@ def save_tiny_tokenizer(folder):
 
 # onnxruntime-genai's builder's weight-only quantized forms (exporter ->
 # precision and extra options): its usual CPU form (int4, symmetric: no zero
-# points), with zero points, and 8-bit.
+# points), with zero points, 8-bit, and ONNX's QDQ form (DequantizeLinear of
+# INT4 blocks before each MatMul).
 GENAI_QUANTIZED = {"genai_int4": ("int4", []), "genai_int4asym": ("int4", ["is_symmetric=false"]),
-                   "genai_int8": ("int8", [])}
+                   "genai_int8": ("int8", []), "genai_int4qdq": ("int4", ["use_qdq=true"])}
 
 
 def export_genai(arch, model, out, precision="fp32", options=()):
@@ -612,6 +613,17 @@ def export_genai(arch, model, out, precision="fp32", options=()):
         if precision != "fp32":
             cmd += ["--extra_options", "accuracy_level=1", *options]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if "use_qdq=true" in options:
+        # onnxruntime fuses a weight's DequantizeLinear and its MatMul into a
+        # MatMulNBits at accuracy level 4 (8-bit activations), which
+        # onnxruntime-genai (no config entries in its session options) cannot
+        # turn off but with the graph optimizations: its loop then computes
+        # in f32, as ONNX defines the pair (run_reference sets the level).
+        path = os.path.join(out, "genai_config.json")
+        config = json.load(open(path))
+        config["model"]["decoder"]["session_options"]["graph_optimization_level"] = \
+            "ORT_DISABLE_ALL"
+        json.dump(config, open(path, "w"), indent=4)
     return None, None
 
 
@@ -718,7 +730,13 @@ def mark_unspecified(out, feeds, outputs):
 def run_reference(out, model, arch, feeds):
     import onnxruntime as ort
 
-    sess = ort.InferenceSession(os.path.join(out, "model.onnx"),
+    # A DequantizeLinear of a weight before a MatMul (the builder's QDQ
+    # form) computes in f32, as ONNX defines it: onnxruntime would fuse the
+    # pair into a MatMulNBits at accuracy level 4 (8-bit activations) unless
+    # told otherwise.
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "1")
+    sess = ort.InferenceSession(os.path.join(out, "model.onnx"), options,
                                 providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
     if feeds is not None and names < set(feeds):

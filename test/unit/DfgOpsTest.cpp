@@ -146,52 +146,66 @@ TEST_F(DfgOpsTest, ConstantFoldsToItsValue) {
 } // namespace
 
 // Quantized rows against the format's definition, written out per element:
-// element k of a row at bit k * bits (low bits first), (q - zero point) *
-// scale of its block, the zero point 2^(bits-1) without zero points; a
+// element k of a row at bit k * bits (low bits first, two's complement when
+// signed), (q - zero point) * scale of its block (block_rows rows by
+// block_size columns), the zero point 2^(bits-1) without zero points; a
 // block that does not divide the row, and packed zero points.
 TEST(QuantizedWeights, DequantizeRowsFollowsTheFormat) {
   MLIRContext context;
   for (int64_t bits : {2, 4, 8})
-    for (bool withZeroPoints : {false, true}) {
-      QuantizedLayout q;
-      q.bits = bits;
-      q.blockSize = 4;
-      q.columns = 10; // 3 blocks, the last of 2 columns
-      q.rowBytes = (q.columns * bits + 7) / 8 + 1; // a byte of padding
-      q.scales.type = Float32Type::get(&context);
-      const int64_t rows = 3, blocks = q.blocksPerRow();
-      std::vector<uint8_t> packed(rows * q.rowBytes), zeros;
-      std::vector<float> scales(rows * blocks);
-      std::vector<int> value(rows * q.columns), zero(rows * blocks);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t k = 0; k < q.columns; ++k) {
-          int v = static_cast<int>((r * 7 + k * 5) % (1 << bits));
-          value[r * q.columns + k] = v;
-          packed[r * q.rowBytes + k * bits / 8] |= v << (k * bits % 8);
-        }
-      for (int64_t i = 0; i < rows * blocks; ++i)
-        scales[i] = 0.25f + 0.125f * static_cast<float>(i);
-      if (withZeroPoints) {
-        q.zeroPoints = QuantizedPart{"z", 0, 0, IntegerType::get(&context, 8, IntegerType::Unsigned)};
-        zeros.assign(rows * q.zeroPointRowBytes(), 0);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < blocks; ++j) {
-            int z = static_cast<int>((r + 3 * j) % (1 << bits));
-            zero[r * blocks + j] = z;
-            zeros[r * q.zeroPointRowBytes() + j * bits / 8] |= z << (j * bits % 8);
+    for (bool withZeroPoints : {false, true})
+      for (bool isSigned : {false, true})
+        for (int64_t blockRows : {1, 2}) {
+          QuantizedLayout q;
+          q.bits = bits;
+          q.isSigned = isSigned;
+          q.blockRows = blockRows;
+          q.blockSize = 4;
+          q.columns = 10; // 3 blocks, the last of 2 columns
+          q.rowBytes = (q.columns * bits + 7) / 8 + 1; // a byte of padding
+          q.scales.type = Float32Type::get(&context);
+          const int64_t rows = 3, blocks = q.blocksPerRow(),
+                        grid = q.blockRowsOf(rows);
+          const int64_t half = int64_t(1) << (bits - 1);
+          auto asStored = [&](int64_t i) { // a value of the range, stored
+            int64_t v = isSigned ? i % (2 * half) - half : i % (2 * half);
+            return std::pair<int64_t, int>{v, static_cast<int>(v & (2 * half - 1))};
+          };
+          std::vector<uint8_t> packed(rows * q.rowBytes), zeros;
+          std::vector<float> scales(grid * blocks);
+          std::vector<int64_t> value(rows * q.columns), zero(grid * blocks);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t k = 0; k < q.columns; ++k) {
+              auto [v, bitsOf] = asStored(r * 7 + k * 5);
+              value[r * q.columns + k] = v;
+              packed[r * q.rowBytes + k * bits / 8] |= bitsOf << (k * bits % 8);
+            }
+          for (int64_t i = 0; i < grid * blocks; ++i)
+            scales[i] = 0.25f + 0.125f * static_cast<float>(i);
+          if (withZeroPoints) {
+            q.zeroPoints = QuantizedPart{
+                "z", 0, 0, IntegerType::get(&context, 8, IntegerType::Unsigned)};
+            int64_t rowBytes = q.zeroPointRowStride() / 8;
+            zeros.assign(grid * rowBytes, 0);
+            for (int64_t g = 0; g < grid; ++g)
+              for (int64_t j = 0; j < blocks; ++j) {
+                auto [z, bitsOf] = asStored(g + 3 * j);
+                zero[g * blocks + j] = z;
+                zeros[g * rowBytes + j * bits / 8] |= bitsOf << (j * bits % 8);
+              }
           }
-      }
-      std::vector<float> out(rows * q.columns);
-      dequantizeRows(q, rows, packed.data(),
-                     reinterpret_cast<const uint8_t *>(scales.data()),
-                     withZeroPoints ? zeros.data() : nullptr, out.data());
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t k = 0; k < q.columns; ++k) {
-          int64_t j = k / q.blockSize;
-          double z = withZeroPoints ? zero[r * blocks + j] : 1 << (bits - 1);
-          double want = (value[r * q.columns + k] - z) * scales[r * blocks + j];
-          EXPECT_EQ(out[r * q.columns + k], static_cast<float>(want))
-              << bits << " bits, row " << r << ", column " << k;
+          std::vector<float> out(rows * q.columns);
+          dequantizeRows(q, rows, packed.data(),
+                         reinterpret_cast<const uint8_t *>(scales.data()),
+                         withZeroPoints ? zeros.data() : nullptr, out.data());
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t k = 0; k < q.columns; ++k) {
+              int64_t at = (r / blockRows) * blocks + k / q.blockSize;
+              double z = withZeroPoints ? zero[at] : half;
+              double want = (value[r * q.columns + k] - z) * scales[at];
+              EXPECT_EQ(out[r * q.columns + k], static_cast<float>(want))
+                  << bits << " bits, signed " << isSigned << ", block rows "
+                  << blockRows << ", row " << r << ", column " << k;
+            }
         }
-    }
 }

@@ -36,19 +36,24 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
     while it slices, so rank weight files hold the result type.
 
     With `quantization`, the file holds a weight-only quantized matrix
-    (onnxruntime's MatMulNBits and GatherBlockQuantized): `bits`-bit unsigned
-    integers packed low bits first, `row_bytes` bytes per row of `columns`
-    elements, element k of a row at bit k * bits of the row. Column blocks of
-    `block_size` share a scale and a zero point: `scales` is a reference
-    {file, offset, length, type} to [rows, blocks] floats (f32, f16 or bf16),
-    and `zero_points`, when present, to [rows, blocks] floats of that type or
-    (type ui8) to unsigned `bits`-bit integers packed as the elements are,
-    ceil(blocks * bits / 8) bytes per row; without them the zero point is
-    2^(bits - 1). The weight's elements, in row-major order, are the rows'
-    (q - zero point) * scale, computed in f32 and rounded to the result's
-    element type: code generation dequantizes while it slices, so rank weight
-    files hold the result type. (A reshaped reference keeps the elements'
-    order, so the result's shape may differ from [rows, columns].)
+    (onnxruntime's MatMulNBits and GatherBlockQuantized, ONNX's
+    DequantizeLinear of an initializer): `bits`-bit integers (two's
+    complement with `signed`, else unsigned) packed low bits first,
+    `row_bytes` bytes per row of `columns` elements, element k of a row at
+    bit k * bits of the row. A block of `block_rows` rows (default 1) by
+    `block_size` columns shares a scale and a zero point: `scales` is a
+    reference {file, offset, length, type} to the [ceil(rows / block_rows),
+    blocks] grid of floats (f32, f16 or bf16; blocks = ceil(columns /
+    block_size)), and `zero_points`, when present, to that grid's integers
+    (type ui8: packed as the elements are, of their signedness, a grid row
+    every `zero_point_row_bits` bits, by default ceil(blocks * bits / 8)
+    whole bytes); without them the zero point
+    is `zero_point`, by default 2^(bits - 1). The weight's elements, in
+    row-major order, are (q - zero point) * scale, computed in f32 and
+    rounded to the result's element type: code generation dequantizes while
+    it slices, so rank weight files hold the result type. (A reshaped
+    reference keeps the elements' order, so the result's shape may differ
+    from [rows, columns].)
 
     Invariants:
     1. The result type has a static shape.
@@ -61,9 +66,10 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
     5. `stored`, when present, is a floating-point type other than the
        result's floating-point element type.
     6. `quantization`, when present, excludes `stored`, has a floating-point
-       result, bits of 2, 4 or 8, a positive block size and column count
-       dividing the element count, row_bytes holding a row, and scales and
-       zero points of the lengths above in files inside the model's folder.
+       result, bits of 2, 4 or 8, a positive block size, block rows and
+       column count dividing the element count, row_bytes holding a row, and
+       scales and packed (ui8) zero points of the lengths above in files
+       inside the model's folder.
 
     Example:
 

@@ -75,10 +75,12 @@ float floatAt(const uint8_t *bytes, Type type, int64_t i) {
   return type.isF16() ? rt::halfToFloat(h) : rt::bfloat16ToFloat(h);
 }
 
-/// The `bits`-bit unsigned integer at element i of a packed row.
-int64_t packedAt(const uint8_t *row, int64_t bits, int64_t i) {
-  int64_t bit = i * bits;
-  return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+/// The `bits`-bit integer at bit `bit` of packed bytes, sign-extended when
+/// `isSigned`.
+int64_t packedAtBit(const uint8_t *data, int64_t bit, int64_t bits,
+                    bool isSigned) {
+  int64_t v = (data[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+  return isSigned && v >= (1 << (bits - 1)) ? v - (1 << bits) : v;
 }
 
 } // namespace
@@ -92,6 +94,17 @@ DictionaryAttr quantizationAttr(MLIRContext *context,
       b.getNamedAttr("columns", b.getI64IntegerAttr(layout.columns)),
       b.getNamedAttr("row_bytes", b.getI64IntegerAttr(layout.rowBytes)),
       b.getNamedAttr("scales", partAttr(b, layout.scales))};
+  if (layout.blockRows != 1)
+    entries.push_back(
+        b.getNamedAttr("block_rows", b.getI64IntegerAttr(layout.blockRows)));
+  if (layout.isSigned)
+    entries.push_back(b.getNamedAttr("signed", b.getBoolAttr(true)));
+  if (layout.zeroPoint)
+    entries.push_back(
+        b.getNamedAttr("zero_point", b.getI64IntegerAttr(*layout.zeroPoint)));
+  if (layout.zeroPointRowBits)
+    entries.push_back(b.getNamedAttr(
+        "zero_point_row_bits", b.getI64IntegerAttr(*layout.zeroPointRowBits)));
   if (layout.zeroPoints)
     entries.push_back(
         b.getNamedAttr("zero_points", partAttr(b, *layout.zeroPoints)));
@@ -109,6 +122,30 @@ llvm::Expected<QuantizedLayout> parseQuantization(DictionaryAttr attr) {
     if (!value)
       return fail("quantization needs the integer '" + key + "'");
     *field = value.getInt();
+  }
+  if (attr.get("block_rows")) {
+    auto rows = attr.getAs<IntegerAttr>("block_rows");
+    if (!rows)
+      return fail("quantization's 'block_rows' must be an integer");
+    layout.blockRows = rows.getInt();
+  }
+  if (attr.get("signed")) {
+    auto isSigned = attr.getAs<BoolAttr>("signed");
+    if (!isSigned)
+      return fail("quantization's 'signed' must be a bool");
+    layout.isSigned = isSigned.getValue();
+  }
+  if (attr.get("zero_point")) {
+    auto zero = attr.getAs<IntegerAttr>("zero_point");
+    if (!zero)
+      return fail("quantization's 'zero_point' must be an integer");
+    layout.zeroPoint = zero.getInt();
+  }
+  if (attr.get("zero_point_row_bits")) {
+    auto rowBits = attr.getAs<IntegerAttr>("zero_point_row_bits");
+    if (!rowBits)
+      return fail("quantization's 'zero_point_row_bits' must be an integer");
+    layout.zeroPointRowBits = rowBits.getInt();
   }
   auto scales = parsePart(attr.getAs<DictionaryAttr>("scales"), "scales");
   if (!scales)
@@ -136,7 +173,11 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
     return "has rows of " + std::to_string(q.rowBytes) +
            " bytes, too few for " + std::to_string(q.columns) + " " +
            std::to_string(q.bits) + "-bit elements";
-  int64_t rows = elements / q.columns, blocks = rows * q.blocksPerRow();
+  if (q.blockRows < 1)
+    return "has " + std::to_string(q.blockRows) +
+           " rows to a block, which must be positive";
+  int64_t rows = elements / q.columns,
+          blocks = q.blockRowsOf(rows) * q.blocksPerRow();
   if (length != rows * q.rowBytes)
     return "has length " + std::to_string(length) + " where its " +
            std::to_string(rows) + " rows of " + std::to_string(q.rowBytes) +
@@ -151,8 +192,12 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
     if (!q.packedZeroPoints())
       return "has zero points of a type other than ui8 (packed as its "
              "elements)";
+    if (q.zeroPointRowStride() < q.blocksPerRow() * q.bits)
+      return "has rows of " + std::to_string(q.zeroPointRowStride()) +
+             " bits of zero points, too few for " +
+             std::to_string(q.blocksPerRow()) + " blocks";
     if (std::string why = checkPart(*q.zeroPoints, "zero points",
-                                    rows * q.zeroPointRowBytes());
+                                    q.zeroPointBytes(rows));
         !why.empty())
       return why;
   }
@@ -162,19 +207,25 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
 void dequantizeRows(const QuantizedLayout &q, int64_t rows,
                     const uint8_t *packed, const uint8_t *scales,
                     const uint8_t *zeroPoints, float *out) {
-  const int64_t blocks = q.blocksPerRow(), zpRow = q.zeroPointRowBytes();
-  const float middle = static_cast<float>(1 << (q.bits - 1));
+  const int64_t blocks = q.blocksPerRow(), zpRow = q.zeroPointRowStride();
+  const float fallback = static_cast<float>(
+      q.zeroPoint ? *q.zeroPoint : int64_t(1) << (q.bits - 1));
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t *row = packed + r * q.rowBytes;
+    const int64_t grid = r / q.blockRows; // the scales' row
     for (int64_t j = 0; j < blocks; ++j) {
-      float scale = floatAt(scales, q.scales.type, r * blocks + j);
-      float zero = zeroPoints ? static_cast<float>(packedAt(
-                                    zeroPoints + r * zpRow, q.bits, j))
-                              : middle;
+      float scale = floatAt(scales, q.scales.type, grid * blocks + j);
+      float zero = zeroPoints ? static_cast<float>(packedAtBit(
+                                    zeroPoints, grid * zpRow + j * q.bits,
+                                    q.bits, q.isSigned))
+                              : fallback;
       int64_t end = std::min(q.columns, (j + 1) * q.blockSize);
       for (int64_t k = j * q.blockSize; k < end; ++k)
         out[r * q.columns + k] =
-            (static_cast<float>(packedAt(row, q.bits, k)) - zero) * scale;
+            (static_cast<float>(packedAtBit(row, k * q.bits, q.bits,
+                                            q.isSigned)) -
+             zero) *
+            scale;
     }
   }
 }

@@ -32,12 +32,33 @@ struct QuantizedPart {
 
 struct QuantizedLayout {
   int64_t bits = 4, blockSize = 32, columns = 0, rowBytes = 0;
+  /// Rows that share a block's scale (ONNX DequantizeLinear along axis 0,
+  /// per channel or per tensor): 1 for MatMulNBits' blocks along a row.
+  int64_t blockRows = 1;
+  /// Elements (and zero points) in two's complement.
+  bool isSigned = false;
+  /// The zero point without zero points: 2^(bits - 1) unless given.
+  std::optional<int64_t> zeroPoint;
   QuantizedPart scales;
   std::optional<QuantizedPart> zeroPoints;
 
   int64_t blocksPerRow() const { return (columns + blockSize - 1) / blockSize; }
-  /// Bytes of a row of packed zero points.
-  int64_t zeroPointRowBytes() const { return (blocksPerRow() * bits + 7) / 8; }
+  /// Rows of the scales' grid for a matrix of `rows` rows.
+  int64_t blockRowsOf(int64_t rows) const {
+    return (rows + blockRows - 1) / blockRows;
+  }
+  /// Bits from one row of packed zero points (a row of the scales' grid)
+  /// to the next: whole bytes (MatMulNBits) unless given (ONNX's packed
+  /// 4-bit tensors run on across rows).
+  std::optional<int64_t> zeroPointRowBits;
+  int64_t zeroPointRowStride() const {
+    return zeroPointRowBits ? *zeroPointRowBits
+                            : (blocksPerRow() * bits + 7) / 8 * 8;
+  }
+  /// Bytes of the packed zero points of a matrix of `rows` rows.
+  int64_t zeroPointBytes(int64_t rows) const {
+    return (blockRowsOf(rows) * zeroPointRowStride() + 7) / 8;
+  }
   bool packedZeroPoints() const {
     return zeroPoints && zeroPoints->type.isUnsignedInteger(8);
   }

@@ -1586,6 +1586,14 @@ def case_nbits_float_zero_points(path):
                   numpy_helper.from_array(np.full((8, 2), 8, np.float32), "w_zp")])
 
 
+def case_dequantize_activations(path):
+    """DequantizeLinear of a computed tensor (int32 activations cast)."""
+    nodes = [helper.make_node("Cast", ["x"], ["xi"], name="to_int", to=TensorProto.INT32),
+             helper.make_node("DequantizeLinear", ["xi", "s"], ["y"], name="dq")]
+    return model(nodes, [f32("x", [4])], [f32("y", None)],
+                 [numpy_helper.from_array(np.ones((), np.float32), "s")])
+
+
 def case_packed_reader(path):
     """Packed UINT8 integers read by an op other than the quantized ones."""
     q = numpy_helper.from_array(np.zeros((4, 8), np.uint8), "w_q4")
