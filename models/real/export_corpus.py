@@ -38,6 +38,10 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
       --arch llama --exporter genai --tag _genai06   (onnxruntime-genai 0.6: seqlens_k [batch, 1])
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch qwen3,gpt_neox --exporter ortopt,ortopt_eager   (the optimizer's qwen3 and gpt_neox types)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama,qwen3,gemma2 --exporter genai_int4   (then genai_int4asym and genai_int8 for
+      llama, genai_int4qdq for llama and qwen3: the builder's weight-only quantized forms,
+      GENAI_QUANTIZED, at accuracy level 1)
 
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
