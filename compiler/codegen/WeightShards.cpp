@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -215,11 +216,12 @@ public:
       // Dequantized whole, in f32 (the boxes convert to the result type).
       std::vector<uint8_t> &owned = owned_[root];
       if (owned.empty() && rootType.getNumElements() != 0) {
-        auto values = dfg::dequantizeWeight(w, weightsDir_);
-        if (!values)
-          return values.takeError();
-        owned.resize(values->size() * sizeof(float));
-        std::memcpy(owned.data(), values->data(), owned.size());
+        owned.resize(rootType.getNumElements() * sizeof(float));
+        if (llvm::Error e = dfg::dequantizeWeightInto(
+                w, weightsDir_, reinterpret_cast<float *>(owned.data()))) {
+          owned_.erase(root);
+          return std::move(e);
+        }
       }
       return std::make_pair(owned.data(),
                             Type(Float32Type::get(root->getContext())));
@@ -275,11 +277,16 @@ public:
     std::vector<std::vector<uint8_t>> parts;
     std::vector<size_t> blocks;
     for (Value part : concat.getInputs()) {
-      auto bytes = boxBytes(*shards_.fold(part), to);
+      WeightBox box = *shards_.fold(part);
+      auto bytes = boxBytes(box, to);
       if (!bytes)
         return bytes.takeError();
       parts.push_back(std::move(*bytes));
       blocks.push_back(parts.back().size() / outer);
+      // A part's root made here (a dequantized weight padded by the
+      // concat) is not kept past it unless a later entry reads it.
+      if (!stillNeeded_ || !stillNeeded_(box.root))
+        owned_.erase(box.root);
     }
     std::vector<uint8_t> assembled;
     assembled.reserve(rootType.getNumElements() * width);
@@ -295,6 +302,10 @@ public:
   /// concat) once no later entry reads it: a rank's file is written one
   /// root at a time, not with every dequantized weight in memory at once.
   void release(Operation *root) { owned_.erase(root); }
+  /// Whether a later entry reads `root` (its bytes are then kept).
+  void setStillNeeded(std::function<bool(Operation *)> stillNeeded) {
+    stillNeeded_ = std::move(stillNeeded);
+  }
 
 private:
   static llvm::Error error(const Twine &msg) {
@@ -327,7 +338,10 @@ private:
   WeightShards &shards_;
   std::string weightsDir_;
   std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files_;
-  llvm::DenseMap<Operation *, std::vector<uint8_t>> owned_;
+  // A std::map: bytes() holds a reference to one root's bytes while it
+  // makes its parts' (a concat's), which insert others.
+  std::map<Operation *, std::vector<uint8_t>> owned_;
+  std::function<bool(Operation *)> stillNeeded_;
 };
 
 std::string WeightShards::concatName(Operation *op) {
@@ -384,10 +398,16 @@ WeightShards::write(const std::string &path, StringRef weightsDir,
   llvm::DenseMap<Operation *, size_t> lastUse;
   for (auto [i, e] : llvm::enumerate(entries_))
     lastUse[e.box.root] = i;
+  size_t current = 0;
+  roots.setStillNeeded([&](Operation *root) {
+    auto it = lastUse.find(root);
+    return it != lastUse.end() && it->second > current;
+  });
   std::vector<uint8_t> chunk, converted;
   uint64_t done = 0;
   int shown = -1;
   for (auto [index, e] : llvm::enumerate(entries_)) {
+    current = index;
     const WeightBox &box = e.box;
     auto rootType = cast<RankedTensorType>(box.root->getResult(0).getType());
     // A weight converted by --dtype is read as its stored type and written

@@ -625,7 +625,12 @@ LogicalResult Importer::importInitializers() {
       // that reads them (importPackedReader), no dfg value.
       int64_t count = 1;
       for (int64_t d : tensor.dims())
-        count *= d;
+        if (d < 0 || (d > 0 && count > (int64_t(1) << 48) / d))
+          return error("initializer '" + tensor.name() +
+                       "' has a negative dimension or more elements than "
+                       "meshc accepts (2^48)");
+        else
+          count *= d;
       auto ref = model_.initializerData(index, (count * *bits + 7) / 8);
       if (!ref)
         return error(toString(ref.takeError()));

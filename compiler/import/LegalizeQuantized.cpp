@@ -129,6 +129,11 @@ LogicalResult legalizeMatMulNBits(NodeContext &ctx) {
     return ctx.error("K=" + std::to_string(k) + ", N=" + std::to_string(n) +
                      " and block_size=" + std::to_string(blockSize) +
                      " must be positive");
+  if ((blockSize * *bits) % 8 != 0)
+    return ctx.error("blocks of block_size=" + std::to_string(blockSize) +
+                     " " + std::to_string(*bits) +
+                     "-bit elements do not fill whole bytes (onnxruntime "
+                     "takes powers of two from 16)");
   RankedTensorType a = ctx.inputType(0);
   Type element = a.getElementType();
   if (!isa<FloatType>(element))

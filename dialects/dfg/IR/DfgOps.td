@@ -66,10 +66,11 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
     5. `stored`, when present, is a floating-point type other than the
        result's floating-point element type.
     6. `quantization`, when present, excludes `stored`, has a floating-point
-       result, bits of 2, 4 or 8, a positive block size, block rows and
-       column count dividing the element count, row_bytes holding a row, and
-       scales and packed (ui8) zero points of the lengths above in files
-       inside the model's folder.
+       result, bits of 2, 4 or 8, a positive block size and block rows, a
+       column count dividing the element count, row_bytes holding a row,
+       zero-point rows of whole elements holding a grid row, and scales and
+       packed (ui8) zero points of the lengths above in files inside the
+       model's folder.
 
     Example:
 

@@ -11,8 +11,11 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <climits>
 
 using namespace mlir;
 
@@ -161,6 +164,14 @@ llvm::Expected<QuantizedLayout> parseQuantization(DictionaryAttr attr) {
   return layout;
 }
 
+/// a * b, or nullopt where it overflows.
+std::optional<int64_t> times(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    return std::nullopt;
+  return r;
+}
+
 std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
                               int64_t length) {
   if (q.bits != 2 && q.bits != 4 && q.bits != 8)
@@ -169,6 +180,7 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
     return "has block size " + std::to_string(q.blockSize) + " and " +
            std::to_string(q.columns) + " columns, which must be positive and "
            "divide its " + std::to_string(elements) + " elements";
+  // (columns <= elements, so columns * bits does not overflow.)
   if (q.rowBytes < (q.columns * q.bits + 7) / 8)
     return "has rows of " + std::to_string(q.rowBytes) +
            " bytes, too few for " + std::to_string(q.columns) + " " +
@@ -176,12 +188,14 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
   if (q.blockRows < 1)
     return "has " + std::to_string(q.blockRows) +
            " rows to a block, which must be positive";
-  int64_t rows = elements / q.columns,
-          blocks = q.blockRowsOf(rows) * q.blocksPerRow();
-  if (length != rows * q.rowBytes)
+  int64_t rows = elements / q.columns;
+  std::optional<int64_t> bytes = times(rows, q.rowBytes);
+  if (!bytes || length != *bytes)
     return "has length " + std::to_string(length) + " where its " +
            std::to_string(rows) + " rows of " + std::to_string(q.rowBytes) +
-           " bytes need " + std::to_string(rows * q.rowBytes);
+           " bytes need " + (bytes ? std::to_string(*bytes) : "more");
+  // (At most one scale per element.)
+  int64_t blocks = q.blockRowsOf(rows) * q.blocksPerRow();
   if (!isFloat(q.scales.type))
     return "has scales of a type other than f32, f16 or bf16";
   if (std::string why =
@@ -192,10 +206,14 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
     if (!q.packedZeroPoints())
       return "has zero points of a type other than ui8 (packed as its "
              "elements)";
-    if (q.zeroPointRowStride() < q.blocksPerRow() * q.bits)
-      return "has rows of " + std::to_string(q.zeroPointRowStride()) +
-             " bits of zero points, too few for " +
-             std::to_string(q.blocksPerRow()) + " blocks";
+    int64_t stride = q.zeroPointRowStride();
+    if (stride < q.blocksPerRow() * q.bits || stride % q.bits != 0 ||
+        !times(q.blockRowsOf(rows), stride) ||
+        *times(q.blockRowsOf(rows), stride) > INT64_MAX - 7)
+      return "has rows of " + std::to_string(stride) +
+             " bits of zero points for " + std::to_string(q.blocksPerRow()) +
+             " blocks of " + std::to_string(q.bits) +
+             " bits (too few, too many, or not whole elements)";
     if (std::string why = checkPart(*q.zeroPoints, "zero points",
                                     q.zeroPointBytes(rows));
         !why.empty())
@@ -230,21 +248,32 @@ void dequantizeRows(const QuantizedLayout &q, int64_t rows,
   }
 }
 
-llvm::Expected<std::vector<float>> dequantizeWeight(WeightOp op,
-                                                    StringRef folder) {
+llvm::Error dequantizeWeightInto(WeightOp op, StringRef folder, float *out) {
   auto layout = parseQuantization(*op.getQuantization());
   if (!layout)
     return layout.takeError();
+  // Each reference checked against its file's size first: a slice past the
+  // end would read zeros (or fault) instead of failing.
   auto read = [&](StringRef file, int64_t offset, int64_t length,
-                  StringRef what) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+                  StringRef what)
+      -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
     SmallString<256> path(folder);
     llvm::sys::path::append(path, file);
+    uint64_t size = 0;
+    if (std::error_code ec = llvm::sys::fs::file_size(path, size))
+      return fail("cannot read the " + what + " of weight '" + op.getName() +
+                  "' from '" + path + "': " + ec.message());
+    if (offset < 0 || length < 0 || static_cast<uint64_t>(offset) > size ||
+        static_cast<uint64_t>(length) > size - offset)
+      return fail("the " + what + " of weight '" + op.getName() +
+                  "' need bytes up to " + llvm::Twine(offset + length) +
+                  " of '" + path + "', which has only " + llvm::Twine(size) +
+                  " (truncated?)");
     auto buffer = llvm::MemoryBuffer::getFileSlice(path, length, offset,
                                                    /*IsVolatile=*/false);
-    if (!buffer || static_cast<int64_t>((*buffer)->getBufferSize()) != length)
+    if (!buffer)
       return fail("cannot read the " + what + " of weight '" + op.getName() +
-                  "' (" + llvm::Twine(length) + " bytes at " +
-                  llvm::Twine(offset) + " of '" + path + "')");
+                  "' from '" + path + "': " + buffer.getError().message());
     return std::move(*buffer);
   };
   auto packed = read(op.getFile(), static_cast<int64_t>(op.getOffset()),
@@ -263,13 +292,19 @@ llvm::Expected<std::vector<float>> dequantizeWeight(WeightOp op,
       return zp.takeError();
     zeroPoints = std::move(*zp);
   }
-  int64_t elements = op.getType().getNumElements();
-  std::vector<float> out(static_cast<size_t>(elements));
   auto bytes = [](const std::unique_ptr<llvm::MemoryBuffer> &b) {
     return b ? reinterpret_cast<const uint8_t *>(b->getBufferStart()) : nullptr;
   };
-  dequantizeRows(*layout, elements / layout->columns, bytes(*packed),
-                 bytes(*scales), bytes(zeroPoints), out.data());
+  dequantizeRows(*layout, op.getType().getNumElements() / layout->columns,
+                 bytes(*packed), bytes(*scales), bytes(zeroPoints), out);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<float>> dequantizeWeight(WeightOp op,
+                                                    StringRef folder) {
+  std::vector<float> out(static_cast<size_t>(op.getType().getNumElements()));
+  if (llvm::Error e = dequantizeWeightInto(op, folder, out.data()))
+    return std::move(e);
   return out;
 }
 

@@ -42,10 +42,12 @@ struct QuantizedLayout {
   QuantizedPart scales;
   std::optional<QuantizedPart> zeroPoints;
 
-  int64_t blocksPerRow() const { return (columns + blockSize - 1) / blockSize; }
+  int64_t blocksPerRow() const {
+    return columns / blockSize + (columns % blockSize != 0);
+  }
   /// Rows of the scales' grid for a matrix of `rows` rows.
   int64_t blockRowsOf(int64_t rows) const {
-    return (rows + blockRows - 1) / blockRows;
+    return rows / blockRows + (rows % blockRows != 0);
   }
   /// Bits from one row of packed zero points (a row of the scales' grid)
   /// to the next: whole bytes (MatMulNBits) unless given (ONNX's packed
@@ -78,9 +80,13 @@ std::string checkQuantization(const QuantizedLayout &layout, int64_t elements,
 void dequantizeRows(const QuantizedLayout &layout, int64_t rows,
                     const uint8_t *packed, const uint8_t *scales,
                     const uint8_t *zeroPoints, float *out);
-/// The weight's elements, dequantized in f32, read from `folder`'s files.
+/// The weight's elements, dequantized in f32, read from `folder`'s files
+/// (an error names a file too short for its references).
 llvm::Expected<std::vector<float>> dequantizeWeight(WeightOp op,
                                                     llvm::StringRef folder);
+/// The same into `out`, which holds the weight's element count.
+llvm::Error dequantizeWeightInto(WeightOp op, llvm::StringRef folder,
+                                 float *out);
 
 } // namespace meshc::dfg
 

@@ -141,7 +141,7 @@ func.func @weight_invariant_6_block_rows() -> tensor<64x64xf32> {
 // -----
 
 func.func @weight_invariant_6_zero_point_rows() -> tensor<64x64xf32> {
-  // expected-error @+1 {{quantized weight 'q' has rows of 4 bits of zero points, too few for 2 blocks}}
+  // expected-error @+1 {{quantized weight 'q' has rows of 4 bits of zero points for 2 blocks of 4 bits (too few, too many, or not whole elements)}}
   %w = dfg.weight "q" in "w.bin" [offset = 0, length = 2048] {quantization = {bits = 4 : i64, block_size = 32 : i64, columns = 64 : i64, row_bytes = 32 : i64, scales = {file = "w.bin", offset = 2048 : i64, length = 512 : i64, type = f32}, zero_point_row_bits = 4 : i64, zero_points = {file = "w.bin", offset = 0 : i64, length = 32 : i64, type = ui8}}} : tensor<64x64xf32>
   return %w : tensor<64x64xf32>
 }
