@@ -2,11 +2,12 @@
 //
 // Part of meshc. The exporters spell LayerNorm as ReduceMean, Sub, Pow,
 // ReduceMean, Add, Sqrt, Div, Mul, Add and RMSNorm as Pow, ReduceMean, (Add,)
-// Sqrt, (Reciprocal,) Div or Mul, Mul. The statistics pattern recognises the
-// normalisation itself with a unit scale; the scale, bias and residual
-// patterns then absorb the Mul, the Add and the preceding residual Add one
-// at a time, so every spelling meets the same ops; casts to f32 and back
-// around the statistics (mixed-precision exports) are absorbed too.
+// Sqrt, (Reciprocal,) Div or Mul, Mul (or Pow by -0.5 and Mul). The
+// statistics pattern recognises the normalisation itself with a unit scale;
+// the scale, bias and residual patterns then absorb the Mul, the Add and the
+// preceding residual Add one at a time, so every spelling meets the same ops;
+// casts to f32 and back around the statistics (mixed-precision exports) are
+// absorbed too.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/graph/RaisePatterns.h"
@@ -80,8 +81,9 @@ std::optional<std::pair<Value, int64_t>> trailingMean(Value mean) {
 /// d / sqrt(mean(d^2) + eps) with d = x - mean(x)
 ///   -> layer_norm(x, 1, eps)                        (LayerNorm, unit scale)
 /// x / sqrt(mean(x^2) + eps) -> rms_norm(x, 1, eps)  (RMSNorm, unit scale)
-/// The division may be spelled d * reciprocal(sqrt(..)) or d * (1 / sqrt(..)),
-/// the square x * x or pow(x, 2), the root sqrt or pow(.., 0.5). Only
+/// The division may be spelled d * reciprocal(sqrt(..)), d * (1 / sqrt(..))
+/// or d * pow(.., -0.5), the square x * x or pow(x, 2), the root sqrt or
+/// pow(.., 0.5). Only
 /// statistics over trailing axes qualify.
 struct NormFromStatistics : RewritePattern {
   NormFromStatistics(MLIRContext *ctx, const ConstantReader &reader)
@@ -90,7 +92,7 @@ struct NormFromStatistics : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    Value numerator, denominator;
+    Value numerator, denominator, radicand;
     if (auto div = dyn_cast<dfg::DivOp>(op)) {
       numerator = div.getLhs();
       denominator = div.getRhs();
@@ -106,6 +108,13 @@ struct NormFromStatistics : RewritePattern {
             numerator = a;
             denominator = inv.getRhs();
           }
+        } else if (auto pow = defining<dfg::PowOp>(b)) {
+          // The root's reciprocal as one power (Gemma 4's norms).
+          std::optional<double> e = reader.splat(pow.getRhs());
+          if (e && *e == -0.5) {
+            numerator = a;
+            radicand = pow.getLhs();
+          }
         }
         if (numerator)
           break;
@@ -113,7 +122,8 @@ struct NormFromStatistics : RewritePattern {
     }
     if (!numerator)
       return failure();
-    Value radicand = sqrtOperand(denominator, reader);
+    if (!radicand)
+      radicand = sqrtOperand(denominator, reader);
     if (!radicand)
       return failure();
     // The epsilon added to the statistic; none (0) where the exporter

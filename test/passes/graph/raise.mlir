@@ -94,6 +94,42 @@ func.func @rms_norm_without_epsilon(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>) 
 
 // -----
 
+// RMSNorm with the root's reciprocal as one power (Gemma 4: x * pow(mean(x^2)
+// + eps, -0.5) * g).
+// CHECK-LABEL: func.func @rms_norm_by_power
+// CHECK-NEXT: %[[Y:.+]] = dfg.rms_norm %{{.+}}, %{{.+}} axis = 2 epsilon = 9.99999997E-7
+// CHECK-NEXT: return %[[Y]]
+func.func @rms_norm_by_power(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %eps = dfg.constant dense<1.0e-6> : tensor<f32>
+  %half = dfg.constant dense<-0.5> : tensor<f32>
+  %sq = dfg.pow %x, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %sq axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %ve = dfg.add %v, %eps : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %inv = dfg.pow %ve, %half : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %n = dfg.mul %x, %inv : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  %y = dfg.mul %n, %g : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Near miss: a power other than -0.5 of the mean square is no norm.
+// CHECK-LABEL: func.func @mean_square_to_minus_one
+// CHECK-NOT: dfg.rms_norm
+// CHECK: dfg.pow
+func.func @mean_square_to_minus_one(%x: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %m1 = dfg.constant dense<-1.0> : tensor<f32>
+  %sq = dfg.pow %x, %two : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %v = dfg.reduce_mean %sq axes = [2] keep_dims = true : (tensor<2x8x32xf32>) -> tensor<2x8x1xf32>
+  %inv = dfg.pow %v, %m1 : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %n = dfg.mul %x, %inv : (tensor<2x8x32xf32>, tensor<2x8x1xf32>) -> tensor<2x8x32xf32>
+  return %n : tensor<2x8x32xf32>
+}
+
+// -----
+
 // Near miss: statistics over a non-trailing axis are not a layer norm.
 // CHECK-LABEL: func.func @norm_over_middle_axis
 // CHECK-NOT: dfg.rms_norm
