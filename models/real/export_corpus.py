@@ -14,7 +14,7 @@ codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
 modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet,cohere2,granitemoe,\
 biogpt,diffllama,vaultgemma,nanochat,lfm2,nystromformer,granite_swa,mamba,mamba2,rwkv,\
-zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant \
+zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant,gemma4_text,qwen3_5_text,nemotron_h \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -394,6 +394,32 @@ def config_for(arch):
                                  mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16,
                                  mamba_chunk_size=8, pad_token_id=0, **common), \
             tf.FalconH1ForCausalLM
+    if arch == "gemma4_text":
+        # Norms as x * pow(mean(x^2) + eps, -0.5); a sliding layer (head
+        # dimension 16) then a full one (its own head dimension, 32, and a
+        # rotary over a quarter of it); per-layer input embeddings.
+        return tf.Gemma4TextConfig(num_key_value_heads=2, head_dim=16, global_head_dim=32,
+                                   sliding_window=3, vocab_size_per_layer_input=VOCAB,
+                                   hidden_size_per_layer_input=16, final_logit_softcapping=3.0,
+                                   layer_types=["sliding_attention", "full_attention"],
+                                   **common), tf.Gemma4ForCausalLM
+    if arch == "qwen3_5_text":
+        # A gated delta-rule (linear attention) layer, then a gated full one.
+        return tf.Qwen3_5TextConfig(num_key_value_heads=2, head_dim=16, linear_key_head_dim=16,
+                                    linear_value_head_dim=16, linear_num_key_heads=2,
+                                    linear_num_value_heads=4,
+                                    layer_types=["linear_attention", "full_attention"],
+                                    **common), tf.Qwen3_5ForCausalLM
+    if arch == "nemotron_h":
+        # Mamba-2, a mixture of experts, attention and an MLP, one layer each.
+        return tf.NemotronHConfig(
+            vocab_size=VOCAB, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=16, intermediate_size=128, max_position_embeddings=64,
+            layers_block_type=["mamba", "moe", "attention", "mlp"], ssm_state_size=16,
+            mamba_num_heads=8, mamba_head_dim=16, n_groups=2, chunk_size=8, n_routed_experts=4,
+            n_shared_experts=1, moe_intermediate_size=64,
+            moe_shared_expert_intermediate_size=64, num_experts_per_tok=2,
+            experts_implementation="batched_mm", pad_token_id=0), tf.NemotronHForCausalLM
     return generic_config(arch, common)
 
 
@@ -443,7 +469,9 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "xlstm", "cpmant",
         # At the generic sizes (generic_config), but Falcon-H1's.
         "falcon_h1", "apertus", "arcee", "exaone4", "glm4", "internlm3", "ministral", "olmo3",
-        "openai-gpt", "seed_oss"]
+        "openai-gpt", "seed_oss",
+        # Sizes of their own again (the class defaults are too large to commit).
+        "gemma4_text", "qwen3_5_text", "nemotron_h"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
