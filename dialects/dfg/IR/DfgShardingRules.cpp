@@ -260,10 +260,16 @@ namespace {
 /// pair; returns where it stopped. A run of one input dimension split into
 /// several result dimensions shares their factors (the input's dimension is
 /// their product, outermost first), and the reverse for merges; any other
-/// run is pinned.
+/// run is pinned. A dynamic dimension pairs only with a dynamic one: they
+/// are equal, or one is the other's outermost factor (the rest of the run
+/// being static), which a block split of either splits alike. Where
+/// `sameDynamic(i, o)` does not say they are equal (it is null for callers
+/// that know), the dimensions after them need not line up, and the pairing
+/// stops after them.
 std::pair<size_t, size_t>
 pairReshapeDims(RuleBuilder &b, ArrayRef<int64_t> in, ArrayRef<int64_t> out,
-                TensorFactors &inF, TensorFactors &outF, size_t i, size_t o) {
+                TensorFactors &inF, TensorFactors &outF, size_t i, size_t o,
+                function_ref<bool(size_t, size_t)> sameDynamic = nullptr) {
   auto skipUnit = [](ArrayRef<int64_t> s, size_t &k) {
     while (k < s.size() && s[k] == 1)
       ++k;
@@ -278,8 +284,11 @@ pairReshapeDims(RuleBuilder &b, ArrayRef<int64_t> in, ArrayRef<int64_t> out,
       if (ShapedType::isDynamic(in[i]) && ShapedType::isDynamic(out[o])) {
         int f = b.factor(ShapedType::kDynamic, FactorKind::Parallel,
                          "dim " + Twine(o));
+        bool equal = !sameDynamic || sameDynamic(i, o);
         inF[i++] = {f};
         outF[o++] = {f};
+        if (!equal)
+          break;
         continue;
       }
       break;
@@ -364,12 +373,50 @@ void pairStaticSuffix(RuleBuilder &b, ArrayRef<int64_t> in,
 
 /// Pairs runs of input and result dimensions with equal products
 /// (pairReshapeDims).
+/// A dynamic result dimension is a copy of the input's at its index (a 0
+/// in `shape`) or the one inferred (-1). A copy equals what it copies; the
+/// inferred one equals the input's one dynamic dimension no entry copies
+/// where the static sizes on both sides have equal products. Other dynamic
+/// pairs are an outer factor of a run (pairReshapeDims), after which the
+/// static suffixes pair: [b, l, h, d] -> [0, -1, c, h, d], a sequence cut
+/// into chunks of c, pairs b, l with the chunks (its outer factor), h and
+/// d, and pins c (not h with c, where h = c).
 ShardingRule ReshapeOp::getShardingRule() {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> out = shapeOf(getResult());
+  ArrayRef<int64_t> spec = getShape();
   TensorFactors inF(in.size()), outF(out.size());
-  auto [i, o] = pairReshapeDims(b, in, out, inF, outF, 0, 0);
+  auto staticProduct = [](ArrayRef<int64_t> shape) {
+    int64_t p = 1;
+    for (int64_t d : shape)
+      if (!ShapedType::isDynamic(d))
+        p *= d;
+    return p;
+  };
+  auto copies = [&](size_t o, size_t i) {
+    return o < spec.size() && spec[o] == 0 && o == i;
+  };
+  auto sameDynamic = [&](size_t i, size_t o) {
+    if (copies(o, i))
+      return true;
+    if (o >= spec.size() || spec[o] != -1 ||
+        staticProduct(in) != staticProduct(out))
+      return false;
+    // The inferred dimension: every other dynamic result dimension copies
+    // an input one, and `i` is the one left.
+    size_t copied = 0;
+    for (size_t k = 0; k < out.size(); ++k)
+      if (k != o && ShapedType::isDynamic(out[k])) {
+        if (!copies(k, k) || k == i)
+          return false;
+        ++copied;
+      }
+    return static_cast<size_t>(llvm::count_if(
+               in, [](int64_t d) { return ShapedType::isDynamic(d); })) ==
+           copied + 1;
+  };
+  auto [i, o] = pairReshapeDims(b, in, out, inF, outF, 0, 0, sameDynamic);
   pairStaticSuffix(b, in, out, inF, outF, i, o);
   b.operand(inF);
   b.result(outF);

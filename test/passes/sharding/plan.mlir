@@ -1477,3 +1477,30 @@ func.func @block_of_a_block(%x: tensor<?x4x8xf32> {dfg.dim_names = ["b", "", ""]
   return %y : tensor<?x4x8xf32>
 }
 }
+
+// -----
+
+// A sequence cut into chunks ([b, l, h, d] -> [0, -1, c, h, d], Mamba-2's
+// chunked scan) where the chunk length c equals the head count h: the
+// inferred dimension is the chunks, l's outer factor, so the heads pair with
+// the heads (axis 3), not with c (axis 2), and stay split through the chunks
+// and back.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @chunks_as_long_as_the_heads
+func.func @chunks_as_long_as_the_heads(%x: tensor<2x?x64xf32>) -> tensor<2x?x64xf32> {
+  %w = dfg.weight "w" in "w.bin" [offset = 0, length = 32768] : tensor<64x128xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 32768, length = 32768] : tensor<128x64xf32>
+  // CHECK: dfg.linear {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]}
+  %p = dfg.linear %x, %w transpose_weight = false : (tensor<2x?x64xf32>, tensor<64x128xf32>) -> tensor<2x?x128xf32>
+  %h = dfg.reshape %p to [0, 0, 8, 16] : (tensor<2x?x128xf32>) -> tensor<2x?x8x16xf32>
+  // CHECK: dfg.reshape {{.*}} to [0, -1, 8, 8, 16] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [], [0], []]>]}
+  %c = dfg.reshape %h to [0, -1, 8, 8, 16] : (tensor<2x?x8x16xf32>) -> tensor<2x?x8x8x16xf32>
+  // CHECK: dfg.exp {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [], [0], []]>]}
+  %e = dfg.exp %c : (tensor<2x?x8x8x16xf32>) -> tensor<2x?x8x8x16xf32>
+  // CHECK: dfg.reshape {{.*}} to [0, -1, 8, 16] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+  %b = dfg.reshape %e to [0, -1, 8, 16] : (tensor<2x?x8x8x16xf32>) -> tensor<2x?x8x16xf32>
+  %m = dfg.reshape %b to [0, 0, 128] : (tensor<2x?x8x16xf32>) -> tensor<2x?x128xf32>
+  %y = dfg.linear %m, %wo transpose_weight = false : (tensor<2x?x128xf32>, tensor<128x64xf32>) -> tensor<2x?x64xf32>
+  return %y : tensor<2x?x64xf32>
+}
+}
