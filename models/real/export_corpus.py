@@ -449,7 +449,10 @@ def generic_config(arch, common):
         # grouped implementation does not export.
         chosen["experts_implementation"] = "batched_mm"
     config = cls(**chosen)
-    for table in ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_MAPPING_NAMES"):
+    tables = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_MAPPING_NAMES")
+    if arch in ENCODERS:  # --as-encoder: the bare model
+        tables = tables[1:]
+    for table in tables:
         name = getattr(auto, table).get(arch)
         if name:
             return config, getattr(tf, name if isinstance(name, str) else name[0])
@@ -877,6 +880,10 @@ def main():
     ap.add_argument("--tag", default="",
                     help="appended to each export's name (ARCH-EXPORTER + TAG): exports "
                     "of another exporter version beside the others, e.g. _torch26")
+    ap.add_argument("--as-encoder", action="store_true",
+                    help="export the --arch architectures the script has no case for as "
+                    "encoders: the bare model, a right-padded batch with token type ids, "
+                    "the last hidden state (a probe of encoders nobody listed)")
     ap.add_argument("--recheck", action="store_true",
                     help="recompute the torch cross-check of the exports already in "
                     "--out (of --arch by --exporter) instead of exporting")
@@ -893,6 +900,8 @@ def main():
     import torch
     import transformers
 
+    if args.as_encoder:
+        ENCODERS.update(args.arch.split(","))
     for arch in args.arch.split(","):
         for exporter in args.exporter.split(","):
             if (exporter == "genai" or exporter in GENAI_QUANTIZED) and arch not in GENAI_ARCHS:
