@@ -260,12 +260,13 @@ namespace {
 /// pair; returns where it stopped. A run of one input dimension split into
 /// several result dimensions shares their factors (the input's dimension is
 /// their product, outermost first), and the reverse for merges; any other
-/// run is pinned. A dynamic dimension pairs only with a dynamic one: they
-/// are equal, or one is the other's outermost factor (the rest of the run
-/// being static), which a block split of either splits alike. Where
-/// `sameDynamic(i, o)` does not say they are equal (it is null for callers
-/// that know), the dimensions after them need not line up, and the pairing
-/// stops after them.
+/// run is pinned. A dynamic dimension pairs only with a dynamic one: the
+/// runs before them hold the same elements, so each is the outermost
+/// dimension of the same block of elements, which a block split of either
+/// splits alike (where both sizes divide by the pieces). Where
+/// `sameDynamic(i, o)` does not say they are equal (null: every pair is
+/// taken as equal, as where only static dimensions follow), the dimensions
+/// after them need not line up, and the pairing stops after them.
 std::pair<size_t, size_t>
 pairReshapeDims(RuleBuilder &b, ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                 TensorFactors &inF, TensorFactors &outF, size_t i, size_t o,
@@ -377,8 +378,8 @@ void pairStaticSuffix(RuleBuilder &b, ArrayRef<int64_t> in,
 /// in `shape`) or the one inferred (-1). A copy equals what it copies; the
 /// inferred one equals the input's one dynamic dimension no entry copies
 /// where the static sizes on both sides have equal products. Other dynamic
-/// pairs are an outer factor of a run (pairReshapeDims), after which the
-/// static suffixes pair: [b, l, h, d] -> [0, -1, c, h, d], a sequence cut
+/// pairs are the outermost dimensions of the same elements
+/// (pairReshapeDims), after which the static suffixes pair: [b, l, h, d] -> [0, -1, c, h, d], a sequence cut
 /// into chunks of c, pairs b, l with the chunks (its outer factor), h and
 /// d, and pins c (not h with c, where h = c).
 ShardingRule ReshapeOp::getShardingRule() {
