@@ -43,6 +43,11 @@ zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant,gemma4_text,qwen3_5_text,nemotron_h 
       llama, genai_int4qdq for llama and qwen3: the builder's weight-only quantized forms,
       GENAI_QUANTIZED, at accuracy level 1)
 
+  .venv-export/bin/python models/real/export_corpus.py --out /tmp/probe \
+      --arch electra,roformer --exporter dynamo --as-encoder
+                                         (a probe: architectures the script has no case
+                                         for, at generic sizes; --as-encoder for encoders)
+
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
   inputs/*.npy       the inputs: a left-padded batch of 2 with its
