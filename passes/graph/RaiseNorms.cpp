@@ -83,8 +83,7 @@ std::optional<std::pair<Value, int64_t>> trailingMean(Value mean) {
 /// x / sqrt(mean(x^2) + eps) -> rms_norm(x, 1, eps)  (RMSNorm, unit scale)
 /// The division may be spelled d * reciprocal(sqrt(..)), d * (1 / sqrt(..))
 /// or d * pow(.., -0.5), the square x * x or pow(x, 2), the root sqrt or
-/// pow(.., 0.5). Only
-/// statistics over trailing axes qualify.
+/// pow(.., 0.5). Only statistics over trailing axes qualify.
 struct NormFromStatistics : RewritePattern {
   NormFromStatistics(MLIRContext *ctx, const ConstantReader &reader)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),

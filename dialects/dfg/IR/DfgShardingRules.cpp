@@ -373,49 +373,49 @@ void pairStaticSuffix(RuleBuilder &b, ArrayRef<int64_t> in,
 } // namespace
 
 /// Pairs runs of input and result dimensions with equal products
-/// (pairReshapeDims).
-/// A dynamic result dimension is a copy of the input's at its index (a 0
-/// in `shape`) or the one inferred (-1). A copy equals what it copies; the
-/// inferred one equals the input's one dynamic dimension no entry copies
-/// where the static sizes on both sides have equal products. Other dynamic
-/// pairs are the outermost dimensions of the same elements
-/// (pairReshapeDims), after which the static suffixes pair: [b, l, h, d] -> [0, -1, c, h, d], a sequence cut
-/// into chunks of c, pairs b, l with the chunks (its outer factor), h and
-/// d, and pins c (not h with c, where h = c).
+/// (pairReshapeDims). A dynamic result dimension is a copy of the input's at
+/// its index (a 0 in `shape`) or the one inferred (-1). A copy equals what
+/// it copies; the inferred one equals the input's one dynamic dimension no
+/// entry copies where the static sizes on both sides have equal products.
+/// Other dynamic pairs are the outermost dimensions of the same elements
+/// (pairReshapeDims), after which the static suffixes pair: [b, l, h, d] ->
+/// [0, -1, c, h, d], a sequence cut into chunks of c, pairs b, l with the
+/// chunks (its outer factor), h and d, and pins c (not h with c, where
+/// h = c).
 ShardingRule ReshapeOp::getShardingRule() {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> out = shapeOf(getResult());
   ArrayRef<int64_t> spec = getShape();
   TensorFactors inF(in.size()), outF(out.size());
-  auto staticProduct = [](ArrayRef<int64_t> shape) {
+  auto isDynamic = [](int64_t d) { return ShapedType::isDynamic(d); };
+  auto staticProduct = [&](ArrayRef<int64_t> shape) {
     int64_t p = 1;
     for (int64_t d : shape)
-      if (!ShapedType::isDynamic(d))
+      if (!isDynamic(d))
         p *= d;
     return p;
   };
+  bool equalStatics = staticProduct(in) == staticProduct(out);
+  size_t dynamicInputs = llvm::count_if(in, isDynamic);
   auto copies = [&](size_t o, size_t i) {
     return o < spec.size() && spec[o] == 0 && o == i;
   };
   auto sameDynamic = [&](size_t i, size_t o) {
     if (copies(o, i))
       return true;
-    if (o >= spec.size() || spec[o] != -1 ||
-        staticProduct(in) != staticProduct(out))
+    if (o >= spec.size() || spec[o] != -1 || !equalStatics)
       return false;
     // The inferred dimension: every other dynamic result dimension copies
     // an input one, and `i` is the one left.
     size_t copied = 0;
     for (size_t k = 0; k < out.size(); ++k)
-      if (k != o && ShapedType::isDynamic(out[k])) {
+      if (k != o && isDynamic(out[k])) {
         if (!copies(k, k) || k == i)
           return false;
         ++copied;
       }
-    return static_cast<size_t>(llvm::count_if(
-               in, [](int64_t d) { return ShapedType::isDynamic(d); })) ==
-           copied + 1;
+    return dynamicInputs == copied + 1;
   };
   auto [i, o] = pairReshapeDims(b, in, out, inF, outF, 0, 0, sameDynamic);
   pairStaticSuffix(b, in, out, inF, outF, i, o);
