@@ -305,28 +305,38 @@ inline GatherNDPlan gatherNDPlan(const TensorRef &data,
 }
 
 /// scatterND: update t (of `tuples`, each a slice of `slice` elements)
-/// lands at slice sum over d < q of index_d * stride[d] of the output, the
-/// index of dimension d (in [-shape[d], shape[d])) read from
-/// indices[t * q + d].
+/// lands at slice (t / perBatch) * batchSlices + sum over d < q of
+/// index_d * stride[d] of the output, the index of data dimension
+/// batchDims + d (in [-shape[d], shape[d])) read from indices[t * q + d].
+/// With batchDims = 0 every tuple is in the one batch.
 struct ScatterNDPlan {
   int q = 0;
-  std::int64_t tuples = 0, slice = 1;
+  std::int64_t tuples = 0, slice = 1, perBatch = 1, batchSlices = 0;
   std::int64_t shape[kMaxRank] = {}, stride[kMaxRank] = {};
+  /// The first slice of tuple t's batch (constexpr: the cuda kernels call it).
+  constexpr std::int64_t batchStart(std::int64_t t) const {
+    return perBatch > 0 ? t / perBatch * batchSlices : 0;
+  }
 };
 
 inline ScatterNDPlan scatterNDPlan(const TensorRef &data,
-                                   const TensorRef &indices) {
+                                   const TensorRef &indices,
+                                   std::int64_t batchDims = 0) {
   ScatterNDPlan p;
+  const int batch = static_cast<int>(batchDims);
   p.q = static_cast<int>(indices.shape[indices.rank - 1]);
   p.tuples = p.q == 0 ? 0 : indices.numElements() / p.q;
-  for (int d = p.q; d < data.rank; ++d)
+  for (int d = batch + p.q; d < data.rank; ++d)
     p.slice *= data.shape[d];
+  for (int d = batch; d < indices.rank - 1; ++d)
+    p.perBatch *= indices.shape[d];
   std::int64_t stride = 1;
   for (int d = p.q - 1; d >= 0; --d) {
-    p.shape[d] = data.shape[d];
+    p.shape[d] = data.shape[batch + d];
     p.stride[d] = stride;
-    stride *= data.shape[d];
+    stride *= data.shape[batch + d];
   }
+  p.batchSlices = stride;
   return p;
 }
 

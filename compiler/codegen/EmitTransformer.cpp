@@ -68,7 +68,8 @@ LogicalResult FunctionEmitter::emitScatterND(dfg::ScatterNDOp s,
   std::string d = operand(s.getData(), os), i = operand(s.getIndices(), os),
               u = operand(s.getUpdates(), os), o = declare(s.getResult(), os);
   os << "  k::scatterND(" << d << ", " << i << ", " << u << ", "
-     << (s.getAccumulate() ? "true" : "false") << ", " << o << ");\n";
+     << (s.getAccumulate() ? "true" : "false") << ", " << s.getBatchDims()
+     << ", " << o << ");\n";
   return success();
 }
 

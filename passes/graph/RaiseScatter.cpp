@@ -53,7 +53,8 @@ struct ScatterOfOneSlice : OpRewritePattern<dfg::ScatterNDOp> {
     int64_t rank = dataType.getRank();
     // Full tuples, one per element of the updates.
     auto indicesType = cast<RankedTensorType>(op.getIndices().getType());
-    if (rank == 0 || indicesType.getShape().back() != rank ||
+    if (rank == 0 || op.getBatchDims() != 0 ||
+        indicesType.getShape().back() != rank ||
         static_cast<int64_t>(updates.size()) != rank)
       return failure();
     auto concat = op.getIndices().getDefiningOp<dfg::ConcatOp>();

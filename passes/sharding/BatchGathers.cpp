@@ -26,6 +26,13 @@
 // Sizes are compared as symbolic expressions (SymbolicShapes). The result
 // is the same tensor; only what the gather reads is stated.
 //
+// A scatter_nd whose tuples start with the same positions is rewritten the
+// same way (batch_dims + 1): each tuple then writes within its own batch,
+// which the sharding rule can split. ScatterElements is imported as a
+// scatter_nd at full index tuples, so a select_scatter over [b, heads, c, c]
+// (Qwen3.5's delta rule) becomes a scatter whose batch dimensions include
+// the heads, and tensor parallelism splits it by heads without raising.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
 
@@ -57,7 +64,9 @@ public:
   /// whether it was rewritten.
   bool rewrite(dfg::GatherNDOp gather) {
     bool changed = false;
-    while (std::optional<Value> rest = rest_(gather)) {
+    while (std::optional<Value> rest =
+               rest_(gather, gather.getData(), gather.getIndices(),
+                     gather.getBatchDims())) {
       OpBuilder b(gather);
       auto next = dfg::GatherNDOp::create(
           b, gather.getLoc(), gather.getType(), gather.getData(), *rest,
@@ -66,6 +75,26 @@ public:
       // Erased at the end: the analysis may hold this value's dimensions.
       dead_.push_back(gather);
       gather = next;
+      changed = true;
+    }
+    return changed;
+  }
+
+  /// The same for a scatter_nd: a tuple that writes at its own position
+  /// along the batch dimension writes within its own batch.
+  bool rewrite(dfg::ScatterNDOp scatter) {
+    bool changed = false;
+    while (std::optional<Value> rest =
+               rest_(scatter, scatter.getData(), scatter.getIndices(),
+                     scatter.getBatchDims())) {
+      OpBuilder b(scatter);
+      auto next = dfg::ScatterNDOp::create(
+          b, scatter.getLoc(), scatter.getType(), scatter.getData(), *rest,
+          scatter.getUpdates(), scatter.getAccumulate(),
+          scatter.getBatchDims() + 1);
+      scatter.getResult().replaceAllUsesWith(next.getResult());
+      dead_.push_back(scatter);
+      scatter = next;
       changed = true;
     }
     return changed;
@@ -209,21 +238,22 @@ private:
     return ea && eb && dfg::sameDim(ea, eb);
   }
 
-  /// The indices without their first component, if that component is the
-  /// position along dimension batch_dims (and data's dimension there has the
-  /// same size).
-  std::optional<Value> rest_(dfg::GatherNDOp gather) {
-    Value data = gather.getData(), indices = gather.getIndices();
+  /// The indices of `op` (a gather_nd or scatter_nd of `data`) without
+  /// their first component, if that component is the position along
+  /// dimension `batch` (batch_dims) and data's dimension there has the same
+  /// size.
+  std::optional<Value> rest_(Operation *op, Value data, Value indices,
+                             int64_t batch) {
     auto dataType = cast<RankedTensorType>(data.getType());
     auto type = cast<RankedTensorType>(indices.getType());
-    int64_t batch = gather.getBatchDims(), rank = type.getRank();
+    int64_t rank = type.getRank();
     int64_t k = type.getDimSize(rank - 1);
     // A component must remain, and batch + 1 must stay a batch dimension of
     // both operands.
     if (k < 2 || batch + 1 >= rank || batch + 1 >= dataType.getRank() ||
         !sameSize(data, batch, indices, batch))
       return std::nullopt;
-    OpBuilder b(gather);
+    OpBuilder b(op);
     if (auto concat = indices.getDefiningOp<dfg::ConcatOp>()) {
       int64_t axis = concat.getAxis();
       axis = axis < 0 ? axis + rank : axis;
@@ -307,13 +337,16 @@ private:
 bool batchPositionalGathers(func::FuncOp func) {
   SmallVector<dfg::GatherNDOp> gathers;
   SmallVector<dfg::GatherOp> flat;
+  SmallVector<dfg::ScatterNDOp> scatters;
   func.walk([&](Operation *op) {
     if (auto g = dyn_cast<dfg::GatherNDOp>(op))
       gathers.push_back(g);
     else if (auto g = dyn_cast<dfg::GatherOp>(op))
       flat.push_back(g);
+    else if (auto s = dyn_cast<dfg::ScatterNDOp>(op))
+      scatters.push_back(s);
   });
-  if (gathers.empty() && flat.empty())
+  if (gathers.empty() && flat.empty() && scatters.empty())
     return false;
   BatchGathers rewriter(func);
   bool changed = false;
@@ -321,6 +354,8 @@ bool batchPositionalGathers(func::FuncOp func) {
     changed |= rewriter.rewriteFlat(g);
   for (dfg::GatherNDOp g : gathers)
     changed |= rewriter.rewrite(g);
+  for (dfg::ScatterNDOp s : scatters)
+    changed |= rewriter.rewrite(s);
   rewriter.eraseDead();
   return changed;
 }

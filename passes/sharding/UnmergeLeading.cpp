@@ -15,7 +15,8 @@
 // forward through the ops that treat dimension 0 as independent rows:
 // elementwise ops, batched matmuls of two activations, products by a matrix
 // (projections: TorchScript's and GPT-2's Gemm on [batch * seq, k]),
-// transposes and softmaxes that keep dimension 0, reshapes of the other
+// transposes, softmaxes and reductions that keep dimension 0 (an unraised
+// norm's mean square of rows [B*S*H, D]), reshapes of the other
 // dimensions. Each is
 // rebuilt on the unmerged tensor [a0, .., ak-1, ...]; a reshape that splits
 // dimension 0 back reads the unmerged result directly. Sizes are compared as
@@ -74,6 +75,12 @@ bool sameProduct(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b,
                  MLIRContext *context) {
   AffineExpr pa = product(a, context), pb = product(b, context);
   return pa && pb && dfg::sameDim(pa, pb);
+}
+
+/// The axes a dfg.reduce_* op reduces (non-negative, increasing).
+ArrayRef<int64_t> reducedAxes(Operation *op) {
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  return axes ? axes.asArrayRef() : ArrayRef<int64_t>();
 }
 
 bool isOne(AffineExpr d) {
@@ -259,6 +266,11 @@ private:
       if (s.getNormalizedAxis() == 0)
         return;
       rowOperand[0] = true;
+    } else if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(op)) {
+      // A statistic of each row (an unraised norm's mean square).
+      if (llvm::is_contained(reducedAxes(op), 0))
+        return;
+      rowOperand[0] = true;
     } else {
       return;
     }
@@ -309,6 +321,12 @@ private:
       t.setPerm(perm);
     } else if (auto s = dyn_cast<dfg::SoftmaxOp>(clone)) {
       s.setAxis(*softmaxAxis + extra);
+    } else if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(
+                   clone)) {
+      SmallVector<int64_t> axes;
+      for (int64_t a : reducedAxes(op))
+        axes.push_back(a + extra);
+      clone->setAttr("axes", b.getDenseI64ArrayAttr(axes));
     }
     record(op->getResult(0), {clone->getResult(0), liftedDims, lead.size()});
     rebuilt_.push_back(op);
@@ -349,9 +367,10 @@ private:
     }
   }
 
-  /// A reshape of an unmerged value: one that splits dimension 0 back into
-  /// the lead reads the unmerged value; one that keeps dimension 0 reshapes
-  /// the unmerged value's other dimensions.
+  /// A reshape of an unmerged value: one that keeps dimension 0 reshapes
+  /// the unmerged value's other dimensions (and stays unmerged); any other
+  /// (one that splits dimension 0 back into the lead, or only into a part
+  /// of it) reads the unmerged value.
   void visitReshapeOfUnmerged(Operation *op, const Unmerged &u) {
     const Dims &out = dims_[op->getResult(0)];
     ArrayRef<AffineExpr> lead = ArrayRef(u.dims).take_front(u.leadSize);
@@ -376,6 +395,18 @@ private:
         return;
       record(op->getResult(0), {v, liftedDims, lead.size()});
       rebuilt_.push_back(op);
+      return;
+    }
+    // Any other reshape (rows [B*S*H, D] back to [B, S, H*D]) reads the
+    // unmerged value: a reshape keeps the elements' order, so the merged
+    // view in between changes nothing.
+    if (llvm::all_of(out, [](AffineExpr d) { return bool(d); })) {
+      Value v = reshape(b, op->getLoc(), u.value, u.dims, out);
+      if (!v)
+        return;
+      dims_[v] = out;
+      op->getResult(0).replaceAllUsesWith(v);
+      splitBacks_.push_back(op);
     }
   }
 
@@ -401,27 +432,53 @@ bool unmergeLeadingDims(func::FuncOp func) { return Unmerger(func).run(); }
 
 namespace {
 
-/// Whether `op`, of one result of type `rows`, treats each row of the last
-/// axis alike: a norm over that axis alone, without a fused residual, or an
-/// elementwise op whose operands are of type `rows` or vary along the last
-/// axis at most (rank 1 or 0).
+/// `rows` with its last axis reduced to 1 ([R, k] -> [R, 1]): a statistic
+/// of each row, as an unraised norm computes its mean square.
+RankedTensorType reducedRows(RankedTensorType rows) {
+  SmallVector<int64_t> shape(rows.getShape());
+  shape.back() = 1;
+  return RankedTensorType::get(shape, rows.getElementType());
+}
+
+/// Whether `op`, of one result of type `rows` or `reducedRows(rows)`, treats
+/// each row of the last axis alike: a norm or a softmax over that axis
+/// alone (a norm without a fused residual), a reduction of that axis alone
+/// keeping it as 1, or an elementwise op whose operands are of those types
+/// or vary along the last axis at most (rank 1 or 0). So a norm the
+/// exporter wrote out (pow, mean, add, sqrt, reciprocal, mul) is row-wise
+/// as the raised one is.
 bool rowWise(Operation *op, RankedTensorType rows) {
-  if (op->getNumResults() != 1 || op->getResult(0).getType() != rows)
+  RankedTensorType reduced = reducedRows(rows);
+  if (op->getNumResults() != 1)
+    return false;
+  Type result = op->getResult(0).getType();
+  if (result != rows && result != reduced)
     return false;
   int64_t rank = rows.getRank();
+  auto isLast = [&](int64_t axis) { return axis == -1 || axis == rank - 1; };
   auto lastAxisNorm = [&](auto norm) {
-    int64_t axis = norm.getAxis();
-    return !norm.getResidual() && (axis == -1 || axis == rank - 1);
+    return !norm.getResidual() && isLast(norm.getAxis());
   };
-  if (auto norm = dyn_cast<dfg::RmsNormOp>(op); norm && !lastAxisNorm(norm))
-    return false;
-  if (auto norm = dyn_cast<dfg::LayerNormOp>(op); norm && !lastAxisNorm(norm))
-    return false;
-  if (!isa<dfg::RmsNormOp, dfg::LayerNormOp, dfg::ElementwiseOpInterface>(op))
+  if (auto norm = dyn_cast<dfg::RmsNormOp>(op))
+    return result == rows && lastAxisNorm(norm) &&
+           norm.getInput().getType() == rows;
+  if (auto norm = dyn_cast<dfg::LayerNormOp>(op))
+    return result == rows && lastAxisNorm(norm) &&
+           norm.getInput().getType() == rows;
+  if (auto softmax = dyn_cast<dfg::SoftmaxOp>(op))
+    return result == rows && isLast(softmax.getAxis()) &&
+           softmax.getInput().getType() == rows;
+  if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(op)) {
+    auto keep = op->getAttrOfType<BoolAttr>("keep_dims");
+    return result == reduced && op->getOperand(0).getType() == rows &&
+           reducedAxes(op) == ArrayRef<int64_t>{rank - 1} && keep &&
+           keep.getValue();
+  }
+  if (!isa<dfg::ElementwiseOpInterface>(op))
     return false;
   return llvm::all_of(op->getOperands(), [&](Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    return type && (type == rows || type.getRank() <= 1);
+    return type && (type == rows || type == reduced || type.getRank() <= 1);
   });
 }
 
@@ -487,19 +544,24 @@ std::optional<Dims> refineDims(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b,
 // viewed as U = [..., n/k, k] (its dimensions, the last cut in two), and
 // the region computes the same rows on U as on [R, k]. Where the leaves
 // have the same U (compared as symbolic expressions), the region is
-// rebuilt on U and each exit reshapes U instead.
+// rebuilt on U and each exit reshapes U instead. Reshapes are dfg.reshape
+// or dfg.symbolic_reshape; a statistic of each row ([R, 1], the mean square
+// of an unraised norm) is rebuilt as [..., n/k, 1].
 void unmergeRowGroups(func::FuncOp func) {
   dfg::DimTable table(func.getContext());
   dfg::SymbolicShapes shapes(table);
-  SmallVector<dfg::ReshapeOp> candidates;
-  func.walk([&](dfg::ReshapeOp op) { candidates.push_back(op); });
+  SmallVector<Operation *> candidates;
+  func.walk([&](Operation *op) {
+    if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(op))
+      candidates.push_back(op);
+  });
   llvm::SmallPtrSet<Operation *, 16> erased;
   MLIRContext *context = func.getContext();
-  for (dfg::ReshapeOp candidate : candidates) {
+  for (Operation *candidate : candidates) {
     if (erased.contains(candidate))
       continue;
-    Operation *last = candidate.getInput().getDefiningOp();
-    auto rows = cast<RankedTensorType>(candidate.getInput().getType());
+    Operation *last = candidate->getOperand(0).getDefiningOp();
+    auto rows = cast<RankedTensorType>(candidate->getOperand(0).getType());
     if (!last || rows.getRank() == 0 || !rowWise(last, rows))
       continue;
     int64_t k = rows.getShape().back();
@@ -514,10 +576,11 @@ void unmergeRowGroups(func::FuncOp func) {
       Operation *op = stack.pop_back_val();
       if (region.contains(op) || leaves.contains(op))
         continue;
-      if (auto merge = dyn_cast<dfg::ReshapeOp>(op)) {
-        int64_t n = merge.getInput().getType().getShape().back();
-        closed =
-            merge.getType() == rows && !ShapedType::isDynamic(n) && n % k == 0;
+      if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(op)) {
+        int64_t n =
+            cast<RankedTensorType>(op->getOperand(0).getType()).getShape().back();
+        closed = op->getResult(0).getType() == rows &&
+                 !ShapedType::isDynamic(n) && n % k == 0;
         leaves.insert(op);
         continue;
       }
@@ -527,7 +590,7 @@ void unmergeRowGroups(func::FuncOp func) {
       }
       region.insert(op);
       for (Value v : op->getOperands()) {
-        if (v.getType() != rows)
+        if (v.getType() != rows && v.getType() != reducedRows(rows))
           continue;
         Operation *def = v.getDefiningOp();
         closed &= def != nullptr;
@@ -543,7 +606,8 @@ void unmergeRowGroups(func::FuncOp func) {
       for (Operation *user : op->getUsers()) {
         if (region.contains(user))
           continue;
-        if (isa<dfg::ReshapeOp>(user))
+        if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(user) &&
+            op->getResult(0).getType() == rows)
           exits.insert(user);
         else
           closed = false;
@@ -598,12 +662,17 @@ void unmergeRowGroups(func::FuncOp func) {
                                               Dims(shapes.dims(in)), u));
     }
     RankedTensorType unmerged = typeOfDims(table, u, rows.getElementType());
+    RankedTensorType unmergedReduced = reducedRows(unmerged);
     for (Operation *op : ordered) {
       OpBuilder b(op);
       Operation *clone = b.clone(*op, map);
-      clone->getResult(0).setType(unmerged);
-      if (isa<dfg::RmsNormOp, dfg::LayerNormOp>(clone))
+      bool isReduced = op->getResult(0).getType() != rows;
+      clone->getResult(0).setType(isReduced ? unmergedReduced : unmerged);
+      if (isa<dfg::RmsNormOp, dfg::LayerNormOp, dfg::SoftmaxOp>(clone))
         clone->setAttr("axis", b.getI64IntegerAttr(-1));
+      if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(clone))
+        clone->setAttr("axes", b.getDenseI64ArrayAttr(
+                                   {static_cast<int64_t>(u.size()) - 1}));
     }
     for (auto [exit, dims] : llvm::zip_equal(exits, exitDims)) {
       OpBuilder b(exit);

@@ -186,7 +186,7 @@ void addSlice(unsigned char *out, const unsigned char *in, std::int64_t n) {
 
 void scatterND(const TensorRef &data, const TensorRef &indices,
                const TensorRef &updates, bool accumulate,
-               const TensorRef &out) {
+               std::int64_t batchDims, const TensorRef &out) {
   void (*add)(unsigned char *, const unsigned char *, std::int64_t) = nullptr;
   if (accumulate) {
     switch (data.dtype) {
@@ -205,7 +205,7 @@ void scatterND(const TensorRef &data, const TensorRef &indices,
   }
   requireIndices(indices, "scatter_nd");
   copy(data, out);
-  const plans::ScatterNDPlan p = plans::scatterNDPlan(data, indices);
+  const plans::ScatterNDPlan p = plans::scatterNDPlan(data, indices, batchDims);
   const int q = p.q;
   const std::int64_t tuples = p.tuples;
   const std::size_t bytes =
@@ -217,13 +217,14 @@ void scatterND(const TensorRef &data, const TensorRef &indices,
       const std::int64_t i = readIndex(indices, t * q + d);
       if (i < -p.shape[d] || i >= p.shape[d])
         fatal("scatter_nd: index " + std::to_string(i) +
-              " is outside dimension " + std::to_string(d) + " of size " +
+              " is outside dimension " + std::to_string(batchDims + d) +
+              " of size " +
               std::to_string(p.shape[d]));
     }
   auto *dst = static_cast<unsigned char *>(out.data);
   const auto *src = static_cast<const unsigned char *>(updates.data);
   for (std::int64_t t = 0; t < tuples; ++t) {
-    std::int64_t slices = 0; // the offset in slices
+    std::int64_t slices = p.batchStart(t); // the offset in slices
     for (int d = 0; d < q; ++d) {
       std::int64_t i = readIndex(indices, t * q + d);
       if (i < 0)

@@ -440,7 +440,7 @@ __device__ __forceinline__ bool tupleAt(const void *indices, bool is32,
                                         std::int64_t (&index)[kMaxRank],
                                         std::int64_t &offset) {
   const int q = dims.q;
-  offset = 0;
+  offset = dims.batchStart(t);
 #pragma unroll
   for (int d = 0; d < kMaxRank; ++d) {
     if (d >= q)
@@ -476,8 +476,11 @@ __global__ void scatterKernel(U *out, const U *updates, const void *indices,
     if (!tupleAt(indices, is32, dims, t, slot, index, offset))
       continue; // the same for every thread of the block
     if (dedup) {
+      // Only a later tuple of the same batch can write the same slice.
+      const std::int64_t end =
+          dims.perBatch > 0 ? (t / dims.perBatch + 1) * dims.perBatch : tuples;
       bool repeated = false;
-      for (std::int64_t t2 = t + 1 + threadIdx.x; t2 < tuples && !repeated;
+      for (std::int64_t t2 = t + 1 + threadIdx.x; t2 < end && !repeated;
            t2 += blockDim.x) {
         bool same = true;
 #pragma unroll
@@ -541,10 +544,11 @@ __global__ void scatterAddKernel(T *out, const T *updates, const void *indices,
 
 void scatterND(const TensorRef &data, const TensorRef &indices,
                const TensorRef &updates, bool accumulate,
-               const TensorRef &out) {
+               std::int64_t batchDims, const TensorRef &out) {
   requireIndices(indices, "scatter_nd");
   copy(data, out);
-  const plans::ScatterNDPlan dims = plans::scatterNDPlan(data, indices);
+  const plans::ScatterNDPlan dims =
+      plans::scatterNDPlan(data, indices, batchDims);
   const std::int64_t tuples = dims.tuples;
   if (tuples == 0)
     return;

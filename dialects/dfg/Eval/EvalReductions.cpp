@@ -167,16 +167,22 @@ FailureOr<SmallVector<EvalTensor>> Evaluator::evalTrilu(TriluOp op) {
 FailureOr<SmallVector<EvalTensor>> Evaluator::evalScatterND(ScatterNDOp op) {
   EvalTensor result = operand(op, 0);
   const EvalTensor &indices = operand(op, 1), &updates = operand(op, 2);
-  int64_t q = indices.shape.back();
+  int64_t q = indices.shape.back(), batch = op.getBatchDims();
   int64_t slice = 1;
-  for (size_t d = q; d < result.shape.size(); ++d)
+  for (size_t d = batch + q; d < result.shape.size(); ++d)
     slice *= result.shape[d];
   SmallVector<int64_t> strides = stridesOf(result.shape);
   int64_t tuples = indices.numElements() / std::max<int64_t>(q, 1);
+  // The tuples of one batch, and the data elements of one batch.
+  int64_t perBatch = 1, batchElements = 1;
+  for (int64_t d = batch; d + 1 < int64_t(indices.shape.size()); ++d)
+    perBatch *= indices.shape[d];
+  for (size_t d = batch; d < result.shape.size(); ++d)
+    batchElements *= result.shape[d];
   for (int64_t t = 0; t < tuples; ++t) {
-    int64_t offset = 0;
-    for (int64_t d = 0; d < q; ++d) {
-      int64_t i = indices.values[t * q + d];
+    int64_t offset = perBatch ? t / perBatch * batchElements : 0;
+    for (int64_t d = batch; d < batch + q; ++d) {
+      int64_t i = indices.values[t * q + d - batch];
       if (i < 0)
         i += result.shape[d];
       if (i < 0 || i >= result.shape[d])

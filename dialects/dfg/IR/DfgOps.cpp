@@ -698,14 +698,24 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
   auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
   auto updates = cast<RankedTensorType>(adaptor.getUpdates().getType());
   int64_t q = indices.getRank() ? indices.getShape().back() : -1;
+  int64_t batch = adaptor.getBatchDims();
+  if (batch < 0 || batch > std::max<int64_t>(indices.getRank() - 1, 0)) // 1
+    return inferError(loc, getOperationName(), "batch_dims ", batch,
+                      " must lie in [0, rank(indices) - 1] for indices ",
+                      indices);
   if (indices.getRank() == 0 || ShapedType::isDynamic(q) ||
-      q > data.getRank()) // 1
+      batch + q > data.getRank()) // 1
     return inferError(loc, getOperationName(), "indices ", indices,
                       " must end in a static index length of at most the "
                       "data rank ",
-                      data.getRank());
+                      data.getRank(), " less batch_dims ", batch);
+  if (failed(verifyCompatibleShape(data.getShape().take_front(batch),
+                                   indices.getShape().take_front(batch)))) // 1
+    return inferError(loc, getOperationName(), "the ", batch,
+                      " batch dimensions of data ", data, " and indices ",
+                      indices, " differ");
   SmallVector<int64_t> expected(indices.getShape().drop_back());
-  llvm::append_range(expected, data.getShape().drop_front(q));
+  llvm::append_range(expected, data.getShape().drop_front(batch + q));
   if (failed(verifyCompatibleShape(expected, updates.getShape()))) // 2
     return inferError(loc, getOperationName(), "updates ", updates,
                       " should have shape ", formatShape(expected));

@@ -1032,10 +1032,19 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
     mixture of experts adding each expert's output back at its tokens
     (`index_add`) the second.
 
+    With `batch_dims = b` (default 0) the first b dimensions are batch
+    dimensions, as in gather_nd: a tuple at `indices[n..., j..., :]` (n over
+    the b batch dimensions) addresses dimensions b to b + q - 1 of batch
+    `n...`, `result[n..., indices[n..., j...], r...] =
+    updates[n..., j..., r...]`. So a batch dimension can be split like any
+    parallel one (the sharding passes find these, BatchGathers.cpp).
+
     Invariants:
-    1. `indices` are i64; their last dimension `q` is static and at most the
-       rank of `data`.
-    2. `updates` has the shape `indices.shape[:-1] + data.shape[q:]`.
+    1. `indices` are i64; their last dimension `q` is static and
+       `batch_dims + q` is at most the rank of `data`; `batch_dims` lies in
+       `[0, rank(indices) - 1]` and the leading `batch_dims` dimensions of
+       `data` and `indices` agree.
+    2. `updates` has the shape `indices.shape[:-1] + data.shape[b + q:]`.
     3. The result has `data`'s type.
 
     Example:
@@ -1045,13 +1054,17 @@ def Dfg_ScatterNDOp : Dfg_InferredOp<"scatter_nd",
       : (tensor<1x4x16x8xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x8xf32>) -> tensor<1x4x16x8xf32>
     %sum = dfg.scatter_nd %zeros, %rows, %out accumulate
       : (tensor<6x8xf32>, tensor<12x1xi64>, tensor<12x8xf32>) -> tensor<6x8xf32>
+    %rows = dfg.scatter_nd %x, %at, %row batch_dims = 2
+      : (tensor<2x4x8x8xf32>, tensor<2x4x8x1xi64>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
     ```
   }];
   let arguments = (ins Dfg_Tensor:$data, RankedTensorOf<[I64]>:$indices,
-                       Dfg_Tensor:$updates, UnitAttr:$accumulate);
+                       Dfg_Tensor:$updates, UnitAttr:$accumulate,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
   let results = (outs Dfg_Tensor:$result);
   let assemblyFormat = [{
-    $data `,` $indices `,` $updates (`accumulate` $accumulate^)? attr-dict `:`
+    $data `,` $indices `,` $updates (`batch_dims` `=` $batch_dims^)?
+    (`accumulate` $accumulate^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }

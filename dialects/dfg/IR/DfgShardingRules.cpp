@@ -575,18 +575,21 @@ ShardingRule TriluOp::getShardingRule() {
 /// (any update may land in any row), and the index tuples themselves whole
 /// (every rank applies every update, in order); data's trailing
 /// dimensions, which each update carries whole, parallel in data, updates
-/// and result (an expert's output features added back at its tokens).
+/// and result (an expert's output features added back at its tokens). The
+/// batch dimensions are parallel in all four: a batch's tuples write only
+/// into that batch.
 ShardingRule ScatterNDOp::getShardingRule() {
   RuleBuilder b;
   ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
-  int64_t q = indices.back();
+  int64_t q = indices.back(), batch = getBatchDims();
   TensorFactors d = b.fresh(data, FactorKind::Parallel);
-  for (int64_t i = 0; i < q; ++i)
+  for (int64_t i = batch; i < batch + q; ++i)
     for (int f : d[i])
       b.at(f).kind = FactorKind::Pinned;
-  TensorFactors idx = b.fresh(indices, FactorKind::Pinned);
+  TensorFactors idx = b.fresh(indices.drop_front(batch), FactorKind::Pinned);
+  idx.insert(idx.begin(), d.begin(), d.begin() + batch);
   TensorFactors updates(idx.begin(), idx.end() - 1);
-  updates.append(d.begin() + q, d.end());
+  updates.append(d.begin() + batch + q, d.end());
   b.operand(d);
   b.operand(idx);
   b.operand(updates);

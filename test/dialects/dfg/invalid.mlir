@@ -726,8 +726,32 @@ func.func @trilu_invariant_1(%x: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 func.func @scatter_nd_invariant_1(%d: tensor<4x8xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'dfg.scatter_nd' op indices 'tensor<2x3xi64>' must end in a static index length of at most the data rank 2}}
+  // expected-error @+1 {{'dfg.scatter_nd' op indices 'tensor<2x3xi64>' must end in a static index length of at most the data rank 2 less batch_dims 0}}
   %0 = dfg.scatter_nd %d, %i, %u : (tensor<4x8xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scatter_nd_invariant_1_batch_dims(%d: tensor<4x8xf32>, %i: tensor<4x1xi64>, %u: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.scatter_nd' op batch_dims 2 must lie in [0, rank(indices) - 1] for indices 'tensor<4x1xi64>'}}
+  %0 = dfg.scatter_nd %d, %i, %u batch_dims = 2 : (tensor<4x8xf32>, tensor<4x1xi64>, tensor<4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scatter_nd_invariant_1_batch_sizes(%d: tensor<4x8xf32>, %i: tensor<3x1xi64>, %u: tensor<3xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.scatter_nd' op the 1 batch dimensions of data 'tensor<4x8xf32>' and indices 'tensor<3x1xi64>' differ}}
+  %0 = dfg.scatter_nd %d, %i, %u batch_dims = 1 : (tensor<4x8xf32>, tensor<3x1xi64>, tensor<3xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scatter_nd_invariant_1_batch_and_q(%d: tensor<4x8xf32>, %i: tensor<4x2xi64>, %u: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dfg.scatter_nd' op indices 'tensor<4x2xi64>' must end in a static index length of at most the data rank 2 less batch_dims 1}}
+  %0 = dfg.scatter_nd %d, %i, %u batch_dims = 1 : (tensor<4x8xf32>, tensor<4x2xi64>, tensor<4xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 

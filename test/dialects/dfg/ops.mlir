@@ -401,6 +401,18 @@ func.func @scatter_nd_accumulate(%z: tensor<6x8xf32>, %rows: tensor<12x1xi64>, %
   return %0 : tensor<6x8xf32>
 }
 
+// Batch dimensions: each of the 2x4 matrices gets its own rows; the default
+// 0 is not printed.
+// CHECK-LABEL: func.func @scatter_nd_batch_dims
+func.func @scatter_nd_batch_dims(%x: tensor<2x4x8x8xf32>, %at: tensor<2x4x3x1xi64>, %rows: tensor<2x4x3x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  // CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} batch_dims = 2 accumulate : (tensor<2x4x8x8xf32>, tensor<2x4x3x1xi64>, tensor<2x4x3x8xf32>) -> tensor<2x4x8x8xf32>
+  %0 = dfg.scatter_nd %x, %at, %rows batch_dims = 2 accumulate : (tensor<2x4x8x8xf32>, tensor<2x4x3x1xi64>, tensor<2x4x3x8xf32>) -> tensor<2x4x8x8xf32>
+  // CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} : (tensor<2x4x8x8xf32>, tensor<2x4x3x1xi64>, tensor<2x4x3x4x8x8xf32>)
+  %z = dfg.constant dense<0.0> : tensor<2x4x3x4x8x8xf32>
+  %1 = dfg.scatter_nd %x, %at, %z batch_dims = 0 : (tensor<2x4x8x8xf32>, tensor<2x4x3x1xi64>, tensor<2x4x3x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return %0, %1 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}
+
 // A weight-only quantized matrix (MatMulNBits' 4-bit blocks with packed zero
 // points) and its reshape, which keeps the elements' order.
 // CHECK-LABEL: func.func @weight_quantized

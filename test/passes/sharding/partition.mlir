@@ -384,6 +384,51 @@ func.func @not_own_row(%m: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> (ten
 
 // -----
 
+// torch's select_scatter `x[:, :, 1, :] = v` over [b, 2, 4, 4] as
+// ScatterElements imports it: a scatter_nd at full index tuples (b, h, 1, j).
+// The first two components are each tuple's own position, so every tuple
+// writes within its own [4, 4] matrix: scatter_nd with batch_dims = 2 over
+// (1, j), which dp splits - no all_gather. A head component that starts at
+// 1 is no position: that scatter keeps the heads among its tuples
+// (batch_dims = 1 over (h + 1, 1, j)).
+module attributes {meshc.mesh = "dp=2"} {
+// CHECK-LABEL: func.func @select_scatter
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} batch_dims = 2 : (tensor<?x2x4x4xf32>, tensor<?x2x1x4x2xi64>, tensor<?x2x1x4xf32>) -> tensor<?x2x4x4xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: dfg.scatter_nd %{{.+}}, %{{.+}}, %{{.+}} batch_dims = 1 : (tensor<?x2x4x4xf32>, tensor<?x2x1x4x3xi64>, tensor<?x2x1x4xf32>) -> tensor<?x2x4x4xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @select_scatter(%x: tensor<?x2x4x4xf32> {dfg.dim_names = ["b", "", "", ""]}, %v: tensor<?x2x1x4xf32> {dfg.dim_names = ["b", "", "", ""]}) -> (tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>) {
+  %bi = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %hi = dfg.range affine_map<() -> (0, 2)> delta = 1 symbols [] : tensor<2xi64>
+  %h1 = dfg.range affine_map<() -> (1, 3)> delta = 1 symbols [] : tensor<2xi64>
+  %ji = dfg.range affine_map<() -> (0, 4)> delta = 1 symbols [] : tensor<4xi64>
+  %one = dfg.constant dense<1> : tensor<1x1x1x1xi64>
+  %b4 = dfg.unsqueeze %bi axes = [1, 2, 3] : (tensor<?xi64>) -> tensor<?x1x1x1xi64>
+  %h4 = dfg.unsqueeze %hi axes = [0, 2, 3] : (tensor<2xi64>) -> tensor<1x2x1x1xi64>
+  %h14 = dfg.unsqueeze %h1 axes = [0, 2, 3] : (tensor<2xi64>) -> tensor<1x2x1x1xi64>
+  %j4 = dfg.unsqueeze %ji axes = [0, 1, 2] : (tensor<4xi64>) -> tensor<1x1x1x4xi64>
+  %be = dfg.symbolic_expand %b4 to affine_map<()[s0] -> (s0, 2, 1, 4)> symbols ["b"] : (tensor<?x1x1x1xi64>) -> tensor<?x2x1x4xi64>
+  %he = dfg.symbolic_expand %h4 to affine_map<()[s0] -> (s0, 2, 1, 4)> symbols ["b"] : (tensor<1x2x1x1xi64>) -> tensor<?x2x1x4xi64>
+  %h1e = dfg.symbolic_expand %h14 to affine_map<()[s0] -> (s0, 2, 1, 4)> symbols ["b"] : (tensor<1x2x1x1xi64>) -> tensor<?x2x1x4xi64>
+  %re = dfg.symbolic_expand %one to affine_map<()[s0] -> (s0, 2, 1, 4)> symbols ["b"] : (tensor<1x1x1x1xi64>) -> tensor<?x2x1x4xi64>
+  %je = dfg.symbolic_expand %j4 to affine_map<()[s0] -> (s0, 2, 1, 4)> symbols ["b"] : (tensor<1x1x1x4xi64>) -> tensor<?x2x1x4xi64>
+  %b5 = dfg.unsqueeze %be axes = [-1] : (tensor<?x2x1x4xi64>) -> tensor<?x2x1x4x1xi64>
+  %h5 = dfg.unsqueeze %he axes = [-1] : (tensor<?x2x1x4xi64>) -> tensor<?x2x1x4x1xi64>
+  %h15 = dfg.unsqueeze %h1e axes = [-1] : (tensor<?x2x1x4xi64>) -> tensor<?x2x1x4x1xi64>
+  %r5 = dfg.unsqueeze %re axes = [-1] : (tensor<?x2x1x4xi64>) -> tensor<?x2x1x4x1xi64>
+  %j5 = dfg.unsqueeze %je axes = [-1] : (tensor<?x2x1x4xi64>) -> tensor<?x2x1x4x1xi64>
+  %idx = dfg.concat %b5, %h5, %r5, %j5 axis = -1 : (tensor<?x2x1x4x1xi64>, tensor<?x2x1x4x1xi64>, tensor<?x2x1x4x1xi64>, tensor<?x2x1x4x1xi64>) -> tensor<?x2x1x4x4xi64>
+  %s = dfg.scatter_nd %x, %idx, %v : (tensor<?x2x4x4xf32>, tensor<?x2x1x4x4xi64>, tensor<?x2x1x4xf32>) -> tensor<?x2x4x4xf32>
+  %idx1 = dfg.concat %b5, %h15, %r5, %j5 axis = -1 : (tensor<?x2x1x4x1xi64>, tensor<?x2x1x4x1xi64>, tensor<?x2x1x4x1xi64>, tensor<?x2x1x4x1xi64>) -> tensor<?x2x1x4x4xi64>
+  %t = dfg.scatter_nd %x, %idx1, %v : (tensor<?x2x4x4xf32>, tensor<?x2x1x4x4xi64>, tensor<?x2x1x4xf32>) -> tensor<?x2x4x4xf32>
+  return %s, %t : tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>
+}
+}
+
+// -----
+
 // With static sizes the exporter's index tuples are literals; their values
 // are checked one by one (row b of a [2, 3] mask: tuples (b, j), and the
 // flat b * 3 + j).

@@ -487,6 +487,86 @@ func.func @per_head_norm(%x: tensor<?x?x16xf32> {dfg.dim_names = ["b", "s", ""]}
 
 // -----
 
+// The same per-head norm unraised (`--no-raise`: pow, mean of the last axis,
+// add, sqrt, reciprocal, mul): the row groups are rebuilt on [batch, seq,
+// heads, head_dim] with the mean's statistic [.., 1] beside them, so the
+// heads stay split through the norm.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @per_head_norm_unraised
+func.func @per_head_norm_unraised(%x: tensor<?x?x16xf32> {dfg.dim_names = ["b", "s", ""]}) -> tensor<?x?x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 1024, length = 32] : tensor<8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1056, length = 1024] : tensor<16x16xf32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %eps = dfg.constant dense<1.0e-06> : tensor<f32>
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 2, 8] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x16xf32>) -> tensor<?x?x2x8xf32>
+  // CHECK: dfg.reduce_sum %{{.+}} axes = [3] keep_dims = true {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x2x8xf32>) -> tensor<?x?x2x1xf32>
+  // CHECK: dfg.reciprocal %{{.+}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x2x1xf32>) -> tensor<?x?x2x1xf32>
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 16] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x?x2x8xf32>) -> tensor<?x?x16xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %rows = dfg.reshape %q to [0, -1, 8] : (tensor<?x?x16xf32>) -> tensor<?x?x8xf32>
+  %sq = dfg.pow %rows, %two : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+  %ms = dfg.reduce_mean %sq axes = [2] keep_dims = true : (tensor<?x?x8xf32>) -> tensor<?x?x1xf32>
+  %me = dfg.add %ms, %eps : (tensor<?x?x1xf32>, tensor<f32>) -> tensor<?x?x1xf32>
+  %rt = dfg.sqrt %me : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+  %inv = dfg.reciprocal %rt : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+  %nx = dfg.mul %rows, %inv : (tensor<?x?x8xf32>, tensor<?x?x1xf32>) -> tensor<?x?x8xf32>
+  %n = dfg.mul %nx, %g : (tensor<?x?x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %back = dfg.reshape %n to [0, -1, 16] : (tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+  %y = dfg.linear %back, %wo transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+}
+
+// -----
+
+// Qwen3.5's gated norm unraised: the heads [b, s, 2, 8] merged into rows
+// [b * s * 2, 8] (a merge of leading dimensions), normalised by a written-
+// out mean square, gated by silu of a second projection viewed as the same
+// rows, and reshaped to [b, s, 16] for the output projection. The merge is
+// undone through the mean (its axes follow the dimension), and the rows'
+// reshape to [b, s, 16] reads the unmerged [b, s, 2, 8]; the gate's rows
+// are a row group of [b, s, 16], rebuilt on [b, s, 2, 8]. The heads stay
+// split (both projections), and the output projection sums partials.
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @gated_norm_on_merged_rows
+func.func @gated_norm_on_merged_rows(%x: tensor<?x?x16xf32> {dfg.dim_names = ["b", "s", ""]}) -> tensor<?x?x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %wz = dfg.weight "wz" in "w.bin" [offset = 1024, length = 1024] : tensor<16x16xf32>
+  %g = dfg.weight "g" in "w.bin" [offset = 2048, length = 32] : tensor<8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 2080, length = 1024] : tensor<16x16xf32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %eps = dfg.constant dense<1.0e-06> : tensor<f32>
+  // CHECK-NOT: tensor<?x8xf32>
+  // CHECK: dfg.reduce_sum %{{.+}} axes = [3] keep_dims = true {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x2x8xf32>) -> tensor<?x?x2x1xf32>
+  // CHECK-NOT: tensor<?x8xf32>
+  // CHECK: dfg.sigmoid {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]} : (tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32>
+  // CHECK: dfg.reshape %{{.+}} to [0, 0, 16] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<?x?x2x8xf32>) -> tensor<?x?x16xf32>
+  // CHECK-NEXT: dfg.linear {{.*}} : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  // CHECK-NOT: tensor<?x8xf32>
+  %q = dfg.linear %x, %wq transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %q4 = dfg.symbolic_reshape %q to affine_map<()[s0, s1] -> (s0, s1, 2, 8)> symbols ["b", "s"] : (tensor<?x?x16xf32>) -> tensor<?x?x2x8xf32>
+  %rows = dfg.symbolic_reshape %q4 to affine_map<()[s0, s1] -> (s0 * s1 * 2, 8)> symbols ["b", "s"] : (tensor<?x?x2x8xf32>) -> tensor<?x8xf32>
+  %z = dfg.linear %x, %wz transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %zrows = dfg.symbolic_reshape %z to affine_map<()[s0, s1] -> (s0 * s1 * 2, 8)> symbols ["b", "s"] : (tensor<?x?x16xf32>) -> tensor<?x8xf32>
+  %sq = dfg.pow %rows, %two : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %ms = dfg.reduce_mean %sq axes = [1] keep_dims = true : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  %me = dfg.add %ms, %eps : (tensor<?x1xf32>, tensor<f32>) -> tensor<?x1xf32>
+  %rt = dfg.sqrt %me : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %inv = dfg.reciprocal %rt : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %nx = dfg.mul %rows, %inv : (tensor<?x8xf32>, tensor<?x1xf32>) -> tensor<?x8xf32>
+  %n = dfg.mul %g, %nx : (tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %sz = dfg.sigmoid %zrows : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %gz = dfg.mul %zrows, %sz : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %gated = dfg.mul %n, %gz : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %back = dfg.symbolic_reshape %gated to affine_map<()[s0, s1] -> (s0, s1, 16)> symbols ["b", "s"] : (tensor<?x8xf32>) -> tensor<?x?x16xf32>
+  %y = dfg.linear %back, %wo transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+}
+
+// -----
+
 // An lm_head whose logits are returned through a final softcap (Gemma-2's
 // logits / c, tanh, * c) is split over the vocabulary like one returned
 // directly: elementwise ops that read nothing else along it keep the split.

@@ -827,10 +827,11 @@ TEST_F(CudaKernelsTest, ScatterNDAccumulateMatchesCpu) {
     indices.set(i, idx[i]);
   const HostTensor updates = randomTensor(DType::F32, {6, 6});
   HostTensor want(DType::F32, data.shape);
-  cpu::scatterND(data.ref(), indices.ref(), updates.ref(), true, want.ref());
+  cpu::scatterND(data.ref(), indices.ref(), updates.ref(), true, 0,
+                 want.ref());
   const DeviceTensor dd(data), di(indices), du(updates);
   DeviceTensor out(DType::F32, data.shape);
-  gpu::scatterND(dd.ref(), di.ref(), du.ref(), true, out.ref());
+  gpu::scatterND(dd.ref(), di.ref(), du.ref(), true, 0, out.ref());
   expectMatchesCpu(out.download(), want, "scatter_nd accumulate");
 }
 
@@ -845,10 +846,11 @@ TEST_F(CudaKernelsTest, ScatterNDWithDuplicatesAndNegativeIndices) {
       indices.set(i, idx[i]);
     const HostTensor updates = randomTensor(DType::F32, {4, 6}, 5, 6);
     HostTensor want(DType::F32, data.shape);
-    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), false, want.ref());
+    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), false, 0,
+                   want.ref());
     const DeviceTensor dd(data), di(indices), du(updates);
     DeviceTensor out(DType::F32, data.shape);
-    gpu::scatterND(dd.ref(), di.ref(), du.ref(), false, out.ref());
+    gpu::scatterND(dd.ref(), di.ref(), du.ref(), false, 0, out.ref());
     expectSameBytes(out.download(), want, "scatter_nd q=2");
   }
   {
@@ -857,11 +859,34 @@ TEST_F(CudaKernelsTest, ScatterNDWithDuplicatesAndNegativeIndices) {
     indices.set(1, -4);
     const HostTensor updates = randomTensor(DType::F32, {2, 5, 6}, 5, 6);
     HostTensor want(DType::F32, data.shape);
-    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), false, want.ref());
+    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), false, 0,
+                   want.ref());
     const DeviceTensor dd(data), di(indices), du(updates);
     DeviceTensor out(DType::F32, data.shape);
-    gpu::scatterND(dd.ref(), di.ref(), du.ref(), false, out.ref());
+    gpu::scatterND(dd.ref(), di.ref(), du.ref(), false, 0, out.ref());
     expectSameBytes(out.download(), want, "scatter_nd q=1");
+  }
+}
+
+TEST_F(CudaKernelsTest, ScatterNDWithBatchDimensionsMatchesCpu) {
+  // batch_dims = 2 over [2, 3, 4, 5]: in every batch tuple 1 repeats tuple
+  // 0 (it must win within its batch, and must not suppress another batch's
+  // write of the same tuple values).
+  const HostTensor data = randomTensor(DType::F32, {2, 3, 4, 5});
+  HostTensor indices(DType::I64, {2, 3, 2, 1});
+  for (int b = 0; b < 6; ++b) {
+    indices.set(2 * b, b % 4);
+    indices.set(2 * b + 1, b % 4);
+  }
+  const HostTensor updates = randomTensor(DType::F32, {2, 3, 2, 5}, 5, 6);
+  for (bool accumulate : {false, true}) {
+    HostTensor want(DType::F32, data.shape);
+    cpu::scatterND(data.ref(), indices.ref(), updates.ref(), accumulate, 2,
+                   want.ref());
+    const DeviceTensor dd(data), di(indices), du(updates);
+    DeviceTensor out(DType::F32, data.shape);
+    gpu::scatterND(dd.ref(), di.ref(), du.ref(), accumulate, 2, out.ref());
+    expectMatchesCpu(out.download(), want, "scatter_nd batch_dims=2");
   }
 }
 

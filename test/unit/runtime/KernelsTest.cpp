@@ -977,23 +977,36 @@ TEST(KernelsTest, TopKMatchesAStableSort) {
 }
 
 /// scatterND against writes (or, with `accumulate`, sums in tuple order)
-/// into a float64 copy of `data`.
+/// into a float64 copy of `data`; the first `batch` dimensions are batch
+/// dimensions (each tuple writes into its own batch).
 void checkScatterND(const Tensor &data, const Tensor &indices,
-                    const Tensor &updates, bool accumulate = false) {
+                    const Tensor &updates, bool accumulate = false,
+                    std::int64_t batch = 0) {
   Tensor out(data.dtype, data.shape);
-  scatterND(data.ref(), indices.ref(), updates.ref(), accumulate, out.ref());
+  scatterND(data.ref(), indices.ref(), updates.ref(), accumulate, batch,
+            out.ref());
   std::vector<double> want = data.values();
   const std::int64_t q = indices.shape.back();
-  std::int64_t slice = 1;
-  for (std::size_t d = q; d < data.shape.size(); ++d)
+  std::int64_t slice = 1, perBatch = 1;
+  for (std::size_t d = batch + q; d < data.shape.size(); ++d)
     slice *= data.shape[d];
+  for (std::size_t d = batch; d + 1 < indices.shape.size(); ++d)
+    perBatch *= indices.shape[d];
   for (std::int64_t t = 0; t < indices.size() / q; ++t) {
-    std::int64_t offset = 0;
+    // The batch's coordinates, then the tuple's, as a data index.
+    std::int64_t offset = 0, rest = t / perBatch;
+    std::vector<std::int64_t> at(batch);
+    for (std::int64_t d = batch - 1; d >= 0; --d) {
+      at[d] = rest % data.shape[d];
+      rest /= data.shape[d];
+    }
+    for (std::int64_t d = 0; d < batch; ++d)
+      offset = offset * data.shape[d] + at[d];
     for (std::int64_t d = 0; d < q; ++d) {
       std::int64_t i = static_cast<std::int64_t>(indices.at(t * q + d));
       if (i < 0)
-        i += data.shape[d];
-      offset = offset * data.shape[d] + i;
+        i += data.shape[batch + d];
+      offset = offset * data.shape[batch + d] + i;
     }
     offset *= slice;
     for (std::int64_t e = 0; e < slice; ++e)
@@ -1036,6 +1049,24 @@ TEST(KernelsTest, ScatterND) {
                  randomF32({2, 3}));
 }
 
+TEST(KernelsTest, ScatterNDWithBatchDimensions) {
+  // batch_dims = 2 over [2, 3, 4, 5]: each of the 6 batches gets two rows
+  // of 5, the same tuple values in every batch (so a kernel that ignored
+  // the batch would write batch 0 only); one negative index.
+  std::vector<double> rows;
+  for (int b = 0; b < 6; ++b)
+    rows.insert(rows.end(), {double(b % 4), -1});
+  checkScatterND(randomF32({2, 3, 4, 5}),
+                 fromValues(DType::I64, {2, 3, 2, 1}, rows),
+                 randomF32({2, 3, 2, 5}), false, 2);
+  // batch_dims = 1 with full tuples (q = 2, single elements), accumulating
+  // a repeated tuple within a batch; i64 data.
+  checkScatterND(randomInt(DType::I64, {3, 4, 2}, -9, 9),
+                 fromValues(DType::I64, {3, 2, 2},
+                            {0, 1, 0, 1, 3, 0, 2, 1, 1, 1, 3, 1}),
+                 randomInt(DType::I64, {3, 2}, 1, 5), true, 1);
+}
+
 TEST(KernelsTest, ScatterNDOutOfRangeIsFatal) {
   useThreadsafeDeathTests();
   Tensor data = randomF32({4, 5});
@@ -1043,9 +1074,16 @@ TEST(KernelsTest, ScatterNDOutOfRangeIsFatal) {
   Tensor updates = randomF32({1});
   Tensor out(DType::F32, data.shape);
   EXPECT_EXIT(
-      scatterND(data.ref(), indices.ref(), updates.ref(), false, out.ref()),
+      scatterND(data.ref(), indices.ref(), updates.ref(), false, 0,
+                out.ref()),
       ::testing::ExitedWithCode(1),
       "scatter_nd: index 5 is outside dimension 1 of size 5");
+  // With a batch dimension, the dimension is named as data's.
+  Tensor batched = fromValues(DType::I64, {4, 1}, {0, 4, 5, 1});
+  EXPECT_EXIT(scatterND(data.ref(), batched.ref(), randomF32({4}).ref(), false,
+                        1, out.ref()),
+              ::testing::ExitedWithCode(1),
+              "scatter_nd: index 5 is outside dimension 1 of size 5");
 }
 
 TEST(KernelsTest, EmbeddingWithNegativeIds) {

@@ -440,28 +440,43 @@ TEST_F(ShapePlanTest, GatherNDPlanNamesTheIndexedSlice) {
 TEST_F(ShapePlanTest, ScatterNDPlanNamesTheUpdatedSlice) {
   for (int trial = 0; trial < kTrials; ++trial) {
     const Shape data = shape(1, 4, /*allowZero=*/false);
-    const int q = static_cast<int>(uniform(0, static_cast<int>(data.size())));
-    Shape indices = shape(0, 2);
+    // Batch dimensions (shared by data and indices), then q indexed ones.
+    const int batch =
+        static_cast<int>(uniform(0, static_cast<int>(data.size()) - 1));
+    const int q = static_cast<int>(
+        uniform(0, static_cast<int>(data.size()) - batch));
+    Shape indices(data.begin(), data.begin() + batch);
+    const Shape tuples = shape(0, 2);
+    indices.insert(indices.end(), tuples.begin(), tuples.end());
     indices.push_back(q);
     const plans::ScatterNDPlan p =
-        plans::scatterNDPlan(shapeRef(data), shapeRef(indices));
+        plans::scatterNDPlan(shapeRef(data), shapeRef(indices), batch);
     ASSERT_EQ(p.q, q);
     ASSERT_EQ(p.tuples, q == 0 ? 0 : numElementsOf(indices) / q);
-    ASSERT_EQ(p.slice, numElementsOf(Shape(data.begin() + q, data.end())));
-    // Every index tuple of the first q dimensions lands at its slice.
-    const Shape head(data.begin(), data.begin() + q);
-    for (const Shape &tuple : allIndices(head)) {
-      Shape dataIndex = tuple;
+    ASSERT_EQ(p.slice,
+              numElementsOf(Shape(data.begin() + batch + q, data.end())));
+    ASSERT_EQ(p.perBatch, numElementsOf(tuples));
+    // Every tuple of every batch lands at its slice.
+    const Shape head(data.begin(), data.begin() + batch + q);
+    for (const Shape &at : allIndices(head)) {
+      Shape dataIndex = at;
       dataIndex.resize(data.size(), 0);
-      std::int64_t slices = 0;
+      // The batch's flat position, and the first of its tuples.
+      std::int64_t flatBatch = 0;
+      for (int d = 0; d < batch; ++d)
+        flatBatch = flatBatch * data[static_cast<std::size_t>(d)] + at[d];
+      std::int64_t slices = p.batchStart(flatBatch * p.perBatch);
       for (int d = 0; d < q; ++d) {
-        ASSERT_EQ(p.shape[d], data[static_cast<std::size_t>(d)]);
+        ASSERT_EQ(p.shape[d], data[static_cast<std::size_t>(batch + d)]);
         // A negative index counts from the end, as the kernels normalise it.
-        const std::int64_t v = chance(0.5) ? tuple[d] - p.shape[d] : tuple[d];
+        const std::int64_t i = at[batch + d];
+        const std::int64_t v = chance(0.5) ? i - p.shape[d] : i;
         slices += (v < 0 ? v + p.shape[d] : v) * p.stride[d];
       }
-      ASSERT_EQ(slices * p.slice, offsetOf(data, dataIndex))
-          << "trial " << trial;
+      if (p.perBatch > 0) {
+        ASSERT_EQ(slices * p.slice, offsetOf(data, dataIndex))
+            << "trial " << trial;
+      }
     }
   }
 }
