@@ -1006,6 +1006,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
     });
     FatalErrorAtNode net(context_, model_.path().str() + ": " +
                                        describeNode(node, index));
+    if (readsPart && failed(runTimeSplits_.checkSplitOfRows(ctx)))
+      return failure();
     LogicalResult legalized = RunTimeSplits::isRunTimeSplit(ctx)
                                   ? runTimeSplits_.importSplit(ctx)
                               : joinsParts ? runTimeSplits_.importConcat(ctx)

@@ -55,10 +55,27 @@ struct SlidingWindows {
   SmallVector<SmallVector<int64_t>> taps;
   /// Whether any padding was added.
   bool hasPadding = false;
+  /// Per spatial axis of a static size: the input's length, the padding
+  /// before it, the padded length (without what ceil_mode adds), the number
+  /// of windows and the kernel's dilation; the length is dynamic where the
+  /// size is symbolic.
+  struct Axis {
+    int64_t length = ShapedType::kDynamic, before = 0, padded = 0, windows = 0,
+            dilation = 1;
+    bool overruns = false; // ceil_mode's last window runs past the end
+  };
+  SmallVector<Axis> axes;
+  /// Whether ceil_mode added positions past the padded input.
+  bool overruns = false;
 };
 
+/// `ceilMode` (pooling's ceil_mode = 1) counts a last window that starts
+/// inside the input or its padding before it but runs past the padded end
+/// (ONNX's rule, as onnxruntime and torch apply it); the input is padded
+/// with `fill` up to its end.
 FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
-                                         ArrayRef<int64_t> kernel, Value fill) {
+                                         ArrayRef<int64_t> kernel, Value fill,
+                                         bool ceilMode = false) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t n = type.getRank() - 2;
   StringRef op = ctx.node().op_type();
@@ -87,6 +104,7 @@ FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
   w.padded = x;
   w.strides = *strides;
   w.bounds.resize(n);
+  w.axes.resize(n);
   for (int64_t i = 0; i < n; ++i) {
     int64_t stride = (*strides)[i], dilation = (*dilations)[i],
             taps = kernel[i], length = type.getDimSize(2 + i);
@@ -110,16 +128,31 @@ FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
       return ctx.error(op + " with stride " + std::to_string(stride) +
                        " over a symbolic size is not supported");
     w.hasPadding |= before > 0 || after > 0;
-    FailureOr<Value> p = padAxis(ctx, w.padded, 2 + i, before, after, fill);
-    if (failed(p))
-      return failure();
-    w.padded = *p;
     int64_t paddedLength =
         ShapedType::isDynamic(length) ? length : length + before + after;
     if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
       return ctx.error(op + "'s kernel spans " + std::to_string(span + 1) +
                        " positions, more than the padded size " +
                        std::to_string(paddedLength));
+    // ceil_mode: one more window where the last one only partly fits (a
+    // stride of 1 always fits whole windows).
+    int64_t extra = 0;
+    if (!ShapedType::isDynamic(length)) {
+      int64_t windows = (paddedLength - span - 1) / stride + 1;
+      if (ceilMode && (paddedLength - span - 1) % stride != 0 &&
+          windows * stride < length + before)
+        ++windows;
+      extra = std::max<int64_t>(0, (windows - 1) * stride + span + 1 -
+                                       paddedLength);
+      w.axes[i] = {length, before, paddedLength, windows, dilation, extra > 0};
+      w.overruns |= extra > 0;
+    }
+    FailureOr<Value> p =
+        padAxis(ctx, w.padded, 2 + i, before, after + extra, fill);
+    if (failed(p))
+      return failure();
+    w.padded = *p;
+    paddedLength += extra;
     for (int64_t k = 0; k < taps; ++k) {
       int64_t start = k * dilation, end;
       if (stride == 1)
@@ -307,13 +340,54 @@ LogicalResult legalizeConv(NodeContext &ctx) {
   return ctx.setResults(acc);
 }
 
+/// The divisor of each window of an AveragePool along static spatial axes:
+/// the positions it covers within the padded input (count_include_pad = 1)
+/// or within the input itself (0), a product over the axes; a constant
+/// [1, 1, windows...] of `element`.
+Value poolDivisors(NodeContext &ctx, const SlidingWindows &w,
+                   ArrayRef<int64_t> kernel, bool includePad, Type element) {
+  SmallVector<int64_t> shape{1, 1};
+  SmallVector<double> values{1.0};
+  for (auto [i, axis] : llvm::enumerate(w.axes)) {
+    int64_t lo = includePad ? 0 : axis.before,
+            hi = includePad ? axis.padded : axis.before + axis.length;
+    SmallVector<double> next;
+    for (double v : values)
+      for (int64_t o = 0; o < axis.windows; ++o) {
+        int64_t covered = 0;
+        for (int64_t k = 0; k < kernel[i]; ++k) {
+          int64_t at = o * w.strides[i] + k * axis.dilation;
+          covered += at >= lo && at < hi;
+        }
+        next.push_back(v * static_cast<double>(covered));
+      }
+    values = std::move(next);
+    shape.push_back(axis.windows);
+  }
+  OpBuilder &b = ctx.builder();
+  auto type = RankedTensorType::get(shape, b.getF64Type());
+  DenseElementsAttr attr = DenseElementsAttr::get(type, ArrayRef(values));
+  if (!element.isF64())
+    attr = attr.mapValues(element, [&](const APFloat &v) {
+      APFloat f = v;
+      bool lost;
+      f.convert(cast<FloatType>(element).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      return f.bitcastToAPInt();
+    });
+  return dfg::ConstantOp::create(b, ctx.loc(),
+                                 RankedTensorType::get(shape, element), attr);
+}
+
 /// MaxPool and AveragePool over any number of spatial axes, from the same
 /// sliding windows as Conv: the largest (MaxPool, padded with -inf) or the
-/// mean (AveragePool, padded with 0) of the kernel positions' windows. An
-/// average over padded positions divides by the kernel size, which ONNX
-/// does only with count_include_pad = 1: with padding and
-/// count_include_pad = 0 AveragePool is refused by name, as are ceil_mode
-/// and MaxPool's Indices output.
+/// mean (AveragePool, padded with 0) of the kernel positions' windows.
+/// ceil_mode's last, partial windows (Funnel's pooling of an odd sequence)
+/// read the fill past the end. An average divides by the kernel size, or,
+/// where windows cover padding that does not count (count_include_pad = 0)
+/// or run past the end (ceil_mode), by each window's own count: over
+/// static sizes only (else refused by name). MaxPool's Indices output is
+/// refused.
 LogicalResult legalizePool(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
@@ -331,20 +405,44 @@ LogicalResult legalizePool(NodeContext &ctx) {
                      dfg::formatShape(x.getShape()));
   if (ctx.numOutputs() > 1 && !ctx.node().output(1).empty())
     return ctx.error("MaxPool's Indices output is not supported");
-  if (ctx.attrInt("ceil_mode", 0) != 0)
-    return ctx.error(op + " with ceil_mode 1 is not supported");
   std::optional<SmallVector<int64_t>> kernel = ctx.attrInts("kernel_shape");
   if (!kernel || static_cast<int64_t>(kernel->size()) != x.getRank() - 2)
     return ctx.error(op + " needs a kernel_shape with one size per spatial "
                           "axis");
   double fill = max ? -std::numeric_limits<double>::infinity() : 0.0;
   FailureOr<SlidingWindows> windows =
-      slidingWindows(ctx, ctx.input(0), *kernel, ctx.scalar(fill, element));
+      slidingWindows(ctx, ctx.input(0), *kernel, ctx.scalar(fill, element),
+                     ctx.attrInt("ceil_mode", 0) != 0);
   if (failed(windows))
     return failure();
-  if (!max && windows->hasPadding && ctx.attrInt("count_include_pad", 0) == 0)
+  bool includePad = ctx.attrInt("count_include_pad", 0) != 0;
+  bool varies = windows->overruns || (windows->hasPadding && !includePad);
+  bool symbolic = llvm::any_of(windows->axes, [](const SlidingWindows::Axis &a) {
+    return ShapedType::isDynamic(a.length);
+  });
+  if (!max && varies && symbolic)
     return ctx.error("AveragePool over padding with count_include_pad 0 "
-                     "is not supported (its divisor varies by position)");
+                     "along a symbolic size is not supported (its divisor "
+                     "varies by position)");
+  // Where the padding counts and a last window runs past the end, the
+  // padding after the input counts and the positions past it do not (torch's
+  // rule, and onnxruntime's for pads equal at both ends); with other pads
+  // onnxruntime's own kernels disagree among themselves.
+  if (!max && includePad && windows->overruns)
+    for (auto [i, axis] : llvm::enumerate(windows->axes)) {
+      int64_t after = axis.padded - axis.length - axis.before;
+      if (axis.overruns && axis.before != after)
+        return ctx.error(
+            "AveragePool with ceil_mode 1 and count_include_pad 1 over pads "
+            "that differ at the two ends of spatial axis " +
+            std::to_string(i) + " (" + std::to_string(axis.before) + " and " +
+            std::to_string(after) +
+            ") is not supported (the divisor of its last windows has no one "
+            "convention)");
+    }
+  Value divisors;
+  if (!max && varies)
+    divisors = poolDivisors(ctx, *windows, *kernel, includePad, element);
   Value acc;
   for (ArrayRef<int64_t> tap : windows->taps) {
     FailureOr<Value> window = tapWindow(ctx, *windows, tap);
@@ -361,9 +459,12 @@ LogicalResult legalizePool(NodeContext &ctx) {
       return failure();
     acc = *next;
   }
-  if (!max && windows->taps.size() > 1) {
+  if (!max && (divisors || windows->taps.size() > 1)) {
     FailureOr<Value> mean = binary<dfg::DivOp>(
-        ctx, acc, ctx.scalar(double(windows->taps.size()), element), element);
+        ctx, acc,
+        divisors ? divisors
+                 : ctx.scalar(double(windows->taps.size()), element),
+        element);
     if (failed(mean))
       return failure();
     acc = *mean;

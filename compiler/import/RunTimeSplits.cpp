@@ -159,6 +159,27 @@ bool RunTimeSplits::readsPart(const onnx::NodeProto &node) const {
   });
 }
 
+LogicalResult RunTimeSplits::checkSplitOfRows(NodeContext &ctx) const {
+  const onnx::NodeProto &node = ctx.node();
+  if (node.op_type() != "Split" || !node.domain().empty() ||
+      node.input_size() == 0)
+    return success();
+  auto it = parts_.find(node.input(0));
+  if (it == parts_.end())
+    return success();
+  int64_t rank = ctx.inputType(0).getRank(), axis = ctx.attrInt("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis != it->second.axis)
+    return success();
+  return ctx.error(
+      "cuts " + describe(splits_[it->second.split], it->second.index) +
+      ", into " + std::to_string(node.output_size()) +
+      " parts of sizes fixed in the graph: the exporter unrolled a loop over "
+      "them at the count it traced, which other data changes (meshc "
+      "follows such rows only through ops that treat them independently)");
+}
+
 LogicalResult RunTimeSplits::importConcat(NodeContext &ctx) {
   const onnx::NodeProto &node = ctx.node();
   auto first = parts_.find(node.input(0));

@@ -56,6 +56,11 @@ public:
   /// Whether `node` is a Concat of parts of a Split.
   bool joinsSplitParts(const onnx::NodeProto &node) const;
 
+  /// Refuses node `ctx` where it is a Split that cuts the rows of a part
+  /// (a NonZero's coordinates) into sizes of its own: the exporter unrolled
+  /// a loop over them at the count it traced, which the data decides.
+  mlir::LogicalResult checkSplitOfRows(NodeContext &ctx) const;
+
   /// Imports a Concat that reads parts: every part of one split, in order,
   /// along the axis the parts are split on, becomes a select by the masks;
   /// any other Concat of parts is an error.

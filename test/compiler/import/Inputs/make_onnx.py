@@ -391,7 +391,10 @@ def case_pool(path):
     downsampling (MaxPool1d, kernel = stride = 2, over a symbolic batch); a
     2-D MaxPool with pads, strides and dilations; a SAME_UPPER one; a 2-D
     AveragePool without padding; one over padding with count_include_pad 1;
-    a 3-D MaxPool."""
+    a 3-D MaxPool; with ceil_mode, Funnel's pooling of an odd sequence
+    (kernel = stride = 2 along it, the last window half past the end) as
+    AveragePool and MaxPool, and a padded one; count_include_pad 0 over
+    padding, with and without ceil_mode (each window's own divisor)."""
     nodes = [
         helper.make_node("MaxPool", ["x"], ["down"], kernel_shape=[2], strides=[2],
                          name="downsample"),
@@ -404,9 +407,25 @@ def case_pool(path):
         helper.make_node("AveragePool", ["img"], ["avgpad"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                          count_include_pad=1, name="avg_with_pads"),
         helper.make_node("MaxPool", ["vol"], ["max3d"], kernel_shape=[2, 2, 2], name="max3d"),
+        helper.make_node("AveragePool", ["img"], ["funnel_avg"], kernel_shape=[2, 1],
+                         strides=[2, 1], ceil_mode=1, count_include_pad=1, name="funnel_avg"),
+        helper.make_node("MaxPool", ["img"], ["funnel_max"], kernel_shape=[2, 1],
+                         strides=[2, 1], ceil_mode=1, name="funnel_max"),
+        helper.make_node("MaxPool", ["img"], ["ceil_max"], kernel_shape=[3, 3], strides=[2, 3],
+                         pads=[1, 0, 0, 1], ceil_mode=1, name="ceil_max"),
+        helper.make_node("AveragePool", ["img"], ["avg_own"], kernel_shape=[3, 2],
+                         pads=[1, 1, 1, 0], count_include_pad=0, name="avg_own_count"),
+        helper.make_node("AveragePool", ["img"], ["avg_ceil"], kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1, count_include_pad=0,
+                         name="avg_ceil_own_count"),
+        helper.make_node("AveragePool", ["img"], ["avg_ceil_pad"], kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1,
+                         name="avg_ceil_with_pads"),
     ]
     ins = [f32("x", ["batch", 6, 8]), f32("img", [2, 3, 7, 8]), f32("vol", [1, 2, 3, 4, 5])]
-    outs = [f32(n, None) for n in ("down", "max2d", "same", "avg2d", "avgpad", "max3d")]
+    outs = [f32(n, None) for n in ("down", "max2d", "same", "avg2d", "avgpad", "max3d",
+                                   "funnel_avg", "funnel_max", "ceil_max", "avg_own",
+                                   "avg_ceil", "avg_ceil_pad")]
     return model(nodes, ins, outs, [], opset=19)
 
 
@@ -733,6 +752,23 @@ def case_nonzero_data(path):
                  [helper.make_tensor_value_info("y", TensorProto.INT64, None)], inits, opset=17)
 
 
+def case_nonzero_unrolled(path):
+    """The experts a router hit, as TorchScript traces DBRX's loop over
+    them: NonZero of the hit mask, transposed to [count, 1], then Split
+    into the 3 rows the trace saw: the count is the data's, the sizes the
+    trace's."""
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["hit"], name="hit"),
+             helper.make_node("NonZero", ["hit"], ["where"], name="route"),
+             helper.make_node("Transpose", ["where"], ["rows"], perm=[1, 0], name="rows"),
+             helper.make_node("Split", ["rows", "ones"], ["e0", "e1", "e2"], axis=0,
+                              name="experts")]
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             ints("ones", [1, 1, 1])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64, None)
+            for n in ("e0", "e1", "e2")]
+    return model(nodes, [f32("x", [4])], outs, inits, opset=17)
+
+
 def expert_routing(variant="ok"):
     """A mixture of 4 experts, top 2, routed as transformers 4.x writes it
     and TorchScript exports it: per expert e, NonZero of the transposed
@@ -1040,10 +1076,21 @@ def case_scatter_rows(path):
 
 def case_pool_uneven(path):
     """AveragePool over padding with count_include_pad 0 (its divisor varies
-    by position), which meshc does not import: refused by name."""
+    by position) along a symbolic length, which meshc does not import:
+    refused by name."""
     nodes = [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], pads=[1, 1],
                               name="uneven_pool")]
-    return model(nodes, [f32("x", [1, 2, 6])], [f32("y", None)], [], opset=19)
+    return model(nodes, [f32("x", [1, 2, "len"])], [f32("y", None)], [], opset=19)
+
+
+def case_pool_ceil_uneven_pads(path):
+    """AveragePool with ceil_mode whose last window runs past the end, over
+    pads that differ at the two ends and count (count_include_pad 1): the
+    divisor has no one convention, so meshc refuses it by name."""
+    nodes = [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 0, 0], ceil_mode=1, count_include_pad=1,
+                              name="ceil_pool")]
+    return model(nodes, [f32("x", [1, 2, 7, 8])], [f32("y", None)], [], opset=19)
 
 
 def case_slice_last_length(path):
