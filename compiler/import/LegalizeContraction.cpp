@@ -1099,6 +1099,7 @@ void populateContractionLegalizations(LegalizationTable &table) {
   table.add("", "Conv", 22, legalizeConv); // + bf16
   table.add("", "MaxPool", 12, legalizePool);
   table.add("", "MaxPool", 22, legalizePool);     // + bf16
+  table.add("", "AveragePool", 11, legalizePool); // TorchScript's at opset 17
   table.add("", "AveragePool", 19, legalizePool); // + dilations
   table.add("", "AveragePool", 22, legalizePool); // + bf16
   table.add("", "Gemm", 13, legalizeGemm);

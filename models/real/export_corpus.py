@@ -14,7 +14,8 @@ codegen,cohere,nemotron,persimmon,gpt_neo,olmo,glm,helium,smollm3,mixtral,\
 qwen2_moe,qwen3_moe,deepseek_v3,gpt_oss,phimoe,xglm,roberta,distilbert,albert,\
 modernbert,deberta_v2,mpnet,smollm,mpt,jetmoe,doge,olmoe,bitnet,cohere2,granitemoe,\
 biogpt,diffllama,vaultgemma,nanochat,lfm2,nystromformer,granite_swa,mamba,mamba2,rwkv,\
-zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant,gemma4_text,qwen3_5_text,nemotron_h \
+zamba,xlnet,yoso,fnet,flaubert,xlstm,cpmant,gemma4_text,qwen3_5_text,nemotron_h,\
+minicpm3,zamba2,gemma3n_text,funnel \
       --exporter dynamo,torchscript     (MORE: beyond the first ten, torch.onnx only)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch smollm --exporter genai    (and onnxruntime-genai's builder for SmolLM's layout)
@@ -425,6 +426,62 @@ def config_for(arch):
             n_shared_experts=1, moe_intermediate_size=64,
             moe_shared_expert_intermediate_size=64, num_experts_per_tok=2,
             experts_implementation="batched_mm", pad_token_id=0), tf.NemotronHForCausalLM
+    if arch == "funnel":  # an encoder that pools the sequence between its blocks
+        return tf.FunnelConfig(vocab_size=VOCAB, block_sizes=[1, 1], d_model=64, n_head=4,
+                               d_head=16, d_inner=128, num_decoder_layers=1,
+                               max_position_embeddings=64, pad_token_id=0), tf.FunnelModel
+    # Architectures whose configs need sizes that agree with each other (the
+    # generic sizes below do not); MiniCPM3, Zamba2 and Gemma-3n are in the
+    # corpus, the others probed.
+    mla = dict(kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8, head_dim=8,
+               qk_nope_head_dim=16, v_head_dim=16)
+    moe = dict(num_experts_per_tok=2, moe_intermediate_size=32,
+               experts_implementation="batched_mm", pad_token_id=0)
+    if arch == "deepseek_v2":  # latent attention; greedy routing over 4 experts
+        return tf.DeepseekV2Config(num_key_value_heads=4, n_routed_experts=4,
+                                   n_shared_experts=1, first_k_dense_replace=1,
+                                   **mla, **moe, **common), tf.DeepseekV2ForCausalLM
+    if arch == "minicpm3":  # latent attention, scaled embeddings and residuals
+        return tf.MiniCPM3Config(num_key_value_heads=4, pad_token_id=0, **mla, **common), \
+            tf.MiniCPM3ForCausalLM
+    if arch == "dots1":  # a dense first layer, then routed and shared experts
+        return tf.Dots1Config(num_key_value_heads=2, head_dim=16, n_routed_experts=4,
+                              n_shared_experts=1, first_k_dense_replace=1,
+                              layer_types=["full_attention"] * 2, **moe, **common), \
+            tf.Dots1ForCausalLM
+    if arch == "lfm2_moe":  # short convolutions and attention; experts after a dense layer
+        return tf.Lfm2MoeConfig(num_key_value_heads=2, num_dense_layers=1, num_experts=4,
+                                layer_types=["conv", "full_attention"], **moe, **common), \
+            tf.Lfm2MoeForCausalLM
+    if arch == "dbrx":  # fused qkv clipped, experts of a top-2 router
+        return tf.DbrxConfig(
+            d_model=64, n_heads=4, n_layers=2, max_seq_len=64, vocab_size=VOCAB,
+            attn_config=dict(kv_n_heads=2, clip_qkv=8.0, rope_theta=10000.0),
+            ffn_config=dict(ffn_hidden_size=64, moe_num_experts=4, moe_top_k=2),
+            pad_token_id=0, experts_implementation="batched_mm"), tf.DbrxForCausalLM
+    if arch == "zamba2":  # Mamba-2, then a shared attention block on [h, embeddings]
+        return tf.Zamba2Config(
+            vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+            layers_block_type=["mamba", "hybrid"], hybrid_layer_ids=[1], num_attention_heads=4,
+            num_key_value_heads=4, attention_head_dim=32, intermediate_size=128,
+            mamba_d_state=16, mamba_headdim=16, n_mamba_heads=8, mamba_ngroups=1,
+            chunk_size=8, use_mamba_kernels=False, max_position_embeddings=64,
+            pad_token_id=0), tf.Zamba2ForCausalLM
+    if arch == "gemma3n_text":  # AltUp, Laurel, per-layer inputs, sparse activations
+        return tf.Gemma3nTextConfig(
+            vocab_size=VOCAB, vocab_size_per_layer_input=VOCAB, hidden_size=64,
+            hidden_size_per_layer_input=16, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, intermediate_size=[128, 128],
+            layer_types=["sliding_attention", "full_attention"], sliding_window=3,
+            num_kv_shared_layers=0, laurel_rank=8, activation_sparsity_pattern=[0.95, 0.0],
+            max_position_embeddings=64, pad_token_id=0), tf.Gemma3nForCausalLM
+    if arch == "longcat_flash":  # latent attention, two sublayers, zero experts
+        return tf.LongcatFlashConfig(
+            vocab_size=VOCAB, hidden_size=64, num_layers=2, num_attention_heads=4,
+            num_key_value_heads=4, ffn_hidden_size=128, n_routed_experts=4, zero_expert_num=2,
+            expert_ffn_hidden_size=32, moe_topk=2, max_position_embeddings=64,
+            experts_implementation="batched_mm", pad_token_id=0, **mla), \
+            tf.LongcatFlashForCausalLM
     return generic_config(arch, common)
 
 
@@ -479,11 +536,12 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
         "falcon_h1", "apertus", "arcee", "exaone4", "glm4", "internlm3", "ministral", "olmo3",
         "openai-gpt", "seed_oss",
         # Sizes of their own again (the class defaults are too large to commit).
-        "gemma4_text", "qwen3_5_text", "nemotron_h"]
+        "gemma4_text", "qwen3_5_text", "nemotron_h", "minicpm3", "zamba2", "gemma3n_text",
+        "funnel"]
 # Encoders: right-padded, token type ids where the model takes them, the
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
-            "nystromformer", "yoso", "fnet", "flaubert"}
+            "nystromformer", "yoso", "fnet", "flaubert", "funnel"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
