@@ -340,6 +340,24 @@ LogicalResult legalizeConv(NodeContext &ctx) {
   return ctx.setResults(acc);
 }
 
+/// A constant of `shape` holding `values` (row-major) as `element`, a
+/// floating-point type (rounded to nearest).
+Value floatConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                    ArrayRef<double> values, Type element) {
+  auto attr = DenseElementsAttr::get(
+      RankedTensorType::get(shape, b.getF64Type()), values);
+  if (!element.isF64())
+    attr = attr.mapValues(element, [&](const APFloat &v) {
+      APFloat f = v;
+      bool lost;
+      f.convert(cast<FloatType>(element).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      return f.bitcastToAPInt();
+    });
+  return dfg::ConstantOp::create(b, loc, RankedTensorType::get(shape, element),
+                                 attr);
+}
+
 /// The divisor of each window of an AveragePool along static spatial axes:
 /// the positions it covers within the padded input (count_include_pad = 1)
 /// or within the input itself (0), a product over the axes; a constant
@@ -364,19 +382,7 @@ Value poolDivisors(NodeContext &ctx, const SlidingWindows &w,
     values = std::move(next);
     shape.push_back(axis.windows);
   }
-  OpBuilder &b = ctx.builder();
-  auto type = RankedTensorType::get(shape, b.getF64Type());
-  DenseElementsAttr attr = DenseElementsAttr::get(type, ArrayRef(values));
-  if (!element.isF64())
-    attr = attr.mapValues(element, [&](const APFloat &v) {
-      APFloat f = v;
-      bool lost;
-      f.convert(cast<FloatType>(element).getFloatSemantics(),
-                APFloat::rmNearestTiesToEven, &lost);
-      return f.bitcastToAPInt();
-    });
-  return dfg::ConstantOp::create(b, ctx.loc(),
-                                 RankedTensorType::get(shape, element), attr);
+  return floatConstant(ctx.builder(), ctx.loc(), shape, values, element);
 }
 
 /// MaxPool and AveragePool over any number of spatial axes, from the same
@@ -493,7 +499,6 @@ FailureOr<DftTables> dftTables(NodeContext &ctx, Value like,
       return ctx.error("DFT of length " + std::to_string(n) +
                        ": meshc computes it as a product by an [N, N] table, "
                        "which it builds up to N = 8192");
-    auto type = RankedTensorType::get({n, n}, b.getF64Type());
     SmallVector<double> c(n * n), sn(n * n);
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < n; ++j) {
@@ -502,19 +507,8 @@ FailureOr<DftTables> dftTables(NodeContext &ctx, Value like,
         c[k * n + j] = std::cos(angle);
         sn[k * n + j] = std::sin(angle);
       }
-    auto table = [&](ArrayRef<double> values) -> Value {
-      auto attr = DenseElementsAttr::get(type, values);
-      auto out = RankedTensorType::get({n, n}, element);
-      DenseElementsAttr converted = attr;
-      if (!element.isF64())
-        converted = attr.mapValues(element, [&](const APFloat &v) {
-          APFloat f = v;
-          bool lost;
-          f.convert(cast<FloatType>(element).getFloatSemantics(),
-                    APFloat::rmNearestTiesToEven, &lost);
-          return f.bitcastToAPInt();
-        });
-      return dfg::ConstantOp::create(b, loc, out, converted);
+    auto table = [&](ArrayRef<double> values) {
+      return floatConstant(b, loc, {n, n}, values, element);
     };
     return DftTables{table(c), table(sn),
                      ctx.scalar(static_cast<double>(n), element)};

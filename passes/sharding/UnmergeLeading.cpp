@@ -376,17 +376,6 @@ private:
     ArrayRef<AffineExpr> lead = ArrayRef(u.dims).take_front(u.leadSize);
     ArrayRef<AffineExpr> rest = ArrayRef(u.dims).drop_front(u.leadSize);
     OpBuilder b(op);
-    if (out.size() >= lead.size() &&
-        sameDims(ArrayRef(out).take_front(lead.size()), lead) &&
-        sameProduct(ArrayRef(out).drop_front(lead.size()), rest, context())) {
-      Value v = reshape(b, op->getLoc(), u.value, u.dims, out);
-      if (!v)
-        return;
-      dims_[v] = out;
-      op->getResult(0).replaceAllUsesWith(v);
-      splitBacks_.push_back(op);
-      return;
-    }
     if (!out.empty() && sameProduct(lead, out[0], context()) &&
         sameProduct(ArrayRef(out).drop_front(), rest, context())) {
       Dims liftedDims = liftDims(lead, out);
@@ -397,9 +386,9 @@ private:
       rebuilt_.push_back(op);
       return;
     }
-    // Any other reshape (rows [B*S*H, D] back to [B, S, H*D]) reads the
-    // unmerged value: a reshape keeps the elements' order, so the merged
-    // view in between changes nothing.
+    // Any other reshape (the lead split back, or rows [B*S*H, D] back to
+    // [B, S, H*D]) reads the unmerged value: a reshape keeps the elements'
+    // order, so the merged view in between changes nothing.
     if (llvm::all_of(out, [](AffineExpr d) { return bool(d); })) {
       Value v = reshape(b, op->getLoc(), u.value, u.dims, out);
       if (!v)
