@@ -448,24 +448,24 @@ bool rowWise(Operation *op, RankedTensorType rows) {
   auto lastAxisNorm = [&](auto norm) {
     return !norm.getResidual() && isLast(norm.getAxis());
   };
+  bool kind;
   if (auto norm = dyn_cast<dfg::RmsNormOp>(op))
-    return result == rows && lastAxisNorm(norm) &&
+    kind = result == rows && lastAxisNorm(norm) &&
            norm.getInput().getType() == rows;
-  if (auto norm = dyn_cast<dfg::LayerNormOp>(op))
-    return result == rows && lastAxisNorm(norm) &&
+  else if (auto norm = dyn_cast<dfg::LayerNormOp>(op))
+    kind = result == rows && lastAxisNorm(norm) &&
            norm.getInput().getType() == rows;
-  if (auto softmax = dyn_cast<dfg::SoftmaxOp>(op))
-    return result == rows && isLast(softmax.getAxis()) &&
-           softmax.getInput().getType() == rows;
-  if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(op)) {
+  else if (auto softmax = dyn_cast<dfg::SoftmaxOp>(op))
+    kind = result == rows && isLast(softmax.getAxis());
+  else if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(op)) {
     auto keep = op->getAttrOfType<BoolAttr>("keep_dims");
-    return result == reduced && op->getOperand(0).getType() == rows &&
+    kind = result == reduced && op->getOperand(0).getType() == rows &&
            reducedAxes(op) == ArrayRef<int64_t>{rank - 1} && keep &&
            keep.getValue();
+  } else {
+    kind = isa<dfg::ElementwiseOpInterface>(op);
   }
-  if (!isa<dfg::ElementwiseOpInterface>(op))
-    return false;
-  return llvm::all_of(op->getOperands(), [&](Value v) {
+  return kind && llvm::all_of(op->getOperands(), [&](Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && (type == rows || type == reduced || type.getRank() <= 1);
   });
