@@ -66,7 +66,9 @@ struct SlidingWindows {
   };
   SmallVector<Axis> axes;
   /// Whether ceil_mode added positions past the padded input.
-  bool overruns = false;
+  bool overruns() const {
+    return llvm::any_of(axes, [](const Axis &a) { return a.overruns; });
+  }
 };
 
 /// `ceilMode` (pooling's ceil_mode = 1) counts a last window that starts
@@ -145,7 +147,6 @@ FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
       extra = std::max<int64_t>(0, (windows - 1) * stride + span + 1 -
                                        paddedLength);
       w.axes[i] = {length, before, paddedLength, windows, dilation, extra > 0};
-      w.overruns |= extra > 0;
     }
     FailureOr<Value> p =
         padAxis(ctx, w.padded, 2 + i, before, after + extra, fill);
@@ -422,7 +423,7 @@ LogicalResult legalizePool(NodeContext &ctx) {
   if (failed(windows))
     return failure();
   bool includePad = ctx.attrInt("count_include_pad", 0) != 0;
-  bool varies = windows->overruns || (windows->hasPadding && !includePad);
+  bool varies = windows->overruns() || (windows->hasPadding && !includePad);
   bool symbolic = llvm::any_of(windows->axes, [](const SlidingWindows::Axis &a) {
     return ShapedType::isDynamic(a.length);
   });
@@ -434,7 +435,7 @@ LogicalResult legalizePool(NodeContext &ctx) {
   // padding after the input counts and the positions past it do not (torch's
   // rule, and onnxruntime's for pads equal at both ends); with other pads
   // onnxruntime's own kernels disagree among themselves.
-  if (!max && includePad && windows->overruns)
+  if (!max && includePad && windows->overruns())
     for (auto [i, axis] : llvm::enumerate(windows->axes)) {
       int64_t after = axis.padded - axis.length - axis.before;
       if (axis.overruns && axis.before != after)

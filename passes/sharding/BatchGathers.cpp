@@ -60,41 +60,22 @@ public:
   explicit BatchGathers(func::FuncOp func)
       : table_(func.getContext()), shapes_(table_) {}
 
-  /// One gather_nd, to a fixed point of its batch dimensions. Returns
-  /// whether it was rewritten.
-  bool rewrite(dfg::GatherNDOp gather) {
+  /// One gather_nd or scatter_nd, to a fixed point of its batch dimensions
+  /// (a scatter's tuple that writes at its own position along the batch
+  /// dimension writes within its own batch). Returns whether it was
+  /// rewritten.
+  template <typename IndexOp> bool rewrite(IndexOp op) {
     bool changed = false;
     while (std::optional<Value> rest =
-               rest_(gather, gather.getData(), gather.getIndices(),
-                     gather.getBatchDims())) {
-      OpBuilder b(gather);
-      auto next = dfg::GatherNDOp::create(
-          b, gather.getLoc(), gather.getType(), gather.getData(), *rest,
-          b.getI64IntegerAttr(gather.getBatchDims() + 1));
-      gather.getResult().replaceAllUsesWith(next.getResult());
+               rest_(op, op.getData(), op.getIndices(), op.getBatchDims())) {
+      OpBuilder b(op);
+      auto next = cast<IndexOp>(b.clone(*op));
+      next.getIndicesMutable().assign(*rest);
+      next.setBatchDimsAttr(b.getI64IntegerAttr(op.getBatchDims() + 1));
+      op.getResult().replaceAllUsesWith(next.getResult());
       // Erased at the end: the analysis may hold this value's dimensions.
-      dead_.push_back(gather);
-      gather = next;
-      changed = true;
-    }
-    return changed;
-  }
-
-  /// The same for a scatter_nd: a tuple that writes at its own position
-  /// along the batch dimension writes within its own batch.
-  bool rewrite(dfg::ScatterNDOp scatter) {
-    bool changed = false;
-    while (std::optional<Value> rest =
-               rest_(scatter, scatter.getData(), scatter.getIndices(),
-                     scatter.getBatchDims())) {
-      OpBuilder b(scatter);
-      auto next = dfg::ScatterNDOp::create(
-          b, scatter.getLoc(), scatter.getType(), scatter.getData(), *rest,
-          scatter.getUpdates(), scatter.getAccumulate(),
-          scatter.getBatchDims() + 1);
-      scatter.getResult().replaceAllUsesWith(next.getResult());
-      dead_.push_back(scatter);
-      scatter = next;
+      dead_.push_back(op);
+      op = next;
       changed = true;
     }
     return changed;
