@@ -152,6 +152,23 @@ int WeightShards::entryFor(Value value, bool bf16) {
   // are two tensors of the file.
   if (element != rootType.getElementType())
     name += ".bf16";
+  // One initializer read in two shapes (an exporter's shared ones, a
+  // norm's [C] scale and an instance norm's [C, 1]) is two weights of one
+  // name: the later ones are named by their shape too.
+  auto taken = [&](StringRef n) {
+    return llvm::any_of(entries_, [&](const Entry &e) { return e.name == n; });
+  };
+  if (taken(name)) {
+    std::string shaped =
+        name + "<" +
+        llvm::join(llvm::map_range(box->shape,
+                                   [](int64_t d) { return std::to_string(d); }),
+                   "x") +
+        ">";
+    for (int k = 2; taken(shaped); ++k)
+      shaped = name + "#" + std::to_string(k);
+    name = shaped;
+  }
   entries_.push_back(
       {name, *box, RankedTensorType::get(box->shape, element)});
   return static_cast<int>(entries_.size() - 1);

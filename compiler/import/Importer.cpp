@@ -60,11 +60,12 @@ public:
   /// size takes the order for small sizes (foldSymbolic's maximums).
   Importer(MLIRContext &context, const OnnxModel &model,
            const DimSizes &dimSizes, bool assumeOrders = false,
-           const DimRenames &renames = {})
+           const DimRenames &renames = {}, const DimSizes &minimums = {})
       : context_(context), model_(model), dimSizes_(dimSizes),
         assumeOrders_(assumeOrders), renames_(renames), dimTable_(&context),
         builder_(&context),
-        fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)) {}
+        fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)),
+        minimums_(minimums) {}
 
   OwningOpRef<ModuleOp> run();
   StringRef modelFolder() const { return model_.folder(); }
@@ -234,6 +235,91 @@ std::optional<SmallVector<AffineExpr>> NodeContext::valuesOf(Value v) {
   return importer_.shapes().values(v);
 }
 
+namespace {
+/// Whether `e` never decreases as its symbols grow: sums, products by
+/// constants of at least 0, and floor and ceil quotients by positive
+/// constants of such expressions.
+bool nonDecreasing(AffineExpr e) {
+  if (isa<AffineConstantExpr, AffineSymbolExpr>(e))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return false;
+  auto constant = [](AffineExpr x, int64_t least) {
+    auto c = dyn_cast<AffineConstantExpr>(x);
+    return c && c.getValue() >= least;
+  };
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    return nonDecreasing(bin.getLHS()) && nonDecreasing(bin.getRHS());
+  case AffineExprKind::Mul:
+    return (constant(bin.getRHS(), 0) && nonDecreasing(bin.getLHS())) ||
+           (constant(bin.getLHS(), 0) && nonDecreasing(bin.getRHS()));
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+    return constant(bin.getRHS(), 1) && nonDecreasing(bin.getLHS());
+  default:
+    return false;
+  }
+}
+} // namespace
+
+bool NodeContext::noteDimAtLeast(Value v, unsigned dim, int64_t least) {
+  SmallVector<AffineExpr> dims = dimsOf(v);
+  if (dim >= dims.size() || !dims[dim])
+    return false;
+  AffineExpr e = dims[dim];
+  // The one name `e` stands on.
+  std::optional<unsigned> symbol;
+  bool several = false;
+  e.walk([&](AffineExpr x) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(x)) {
+      several |= symbol && *symbol != s.getPosition();
+      symbol = s.getPosition();
+    }
+  });
+  if (!symbol || several || !nonDecreasing(e))
+    return false;
+  std::string name = dimTable().name(*symbol).str();
+  // The least size of the name at which `e` reaches `least`: by doubling,
+  // then halving the interval (e never decreases).
+  auto at = [&](int64_t n) -> std::optional<int64_t> {
+    dfg::DimBindings bindings;
+    bindings[name] = n;
+    llvm::Expected<int64_t> value = dfg::evaluateDim(e, dimTable(), bindings);
+    if (!value) {
+      llvm::consumeError(value.takeError());
+      return std::nullopt;
+    }
+    return *value;
+  };
+  int64_t lo = 1, hi = 1;
+  for (;;) {
+    std::optional<int64_t> value = at(hi);
+    if (!value)
+      return false;
+    if (*value >= least)
+      break;
+    if (hi > (int64_t(1) << 40))
+      return false;
+    lo = hi + 1;
+    hi *= 2;
+  }
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    std::optional<int64_t> value = at(mid);
+    if (!value)
+      return false;
+    if (*value >= least)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  int64_t &known = importer_.minimums()[name];
+  known = std::max(known, hi);
+  return true;
+}
+
 LogicalResult NodeContext::requireDimAtLeast(Value v, unsigned dim,
                                              int64_t least, StringRef what) {
   auto type = cast<RankedTensorType>(v.getType());
@@ -243,17 +329,12 @@ LogicalResult NodeContext::requireDimAtLeast(Value v, unsigned dim,
     return error(what + " holds " + std::to_string(type.getDimSize(dim)) +
                  " positions; it must hold at least " + std::to_string(least));
   }
-  SmallVector<AffineExpr> dims = dimsOf(v);
-  if (dim >= dims.size() || !dims[dim] || !isa<AffineSymbolExpr>(dims[dim]))
-    return error(what +
-                 " must be a named (dim_param) or static dimension, "
-                 "so that its least size (" +
-                 std::to_string(least) + ") can be checked");
-  std::string name =
-      dimTable().name(cast<AffineSymbolExpr>(dims[dim]).getPosition()).str();
-  int64_t &known = importer_.minimums()[name];
-  known = std::max(known, least);
-  return success();
+  if (noteDimAtLeast(v, dim, least))
+    return success();
+  return error(what +
+               " must be a named (dim_param) or static dimension, "
+               "so that its least size (" +
+               std::to_string(least) + ") can be checked");
 }
 
 bool NodeContext::pinDim(Value v, unsigned dim, int64_t size) {
@@ -1077,7 +1158,8 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
   for (Operation *op : ops) {
     // Shape arithmetic on symbolic dimensions first (SymbolicFolding.cpp).
     if (Value folded = foldSymbolic(op, dimTable_, model_.folder(),
-                                    assumeOrders_ ? &maximums_ : nullptr)) {
+                                    assumeOrders_ ? &maximums_ : nullptr,
+                                    minimums_)) {
       replace(op, folded);
       continue;
     }
@@ -1410,7 +1492,7 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
       result.held.push_back(std::move(diag));
       return success();
     });
-    DimSizes pinned;
+    DimSizes pinned, minimums;
     DimRenames renames;
     {
       Importer first(context, **model, dimSizes, assumeOrders);
@@ -1420,14 +1502,20 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
           pinned[entry.getKey()] = entry.getValue();
       for (auto &entry : first.contradicted())
         renames[entry.getKey()] = entry.getValue();
+      minimums = first.minimums();
     }
-    if (pinned.empty() && renames.empty())
+    // So are least sizes the ops need (a convolution's span), found after
+    // shape arithmetic that only folds knowing them: where the import
+    // failed, it is redone with them known from the start.
+    bool retryWithMinimums = !result.module && !minimums.empty();
+    if (pinned.empty() && renames.empty() && !retryWithMinimums)
       return result;
     result.held.clear();
     for (auto &entry : dimSizes)
       pinned[entry.getKey()] = entry.getValue();
-    result.module =
-        Importer(context, **model, pinned, assumeOrders, renames).run();
+    result.module = Importer(context, **model, pinned, assumeOrders, renames,
+                             minimums)
+                        .run();
     return result;
   };
   auto emit = [&](Attempt &a) {

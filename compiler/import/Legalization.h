@@ -136,11 +136,17 @@ public:
   bool pinDim(mlir::Value v, unsigned dim, int64_t size);
   /// Dimension `dim` of `v` must be at least `least` (the op's semantics
   /// need it: a sliding-window cache holds its window). A static size is
-  /// checked now; a graph input's symbolic name is recorded in the module's
+  /// checked now; a graph input's symbolic name, or an expression that grows
+  /// with one (noteDimAtLeast), is recorded in the module's
   /// `dfg.dim_minimums`, which executables check against their inputs.
   /// Fails with an error naming the dimension otherwise.
   mlir::LogicalResult requireDimAtLeast(mlir::Value v, unsigned dim,
                                         int64_t least, llvm::StringRef what);
+  /// The same where dimension `dim` of `v` grows with one named dimension
+  /// (a convolution's output length, `(S - 10) / 5 + 1`): records the least
+  /// size of that name which makes it at least `least`; false (nothing
+  /// recorded) for any other dimension.
+  bool noteDimAtLeast(mlir::Value v, unsigned dim, int64_t least);
   /// Gives `v` (a new op's single result) the static dimensions the symbolic
   /// shape rules find for it, and returns it.
   mlir::Value refineType(mlir::Value v);
@@ -351,10 +357,14 @@ bool isNonNegative(mlir::AffineExpr e);
 /// of two sizes whose order flips at some size of one dimension (MPT's max(0,
 /// max_seq_len - sequence_length)) takes the order that holds for small sizes,
 /// and `maximums` records the largest size of that dimension for which it holds
-/// (said in a note); without, it does not fold.
+/// (said in a note); without, it does not fold. `minimums` holds least sizes
+/// of named dimensions (the model's ops need them: a convolution's kernel
+/// spans that many positions), which the bounds of the arithmetic may
+/// assume: wav2vec2's `(S / 5 - 1) / 2` divides a dividend of at least 0.
 mlir::Value foldSymbolic(mlir::Operation *op, dfg::DimTable &table,
                          llvm::StringRef weightsDir,
-                         llvm::StringMap<int64_t> *maximums);
+                         llvm::StringMap<int64_t> *maximums,
+                         const llvm::StringMap<int64_t> &minimums = {});
 
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);

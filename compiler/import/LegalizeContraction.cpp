@@ -55,19 +55,21 @@ struct SlidingWindows {
   SmallVector<SmallVector<int64_t>> taps;
   /// Whether any padding was added.
   bool hasPadding = false;
-  /// Per spatial axis of a static size: the input's length, the padding
-  /// before it, the padded length (without what ceil_mode adds), the number
-  /// of windows and the kernel's dilation; the length is dynamic where the
-  /// size is symbolic.
+  /// Per spatial axis: the input's length (dynamic where the size is
+  /// symbolic), the padding before and after it, the fill ceil_mode adds
+  /// past the end, the kernel's taps, dilation and stride, and, over a
+  /// static size, the number of windows.
   struct Axis {
-    int64_t length = ShapedType::kDynamic, before = 0, padded = 0, windows = 0,
-            dilation = 1;
-    bool overruns = false; // ceil_mode's last window runs past the end
+    int64_t length = ShapedType::kDynamic, before = 0, after = 0, extra = 0,
+            taps = 1, dilation = 1, stride = 1, windows = 0;
+    bool symbolic() const { return ShapedType::isDynamic(length); }
+    /// Whether ceil_mode's last window may run past the end.
+    bool overruns() const { return extra > 0; }
   };
   SmallVector<Axis> axes;
   /// Whether ceil_mode added positions past the padded input.
   bool overruns() const {
-    return llvm::any_of(axes, [](const Axis &a) { return a.overruns; });
+    return llvm::any_of(axes, [](const Axis &a) { return a.overruns(); });
   }
 };
 
@@ -126,37 +128,59 @@ FailureOr<SlidingWindows> slidingWindows(NodeContext &ctx, Value x,
     }
     if (before < 0 || after < 0)
       return ctx.error(op + " needs non-negative pads");
-    if (stride > 1 && ShapedType::isDynamic(length))
-      return ctx.error(op + " with stride " + std::to_string(stride) +
-                       " over a symbolic size is not supported");
     w.hasPadding |= before > 0 || after > 0;
-    int64_t paddedLength =
-        ShapedType::isDynamic(length) ? length : length + before + after;
-    if (!ShapedType::isDynamic(paddedLength) && paddedLength <= span)
+    bool symbolic = ShapedType::isDynamic(length);
+    int64_t paddedLength = symbolic ? length : length + before + after;
+    if (!symbolic && paddedLength <= span)
       return ctx.error(op + "'s kernel spans " + std::to_string(span + 1) +
                        " positions, more than the padded size " +
                        std::to_string(paddedLength));
+    // Over a symbolic size, the kernel's span is the least padded size:
+    // where the size grows with one name, that name's least size, which
+    // the executables check and the shape arithmetic may assume.
+    if (symbolic && span + 1 - before - after > 1)
+      ctx.noteDimAtLeast(x, 2 + i, span + 1 - before - after);
     // ceil_mode: one more window where the last one only partly fits (a
-    // stride of 1 always fits whole windows).
-    int64_t extra = 0;
-    if (!ShapedType::isDynamic(length)) {
-      int64_t windows = (paddedLength - span - 1) / stride + 1;
+    // stride of 1 always fits whole windows), as long as it starts inside
+    // the input or the padding before it.
+    int64_t extra = 0, windows = 0;
+    if (!symbolic) {
+      windows = (paddedLength - span - 1) / stride + 1;
       if (ceilMode && (paddedLength - span - 1) % stride != 0 &&
           windows * stride < length + before)
         ++windows;
       extra = std::max<int64_t>(0, (windows - 1) * stride + span + 1 -
                                        paddedLength);
-      w.axes[i] = {length, before, paddedLength, windows, dilation, extra > 0};
+    } else if (ceilMode && stride > 1) {
+      // Over a symbolic size, stride - 1 more positions make the slices
+      // below count ceil((padded - span - 1) / stride) + 1 windows; the
+      // last one starts at most stride - 1 past the last whole window, so
+      // inside the input or its padding before it where
+      // after + stride <= span + 1, which torch's pooling (padding at most
+      // half the kernel, the kernel at least the stride) meets.
+      if (after + stride > span + 1)
+        return ctx.error(op + " with ceil_mode 1 and stride " +
+                         std::to_string(stride) + " over a symbolic size " +
+                         "with " + std::to_string(after) + " padding after "
+                         "a kernel spanning " + std::to_string(span + 1) +
+                         " positions is not supported (whether the last "
+                         "window counts depends on the size)");
+      extra = stride - 1;
     }
+    w.axes[i] = {length, before,   after,  extra,
+                 taps,   dilation, stride, windows};
     FailureOr<Value> p =
         padAxis(ctx, w.padded, 2 + i, before, after + extra, fill);
     if (failed(p))
       return failure();
     w.padded = *p;
     paddedLength += extra;
+    // Every tap's slice counts the same windows: over a static size up to
+    // the last window's position, else up to the end less what the later
+    // taps reach (stepping by the stride, ceil((padded - span) / stride)).
     for (int64_t k = 0; k < taps; ++k) {
       int64_t start = k * dilation, end;
-      if (stride == 1)
+      if (stride == 1 || symbolic)
         end = k == taps - 1 ? std::numeric_limits<int64_t>::max()
                             : -(dilation * (taps - 1 - k));
       else
@@ -201,9 +225,10 @@ FailureOr<Value> tapWindow(NodeContext &ctx, const SlidingWindows &w,
 /// weights, summed over the taps: an elementwise product by the tap's column
 /// where each output channel reads one input channel (depthwise), else a
 /// product by the tap's [out, in] matrix per group over the flattened
-/// spatial positions. Exact; the work is the convolution's own. Refused by
-/// name: strides above 1 over a symbolic size, and a product (not
-/// depthwise) over two or more symbolic spatial sizes.
+/// spatial positions. Exact; the work is the convolution's own. Strides
+/// above 1 step the windows over symbolic sizes too (wav2vec2's feature
+/// encoder). Refused by name: a product (not depthwise) over two or more
+/// symbolic spatial sizes.
 LogicalResult legalizeConv(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
@@ -359,31 +384,88 @@ Value floatConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                                  attr);
 }
 
-/// The divisor of each window of an AveragePool along static spatial axes:
-/// the positions it covers within the padded input (count_include_pad = 1)
-/// or within the input itself (0), a product over the axes; a constant
-/// [1, 1, windows...] of `element`.
-Value poolDivisors(NodeContext &ctx, const SlidingWindows &w,
-                   ArrayRef<int64_t> kernel, bool includePad, Type element) {
-  SmallVector<int64_t> shape{1, 1};
-  SmallVector<double> values{1.0};
+/// The divisor of each window of an AveragePool: the positions it covers
+/// within the padded input (count_include_pad = 1) or within the input
+/// itself (0), never those ceil_mode adds past the end; a product over the
+/// spatial axes, [1, 1, windows...] of `element`. Along a static size the
+/// counts are constants; along a symbolic one they are computed in the
+/// graph as the windows' sums of ones over the input (and over the padding
+/// where it counts), padded and sliced as the input is.
+FailureOr<Value> poolDivisors(NodeContext &ctx, Value x,
+                              const SlidingWindows &w, bool includePad,
+                              Type element) {
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  int64_t rank = w.axes.size() + 2;
+  Value product;
   for (auto [i, axis] : llvm::enumerate(w.axes)) {
-    int64_t lo = includePad ? 0 : axis.before,
-            hi = includePad ? axis.padded : axis.before + axis.length;
-    SmallVector<double> next;
-    for (double v : values)
+    Value counts;
+    if (!axis.symbolic()) {
+      int64_t lo = includePad ? 0 : axis.before,
+              hi = axis.before + axis.length + (includePad ? axis.after : 0);
+      SmallVector<double> values;
       for (int64_t o = 0; o < axis.windows; ++o) {
         int64_t covered = 0;
-        for (int64_t k = 0; k < kernel[i]; ++k) {
-          int64_t at = o * w.strides[i] + k * axis.dilation;
+        for (int64_t k = 0; k < axis.taps; ++k) {
+          int64_t at = o * axis.stride + k * axis.dilation;
           covered += at >= lo && at < hi;
         }
-        next.push_back(v * static_cast<double>(covered));
+        values.push_back(static_cast<double>(covered));
       }
-    values = std::move(next);
-    shape.push_back(axis.windows);
+      SmallVector<int64_t> shape(rank, 1);
+      shape[2 + i] = axis.windows;
+      counts = floatConstant(b, loc, shape, values, element);
+    } else {
+      AffineExpr length = ctx.dimsOf(x)[2 + i];
+      if (!length)
+        return ctx.error(ctx.node().op_type() +
+                         " along an axis whose length follows from no named "
+                         "input dimension; give it a size with --dim "
+                         "NAME=SIZE");
+      auto [map, names] = ctx.dimTable().write({length});
+      Value ones = ctx.refineType(dfg::SymbolicExpandOp::create(
+          b, loc, RankedTensorType::get({ShapedType::kDynamic}, element),
+          ctx.scalar(1.0, element), map, names));
+      FailureOr<Value> covered =
+          padAxis(ctx, ones, 0, axis.before, axis.after,
+                  ctx.scalar(includePad ? 1.0 : 0.0, element));
+      if (succeeded(covered))
+        covered = padAxis(ctx, *covered, 0, 0, axis.extra,
+                          ctx.scalar(0.0, element));
+      if (failed(covered))
+        return failure();
+      for (auto [start, end] : w.bounds[i]) {
+        FailureOr<Value> tap =
+            sliceAxis(ctx, *covered, 0, start, end, axis.stride);
+        FailureOr<Value> sum =
+            failed(tap) || !counts
+                ? tap
+                : binary<dfg::AddOp>(ctx, counts, *tap, element);
+        if (failed(sum))
+          return failure();
+        counts = *sum;
+      }
+      SmallVector<int64_t> unit;
+      for (int64_t a = 0; a < rank; ++a)
+        if (a != 2 + static_cast<int64_t>(i))
+          unit.push_back(a);
+      FailureOr<Value> placed = ctx.create<dfg::UnsqueezeOp>(
+          dfg::unsqueezeShape(shapeOf(counts), unit), element, counts,
+          ctx.builder().getDenseI64ArrayAttr(unit));
+      if (failed(placed))
+        return failure();
+      counts = *placed;
+    }
+    if (!product) {
+      product = counts;
+      continue;
+    }
+    FailureOr<Value> next = binary<dfg::MulOp>(ctx, product, counts, element);
+    if (failed(next))
+      return failure();
+    product = *next;
   }
-  return floatConstant(ctx.builder(), ctx.loc(), shape, values, element);
+  return product;
 }
 
 /// MaxPool and AveragePool over any number of spatial axes, from the same
@@ -392,8 +474,8 @@ Value poolDivisors(NodeContext &ctx, const SlidingWindows &w,
 /// ceil_mode's last, partial windows (Funnel's pooling of an odd sequence)
 /// read the fill past the end. An average divides by the kernel size, or,
 /// where windows cover padding that does not count (count_include_pad = 0)
-/// or run past the end (ceil_mode), by each window's own count: over
-/// static sizes only (else refused by name). MaxPool's Indices output is
+/// or run past the end (ceil_mode), by each window's own count
+/// (poolDivisors), symbolic sizes included. MaxPool's Indices output is
 /// refused.
 LogicalResult legalizePool(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
@@ -424,32 +506,28 @@ LogicalResult legalizePool(NodeContext &ctx) {
     return failure();
   bool includePad = ctx.attrInt("count_include_pad", 0) != 0;
   bool varies = windows->overruns() || (windows->hasPadding && !includePad);
-  bool symbolic = llvm::any_of(windows->axes, [](const SlidingWindows::Axis &a) {
-    return ShapedType::isDynamic(a.length);
-  });
-  if (!max && varies && symbolic)
-    return ctx.error("AveragePool over padding with count_include_pad 0 "
-                     "along a symbolic size is not supported (its divisor "
-                     "varies by position)");
   // Where the padding counts and a last window runs past the end, the
   // padding after the input counts and the positions past it do not (torch's
   // rule, and onnxruntime's for pads equal at both ends); with other pads
   // onnxruntime's own kernels disagree among themselves.
-  if (!max && includePad && windows->overruns())
-    for (auto [i, axis] : llvm::enumerate(windows->axes)) {
-      int64_t after = axis.padded - axis.length - axis.before;
-      if (axis.overruns && axis.before != after)
+  if (!max && includePad)
+    for (auto [i, axis] : llvm::enumerate(windows->axes))
+      if (axis.overruns() && axis.before != axis.after)
         return ctx.error(
             "AveragePool with ceil_mode 1 and count_include_pad 1 over pads "
             "that differ at the two ends of spatial axis " +
             std::to_string(i) + " (" + std::to_string(axis.before) + " and " +
-            std::to_string(after) +
+            std::to_string(axis.after) +
             ") is not supported (the divisor of its last windows has no one "
             "convention)");
-    }
   Value divisors;
-  if (!max && varies)
-    divisors = poolDivisors(ctx, *windows, *kernel, includePad, element);
+  if (!max && varies) {
+    FailureOr<Value> d =
+        poolDivisors(ctx, ctx.input(0), *windows, includePad, element);
+    if (failed(d))
+      return failure();
+    divisors = *d;
+  }
   Value acc;
   for (ArrayRef<int64_t> tap : windows->taps) {
     FailureOr<Value> window = tapWindow(ctx, *windows, tap);

@@ -1,6 +1,7 @@
 //===- LegalizeNormalization.cpp - Normalisation ONNX ops -> dfg ----------===//
 //
-// Part of meshc. LayerNormalization-17, RMSNormalization-23, onnxruntime's
+// Part of meshc. LayerNormalization-17, RMSNormalization-23,
+// InstanceNormalization (a layer norm over the spatial axes), onnxruntime's
 // SimplifiedLayerNormalization and the com.microsoft Skip* forms, and the
 // Gelu family (Gelu-20, com.microsoft Gelu and FastGelu). The Skip* forms
 // become norms with a fused residual; EmbedLayerNormalization the embedding
@@ -65,6 +66,59 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
         return failure();
       result = *next;
     }
+  }
+  return ctx.setResults(result);
+}
+
+/// InstanceNormalization(x [batch, channels, spatial...], scale [C], B [C])
+/// -> a layer norm over the spatial axes (each channel of each batch row
+/// normalised over its positions: wav2vec2's GroupNorm of one channel per
+/// group, as both torch exporters write it), by 1, then the product by the
+/// scale and the sum with the bias per channel.
+LogicalResult legalizeInstanceNorm(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(3)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("needs a floating-point input, got " +
+                     dfg::formatShape(in.getShape()) + " of integers");
+  int64_t rank = in.getRank();
+  int64_t channels = rank >= 3 ? in.getDimSize(1) : ShapedType::kDynamic;
+  for (unsigned i : {1u, 2u}) {
+    RankedTensorType p = ctx.inputType(i);
+    if (rank < 3 || p.getRank() != 1 || p.getDimSize(0) != channels)
+      return ctx.error("InstanceNormalization needs an input [batch, "
+                       "channels, spatial...] and a scale and bias of one "
+                       "value per channel, got " +
+                       dfg::formatShape(in.getShape()) + " and " +
+                       dfg::formatShape(p.getShape()));
+  }
+  OpBuilder &b = ctx.builder();
+  Value result =
+      dfg::LayerNormOp::create(b, ctx.loc(), in, TypeRange{}, ctx.input(0),
+                               ctx.scalar(1.0, element), Value(),
+                               /*residual=*/Value(), b.getI64IntegerAttr(2),
+                               b.getF32FloatAttr(ctx.attrFloat("epsilon",
+                                                               1e-5f)))
+          .getResult();
+  SmallVector<int64_t> column(rank - 1, 1);
+  column[0] = channels;
+  for (auto [i, isScale] : {std::pair(1u, true), std::pair(2u, false)}) {
+    FailureOr<Value> p = ctx.create<dfg::ReshapeOp>(
+        dfg::reshapeShape(ctx.inputType(i).getShape(), column), element,
+        ctx.input(i), b.getDenseI64ArrayAttr(column));
+    if (failed(p))
+      return failure();
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(result.getType()).getShape();
+    FailureOr<Value> next =
+        isScale ? ctx.create<dfg::MulOp>(dfg::broadcastShapes(shape, column),
+                                         element, result, *p)
+                : ctx.create<dfg::AddOp>(dfg::broadcastShapes(shape, column),
+                                         element, result, *p);
+    if (failed(next))
+      return failure();
+    result = *next;
   }
   return ctx.setResults(result);
 }
@@ -251,6 +305,8 @@ void populateNormalizationLegalizations(LegalizationTable &table) {
             legalizeEmbedLayerNorm);
   table.add("", "LayerNormalization", 17,
             legalizeNorm<dfg::LayerNormOp, /*hasBias=*/true>);
+  table.add("", "InstanceNormalization", 6, legalizeInstanceNorm);
+  table.add("", "InstanceNormalization", 22, legalizeInstanceNorm); // + bf16
   table.add("", "RMSNormalization", 23,
             legalizeNorm<dfg::RmsNormOp, /*hasBias=*/false>);
 }

@@ -248,7 +248,20 @@ Value materialize(Operation *op, RankedTensorType type, Exprs out,
 } // namespace
 
 Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
-                   llvm::StringMap<int64_t> *maximums) {
+                   llvm::StringMap<int64_t> *maximums,
+                   const llvm::StringMap<int64_t> &minimums) {
+  // At least 0 at every size the model runs at: each symbol at least 1, or
+  // at least the least size the model's ops need of it.
+  auto nonNegative = [&](AffineExpr e) {
+    std::optional<int64_t> least =
+        dfg::boundsOf(e, [&](unsigned position) {
+          auto it = minimums.find(table.name(position));
+          return dfg::DimBounds{
+              std::max<int64_t>(1, it == minimums.end() ? 1 : it->second),
+              std::nullopt};
+        }).least;
+    return least && *least >= 0;
+  };
   if (op->getNumResults() != 1 || op->getNumOperands() == 0)
     return {};
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -377,7 +390,7 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
           .Case([&](dfg::DivOp) {
             // ONNX integer Div truncates; sizes are positive, so a positive
             // constant divisor makes it a floor division.
-            return binary([](AffineExpr a, AffineExpr b) -> AffineExpr {
+            return binary([&](AffineExpr a, AffineExpr b) -> AffineExpr {
               std::optional<int64_t> d = constantOf(b);
               if (!d && isPositive(b)) {
                 // By a size that is a factor of the dividend (128 * S / S):
@@ -389,7 +402,7 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
                 return {};
               if (std::optional<int64_t> n = constantOf(a)) // truncates
                 return getAffineConstantExpr(*n / *d, a.getContext());
-              return isNonNegative(a) ? a.floorDiv(*d) : AffineExpr();
+              return nonNegative(a) ? a.floorDiv(*d) : AffineExpr();
             });
           })
           .Case<dfg::MinOp, dfg::MaxOp>([&](Operation *) {

@@ -385,6 +385,79 @@ AffineExpr divideDims(ArrayRef<AffineExpr> whole, ArrayRef<AffineExpr> part) {
   return (result * num).floorDiv(divisor);
 }
 
+namespace {
+/// The value of `e` with its one symbol at `value` (floor and ceil
+/// quotients and remainders by positive divisors); nullopt otherwise.
+std::optional<int64_t> valueAt(AffineExpr e, int64_t value) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  if (isa<AffineSymbolExpr>(e))
+    return value;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<int64_t> l = valueAt(bin.getLHS(), value),
+                         r = valueAt(bin.getRHS(), value);
+  if (!l || !r || std::abs(*l) > (int64_t(1) << 31) ||
+      std::abs(*r) > (int64_t(1) << 31))
+    return std::nullopt;
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    return *l + *r;
+  case AffineExprKind::Mul:
+    return *l * *r;
+  case AffineExprKind::FloorDiv:
+    return *r > 0 ? std::optional<int64_t>(llvm::divideFloorSigned(*l, *r))
+                  : std::nullopt;
+  case AffineExprKind::CeilDiv:
+    return *r > 0 ? std::optional<int64_t>(llvm::divideCeilSigned(*l, *r))
+                  : std::nullopt;
+  case AffineExprKind::Mod:
+    return *r > 0 ? std::optional<int64_t>(llvm::mod(*l, *r)) : std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Whether `a` and `b`, expressions of one symbol whose quotients and
+/// remainders are by constants, are equal at every size: with M the product
+/// of all their divisors, each is linear in q over each class s = M q + r,
+/// so equal values at two sizes of each class (1 to 2M) prove them equal.
+/// (The convolution's `((S - 9) ceildiv 5 - 2) ceildiv 2` and torch's
+/// `(S floordiv 10 - 3) floordiv 2 + 1` for the same length.)
+bool sameQuasiAffine(AffineExpr a, AffineExpr b) {
+  std::optional<unsigned> symbol;
+  bool several = false, quotients = false, other = false;
+  int64_t period = 1;
+  for (AffineExpr e : {a, b})
+    e.walk([&](AffineExpr sub) {
+      if (auto s = dyn_cast<AffineSymbolExpr>(sub)) {
+        several |= symbol && *symbol != s.getPosition();
+        symbol = s.getPosition();
+      } else if (isa<AffineDimExpr>(sub)) {
+        other = true;
+      } else if (auto bin = dyn_cast<AffineBinaryOpExpr>(sub);
+                 bin && bin.getKind() != AffineExprKind::Add &&
+                 bin.getKind() != AffineExprKind::Mul) {
+        quotients = true;
+        auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+        if (!c || c.getValue() < 1 || period > (int64_t(1) << 14))
+          other = true;
+        else
+          period *= c.getValue();
+      }
+    });
+  if (!symbol || several || !quotients || other || period > (int64_t(1) << 14))
+    return false;
+  for (int64_t v = 1; v <= 2 * period; ++v) {
+    std::optional<int64_t> x = valueAt(a, v), y = valueAt(b, v);
+    if (!x || !y || *x != *y)
+      return false;
+  }
+  return true;
+}
+} // namespace
+
 bool sameDim(AffineExpr a, AffineExpr b) {
   if (!a || !b)
     return false;
@@ -398,7 +471,9 @@ bool sameDim(AffineExpr a, AffineExpr b) {
         symbols = std::max(symbols, s.getPosition() + 1);
     });
   auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(diff, 0, symbols));
-  return c && c.getValue() == 0;
+  if (c)
+    return c.getValue() == 0;
+  return sameQuasiAffine(a, b);
 }
 
 llvm::Error verifySymbols(AffineMap map, ArrayAttr names, StringRef what) {

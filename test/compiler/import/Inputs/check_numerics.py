@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Compares imported dfg IR with onnxruntime on random inputs.
 
-Usage: check_numerics.py --bin DIR CASE WORKDIR
+Usage: check_numerics.py --bin DIR [--dim-size N] CASE WORKDIR
 
 Writes the make_onnx.py model CASE to WORKDIR, draws inputs (float: standard
 normal; integers: 0..3, valid indices for the test models; bool: coin flips;
-each dim_param becomes 3), runs onnxruntime (CPU) and `meshc import` followed
+each dim_param becomes 3, or --dim-size), runs onnxruntime (CPU) and `meshc import` followed
 by `meshc-eval` (the dfg reference evaluator), once as imported and once
 after the graph pipeline (`--optimize`: folding and raising to
 transformer-level ops), and compares every output:
@@ -34,9 +34,9 @@ DIM_PARAM_SIZE = 3
 TOLERANCE = {np.float32: (1e-5, 1e-4), np.float16: (2e-3, 1e-2)}
 
 
-def draw(rng, value_info):
+def draw(rng, value_info, dim_size):
     t = value_info.type.tensor_type
-    shape = [d.dim_value if d.HasField("dim_value") else DIM_PARAM_SIZE for d in t.shape.dim]
+    shape = [d.dim_value if d.HasField("dim_value") else dim_size for d in t.shape.dim]
     dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
@@ -48,6 +48,8 @@ def draw(rng, value_info):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True, help="folder with meshc and meshc-eval")
+    ap.add_argument("--dim-size", type=int, default=DIM_PARAM_SIZE,
+                    help="the size every dim_param takes (default %(default)s)")
     ap.add_argument("case")
     ap.add_argument("workdir")
     args = ap.parse_args()
@@ -60,7 +62,7 @@ def main():
     model = onnx.load(path, load_external_data=False)
     initializers = {t.name for t in model.graph.initializer}
     rng = np.random.default_rng(1)
-    feeds = {i.name: draw(rng, i) for i in model.graph.input if i.name not in initializers}
+    feeds = {i.name: draw(rng, i, args.dim_size) for i in model.graph.input if i.name not in initializers}
 
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]

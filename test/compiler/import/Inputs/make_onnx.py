@@ -1074,12 +1074,56 @@ def case_scatter_rows(path):
                  inits, opset=18)
 
 
-def case_pool_uneven(path):
-    """AveragePool over padding with count_include_pad 0 (its divisor varies
-    by position) along a symbolic length, which meshc does not import:
-    refused by name."""
-    nodes = [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], pads=[1, 1],
-                              name="uneven_pool")]
+def case_pool_conv_strided(path):
+    """Windows stepping by a stride over a symbolic length (run at odd and
+    even lengths): Funnel's pooling as TorchScript writes it (kernel =
+    stride = 2 along the sequence, ceil_mode, as AveragePool and MaxPool);
+    an AveragePool with ceil_mode over padding that does not count, and one
+    stepping by 2 over padding that counts; one with stride 1 over padding
+    that does not count; a dilated MaxPool stepping by 2; wav2vec2's feature
+    encoder (Conv1d, kernel 10 stride 5, then kernel 3 stride 2), a grouped
+    Conv1d stepping by 2 over padding, and a Conv2d stepping by 2 along a
+    symbolic height. Each average divides by its windows' own counts,
+    computed in the graph."""
+    rng = np.random.default_rng(11)
+    def w(name, shape):
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+    nodes = [
+        helper.make_node("AveragePool", ["h"], ["funnel_avg"], kernel_shape=[2, 1],
+                         strides=[2, 1], ceil_mode=1, count_include_pad=1, name="funnel_avg"),
+        helper.make_node("MaxPool", ["h"], ["funnel_max"], kernel_shape=[2, 1],
+                         strides=[2, 1], ceil_mode=1, name="funnel_max"),
+        helper.make_node("AveragePool", ["x"], ["ceil_own"], kernel_shape=[3], strides=[2],
+                         pads=[1, 1], ceil_mode=1, count_include_pad=0, name="ceil_own_count"),
+        helper.make_node("AveragePool", ["x"], ["step_pads"], kernel_shape=[3], strides=[2],
+                         pads=[1, 1], count_include_pad=1, name="step_with_pads"),
+        helper.make_node("AveragePool", ["x"], ["own"], kernel_shape=[3], pads=[1, 1],
+                         count_include_pad=0, name="own_count"),
+        helper.make_node("MaxPool", ["x"], ["dilated"], kernel_shape=[2], strides=[2],
+                         pads=[1, 0], dilations=[2], name="dilated_max"),
+        helper.make_node("Conv", ["x", "w0"], ["feat0"], kernel_shape=[10], strides=[5],
+                         name="feature_conv0"),
+        helper.make_node("Conv", ["feat0", "w1"], ["feat1"], kernel_shape=[3], strides=[2],
+                         name="feature_conv1"),
+        helper.make_node("Conv", ["x", "wg", "bg"], ["grouped"], group=2, kernel_shape=[3],
+                         strides=[2], pads=[1, 1], name="grouped_strided"),
+        helper.make_node("Conv", ["h", "w2"], ["conv2d"], kernel_shape=[3, 2], strides=[2, 1],
+                         pads=[1, 0, 0, 0], name="strided_conv2d"),
+    ]
+    inits = [w("w0", [6, 4, 10]), w("w1", [5, 6, 3]), w("wg", [6, 2, 3]), w("bg", [6]),
+             w("w2", [3, 2, 3, 2])]
+    ins = [f32("x", ["batch", 4, "len"]), f32("h", [2, 2, "len", 4])]
+    outs = [f32(n, None) for n in ("funnel_avg", "funnel_max", "ceil_own", "step_pads", "own",
+                                   "dilated", "feat1", "grouped", "conv2d")]
+    return model(nodes, ins, outs, inits, opset=19)
+
+
+def case_pool_ceil_symbolic(path):
+    """AveragePool with ceil_mode over a symbolic length whose stride (3)
+    exceeds its kernel (2): whether the last window starts before the end
+    depends on the length, so meshc refuses it by name."""
+    nodes = [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2], strides=[3],
+                              ceil_mode=1, name="sparse_pool")]
     return model(nodes, [f32("x", [1, 2, "len"])], [f32("y", None)], [], opset=19)
 
 
