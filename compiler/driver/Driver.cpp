@@ -234,7 +234,8 @@ struct AxisBounds {
 /// Adds `axes` to `bounds` under the names the model gives those
 /// dimensions: the batch is dimension 0 of the first input that has a
 /// symbolic one; the sequence is dimension 1 of the first integer input
-/// (the token ids); the KV cache is dimension 2 of every 4-D input whose
+/// (the token ids), or of the first input where none is an integer (a
+/// speech encoder's samples); the KV cache is dimension 2 of every 4-D input whose
 /// dimension 2 is symbolic and not the sequence (a past key or value; the
 /// onnxruntime-genai builder names its sliding-window layers' caches apart
 /// from the others).
@@ -262,6 +263,14 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
     if (seq.empty() && isa<mlir::IntegerType>(type.getElementType()))
       seq = nameOf(i, 1);
   }
+  // A model that reads no token ids (a speech encoder's [batch, samples]):
+  // dimension 1 of its first input.
+  if (seq.empty() && main && main.getNumArguments() > 0 &&
+      llvm::none_of(main.getArgumentTypes(), [](mlir::Type t) {
+        return isa<mlir::IntegerType>(
+            cast<mlir::RankedTensorType>(t).getElementType());
+      }))
+    seq = nameOf(0, 1);
   SmallVector<std::string> otherCaches;
   for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
     std::string past = nameOf(i, 2);

@@ -222,6 +222,37 @@ decideOrder(AffineExpr a, AffineExpr b,
   return -1;
 }
 
+/// The elements of an output of `outShape` (row-major) read from `values`
+/// of `inShape`, the output element at index `at` reading input index
+/// `source(at, d)` along each input axis d; nullopt on a mismatch.
+std::optional<Exprs>
+gatherElements(const Exprs &values, ArrayRef<int64_t> inShape,
+               ArrayRef<int64_t> outShape,
+               function_ref<int64_t(ArrayRef<int64_t>, int64_t)> source) {
+  int64_t count = 1;
+  for (int64_t d : outShape)
+    count *= d;
+  Exprs r;
+  SmallVector<int64_t> at(outShape.size(), 0);
+  for (int64_t k = 0; k < count; ++k) {
+    for (int64_t i = outShape.size() - 1, rest = k; i >= 0; --i) {
+      at[i] = rest % outShape[i];
+      rest /= outShape[i];
+    }
+    int64_t flat = 0;
+    for (size_t d = 0; d < inShape.size(); ++d) {
+      int64_t index = source(at, d);
+      if (index < 0 || index >= inShape[d])
+        return std::nullopt;
+      flat = flat * inShape[d] + index;
+    }
+    if (flat >= static_cast<int64_t>(values.size()))
+      return std::nullopt;
+    r.push_back(values[flat]);
+  }
+  return r;
+}
+
 /// `out` as the value of `op` (of `type`): a dfg.constant where every
 /// expression is constant, else a dfg.sizes; null for bools that are not
 /// constant.
@@ -242,7 +273,25 @@ Value materialize(Operation *op, RankedTensorType type, Exprs out,
   if (type.getElementType().isInteger(1))
     return {};
   auto [map, names] = table.write(out);
-  return dfg::SizesOp::create(b, op->getLoc(), type, map, names);
+  if (type.getRank() <= 1)
+    return dfg::SizesOp::create(b, op->getLoc(), type, map, names);
+  // A matrix of sizes (TorchScript's pads as [axes, 2] pairs): the sizes in
+  // row-major order, reshaped.
+  Value flat = dfg::SizesOp::create(
+      b, op->getLoc(),
+      RankedTensorType::get({type.getNumElements()}, type.getElementType()),
+      map, names);
+  return dfg::ReshapeOp::create(b, op->getLoc(), type, flat,
+                                b.getDenseI64ArrayAttr(type.getShape()));
+}
+
+/// The elements of `v` as expressions in row-major order: those
+/// SymbolicShapes::values reads, and a reshape of them.
+std::optional<Exprs> valuesOf(dfg::SymbolicShapes &shapes, Value v) {
+  if (auto reshape = v.getDefiningOp<dfg::ReshapeOp>())
+    if (isa_and_nonnull<dfg::SizesOp>(reshape.getInput().getDefiningOp()))
+      return shapes.values(reshape.getInput());
+  return shapes.values(v);
 }
 
 } // namespace
@@ -265,8 +314,8 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
   if (op->getNumResults() != 1 || op->getNumOperands() == 0)
     return {};
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type || !type.hasStaticShape() || type.getRank() > 1 ||
-      !type.getElementType().isSignlessInteger())
+  if (!type || !type.hasStaticShape() || type.getRank() > 2 ||
+      type.getNumElements() > 64 || !type.getElementType().isSignlessInteger())
     return {};
   dfg::SymbolicShapes shapes(table);
   // Elements of a range with symbolic bounds at constant positions (torch's
@@ -308,7 +357,7 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
   bool anySymbolic = false;
   SmallVector<Exprs> in;
   for (Value v : op->getOperands()) {
-    std::optional<Exprs> values = shapes.values(v);
+    std::optional<Exprs> values = valuesOf(shapes, v);
     // A small integer initializer (a shape tail such as [heads, head_dim]).
     auto weight = dyn_cast_or_null<dfg::WeightOp>(v.getDefiningOp());
     auto wtype = cast<RankedTensorType>(v.getType());
@@ -325,7 +374,10 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
     }
     if (!values)
       return {};
-    anySymbolic |= isa_and_nonnull<dfg::SizesOp>(v.getDefiningOp());
+    anySymbolic |= isa_and_nonnull<dfg::SizesOp>(v.getDefiningOp()) ||
+                   (isa_and_nonnull<dfg::ReshapeOp>(v.getDefiningOp()) &&
+                    isa_and_nonnull<dfg::SizesOp>(
+                        v.getDefiningOp()->getOperand(0).getDefiningOp()));
     in.push_back(std::move(*values));
   }
   if (!anySymbolic)
@@ -349,20 +401,34 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
             return r;
           })
           .Case([&](dfg::SliceOp s) -> std::optional<Exprs> {
-            int64_t n = in[0].size();
-            auto shape = dfg::sliceShape({n}, s.getStarts(), s.getEnds(),
+            auto inType = cast<RankedTensorType>(s.getInput().getType());
+            if (!inType.hasStaticShape() ||
+                inType.getNumElements() != static_cast<int64_t>(in[0].size()))
+              return std::nullopt;
+            ArrayRef<int64_t> inShape = inType.getShape();
+            auto shape = dfg::sliceShape(inShape, s.getStarts(), s.getEnds(),
                                          s.getAxes(), s.getSteps());
             if (!shape) {
               llvm::consumeError(shape.takeError());
               return std::nullopt;
             }
             dfg::Shape first, step;
-            dfg::sliceOrigin({n}, s.getStarts(), s.getAxes(), s.getSteps(),
-                             first, step);
-            Exprs r;
-            for (int64_t i = 0; i < (*shape)[0]; ++i)
-              r.push_back(in[0][first[0] + i * step[0]]);
-            return r;
+            dfg::sliceOrigin(inShape, s.getStarts(), s.getAxes(),
+                             s.getSteps(), first, step);
+            return gatherElements(in[0], inShape, *shape,
+                                  [&](ArrayRef<int64_t> at, int64_t d) {
+                                    return first[d] + at[d] * step[d];
+                                  });
+          })
+          .Case([&](dfg::TransposeOp t) -> std::optional<Exprs> {
+            auto inType = cast<RankedTensorType>(t.getInput().getType());
+            ArrayRef<int64_t> perm = t.getPerm();
+            return gatherElements(in[0], inType.getShape(), type.getShape(),
+                                  [&](ArrayRef<int64_t> at, int64_t d) {
+                                    // Input axis d is output axis perm^-1(d).
+                                    return at[llvm::find(perm, d) -
+                                              perm.begin()];
+                                  });
           })
           .Case([&](dfg::ConcatOp) -> std::optional<Exprs> {
             Exprs r;

@@ -482,7 +482,28 @@ def config_for(arch):
             expert_ffn_hidden_size=32, moe_topk=2, max_position_embeddings=64,
             experts_implementation="batched_mm", pad_token_id=0, **mla), \
             tf.LongcatFlashForCausalLM
+    if arch in AUDIO:
+        return audio_config(arch)
     return generic_config(arch, common)
+
+
+def audio_config(arch):
+    """A speech encoder (wav2vec2 and its kin): the bare model over raw
+    samples, a feature encoder of three strided convolutions (kernel 10
+    stride 5, kernel 3 stride 2, kernel 2 stride 2: 20 samples per frame)
+    and a grouped positional convolution, at sizes of its own."""
+    import transformers as tf
+    from transformers.models.auto import modeling_auto as auto
+
+    cls = tf.AutoConfig.for_model(arch).__class__
+    defaults = cls().to_dict()
+    sizes = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=128, conv_dim=(16, 16, 16), conv_stride=(5, 2, 2),
+                 conv_kernel=(10, 3, 2), num_conv_pos_embeddings=16,
+                 num_conv_pos_embedding_groups=4, vocab_size=VOCAB, mask_time_prob=0.0,
+                 num_buckets=32, max_bucket_distance=64, squeeze_factor=2)
+    config = cls(**{k: v for k, v in sizes.items() if k in defaults})
+    return config, getattr(tf, auto.MODEL_MAPPING_NAMES[arch])
 
 
 def generic_config(arch, common):
@@ -542,6 +563,9 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
 # last hidden state as output.
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
             "nystromformer", "yoso", "fnet", "flaubert", "funnel"}
+# Speech encoders (audio_config): raw samples in, the last hidden state out.
+AUDIO = {"wav2vec2", "hubert", "data2vec-audio", "wavlm", "unispeech", "sew"}
+ENCODERS |= AUDIO
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
@@ -571,9 +595,16 @@ def build_model(arch):
 # Inputs
 # ---------------------------------------------------------------------------
 
+# Samples per row of a speech encoder's batch (19 frames).
+SAMPLES = 400
+
+
 def prompt_inputs(arch):
-    """A left-padded batch: row 0 has SEQ tokens, row 1 has SEQ - 2."""
+    """A left-padded batch: row 0 has SEQ tokens, row 1 has SEQ - 2. A
+    speech encoder's: two rows of SAMPLES random samples (ids; no mask)."""
     rng = np.random.default_rng(SEED)
+    if arch in AUDIO:
+        return rng.standard_normal((BATCH, SAMPLES)).astype(np.float32), None, None
     ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
     mask = np.ones((BATCH, SEQ), np.int64)
     if arch not in ENCODERS:
@@ -592,6 +623,8 @@ def prompt_inputs(arch):
 def torch_inputs(arch, ids, mask, pos):
     import torch
 
+    if arch in AUDIO:
+        return dict(input_values=torch.tensor(ids))
     kw = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask))
     if arch in ENCODERS:
         if arch not in NO_TOKEN_TYPES:
@@ -625,7 +658,10 @@ def export_torch(arch, model, out, dynamo, opset=None):
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids, attention_mask, position_ids=None, token_type_ids=None):
+        def forward(self, input_ids, attention_mask=None, position_ids=None,
+                    token_type_ids=None):
+            if arch in AUDIO:
+                return torch_output(arch, self.inner, dict(input_values=input_ids))
             kw = dict(input_ids=input_ids, attention_mask=attention_mask)
             if position_ids is not None:
                 kw["position_ids"] = position_ids
@@ -640,10 +676,13 @@ def export_torch(arch, model, out, dynamo, opset=None):
     out_name = "logits" if arch not in ENCODERS else "last_hidden_state"
     if dynamo:
         batch = torch.export.Dim("batch_size", max=64)
-        seq = torch.export.Dim("sequence_length", max=60)
+        seq = (torch.export.Dim("samples", min=SAMPLES // 4, max=100000) if arch in AUDIO
+               else torch.export.Dim("sequence_length", max=60))
         params = ["input_ids", "attention_mask", "position_ids", "token_type_ids"]
         params = params[:len(args)]
-        dyn = {n: ({0: batch, 1: seq} if n in names else None) for n in params}
+        # (A speech encoder's samples come in as the first parameter.)
+        dyn = {n: ({0: batch, 1: seq} if n in names or (arch in AUDIO and not i) else None)
+               for i, n in enumerate(params)}
         kwargs = dict(dynamo=True, dynamic_shapes=dyn, input_names=names,
                       output_names=[out_name], external_data=False)
         if opset:
@@ -651,8 +690,9 @@ def export_torch(arch, model, out, dynamo, opset=None):
         prog = torch.onnx.export(wrapped, args, **kwargs)
         prog.save(path)
     else:
-        axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
-        axes[out_name] = {0: "batch_size", 1: "sequence_length"}
+        length = "samples" if arch in AUDIO else "sequence_length"
+        axes = {n: {0: "batch_size", 1: length} for n in names}
+        axes[out_name] = {0: "batch_size", 1: "frames" if arch in AUDIO else length}
         torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
                           input_names=names, output_names=[out_name], dynamic_axes=axes)
     feeds = {n: kw[n].numpy() for n in names}
@@ -871,7 +911,10 @@ def traced_shapes_only(out, feeds):
     for extra in (3, 11):
         longer = {}
         for n, v in feeds.items():
-            if v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids"):
+            if n == "input_values":  # samples: 1 and 4 more frames' worth
+                longer[n] = np.concatenate(
+                    [v, np.full((v.shape[0], 20 * extra // 3), 0.5, v.dtype)], axis=1)
+            elif v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids"):
                 longer[n] = np.concatenate([v, np.ones((v.shape[0], extra), v.dtype)], axis=1)
             elif n == "position_ids":
                 longer[n] = np.concatenate([v, v[:, -1:] + np.arange(1, extra + 1)], axis=1)

@@ -119,6 +119,25 @@ TEST_F(SymbolicDimsTest, SameDimAfterSimplification) {
   EXPECT_FALSE(sameDim(b, AffineExpr()));
 }
 
+// Expressions of one symbol whose quotients are by constants are decided by
+// their values over a period: a strided convolution stack's output length as
+// meshc's windows give it and as torch's shape arithmetic writes it.
+TEST_F(SymbolicDimsTest, SameDimOfOneSymbolQuotients) {
+  AffineExpr s = table.symbol("samples"), b = table.symbol("batch");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
+  AffineExpr windows =
+      (((s - 9).ceilDiv(5) - 2).ceilDiv(2) - 1).ceilDiv(2);
+  AffineExpr torch = (s.floorDiv(10) - 3).floorDiv(2) + 1;
+  EXPECT_TRUE(sameDim(windows, torch));
+  // The heads of a [b, frames, 64] reshaped to [b, frames', -1, 16].
+  EXPECT_TRUE(sameDim(divideDims({b, windows, c(64)}, {b, torch, c(16)}), c(4)));
+  // Near misses: one residue off, another symbol.
+  EXPECT_FALSE(sameDim(windows, (s.floorDiv(10) - 2).floorDiv(2)));
+  EXPECT_FALSE(sameDim(s.floorDiv(4), s.ceilDiv(4)));
+  EXPECT_FALSE(sameDim(s.floorDiv(2), b.floorDiv(2)));
+  EXPECT_TRUE(sameDim((s + 1).floorDiv(2) * 2 - s, s % 2));
+}
+
 TEST_F(SymbolicDimsTest, DivideDimsCancelsFactors) {
   AffineExpr b = table.symbol("batch"), s = table.symbol("seq");
   auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
@@ -259,6 +278,20 @@ TEST(DimBoundsTest, BoundsCarriedThroughQuotientsAndRemainders) {
   EXPECT_EQ(boundsOf(c(100) % s, upTo8).most, 7);
   // A dividend that may be negative has no bound by a symbol.
   EXPECT_FALSE(boundsOf((c(3) - s).floorDiv(b), upTo8).most);
+  // A pad to an even length written without a remainder (SEW's), whose
+  // terms' intervals are unbounded: its values over a period bound it.
+  AffineExpr frames = (s.floorDiv(10) - 3).floorDiv(2) + 1;
+  DimBounds even = boundsOf(frames - (frames + 1).floorDiv(2) * 2 + 1);
+  EXPECT_EQ(even.least, 0);
+  EXPECT_EQ(even.most, 1);
+  // Growing with its symbol: least at the symbol's least size, unbounded
+  // above, and bounded where the symbol is.
+  DimBounds grows = boundsOf(frames - 1);
+  EXPECT_EQ(grows.least, -2);
+  EXPECT_FALSE(grows.most);
+  auto from30 = [&](unsigned) { return DimBounds{30, 100}; };
+  EXPECT_EQ(boundsOf(frames - 1, from30).least, 0);
+  EXPECT_EQ(boundsOf(frames - 1, from30).most, 3);
 }
 
 } // namespace

@@ -16,6 +16,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 namespace meshc::dfg {
@@ -419,36 +421,70 @@ std::optional<int64_t> valueAt(AffineExpr e, int64_t value) {
   }
 }
 
+/// A period of `e` in its one symbol s: an M such that `e` at s = M q + r
+/// is linear in q for every r (the least common multiple, over its paths
+/// from the root, of the product of the constant divisors on the path);
+/// nullopt where `e` has another symbol, a dimension, a product or a
+/// quotient by a non-constant, or a period above 1024. `symbol` is the one symbol seen.
+std::optional<int64_t> periodOf(AffineExpr e, std::optional<unsigned> &symbol) {
+  constexpr int64_t kMost = 1024;
+  if (isa<AffineConstantExpr>(e))
+    return 1;
+  if (auto s = dyn_cast<AffineSymbolExpr>(e)) {
+    if (symbol && *symbol != s.getPosition())
+      return std::nullopt;
+    symbol = s.getPosition();
+    return 1;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  std::optional<int64_t> l = periodOf(bin.getLHS(), symbol);
+  if (!l)
+    return std::nullopt;
+  if (bin.getKind() == AffineExprKind::Mul &&
+      !isa<AffineConstantExpr>(bin.getLHS()) &&
+      !isa<AffineConstantExpr>(bin.getRHS()))
+    return std::nullopt; // a product of two terms of the symbol
+  if (bin.getKind() == AffineExprKind::Add ||
+      bin.getKind() == AffineExprKind::Mul) {
+    std::optional<int64_t> r = periodOf(bin.getRHS(), symbol);
+    if (!r)
+      return std::nullopt;
+    int64_t m = std::lcm(*l, *r);
+    return m <= kMost ? std::optional<int64_t>(m) : std::nullopt;
+  }
+  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  if (!c || c.getValue() < 1 || *l * c.getValue() > kMost)
+    return std::nullopt;
+  return *l * c.getValue();
+}
+
+/// Whether `e` has a quotient or remainder.
+bool hasQuotient(AffineExpr e) {
+  bool found = false;
+  e.walk([&](AffineExpr sub) {
+    found |= isa<AffineBinaryOpExpr>(sub) &&
+             sub.getKind() != AffineExprKind::Add &&
+             sub.getKind() != AffineExprKind::Mul;
+  });
+  return found;
+}
+
 /// Whether `a` and `b`, expressions of one symbol whose quotients and
-/// remainders are by constants, are equal at every size: with M the product
-/// of all their divisors, each is linear in q over each class s = M q + r,
-/// so equal values at two sizes of each class (1 to 2M) prove them equal.
+/// remainders are by constants, are equal at every size: with M a common
+/// period (periodOf), each is linear in q over each class s = M q + r, so
+/// equal values at two sizes of each class (1 to 2M) prove them equal.
 /// (The convolution's `((S - 9) ceildiv 5 - 2) ceildiv 2` and torch's
 /// `(S floordiv 10 - 3) floordiv 2 + 1` for the same length.)
 bool sameQuasiAffine(AffineExpr a, AffineExpr b) {
-  std::optional<unsigned> symbol;
-  bool several = false, quotients = false, other = false;
-  int64_t period = 1;
-  for (AffineExpr e : {a, b})
-    e.walk([&](AffineExpr sub) {
-      if (auto s = dyn_cast<AffineSymbolExpr>(sub)) {
-        several |= symbol && *symbol != s.getPosition();
-        symbol = s.getPosition();
-      } else if (isa<AffineDimExpr>(sub)) {
-        other = true;
-      } else if (auto bin = dyn_cast<AffineBinaryOpExpr>(sub);
-                 bin && bin.getKind() != AffineExprKind::Add &&
-                 bin.getKind() != AffineExprKind::Mul) {
-        quotients = true;
-        auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
-        if (!c || c.getValue() < 1 || period > (int64_t(1) << 14))
-          other = true;
-        else
-          period *= c.getValue();
-      }
-    });
-  if (!symbol || several || !quotients || other || period > (int64_t(1) << 14))
+  if (!hasQuotient(a) && !hasQuotient(b))
     return false;
+  std::optional<unsigned> symbol;
+  std::optional<int64_t> pa = periodOf(a, symbol), pb = periodOf(b, symbol);
+  if (!pa || !pb || !symbol)
+    return false;
+  int64_t period = std::lcm(*pa, *pb);
   for (int64_t v = 1; v <= 2 * period; ++v) {
     std::optional<int64_t> x = valueAt(a, v), y = valueAt(b, v);
     if (!x || !y || *x != *y)
@@ -534,8 +570,84 @@ DimBounds boundsOf(AffineExpr e) {
   return boundsOf(e, [](unsigned) { return DimBounds{1, std::nullopt}; });
 }
 
+namespace {
+DimBounds intervalBounds(AffineExpr e,
+                         llvm::function_ref<DimBounds(unsigned)> symbolBounds);
+
+/// The exact bounds of `e`, an expression of one symbol whose quotients and
+/// remainders are by constants, over the symbol's bounds: with M its period
+/// (periodOf), `e` is linear in q over each class s = M q + r,
+/// so its first two values in each class give the class's least and
+/// greatest. (A pad to an even length, `x - 2 * ((x + 1) floordiv 2) + 1`,
+/// lies in [0, 1], which intervals of its terms do not see.)
+std::optional<DimBounds>
+periodicBounds(AffineExpr e,
+               llvm::function_ref<DimBounds(unsigned)> symbolBounds) {
+  if (!hasQuotient(e))
+    return std::nullopt;
+  std::optional<unsigned> symbol;
+  std::optional<int64_t> periodOrNone = periodOf(e, symbol);
+  if (!periodOrNone || !symbol)
+    return std::nullopt;
+  int64_t period = *periodOrNone;
+  DimBounds given = symbolBounds(*symbol);
+  if (!given.least)
+    return std::nullopt;
+  int64_t first = *given.least;
+  std::optional<int64_t> least, most;
+  bool belowAll = false, aboveAll = false;
+  for (int64_t s0 = first; s0 < first + period; ++s0) {
+    if (given.most && s0 > *given.most)
+      break;
+    std::optional<int64_t> v0 = valueAt(e, s0), v1 = valueAt(e, s0 + period);
+    if (!v0 || !v1)
+      return std::nullopt;
+    int64_t slope = *v1 - *v0;
+    // The class's last value where the symbol is bounded above.
+    std::optional<int64_t> last;
+    if (given.most)
+      last = *v0 + slope * ((*given.most - s0) / period);
+    int64_t lo = *v0, hi = *v0;
+    if (slope < 0) {
+      if (last)
+        lo = *last;
+      else
+        belowAll = true;
+    } else if (slope > 0) {
+      if (last)
+        hi = *last;
+      else
+        aboveAll = true;
+    }
+    least = least ? std::min(*least, lo) : lo;
+    most = most ? std::max(*most, hi) : hi;
+  }
+  if (!least)
+    return std::nullopt;
+  return DimBounds{belowAll ? std::nullopt : least,
+                   aboveAll ? std::nullopt : most};
+}
+} // namespace
+
 DimBounds boundsOf(AffineExpr e,
                    llvm::function_ref<DimBounds(unsigned)> symbolBounds) {
+  DimBounds bounds = intervalBounds(e, symbolBounds);
+  if (bounds.least && bounds.most)
+    return bounds;
+  if (std::optional<DimBounds> exact = periodicBounds(e, symbolBounds)) {
+    if (exact->least)
+      bounds.least =
+          bounds.least ? std::max(*bounds.least, *exact->least) : exact->least;
+    if (exact->most)
+      bounds.most =
+          bounds.most ? std::min(*bounds.most, *exact->most) : exact->most;
+  }
+  return bounds;
+}
+
+namespace {
+DimBounds intervalBounds(AffineExpr e,
+                         llvm::function_ref<DimBounds(unsigned)> symbolBounds) {
   constexpr int64_t kLimit = int64_t(1) << 40;
   using Bound = std::optional<int64_t>;
   // Bounds beyond 2^40 are dropped, so no product or sum below overflows.
@@ -549,8 +661,8 @@ DimBounds boundsOf(AffineExpr e,
   auto bin = dyn_cast<AffineBinaryOpExpr>(e);
   if (!bin)
     return {};
-  DimBounds l = boundsOf(bin.getLHS(), symbolBounds),
-            r = boundsOf(bin.getRHS(), symbolBounds);
+  DimBounds l = intervalBounds(bin.getLHS(), symbolBounds),
+            r = intervalBounds(bin.getRHS(), symbolBounds);
   auto sum = [&](Bound x, Bound y) -> Bound {
     return x && y ? clip(*x + *y) : std::nullopt;
   };
@@ -623,6 +735,7 @@ DimBounds boundsOf(AffineExpr e,
     return {};
   }
 }
+} // namespace
 
 AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
                        int64_t step) {

@@ -1118,6 +1118,37 @@ def case_pool_conv_strided(path):
     return model(nodes, ins, outs, inits, opset=19)
 
 
+def case_pad_torchscript(path):
+    """F.pad by a symbolic amount as TorchScript writes it (SEW pads its
+    frames to an even count): torch's (left, right) pairs, last axis first,
+    joined with zeros for the other axes, reshaped to [axes, 2], reversed,
+    transposed and flattened into ONNX's begins-then-ends order; the amount
+    is (len + 1) // 2 * 2 - len, in [0, 1] at every length."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "two"], ["len"], axis=0, name="len"),
+        helper.make_node("Add", ["len", "one"], ["len1"], name="plus_one"),
+        helper.make_node("Div", ["len1", "two"], ["half"], name="half"),
+        helper.make_node("Mul", ["half", "two"], ["even"], name="even"),
+        helper.make_node("Sub", ["even", "len"], ["amount"], name="amount"),
+        helper.make_node("Unsqueeze", ["amount", "zero1"], ["amount1"], name="amount1"),
+        helper.make_node("Concat", ["zero1", "amount1"], ["pair"], axis=0, name="pair"),
+        helper.make_node("ConstantOfShape", ["four"], ["rest"], name="rest",
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Concat", ["pair", "rest"], ["torch_pads"], axis=0, name="torch_pads"),
+        helper.make_node("Reshape", ["torch_pads", "pairs"], ["matrix"], name="matrix"),
+        helper.make_node("Slice", ["matrix", "minus1", "very_negative", "zero1", "minus1"],
+                         ["reversed"], name="reversed"),
+        helper.make_node("Transpose", ["reversed"], ["onnx_order"], perm=[1, 0], name="onnx_order"),
+        helper.make_node("Reshape", ["onnx_order", "minus1"], ["pads"], name="flat"),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_to_even"),
+    ]
+    inits = [ints("two", 2), ints("one", 1), ints("zero1", [0]), ints("four", [4]),
+             ints("pairs", [-1, 2]), ints("minus1", [-1]),
+             ints("very_negative", [-(2**63) + 1])]
+    return model(nodes, [f32("x", [1, 4, "len"])], [f32("y", None)], inits)
+
+
 def case_pool_ceil_symbolic(path):
     """AveragePool with ceil_mode over a symbolic length whose stride (3)
     exceeds its kernel (2): whether the last window starts before the end
