@@ -44,6 +44,11 @@ minicpm3,zamba2,gemma3n_text,funnel \
       llama, genai_int4qdq for llama and qwen3: the builder's weight-only quantized forms,
       GENAI_QUANTIZED, at accuracy level 1)
 
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch wav2vec2,hubert,wavlm,sew --exporter dynamo,torchscript
+                                         (AUDIO: speech encoders over raw samples; the
+                                         corpus holds both exports of wav2vec2, WavLM and
+                                         SEW, and HuBERT's TorchScript one)
   .venv-export/bin/python models/real/export_corpus.py --out /tmp/probe \
       --arch electra,roformer --exporter dynamo --as-encoder
                                          (a probe: architectures the script has no case
@@ -52,7 +57,8 @@ minicpm3,zamba2,gemma3n_text,funnel \
 Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
   inputs/*.npy       the inputs: a left-padded batch of 2 with its
-                     attention_mask and position ids (and, for KV-cache exports,
+                     attention_mask and position ids (a speech encoder's: two
+                     rows of 400 samples) (and, for KV-cache exports,
                      the cache of a real 4-token prefix and one new token (a decoding step))
   reference/*.npy    onnxruntime's outputs for them
   export.json        architecture, exporter and versions, the torch
