@@ -235,10 +235,10 @@ struct AxisBounds {
 /// dimensions: the batch is dimension 0 of the first input that has a
 /// symbolic one; the sequence is dimension 1 of the first integer input
 /// (the token ids), or of the first input where none is an integer (a
-/// speech encoder's samples); the KV cache is dimension 2 of every 4-D input whose
-/// dimension 2 is symbolic and not the sequence (a past key or value; the
-/// onnxruntime-genai builder names its sliding-window layers' caches apart
-/// from the others).
+/// speech encoder's samples); the KV cache is dimension 2 of every 4-D
+/// input whose dimension 2 is symbolic and not the sequence (a past key or
+/// value; the onnxruntime-genai builder names its sliding-window layers'
+/// caches apart from the others).
 int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
                       onnximport::DimSizes &bounds, StringRef command,
                       llvm::StringSet<> &givenNames) {

@@ -41,6 +41,14 @@ FailureOr<Value> transposeBy(NodeContext &ctx, Value v,
       ctx.builder().getDenseI64ArrayAttr(perm));
 }
 
+/// `v` combined into the running `acc` by OpTy (a sum, product or max over
+/// taps or axes); `v` itself while `acc` is still null.
+template <typename OpTy>
+FailureOr<Value> accumulate(NodeContext &ctx, Value acc, Value v,
+                            Type element) {
+  return acc ? binary<OpTy>(ctx, acc, v, element) : FailureOr<Value>(v);
+}
+
 /// The windows a convolution or a pooling reads, for a kernel of `kernel`
 /// positions per spatial axis of an input [batch, channels, spatial...]:
 /// the input padded with `fill` (pads, or auto_pad's SAME/VALID), and per
@@ -345,12 +353,8 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     }
     if (failed(term))
       return failure();
-    Value v = ctx.refineType(*term);
-    if (!acc) {
-      acc = v;
-      continue;
-    }
-    FailureOr<Value> sum = binary<dfg::AddOp>(ctx, acc, v, element);
+    FailureOr<Value> sum =
+        accumulate<dfg::AddOp>(ctx, acc, ctx.refineType(*term), element);
     if (failed(sum))
       return failure();
     acc = *sum;
@@ -438,9 +442,8 @@ FailureOr<Value> poolDivisors(NodeContext &ctx, Value x,
         FailureOr<Value> tap =
             sliceAxis(ctx, *covered, 0, start, end, axis.stride);
         FailureOr<Value> sum =
-            failed(tap) || !counts
-                ? tap
-                : binary<dfg::AddOp>(ctx, counts, *tap, element);
+            failed(tap) ? tap
+                        : accumulate<dfg::AddOp>(ctx, counts, *tap, element);
         if (failed(sum))
           return failure();
         counts = *sum;
@@ -451,16 +454,13 @@ FailureOr<Value> poolDivisors(NodeContext &ctx, Value x,
           unit.push_back(a);
       FailureOr<Value> placed = ctx.create<dfg::UnsqueezeOp>(
           dfg::unsqueezeShape(shapeOf(counts), unit), element, counts,
-          ctx.builder().getDenseI64ArrayAttr(unit));
+          b.getDenseI64ArrayAttr(unit));
       if (failed(placed))
         return failure();
       counts = *placed;
     }
-    if (!product) {
-      product = counts;
-      continue;
-    }
-    FailureOr<Value> next = binary<dfg::MulOp>(ctx, product, counts, element);
+    FailureOr<Value> next =
+        accumulate<dfg::MulOp>(ctx, product, counts, element);
     if (failed(next))
       return failure();
     product = *next;
@@ -533,13 +533,9 @@ LogicalResult legalizePool(NodeContext &ctx) {
     FailureOr<Value> window = tapWindow(ctx, *windows, tap);
     if (failed(window))
       return failure();
-    if (!acc) {
-      acc = *window;
-      continue;
-    }
     FailureOr<Value> next =
-        max ? binary<dfg::MaxOp>(ctx, acc, *window, element)
-            : binary<dfg::AddOp>(ctx, acc, *window, element);
+        max ? accumulate<dfg::MaxOp>(ctx, acc, *window, element)
+            : accumulate<dfg::AddOp>(ctx, acc, *window, element);
     if (failed(next))
       return failure();
     acc = *next;

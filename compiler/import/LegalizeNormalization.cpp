@@ -17,6 +17,28 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
+/// `x` times `scale`, plus `bias` (either may be null), both broadcast
+/// against `x`.
+FailureOr<Value> scaleAndShift(NodeContext &ctx, Value x, Value scale,
+                               Value bias) {
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  for (auto [p, isScale] : {std::pair(scale, true), std::pair(bias, false)}) {
+    if (!p)
+      continue;
+    ArrayRef<int64_t> left = cast<RankedTensorType>(x.getType()).getShape();
+    ArrayRef<int64_t> right = cast<RankedTensorType>(p.getType()).getShape();
+    FailureOr<Value> next =
+        isScale ? ctx.create<dfg::MulOp>(dfg::broadcastShapes(left, right),
+                                         element, x, p)
+                : ctx.create<dfg::AddOp>(dfg::broadcastShapes(left, right),
+                                         element, x, p);
+    if (failed(next))
+      return failure();
+    x = *next;
+  }
+  return x;
+}
+
 /// Norm(X, Scale, B?) axis epsilon -> dfg.<norm>. The optional statistics
 /// outputs (Mean, InvStdDev) are training aids; the importer rejects a graph
 /// that reads them.
@@ -51,21 +73,10 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
                    ctx.builder().getF32FloatAttr(epsilon))
           .getResult();
   if (apart) {
-    for (auto [p, isScale] : {std::pair(scale, true), std::pair(bias, false)}) {
-      if (!p)
-        continue;
-      ArrayRef<int64_t> left =
-          cast<RankedTensorType>(result.getType()).getShape();
-      ArrayRef<int64_t> right = cast<RankedTensorType>(p.getType()).getShape();
-      FailureOr<Value> next =
-          isScale ? ctx.create<dfg::MulOp>(dfg::broadcastShapes(left, right),
-                                           in.getElementType(), result, p)
-                  : ctx.create<dfg::AddOp>(dfg::broadcastShapes(left, right),
-                                           in.getElementType(), result, p);
-      if (failed(next))
-        return failure();
-      result = *next;
-    }
+    FailureOr<Value> scaled = scaleAndShift(ctx, result, scale, bias);
+    if (failed(scaled))
+      return failure();
+    result = *scaled;
   }
   return ctx.setResults(result);
 }
@@ -102,25 +113,21 @@ LogicalResult legalizeInstanceNorm(NodeContext &ctx) {
                                b.getF32FloatAttr(ctx.attrFloat("epsilon",
                                                                1e-5f)))
           .getResult();
+  // The scale and bias as [C, 1, ...] columns, one value per channel.
   SmallVector<int64_t> column(rank - 1, 1);
   column[0] = channels;
-  for (auto [i, isScale] : {std::pair(1u, true), std::pair(2u, false)}) {
-    FailureOr<Value> p = ctx.create<dfg::ReshapeOp>(
+  auto perChannel = [&](unsigned i) {
+    return ctx.create<dfg::ReshapeOp>(
         dfg::reshapeShape(ctx.inputType(i).getShape(), column), element,
         ctx.input(i), b.getDenseI64ArrayAttr(column));
-    if (failed(p))
-      return failure();
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(result.getType()).getShape();
-    FailureOr<Value> next =
-        isScale ? ctx.create<dfg::MulOp>(dfg::broadcastShapes(shape, column),
-                                         element, result, *p)
-                : ctx.create<dfg::AddOp>(dfg::broadcastShapes(shape, column),
-                                         element, result, *p);
-    if (failed(next))
-      return failure();
-    result = *next;
-  }
-  return ctx.setResults(result);
+  };
+  FailureOr<Value> scale = perChannel(1), bias = perChannel(2);
+  if (failed(scale) || failed(bias))
+    return failure();
+  FailureOr<Value> out = scaleAndShift(ctx, result, *scale, *bias);
+  if (failed(out))
+    return failure();
+  return ctx.setResults(*out);
 }
 
 /// Skip[Simplified]LayerNormalization(x, skip, gamma, [beta,] bias?)

@@ -285,12 +285,19 @@ Value materialize(Operation *op, RankedTensorType type, Exprs out,
                                 b.getDenseI64ArrayAttr(type.getShape()));
 }
 
-/// The elements of `v` as expressions in row-major order: those
-/// SymbolicShapes::values reads, and a reshape of them.
-std::optional<Exprs> valuesOf(dfg::SymbolicShapes &shapes, Value v) {
+/// The dfg.sizes `v` is, or that a reshape of it reads (materialize's
+/// matrices); null otherwise.
+dfg::SizesOp sizesBehind(Value v) {
   if (auto reshape = v.getDefiningOp<dfg::ReshapeOp>())
-    if (isa_and_nonnull<dfg::SizesOp>(reshape.getInput().getDefiningOp()))
-      return shapes.values(reshape.getInput());
+    v = reshape.getInput();
+  return v.getDefiningOp<dfg::SizesOp>();
+}
+
+/// The elements of `v` as expressions in row-major order: those
+/// SymbolicShapes::values reads, through a reshape of sizes too.
+std::optional<Exprs> valuesOf(dfg::SymbolicShapes &shapes, Value v) {
+  if (dfg::SizesOp sizes = sizesBehind(v))
+    return shapes.values(sizes.getResult());
   return shapes.values(v);
 }
 
@@ -305,9 +312,8 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
     std::optional<int64_t> least =
         dfg::boundsOf(e, [&](unsigned position) {
           auto it = minimums.find(table.name(position));
-          return dfg::DimBounds{
-              std::max<int64_t>(1, it == minimums.end() ? 1 : it->second),
-              std::nullopt};
+          int64_t least = it == minimums.end() ? 1 : it->second;
+          return dfg::DimBounds{std::max<int64_t>(1, least), std::nullopt};
         }).least;
     return least && *least >= 0;
   };
@@ -374,10 +380,7 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
     }
     if (!values)
       return {};
-    anySymbolic |= isa_and_nonnull<dfg::SizesOp>(v.getDefiningOp()) ||
-                   (isa_and_nonnull<dfg::ReshapeOp>(v.getDefiningOp()) &&
-                    isa_and_nonnull<dfg::SizesOp>(
-                        v.getDefiningOp()->getOperand(0).getDefiningOp()));
+    anySymbolic |= static_cast<bool>(sizesBehind(v));
     in.push_back(std::move(*values));
   }
   if (!anySymbolic)

@@ -388,44 +388,26 @@ AffineExpr divideDims(ArrayRef<AffineExpr> whole, ArrayRef<AffineExpr> part) {
 }
 
 namespace {
-/// The value of `e` with its one symbol at `value` (floor and ceil
-/// quotients and remainders by positive divisors); nullopt otherwise.
-std::optional<int64_t> valueAt(AffineExpr e, int64_t value) {
-  if (auto c = dyn_cast<AffineConstantExpr>(e))
-    return c.getValue();
-  if (isa<AffineSymbolExpr>(e))
-    return value;
-  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
-  if (!bin)
-    return std::nullopt;
-  std::optional<int64_t> l = valueAt(bin.getLHS(), value),
-                         r = valueAt(bin.getRHS(), value);
-  if (!l || !r || std::abs(*l) > (int64_t(1) << 31) ||
-      std::abs(*r) > (int64_t(1) << 31))
-    return std::nullopt;
-  switch (bin.getKind()) {
-  case AffineExprKind::Add:
-    return *l + *r;
-  case AffineExprKind::Mul:
-    return *l * *r;
-  case AffineExprKind::FloorDiv:
-    return *r > 0 ? std::optional<int64_t>(llvm::divideFloorSigned(*l, *r))
-                  : std::nullopt;
-  case AffineExprKind::CeilDiv:
-    return *r > 0 ? std::optional<int64_t>(llvm::divideCeilSigned(*l, *r))
-                  : std::nullopt;
-  case AffineExprKind::Mod:
-    return *r > 0 ? std::optional<int64_t>(llvm::mod(*l, *r)) : std::nullopt;
-  default:
+/// The value of `e` with its one symbol (at `position`) at `value`
+/// (evalExpr); nullopt where it does not evaluate.
+std::optional<int64_t> valueAt(AffineExpr e, unsigned position,
+                               int64_t value) {
+  SmallVector<int64_t> values(position + 1, 0);
+  values[position] = value;
+  llvm::Expected<int64_t> v = evalExpr(e, values);
+  if (!v) {
+    llvm::consumeError(v.takeError());
     return std::nullopt;
   }
+  return *v;
 }
 
 /// A period of `e` in its one symbol s: an M such that `e` at s = M q + r
 /// is linear in q for every r (the least common multiple, over its paths
 /// from the root, of the product of the constant divisors on the path);
 /// nullopt where `e` has another symbol, a dimension, a product or a
-/// quotient by a non-constant, or a period above 1024. `symbol` is the one symbol seen.
+/// quotient by a non-constant, or a period above 1024. `symbol` is the one
+/// symbol seen.
 std::optional<int64_t> periodOf(AffineExpr e, std::optional<unsigned> &symbol) {
   constexpr int64_t kMost = 1024;
   if (isa<AffineConstantExpr>(e))
@@ -486,7 +468,8 @@ bool sameQuasiAffine(AffineExpr a, AffineExpr b) {
     return false;
   int64_t period = std::lcm(*pa, *pb);
   for (int64_t v = 1; v <= 2 * period; ++v) {
-    std::optional<int64_t> x = valueAt(a, v), y = valueAt(b, v);
+    std::optional<int64_t> x = valueAt(a, *symbol, v),
+                           y = valueAt(b, *symbol, v);
     if (!x || !y || *x != *y)
       return false;
   }
@@ -599,7 +582,8 @@ periodicBounds(AffineExpr e,
   for (int64_t s0 = first; s0 < first + period; ++s0) {
     if (given.most && s0 > *given.most)
       break;
-    std::optional<int64_t> v0 = valueAt(e, s0), v1 = valueAt(e, s0 + period);
+    std::optional<int64_t> v0 = valueAt(e, *symbol, s0),
+                           v1 = valueAt(e, *symbol, s0 + period);
     if (!v0 || !v1)
       return std::nullopt;
     int64_t slope = *v1 - *v0;
