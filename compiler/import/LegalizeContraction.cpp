@@ -4,8 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/Legalization.h"
+#include "compiler/import/OnnxTensors.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
+
+#include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
@@ -13,6 +17,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -231,9 +236,14 @@ FailureOr<Value> tapWindow(NodeContext &ctx, const SlidingWindows &w,
 /// meshc's own ops: for each kernel tap (one position of the kernel) the
 /// window of the padded input it reads (slidingWindows) times the tap's
 /// weights, summed over the taps: an elementwise product by the tap's column
-/// where each output channel reads one input channel (depthwise), else a
-/// product by the tap's [out, in] matrix per group over the flattened
-/// spatial positions. Exact; the work is the convolution's own. Strides
+/// where each output channel reads one input channel (depthwise); with one
+/// group, a projection of the window's positions, channels last ([batch,
+/// positions, in] by the tap's [in, out]: tensor parallelism splits it as
+/// any projection, by its output channels, or by its input channels with
+/// the taps' partial sums added before one all_reduce), the sum over taps
+/// moved back to [batch, out, spatial...] once; else a product by the tap's
+/// [out, in] matrix per group over the flattened spatial positions. Exact;
+/// the work is the convolution's own. Strides
 /// above 1 step the windows over symbolic sizes too (wav2vec2's feature
 /// encoder). Refused by name: a product (not depthwise) over two or more
 /// symbolic spatial sizes.
@@ -297,7 +307,64 @@ LogicalResult legalizeConv(NodeContext &ctx) {
   SmallVector<int64_t> column(n + 1, 1); // [out, 1...]
   column[0] = out;
   Value acc;
+  if (!depthwise && groups == 1) {
+    // One projection: the taps' windows [batch, in, positions] stacked as
+    // [batch, in, taps, positions], moved to [batch, positions, in * taps]
+    // and multiplied by the weight viewed as [in * taps, out] (the taps
+    // in the kernel's row-major order, as the weight holds them); the
+    // result moved back to [batch, out, spatial...].
+    SmallVector<Value> stacked;
+    SmallVector<int64_t> spatial;
+    for (ArrayRef<int64_t> tap : windows->taps) {
+      FailureOr<Value> window = tapWindow(ctx, *windows, tap);
+      if (failed(window))
+        return failure();
+      if (spatial.empty()) {
+        FailureOr<SmallVector<int64_t>> back = unflatten(*window);
+        if (failed(back))
+          return failure();
+        spatial = *back;
+      }
+      FailureOr<Value> one = reshapeTo(ctx, *window, {0, channels, 1, -1});
+      if (failed(one))
+        return failure();
+      stacked.push_back(*one);
+    }
+    int64_t taps = static_cast<int64_t>(stacked.size());
+    FailureOr<Value> windowsOf = stacked.front();
+    if (taps > 1) {
+      SmallVector<ArrayRef<int64_t>> shapes;
+      for (Value v : stacked)
+        shapes.push_back(shapeOf(v));
+      windowsOf = ctx.create<dfg::ConcatOp>(dfg::concatShape(shapes, 2),
+                                            element, stacked, 2);
+    }
+    FailureOr<Value> rows =
+        failed(windowsOf)
+            ? windowsOf
+            : transposeBy(ctx, ctx.refineType(*windowsOf), {0, 3, 1, 2});
+    if (succeeded(rows))
+      rows = reshapeTo(ctx, ctx.refineType(*rows), {0, 0, channels * taps});
+    FailureOr<Value> matrix = reshapeTo(ctx, ctx.input(1), {out, channels * taps});
+    if (succeeded(matrix))
+      matrix = transposeBy(ctx, *matrix, {1, 0});
+    if (failed(rows) || failed(matrix))
+      return failure();
+    FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+        dfg::matmulShape(shapeOf(*rows), {channels * taps, out}), element,
+        *rows, ctx.refineType(*matrix));
+    FailureOr<Value> moved =
+        failed(product) ? product
+                        : transposeBy(ctx, ctx.refineType(*product), {0, 2, 1});
+    if (succeeded(moved) && n > 1)
+      moved = reshapeTo(ctx, ctx.refineType(*moved), spatial);
+    if (failed(moved))
+      return failure();
+    acc = ctx.refineType(*moved);
+  }
   for (ArrayRef<int64_t> tap : windows->taps) {
+    if (acc && !depthwise && groups == 1)
+      break;
     FailureOr<Value> window = tapWindow(ctx, *windows, tap);
     if (failed(window))
       return failure();
@@ -314,38 +381,24 @@ LogicalResult legalizeConv(NodeContext &ctx) {
       FailureOr<Value> c = reshapeTo(ctx, weights, column);
       term = failed(c) ? c : binary<dfg::MulOp>(ctx, *window, *c, element);
     } else {
-      FailureOr<SmallVector<int64_t>> back =
-          n == 1 ? FailureOr<SmallVector<int64_t>>(SmallVector<int64_t>())
-                 : unflatten(*window);
+      // Per group: [groups, out / groups, in / groups] by [batch, groups,
+      // in / groups, positions].
+      FailureOr<SmallVector<int64_t>> back = unflatten(*window);
       if (failed(back))
         return failure();
-      FailureOr<Value> product;
-      if (groups == 1) {
-        FailureOr<Value> matrix = reshapeTo(ctx, weights, {out, perGroup});
-        FailureOr<Value> flat =
-            failed(matrix) || n == 1
-                ? window
-                : reshapeTo(ctx, *window, {0, channels, -1});
-        product = failed(matrix) || failed(flat)
-                      ? FailureOr<Value>(failure())
-                      : ctx.create<dfg::MatMulOp>(
-                            dfg::matmulShape({out, perGroup}, shapeOf(*flat)),
-                            element, *matrix, *flat);
-      } else {
-        FailureOr<Value> matrix =
-            reshapeTo(ctx, weights, {groups, outGroup, perGroup});
-        FailureOr<Value> grouped =
-            failed(matrix) ? matrix
-                           : reshapeTo(ctx, *window, {0, groups, perGroup, -1});
-        FailureOr<Value> p =
-            failed(grouped)
-                ? grouped
-                : ctx.create<dfg::MatMulOp>(
-                      dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
-                      element, *matrix, *grouped);
-        product =
-            failed(p) ? p : reshapeTo(ctx, ctx.refineType(*p), {0, out, -1});
-      }
+      FailureOr<Value> matrix =
+          reshapeTo(ctx, weights, {groups, outGroup, perGroup});
+      FailureOr<Value> grouped =
+          failed(matrix) ? matrix
+                         : reshapeTo(ctx, *window, {0, groups, perGroup, -1});
+      FailureOr<Value> p =
+          failed(grouped)
+              ? grouped
+              : ctx.create<dfg::MatMulOp>(
+                    dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
+                    element, *matrix, *grouped);
+      FailureOr<Value> product =
+          failed(p) ? p : reshapeTo(ctx, ctx.refineType(*p), {0, out, -1});
       if (failed(product))
         return failure();
       term = n == 1 ? FailureOr<Value>(ctx.refineType(*product))
@@ -771,6 +824,256 @@ LogicalResult legalizeDFT(NodeContext &ctx) {
           .getResult());
 }
 
+/// How Resize samples one axis (its attributes).
+struct ResizeSampling {
+  std::string mode, coordinates, nearest;
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+};
+
+/// The [out, in] matrix Resize applies along an axis of `in` positions to
+/// give `out`, `scale` being its scale (given, or out / in): for each
+/// output position its source coordinate (the coordinate transformation
+/// mode), then the input positions it reads and their weights (nearest:
+/// one; linear: the two around it; cubic: the four around it, Keys'
+/// kernel with cubic_coeff_a), positions past either end read the edge's
+/// (or, with exclude_outside, count nothing, the rest renormalised), as
+/// onnxruntime samples them. Computed in double. std::nullopt names a mode
+/// that is not supported (in `why`).
+std::optional<SmallVector<double>>
+resizeMatrix(int64_t in, int64_t out, double scale, const ResizeSampling &s,
+             std::string &why) {
+  SmallVector<double> m(out * in, 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    double x;
+    const std::string &c = s.coordinates;
+    if (c == "half_pixel")
+      x = (o + 0.5) / scale - 0.5;
+    else if (c == "pytorch_half_pixel")
+      x = out > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+    else if (c == "align_corners")
+      x = out == 1 ? 0.0
+                   : static_cast<double>(o) * (in - 1) / static_cast<double>(out - 1);
+    else if (c == "asymmetric")
+      x = o / scale;
+    else if (c == "half_pixel_symmetric") {
+      double adjustment = out / (scale * in), center = in / 2.0;
+      x = center * (1 - adjustment) + (o + 0.5) / scale - 0.5;
+    } else {
+      why = "coordinate_transformation_mode '" + c + "'";
+      return std::nullopt;
+    }
+    auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+    double *row = &m[o * in];
+    if (s.mode == "nearest") {
+      double f = std::floor(x);
+      int64_t i;
+      if (s.nearest == "round_prefer_floor")
+        i = static_cast<int64_t>(x == f + 0.5 ? f : std::round(x));
+      else if (s.nearest == "round_prefer_ceil")
+        i = static_cast<int64_t>(x == f + 0.5 ? f + 1 : std::round(x));
+      else if (s.nearest == "floor")
+        i = static_cast<int64_t>(f);
+      else if (s.nearest == "ceil")
+        i = static_cast<int64_t>(std::ceil(x));
+      else {
+        why = "nearest_mode '" + s.nearest + "'";
+        return std::nullopt;
+      }
+      row[clamp(i)] = 1.0;
+    } else if (s.mode == "linear") {
+      x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+      double f = std::floor(x), t = x - f;
+      row[clamp(static_cast<int64_t>(f))] += 1 - t;
+      row[clamp(static_cast<int64_t>(f) + 1)] += t;
+    } else if (s.mode == "cubic") {
+      double f = std::floor(x), t = x - f, a = s.cubicA;
+      auto kernel = [&](double d) {
+        d = std::abs(d);
+        if (d <= 1)
+          return ((a + 2) * d - (a + 3)) * d * d + 1;
+        if (d < 2)
+          return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+        return 0.0;
+      };
+      double total = 0;
+      SmallVector<std::pair<int64_t, double>> taps;
+      for (int64_t k = -1; k <= 2; ++k) {
+        int64_t i = static_cast<int64_t>(f) + k;
+        double w = kernel(t - k);
+        if (s.excludeOutside && (i < 0 || i >= in))
+          w = 0;
+        taps.push_back({clamp(i), w});
+        total += w;
+      }
+      for (auto [i, w] : taps)
+        row[i] += s.excludeOutside ? w / total : w;
+    } else {
+      why = "mode '" + s.mode + "'";
+      return std::nullopt;
+    }
+  }
+  return m;
+}
+
+/// Resize over static sizes: along each axis whose sampling is not the
+/// identity, a product by its [out, in] matrix (resizeMatrix) with the axis
+/// moved last. A vision model's position embeddings interpolated to the
+/// image's patches (DINOv2's bicubic), an upsampling by an integer factor.
+/// The sizes (or scales) must be constants; the resized axes static.
+/// Refused by name: tf_crop_and_resize, antialias when shrinking, a
+/// keep_aspect_ratio_policy other than stretch, integer tensors that are
+/// not left as they are.
+LogicalResult legalizeResize(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType x = ctx.inputType(0);
+  int64_t rank = x.getRank();
+  Type element = x.getElementType();
+  SmallVector<int64_t> axes;
+  if (std::optional<SmallVector<int64_t>> a = ctx.attrInts("axes")) {
+    for (int64_t axis : *a) {
+      if (axis < -rank || axis >= rank)
+        return ctx.error("Resize's axis " + std::to_string(axis) +
+                         " is out of range for rank " + std::to_string(rank));
+      axes.push_back(axis < 0 ? axis + rank : axis);
+    }
+  } else {
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  if (ctx.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return ctx.error("Resize with keep_aspect_ratio_policy '" +
+                     ctx.attrString("keep_aspect_ratio_policy") +
+                     "' is not supported (only stretch)");
+  // Each axis's output size and scale.
+  SmallVector<int64_t> outSizes(x.getShape());
+  SmallVector<double> scales(rank, 1.0);
+  if (Value sizes = ctx.input(3)) {
+    FailureOr<SmallVector<AffineExpr>> given = ctx.symbolicInts(3, "sizes");
+    if (failed(given))
+      return failure();
+    if (given->size() != axes.size())
+      return ctx.error("Resize's sizes hold " + std::to_string(given->size()) +
+                       " values for " + std::to_string(axes.size()) + " axes");
+    SmallVector<AffineExpr> inDims = ctx.inputDims(0);
+    for (auto [axis, size] : llvm::zip_equal(axes, *given)) {
+      if (auto c = dyn_cast<AffineConstantExpr>(size)) {
+        outSizes[axis] = c.getValue();
+        continue;
+      }
+      // A symbolic size kept (the batch, read from the input's Shape).
+      if (!(size && inDims[axis] && dfg::sameDim(size, inDims[axis])))
+        return ctx.error("Resize to a size computed from a symbolic "
+                         "dimension is not supported, but for the input's "
+                         "own: its sizes must be constants");
+    }
+  } else if (Value scaleInput = ctx.input(2)) {
+    DenseElementsAttr values;
+    SmallVector<double> given;
+    if (matchPattern(scaleInput, m_Constant(&values)) &&
+        isa<FloatType>(values.getElementType())) {
+      for (const APFloat &v : values.getValues<APFloat>())
+        given.push_back(v.convertToDouble());
+    } else if (auto weight = scaleInput.getDefiningOp<dfg::WeightOp>()) {
+      FailureOr<SmallVector<double>> read =
+          readWeightFloats(weight, ctx.modelFolder(), ctx.loc());
+      if (failed(read))
+        return failure();
+      given = *read;
+    } else {
+      return ctx.error("Resize's scales must be a constant float tensor");
+    }
+    if (given.size() != axes.size())
+      return ctx.error("Resize's scales hold " + std::to_string(given.size()) +
+                       " values for " + std::to_string(axes.size()) + " axes");
+    for (auto [axis, scale] : llvm::zip_equal(axes, given)) {
+      if (!(scale > 0))
+        return ctx.error("Resize's scale " + std::to_string(scale) +
+                         " is not positive");
+      scales[axis] = scale;
+      if (!x.isDynamicDim(axis))
+        outSizes[axis] = static_cast<int64_t>(
+            std::floor(static_cast<double>(x.getDimSize(axis)) * scale));
+      else if (scale != 1.0)
+        return ctx.error("Resize by a scale of a symbolic dimension is not "
+                         "supported");
+    }
+  } else {
+    return ctx.error("Resize needs its scales or its sizes");
+  }
+  ResizeSampling sampling{
+      ctx.attrString("mode", "nearest"),
+      ctx.attrString("coordinate_transformation_mode", "half_pixel"),
+      ctx.attrString("nearest_mode", "round_prefer_floor"),
+      ctx.attrFloat("cubic_coeff_a", -0.75f),
+      ctx.attrInt("exclude_outside", 0) != 0};
+  bool antialias = ctx.attrInt("antialias", 0) != 0;
+  Value result = ctx.input(0);
+  for (int64_t axis : axes) {
+    int64_t in = x.getDimSize(axis), out = outSizes[axis];
+    if (ShapedType::isDynamic(in)) {
+      if (out == in)
+        continue; // kept (a scale of 1, or its size given as itself)
+      return ctx.error("Resize of symbolic axis " + std::to_string(axis) +
+                       " is not supported");
+    }
+    if (out < 1)
+      return ctx.error("Resize to " + std::to_string(out) +
+                       " positions along axis " + std::to_string(axis));
+    double scale = ctx.input(3) ? static_cast<double>(out) / in : scales[axis];
+    if (antialias && scale < 1 && sampling.mode != "nearest")
+      return ctx.error("Resize with antialias when shrinking is not supported");
+    if (out * in > (int64_t(1) << 24))
+      return ctx.error("Resize from " + std::to_string(in) + " to " +
+                       std::to_string(out) +
+                       " positions: meshc computes it as a product by an "
+                       "[out, in] matrix, which it builds up to 2^24 entries");
+    std::string why;
+    std::optional<SmallVector<double>> m =
+        resizeMatrix(in, out, scale, sampling, why);
+    if (!m)
+      return ctx.error("Resize with " + why + " is not supported");
+    bool identity = out == in;
+    for (int64_t o = 0; identity && o < out; ++o)
+      for (int64_t i = 0; identity && i < in; ++i)
+        identity = (*m)[o * in + i] == (o == i ? 1.0 : 0.0);
+    if (identity)
+      continue;
+    if (!isa<FloatType>(element))
+      return ctx.error("Resize of an integer tensor that changes it is not "
+                       "supported");
+    // [out, in] transposed: [in, out].
+    SmallVector<double> t(in * out);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        t[i * out + o] = (*m)[o * in + i];
+    Value matrix =
+        floatConstant(ctx.builder(), ctx.loc(), {in, out}, t, element);
+    SmallVector<int64_t> perm;
+    for (int64_t a = 0; a < rank; ++a)
+      if (a != axis)
+        perm.push_back(a);
+    perm.push_back(axis);
+    SmallVector<int64_t> back(rank);
+    for (auto [i, p] : llvm::enumerate(perm))
+      back[p] = static_cast<int64_t>(i);
+    FailureOr<Value> moved = transposeBy(ctx, result, perm);
+    FailureOr<Value> product =
+        failed(moved) ? moved
+                      : ctx.create<dfg::MatMulOp>(
+                            dfg::matmulShape(shapeOf(ctx.refineType(*moved)),
+                                             {in, out}),
+                            element, ctx.refineType(*moved), matrix);
+    FailureOr<Value> placed =
+        failed(product) ? product
+                        : transposeBy(ctx, ctx.refineType(*product), back);
+    if (failed(placed))
+      return failure();
+    result = ctx.refineType(*placed);
+  }
+  return ctx.setResults(result);
+}
+
 /// MatMul(a, b) -> dfg.matmul(a, b)
 LogicalResult legalizeMatMul(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
@@ -1175,6 +1478,10 @@ void populateContractionLegalizations(LegalizationTable &table) {
   table.add("", "Einsum", 12, legalizeEinsum);
   table.add("", "DFT", 17, legalizeDFT);
   table.add("", "DFT", 20, legalizeDFT); // the axis an input
+  table.add("", "Resize", 11, legalizeResize);
+  table.add("", "Resize", 13, legalizeResize);
+  table.add("", "Resize", 18, legalizeResize); // + antialias, axes, policy
+  table.add("", "Resize", 19, legalizeResize); // + half_pixel_symmetric
 }
 
 } // namespace meshc::onnximport

@@ -130,6 +130,122 @@ LogicalResult legalizeInstanceNorm(NodeContext &ctx) {
   return ctx.setResults(*out);
 }
 
+/// BatchNormalization(x [batch, channels, spatial...], scale, B, mean, var)
+/// -> x · a + (B - mean · a) per channel, a = scale / sqrt(var + epsilon):
+/// inference with the running statistics (a CNN's eval mode: ResNet,
+/// MobileNet, EfficientNet, as the exporters write it unfused). With
+/// training_mode (BiT's weight standardisation, a batch norm of its
+/// weights in training mode) the mean and the (population) variance are
+/// the input's over every axis but the channels', and the running
+/// statistics it may also return are input · momentum + current · (1 -
+/// momentum), as ONNX defines them.
+LogicalResult legalizeBatchNorm(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(5)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("needs a floating-point input, got " +
+                     dfg::formatShape(in.getShape()) + " of integers");
+  int64_t rank = in.getRank();
+  int64_t channels = rank >= 2 ? in.getDimSize(1) : ShapedType::kDynamic;
+  for (unsigned i = 1; i < 5; ++i) {
+    RankedTensorType p = ctx.inputType(i);
+    if (rank < 2 || p.getRank() != 1 || p.getDimSize(0) != channels ||
+        p.getElementType() != element)
+      return ctx.error("BatchNormalization needs an input [batch, channels, "
+                       "...] and a scale, bias, mean and variance of one "
+                       "value per channel of its type, got " +
+                       dfg::formatShape(in.getShape()) + " and " +
+                       dfg::formatShape(p.getShape()));
+  }
+  bool training = ctx.attrInt("training_mode", 0) != 0;
+  if (!training && ctx.numOutputs() > 1)
+    return ctx.error("BatchNormalization's running statistics are outputs "
+                     "in training mode only");
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  float epsilon = ctx.attrFloat("epsilon", 1e-5f);
+  // [C] -> [C, 1, ...]: one value per channel against [batch, C, ...].
+  SmallVector<int64_t> column(rank - 1, 1);
+  column[0] = channels;
+  auto asColumn = [&](Value v) {
+    return ctx.create<dfg::ReshapeOp>(
+        dfg::reshapeShape(cast<RankedTensorType>(v.getType()).getShape(),
+                          column),
+        element, v, b.getDenseI64ArrayAttr(column));
+  };
+  auto vector = RankedTensorType::get({channels}, element);
+  Value x = ctx.input(0), mean = ctx.input(3), var = ctx.input(4);
+  SmallVector<Value> results;
+  if (training) {
+    // The statistics of x over every axis but 1, kept as [1, C, 1, ...].
+    SmallVector<int64_t> axes = {0};
+    for (int64_t a = 2; a < rank; ++a)
+      axes.push_back(a);
+    auto kept = RankedTensorType::get(dfg::reduceShape(in.getShape(), axes,
+                                                       /*keepDims=*/true),
+                                      element);
+    Value m = dfg::ReduceMeanOp::create(b, loc, kept, x,
+                                        b.getDenseI64ArrayAttr(axes), true);
+    Value centred = dfg::SubOp::create(b, loc, in, x, m);
+    Value square = dfg::MulOp::create(b, loc, in, centred, centred);
+    Value v = dfg::ReduceMeanOp::create(b, loc, kept, square,
+                                        b.getDenseI64ArrayAttr(axes), true);
+    Value denom = dfg::SqrtOp::create(
+        b, loc, kept,
+        dfg::AddOp::create(b, loc, kept, v, ctx.scalar(epsilon, element)));
+    FailureOr<Value> scale = asColumn(ctx.input(1)),
+                     bias = asColumn(ctx.input(2));
+    if (failed(scale) || failed(bias))
+      return failure();
+    Value normed = dfg::DivOp::create(b, loc, in, centred, denom);
+    FailureOr<Value> y = scaleAndShift(ctx, normed, *scale, *bias);
+    if (failed(y))
+      return failure();
+    results.push_back(*y);
+    if (ctx.numOutputs() > 1) {
+      // running = input · momentum + current · (1 - momentum).
+      double momentum = ctx.attrFloat("momentum", 0.9f);
+      auto flat = [&](Value stat) {
+        return ctx.create<dfg::ReshapeOp>(
+            dfg::reshapeShape(kept.getShape(), {channels}), element, stat,
+            b.getDenseI64ArrayAttr({channels}));
+      };
+      for (auto [running, current] : {std::pair(mean, m), std::pair(var, v)}) {
+        FailureOr<Value> c = flat(current);
+        if (failed(c))
+          return failure();
+        Value blended = dfg::AddOp::create(
+            b, loc, vector,
+            dfg::MulOp::create(b, loc, vector, running,
+                               ctx.scalar(momentum, element)),
+            dfg::MulOp::create(b, loc, vector, *c,
+                               ctx.scalar(1.0 - momentum, element)));
+        results.push_back(blended);
+      }
+      results.resize(std::min<size_t>(results.size(), ctx.numOutputs()));
+    }
+    return ctx.setResults(results);
+  }
+  // a = scale / sqrt(var + eps); shift = B - mean · a.
+  Value a = dfg::DivOp::create(
+      b, loc, vector, ctx.input(1),
+      dfg::SqrtOp::create(
+          b, loc, vector,
+          dfg::AddOp::create(b, loc, vector, var,
+                             ctx.scalar(epsilon, element))));
+  Value shift = dfg::SubOp::create(b, loc, vector, ctx.input(2),
+                                   dfg::MulOp::create(b, loc, vector, mean, a));
+  FailureOr<Value> scale = asColumn(a), bias = asColumn(shift);
+  if (failed(scale) || failed(bias))
+    return failure();
+  FailureOr<Value> y = scaleAndShift(ctx, x, *scale, *bias);
+  if (failed(y))
+    return failure();
+  return ctx.setResults(*y);
+}
+
 /// Skip[Simplified]LayerNormalization(x, skip, gamma, [beta,] bias?)
 ///   -> out, s = norm(x + r) with the fused residual r = skip (+ bias), over
 ///   the last axis. Output #3 (input_skip_bias_sum) is the sum `s`; #1 and
@@ -312,6 +428,9 @@ void populateNormalizationLegalizations(LegalizationTable &table) {
             legalizeEmbedLayerNorm);
   table.add("", "LayerNormalization", 17,
             legalizeNorm<dfg::LayerNormOp, /*hasBias=*/true>);
+  table.add("", "BatchNormalization", 9, legalizeBatchNorm);
+  table.add("", "BatchNormalization", 14, legalizeBatchNorm); // training_mode
+  table.add("", "BatchNormalization", 15, legalizeBatchNorm); // + types
   table.add("", "InstanceNormalization", 6, legalizeInstanceNorm);
   table.add("", "InstanceNormalization", 22, legalizeInstanceNorm); // + bf16
   table.add("", "RMSNormalization", 23,

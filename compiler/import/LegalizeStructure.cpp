@@ -889,6 +889,31 @@ LogicalResult legalizeReduce(NodeContext &ctx) {
   return ctx.setResults(result);
 }
 
+/// GlobalAveragePool / GlobalMaxPool(x [batch, channels, spatial...]) ->
+/// the mean or the largest over the spatial axes, kept as 1s (a
+/// squeeze-and-excitation block's pooling, a CNN's head).
+template <typename OpTy>
+LogicalResult legalizeGlobalPool(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  if (in.getRank() < 3)
+    return ctx.error("a global pool needs an input [batch, channels, "
+                     "spatial...], got " +
+                     dfg::formatShape(in.getShape()));
+  SmallVector<int64_t> axes;
+  for (int64_t a = 2; a < in.getRank(); ++a)
+    axes.push_back(a);
+  return ctx.setResults(
+      OpTy::create(ctx.builder(), ctx.loc(),
+                   RankedTensorType::get(
+                       dfg::reduceShape(in.getShape(), axes, true),
+                       in.getElementType()),
+                   ctx.input(0), ctx.builder().getDenseI64ArrayAttr(axes),
+                   true)
+          .getResult());
+}
+
 /// The reductions written with another: ReduceMin as -max(-x), and the
 /// sums of a transform of x, then a transform of the sum.
 enum class ReduceForm { Min, SumSquare, L1, L2, LogSum };
@@ -1276,6 +1301,12 @@ void populateStructureLegalizations(LegalizationTable &table) {
   table.add("", "ScatterElements", 16, legalizeScatterElements); // + reduction
   table.add("", "ScatterElements", 18, legalizeScatterElements); // + max, min
   // Axes moved from attribute to input: ReduceSum at 13, the others at 18.
+  table.add("", "GlobalAveragePool", 1, legalizeGlobalPool<dfg::ReduceMeanOp>);
+  table.add("", "GlobalAveragePool", 22,
+            legalizeGlobalPool<dfg::ReduceMeanOp>); // + bf16
+  table.add("", "GlobalMaxPool", 1, legalizeGlobalPool<dfg::ReduceMaxOp>);
+  table.add("", "GlobalMaxPool", 22,
+            legalizeGlobalPool<dfg::ReduceMaxOp>); // + bf16
   table.add("", "ReduceMean", 13, legalizeReduce<dfg::ReduceMeanOp, false>);
   table.add("", "ReduceMean", 18, legalizeReduce<dfg::ReduceMeanOp, true>);
   table.add("", "ReduceMax", 13, legalizeReduce<dfg::ReduceMaxOp, false>);

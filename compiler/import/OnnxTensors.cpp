@@ -183,4 +183,40 @@ FailureOr<SmallVector<int64_t>> readWeightInts(dfg::WeightOp weight,
   return ints;
 }
 
+FailureOr<SmallVector<double>> readWeightFloats(dfg::WeightOp weight,
+                                                StringRef folder, Location loc) {
+  auto type = weight.getType();
+  Type element = type.getElementType();
+  if (type.getNumElements() > dfg::ConstantOp::kMaxConstantElements)
+    return emitError(loc) << "weight '" << weight.getName() << "' has "
+                          << type.getNumElements()
+                          << " elements, too many for an operand read at "
+                             "compile time";
+  if (!element.isF32() && !element.isF64())
+    return emitError(loc) << "weight '" << weight.getName() << "' of type "
+                          << type << " is used as floats (f32 or f64)";
+  SmallString<256> path(folder);
+  sys::path::append(path, weight.getFile());
+  auto buffer = MemoryBuffer::getFileSlice(
+      path, weight.getLength(), weight.getOffset(), /*IsVolatile=*/false);
+  if (!buffer)
+    return emitError(loc) << "cannot read weight '" << weight.getName()
+                          << "' from '" << path
+                          << "': " << buffer.getError().message();
+  StringRef bytes = (*buffer)->getBuffer();
+  int64_t width = element.isF64() ? 8 : 4;
+  if (static_cast<int64_t>(bytes.size()) < type.getNumElements() * width)
+    return emitError(loc) << "weight '" << weight.getName() << "' holds "
+                          << bytes.size() << " bytes, too few for " << type;
+  SmallVector<double> values;
+  for (int64_t i = 0, n = type.getNumElements(); i < n; ++i)
+    values.push_back(
+        width == 8
+            ? llvm::bit_cast<double>(
+                  support::endian::read64le(bytes.data() + 8 * i))
+            : static_cast<double>(llvm::bit_cast<float>(
+                  support::endian::read32le(bytes.data() + 4 * i))));
+  return values;
+}
+
 } // namespace meshc::onnximport

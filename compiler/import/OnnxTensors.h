@@ -54,6 +54,11 @@ mlir::FailureOr<llvm::SmallVector<int64_t>>
 readWeightInts(dfg::WeightOp weight, llvm::StringRef folder,
                mlir::Location loc);
 
+/// The same for a small f32/f64 weight read as floats (Resize's scales).
+mlir::FailureOr<llvm::SmallVector<double>>
+readWeightFloats(dfg::WeightOp weight, llvm::StringRef folder,
+                 mlir::Location loc);
+
 } // namespace meshc::onnximport
 
 #endif // MESHC_COMPILER_IMPORT_ONNXTENSORS_H

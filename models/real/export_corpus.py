@@ -49,6 +49,10 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          (AUDIO: speech encoders over raw samples; the
                                          corpus holds both exports of wav2vec2, WavLM and
                                          SEW, and HuBERT's TorchScript one)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch vit,deit,dinov2,beit,swin,clip_vision_model,siglip_vision_model,convnext \
+      --exporter dynamo,torchscript
+                                         (VISION: image encoders over 32 x 32 pixels)
   .venv-export/bin/python models/real/export_corpus.py --out /tmp/probe \
       --arch electra,roformer --exporter dynamo --as-encoder
                                          (a probe: architectures the script has no case
@@ -58,7 +62,8 @@ Each export is a folder <arch>-<exporter>/ holding:
   model.onnx (+ model.onnx.data when the exporter writes external data)
   inputs/*.npy       the inputs: a left-padded batch of 2 with its
                      attention_mask and position ids (a speech encoder's: two
-                     rows of 400 samples) (and, for KV-cache exports,
+                     rows of 400 samples; an image encoder's: two 3 x 32 x 32
+                     images) (and, for KV-cache exports,
                      the cache of a real 4-token prefix and one new token (a decoding step))
   reference/*.npy    onnxruntime's outputs for them
   export.json        architecture, exporter and versions, the torch
@@ -490,6 +495,8 @@ def config_for(arch):
             tf.LongcatFlashForCausalLM
     if arch in AUDIO:
         return audio_config(arch)
+    if arch in VISION:
+        return vision_config(arch)
     return generic_config(arch, common)
 
 
@@ -509,6 +516,60 @@ def audio_config(arch):
                  num_conv_pos_embedding_groups=4, vocab_size=VOCAB, mask_time_prob=0.0,
                  num_buckets=32, max_bucket_distance=64, squeeze_factor=2)
     config = cls(**{k: v for k, v in sizes.items() if k in defaults})
+    return config, getattr(tf, auto.MODEL_MAPPING_NAMES[arch])
+
+
+def vision_config(arch):
+    """An image encoder (ViT and its kin, Swin, ConvNeXt): the bare model
+    over IMAGE x IMAGE pixels of 3 channels, patches of 8 (Swin's of 4 in
+    windows of 2, ConvNeXt's stem of 4), at sizes of its own."""
+    import transformers as tf
+    from transformers.models.auto import modeling_auto as auto
+
+    cls = tf.AutoConfig.for_model(arch).__class__
+    defaults = cls().to_dict()
+    sizes = dict(image_size=IMAGE, patch_size=8, num_channels=3, hidden_size=64,
+                 num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    if arch == "swin":
+        sizes.update(patch_size=4, embed_dim=32, depths=[1, 1], num_heads=[2, 4],
+                     window_size=2)
+    if arch in ("convnext", "convnextv2"):
+        sizes.update(patch_size=4, hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)
+    # CNNs and hierarchical encoders: two stages of 16 and 32 channels.
+    two = dict(hidden_sizes=[16, 32], depths=[1, 1], embedding_size=16)
+    if arch == "resnet":
+        sizes.update(two, out_features=None, out_indices=None)
+    if arch == "regnet":
+        sizes.update(two, groups_width=8)
+    if arch == "bit":
+        sizes.update(two, num_groups=4, out_features=None, out_indices=None)
+    if arch == "mobilenet_v2":
+        sizes.update(depth_multiplier=0.25)
+    if arch == "efficientnet":
+        sizes.update(width_coefficient=0.25, depth_coefficient=0.1, hidden_dim=320)
+    if arch == "segformer":
+        sizes.update(two, num_encoder_blocks=2, sr_ratios=[2, 1], patch_sizes=[7, 3],
+                     strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[4, 4],
+                     decoder_hidden_size=32)
+    if arch == "poolformer":
+        sizes.update(two, num_encoder_blocks=2, patch_sizes=[7, 3], strides=[4, 2],
+                     padding=[2, 1])
+    if arch == "mobilevit":
+        sizes.update(hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32])
+    chosen = {}
+    for k, v in sizes.items():
+        if k not in defaults:
+            continue
+        if v is not None and isinstance(defaults[k], (list, tuple)) \
+                and not isinstance(v, (list, tuple)):
+            # A size per stage (SegFormer's heads, PVT's): the class's own,
+            # but an image's size, which is the image's.
+            if k != "image_size":
+                continue
+            v = [v] * len(defaults[k])
+        chosen[k] = v
+    config = cls(**chosen)
     return config, getattr(tf, auto.MODEL_MAPPING_NAMES[arch])
 
 
@@ -572,6 +633,13 @@ ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2
 # Speech encoders (audio_config): raw samples in, the last hidden state out.
 AUDIO = {"wav2vec2", "hubert", "data2vec-audio", "wavlm", "unispeech", "sew"}
 ENCODERS |= AUDIO
+# Image encoders (vision_config): pixels in, the last hidden state out.
+VISION = {"vit", "deit", "dinov2", "beit", "data2vec-vision", "swin", "clip_vision_model",
+          "siglip_vision_model", "convnext", "resnet", "regnet", "mobilenet_v2", "efficientnet",
+          "levit", "poolformer", "segformer", "mobilevit", "yolos", "vit_mae", "focalnet",
+          "swinv2", "convnextv2", "dinov2_with_registers", "pvt", "bit", "cvt", "dpt", "vit_msn",
+          "ijepa", "hiera", "mobilenet_v1", "efficientformer", "glpn", "van", "nat", "textnet"}
+ENCODERS |= VISION
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
@@ -603,6 +671,8 @@ def build_model(arch):
 
 # Samples per row of a speech encoder's batch (19 frames).
 SAMPLES = 400
+# An image encoder's images: IMAGE x IMAGE pixels.
+IMAGE = 32
 
 
 def prompt_inputs(arch):
@@ -611,6 +681,8 @@ def prompt_inputs(arch):
     rng = np.random.default_rng(SEED)
     if arch in AUDIO:
         return rng.standard_normal((BATCH, SAMPLES)).astype(np.float32), None, None
+    if arch in VISION:
+        return rng.standard_normal((BATCH, 3, IMAGE, IMAGE)).astype(np.float32), None, None
     ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
     mask = np.ones((BATCH, SEQ), np.int64)
     if arch not in ENCODERS:
@@ -631,6 +703,8 @@ def torch_inputs(arch, ids, mask, pos):
 
     if arch in AUDIO:
         return dict(input_values=torch.tensor(ids))
+    if arch in VISION:
+        return dict(pixel_values=torch.tensor(ids))
     kw = dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask))
     if arch in ENCODERS:
         if arch not in NO_TOKEN_TYPES:
@@ -668,6 +742,8 @@ def export_torch(arch, model, out, dynamo, opset=None):
                     token_type_ids=None):
             if arch in AUDIO:
                 return torch_output(arch, self.inner, dict(input_values=input_ids))
+            if arch in VISION:
+                return torch_output(arch, self.inner, dict(pixel_values=input_ids))
             kw = dict(input_ids=input_ids, attention_mask=attention_mask)
             if position_ids is not None:
                 kw["position_ids"] = position_ids
@@ -686,9 +762,12 @@ def export_torch(arch, model, out, dynamo, opset=None):
                else torch.export.Dim("sequence_length", max=60))
         params = ["input_ids", "attention_mask", "position_ids", "token_type_ids"]
         params = params[:len(args)]
-        # (A speech encoder's samples come in as the first parameter.)
+        # (A speech encoder's samples and an image encoder's pixels come in
+        # as the first parameter; an image's size is fixed.)
         dyn = {n: ({0: batch, 1: seq} if n in names or (arch in AUDIO and not i) else None)
                for i, n in enumerate(params)}
+        if arch in VISION:
+            dyn = {n: ({0: batch} if not i else None) for i, n in enumerate(params)}
         kwargs = dict(dynamo=True, dynamic_shapes=dyn, input_names=names,
                       output_names=[out_name], external_data=False)
         if opset:
@@ -699,6 +778,8 @@ def export_torch(arch, model, out, dynamo, opset=None):
         length = "samples" if arch in AUDIO else "sequence_length"
         axes = {n: {0: "batch_size", 1: length} for n in names}
         axes[out_name] = {0: "batch_size", 1: "frames" if arch in AUDIO else length}
+        if arch in VISION:
+            axes = {n: {0: "batch_size"} for n in [*names, out_name]}
         torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
                           input_names=names, output_names=[out_name], dynamic_axes=axes)
     feeds = {n: kw[n].numpy() for n in names}
@@ -917,7 +998,9 @@ def traced_shapes_only(out, feeds):
     for extra in (3, 11):
         longer = {}
         for n, v in feeds.items():
-            if n == "input_values":  # samples: 1 and 4 more frames' worth
+            if n == "pixel_values":  # images: batches of 4 and 6
+                longer[n] = np.concatenate([v, v[:1].repeat(extra // 3 + 1, axis=0)], axis=0)
+            elif n == "input_values":  # samples: 1 and 4 more frames' worth
                 longer[n] = np.concatenate(
                     [v, np.full((v.shape[0], 20 * extra // 3), 0.5, v.dtype)], axis=1)
             elif v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids"):

@@ -80,8 +80,12 @@ std::optional<int64_t> dimSplitOver(const TensorSharding &s,
 /// The ops that combine the positions of a sequence: those whose factor rule
 /// sums over, or needs whole, a dimension indexed by tokens. Such dimensions
 /// start at the integer arguments (input_ids, position ids, the mask: their
-/// batch and sequence) and follow each op's rule to its results; a shard
-/// collective keeps its operand's. Selections (slices, gathers) only pick
+/// batch and sequence), or, in a model that reads no integers, at its
+/// floating-point arguments' positions (a speech encoder's samples [batch,
+/// samples]; an image encoder's pixels [batch, channels, height, width],
+/// channels first as torch's convolutions read them), and follow each op's
+/// rule to its results; a shard collective keeps its operand's. Selections
+/// (slices, gathers) only pick
 /// positions and are not counted: a causal convolution's taps are slices,
 /// but the padding before them (a concat along the sequence) is.
 llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
@@ -94,6 +98,11 @@ llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
     if (auto type = dyn_cast<RankedTensorType>(arg.getType());
         type && isa<IntegerType>(type.getElementType()))
       tokens[arg] = allBits(type.getRank());
+  if (tokens.empty())
+    for (BlockArgument arg : body.getArguments())
+      if (auto type = dyn_cast<RankedTensorType>(arg.getType());
+          type && isa<FloatType>(type.getElementType()) && type.getRank() >= 2)
+        tokens[arg] = allBits(type.getRank()) & ~(type.getRank() > 2 ? 2 : 0);
   llvm::DenseSet<Operation *> mixing;
   for (Operation &op : body.without_terminator()) {
     if (llvm::none_of(op.getOperands(),

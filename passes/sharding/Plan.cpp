@@ -58,8 +58,12 @@
 //      nothing changes: a sharded dimension shards its outermost factor,
 //      which shards every other dimension that factor leads. Pinned factors
 //      stop propagation; reduction factors reach the other operands but no
-//      result. Weights and constants neither receive nor give shardings:
-//      each use slices them as it needs (partition).
+//      result. A split that reaches an operand from its reader leaves the
+//      operand's features whole where a projection also reads them (WavLM's
+//      per-head gate on the hidden state that Q, K and V read whole): that
+//      reader slices its part, and the projection splits its output. Weights
+//      and constants neither receive nor give shardings: each use slices
+//      them as it needs (partition).
 //   5. Record the shardings as `meshc.sharding` on ops, arguments and
 //      results.
 //   6. Report, in one warning, the ops that carry compute or weights and
@@ -1738,10 +1742,11 @@ private:
               factors[f] = mine;
         }
       };
-      auto scatter = [&](Value v, const dfg::TensorFactors &tf) {
+      auto scatter = [&](Value v, const dfg::TensorFactors &tf,
+                         int64_t keepWhole = -1) {
         for (auto [dim, dims] : llvm::enumerate(tf)) {
           DimAxes axes = dfg::dimensionAxes(*rule, dims, factors, gridShape);
-          if (!axes.empty())
+          if (!axes.empty() && static_cast<int64_t>(dim) != keepWhole)
             shard(v, dim, axes);
         }
       };
@@ -1750,12 +1755,59 @@ private:
       for (auto [v, tf] : llvm::zip_equal(op->getResults(), rule->results))
         gather(v, tf);
       dfg::dropUnreachableFactors(*rule, factors, gridShape);
+      // A split that reaches an operand from its reader (not from its
+      // producer) leaves the operand's features whole where a projection
+      // also reads them: that reader takes its part by a slice, and the
+      // projection stays free to split its output features (WavLM's gate
+      // reads each head's part of the hidden state that Q, K and V read
+      // whole).
       for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
-        scatter(v, tf);
+        scatter(v, tf,
+                projectedFeatures(v, op)
+                    ? cast<RankedTensorType>(v.getType()).getRank() - 1
+                    : -1);
       for (auto [v, tf] : llvm::zip_equal(op->getResults(), rule->results))
         scatter(v, tf);
     }
     return success();
+  }
+
+  /// Whether a projection other than `reader` contracts the last axis of
+  /// `v`: reads it as its input, directly or through transposes and
+  /// reshapes that keep the last axis.
+  static bool projectedFeatures(Value v, Operation *reader) {
+    if (isSource(v))
+      return false;
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || type.getRank() == 0)
+      return false;
+    int64_t features = type.getShape().back();
+    SmallVector<Value> stack{v};
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    while (!stack.empty()) {
+      Value x = stack.pop_back_val();
+      for (OpOperand &use : x.getUses()) {
+        Operation *user = use.getOwner();
+        if (user == reader || !seen.insert(user).second)
+          continue;
+        if (isProjection(user) && use.getOperandNumber() == 0)
+          return true;
+        if (user->getNumResults() != 1)
+          continue;
+        auto out = dyn_cast<RankedTensorType>(user->getResult(0).getType());
+        bool keepsLast = false;
+        if (auto t = dyn_cast<dfg::TransposeOp>(user))
+          keepsLast = t.getPerm().back() ==
+                      static_cast<int64_t>(t.getPerm().size()) - 1;
+        else if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(user))
+          keepsLast = out && out.getRank() > 0 &&
+                      !ShapedType::isDynamic(features) &&
+                      out.getShape().back() == features;
+        if (keepsLast)
+          stack.push_back(user->getResult(0));
+      }
+    }
+    return false;
   }
 
   bool isSharded(Value v) const {

@@ -11,18 +11,21 @@
 // it, and the split stops there.
 //
 // unmergeLeadingDims follows every merge of leading dimensions (a reshape
-// whose dimension 0 is the product of the input's first k >= 2 dimensions)
-// forward through the ops that treat dimension 0 as independent rows:
-// elementwise ops, batched matmuls of two activations, products by a matrix
+// whose dimension 0 is the product of the input's first k >= 2 dimensions),
+// and every merge after kept dimensions of a batch with a factor cut from
+// the features (torch's multi-head attention views its projections
+// [S, B, H*D] as [S, B*H, D], then moves B*H to the front), forward through
+// the ops that treat the merged dimension as independent rows: elementwise
+// ops, batched matmuls of two activations, products by a matrix
 // (projections: TorchScript's and GPT-2's Gemm on [batch * seq, k]),
-// transposes, softmaxes and reductions that keep dimension 0 (an unraised
-// norm's mean square of rows [B*S*H, D]), reshapes of the other
-// dimensions. Each is
-// rebuilt on the unmerged tensor [a0, .., ak-1, ...]; a reshape that splits
-// dimension 0 back reads the unmerged result directly. Sizes are compared as
-// symbolic expressions (SymbolicShapes), so a merge of a symbolic batch
-// unmerges as a static one does. A use the rewrite does not follow reads a
-// reshape of the unmerged value back (a view), so nothing is computed twice.
+// transposes (which move it), softmaxes and reductions that keep it (an
+// unraised norm's mean square of rows [B*S*H, D]), reshapes of the other
+// dimensions. Each is rebuilt on the unmerged tensor, the group of merged
+// dimensions in the merged one's place; a reshape that splits it back reads
+// the unmerged result directly. Sizes are compared as symbolic expressions
+// (SymbolicShapes), so a merge of a symbolic batch unmerges as a static one
+// does. A use the rewrite does not follow reads a reshape of the unmerged
+// value back (a view), so nothing is computed twice.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/Normalize.h"
@@ -45,12 +48,17 @@ namespace {
 
 using Dims = SmallVector<AffineExpr>;
 
-/// A value whose dimension 0 is the merge of `lead`, and the same value with
-/// `lead` as dimensions of their own.
+/// A value whose dimension `pos` is the merge of a group of dimensions, and
+/// the same value with the group as dimensions of their own.
 struct Unmerged {
   Value value;
-  Dims dims; // of `value`: lead, then the original's dimensions after 0
-  size_t leadSize;
+  Dims dims; // of `value`: the merged value's, with `pos` replaced by the group
+  size_t pos;
+  size_t groupSize;
+
+  ArrayRef<AffineExpr> group() const {
+    return ArrayRef(dims).slice(pos, groupSize);
+  }
 };
 
 AffineExpr product(ArrayRef<AffineExpr> dims, MLIRContext *context) {
@@ -191,12 +199,27 @@ private:
     return typeOfDims(table_, dims, element);
   }
 
-  /// The dimensions of `v` with dimension 0 replaced by `lead`.
-  Dims liftDims(ArrayRef<AffineExpr> lead, ArrayRef<AffineExpr> dims) {
-    Dims d(lead);
-    d.append(dims.begin() + 1, dims.end());
+  /// `dims` with dimension `pos` replaced by `group`.
+  static Dims liftDims(ArrayRef<AffineExpr> group, size_t pos,
+                       ArrayRef<AffineExpr> dims) {
+    Dims d(dims.take_front(pos));
+    d.append(group.begin(), group.end());
+    d.append(dims.begin() + pos + 1, dims.end());
     return d;
   }
+
+  /// An axis of a value whose dimension `pos` became `extra` + 1 of its
+  /// own, numbered anew (`pos` is the group's first).
+  static int64_t liftAxis(int64_t axis, size_t pos, int64_t extra) {
+    return axis > static_cast<int64_t>(pos) ? axis + extra : axis;
+  }
+
+  /// How an op's operand meets the merged dimension of its result.
+  enum class Role {
+    Keep, // broadcasts along it, or does not reach it: read as it is
+    Rows, // holds it: read unmerged
+    Ones  // a dimension 1 there, broadcast: read with a 1 per group member
+  };
 
   void visit(Operation *op) {
     if (op->getNumResults() != 1 || !dims_.count(op->getResult(0)))
@@ -207,98 +230,137 @@ private:
         return visitReshapeOfUnmerged(op, unmerged_[in]);
       return visitMerge(op);
     }
-    if (llvm::none_of(op->getOperands(),
-                      [&](Value v) { return unmerged_.count(v); }))
-      return;
-    const Dims &out = dims_[op->getResult(0)];
-    if (out.empty())
-      return;
-    // The lead of the first unmerged operand; every other must agree.
-    const Unmerged *first = nullptr;
+    Value first;
     for (Value v : op->getOperands())
       if (unmerged_.count(v)) {
-        first = &unmerged_[v];
+        first = v;
         break;
       }
-    ArrayRef<AffineExpr> lead =
-        ArrayRef(first->dims).take_front(first->leadSize);
-    if (!sameProduct(lead, out[0], context()))
+    if (!first)
       return;
-    // Which operands must be unmerged (dimension 0 is the rows), which may
-    // stay (they broadcast along dimension 0, or have no dimension 0 at the
-    // result's rank).
-    size_t rank = out.size();
-    SmallVector<bool> rowOperand(op->getNumOperands(), false);
+    const Dims out = dims_[op->getResult(0)];
+    if (out.empty())
+      return;
+    // The group of the first unmerged operand; every other must agree.
+    const Dims group(unmerged_[first].group());
+    const size_t firstPos = unmerged_[first].pos;
+    const size_t rank = out.size();
+    const int64_t extra = static_cast<int64_t>(group.size()) - 1;
+    auto rankOf = [&](Value v) { return dims_.lookup(v).size(); };
+    // Where the merged dimension lies in the result, and how each operand
+    // meets it.
+    // Where the merged dimension lies in the result and in each operand,
+    // and how each operand meets it.
+    int64_t resultPos;
+    SmallVector<Role> roles(op->getNumOperands(), Role::Keep);
+    SmallVector<int64_t> at(op->getNumOperands(), firstPos);
     if (isa<dfg::ElementwiseOpInterface>(op)) {
+      // Operands broadcast from the right.
+      resultPos = firstPos + (rank - rankOf(first));
       for (auto [i, v] : llvm::enumerate(op->getOperands())) {
         if (!dims_.count(v))
           return;
-        rowOperand[i] = dims_[v].size() == rank && !isOne(dims_[v][0]);
+        at[i] = resultPos - static_cast<int64_t>(rank - rankOf(v));
+        if (at[i] < 0)
+          continue;
+        roles[i] = !isOne(dims_[v][at[i]]) ? Role::Rows
+                   : at[i] > 0             ? Role::Ones
+                                           : Role::Keep;
       }
     } else if (auto matmul = dyn_cast<dfg::MatMulOp>(op);
                matmul && dims_.count(matmul.getRhs()) &&
                dims_[matmul.getRhs()].size() == 2) {
-      // A product by a matrix (a projection): dimension 0 of the left
-      // operand is rows, or a batch of rows.
-      if (!dims_.count(matmul.getLhs()) ||
-          dims_[matmul.getLhs()].size() != rank)
+      // A product by a matrix (a projection): the merged dimension is one
+      // of the left operand's rows, or of its batch.
+      resultPos = firstPos;
+      if (first != matmul.getLhs() || rankOf(first) != rank ||
+          resultPos + 1 >= static_cast<int64_t>(rank))
         return;
-      rowOperand[0] = true;
+      roles[0] = Role::Rows;
     } else if (auto matmul = dyn_cast<dfg::MatMulOp>(op)) {
-      // A batched product of two activations: dimension 0 is a batch.
-      if (rank < 3)
+      // A batched product of two activations: the merged dimension is a
+      // batch dimension.
+      resultPos = firstPos;
+      if (rank < 3 || resultPos + 2 >= static_cast<int64_t>(rank))
         return;
       for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-        if (!dims_.count(v) || dims_[v].size() != rank)
+        if (!dims_.count(v) || rankOf(v) != rank)
           return;
-        rowOperand[i] = !isOne(dims_[v][0]);
+        roles[i] = !isOne(dims_[v][resultPos]) ? Role::Rows
+                   : resultPos > 0             ? Role::Ones
+                                               : Role::Keep;
       }
     } else if (auto linear = dyn_cast<dfg::LinearOp>(op)) {
-      if (!dims_.count(linear.getInput()) ||
-          dims_[linear.getInput()].size() != rank)
+      resultPos = firstPos;
+      if (first != linear.getInput() || rankOf(first) != rank ||
+          resultPos + 1 >= static_cast<int64_t>(rank))
         return;
-      rowOperand[0] = true;
+      roles[0] = Role::Rows;
     } else if (auto t = dyn_cast<dfg::TransposeOp>(op)) {
-      if (t.getPerm().front() != 0)
+      auto it = llvm::find(t.getPerm(), static_cast<int64_t>(firstPos));
+      if (it == t.getPerm().end())
         return;
-      rowOperand[0] = true;
+      resultPos = it - t.getPerm().begin();
+      roles[0] = Role::Rows;
     } else if (auto s = dyn_cast<dfg::SoftmaxOp>(op)) {
-      if (s.getNormalizedAxis() == 0)
+      resultPos = firstPos;
+      if (s.getNormalizedAxis() == resultPos)
         return;
-      rowOperand[0] = true;
+      roles[0] = Role::Rows;
     } else if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(op)) {
       // A statistic of each row (an unraised norm's mean square).
-      if (llvm::is_contained(reducedAxes(op), 0))
+      ArrayRef<int64_t> axes = reducedAxes(op);
+      if (llvm::is_contained(axes, static_cast<int64_t>(firstPos)))
         return;
-      rowOperand[0] = true;
+      auto keep = op->getAttrOfType<BoolAttr>("keep_dims");
+      resultPos = firstPos;
+      if (!keep || !keep.getValue())
+        resultPos -= llvm::count_if(
+            axes, [&](int64_t a) { return a < static_cast<int64_t>(firstPos); });
+      roles[0] = Role::Rows;
     } else {
       return;
     }
+    if (!sameProduct(group, out[resultPos], context()))
+      return;
     OpBuilder b(op);
     SmallVector<Value> operands;
     for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-      if (!rowOperand[i]) {
-        if (unmerged_.count(v))
+      auto it = unmerged_.find(v);
+      if (roles[i] == Role::Keep) {
+        if (it != unmerged_.end())
           return; // an unmerged operand where the op broadcasts
         operands.push_back(v);
         continue;
       }
-      if (auto it = unmerged_.find(v); it != unmerged_.end()) {
-        if (!sameDims(ArrayRef(it->second.dims).take_front(it->second.leadSize),
-                      lead))
+      const Dims &dims = dims_[v];
+      if (roles[i] == Role::Ones) {
+        if (it != unmerged_.end())
+          return;
+        Dims ones(group.size(), getAffineConstantExpr(1, context()));
+        Value u = reshape(b, op->getLoc(), v, dims, liftDims(ones, at[i], dims));
+        if (!u)
+          return;
+        operands.push_back(u);
+        continue;
+      }
+      if (it != unmerged_.end()) {
+        if (it->second.pos != static_cast<size_t>(at[i]) ||
+            !sameDims(it->second.group(), group))
           return;
         operands.push_back(it->second.value);
         continue;
       }
-      // Rows merged elsewhere: a view with the lead.
-      if (!sameProduct(lead, dims_[v][0], context()))
+      // Merged elsewhere: a view with the group.
+      if (!sameProduct(group, dims[at[i]], context()))
         return;
-      Value u = reshape(b, op->getLoc(), v, dims_[v], liftDims(lead, dims_[v]));
+      Value u =
+          reshape(b, op->getLoc(), v, dims, liftDims(group, at[i], dims));
       if (!u)
         return;
       operands.push_back(u);
     }
-    Dims liftedDims = liftDims(lead, out);
+    Dims liftedDims = liftDims(group, resultPos, out);
     for (AffineExpr d : liftedDims)
       if (!d)
         return;
@@ -311,82 +373,147 @@ private:
     clone->getResult(0).setType(typeOf(
         liftedDims,
         cast<RankedTensorType>(op->getResult(0).getType()).getElementType()));
-    int64_t extra = static_cast<int64_t>(lead.size()) - 1;
     if (auto t = dyn_cast<dfg::TransposeOp>(clone)) {
       SmallVector<int64_t> perm;
-      for (int64_t i = 0; i <= extra; ++i)
-        perm.push_back(i);
-      for (int64_t p : t.getPerm().drop_front())
-        perm.push_back(p + extra);
+      for (int64_t p : t.getPerm()) {
+        if (p != static_cast<int64_t>(firstPos)) {
+          perm.push_back(liftAxis(p, firstPos, extra));
+          continue;
+        }
+        for (int64_t g = 0; g <= extra; ++g)
+          perm.push_back(p + g);
+      }
       t.setPerm(perm);
     } else if (auto s = dyn_cast<dfg::SoftmaxOp>(clone)) {
-      s.setAxis(*softmaxAxis + extra);
+      s.setAxis(liftAxis(*softmaxAxis, firstPos, extra));
     } else if (isa<dfg::ReduceMeanOp, dfg::ReduceSumOp, dfg::ReduceMaxOp>(
                    clone)) {
       SmallVector<int64_t> axes;
       for (int64_t a : reducedAxes(op))
-        axes.push_back(a + extra);
+        axes.push_back(liftAxis(a, firstPos, extra));
       clone->setAttr("axes", b.getDenseI64ArrayAttr(axes));
     }
-    record(op->getResult(0), {clone->getResult(0), liftedDims, lead.size()});
+    record(op->getResult(0), {clone->getResult(0), liftedDims,
+                              static_cast<size_t>(resultPos), group.size()});
     rebuilt_.push_back(op);
   }
 
-  /// A reshape whose dimension 0 is the product of its input's first k >= 2
-  /// dimensions (the smallest such k, not all of them after the first ones)
-  /// and whose other dimensions hold the rest.
-  void visitMerge(Operation *op) {
-    Value in = op->getOperand(0);
-    if (!dims_.count(in))
-      return;
-    const Dims &x = dims_[in], &y = dims_[op->getResult(0)];
-    if (y.empty() || x.size() < 2)
-      return;
+  /// A merge of leading dimensions: the reshape's dimension 0 is the
+  /// product of its input's first k >= 2 dimensions (the smallest such k,
+  /// not all of them after the first ones) and its other dimensions hold
+  /// the rest.
+  std::optional<Dims> leadingMerge(ArrayRef<AffineExpr> x,
+                                   ArrayRef<AffineExpr> y) {
     for (size_t k = 2; k <= x.size(); ++k) {
-      ArrayRef<AffineExpr> lead = ArrayRef(x).take_front(k);
+      ArrayRef<AffineExpr> lead = x.take_front(k);
       if (!sameProduct(lead, y[0], context()))
         continue;
       // Dimension 0 times ones is no merge ([2, 1, 24] viewed as
       // [2, 1, 6, 4]: a decoding step's single position).
-      if (llvm::all_of(lead.drop_front(), [](AffineExpr d) {
-            auto c = dyn_cast<AffineConstantExpr>(d);
-            return c && c.getValue() == 1;
-          }))
+      if (llvm::all_of(lead.drop_front(), isOne))
         continue;
-      if (!sameProduct(ArrayRef(x).drop_front(k), ArrayRef(y).drop_front(),
-                       context()))
-        return;
-      OpBuilder b(op);
-      Dims liftedDims = liftDims(lead, y);
-      Value u = reshape(b, op->getLoc(), in, x, liftedDims);
-      if (!u)
-        return;
-      record(op->getResult(0), {u, liftedDims, k});
-      seeds_.push_back(op);
-      return;
+      if (!sameProduct(x.drop_front(k), y.drop_front(), context()))
+        return std::nullopt;
+      return Dims(lead);
     }
+    return std::nullopt;
   }
 
-  /// A reshape of an unmerged value: one that keeps dimension 0 reshapes
-  /// the unmerged value's other dimensions (and stays unmerged); any other
-  /// (one that splits dimension 0 back into the lead, or only into a part
-  /// of it) reads the unmerged value.
-  void visitReshapeOfUnmerged(Operation *op, const Unmerged &u) {
-    const Dims &out = dims_[op->getResult(0)];
-    ArrayRef<AffineExpr> lead = ArrayRef(u.dims).take_front(u.leadSize);
-    ArrayRef<AffineExpr> rest = ArrayRef(u.dims).drop_front(u.leadSize);
+  /// A merge after dimensions the reshape keeps, not into the last: y =
+  /// [x0 .. xp-1, m, ...] where m is the product of x's next dimensions and
+  /// of a leading factor c > 1 of the one after them, of static size, whose
+  /// other factor begins y's rest. torch's multi-head attention views its
+  /// projections [S, B, H*D] as [S, B*H, D] so: the batch merged with the
+  /// heads cut from the features, which a split of the heads leaves no
+  /// block of. (A merge of whole dimensions there is not one: the KV heads
+  /// and their repeats [B, KV, rep, S, D] viewed as [B, KV*rep, S, D] split
+  /// by the KV heads as a block.) The position and the group.
+  std::optional<std::pair<size_t, Dims>> innerMerge(ArrayRef<AffineExpr> x,
+                                                    ArrayRef<AffineExpr> y) {
+    auto constant = [&](ArrayRef<AffineExpr> dims) -> std::optional<int64_t> {
+      AffineExpr p = product(dims, context());
+      if (!p)
+        return std::nullopt;
+      auto c = dyn_cast<AffineConstantExpr>(
+          simplifyAffineExpr(p, 0, table_.size()));
+      if (!c)
+        return std::nullopt;
+      return c.getValue();
+    };
+    for (size_t p = 1; p + 1 < y.size() && p < x.size(); ++p) {
+      if (!x[p - 1] || !y[p - 1] || !dfg::sameDim(x[p - 1], y[p - 1]))
+        return std::nullopt;
+      std::optional<int64_t> r = constant(y.drop_front(p + 1));
+      for (size_t j = 1; p + j < x.size(); ++j) {
+        std::optional<int64_t> n = constant(x[p + j]),
+                               m = constant(x.drop_front(p + j + 1));
+        if (!n || !m || !r || *r <= 0 || (*n * *m) % *r != 0)
+          continue;
+        int64_t c = *n * *m / *r;
+        if (c <= 1 || c >= *n || *n % c != 0)
+          continue;
+        Dims group(x.slice(p, j));
+        group.push_back(getAffineConstantExpr(c, context()));
+        if (llvm::all_of(ArrayRef(group).drop_back(), isOne) ||
+            !sameProduct(group, y[p], context()))
+          continue;
+        return std::make_pair(p, group);
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// A reshape that merges dimensions (leadingMerge, else innerMerge):
+  /// a seed, the input viewed with the group apart.
+  void visitMerge(Operation *op) {
+    Value in = op->getOperand(0);
+    if (!dims_.count(in))
+      return;
+    const Dims x = dims_[in], y = dims_[op->getResult(0)];
+    if (y.empty() || x.size() < 2)
+      return;
+    std::optional<std::pair<size_t, Dims>> merge;
+    if (std::optional<Dims> lead = leadingMerge(x, y))
+      merge = std::make_pair(size_t(0), *lead);
+    else
+      merge = innerMerge(x, y);
+    if (!merge)
+      return;
+    auto [pos, group] = *merge;
     OpBuilder b(op);
-    if (!out.empty() && sameProduct(lead, out[0], context()) &&
-        sameProduct(ArrayRef(out).drop_front(), rest, context())) {
-      Dims liftedDims = liftDims(lead, out);
+    Dims liftedDims = liftDims(group, pos, y);
+    Value u = reshape(b, op->getLoc(), in, x, liftedDims);
+    if (!u)
+      return;
+    record(op->getResult(0), {u, liftedDims, pos, group.size()});
+    seeds_.push_back(op);
+  }
+
+  /// A reshape of an unmerged value: one that keeps the merged dimension
+  /// and the dimensions before it (those after it reshaped) stays unmerged;
+  /// any other (one that splits the merged dimension back, or only into a
+  /// part of it) reads the unmerged value.
+  void visitReshapeOfUnmerged(Operation *op, Unmerged u) {
+    const Dims out = dims_[op->getResult(0)];
+    ArrayRef<AffineExpr> group = u.group();
+    ArrayRef<AffineExpr> before = ArrayRef(u.dims).take_front(u.pos);
+    ArrayRef<AffineExpr> after =
+        ArrayRef(u.dims).drop_front(u.pos + u.groupSize);
+    OpBuilder b(op);
+    for (size_t q = 0; q < out.size(); ++q) {
+      if (!sameDims(ArrayRef(out).take_front(q), before) ||
+          !sameProduct(group, out[q], context()) ||
+          !sameProduct(ArrayRef(out).drop_front(q + 1), after, context()))
+        continue;
+      Dims liftedDims = liftDims(group, q, out);
       Value v = reshape(b, op->getLoc(), u.value, u.dims, liftedDims);
       if (!v)
         return;
-      record(op->getResult(0), {v, liftedDims, lead.size()});
+      record(op->getResult(0), {v, liftedDims, q, group.size()});
       rebuilt_.push_back(op);
       return;
     }
-    // Any other reshape (the lead split back, or rows [B*S*H, D] back to
+    // Any other reshape (the group split back, or rows [B*S*H, D] back to
     // [B, S, H*D]) reads the unmerged value: a reshape keeps the elements'
     // order, so the merged view in between changes nothing.
     if (llvm::all_of(out, [](AffineExpr d) { return bool(d); })) {
@@ -399,7 +526,7 @@ private:
     }
   }
 
-  /// `merged` is `u` with its lead merged into dimension 0.
+  /// `merged` is `u` with its group merged into dimension `u.pos`.
   void record(Value merged, Unmerged u) {
     dims_[u.value] = u.dims;
     unmerged_[merged] = std::move(u);

@@ -397,6 +397,63 @@ func.func @merged_batch_and_heads(%x: tensor<?x?x8xf32> {dfg.dim_names = ["b", "
 
 // -----
 
+// torch's multi-head attention (WavLM's gated relative position bias): the
+// hidden state [b, s, 8] transposed to [s, b, 8], projected, viewed as
+// [s, b*2, 4] (the batch merged with the heads cut from the features, not
+// the leading dimension) and transposed to [b*2, s, 4]. The merge is undone
+// where it is made ([s, b, 2, 4]), so the heads keep a dimension of their
+// own through the scores; Q, K and V split by heads. A gate per head reads
+// the hidden state's part of each head directly: it takes its part by a
+// slice, and the hidden state, which the projections read whole, stays
+// whole (split by the gate's reshape, Q, K and V would sum partial
+// products).
+module attributes {meshc.mesh = "tp=2"} {
+// CHECK-LABEL: func.func @torch_multi_head_attention
+// CHECK-SAME: (%arg0: tensor<2x5x8xf32>) ->
+// CHECK: dfg.transpose %arg0 perm = [1, 0, 2] : (tensor<2x5x8xf32>)
+// CHECK-COUNT-3: dfg.matmul %{{.+}}, %{{.+}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0]]>]} : (tensor<5x2x8xf32>, tensor<8x8xf32>)
+// CHECK: dfg.reshape %{{.+}} to [5, 2, 2, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+// CHECK: dfg.matmul {{.*}} : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+// CHECK: dfg.reshape %arg0 to [2, 5, 2, 4] {meshc.sharding = [#shard<axisarray{{\[\[}}], [], [0], []]>]}
+// CHECK: dfg.softmax {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<2x2x5x5xf32>)
+// CHECK: dfg.matmul %{{.+}}, %{{.+}} : (tensor<5x2x8xf32>, tensor<8x8xf32>) -> tensor<5x2x8xf32>
+// CHECK-NOT: tensor<4x5x
+func.func @torch_multi_head_attention(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 256] : tensor<8x8xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 256, length = 256] : tensor<8x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 512, length = 256] : tensor<8x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 768, length = 256] : tensor<8x8xf32>
+  %xt = dfg.transpose %x perm = [1, 0, 2] : (tensor<2x5x8xf32>) -> tensor<5x2x8xf32>
+  %q = dfg.matmul %xt, %wq : (tensor<5x2x8xf32>, tensor<8x8xf32>) -> tensor<5x2x8xf32>
+  %k = dfg.matmul %xt, %wk : (tensor<5x2x8xf32>, tensor<8x8xf32>) -> tensor<5x2x8xf32>
+  %v = dfg.matmul %xt, %wv : (tensor<5x2x8xf32>, tensor<8x8xf32>) -> tensor<5x2x8xf32>
+  %q3 = dfg.reshape %q to [5, 4, 4] : (tensor<5x2x8xf32>) -> tensor<5x4x4xf32>
+  %qt = dfg.transpose %q3 perm = [1, 0, 2] : (tensor<5x4x4xf32>) -> tensor<4x5x4xf32>
+  %k3 = dfg.reshape %k to [5, 4, 4] : (tensor<5x2x8xf32>) -> tensor<5x4x4xf32>
+  %kt = dfg.transpose %k3 perm = [1, 2, 0] : (tensor<5x4x4xf32>) -> tensor<4x4x5xf32>
+  %v3 = dfg.reshape %v to [5, 4, 4] : (tensor<5x2x8xf32>) -> tensor<5x4x4xf32>
+  %vt = dfg.transpose %v3 perm = [1, 0, 2] : (tensor<5x4x4xf32>) -> tensor<4x5x4xf32>
+  %s = dfg.matmul %qt, %kt : (tensor<4x5x4xf32>, tensor<4x4x5xf32>) -> tensor<4x5x5xf32>
+  %xh = dfg.reshape %x to [2, 5, 2, 4] : (tensor<2x5x8xf32>) -> tensor<2x5x2x4xf32>
+  %xht = dfg.transpose %xh perm = [0, 2, 1, 3] : (tensor<2x5x2x4xf32>) -> tensor<2x2x5x4xf32>
+  %g = dfg.reduce_sum %xht axes = [3] keep_dims = true : (tensor<2x2x5x4xf32>) -> tensor<2x2x5x1xf32>
+  %gs = dfg.sigmoid %g : (tensor<2x2x5x1xf32>) -> tensor<2x2x5x1xf32>
+  %s4 = dfg.reshape %s to [2, 2, 5, 5] : (tensor<4x5x5xf32>) -> tensor<2x2x5x5xf32>
+  %sg = dfg.add %s4, %gs : (tensor<2x2x5x5xf32>, tensor<2x2x5x1xf32>) -> tensor<2x2x5x5xf32>
+  %s3 = dfg.reshape %sg to [4, 5, 5] : (tensor<2x2x5x5xf32>) -> tensor<4x5x5xf32>
+  %p = dfg.softmax %s3 axis = -1 : (tensor<4x5x5xf32>) -> tensor<4x5x5xf32>
+  %c = dfg.matmul %p, %vt : (tensor<4x5x5xf32>, tensor<4x5x4xf32>) -> tensor<4x5x4xf32>
+  %ct = dfg.transpose %c perm = [1, 0, 2] : (tensor<4x5x4xf32>) -> tensor<5x4x4xf32>
+  %c2 = dfg.reshape %ct to [10, 8] : (tensor<5x4x4xf32>) -> tensor<10x8xf32>
+  %o = dfg.matmul %c2, %wo : (tensor<10x8xf32>, tensor<8x8xf32>) -> tensor<10x8xf32>
+  %o3 = dfg.reshape %o to [5, 2, 8] : (tensor<10x8xf32>) -> tensor<5x2x8xf32>
+  %y = dfg.transpose %o3 perm = [1, 0, 2] : (tensor<5x2x8xf32>) -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+}
+
+// -----
+
 // Attention written wholly on [b*2, s, 4] (a softmax of the merged scores
 // too): rebuilt on [b, 2, s, 4], the softmax's axis moves with its
 // dimension.

@@ -522,6 +522,65 @@ def case_dft(path):
                  [f32("both", None), f32("back", None), f32("half", None)], inits, opset=20)
 
 
+def case_resize(path):
+    """Resize over static sizes, each as a product by its interpolation
+    matrix: DINOv2's bicubic position embeddings ([1, 8, 5, 6] to 3 x 4,
+    half_pixel, cubic_coeff_a -0.75, sizes from the image); nearest
+    upsampling by 2 (asymmetric, floor, scales, a symbolic batch kept);
+    linear shrinking and growing (pytorch_half_pixel, align_corners);
+    cubic with exclude_outside and a = -0.5; opset 19's axes and
+    half_pixel_symmetric; a size equal to the input's (the identity)."""
+    nodes = [
+        helper.make_node("Resize", ["pos", "", "", "bicubic_size"], ["bicubic"],
+                         mode="cubic", coordinate_transformation_mode="half_pixel",
+                         cubic_coeff_a=-0.75, nearest_mode="floor", name="bicubic"),
+        helper.make_node("Resize", ["x", "", "twice"], ["nearest"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+                         name="nearest"),
+        helper.make_node("Resize", ["pos", "", "", "shrink_size"], ["linear"], mode="linear",
+                         coordinate_transformation_mode="pytorch_half_pixel", name="linear"),
+        helper.make_node("Resize", ["pos", "", "", "grow_size"], ["corners"], mode="linear",
+                         coordinate_transformation_mode="align_corners", name="corners"),
+        helper.make_node("Resize", ["pos", "", "", "grow_size"], ["outside"], mode="cubic",
+                         cubic_coeff_a=-0.5, exclude_outside=1, name="outside"),
+        helper.make_node("Resize", ["pos", "", "", "hw_size"], ["symmetric"], mode="linear",
+                         coordinate_transformation_mode="half_pixel_symmetric", axes=[2, 3],
+                         name="symmetric"),
+        helper.make_node("Resize", ["pos", "", "", "same_size"], ["same"], mode="cubic",
+                         name="same"),
+    ]
+    inits = [ints("bicubic_size", [1, 8, 3, 4]), ints("shrink_size", [1, 8, 4, 3]),
+             ints("grow_size", [1, 8, 7, 9]), ints("hw_size", [7, 4]),
+             ints("same_size", [1, 8, 5, 6]),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "twice")]
+    return model(nodes, [f32("pos", [1, 8, 5, 6]), f32("x", ["batch", 2, 3, 4])],
+                 [f32(n, None) for n in ("bicubic", "nearest", "linear", "corners",
+                                        "outside", "symmetric", "same")], inits, opset=19)
+
+
+def case_batchnorm(path):
+    """BatchNormalization with running statistics (a CNN in eval mode) over a
+    symbolic batch; in training mode (BiT's weight standardisation), with
+    the running statistics it returns; GlobalAveragePool and GlobalMaxPool."""
+    rng = np.random.default_rng(3)
+    c = 3
+    stats = {n: numpy_helper.from_array(v.astype(np.float32), n) for n, v in {
+        "scale": rng.normal(size=c), "bias": rng.normal(size=c),
+        "mean": rng.normal(size=c), "var": rng.uniform(0.5, 2.0, size=c)}.items()}
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["eval"],
+                         epsilon=1e-3, name="bn_eval"),
+        helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+                         ["train", "running_mean", "running_var"], training_mode=1,
+                         momentum=0.8, name="bn_train"),
+        helper.make_node("GlobalAveragePool", ["x"], ["gap"], name="gap"),
+        helper.make_node("GlobalMaxPool", ["x"], ["gmp"], name="gmp"),
+    ]
+    return model(nodes, [f32("x", ["batch", c, 4, 5])],
+                 [f32(n, None) for n in ("eval", "train", "running_mean", "running_var", "gap",
+                                        "gmp")], list(stats.values()), opset=15)
+
+
 def case_pad_chunks(path):
     """Pad up to a multiple of a chunk, as Mamba-2's chunked scan writes it:
     the amount (4 - seq mod 4) mod 4 computed from the sequence's Shape, the
@@ -1156,6 +1215,25 @@ def case_pool_ceil_symbolic(path):
     nodes = [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2], strides=[3],
                               ceil_mode=1, name="sparse_pool")]
     return model(nodes, [f32("x", [1, 2, "len"])], [f32("y", None)], [], opset=19)
+
+
+def case_resize_crop(path):
+    """Resize with tf_crop_and_resize (its region of interest and
+    extrapolation value): refused by name."""
+    nodes = [helper.make_node("Resize", ["x", "roi", "", "size"], ["y"], mode="linear",
+                              coordinate_transformation_mode="tf_crop_and_resize",
+                              name="crop_resize")]
+    inits = [numpy_helper.from_array(np.array([0, 0, 0.1, 0.1, 1, 1, 0.9, 0.9], np.float32),
+                                     "roi"), ints("size", [1, 2, 3, 3])]
+    return model(nodes, [f32("x", [1, 2, 4, 4])], [f32("y", None)], inits, opset=19)
+
+
+def case_resize_symbolic(path):
+    """Resize of a symbolic axis to another size: refused by name."""
+    nodes = [helper.make_node("Resize", ["x", "", "twice"], ["y"], mode="nearest",
+                              name="grow_seq")]
+    inits = [numpy_helper.from_array(np.array([1, 1, 2], np.float32), "twice")]
+    return model(nodes, [f32("x", [1, 2, "len"])], [f32("y", None)], inits, opset=19)
 
 
 def case_pool_ceil_uneven_pads(path):
