@@ -42,14 +42,24 @@ FailureOr<Value> scaleAndShift(NodeContext &ctx, Value x, Value scale,
 /// Norm(X, Scale, B?) axis epsilon -> dfg.<norm>. The optional statistics
 /// outputs (Mean, InvStdDev) are training aids; the importer rejects a graph
 /// that reads them.
-template <typename OpTy, bool hasBias>
-LogicalResult legalizeNorm(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(2)))
+/// The type of input 0, which must be of floats, once inputs [0, n) are
+/// present; an error otherwise.
+FailureOr<RankedTensorType> floatInput(NodeContext &ctx, unsigned n) {
+  if (failed(ctx.requireInputs(n)))
     return failure();
   RankedTensorType in = ctx.inputType(0);
   if (!isa<FloatType>(in.getElementType()))
     return ctx.error("needs a floating-point input, got " +
                      dfg::formatShape(in.getShape()) + " of integers");
+  return in;
+}
+
+template <typename OpTy, bool hasBias>
+LogicalResult legalizeNorm(NodeContext &ctx) {
+  FailureOr<RankedTensorType> floats = floatInput(ctx, 2);
+  if (failed(floats))
+    return failure();
+  RankedTensorType in = *floats;
   if (ctx.attrInt("stash_type", 1) != 1)
     return ctx.error("stash_type other than FLOAT (1) is not supported");
   Value scale = ctx.input(1), bias = hasBias ? ctx.input(2) : Value();
@@ -87,13 +97,11 @@ LogicalResult legalizeNorm(NodeContext &ctx) {
 /// group, as both torch exporters write it), by 1, then the product by the
 /// scale and the sum with the bias per channel.
 LogicalResult legalizeInstanceNorm(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(3)))
+  FailureOr<RankedTensorType> floats = floatInput(ctx, 3);
+  if (failed(floats))
     return failure();
-  RankedTensorType in = ctx.inputType(0);
+  RankedTensorType in = *floats;
   Type element = in.getElementType();
-  if (!isa<FloatType>(element))
-    return ctx.error("needs a floating-point input, got " +
-                     dfg::formatShape(in.getShape()) + " of integers");
   int64_t rank = in.getRank();
   int64_t channels = rank >= 3 ? in.getDimSize(1) : ShapedType::kDynamic;
   for (unsigned i : {1u, 2u}) {
@@ -140,13 +148,11 @@ LogicalResult legalizeInstanceNorm(NodeContext &ctx) {
 /// statistics it may also return are input · momentum + current · (1 -
 /// momentum), as ONNX defines them.
 LogicalResult legalizeBatchNorm(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(5)))
+  FailureOr<RankedTensorType> floats = floatInput(ctx, 5);
+  if (failed(floats))
     return failure();
-  RankedTensorType in = ctx.inputType(0);
+  RankedTensorType in = *floats;
   Type element = in.getElementType();
-  if (!isa<FloatType>(element))
-    return ctx.error("needs a floating-point input, got " +
-                     dfg::formatShape(in.getShape()) + " of integers");
   int64_t rank = in.getRank();
   int64_t channels = rank >= 2 ? in.getDimSize(1) : ShapedType::kDynamic;
   for (unsigned i = 1; i < 5; ++i) {

@@ -151,13 +151,18 @@ FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,
   return DenseElementsAttr::get(type, values);
 }
 
-FailureOr<SmallVector<int64_t>> readWeightInts(dfg::WeightOp weight,
-                                               StringRef folder, Location loc) {
+namespace {
+
+/// The bytes of a small weight read at compile time, `width` bytes per
+/// element (at least that many for its type), or an error naming it.
+FailureOr<std::unique_ptr<MemoryBuffer>>
+weightBytes(dfg::WeightOp weight, StringRef folder, Location loc,
+            int64_t width, StringRef use) {
   auto type = weight.getType();
   if (type.getNumElements() > dfg::ConstantOp::kMaxConstantElements)
     return emitError(loc) << "weight '" << weight.getName() << "' has "
-                          << type.getNumElements()
-                          << " elements, too many for a shape operand";
+                          << type.getNumElements() << " elements, too many for "
+                          << use;
   SmallString<256> path(folder);
   sys::path::append(path, weight.getFile());
   auto buffer = MemoryBuffer::getFileSlice(
@@ -166,20 +171,33 @@ FailureOr<SmallVector<int64_t>> readWeightInts(dfg::WeightOp weight,
     return emitError(loc) << "cannot read weight '" << weight.getName()
                           << "' from '" << path
                           << "': " << buffer.getError().message();
-  StringRef bytes = (*buffer)->getBuffer();
+  if (static_cast<int64_t>((*buffer)->getBufferSize()) <
+      type.getNumElements() * width)
+    return emitError(loc) << "weight '" << weight.getName() << "' holds "
+                          << (*buffer)->getBufferSize()
+                          << " bytes, too few for " << type;
+  return std::move(*buffer);
+}
+
+} // namespace
+
+FailureOr<SmallVector<int64_t>> readWeightInts(dfg::WeightOp weight,
+                                               StringRef folder, Location loc) {
+  auto type = weight.getType();
   bool is64 = type.getElementType().isInteger(64);
   if (!is64 && !type.getElementType().isInteger(32))
     return emitError(loc) << "weight '" << weight.getName() << "' of type "
                           << type << " is used as integers (int32 or int64)";
-  if (static_cast<int64_t>(bytes.size()) <
-      type.getNumElements() * (is64 ? 8 : 4))
-    return emitError(loc) << "weight '" << weight.getName() << "' holds "
-                          << bytes.size() << " bytes, too few for " << type;
+  FailureOr<std::unique_ptr<MemoryBuffer>> buffer =
+      weightBytes(weight, folder, loc, is64 ? 8 : 4, "a shape operand");
+  if (failed(buffer))
+    return failure();
+  const char *bytes = (*buffer)->getBufferStart();
   SmallVector<int64_t> ints;
   for (int64_t i = 0, n = type.getNumElements(); i < n; ++i)
-    ints.push_back(is64 ? support::endian::read64le(bytes.data() + 8 * i)
+    ints.push_back(is64 ? support::endian::read64le(bytes + 8 * i)
                         : static_cast<int32_t>(
-                              support::endian::read32le(bytes.data() + 4 * i)));
+                              support::endian::read32le(bytes + 4 * i)));
   return ints;
 }
 
@@ -187,35 +205,22 @@ FailureOr<SmallVector<double>> readWeightFloats(dfg::WeightOp weight,
                                                 StringRef folder, Location loc) {
   auto type = weight.getType();
   Type element = type.getElementType();
-  if (type.getNumElements() > dfg::ConstantOp::kMaxConstantElements)
-    return emitError(loc) << "weight '" << weight.getName() << "' has "
-                          << type.getNumElements()
-                          << " elements, too many for an operand read at "
-                             "compile time";
   if (!element.isF32() && !element.isF64())
     return emitError(loc) << "weight '" << weight.getName() << "' of type "
                           << type << " is used as floats (f32 or f64)";
-  SmallString<256> path(folder);
-  sys::path::append(path, weight.getFile());
-  auto buffer = MemoryBuffer::getFileSlice(
-      path, weight.getLength(), weight.getOffset(), /*IsVolatile=*/false);
-  if (!buffer)
-    return emitError(loc) << "cannot read weight '" << weight.getName()
-                          << "' from '" << path
-                          << "': " << buffer.getError().message();
-  StringRef bytes = (*buffer)->getBuffer();
   int64_t width = element.isF64() ? 8 : 4;
-  if (static_cast<int64_t>(bytes.size()) < type.getNumElements() * width)
-    return emitError(loc) << "weight '" << weight.getName() << "' holds "
-                          << bytes.size() << " bytes, too few for " << type;
+  FailureOr<std::unique_ptr<MemoryBuffer>> buffer = weightBytes(
+      weight, folder, loc, width, "an operand read at compile time");
+  if (failed(buffer))
+    return failure();
+  const char *bytes = (*buffer)->getBufferStart();
   SmallVector<double> values;
   for (int64_t i = 0, n = type.getNumElements(); i < n; ++i)
     values.push_back(
         width == 8
-            ? llvm::bit_cast<double>(
-                  support::endian::read64le(bytes.data() + 8 * i))
+            ? llvm::bit_cast<double>(support::endian::read64le(bytes + 8 * i))
             : static_cast<double>(llvm::bit_cast<float>(
-                  support::endian::read32le(bytes.data() + 4 * i))));
+                  support::endian::read32le(bytes + 4 * i))));
   return values;
 }
 
