@@ -31,6 +31,7 @@
 #include "dialects/dfg/IR/SymbolicDims.h"
 #include "dialects/dfg/Sharding/Sharding.h"
 #include "meshc/runtime/safetensors.h"
+#include "meshc/runtime/tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -848,6 +849,22 @@ emitRankProgram(ModuleOp role, StringRef roleName, ArrayRef<GroupAxes> groups,
     if (d <= 0)
       return role.emitError("the ")
              << targetName(target) << " target needs a static grid";
+  // The runtime's tensors hold at most rt::kMaxRank dimensions.
+  Operation *tooHigh = nullptr;
+  int64_t highest = 0;
+  role.walk([&](Operation *op) {
+    for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
+                                           op->getResultTypes()))
+      if (auto ranked = dyn_cast<RankedTensorType>(t);
+          ranked && ranked.getRank() > rt::kMaxRank && !tooHigh) {
+        tooHigh = op;
+        highest = ranked.getRank();
+      }
+  });
+  if (tooHigh)
+    return tooHigh->emitError("a tensor of rank ")
+           << highest << ": the executables hold tensors of rank "
+           << rt::kMaxRank << " at most";
 
   llvm::StringMap<int> groupIndex;
   for (auto [i, g] : llvm::enumerate(groups))

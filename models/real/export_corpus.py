@@ -555,6 +555,8 @@ def vision_config(arch):
     if arch == "poolformer":
         sizes.update(two, num_encoder_blocks=2, patch_sizes=[7, 3], strides=[4, 2],
                      padding=[2, 1])
+    if arch == "hiera":
+        sizes.update(embed_dim=16, depths=[1, 1, 1, 1])
     if arch == "mobilevit":
         sizes.update(hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32])
     chosen = {}

@@ -64,6 +64,10 @@ std::optional<int64_t> repeatMergeAxis(mlir::Operation *op);
 /// (UnmergeLeading.cpp). Returns whether anything was rebuilt.
 bool unmergeLeadingDims(mlir::func::FuncOp func);
 
+/// The highest rank the executables hold (meshc::rt::kMaxRank): the
+/// rewrites that give merged dimensions their own lift no tensor past it.
+inline constexpr int64_t kMaxTensorRank = 8;
+
 /// Ops that treat each row of a tensor's last axis alike (norms over it,
 /// elementwise ops whose other operands vary along it at most), on tensors
 /// that reshapes merged into rows of that axis ([B, S, H*D] -> [B*S*H, D],

@@ -361,6 +361,8 @@ private:
       operands.push_back(u);
     }
     Dims liftedDims = liftDims(group, resultPos, out);
+    if (static_cast<int64_t>(liftedDims.size()) > kMaxTensorRank)
+      return;
     for (AffineExpr d : liftedDims)
       if (!d)
         return;
@@ -482,6 +484,8 @@ private:
     auto [pos, group] = *merge;
     OpBuilder b(op);
     Dims liftedDims = liftDims(group, pos, y);
+    if (static_cast<int64_t>(liftedDims.size()) > kMaxTensorRank)
+      return;
     Value u = reshape(b, op->getLoc(), in, x, liftedDims);
     if (!u)
       return;
@@ -506,6 +510,8 @@ private:
           !sameProduct(ArrayRef(out).drop_front(q + 1), after, context()))
         continue;
       Dims liftedDims = liftDims(group, q, out);
+      if (static_cast<int64_t>(liftedDims.size()) > kMaxTensorRank)
+        break; // read as any other reshape, below
       Value v = reshape(b, op->getLoc(), u.value, u.dims, liftedDims);
       if (!v)
         return;
@@ -759,7 +765,8 @@ void unmergeRowGroups(func::FuncOp func) {
       closed &=
           llvm::all_of(exitDims.back(), [](AffineExpr d) { return bool(d); });
     }
-    if (!closed || u.size() <= static_cast<size_t>(rows.getRank()))
+    if (!closed || u.size() <= static_cast<size_t>(rows.getRank()) ||
+        static_cast<int64_t>(u.size()) > kMaxTensorRank)
       continue;
     // Rebuilt on U, in the block's order.
     SmallVector<Operation *> ordered(region.begin(), region.end());

@@ -18,7 +18,9 @@
 
 namespace meshc::rt {
 
-/// The highest rank a meshc tensor may have (the importer refuses more).
+/// The highest rank a meshc tensor may have (meshc compile refuses a rank
+/// program with more: RankEmitter.cpp; the sharding passes lift no tensor
+/// past it).
 inline constexpr int kMaxRank = 8;
 
 /// A view of `shape[0] x ... x shape[rank-1]` elements of `dtype` at `data`,

@@ -1236,6 +1236,16 @@ def case_resize_symbolic(path):
     return model(nodes, [f32("x", [1, 2, "len"])], [f32("y", None)], inits, opset=19)
 
 
+def case_rank_nine(path):
+    """A tensor of rank 9 (a Relu between two Reshapes): it imports, and the
+    executables, which hold rank 8 at most, refuse it by name."""
+    nodes = [helper.make_node("Reshape", ["x", "nine"], ["deep"], name="deepen"),
+             helper.make_node("Relu", ["deep"], ["relu"], name="relu_nine"),
+             helper.make_node("Reshape", ["relu", "flat"], ["y"], name="flatten")]
+    inits = [ints("nine", [2] * 9), ints("flat", [2, 256])]
+    return model(nodes, [f32("x", [2, 256])], [f32("y", None)], inits)
+
+
 def case_pool_ceil_uneven_pads(path):
     """AveragePool with ceil_mode whose last window runs past the end, over
     pads that differ at the two ends and count (count_include_pad 1): the
