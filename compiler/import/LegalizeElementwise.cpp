@@ -320,9 +320,13 @@ LogicalResult legalizeAbs(NodeContext &ctx) {
 
 /// Sign(x) -> where(x > 0, 1, where(x < 0, -1, x)): 0 and NaN stay.
 LogicalResult legalizeSign(NodeContext &ctx) {
-  FailureOr<Activation> a = activation(ctx);
+  // Of numbers, integers too (DeBERTa's relative position buckets take
+  // the sign of integer distances).
+  FailureOr<Activation> a = activation(ctx, /*floats=*/false);
   if (failed(a))
     return failure();
+  if (a->type.getElementType().isInteger(1))
+    return ctx.error("Sign of a bool tensor: ONNX takes the sign of numbers");
   Value x = a->x, zero = a->scalar(0);
   Value low = a->make<dfg::WhereOp>(a->less(x, zero), a->scalar(-1), x);
   return ctx.setResults(

@@ -633,7 +633,8 @@ MORE = ["falcon", "gptj", "opt", "gemma3", "stablelm", "olmo2", "granite", "star
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "modernbert", "deberta_v2", "mpnet",
             "nystromformer", "yoso", "fnet", "flaubert", "funnel"}
 # Speech encoders (audio_config): raw samples in, the last hidden state out.
-AUDIO = {"wav2vec2", "hubert", "data2vec-audio", "wavlm", "unispeech", "sew"}
+AUDIO = {"wav2vec2", "hubert", "data2vec-audio", "wavlm", "unispeech", "sew", "wav2vec2-conformer",
+         "unispeech-sat", "sew-d"}
 ENCODERS |= AUDIO
 # Image encoders (vision_config): pixels in, the last hidden state out.
 VISION = {"vit", "deit", "dinov2", "beit", "data2vec-vision", "swin", "clip_vision_model",

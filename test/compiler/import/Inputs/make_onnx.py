@@ -188,7 +188,8 @@ def case_activations(path):
     ArgMax / ArgMin over ties (the Sign's ones, first and last; the Relu's
     zeros), keepdims or not: PhiMoE's router takes the ArgMax of its masked
     scores and Abs of their differences. Log, Floor, Ceil and Round (halves
-    to even), as MPNet's relative position buckets and JetMoE use them."""
+    to even), as MPNet's relative position buckets and JetMoE use them; Sign
+    of integers."""
     nodes = [
         helper.make_node("Abs", ["x"], ["abs"], name="abs"),
         helper.make_node("Relu", ["x"], ["xr"], name="relu"),
@@ -211,6 +212,9 @@ def case_activations(path):
         helper.make_node("Floor", ["wide"], ["floor"], name="floor"),
         helper.make_node("Ceil", ["wide"], ["ceil"], name="ceil"),
         helper.make_node("Round", ["wide"], ["round"], name="round"),
+        # Sign of integers (DeBERTa's relative position buckets).
+        helper.make_node("Cast", ["wide"], ["wide_int"], to=TensorProto.INT64, name="to_int"),
+        helper.make_node("Sign", ["wide_int"], ["isign"], name="int_sign"),
     ]
     ins = [f32("x", [4, 6]), f32("row", [1, 6]), f32("col", [4, 1]),
            helper.make_tensor_value_info("p", TensorProto.BOOL, [4, 6]),
@@ -220,7 +224,7 @@ def case_activations(path):
                                     "round")]
     outs.append(helper.make_tensor_value_info("xor", TensorProto.BOOL, None))
     outs += [helper.make_tensor_value_info(n, TensorProto.INT64, None)
-             for n in ("amax", "amax_last", "amin")]
+             for n in ("amax", "amax_last", "amin", "isign")]
     inits = [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
              numpy_helper.from_array(np.array(2.5, np.float32), "five_halves")]
     return model(nodes, ins, outs, inits)
