@@ -720,10 +720,11 @@ LogicalResult legalizeExpand(NodeContext &ctx) {
 /// Tile(x, repeats): axis i repeated repeats[i] times. Where every repeated
 /// axis has size 1 (what the exporters write: torch's repeat_interleave as
 /// Unsqueeze + Tile + Reshape, a position table tiled over the batch) it is
-/// Expand(x, repeats), symbolic counts included. Otherwise, at static sizes
-/// with constant counts, each repeated axis goes through a unit axis in
-/// front of it: reshape to [.., 1, d, ..], expand to [.., r, d, ..], reshape
-/// to [.., r * d, ..].
+/// Expand(x, repeats), symbolic counts included. Otherwise each repeated
+/// axis goes through a unit axis in front of it: reshape to [.., 1, d, ..],
+/// expand to [.., r, d, ..], reshape to [.., r * d, ..] (with a count
+/// computed from symbolic dimensions, the symbolic forms of the three; with
+/// a constant count over symbolic sizes, copies joined).
 LogicalResult legalizeTile(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
@@ -766,9 +767,43 @@ LogicalResult legalizeTile(NodeContext &ctx) {
   OpBuilder &b = ctx.builder();
   for (auto [i, r] : llvm::enumerate(repeats)) {
     std::optional<int64_t> count = constant(r);
-    if (!count)
-      return ctx.error("repeats must be constant where axis " +
-                       std::to_string(i) + " is not of size 1");
+    if (!count) {
+      // A count computed from symbolic dimensions: through a unit axis in
+      // front of axis i, expanded to the count and merged with the axis
+      // ([.., d, ..] -> [.., 1, d, ..] -> [.., r, d, ..] -> [.., r * d, ..]),
+      // at symbolic sizes (DeBERTa-style relative attention tiles its
+      // position keys by the batch times the heads).
+      SmallVector<AffineExpr> dims = ctx.dimsOf(x);
+      if (!r || llvm::any_of(dims, [](AffineExpr d) { return !d; }))
+        return ctx.error("repeats of axis " + std::to_string(i) +
+                         " follow from no named input dimension, where the "
+                         "axis is not of size 1; give them sizes with "
+                         "--dim NAME=SIZE");
+      int64_t rank = static_cast<int64_t>(dims.size());
+      SmallVector<AffineExpr> grown(dims), merged(dims);
+      grown.insert(grown.begin() + i, r);
+      merged[i] = r * dims[i];
+      FailureOr<Value> unit = ctx.create<dfg::UnsqueezeOp>(
+          dfg::unsqueezeShape(shapeOf(x), {static_cast<int64_t>(i)}),
+          in.getElementType(), x,
+          b.getDenseI64ArrayAttr({static_cast<int64_t>(i)}));
+      if (failed(unit))
+        return failure();
+      auto [growMap, growNames] = ctx.dimTable().write(grown);
+      Value expanded = ctx.refineType(dfg::SymbolicExpandOp::create(
+          b, ctx.loc(),
+          RankedTensorType::get(
+              SmallVector<int64_t>(rank + 1, ShapedType::kDynamic),
+              in.getElementType()),
+          ctx.refineType(*unit), growMap, growNames));
+      auto [mergeMap, mergeNames] = ctx.dimTable().write(merged);
+      x = ctx.refineType(dfg::SymbolicReshapeOp::create(
+          b, ctx.loc(),
+          RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                                in.getElementType()),
+          expanded, mergeMap, mergeNames));
+      continue;
+    }
     if (*count == 1)
       continue;
     if (!cast<RankedTensorType>(x.getType()).hasStaticShape()) {

@@ -585,6 +585,22 @@ def case_batchnorm(path):
                                         "gmp")], list(stats.values()), opset=15)
 
 
+def case_tile_symbolic(path):
+    """Tile by counts computed from a symbolic dimension on axes not of size
+    1, as DeBERTa-style relative attention tiles its position keys by the
+    batch: [batch, 3, 4] by [1, batch, 1] and by [batch, 1, 2]."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["batch"], start=0, end=1, name="batch"),
+        helper.make_node("Concat", ["one", "batch", "one"], ["middle"], axis=0, name="middle"),
+        helper.make_node("Tile", ["x", "middle"], ["by_middle"], name="tile_middle"),
+        helper.make_node("Concat", ["batch", "one", "two"], ["front"], axis=0, name="front"),
+        helper.make_node("Tile", ["x", "front"], ["by_front"], name="tile_front"),
+    ]
+    inits = [ints("one", [1]), ints("two", [2])]
+    return model(nodes, [f32("x", ["batch", 3, 4])], [f32("by_middle", None), f32("by_front", None)],
+                 inits)
+
+
 def case_pad_chunks(path):
     """Pad up to a multiple of a chunk, as Mamba-2's chunked scan writes it:
     the amount (4 - seq mod 4) mod 4 computed from the sequence's Shape, the
