@@ -236,14 +236,13 @@ FailureOr<Value> tapWindow(NodeContext &ctx, const SlidingWindows &w,
 /// meshc's own ops: for each kernel tap (one position of the kernel) the
 /// window of the padded input it reads (slidingWindows) times the tap's
 /// weights, summed over the taps: an elementwise product by the tap's column
-/// where each output channel reads one input channel (depthwise); with one
-/// group, a projection of the window's positions, channels last ([batch,
-/// positions, in] by the tap's [in, out]: tensor parallelism splits it as
-/// any projection, by its output channels, or by its input channels with
-/// the taps' partial sums added before one all_reduce), the sum over taps
-/// moved back to [batch, out, spatial...] once; else a product by the tap's
-/// [out, in] matrix per group over the flattened spatial positions. Exact;
-/// the work is the convolution's own. Strides
+/// where each output channel reads one input channel (depthwise), or a
+/// product by the tap's [out, in] matrix per group over the flattened
+/// spatial positions; with one group, instead, one projection of all the
+/// taps' windows stacked channels-last ([batch, positions, in * taps] by
+/// the weight viewed as [in * taps, out], so tensor parallelism splits it
+/// as any projection), moved back to [batch, out, spatial...]. Exact; the
+/// work is the convolution's own. Strides
 /// above 1 step the windows over symbolic sizes too (wav2vec2's feature
 /// encoder). Refused by name: a product (not depthwise) over two or more
 /// symbolic spatial sizes.
@@ -307,7 +306,8 @@ LogicalResult legalizeConv(NodeContext &ctx) {
   SmallVector<int64_t> column(n + 1, 1); // [out, 1...]
   column[0] = out;
   Value acc;
-  if (!depthwise && groups == 1) {
+  bool oneProjection = !depthwise && groups == 1;
+  if (oneProjection) {
     // One projection: the taps' windows [batch, in, positions] stacked as
     // [batch, in, taps, positions], moved to [batch, positions, in * taps]
     // and multiplied by the weight viewed as [in * taps, out] (the taps
@@ -361,56 +361,55 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     if (failed(moved))
       return failure();
     acc = ctx.refineType(*moved);
-  }
-  for (ArrayRef<int64_t> tap : windows->taps) {
-    if (acc && !depthwise && groups == 1)
-      break;
-    FailureOr<Value> window = tapWindow(ctx, *windows, tap);
-    if (failed(window))
-      return failure();
-    Value weights = ctx.input(1);
-    for (auto [i, k] : llvm::enumerate(tap)) {
-      FailureOr<Value> ws = sliceAxis(ctx, weights, 2 + i, k, k + 1);
-      if (failed(ws))
+  } else {
+    for (ArrayRef<int64_t> tap : windows->taps) {
+      FailureOr<Value> window = tapWindow(ctx, *windows, tap);
+      if (failed(window))
         return failure();
-      weights = ctx.refineType(*ws);
+      Value weights = ctx.input(1);
+      for (auto [i, k] : llvm::enumerate(tap)) {
+        FailureOr<Value> ws = sliceAxis(ctx, weights, 2 + i, k, k + 1);
+        if (failed(ws))
+          return failure();
+        weights = ctx.refineType(*ws);
+      }
+      FailureOr<Value> term;
+      if (depthwise) {
+        // One weight per channel.
+        FailureOr<Value> c = reshapeTo(ctx, weights, column);
+        term = failed(c) ? c : binary<dfg::MulOp>(ctx, *window, *c, element);
+      } else {
+        // Per group: [groups, out / groups, in / groups] by [batch, groups,
+        // in / groups, positions].
+        FailureOr<SmallVector<int64_t>> back = unflatten(*window);
+        if (failed(back))
+          return failure();
+        FailureOr<Value> matrix =
+            reshapeTo(ctx, weights, {groups, outGroup, perGroup});
+        FailureOr<Value> grouped =
+            failed(matrix) ? matrix
+                           : reshapeTo(ctx, *window, {0, groups, perGroup, -1});
+        FailureOr<Value> p =
+            failed(grouped)
+                ? grouped
+                : ctx.create<dfg::MatMulOp>(
+                      dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
+                      element, *matrix, *grouped);
+        FailureOr<Value> product =
+            failed(p) ? p : reshapeTo(ctx, ctx.refineType(*p), {0, out, -1});
+        if (failed(product))
+          return failure();
+        term = n == 1 ? FailureOr<Value>(ctx.refineType(*product))
+                      : reshapeTo(ctx, ctx.refineType(*product), *back);
+      }
+      if (failed(term))
+        return failure();
+      FailureOr<Value> sum =
+          accumulate<dfg::AddOp>(ctx, acc, ctx.refineType(*term), element);
+      if (failed(sum))
+        return failure();
+      acc = *sum;
     }
-    FailureOr<Value> term;
-    if (depthwise) {
-      // One weight per channel.
-      FailureOr<Value> c = reshapeTo(ctx, weights, column);
-      term = failed(c) ? c : binary<dfg::MulOp>(ctx, *window, *c, element);
-    } else {
-      // Per group: [groups, out / groups, in / groups] by [batch, groups,
-      // in / groups, positions].
-      FailureOr<SmallVector<int64_t>> back = unflatten(*window);
-      if (failed(back))
-        return failure();
-      FailureOr<Value> matrix =
-          reshapeTo(ctx, weights, {groups, outGroup, perGroup});
-      FailureOr<Value> grouped =
-          failed(matrix) ? matrix
-                         : reshapeTo(ctx, *window, {0, groups, perGroup, -1});
-      FailureOr<Value> p =
-          failed(grouped)
-              ? grouped
-              : ctx.create<dfg::MatMulOp>(
-                    dfg::matmulShape(shapeOf(*matrix), shapeOf(*grouped)),
-                    element, *matrix, *grouped);
-      FailureOr<Value> product =
-          failed(p) ? p : reshapeTo(ctx, ctx.refineType(*p), {0, out, -1});
-      if (failed(product))
-        return failure();
-      term = n == 1 ? FailureOr<Value>(ctx.refineType(*product))
-                    : reshapeTo(ctx, ctx.refineType(*product), *back);
-    }
-    if (failed(term))
-      return failure();
-    FailureOr<Value> sum =
-        accumulate<dfg::AddOp>(ctx, acc, ctx.refineType(*term), element);
-    if (failed(sum))
-      return failure();
-    acc = *sum;
   }
   if (Value bias = ctx.input(2)) {
     FailureOr<Value> c = reshapeTo(ctx, bias, column);
