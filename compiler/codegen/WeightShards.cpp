@@ -270,14 +270,9 @@ public:
     if (!owned.empty() || rootType.getNumElements() == 0)
       return std::make_pair(owned.data(), element);
     if (auto constant = dyn_cast<dfg::ConstantOp>(root)) {
-      auto attr = cast<DenseElementsAttr>(constant.getValue());
-      owned = constantBytes(attr);
-      if (attr.isSplat()) {
-        size_t width = owned.size();
-        owned.resize(rootType.getNumElements() * width);
-        for (size_t i = width; i < owned.size(); i += width)
-          std::copy_n(owned.begin(), width, owned.begin() + i);
-      }
+      // (A splat's values are every element's: constantBytes writes them
+      // all.)
+      owned = constantBytes(cast<DenseElementsAttr>(constant.getValue()));
       return std::make_pair(owned.data(), element);
     }
     // A concat: each part's box in the concat's type, interleaved along

@@ -311,18 +311,29 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
       if (axes.cacheGiven)
         givenNames.insert(name);
     }
-  // The attention mask of a cached step spans the past and the new tokens;
-  // where the exporter names its width on its own (onnxruntime-genai's
-  // total_sequence_length) rather than as past + sequence, the width is
-  // bounded by both bounds together.
-  if (!seq.empty() && !cache.empty() && axes.seq > 0 && axes.cache > 0)
+  // Another integer [batch, width] input whose width has a name of its own.
+  // With a KV cache, it is the attention mask of a cached step, which spans
+  // the past and the new tokens: where the exporter names its width on its
+  // own (onnxruntime-genai's total_sequence_length) rather than as past +
+  // sequence, the width is bounded by both bounds together. Without one, it
+  // is a second sequence of tokens (an encoder-decoder's decoder_input_ids
+  // beside its source's input_ids), bounded as the sequence is.
+  bool withCache = !cache.empty() && axes.cache > 0;
+  if (!seq.empty() && axes.seq > 0)
     for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
       auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
       std::string width = nameOf(i, 1);
-      if (isa<mlir::IntegerType>(type.getElementType()) &&
-          type.getRank() == 2 && !width.empty() && width != seq &&
-          width != cache)
+      if (!isa<mlir::IntegerType>(type.getElementType()) ||
+          type.getRank() != 2 || width.empty() || width == seq ||
+          width == cache)
+        continue;
+      if (withCache) {
         bounds.try_emplace(width, axes.seq + axes.cache);
+        continue;
+      }
+      // (A --max-dim of its own name bounds it instead.)
+      if (bounds.try_emplace(width, axes.seq).second && axes.seqGiven)
+        givenNames.insert(width);
     }
   return 0;
 }

@@ -191,7 +191,8 @@ struct CompileOptions {
                  cl::sub(c.compile), cl::cat(c.category)),
         maxSeq("max-seq",
                cl::desc("As --max-dim for the sequence dimension (dimension "
-                        "1 of the token ids, or of the first input of a model "
+                        "1 of the token ids, and of an encoder-decoder's "
+                        "decoder tokens, or of the first input of a model "
                         "without token ids: a speech encoder's samples; "
                         "default 512, applied as --max-batch's)"),
                cl::value_desc("N"), cl::init(kDefaultMaxSeq),

@@ -69,6 +69,7 @@ public:
 
   OwningOpRef<ModuleOp> run();
   StringRef modelFolder() const { return model_.folder(); }
+  const OnnxModel &model() const { return model_; }
   std::optional<int64_t> defaultOpsetVersion() const {
     return model_.opsetVersion("");
   }
@@ -198,6 +199,12 @@ NodeContext::inlineGraph(const onnx::GraphProto &graph) {
 }
 
 StringRef NodeContext::modelFolder() const { return importer_.modelFolder(); }
+
+std::optional<DataRef> NodeContext::constantData(int64_t bytes) const {
+  if (node_.output_size() != 1)
+    return std::nullopt;
+  return importer_.model().constantData(node_.output(0), bytes);
+}
 
 std::optional<int64_t> NodeContext::defaultOpsetVersion() const {
   return importer_.defaultOpsetVersion();

@@ -10,6 +10,7 @@
 #ifndef MESHC_COMPILER_IMPORT_LEGALIZATION_H
 #define MESHC_COMPILER_IMPORT_LEGALIZATION_H
 
+#include "compiler/import/OnnxModel.h"
 #include "dialects/dfg/IR/DfgShapes.h"
 #include "dialects/dfg/IR/SymbolicDims.h"
 
@@ -109,6 +110,9 @@ public:
 
   /// The folder the model's weight files are relative to.
   llvm::StringRef modelFolder() const;
+  /// Where this Constant node's `value` of `bytes` bytes lies in the model
+  /// file (OnnxModel::constantData), if it is stored in place.
+  std::optional<DataRef> constantData(int64_t bytes) const;
 
   /// Symbolic dimensions (the graph inputs' dim_params): the import's table
   /// of their names.

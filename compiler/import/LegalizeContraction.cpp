@@ -1151,6 +1151,75 @@ SmallVector<int64_t> permutation(StringRef from, StringRef to) {
   return perm;
 }
 
+/// `equation` with each '...' spelled out as letters of its own, given the
+/// operands' ranks: the dimensions an ellipsis stands for align on the
+/// right across the operands (numpy's broadcasting), so an operand whose
+/// ellipsis covers fewer takes the last of the letters; the output's
+/// ellipsis is all of them, and must be there. LongT5's
+/// '...qhd,...khd->...hqk'. A message on failure.
+FailureOr<std::string> spellOutEllipsis(StringRef equation,
+                                        ArrayRef<int64_t> ranks,
+                                        std::string &why) {
+  if (!equation.contains("..."))
+    return equation.str();
+  auto [inputs, output] = equation.split("->");
+  SmallVector<StringRef> terms;
+  inputs.split(terms, ',');
+  if (terms.size() != ranks.size()) {
+    why = "the equation's operands do not match the node's inputs";
+    return failure();
+  }
+  std::string fresh;
+  for (char c = 'A'; c <= 'Z'; ++c)
+    if (!equation.contains(c))
+      fresh += c;
+  SmallVector<int64_t> covered;
+  int64_t most = 0;
+  for (auto [term, rank] : llvm::zip_equal(terms, ranks)) {
+    size_t at = term.find("...");
+    if (at == StringRef::npos) {
+      covered.push_back(0);
+      continue;
+    }
+    if (term.substr(at + 3).contains('.')) {
+      why = "a term has more than one ellipsis";
+      return failure();
+    }
+    int64_t letters = static_cast<int64_t>(term.size()) - 3;
+    if (rank < letters) {
+      why = "a term has more letters than its operand has dimensions";
+      return failure();
+    }
+    covered.push_back(rank - letters);
+    most = std::max(most, rank - letters);
+  }
+  if (most > static_cast<int64_t>(fresh.size())) {
+    why = "the ellipsis covers more dimensions than there are free letters";
+    return failure();
+  }
+  auto spell = [&](StringRef term, int64_t n) {
+    size_t at = term.find("...");
+    if (at == StringRef::npos)
+      return term.str();
+    return (term.substr(0, at) + StringRef(fresh).substr(most - n, n) +
+            term.substr(at + 3))
+        .str();
+  };
+  std::string out;
+  for (auto [i, term] : llvm::enumerate(terms))
+    out += (i ? "," : "") + spell(term, covered[i]);
+  if (equation.contains("->")) {
+    if (output.count("...") != 1 || output.count('.') != 3) {
+      // (onnxruntime refuses an output without the ellipsis too.)
+      why = "the inputs have an ellipsis and the output has none (or more "
+            "than one)";
+      return failure();
+    }
+    out += "->" + spell(output, most);
+  }
+  return out;
+}
+
 /// Einsum(equation, a, b) in its matmul forms -> transposes, unsqueezes,
 /// dfg.matmul, squeezes, transpose. Letters in both inputs and the output
 /// are batch dimensions (B), in both inputs only contracted (K, at most one),
@@ -1171,8 +1240,6 @@ LogicalResult legalizeEinsumOfOne(NodeContext &ctx, StringRef equation) {
   if (!equation.contains("->"))
     return unsupported("expected 'a->b' (an implicit output is not "
                        "supported)");
-  if (equation.contains('.'))
-    return unsupported("ellipsis is not supported");
   RankedTensorType in = ctx.inputType(0);
   if (static_cast<int64_t>(input.size()) != in.getRank())
     return unsupported("the term's length does not match the operand's rank");
@@ -1285,24 +1352,33 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
     for (char c : ctx.attrString("equation"))
       if (c != ' ')
         equation += c;
-    return legalizeEinsumOfOne(ctx, equation);
+    std::string why;
+    FailureOr<std::string> spelt =
+        spellOutEllipsis(equation, {ctx.inputType(0).getRank()}, why);
+    if (failed(spelt))
+      return ctx.error("Einsum '" + equation + "' of one operand: " + why);
+    return legalizeEinsumOfOne(ctx, *spelt);
   }
   if (failed(ctx.requireInputs(2)))
     return failure();
-  std::string equation;
+  std::string written;
   for (char c : ctx.attrString("equation"))
     if (c != ' ')
-      equation += c;
-  auto [inputs, output] = StringRef(equation).split("->");
-  auto [lhs, rhs] = inputs.split(',');
+      written += c;
   auto unsupported = [&](const Twine &why) {
-    return ctx.error("Einsum '" + equation +
+    return ctx.error("Einsum '" + written +
                      "' is not a supported matmul form: " + why);
   };
+  std::string why;
+  FailureOr<std::string> spelt = spellOutEllipsis(
+      written, {ctx.inputType(0).getRank(), ctx.inputType(1).getRank()}, why);
+  if (failed(spelt))
+    return unsupported(why);
+  std::string equation = *spelt;
+  auto [inputs, output] = StringRef(equation).split("->");
+  auto [lhs, rhs] = inputs.split(',');
   if (!StringRef(equation).contains("->") || rhs.empty() || rhs.contains(','))
     return unsupported("expected 'a,b->c' with two operands");
-  if (equation.find('.') != std::string::npos)
-    return unsupported("ellipsis is not supported");
   auto distinct = [](StringRef t) {
     return llvm::all_of(t, [&](char c) { return t.count(c) == 1; });
   };

@@ -204,10 +204,33 @@ LogicalResult legalizeDropout(NodeContext &ctx) {
   return ctx.setResults(ctx.input(0));
 }
 
-/// Constant(value = t) -> dfg.constant t   (small literals only)
+/// Constant(value = t) -> dfg.constant t; a tensor too large for a literal,
+/// stored in place in the model file (raw_data, packed float_data), -> a
+/// dfg.weight that refers to it there, as an initializer would (LED's
+/// TorchScript export writes its 256 x 257 band masks so).
 LogicalResult legalizeConstant(NodeContext &ctx) {
   OpBuilder &b = ctx.builder();
   DenseElementsAttr value;
+  if (const onnx::AttributeProto *a = ctx.attr("value");
+      a && a->has_t()) {
+    FailureOr<RankedTensorType> type =
+        tensorType(*b.getContext(), a->t(), ctx.loc());
+    if (failed(type))
+      return failure();
+    std::optional<int64_t> bytes =
+        tensorBytes(type->getShape(), type->getElementType());
+    std::optional<DataRef> ref =
+        type->getNumElements() > dfg::ConstantOp::kMaxConstantElements &&
+                bytes && !type->getElementType().isInteger(1)
+            ? ctx.constantData(*bytes)
+            : std::nullopt;
+    if (ref)
+      return ctx.setResults(dfg::WeightOp::create(b, ctx.loc(), *type,
+                                                  ctx.node().output(0),
+                                                  ref->file, ref->offset,
+                                                  ref->length)
+                                .getResult());
+  }
   if (const onnx::AttributeProto *a = ctx.attr("value")) {
     FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*a);
     if (failed(attr))

@@ -373,6 +373,19 @@ LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
       start = getAffineConstantExpr(0, context);
   }
   auto constant = [](AffineExpr e) { return isa<AffineConstantExpr>(e); };
+  // A symbolic bound never positive but possibly 0 (LED's `x[:, :-pad]`,
+  // pad a remainder, which its export traced where pad > 0): ONNX slices
+  // nothing at 0 and counts from the back below it, two lengths that no
+  // one expression gives.
+  for (AffineExpr bound : llvm::concat<AffineExpr>(*starts, *ends)) {
+    std::optional<int64_t> most = dfg::boundsOf(bound).most;
+    if (!constant(bound) && most && *most == 0)
+      return ctx.error("a slice bound " + ctx.dimTable().format(bound) +
+                       " is 0 for some sizes (the slice then takes nothing) "
+                       "and negative for others (it then counts from the "
+                       "back); meshc cannot size the result for both: give "
+                       "the dimensions it depends on with --dim");
+  }
   OpBuilder &b = ctx.builder();
   if (llvm::all_of(*starts, constant) && llvm::all_of(*ends, constant)) {
     SmallVector<int64_t> s, e;

@@ -32,7 +32,10 @@ Error modelError(StringRef /*path*/, const Twine &why) {
 
 // Field numbers of onnx.proto that the offset scan follows.
 constexpr int kModelGraph = 7;       // ModelProto.graph
+constexpr int kGraphNode = 1;        // GraphProto.node
 constexpr int kGraphInitializer = 5; // GraphProto.initializer
+constexpr int kNodeAttribute = 5;    // NodeProto.attribute
+constexpr int kAttributeTensor = 5;  // AttributeProto.t
 constexpr int kTensorFloatData = 4;  // TensorProto.float_data (packed)
 constexpr int kTensorRawData = 9;    // TensorProto.raw_data
 
@@ -123,16 +126,60 @@ Error OnnxModel::scanInitializerOffsets(StringRef bytes) {
     ++index;
     return ok;
   };
+  // The tensor of each Constant node's `value` attribute, by the node's
+  // output.
+  int nodeIndex = 0;
+  auto scanNode = [&](int64_t offset, int64_t length) {
+    const onnx::NodeProto &node = proto_->graph().node(nodeIndex++);
+    if (node.op_type() != "Constant" || !node.domain().empty() ||
+        node.output_size() != 1)
+      return true;
+    int attribute = 0;
+    auto scanAttribute = [&](int64_t o, int64_t l) {
+      if (attribute >= node.attribute_size() ||
+          node.attribute(attribute++).name() != "value")
+        return true;
+      auto record = [&](int64_t at, int64_t size) {
+        constants_[node.output(0)] = {at, size};
+        return true;
+      };
+      auto scanValue = [&](int64_t to, int64_t tl) {
+        CodedInputStream raw = stream(to, tl);
+        bool ok = forEachField(raw, to, kTensorRawData, record);
+        if (ok && !constants_.count(node.output(0))) {
+          CodedInputStream packed = stream(to, tl);
+          ok = forEachField(packed, to, kTensorFloatData, record);
+        }
+        return ok;
+      };
+      CodedInputStream attr = stream(o, l);
+      return forEachField(attr, o, kAttributeTensor, scanValue);
+    };
+    CodedInputStream in = stream(offset, length);
+    return forEachField(in, offset, kNodeAttribute, scanAttribute);
+  };
   auto scanGraph = [&](int64_t offset, int64_t length) {
     CodedInputStream graph = stream(offset, length);
-    return forEachField(graph, offset, kGraphInitializer, scanTensor);
+    if (!forEachField(graph, offset, kGraphInitializer, scanTensor))
+      return false;
+    CodedInputStream nodes = stream(offset, length);
+    return forEachField(nodes, offset, kGraphNode, scanNode);
   };
   CodedInputStream model = stream(0, bytes.size());
   if (!forEachField(model, 0, kModelGraph, scanGraph) ||
-      index != proto_->graph().initializer_size())
+      index != proto_->graph().initializer_size() ||
+      nodeIndex != proto_->graph().node_size())
     return modelError(path_, "could not locate the initializer data in the "
                              "protobuf");
   return Error::success();
+}
+
+std::optional<DataRef> OnnxModel::constantData(StringRef output,
+                                               int64_t expectedBytes) const {
+  auto it = constants_.find(output);
+  if (it == constants_.end() || it->second.second != expectedBytes)
+    return std::nullopt;
+  return DataRef{fileName_, it->second.first, it->second.second};
 }
 
 std::optional<int64_t> OnnxModel::opsetVersion(StringRef domain) const {

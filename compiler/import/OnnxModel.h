@@ -62,6 +62,13 @@ public:
   llvm::Expected<std::optional<DataRef>>
   initializerData(int index, int64_t expectedBytes) const;
 
+  /// Where the tensor of the Constant node of the main graph whose output is
+  /// `output` lies in the model file, when its `value` is stored as
+  /// contiguous little-endian bytes (raw_data or packed float_data) of
+  /// `expectedBytes`; std::nullopt otherwise.
+  std::optional<DataRef> constantData(llvm::StringRef output,
+                                      int64_t expectedBytes) const;
+
 private:
   OnnxModel();
   llvm::Error scanInitializerOffsets(llvm::StringRef bytes);
@@ -71,6 +78,8 @@ private:
   /// Initializer index -> offset/length in the model file of its raw_data
   /// (or packed float_data) payload.
   llvm::DenseMap<int, std::pair<int64_t, int64_t>> embedded_;
+  /// The same for the `value` of each Constant node, by its output.
+  llvm::StringMap<std::pair<int64_t, int64_t>> constants_;
 };
 
 /// The name ONNX gives a domain in messages ("ai.onnx" for "").

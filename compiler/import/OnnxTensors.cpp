@@ -95,9 +95,10 @@ FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,
   if (n > dfg::ConstantOp::kMaxConstantElements)
     return emitError(loc)
            << "tensor '" << tensor.name() << "' (" << n
-           << " elements) is stored inside the protobuf in a form meshc "
-           << "cannot refer to in place; save it as raw_data or external "
-           << "data";
+           << " elements) is too large for a literal and stored where meshc "
+           << "cannot refer to it in place (it can: an initializer's or a "
+           << "main-graph Constant node's raw_data, packed float_data or "
+           << "external data)";
   auto countError = [&](int64_t have) {
     return emitError(loc) << "tensor '" << tensor.name() << "' holds " << have
                           << " values but its shape needs " << n;

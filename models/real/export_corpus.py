@@ -53,6 +53,13 @@ minicpm3,zamba2,gemma3n_text,funnel \
       --arch vit,deit,dinov2,beit,swin,clip_vision_model,siglip_vision_model,convnext \
       --exporter dynamo,torchscript
                                          (VISION: image encoders over 32 x 32 pixels)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch t5,bart,whisper --exporter dynamo,torchscript
+                                         (SEQ2SEQ: encoder-decoders, a right-padded source
+                                         of 5 tokens (Whisper: 16 x 32 log-mel features) and
+                                         4 decoder tokens in, the logits out; then marian,
+                                         longt5,switch_transformers,pegasus_x by dynamo and
+                                         m2m_100,nllb-moe,fsmt,prophetnet,led by torchscript)
   .venv-export/bin/python models/real/export_corpus.py --out /tmp/probe \
       --arch electra,roformer --exporter dynamo --as-encoder
                                          (a probe: architectures the script has no case
@@ -63,7 +70,8 @@ Each export is a folder <arch>-<exporter>/ holding:
   inputs/*.npy       the inputs: a left-padded batch of 2 with its
                      attention_mask and position ids (a speech encoder's: two
                      rows of 400 samples; an image encoder's: two 3 x 32 x 32
-                     images) (and, for KV-cache exports,
+                     images; an encoder-decoder's: a right-padded source and
+                     the decoder's tokens) (and, for KV-cache exports,
                      the cache of a real 4-token prefix and one new token (a decoding step))
   reference/*.npy    onnxruntime's outputs for them
   export.json        architecture, exporter and versions, the torch
@@ -497,6 +505,8 @@ def config_for(arch):
         return audio_config(arch)
     if arch in VISION:
         return vision_config(arch)
+    if arch in SEQ2SEQ:
+        return seq2seq_config(arch)
     return generic_config(arch, common)
 
 
@@ -575,6 +585,39 @@ def vision_config(arch):
     return config, getattr(tf, auto.MODEL_MAPPING_NAMES[arch])
 
 
+def seq2seq_config(arch):
+    """An encoder-decoder (T5, BART and their kin; Whisper over log-mel
+    features): 2 encoder and 2 decoder layers of 4 heads of 16, hidden 64,
+    as its conditional-generation class (the language-model head's logits
+    over the decoder's tokens)."""
+    import transformers as tf
+    from transformers.models.auto import modeling_auto as auto
+
+    cls = tf.AutoConfig.for_model(arch).__class__
+    defaults = cls().to_dict()
+    sizes = dict(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                 num_decoder_layers=2, num_heads=4, encoder_layers=2, decoder_layers=2,
+                 encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                 decoder_ffn_dim=128, max_position_embeddings=64, relative_attention_num_buckets=8,
+                 relative_attention_max_distance=16, num_mel_bins=MELS,
+                 max_source_positions=FRAMES // 2, max_target_positions=64, dropout=0.0,
+                 dropout_rate=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+                 forced_eos_token_id=None, tie_word_embeddings=False,
+                 # FSMT's vocabularies, ProphetNet's and LED's own names.
+                 src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, hidden_size=64,
+                 num_encoder_layers=2, num_encoder_attention_heads=4,
+                 num_decoder_attention_heads=4, attention_window=4,
+                 max_encoder_position_embeddings=64, max_decoder_position_embeddings=64)
+    config = cls(**{k: v for k, v in sizes.items() if k in defaults})
+    for table in ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+                  "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES"):
+        name = getattr(auto, table).get(arch)
+        if name:
+            return config, getattr(tf, name if isinstance(name, str) else name[0])
+    raise SystemExit(f"no conditional-generation class for {arch}")
+
+
 def generic_config(arch, common):
     """Any other architecture transformers registers, as a causal LM (else
     the bare model): its config class with the tiny sizes above where it
@@ -643,6 +686,13 @@ VISION = {"vit", "deit", "dinov2", "beit", "data2vec-vision", "swin", "clip_visi
           "swinv2", "convnextv2", "dinov2_with_registers", "pvt", "bit", "cvt", "dpt", "vit_msn",
           "ijepa", "hiera", "mobilenet_v1", "efficientformer", "glpn", "van", "nat", "textnet"}
 ENCODERS |= VISION
+# Encoder-decoders (seq2seq_config): a right-padded source batch with its
+# mask and the decoder's tokens in, the logits out. Whisper's source is
+# MELS x FRAMES log-mel features.
+SEQ2SEQ = {"t5", "mt5", "umt5", "longt5", "bart", "mbart", "marian", "pegasus", "m2m_100",
+           "blenderbot", "blenderbot-small", "plbart", "fsmt", "led", "prophetnet",
+           "bigbird_pegasus", "switch_transformers", "pegasus_x", "whisper", "nllb-moe"}
+SPEECH2SEQ = {"whisper"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
@@ -676,6 +726,10 @@ def build_model(arch):
 SAMPLES = 400
 # An image encoder's images: IMAGE x IMAGE pixels.
 IMAGE = 32
+# Whisper's features: MELS log-mel bins by FRAMES frames (the encoder's
+# positions are FRAMES / 2, and it takes no other length); the decoder's
+# tokens: DECODER_SEQ.
+MELS, FRAMES, DECODER_SEQ = 16, 32, 4
 
 
 def prompt_inputs(arch):
@@ -686,9 +740,11 @@ def prompt_inputs(arch):
         return rng.standard_normal((BATCH, SAMPLES)).astype(np.float32), None, None
     if arch in VISION:
         return rng.standard_normal((BATCH, 3, IMAGE, IMAGE)).astype(np.float32), None, None
+    if arch in SPEECH2SEQ:
+        return rng.standard_normal((BATCH, MELS, FRAMES)).astype(np.float32), None, None
     ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
     mask = np.ones((BATCH, SEQ), np.int64)
-    if arch not in ENCODERS:
+    if arch not in ENCODERS and arch not in SEQ2SEQ:
         mask[1, :2] = 0
         ids[1, :2] = 0
     else:
@@ -701,9 +757,25 @@ def prompt_inputs(arch):
 # Exporters
 # ---------------------------------------------------------------------------
 
+def decoder_ids():
+    """The decoder's tokens of an encoder-decoder: the start token, then
+    DECODER_SEQ - 1 tokens of the target (every row full, as in teacher
+    forcing)."""
+    rng = np.random.default_rng(SEED + 1)
+    ids = rng.integers(3, VOCAB, size=(BATCH, DECODER_SEQ)).astype(np.int64)
+    ids[:, 0] = 1
+    return ids
+
+
 def torch_inputs(arch, ids, mask, pos):
     import torch
 
+    if arch in SPEECH2SEQ:
+        return dict(input_features=torch.tensor(ids),
+                    decoder_input_ids=torch.tensor(decoder_ids()))
+    if arch in SEQ2SEQ:
+        return dict(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                    decoder_input_ids=torch.tensor(decoder_ids()))
     if arch in AUDIO:
         return dict(input_values=torch.tensor(ids))
     if arch in VISION:
@@ -723,6 +795,56 @@ def torch_output(arch, model, kw):
     if arch in ENCODERS:
         return model(**kw, return_dict=True).last_hidden_state
     return model(**kw, use_cache=False, return_dict=True).logits
+
+
+def export_seq2seq(arch, model, out, dynamo, opset=None):
+    """An encoder-decoder as one graph: source (token ids and mask, or
+    Whisper's features) and the decoder's tokens in, the logits out. The
+    batch, the source's length (not Whisper's, which is fixed) and the
+    decoder's length are symbolic."""
+    import torch
+
+    ids, mask, _ = prompt_inputs(arch)
+    kw = torch_inputs(arch, ids, mask, None)
+    names = list(kw)
+    path = os.path.join(out, "model.onnx")
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, source, second, third=None):
+            args = (source, second) if third is None else (source, second, third)
+            return torch_output(arch, self.inner, dict(zip(names, args)))
+
+    wrapped = Wrapper(model).eval()
+    args = tuple(kw[n] for n in names)
+    speech = arch in SPEECH2SEQ
+    if dynamo:
+        batch = torch.export.Dim("batch_size", max=64)
+        src = torch.export.Dim("sequence_length", max=60)
+        tgt = torch.export.Dim("decoder_sequence_length", max=60)
+        dyn = [{0: batch} if speech else {0: batch, 1: src}, {0: batch, 1: tgt}]
+        if not speech:
+            dyn.insert(1, {0: batch, 1: src})
+        kwargs = dict(dynamo=True, dynamic_shapes=tuple(dyn), input_names=names,
+                      output_names=["logits"], external_data=False)
+        if opset:
+            kwargs["opset_version"] = opset
+        torch.onnx.export(wrapped, args, **kwargs).save(path)
+    else:
+        axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
+        if speech:
+            axes["input_features"] = {0: "batch_size"}
+        axes["decoder_input_ids"] = {0: "batch_size", 1: "decoder_sequence_length"}
+        axes["logits"] = {0: "batch_size", 1: "decoder_sequence_length"}
+        torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
+                          input_names=names, output_names=["logits"], dynamic_axes=axes)
+    feeds = {n: kw[n].numpy() for n in names}
+    with torch.no_grad():
+        want = {"logits": wrapped(*args).numpy()}
+    return feeds, want
 
 
 def export_torch(arch, model, out, dynamo, opset=None):
@@ -1006,7 +1128,8 @@ def traced_shapes_only(out, feeds):
             elif n == "input_values":  # samples: 1 and 4 more frames' worth
                 longer[n] = np.concatenate(
                     [v, np.full((v.shape[0], 20 * extra // 3), 0.5, v.dtype)], axis=1)
-            elif v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids"):
+            elif v.ndim == 2 and n in ("input_ids", "attention_mask", "token_type_ids",
+                                       "decoder_input_ids"):
                 longer[n] = np.concatenate([v, np.ones((v.shape[0], extra), v.dtype)], axis=1)
             elif n == "position_ids":
                 longer[n] = np.concatenate([v, v[:, -1:] + np.arange(1, extra + 1)], axis=1)
@@ -1121,8 +1244,9 @@ def main():
                     # Attention and RotaryEmbedding; torchscript14 comes
                     # before LayerNormalization, as older export scripts pin).
                     kind, opset = torch_exporter.groups()
-                    feeds, want = export_torch(arch, model, out, dynamo=kind == "dynamo",
-                                               opset=int(opset) if opset else None)
+                    export = export_seq2seq if arch in SEQ2SEQ else export_torch
+                    feeds, want = export(arch, model, out, dynamo=kind == "dynamo",
+                                         opset=int(opset) if opset else None)
                 elif exporter == "optimum":
                     feeds, want = export_optimum(arch, model, out)
                 elif exporter == "genai":

@@ -24,7 +24,7 @@ using dfg::sameDim;
 /// axes, a reshape that adds leading 1s): the mask broadcasts the same.
 Value stripLeadingUnits(Value v, dfg::SymbolicShapes &shapes) {
   while (Operation *op = v.getDefiningOp()) {
-    if (!isa<dfg::UnsqueezeOp, dfg::ReshapeOp>(op))
+    if (!isa<dfg::UnsqueezeOp, dfg::ReshapeOp, dfg::SymbolicReshapeOp>(op))
       return v;
     Value in = op->getOperand(0);
     SmallVector<AffineExpr> outDims(shapes.dims(v)), inDims(shapes.dims(in));
@@ -231,10 +231,12 @@ bool isLiteralCausal(Value cond, AffineExpr queries, AffineExpr keys,
          isCausalMask(cond, q.getValue(), k.getValue(), p.getValue(), reader);
 }
 
-/// True if the bool factor `cond` is the causal mask.
+/// True if the bool factor `cond` is the causal mask (seen through
+/// broadcasts: BART's decoder expands its causal mask over the batch).
 bool isCausalFactor(Value cond, AffineExpr queries, AffineExpr keys,
                     AffineExpr past, dfg::SymbolicShapes &shapes,
                     const ConstantReader &reader) {
+  cond = stripBroadcasts(cond, shapes);
   return isSlicedTril(cond, queries, keys, past, shapes, reader) ||
          isCausalComparison(cond, queries, keys, past, shapes, reader) ||
          isLiteralCausal(cond, queries, keys, past, reader);
@@ -555,6 +557,44 @@ bool keepsOnlyCausalKeys(Value mask, AffineExpr queries, AffineExpr keys,
                       /*lowerOnly=*/true);
 }
 
+/// where(c, X, F) for a float X that is not 0 (T5's relative position
+/// bias where its causal mask keeps the key, F elsewhere), c causal or a
+/// conjunction with a causal factor: X (or where(the other factors, X, F)),
+/// F as the fill. A key past the limit scores F as before; every other key
+/// scores what it did.
+static std::optional<Value> splitCausalSelect(Value mask, AffineExpr queries,
+                                       AffineExpr keys, AffineExpr past,
+                                       dfg::SymbolicShapes &shapes,
+                                       const ConstantReader &reader,
+                                       OpBuilder &builder, double &fill) {
+  auto where = stripBroadcasts(mask, shapes).getDefiningOp<dfg::WhereOp>();
+  if (!where)
+    return std::nullopt;
+  std::optional<double> f = reader.splat(where.getRhs());
+  if (!f || !(std::isinf(*f) ? *f < 0 : *f <= kFiniteCausalFillMax))
+    return std::nullopt;
+  Value kept = where.getLhs();
+  if (!isa<FloatType>(getElementTypeOrSelf(kept.getType())) ||
+      reader.splat(kept))
+    return std::nullopt;
+  Value cond = where.getCondition();
+  if (isCausalFactor(cond, queries, keys, past, shapes, reader)) {
+    fill = *f;
+    return kept;
+  }
+  double boolFill = 0.0;
+  std::optional<Value> rest = splitCausalFactor(
+      cond, queries, keys, past, shapes, reader, builder, boolFill);
+  if (!rest)
+    return std::nullopt;
+  fill = *f;
+  if (!*rest)
+    return kept;
+  return dfg::WhereOp::create(builder, mask.getLoc(), *rest, kept,
+                              where.getRhs())
+      .getResult();
+}
+
 std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
                                        AffineExpr keys, AffineExpr past,
                                        dfg::SymbolicShapes &shapes,
@@ -608,6 +648,11 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
           return *rest;
         }
       }
+    }
+    if (!additive) {
+      if (std::optional<Value> rest = splitCausalSelect(
+              mask, queries, keys, past, shapes, reader, builder, fill))
+        return rest;
     }
     if (!additive || additive->second >= 0)
       return splitAdditiveCausal(mask, queries, keys, past, shapes, reader,

@@ -168,6 +168,115 @@ std::optional<IndexForm> IndexForms::broadcastTo(const IndexForm &form,
   return out;
 }
 
+/// True if every element of `form` is at least 0: no negative coefficient
+/// and a constant offset of at least 0 (an index that counts from the
+/// start).
+static bool nonNegative(const IndexForm &form) {
+  std::optional<int64_t> offset = form.constantOffset();
+  return offset && *offset >= 0 &&
+         llvm::all_of(form.coef, [](int64_t c) { return c >= 0; });
+}
+
+std::optional<IndexForm> IndexForms::gathered(Operation *def, Value v,
+                                              int depth) {
+  // An index form of the data read at positions that are index forms
+  // themselves (HF's position ids read at the query and key positions):
+  // each index shifts the data's coefficient along its axis onto the
+  // result's axes the index varies along.
+  std::optional<IndexForm> data = at(def->getOperand(0), depth + 1);
+  if (!data)
+    return std::nullopt;
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  int64_t indexRank =
+      cast<RankedTensorType>(def->getOperand(1).getType()).getRank();
+  int64_t dataRank = static_cast<int64_t>(data->coef.size());
+  IndexForm out{SmallVector<int64_t>(rank, 0), data->offset};
+  // The data's axis `axis` read at the index whose form is `index` (its
+  // coefficients laid on the result's axes from `first`, its offset
+  // `offset`).
+  auto readAt = [&](int64_t axis, const IndexForm &index, int64_t first,
+                    AffineExpr offset) {
+    int64_t c = data->coef[axis];
+    for (auto [j, k] : llvm::enumerate(index.coef))
+      out.coef[first + j] += c * k;
+    out.offset = out.offset + offset * c;
+  };
+  if (auto gather = dyn_cast<dfg::GatherOp>(def)) {
+    std::optional<IndexForm> indices = at(gather.getIndices(), depth + 1);
+    if (!indices || !nonNegative(*indices))
+      return std::nullopt;
+    int64_t axis = static_cast<int64_t>(gather.getAxis());
+    if (axis < 0)
+      axis += dataRank;
+    for (int64_t a = 0; a < dataRank; ++a) {
+      if (a == axis)
+        readAt(a, *indices, axis, indices->offset);
+      else
+        out.coef[a < axis ? a : a - 1 + indexRank] += data->coef[a];
+    }
+    return out;
+  }
+  auto nd = cast<dfg::GatherNDOp>(def);
+  int64_t batch = nd.getBatchDims();
+  std::optional<SmallVector<IndexForm>> tuple =
+      tupleForms(nd.getIndices(), depth + 1);
+  if (!tuple)
+    return std::nullopt;
+  int64_t k = static_cast<int64_t>(tuple->size());
+  for (int64_t a = 0; a < batch; ++a)
+    out.coef[a] += data->coef[a];
+  for (int64_t c = 0; c < k; ++c)
+    readAt(batch + c, (*tuple)[c], 0, (*tuple)[c].offset);
+  for (int64_t a = batch + k; a < dataRank; ++a)
+    out.coef[indexRank - 1 + a - batch - k] += data->coef[a];
+  return out;
+}
+
+std::optional<SmallVector<IndexForm>>
+IndexForms::tupleForms(Value indices, int depth) {
+  // Each component of the index tuples along the last axis, as a form over
+  // the other axes: from the indices' own form, or from the pieces of a
+  // concat along the last axis (the exporter's stacked batch and position
+  // indices).
+  auto type = cast<RankedTensorType>(indices.getType());
+  int64_t last = type.getRank() - 1;
+  if (last < 0 || type.isDynamicDim(last))
+    return std::nullopt;
+  SmallVector<IndexForm> out;
+  if (std::optional<IndexForm> form = at(indices, depth)) {
+    for (int64_t c = 0; c < type.getDimSize(last); ++c)
+      out.push_back({SmallVector<int64_t>(form->coef.begin(),
+                                          form->coef.end() - 1),
+                     form->offset + form->coef[last] * c});
+  } else if (auto concat = indices.getDefiningOp<dfg::ConcatOp>();
+             concat &&
+             (static_cast<int64_t>(concat.getAxis()) == last ||
+              static_cast<int64_t>(concat.getAxis()) == -1) &&
+             depth < kMaxDepth) {
+    for (Value piece : concat.getInputs()) {
+      std::optional<SmallVector<IndexForm>> part =
+          tupleForms(piece, depth + 1);
+      if (!part)
+        return std::nullopt;
+      // A piece broadcasts to the concat's other axes only if it has them.
+      SmallVector<AffineExpr> pieceDims(shapes_.dims(piece));
+      SmallVector<AffineExpr> allDims(shapes_.dims(indices));
+      if (!llvm::equal(ArrayRef(pieceDims).drop_back(),
+                       ArrayRef(allDims).drop_back(),
+                       [](AffineExpr a, AffineExpr b) {
+                         return a && b && dfg::sameDim(a, b);
+                       }))
+        return std::nullopt;
+      out.append(*part);
+    }
+  } else {
+    return std::nullopt;
+  }
+  if (!llvm::all_of(out, nonNegative))
+    return std::nullopt;
+  return out;
+}
+
 std::optional<IndexForm> IndexForms::compute(Value v, int depth) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || !holdsIntegers(type.getElementType()))
@@ -261,6 +370,8 @@ std::optional<IndexForm> IndexForms::compute(Value v, int depth) {
     }
     return std::nullopt;
   }
+  if (isa<dfg::GatherOp, dfg::GatherNDOp>(def))
+    return gathered(def, v, depth);
   if (isa<dfg::AddOp, dfg::SubOp>(def)) {
     std::optional<IndexForm> a = operand(0), b = operand(1);
     if (!a || !b)

@@ -45,7 +45,9 @@ struct IndexForm {
 ///   - views that keep the dimensions other than 1 in order (reshape,
 ///     unsqueeze, squeeze), transposes, broadcasts (expand,
 ///     symbolic_expand);
-///   - add, sub, neg, a product by an integer constant, and casts.
+///   - add, sub, neg, a product by an integer constant, and casts;
+///   - gather and gather_nd of a form at indices that are forms with no
+///     negative element (position ids read at the query and key positions).
 /// Every value on the way must hold integers exactly: integers of 32 bits
 /// or more, or f32 / f64 (exact for positions below 2^24). A cast to bool
 /// or to a narrow integer is not followed. Sizes are compared as symbolic
@@ -64,6 +66,13 @@ public:
 private:
   std::optional<IndexForm> compute(mlir::Value v, int depth);
   std::optional<IndexForm> at(mlir::Value v, int depth);
+  /// A gather or gather_nd of a form at indices that are forms.
+  std::optional<IndexForm> gathered(mlir::Operation *def, mlir::Value v,
+                                    int depth);
+  /// The forms of the components of a gather_nd's index tuples (its last
+  /// axis), over its other axes.
+  std::optional<llvm::SmallVector<IndexForm>> tupleForms(mlir::Value indices,
+                                                         int depth);
   /// `form` of `from` as a form of `to`, which has the same dimensions
   /// other than 1 in the same order.
   std::optional<IndexForm> keepNonUnit(const IndexForm &form, mlir::Value from,

@@ -735,16 +735,29 @@ AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
     if (!least || *least < c.getValue())
       return {};
   }
-  auto normalize = [&](AffineExpr e) {
+  auto normalize = [&](AffineExpr e) -> AffineExpr {
     if (auto c = dyn_cast<AffineConstantExpr>(e)) {
       if (c.getValue() < 0)
         return dim + c.getValue();
       if (c.getValue() >= (int64_t(1) << 40))
         return dim;
+      return e;
     }
+    // A symbolic bound that is always negative counts from the back. One
+    // that is never positive but may be 0 (`x[:, :-pad]` with pad a
+    // remainder: 0 slices nothing, a negative bound counts from the back)
+    // has no one expression.
+    std::optional<int64_t> most = boundsOf(e).most;
+    if (most && *most < 0)
+      return dim + e;
+    if (most && *most <= 0)
+      return AffineExpr();
     return e;
   };
-  AffineExpr len = normalize(end) - normalize(start);
+  AffineExpr from = normalize(start), to = normalize(end);
+  if (!from || !to)
+    return {};
+  AffineExpr len = to - from;
   return step == 1 ? len : len.ceilDiv(step);
 }
 

@@ -1610,3 +1610,73 @@ func.func @interleaved_rotary_tables_gathered(%x: tensor<1x2x3x4xf32>, %pos: ten
   %z = dfg.add %as, %bs : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %y, %z : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// The decoders of encoder-decoders, each causal:
+//  - BART's mask where(expand(j <= i), 0, F): the causal comparison
+//    broadcast over the batch before the where;
+//  - T5's where(j <= i, bias, F): its relative position bias kept where the
+//    key is visible, F past the limit: the op is causal, the bias its mask,
+//    F its fill;
+//  - Whisper's j <= i read through the position ids: the positions
+//    expand(range) gathered (GatherND, batch and position index tuples
+//    concatenated) at the query's and at the key's index.
+// Near miss: where(j < i, bias, F) masks each query's own key, not causal.
+// CHECK-LABEL: func.func @encoder_decoder_masks
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} scale = 5.000000e-01 causal = true :
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%arg3) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%{{.+}}) scale = 5.000000e-01 causal = false :
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} scale = 5.000000e-01 causal = true :
+func.func @encoder_decoder_masks(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %bias: tensor<1x2x?x?xf32> {dfg.dim_names = ["", "", "s", "s"]}) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %pos = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %row = dfg.unsqueeze %pos axes = [0, 1, 2] : (tensor<?xi64>) -> tensor<1x1x1x?xi64>
+  %col = dfg.unsqueeze %pos axes = [0, 1, 3] : (tensor<?xi64>) -> tensor<1x1x?x1xi64>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+
+  %vis = dfg.less_or_equal %row, %col : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %visb = dfg.symbolic_expand %vis to affine_map<()[s0, s1] -> (s0, 1, s1, s1)> symbols ["b", "s"] : (tensor<1x1x?x?xi1>) -> tensor<?x1x?x?xi1>
+  %bart = dfg.where %visb, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %m1 = dfg.add %ss, %bart : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p1 = dfg.softmax %m1 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o1 = dfg.matmul %p1, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+
+  %t5 = dfg.where %vis, %bias, %min : (tensor<1x1x?x?xi1>, tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %m2 = dfg.add %ss, %t5 : (tensor<?x2x?x?xf32>, tensor<1x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p2 = dfg.softmax %m2 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o2 = dfg.matmul %p2, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+
+  %before = dfg.less %row, %col : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %near = dfg.where %before, %bias, %min : (tensor<1x1x?x?xi1>, tensor<1x2x?x?xf32>, tensor<f32>) -> tensor<1x2x?x?xf32>
+  %m3 = dfg.add %ss, %near : (tensor<?x2x?x?xf32>, tensor<1x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p3 = dfg.softmax %m3 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o3 = dfg.matmul %p3, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+
+  %pos2 = dfg.unsqueeze %pos axes = [0] : (tensor<?xi64>) -> tensor<1x?xi64>
+  %ids = dfg.symbolic_expand %pos2 to affine_map<()[s0, s1] -> (s0, s1)> symbols ["b", "s"] : (tensor<1x?xi64>) -> tensor<?x?xi64>
+  %brange = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %bidx = dfg.unsqueeze %brange axes = [1, 2, 3] : (tensor<?xi64>) -> tensor<?x1x1x1xi64>
+  %bq = dfg.symbolic_expand %bidx to affine_map<()[s0, s1] -> (s0, 1, s1, 1)> symbols ["b", "s"] : (tensor<?x1x1x1xi64>) -> tensor<?x1x?x1xi64>
+  %bq5 = dfg.unsqueeze %bq axes = [4] : (tensor<?x1x?x1xi64>) -> tensor<?x1x?x1x1xi64>
+  %qq = dfg.symbolic_expand %col to affine_map<()[s0, s1] -> (s0, 1, s1, 1)> symbols ["b", "s"] : (tensor<1x1x?x1xi64>) -> tensor<?x1x?x1xi64>
+  %qq5 = dfg.unsqueeze %qq axes = [4] : (tensor<?x1x?x1xi64>) -> tensor<?x1x?x1x1xi64>
+  %qt = dfg.concat %bq5, %qq5 axis = -1 : (tensor<?x1x?x1x1xi64>, tensor<?x1x?x1x1xi64>) -> tensor<?x1x?x1x2xi64>
+  %bk = dfg.symbolic_expand %bidx to affine_map<()[s0, s1] -> (s0, 1, 1, s1)> symbols ["b", "s"] : (tensor<?x1x1x1xi64>) -> tensor<?x1x1x?xi64>
+  %bk5 = dfg.unsqueeze %bk axes = [4] : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi64>
+  %kk = dfg.symbolic_expand %row to affine_map<()[s0, s1] -> (s0, 1, 1, s1)> symbols ["b", "s"] : (tensor<1x1x1x?xi64>) -> tensor<?x1x1x?xi64>
+  %kk5 = dfg.unsqueeze %kk axes = [4] : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?x1xi64>
+  %kt2 = dfg.concat %bk5, %kk5 axis = -1 : (tensor<?x1x1x?x1xi64>, tensor<?x1x1x?x1xi64>) -> tensor<?x1x1x?x2xi64>
+  %atq = dfg.gather_nd %ids, %qt batch_dims = 0 : (tensor<?x?xi64>, tensor<?x1x?x1x2xi64>) -> tensor<?x1x?x1xi64>
+  %atk = dfg.gather_nd %ids, %kt2 batch_dims = 0 : (tensor<?x?xi64>, tensor<?x1x1x?x2xi64>) -> tensor<?x1x1x?xi64>
+  %wvis = dfg.less_or_equal %atk, %atq : (tensor<?x1x1x?xi64>, tensor<?x1x?x1xi64>) -> tensor<?x1x?x?xi1>
+  %whisper = dfg.where %wvis, %zero, %min : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %m4 = dfg.add %ss, %whisper : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p4 = dfg.softmax %m4 axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o4 = dfg.matmul %p4, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o1, %o2, %o3, %o4 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
+}

@@ -1551,9 +1551,82 @@ def case_einsum(path):
     return model(nodes, ins, outs, [weight("w", 8, 16)])
 
 
+def case_einsum_ellipsis(path):
+    """Einsum with ellipses: LongT5's blocked scores '...qhd,...khd->...hqk'
+    (two leading dimensions behind the ellipsis), a product whose ellipsis
+    broadcasts a unit dimension, and one operand transposed."""
+    nodes = [
+        helper.make_node("Einsum", ["q", "k"], ["scores"], equation="...qhd,...khd->...hqk",
+                         name="blocked"),
+        helper.make_node("Einsum", ["a", "b"], ["ab"], equation="...ij,...jk->...ik",
+                         name="uneven"),
+        helper.make_node("Einsum", ["a"], ["at"], equation="...ij->...ji", name="transposed"),
+    ]
+    ins = [f32("q", [2, 3, 4, 2, 8]), f32("k", [2, 3, 5, 2, 8]), f32("a", [2, 3, 4, 5]),
+           f32("b", [1, 3, 5, 6])]
+    outs = [f32(n, None) for n in ("scores", "ab", "at")]
+    return model(nodes, ins, outs)
+
+
+def case_big_constant(path):
+    """A Constant node whose tensor (300 x 300, more than a literal holds)
+    is stored in raw data, as TorchScript writes LED's band masks: the
+    import refers to its bytes in the model file, as to an initializer's."""
+    rng = np.random.default_rng(5)
+    value = numpy_helper.from_array(rng.standard_normal((300, 300)).astype(np.float32), "band")
+    nodes = [helper.make_node("Constant", [], ["band"], value=value, name="band"),
+             helper.make_node("MatMul", ["x", "band"], ["y"], name="product")]
+    return model(nodes, [f32("x", ["batch", 300])], [f32("y", None)])
+
+
+def case_big_constant_varint(path):
+    """A Constant node of 70000 int64 values in int64_data (varints, not
+    bytes meshc can refer to), too large for a literal."""
+    value = helper.make_tensor("ids", TensorProto.INT64, [70000], list(range(70000)))
+    nodes = [helper.make_node("Constant", [], ["ids"], value=value, name="ids"),
+             helper.make_node("Add", ["x", "ids"], ["y"], name="add")]
+    return model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT64, [70000])],
+                 [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+
+
+def case_splat_weight(path):
+    """A product by a splat of a million elements (ConstantOfShape, folded
+    to a splat literal): the executables' weight files hold its elements."""
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["half"], name="half",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("MatMul", ["x", "half"], ["y"], name="product")]
+    return model(nodes, [f32("x", ["batch", 2048])], [f32("y", None)],
+                 [ints("shape", [2048, 512])])
+
+
+def case_slice_maybe_empty(path):
+    """`x[:, :-pad]` with pad = (4 - n % 4) % 4, as LED's TorchScript export
+    unpads its sequence: pad is 0 for some lengths, where the slice takes
+    nothing, and counts from the back otherwise."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "one"], ["n"], axis=0, name="n"),
+        helper.make_node("Mod", ["n", "four"], ["r"], name="r"),
+        helper.make_node("Sub", ["four", "r"], ["p"], name="p"),
+        helper.make_node("Mod", ["p", "four"], ["pad"], name="pad"),
+        helper.make_node("Neg", ["pad"], ["end"], name="end"),
+        helper.make_node("Unsqueeze", ["end", "zero"], ["ends"], name="ends"),
+        helper.make_node("Slice", ["x", "zero", "ends", "axes"], ["y"], name="unpad"),
+    ]
+    scalar = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
+    inits = [scalar("one", 1), scalar("four", 4), ints("zero", [0]), ints("axes", [1])]
+    return model(nodes, [f32("x", ["batch", "n"])], [f32("y", None)], inits)
+
+
 def case_einsum_trace(path):
     node = helper.make_node("Einsum", ["x", "x"], ["y"], equation="ii,ij->j", name="diag")
     return model([node], [f32("x", [4, 4])], [f32("y", None)])
+
+
+def case_einsum_drop_ellipsis(path):
+    node = helper.make_node("Einsum", ["x", "y"], ["z"], equation="...ij,...jk->ik",
+                            name="drop")
+    return model([node], [f32("x", [2, 4, 4]), f32("y", [2, 4, 3])], [f32("z", None)])
 
 
 def rope_cache(name, positions, half):
