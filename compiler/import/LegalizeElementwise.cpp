@@ -35,6 +35,21 @@ template <typename OpTy> LogicalResult legalizeCompare(NodeContext &ctx) {
   RankedTensorType lhs = ctx.inputType(0), rhs = ctx.inputType(1);
   if (lhs.getElementType() != rhs.getElementType())
     return ctx.mismatchedTypes();
+  if (std::is_same_v<OpTy, dfg::EqualOp> && lhs.getElementType().isInteger(1)) {
+    // Equal of bools (torch's floor division tests `(r < 0) == (d < 0)`):
+    // both true or both false.
+    OpBuilder &b = ctx.builder();
+    Type i1 = b.getI1Type();
+    Value notL = dfg::NotOp::create(b, ctx.loc(), lhs, ctx.input(0));
+    Value notR = dfg::NotOp::create(b, ctx.loc(), rhs, ctx.input(1));
+    FailureOr<Value> both =
+        binary<dfg::AndOp>(ctx, ctx.input(0), ctx.input(1), i1);
+    FailureOr<Value> neither = binary<dfg::AndOp>(ctx, notL, notR, i1);
+    if (failed(both) || failed(neither))
+      return failure();
+    FailureOr<Value> equal = binary<dfg::OrOp>(ctx, *both, *neither, i1);
+    return failed(equal) ? failure() : ctx.setResults(*equal);
+  }
   return ctx.emit<OpTy>(dfg::broadcastShapes(lhs.getShape(), rhs.getShape()),
                         ctx.builder().getI1Type(), ctx.input(0), ctx.input(1));
 }

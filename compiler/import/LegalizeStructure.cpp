@@ -1208,33 +1208,58 @@ LogicalResult legalizeTopK(NodeContext &ctx) {
 /// ArgMax / ArgMin(X) axis keepdims select_last_index -> TopK's first round:
 /// the largest value along `axis` (of -X for ArgMin), then the first (or
 /// last) position that holds it, as int64. Positions run in f32 (exact
-/// below 2^24), so the axis' size must be static: a router's choice among
-/// experts, a greedy token.
+/// below 2^24) over a static axis: a router's choice among experts, a
+/// greedy token. Integers, or a symbolic axis, take dfg.top_k's first
+/// index instead (the first position of the extreme; the last refused by
+/// name).
 LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
   if (failed(ctx.requireInputs(1)))
     return failure();
   StringRef name = isMax ? "ArgMax" : "ArgMin";
   RankedTensorType in = ctx.inputType(0);
-  if (!isa<FloatType>(in.getElementType()))
+  bool integers = isa<IntegerType>(in.getElementType()) &&
+                  !in.getElementType().isInteger(1);
+  if (!isa<FloatType>(in.getElementType()) && !integers)
     return ctx.error(name.str() + " of " + dfg::formatShape(in.getShape()) +
-                     ": meshc selects among floating-point values only");
+                     ": meshc selects among numbers, not bools");
   int64_t rank = in.getRank();
   FailureOr<int64_t> normalized =
       normalizedAxis(ctx, name, ctx.attrInt("axis", 0), rank);
   if (failed(normalized))
     return failure();
   int64_t axis = *normalized, n = in.getDimSize(axis);
-  if (ShapedType::isDynamic(n))
-    return ctx.error(name.str() + " along axis " + std::to_string(axis) +
-                     " of " + dfg::formatShape(in.getShape()) +
-                     ": meshc needs the axis' size static");
+  bool keepDims = ctx.attrInt("keepdims", 1) != 0;
+  bool last = ctx.attrInt("select_last_index", 0) != 0;
+  OpBuilder &b = ctx.builder();
+  if (integers || ShapedType::isDynamic(n)) {
+    // Integers (CLIP's text pooling takes the argmax of the token ids) or
+    // a symbolic axis: TopK's first element, which breaks ties by the
+    // lower position as ArgMax does, exactly for any value.
+    if (last)
+      return ctx.error(name.str() + " with select_last_index of " +
+                       dfg::formatShape(in.getShape()) +
+                       ": meshc takes the last of equal values over static "
+                       "float axes only");
+    SmallVector<int64_t> kept(in.getShape());
+    kept[axis] = 1;
+    auto topK = dfg::TopKOp::create(
+        b, ctx.loc(), RankedTensorType::get(kept, in.getElementType()),
+        RankedTensorType::get(kept, b.getI64Type()), ctx.input(0),
+        b.getI64IntegerAttr(axis), b.getI64IntegerAttr(1),
+        b.getBoolAttr(isMax));
+    Value out = topK.getIndices();
+    if (!keepDims)
+      out = dfg::SqueezeOp::create(
+          b, ctx.loc(),
+          RankedTensorType::get(dfg::reduceShape(kept, {axis}, false),
+                                b.getI64Type()),
+          out, b.getDenseI64ArrayAttr({axis}));
+    return ctx.setResults(ctx.refineType(out));
+  }
   if (n > (int64_t(1) << 24))
     return ctx.error(name.str() + " along an axis of " + std::to_string(n) +
                      " positions: meshc counts positions in f32, exact up "
                      "to 2^24");
-  bool keepDims = ctx.attrInt("keepdims", 1) != 0;
-  bool last = ctx.attrInt("select_last_index", 0) != 0;
-  OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
   SmallVector<int64_t> shape(in.getShape());

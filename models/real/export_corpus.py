@@ -602,6 +602,7 @@ def seq2seq_config(arch):
                  relative_attention_max_distance=16, num_mel_bins=MELS,
                  max_source_positions=FRAMES // 2, max_target_positions=64, dropout=0.0,
                  dropout_rate=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                 input_feat_per_channel=MELS, conv_channels=32,
                  pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
                  forced_eos_token_id=None, tie_word_embeddings=False,
                  # FSMT's vocabularies, ProphetNet's and LED's own names.
@@ -691,8 +692,13 @@ ENCODERS |= VISION
 # MELS x FRAMES log-mel features.
 SEQ2SEQ = {"t5", "mt5", "umt5", "longt5", "bart", "mbart", "marian", "pegasus", "m2m_100",
            "blenderbot", "blenderbot-small", "plbart", "fsmt", "led", "prophetnet",
-           "bigbird_pegasus", "switch_transformers", "pegasus_x", "whisper", "nllb-moe"}
-SPEECH2SEQ = {"whisper"}
+           "bigbird_pegasus", "switch_transformers", "pegasus_x", "whisper", "nllb-moe",
+           "speech_to_text"}
+SPEECH2SEQ = {"whisper", "speech_to_text"}
+# Speech encoder-decoders whose features are [batch, frames, bins] with an
+# attention mask over the frames (right-padded), the frames symbolic
+# (Whisper's are [batch, bins, frames] at a fixed length, with no mask).
+FRAMES_FIRST = {"speech_to_text"}
 NO_TOKEN_TYPES = {"distilbert", "modernbert", "mpnet", "flaubert"}
 # Decoders whose forward takes no position ids.
 NO_POSITION_IDS = {"mamba", "mamba2", "rwkv", "xlnet", "cpmant"}
@@ -740,6 +746,10 @@ def prompt_inputs(arch):
         return rng.standard_normal((BATCH, SAMPLES)).astype(np.float32), None, None
     if arch in VISION:
         return rng.standard_normal((BATCH, 3, IMAGE, IMAGE)).astype(np.float32), None, None
+    if arch in FRAMES_FIRST:
+        mask = np.ones((BATCH, FRAMES), np.int64)
+        mask[1, -4:] = 0
+        return rng.standard_normal((BATCH, FRAMES, MELS)).astype(np.float32), mask, None
     if arch in SPEECH2SEQ:
         return rng.standard_normal((BATCH, MELS, FRAMES)).astype(np.float32), None, None
     ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
@@ -770,6 +780,9 @@ def decoder_ids():
 def torch_inputs(arch, ids, mask, pos):
     import torch
 
+    if arch in FRAMES_FIRST:
+        return dict(input_features=torch.tensor(ids), attention_mask=torch.tensor(mask),
+                    decoder_input_ids=torch.tensor(decoder_ids()))
     if arch in SPEECH2SEQ:
         return dict(input_features=torch.tensor(ids),
                     decoder_input_ids=torch.tensor(decoder_ids()))
@@ -820,10 +833,11 @@ def export_seq2seq(arch, model, out, dynamo, opset=None):
 
     wrapped = Wrapper(model).eval()
     args = tuple(kw[n] for n in names)
-    speech = arch in SPEECH2SEQ
+    speech = arch in SPEECH2SEQ and arch not in FRAMES_FIRST
     if dynamo:
         batch = torch.export.Dim("batch_size", max=64)
-        src = torch.export.Dim("sequence_length", max=60)
+        src = (torch.export.Dim("frames", min=8, max=200) if arch in FRAMES_FIRST
+               else torch.export.Dim("sequence_length", max=60))
         tgt = torch.export.Dim("decoder_sequence_length", max=60)
         dyn = [{0: batch} if speech else {0: batch, 1: src}, {0: batch, 1: tgt}]
         if not speech:
@@ -834,7 +848,8 @@ def export_seq2seq(arch, model, out, dynamo, opset=None):
             kwargs["opset_version"] = opset
         torch.onnx.export(wrapped, args, **kwargs).save(path)
     else:
-        axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
+        axes = {n: {0: "batch_size", 1: "frames" if arch in FRAMES_FIRST
+                    else "sequence_length"} for n in names}
         if speech:
             axes["input_features"] = {0: "batch_size"}
         axes["decoder_input_ids"] = {0: "batch_size", 1: "decoder_sequence_length"}
@@ -1125,6 +1140,11 @@ def traced_shapes_only(out, feeds):
         for n, v in feeds.items():
             if n == "pixel_values":  # images: batches of 4 and 6
                 longer[n] = np.concatenate([v, v[:1].repeat(extra // 3 + 1, axis=0)], axis=0)
+            elif n == "input_features" and v.ndim == 3 and "attention_mask" in feeds \
+                    and feeds["attention_mask"].shape[1] == v.shape[1]:
+                # [batch, frames, bins] features under a mask over the frames.
+                longer[n] = np.concatenate(
+                    [v, np.full((v.shape[0], extra, v.shape[2]), 0.5, v.dtype)], axis=1)
             elif n == "input_values":  # samples: 1 and 4 more frames' worth
                 longer[n] = np.concatenate(
                     [v, np.full((v.shape[0], 20 * extra // 3), 0.5, v.dtype)], axis=1)

@@ -723,8 +723,43 @@ DimBounds intervalBounds(AffineExpr e,
 
 AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
                        int64_t step) {
-  if (!dim || !start || !end || step <= 0)
+  if (!dim || !start || !end || step == 0)
     return {};
+  if (step < 0) {
+    // Backwards (torch.flip: start -1, end INT64_MIN, step -1), over
+    // constant bounds: the start clamped to the last element, the end to
+    // one before the first, as ONNX does; a bound that could lie either
+    // side of the dimension's end is no expression.
+    auto c = dyn_cast<AffineConstantExpr>(start);
+    auto e = dyn_cast<AffineConstantExpr>(end);
+    if (!c || !e)
+      return {};
+    constexpr int64_t kFar = int64_t(1) << 40;
+    std::optional<int64_t> least = boundsOf(dim).least;
+    // v < dim for every size.
+    auto within = [&](int64_t v) {
+      return isa<AffineConstantExpr>(dim)
+                 ? v < cast<AffineConstantExpr>(dim).getValue()
+                 : least && v < *least;
+    };
+    AffineExpr from, to;
+    if (c.getValue() >= kFar)
+      from = dim - 1;
+    else if (c.getValue() < 0 && within(-c.getValue() - 1))
+      from = dim + c.getValue();
+    else if (c.getValue() >= 0 && within(c.getValue()))
+      from = start;
+    if (e.getValue() <= -kFar)
+      to = getAffineConstantExpr(-1, dim.getContext());
+    else if (e.getValue() < 0 && within(-e.getValue() - 2))
+      to = dim + e.getValue();
+    else if (e.getValue() >= 0 && within(e.getValue()))
+      to = end;
+    if (!from || !to)
+      return {};
+    AffineExpr len = from - to;
+    return step == -1 ? len : len.ceilDiv(-step);
+  }
   // A constant end within a symbolic dimension is clamped by it at run time
   // (x[:, :10] of a shorter x): its length is not an expression, unless the
   // dimension can never be shorter.

@@ -1589,6 +1589,43 @@ def case_big_constant_varint(path):
                  [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
 
 
+def case_argmax_integers(path):
+    """ArgMax of integers along a symbolic axis (CLIP pools its text at the
+    argmax of the token ids), ArgMin of floats along one, keeping it: the
+    first position of the extreme, ties included (the inputs draw 0..3)."""
+    nodes = [helper.make_node("ArgMax", ["ids"], ["eos"], axis=-1, keepdims=0, name="eos"),
+             helper.make_node("ArgMin", ["x"], ["low"], axis=1, keepdims=1, name="low")]
+    ins = [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+           f32("x", ["batch", "seq"])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ("eos", "low")]
+    return model(nodes, ins, outs)
+
+
+def case_flip_symbolic(path):
+    """Slices that step backwards over a symbolic axis (torch.flip: start
+    -1, end INT64_MIN, step -1; every other element from the last; down to
+    a constant end) and Equal of bools (torch's floor division
+    compares the signs), as Speech2Text computes its subsampled mask."""
+    big = np.iinfo(np.int64)
+    nodes = [
+        helper.make_node("Slice", ["x", "minus_one", "far", "axes", "minus_one"], ["flipped"],
+                         name="flip"),
+        helper.make_node("Slice", ["x", "minus_one", "far", "axes", "minus_two"], ["odd"],
+                         name="every_other"),
+        helper.make_node("Slice", ["x", "minus_one", "zero", "axes", "minus_one"], ["tail"],
+                         name="down_to_one"),
+        helper.make_node("Less", ["x", "zero_f"], ["neg_x"], name="neg_x"),
+        helper.make_node("Less", ["flipped", "zero_f"], ["neg_f"], name="neg_f"),
+        helper.make_node("Equal", ["neg_x", "neg_f"], ["same_sign"], name="same_sign"),
+    ]
+    inits = [ints("minus_one", [-1]), ints("minus_two", [-2]), ints("far", [int(big.min)]),
+             ints("axes", [1]), ints("zero", [0]),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero_f")]
+    outs = [f32("flipped", None), f32("odd", None), f32("tail", None),
+            helper.make_tensor_value_info("same_sign", TensorProto.BOOL, None)]
+    return model(nodes, [f32("x", ["batch", "n"])], outs, inits)
+
+
 def case_splat_weight(path):
     """A product by a splat of a million elements (ConstantOfShape, folded
     to a splat literal): the executables' weight files hold its elements."""
