@@ -124,8 +124,11 @@ def main():
             if not os.path.isdir(os.path.join(folder, "reference")) or \
                     not os.path.exists(os.path.join(folder, "reference", "logits.npy")):
                 continue  # not a decoder (BERT), or an export that failed
-            if os.path.exists(os.path.join(folder, "inputs", "decoder_input_ids.npy")):
-                continue  # an encoder-decoder: meshc generate runs decoders
+            if any(os.path.exists(os.path.join(folder, "inputs", f"{n}.npy"))
+                   for n in ("decoder_input_ids", "encoder_hidden_states",
+                             "encoder_attention_mask")):
+                continue  # an encoder-decoder (or Optimum's decoder of one):
+                # meshc generate runs decoders of their own tokens only
             if index.get(name, {}).get("traced_shapes_only"):
                 # The exporter baked the trace's shapes into the graph
                 # (onnxruntime fails on other prompt lengths too).

@@ -60,6 +60,10 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          4 decoder tokens in, the logits out; then marian,
                                          longt5,switch_transformers,pegasus_x by dynamo and
                                          m2m_100,nllb-moe,fsmt,prophetnet,led by torchscript)
+  .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch t5,bart,marian,whisper --exporter optimum
+                                         (Optimum's encoder-decoders, each as three exports:
+                                         ARCH-optimum_encoder, _decoder, _decoder_with_past)
   .venv-export/bin/python models/real/export_corpus.py --out /tmp/probe \
       --arch electra,roformer --exporter dynamo --as-encoder
                                          (a probe: architectures the script has no case
@@ -939,6 +943,91 @@ def export_optimum(arch, model, out):
     return None, None
 
 
+# Optimum's encoder-decoder files, each a corpus export of its own
+# (ARCH-optimum_<part>): the encoder, the decoder over a prefix (which
+# returns its presents, self- and cross-attention), and the decoder that
+# takes them as its past for one more token.
+OPTIMUM_SEQ2SEQ_PARTS = ("encoder", "decoder", "decoder_with_past")
+
+
+def export_optimum_seq2seq(arch, model, root, tag):
+    """optimum-cli on a local save_pretrained folder (text2text- or
+    automatic-speech-recognition-with-past, --no-post-process: three files),
+    then onnxruntime's outputs of each part over the corpus inputs: the
+    encoder over the source, the decoder over the first PREFIX_DECODER
+    decoder tokens with the encoder's hidden states, the decoder with past
+    over the next token with the decoder's presents. Returns
+    {part: (folder, feeds, outputs, torch check)}."""
+    import onnxruntime as ort
+    import torch
+
+    speech = arch in SPEECH2SEQ
+    task = ("automatic-speech-recognition-with-past" if speech
+            else "text2text-generation-with-past")
+    with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as dst:
+        model.save_pretrained(src)
+        cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
+               "--no-post-process", dst]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        source, mask, _ = prompt_inputs(arch)
+        dec = decoder_ids()
+        first = DECODER_SEQ - 1
+        kw = torch_inputs(arch, source, mask, None)
+        # Optimum exports the checkpoint as transformers reads it back (which
+        # ties Marian's embeddings to the shared one): the cross-check is
+        # with the model read back. It holds only where reading is
+        # deterministic: transformers 4.57 reads BART's checkpoint with its
+        # encoder and decoder embeddings missing and draws them anew each
+        # time (the ONNX files are the reference either way).
+        with torch.no_grad():
+            logits, again = (
+                type(model).from_pretrained(src).eval()(**kw, use_cache=False,
+                                                        return_dict=True).logits.numpy()
+                for _ in range(2))
+        if np.abs(logits - again).max() > 1e-5:
+            logits = None
+        available = dict(input_ids=source, attention_mask=mask, input_features=source,
+                         encoder_attention_mask=mask)
+        parts = {}
+
+        def run(part, feeds, want=None):
+            name = f"{arch}-optimum_{part}{tag}"
+            folder = os.path.join(root, name)
+            shutil.rmtree(folder, ignore_errors=True)
+            os.makedirs(os.path.join(folder, "inputs"))
+            os.makedirs(os.path.join(folder, "reference"))
+            shutil.copy(os.path.join(dst, f"{part}_model.onnx"),
+                        os.path.join(folder, "model.onnx"))
+            sess = ort.InferenceSession(os.path.join(folder, "model.onnx"),
+                                        providers=["CPUExecutionProvider"])
+            feeds = {i.name: feeds[i.name] for i in sess.get_inputs()}
+            outs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+            for n, v in feeds.items():
+                np.save(os.path.join(folder, "inputs", f"{n}.npy"), v)
+            for n, v in outs.items():
+                np.save(os.path.join(folder, "reference", f"{n}.npy"), v)
+            check = {} if logits is not None else {
+                "torch_check_skipped": "transformers reads the checkpoint back with weights "
+                                       "drawn anew each time"}
+            if want is not None and logits is not None:
+                check = {"torch_max_abs_diff": float(np.abs(
+                    outs["logits"].astype(np.float64) - want).max())}
+            parts[part] = (name, check)
+            return outs
+
+        encoded = run("encoder", {k: v for k, v in available.items()
+                                  if k in ("input_ids", "attention_mask", "input_features")})
+        state = encoded["last_hidden_state"]
+        prefix = run("decoder", dict(available, input_ids=dec[:, :first],
+                                     encoder_hidden_states=state),
+                     None if logits is None else logits[:, :first])
+        past = {k.replace("present", "past_key_values"): v for k, v in prefix.items()
+                if k.startswith("present")}
+        run("decoder_with_past", dict(available, **past, input_ids=dec[:, first:]),
+            None if logits is None else logits[:, first:])
+    return parts
+
+
 def save_tiny_tokenizer(folder):
     """A word-level tokenizer of VOCAB made-up tokens, saved beside a model:
     the genai builder writes the tokenizer into its output, and there is no
@@ -1248,6 +1337,32 @@ def main():
             if (exporter == "genai" or exporter in GENAI_QUANTIZED) and arch not in GENAI_ARCHS:
                 continue
             if exporter.startswith("ortopt") and arch not in ORTOPT_TYPES:
+                continue
+            if exporter == "optimum" and arch in SEQ2SEQ:
+                # Three exports of one Optimum run (OPTIMUM_SEQ2SEQ_PARTS).
+                meta = dict(arch=arch, exporter=exporter, torch=torch.__version__,
+                            transformers=transformers.__version__)
+                try:
+                    _, model = build_model(arch)
+                    parts = export_optimum_seq2seq(arch, model, args.out, args.tag)
+                    results = {name: dict(meta, exporter=f"optimum_{part}", status="ok",
+                                          **check)
+                               for part, (name, check) in parts.items()}
+                except Exception as e:  # recorded, as a single export's failure is
+                    detail = getattr(e, "stderr", None) or traceback.format_exc()
+                    line = str(detail).strip().splitlines()[-1]
+                    results = {f"{arch}-optimum_{part}{args.tag}":
+                               dict(meta, exporter=f"optimum_{part}",
+                                    status="export failed: " + line[:300])
+                               for part in OPTIMUM_SEQ2SEQ_PARTS}
+                for name, entry in results.items():
+                    folder = os.path.join(args.out, name)
+                    os.makedirs(folder, exist_ok=True)
+                    json.dump(entry, open(os.path.join(folder, "export.json"), "w"), indent=1)
+                    index[name] = entry
+                    print(f"{name}: {entry['status']}", flush=True)
+                json.dump(index, open(index_path, "w"), indent=2, sort_keys=True)
+                open(index_path, "a").write("\n")
                 continue
             name = f"{arch}-{exporter}{args.tag}"
             out = os.path.join(args.out, name)

@@ -7,6 +7,7 @@
 #include "passes/graph/IndexForms.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/DfgShapes.h"
 
 #include "mlir/IR/TypeUtilities.h"
 
@@ -647,6 +648,43 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
           fill = -std::numeric_limits<double>::infinity();
           return *rest;
         }
+      }
+      // X + B, X no mask of its own (T5's relative position bias) and B
+      // with a causal factor filled by F (transformers 4.x's causal and
+      // padding mask): a key past the limit scores X + F, which rounds to
+      // F; so the op is causal with F as its fill, and X + B's other
+      // factors its mask.
+      for (auto [x, b] : {std::pair(sum.getLhs(), sum.getRhs()),
+                          std::pair(sum.getRhs(), sum.getLhs())}) {
+        if (additiveMask(x, shapes, reader) ||
+            !isa<FloatType>(getElementTypeOrSelf(x.getType())))
+          continue;
+        double fillB = 0.0;
+        std::optional<Value> rest = splitCausalFactor(
+            b, queries, keys, past, shapes, reader, builder, fillB);
+        if (!rest || !(std::isinf(fillB) ? fillB < 0
+                                         : fillB <= kFiniteCausalFillMax))
+          continue;
+        if (!*rest) {
+          fill = fillB;
+          return x;
+        }
+        Value other = *rest;
+        Type element = getElementTypeOrSelf(x.getType());
+        if (getElementTypeOrSelf(other.getType()).isInteger(1))
+          other = filledMask(other, fillB, element, builder);
+        llvm::Expected<dfg::Shape> shape = dfg::broadcastShapes(
+            cast<RankedTensorType>(x.getType()).getShape(),
+            cast<RankedTensorType>(other.getType()).getShape());
+        if (!shape) {
+          llvm::consumeError(shape.takeError());
+          continue;
+        }
+        fill = fillB;
+        return dfg::AddOp::create(builder, mask.getLoc(),
+                                  RankedTensorType::get(*shape, element), x,
+                                  other)
+            .getResult();
       }
     }
     if (!additive) {

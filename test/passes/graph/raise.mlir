@@ -1680,3 +1680,41 @@ func.func @encoder_decoder_masks(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", 
   %o4 = dfg.matmul %p4, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   return %o1, %o2, %o3, %o4 : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
+
+// -----
+
+// T5's decoder under transformers 4.x (Optimum's exports): its relative
+// position bias X plus the causal and padding mask M = where(C + padding
+// == 0, F, C), C = triu(full(F), 1) * (j > i): a key past the limit scores
+// X + F, which rounds to F, so the op is causal with F as its fill and
+// X + (M's padding term) its mask.
+// CHECK-LABEL: func.func @bias_beside_causal_mask
+// CHECK: %[[M:.+]] = dfg.where %{{.+}}, %{{.+}}, %{{.+}} : (tensor<?x1x?x?xi1>
+// CHECK: %[[SUM:.+]] = dfg.add %arg3, %[[M]]
+// CHECK: dfg.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[SUM]]) scale = 5.000000e-01 causal = true {causal_fill = -3.40282347E+38 : f32}
+func.func @bias_beside_causal_mask(%q: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %k: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %v: tensor<?x2x?x4xf32> {dfg.dim_names = ["b", "", "s", ""]}, %bias: tensor<1x2x?x?xf32> {dfg.dim_names = ["", "", "s", "s"]}, %am: tensor<?x?xi64> {dfg.dim_names = ["b", "s"]}) -> tensor<?x2x?x4xf32> {
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %min = dfg.constant dense<-3.40282347E+38> : tensor<f32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %full = dfg.symbolic_expand %min to affine_map<()[s0] -> (s0, s0)> symbols ["s"] : (tensor<f32>) -> tensor<?x?xf32>
+  %pos = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %col = dfg.reshape %pos to [-1, 1] : (tensor<?xi64>) -> tensor<?x1xi64>
+  %after = dfg.greater %pos, %col : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %afterf = dfg.cast %after to f32 : (tensor<?x?xi1>) -> tensor<?x?xf32>
+  %pad = dfg.unsqueeze %am axes = [1, 2] : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+  %padf = dfg.cast %pad to f32 : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?xf32>
+  %kt = dfg.transpose %k perm = [0, 1, 3, 2] : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %s = dfg.matmul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %ss = dfg.div %s, %two : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %tri = dfg.trilu %full upper = true diagonal = 1 : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %c = dfg.mul %tri, %afterf : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %c4 = dfg.unsqueeze %c axes = [0, 1] : (tensor<?x?xf32>) -> tensor<1x1x?x?xf32>
+  %sum = dfg.add %c4, %padf : (tensor<1x1x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x1x?x?xf32>
+  %eq = dfg.equal %sum, %zero : (tensor<?x1x?x?xf32>, tensor<f32>) -> tensor<?x1x?x?xi1>
+  %mask = dfg.where %eq, %min, %c4 : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<1x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %biased = dfg.add %bias, %mask : (tensor<1x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %m = dfg.add %ss, %biased : (tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = dfg.softmax %m axis = -1 : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = dfg.matmul %p, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
