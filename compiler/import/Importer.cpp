@@ -1166,7 +1166,7 @@ LogicalResult Importer::foldConstants(ArrayRef<Operation *> ops,
     // Shape arithmetic on symbolic dimensions first (SymbolicFolding.cpp).
     if (Value folded = foldSymbolic(op, dimTable_, model_.folder(),
                                     assumeOrders_ ? &maximums_ : nullptr,
-                                    minimums_)) {
+                                    &minimums_)) {
       replace(op, folded);
       continue;
     }

@@ -365,10 +365,14 @@ bool isNonNegative(mlir::AffineExpr e);
 /// of named dimensions (the model's ops need them: a convolution's kernel
 /// spans that many positions), which the bounds of the arithmetic may
 /// assume: wav2vec2's `(S / 5 - 1) / 2` divides a dividend of at least 0.
+/// With `maximums` too, a Div whose dividend of one dimension is at least 0
+/// only from some size of it on (SEW-D's `(S / 10 - 3) / 2 - 1`, halved
+/// again) is a floor division from that size, which `minimums` then
+/// records (said in a note).
 mlir::Value foldSymbolic(mlir::Operation *op, dfg::DimTable &table,
                          llvm::StringRef weightsDir,
                          llvm::StringMap<int64_t> *maximums,
-                         const llvm::StringMap<int64_t> &minimums = {});
+                         llvm::StringMap<int64_t> *minimums = nullptr);
 
 void populateElementwiseLegalizations(LegalizationTable &table);
 void populateContractionLegalizations(LegalizationTable &table);

@@ -109,8 +109,48 @@ std::optional<int> periodicSign(AffineExpr e) {
   return std::nullopt;
 }
 
-/// a == b, when it is decidable: 1 or 0 as a constant expression.
-AffineExpr decideEqual(AffineExpr a, AffineExpr b) {
+/// The one symbol `e` reads, if it reads exactly one.
+std::optional<unsigned> soleSymbol(AffineExpr e) {
+  std::optional<unsigned> found;
+  bool several = false;
+  e.walk([&](AffineExpr x) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(x)) {
+      if (found && *found != s.getPosition())
+        several = true;
+      found = s.getPosition();
+    }
+  });
+  return several ? std::nullopt : found;
+}
+
+/// The least size s >= `from` of symbol `position` such that `e` (of that
+/// symbol alone) is at least 0 at every size from s on, up to 2^24.
+std::optional<int64_t> leastWhereNonNegative(AffineExpr e, unsigned position,
+                                             int64_t from) {
+  auto holdsFrom = [&](int64_t s) {
+    std::optional<int64_t> least =
+        dfg::boundsOf(e, [&](unsigned) {
+          return dfg::DimBounds{s, std::nullopt};
+        }).least;
+    return least && *least >= 0;
+  };
+  int64_t lo = from, hi = from + (int64_t(1) << 24);
+  if (!holdsFrom(hi))
+    return std::nullopt;
+  while (lo < hi) { // holdsFrom only gains as the least size grows
+    int64_t mid = lo + (hi - lo) / 2;
+    if (holdsFrom(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+/// a == b, when it is decidable: 1 or 0 as a constant expression. `bounds`
+/// gives an expression's bounds at the sizes the model runs at.
+AffineExpr decideEqual(AffineExpr a, AffineExpr b,
+                       function_ref<dfg::DimBounds(AffineExpr)> bounds) {
   MLIRContext *ctx = a.getContext();
   if (dfg::sameDim(a, b))
     return getAffineConstantExpr(1, ctx);
@@ -118,10 +158,15 @@ AffineExpr decideEqual(AffineExpr a, AffineExpr b) {
        cb = dyn_cast<AffineConstantExpr>(b);
   if (ca && cb)
     return getAffineConstantExpr(ca.getValue() == cb.getValue(), ctx);
-  // A size is positive, so it never equals a constant below 1 (-1 is the
-  // exporters' "infer this one").
-  if ((ca && ca.getValue() < 1 && isPositive(b)) ||
-      (cb && cb.getValue() < 1 && isPositive(a)))
+  // An expression never equals a constant outside its bounds: a size is
+  // positive, so never -1 (the exporters' "infer this one"), and a length
+  // computed through convolutions is at least what their least input
+  // gives.
+  if (!ca && !cb)
+    return {};
+  int64_t c = ca ? ca.getValue() : cb.getValue();
+  dfg::DimBounds range = bounds(ca ? b : a);
+  if ((range.least && *range.least > c) || (range.most && *range.most < c))
     return getAffineConstantExpr(0, ctx);
   return {};
 }
@@ -305,16 +350,23 @@ std::optional<Exprs> valuesOf(dfg::SymbolicShapes &shapes, Value v) {
 
 Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
                    llvm::StringMap<int64_t> *maximums,
-                   const llvm::StringMap<int64_t> &minimums) {
-  // At least 0 at every size the model runs at: each symbol at least 1, or
-  // at least the least size the model's ops need of it.
+                   llvm::StringMap<int64_t> *minimums) {
+  // The least size of symbol `position` the model runs at: 1, or the least
+  // size the model's ops need of it.
+  auto leastOf = [&](unsigned position) -> int64_t {
+    if (!minimums)
+      return 1;
+    auto it = minimums->find(table.name(position));
+    return it == minimums->end() ? 1 : std::max<int64_t>(1, it->second);
+  };
+  // Bounds at every size the model runs at.
+  auto boundsAtSizes = [&](AffineExpr e) {
+    return dfg::boundsOf(e, [&](unsigned position) {
+      return dfg::DimBounds{leastOf(position), std::nullopt};
+    });
+  };
   auto nonNegative = [&](AffineExpr e) {
-    std::optional<int64_t> least =
-        dfg::boundsOf(e, [&](unsigned position) {
-          auto it = minimums.find(table.name(position));
-          int64_t least = it == minimums.end() ? 1 : it->second;
-          return dfg::DimBounds{std::max<int64_t>(1, least), std::nullopt};
-        }).least;
+    std::optional<int64_t> least = boundsAtSizes(e).least;
     return least && *least >= 0;
   };
   if (op->getNumResults() != 1 || op->getNumOperands() == 0)
@@ -471,7 +523,26 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
                 return {};
               if (std::optional<int64_t> n = constantOf(a)) // truncates
                 return getAffineConstantExpr(*n / *d, a.getContext());
-              return nonNegative(a) ? a.floorDiv(*d) : AffineExpr();
+              if (nonNegative(a))
+                return a.floorDiv(*d);
+              // A dividend of one symbol that is at least 0 from some size of
+              // it on: the model is compiled for sizes from there (where
+              // ONNX's truncation is the floor division).
+              std::optional<unsigned> symbol = soleSymbol(a);
+              if (!maximums || !minimums || !symbol)
+                return {};
+              std::optional<int64_t> from =
+                  leastWhereNonNegative(a, *symbol, leastOf(*symbol));
+              if (!from)
+                return {};
+              std::string name = table.name(*symbol).str();
+              (*minimums)[name] = *from;
+              op->emitRemark() << table.format(a) << " is at least 0 (ONNX's "
+                               << "truncating Div a floor division) while "
+                               << name << " >= " << *from
+                               << ": the model is compiled for " << name
+                               << " from " << *from;
+              return a.floorDiv(*d);
             });
           })
           .Case<dfg::MinOp, dfg::MaxOp>([&](Operation *) {
@@ -510,7 +581,11 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
               return result;
             });
           })
-          .Case([&](dfg::EqualOp) { return binary(decideEqual); })
+          .Case([&](dfg::EqualOp) {
+            return binary([&](AffineExpr a, AffineExpr b) {
+              return decideEqual(a, b, boundsAtSizes);
+            });
+          })
           .Case([&](dfg::WhereOp) -> std::optional<Exprs> {
             size_t n = std::max({in[0].size(), in[1].size(), in[2].size()});
             Exprs r;

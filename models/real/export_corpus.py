@@ -48,7 +48,7 @@ minicpm3,zamba2,gemma3n_text,funnel \
       --arch wav2vec2,hubert,wavlm,sew --exporter dynamo,torchscript
                                          (AUDIO: speech encoders over raw samples; the
                                          corpus holds both exports of wav2vec2, WavLM and
-                                         SEW, and HuBERT's TorchScript one)
+                                         SEW, and HuBERT's TorchScript one; then sew-d)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch vit,deit,dinov2,beit,swin,clip_vision_model,siglip_vision_model,convnext \
       --exporter dynamo,torchscript

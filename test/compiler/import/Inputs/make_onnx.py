@@ -1626,6 +1626,42 @@ def case_flip_symbolic(path):
     return model(nodes, [f32("x", ["batch", "n"])], outs, inits)
 
 
+def case_expand_minus_one(path):
+    """TorchScript's expand with -1 entries: Where(shape == -1, 1, shape) of
+    a shape read after a convolution, n - 2 for a kernel of 3, which is -1
+    at n = 1 were it not for the convolution's least input of 3 (SEW-D's
+    attention expands so after its feature encoder)."""
+    w = numpy_helper.from_array(RNG.standard_normal((1, 1, 3)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["y"], name="conv"),
+        helper.make_node("Shape", ["y"], ["shape"], name="shape"),
+        helper.make_node("Equal", ["shape", "minus_one"], ["infer"], name="infer"),
+        helper.make_node("Where", ["infer", "ones", "shape"], ["sizes"], name="sizes"),
+        helper.make_node("Expand", ["two", "sizes"], ["twos"], name="expand"),
+        helper.make_node("Add", ["y", "twos"], ["out"], name="add"),
+    ]
+    inits = [w, ints("minus_one", [-1, -1, -1]), ints("ones", [1, 1, 1]),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    return model(nodes, [f32("x", [1, 1, "n"])], [f32("out", None)], inits)
+
+
+def case_div_from_size(path):
+    """x[:, :(n / 10 - 3) / 2 + 1] with ONNX's truncating Div, as SEW-D's
+    dynamo export sizes its squeezed frames: the dividend n / 10 - 3 is at
+    least 0 only from n = 30, where the truncation is a floor division."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], start=1, end=2, name="shape"),
+        helper.make_node("Div", ["shape", "ten"], ["tenths"], name="tenths"),
+        helper.make_node("Sub", ["tenths", "three"], ["less"], name="less"),
+        helper.make_node("Div", ["less", "two"], ["half"], name="half"),
+        helper.make_node("Add", ["half", "one"], ["end"], name="end"),
+        helper.make_node("Slice", ["x", "zero", "end", "axis"], ["y"], name="take"),
+    ]
+    inits = [ints("ten", [10]), ints("three", [3]), ints("two", [2]), ints("one", [1]),
+             ints("zero", [0]), ints("axis", [1])]
+    return model(nodes, [f32("x", [2, "n"])], [f32("y", None)], inits)
+
+
 def case_splat_weight(path):
     """A product by a splat of a million elements (ConstantOfShape, folded
     to a splat literal): the executables' weight files hold its elements."""
