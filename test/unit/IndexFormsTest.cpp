@@ -131,4 +131,53 @@ TEST_F(IndexFormsTest, NearMissesAreNotPositions) {
   EXPECT_FALSE(forms.of(v[5])); // nor does widening it again recover them
 }
 
+// Position ids read at index forms (HF's causal mask through the positions:
+// pos[b, j] gathered at the key and query indices): Gather along an axis,
+// GatherND with batch dimensions, and GatherND whose tuples are a concat of
+// a batch and a position index. Near miss: indices counting from the back
+// (-1 - j) are not read (a negative index wraps around).
+constexpr StringLiteral kGathers = R"mlir(
+func.func @f(%x: tensor<?x?xf32> {dfg.dim_names = ["b", "s"]}) -> (tensor<?x?xi64>, tensor<?x?xi64>, tensor<?x?xi64>, tensor<?x?xi64>) {
+  %p = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["s"] : tensor<?xi64>
+  %p2 = dfg.unsqueeze %p axes = [0] : (tensor<?xi64>) -> tensor<1x?xi64>
+  %three = dfg.constant dense<3> : tensor<i64>
+  %shifted = dfg.add %p2, %three : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi64>
+  %pos = dfg.symbolic_expand %shifted to affine_map<()[s0, s1] -> (s0, s1)> symbols ["b", "s"] : (tensor<1x?xi64>) -> tensor<?x?xi64>
+  %two = dfg.constant dense<2> : tensor<i64>
+  %idx = dfg.mul %p, %two : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %g = dfg.gather %pos, %idx axis = 1 : (tensor<?x?xi64>, tensor<?xi64>) -> tensor<?x?xi64>
+  %i3 = dfg.unsqueeze %p axes = [0, 2] : (tensor<?xi64>) -> tensor<1x?x1xi64>
+  %ib = dfg.symbolic_expand %i3 to affine_map<()[s0, s1] -> (s0, s1, 1)> symbols ["b", "s"] : (tensor<1x?x1xi64>) -> tensor<?x?x1xi64>
+  %nd = dfg.gather_nd %pos, %ib batch_dims = 1 : (tensor<?x?xi64>, tensor<?x?x1xi64>) -> tensor<?x?xi64>
+  %b = dfg.range affine_map<()[s0] -> (0, s0)> delta = 1 symbols ["b"] : tensor<?xi64>
+  %b3 = dfg.unsqueeze %b axes = [1, 2] : (tensor<?xi64>) -> tensor<?x1x1xi64>
+  %bb = dfg.symbolic_expand %b3 to affine_map<()[s0, s1] -> (s0, s1, 1)> symbols ["b", "s"] : (tensor<?x1x1xi64>) -> tensor<?x?x1xi64>
+  %tuples = dfg.concat %bb, %ib axis = -1 : (tensor<?x?x1xi64>, tensor<?x?x1xi64>) -> tensor<?x?x2xi64>
+  %cat = dfg.gather_nd %pos, %tuples batch_dims = 0 : (tensor<?x?xi64>, tensor<?x?x2xi64>) -> tensor<?x?xi64>
+  %m1 = dfg.constant dense<-1> : tensor<i64>
+  %back = dfg.sub %m1, %p : (tensor<i64>, tensor<?xi64>) -> tensor<?xi64>
+  %wrap = dfg.gather %pos, %back axis = 1 : (tensor<?x?xi64>, tensor<?xi64>) -> tensor<?x?xi64>
+  return %g, %nd, %cat, %wrap : tensor<?x?xi64>, tensor<?x?xi64>, tensor<?x?xi64>, tensor<?x?xi64>
+}
+)mlir";
+
+TEST_F(IndexFormsTest, ReadsGathersAtIndexForms) {
+  SmallVector<Value> v = results(kGathers);
+  ASSERT_EQ(v.size(), 4u);
+  graph::IndexForms forms(shapes, reader);
+  // pos[b, 2 j] = 2 j + 3.
+  std::optional<graph::IndexForm> g = forms.of(v[0]);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->coef, (SmallVector<int64_t>{0, 2}));
+  EXPECT_EQ(g->constantOffset(), 3);
+  // pos[b, j] = j + 3, batched and by concatenated tuples alike.
+  for (Value read : {v[1], v[2]}) {
+    std::optional<graph::IndexForm> f = forms.of(read);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->coef, (SmallVector<int64_t>{0, 1}));
+    EXPECT_EQ(f->constantOffset(), 3);
+  }
+  EXPECT_FALSE(forms.of(v[3])); // indices below 0 wrap around
+}
+
 } // namespace
