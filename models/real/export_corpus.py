@@ -511,6 +511,8 @@ def config_for(arch):
         return vision_config(arch)
     if arch in SEQ2SEQ:
         return seq2seq_config(arch)
+    if arch in DUAL:
+        return dual_config(arch)
     return generic_config(arch, common)
 
 
@@ -623,6 +625,22 @@ def seq2seq_config(arch):
     raise SystemExit(f"no conditional-generation class for {arch}")
 
 
+def dual_config(arch):
+    """A text and an image tower (CLIP, SigLIP), as the whole model: 2
+    layers of 4 heads of 16 each, 32 x 32 images in patches of 8, the
+    logits of each image against each text out."""
+    import transformers as tf
+
+    tower = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4)
+    text = dict(tower, vocab_size=VOCAB, max_position_embeddings=64)
+    vision = dict(tower, image_size=IMAGE, patch_size=8)
+    if arch == "clip":
+        return tf.CLIPConfig(text_config=text, vision_config=vision,
+                             projection_dim=32), tf.CLIPModel
+    return tf.SiglipConfig(text_config=text, vision_config=vision), tf.SiglipModel
+
+
 def generic_config(arch, common):
     """Any other architecture transformers registers, as a causal LM (else
     the bare model): its config class with the tiny sizes above where it
@@ -699,6 +717,10 @@ SEQ2SEQ = {"t5", "mt5", "umt5", "longt5", "bart", "mbart", "marian", "pegasus", 
            "bigbird_pegasus", "switch_transformers", "pegasus_x", "whisper", "nllb-moe",
            "speech_to_text"}
 SPEECH2SEQ = {"whisper", "speech_to_text"}
+# Text and image towers as one model (dual_config): a right-padded batch of
+# texts (SigLIP's unpadded, as it is trained) and a batch of images in, the
+# logits of each image against each text out.
+DUAL = {"clip", "siglip"}
 # Speech encoder-decoders whose features are [batch, frames, bins] with an
 # attention mask over the frames (right-padded), the frames symbolic
 # (Whisper's are [batch, bins, frames] at a fixed length, with no mask).
@@ -758,7 +780,7 @@ def prompt_inputs(arch):
         return rng.standard_normal((BATCH, MELS, FRAMES)).astype(np.float32), None, None
     ids = rng.integers(1, VOCAB, size=(BATCH, SEQ)).astype(np.int64)
     mask = np.ones((BATCH, SEQ), np.int64)
-    if arch not in ENCODERS and arch not in SEQ2SEQ:
+    if arch not in ENCODERS and arch not in SEQ2SEQ and arch not in DUAL:
         mask[1, :2] = 0
         ids[1, :2] = 0
     else:
@@ -863,6 +885,58 @@ def export_seq2seq(arch, model, out, dynamo, opset=None):
     feeds = {n: kw[n].numpy() for n in names}
     with torch.no_grad():
         want = {"logits": wrapped(*args).numpy()}
+    return feeds, want
+
+
+def export_dual(arch, model, out, dynamo, opset=None):
+    """CLIP or SigLIP as one graph: the texts (ids, and CLIP's mask) and the
+    images in, logits_per_image out; the batch and the texts' length
+    symbolic (the image's size fixed)."""
+    import torch
+
+    ids, mask, _ = prompt_inputs(arch)
+    if arch == "siglip":
+        mask = np.ones_like(mask)
+        ids = prompt_inputs(arch)[0]
+    pixels = np.random.default_rng(SEED + 2).standard_normal(
+        (BATCH, 3, IMAGE, IMAGE)).astype(np.float32)
+    kw = dict(input_ids=torch.tensor(ids), pixel_values=torch.tensor(pixels))
+    if arch == "clip":
+        kw["attention_mask"] = torch.tensor(mask)
+    names = list(kw)
+    path = os.path.join(out, "model.onnx")
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, pixel_values, attention_mask=None):
+            extra = {} if attention_mask is None else dict(attention_mask=attention_mask)
+            return self.inner(input_ids=input_ids, pixel_values=pixel_values, **extra,
+                              return_dict=True).logits_per_image
+
+    wrapped = Wrapper(model).eval()
+    args = tuple(kw[n] for n in names)
+    if dynamo:
+        batch = torch.export.Dim("batch_size", max=64)
+        seq = torch.export.Dim("sequence_length", max=60)
+        dyn = [{0: batch, 1: seq}, {0: batch}] + ([{0: batch, 1: seq}] if len(args) > 2 else [])
+        kwargs = dict(dynamo=True, dynamic_shapes=tuple(dyn), input_names=names,
+                      output_names=["logits_per_image"], external_data=False)
+        if opset:
+            kwargs["opset_version"] = opset
+        torch.onnx.export(wrapped, args, **kwargs).save(path)
+    else:
+        axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
+        axes["pixel_values"] = {0: "batch_size"}
+        axes["logits_per_image"] = {0: "batch_size", 1: "batch_size"}
+        torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
+                          input_names=names, output_names=["logits_per_image"],
+                          dynamic_axes=axes)
+    feeds = {n: kw[n].numpy() for n in names}
+    with torch.no_grad():
+        want = {"logits_per_image": wrapped(*args).numpy()}
     return feeds, want
 
 
@@ -1227,7 +1301,7 @@ def traced_shapes_only(out, feeds):
     for extra in (3, 11):
         longer = {}
         for n, v in feeds.items():
-            if n == "pixel_values":  # images: batches of 4 and 6
+            if n == "pixel_values" and "input_ids" not in feeds:  # images: batches of 4 and 6
                 longer[n] = np.concatenate([v, v[:1].repeat(extra // 3 + 1, axis=0)], axis=0)
             elif n == "input_features" and v.ndim == 3 and "attention_mask" in feeds \
                     and feeds["attention_mask"].shape[1] == v.shape[1]:
@@ -1379,7 +1453,8 @@ def main():
                     # Attention and RotaryEmbedding; torchscript14 comes
                     # before LayerNormalization, as older export scripts pin).
                     kind, opset = torch_exporter.groups()
-                    export = export_seq2seq if arch in SEQ2SEQ else export_torch
+                    export = (export_seq2seq if arch in SEQ2SEQ else
+                              export_dual if arch in DUAL else export_torch)
                     feeds, want = export(arch, model, out, dynamo=kind == "dynamo",
                                          opset=int(opset) if opset else None)
                 elif exporter == "optimum":
