@@ -60,6 +60,10 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          4 decoder tokens in, the logits out; then marian,
                                          longt5,switch_transformers,pegasus_x by dynamo and
                                          m2m_100,nllb-moe,fsmt,prophetnet,led by torchscript)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch clip,siglip --exporter dynamo,torchscript
+                                         (DUAL: CLIP's and SigLIP's whole models, texts and
+                                         images in, logits_per_image out)
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch t5,bart,marian,whisper --exporter optimum
                                          (Optimum's encoder-decoders, each as three exports:
