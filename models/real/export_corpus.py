@@ -898,10 +898,7 @@ def export_dual(arch, model, out, dynamo, opset=None):
     symbolic (the image's size fixed)."""
     import torch
 
-    ids, mask, _ = prompt_inputs(arch)
-    if arch == "siglip":
-        mask = np.ones_like(mask)
-        ids = prompt_inputs(arch)[0]
+    ids, mask, _ = prompt_inputs(arch)  # (SigLIP reads no mask: its texts are not padded)
     pixels = np.random.default_rng(SEED + 2).standard_normal(
         (BATCH, 3, IMAGE, IMAGE)).astype(np.float32)
     kw = dict(input_ids=torch.tensor(ids), pixel_values=torch.tensor(pixels))
