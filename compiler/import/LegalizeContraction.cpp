@@ -1347,31 +1347,26 @@ std::optional<LogicalResult> einsumAsProjection(NodeContext &ctx, StringRef lhs,
 }
 
 LogicalResult legalizeEinsum(NodeContext &ctx) {
-  if (ctx.numInputs() == 1 && ctx.input(0)) {
-    std::string equation;
-    for (char c : ctx.attrString("equation"))
-      if (c != ' ')
-        equation += c;
-    std::string why;
-    FailureOr<std::string> spelt =
-        spellOutEllipsis(equation, {ctx.inputType(0).getRank()}, why);
-    if (failed(spelt))
-      return ctx.error("Einsum '" + equation + "' of one operand: " + why);
-    return legalizeEinsumOfOne(ctx, *spelt);
-  }
-  if (failed(ctx.requireInputs(2)))
-    return failure();
   std::string written;
   for (char c : ctx.attrString("equation"))
     if (c != ' ')
       written += c;
+  bool ofOne = ctx.numInputs() == 1 && ctx.input(0);
+  if (!ofOne && failed(ctx.requireInputs(2)))
+    return failure();
+  SmallVector<int64_t> ranks;
+  for (unsigned i = 0; i < (ofOne ? 1u : 2u); ++i)
+    ranks.push_back(ctx.inputType(i).getRank());
+  std::string why;
+  FailureOr<std::string> spelt = spellOutEllipsis(written, ranks, why);
+  if (ofOne)
+    return failed(spelt) ? ctx.error("Einsum '" + written +
+                                     "' of one operand: " + why)
+                         : legalizeEinsumOfOne(ctx, *spelt);
   auto unsupported = [&](const Twine &why) {
     return ctx.error("Einsum '" + written +
                      "' is not a supported matmul form: " + why);
   };
-  std::string why;
-  FailureOr<std::string> spelt = spellOutEllipsis(
-      written, {ctx.inputType(0).getRank(), ctx.inputType(1).getRank()}, why);
   if (failed(spelt))
     return unsupported(why);
   std::string equation = *spelt;

@@ -217,12 +217,12 @@ LogicalResult legalizeConstant(NodeContext &ctx) {
         tensorType(*b.getContext(), a->t(), ctx.loc());
     if (failed(type))
       return failure();
-    std::optional<int64_t> bytes =
-        tensorBytes(type->getShape(), type->getElementType());
+    // (tensorType has checked that the byte count fits.)
     std::optional<DataRef> ref =
         type->getNumElements() > dfg::ConstantOp::kMaxConstantElements &&
-                bytes && !type->getElementType().isInteger(1)
-            ? ctx.constantData(*bytes)
+                !type->getElementType().isInteger(1)
+            ? ctx.constantData(
+                  *tensorBytes(type->getShape(), type->getElementType()))
             : std::nullopt;
     if (ref)
       return ctx.setResults(dfg::WeightOp::create(b, ctx.loc(), *type,

@@ -1231,6 +1231,16 @@ LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
   bool keepDims = ctx.attrInt("keepdims", 1) != 0;
   bool last = ctx.attrInt("select_last_index", 0) != 0;
   OpBuilder &b = ctx.builder();
+  // The [.., 1, ..] positions without the axis unless keepdims.
+  auto kept = [&](Value positions) -> Value {
+    if (keepDims)
+      return positions;
+    return dfg::SqueezeOp::create(
+        b, ctx.loc(),
+        RankedTensorType::get(dfg::reduceShape(in.getShape(), {axis}, false),
+                              b.getI64Type()),
+        positions, b.getDenseI64ArrayAttr({axis}));
+  };
   if (integers || ShapedType::isDynamic(n)) {
     // Integers (CLIP's text pooling takes the argmax of the token ids) or
     // a symbolic axis: TopK's first element, which breaks ties by the
@@ -1240,21 +1250,14 @@ LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
                        dfg::formatShape(in.getShape()) +
                        ": meshc takes the last of equal values over static "
                        "float axes only");
-    SmallVector<int64_t> kept(in.getShape());
-    kept[axis] = 1;
+    SmallVector<int64_t> first(in.getShape());
+    first[axis] = 1;
     auto topK = dfg::TopKOp::create(
-        b, ctx.loc(), RankedTensorType::get(kept, in.getElementType()),
-        RankedTensorType::get(kept, b.getI64Type()), ctx.input(0),
+        b, ctx.loc(), RankedTensorType::get(first, in.getElementType()),
+        RankedTensorType::get(first, b.getI64Type()), ctx.input(0),
         b.getI64IntegerAttr(axis), b.getI64IntegerAttr(1),
         b.getBoolAttr(isMax));
-    Value out = topK.getIndices();
-    if (!keepDims)
-      out = dfg::SqueezeOp::create(
-          b, ctx.loc(),
-          RankedTensorType::get(dfg::reduceShape(kept, {axis}, false),
-                                b.getI64Type()),
-          out, b.getDenseI64ArrayAttr({axis}));
-    return ctx.setResults(ctx.refineType(out));
+    return ctx.setResults(ctx.refineType(kept(topK.getIndices())));
   }
   if (n > (int64_t(1) << 24))
     return ctx.error(name.str() + " along an axis of " + std::to_string(n) +
@@ -1282,13 +1285,8 @@ LogicalResult legalizeArgExtreme(NodeContext &ctx, bool isMax) {
           .second;
   if (!last)
     index = dfg::SubOp::create(b, loc, bestType, ctx.scalar(n - 1, f32), index);
-  Value out = dfg::CastOp::create(b, loc, bestType.clone(i64), index, i64);
-  if (!keepDims)
-    out = dfg::SqueezeOp::create(
-        b, loc,
-        RankedTensorType::get(dfg::reduceShape(shape, {axis}, false), i64), out,
-        b.getDenseI64ArrayAttr({axis}));
-  return ctx.setResults(out);
+  return ctx.setResults(
+      kept(dfg::CastOp::create(b, loc, bestType.clone(i64), index, i64)));
 }
 
 /// OneHot(indices, depth, values) axis -> where(unsqueeze(indices, axis) ==

@@ -104,25 +104,37 @@ Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(StringRef path) {
   return std::move(model);
 }
 
-/// Walks ModelProto.graph.initializer[i].{raw_data,float_data} on the wire to
-/// learn the file offset of each payload; the parsed proto does not keep it.
+/// Walks ModelProto.graph.initializer[i].{raw_data,float_data} (and the
+/// main graph's Constant nodes' `value` tensors) on the wire to learn the
+/// file offset of each payload; the parsed proto does not keep it.
 Error OnnxModel::scanInitializerOffsets(StringRef bytes) {
   const auto *data = reinterpret_cast<const uint8_t *>(bytes.data());
   auto stream = [&](int64_t offset, int64_t length) {
     return CodedInputStream(data + offset, static_cast<int>(length));
   };
-  int index = 0;
-  auto scanTensor = [&](int64_t offset, int64_t length) {
+  // The payload of the TensorProto at [offset, offset + length): its
+  // raw_data, else its packed float_data, as `found` (offset -1: neither).
+  auto scanPayload = [&](int64_t offset, int64_t length,
+                         std::pair<int64_t, int64_t> &found) {
     auto record = [&](int64_t o, int64_t l) {
-      embedded_[index] = {o, l};
+      found = {o, l};
       return true;
     };
+    found = {-1, 0};
     CodedInputStream raw = stream(offset, length);
     bool ok = forEachField(raw, offset, kTensorRawData, record);
-    if (ok && !embedded_.count(index)) {
+    if (ok && found.first < 0) {
       CodedInputStream packed = stream(offset, length);
       ok = forEachField(packed, offset, kTensorFloatData, record);
     }
+    return ok;
+  };
+  int index = 0;
+  auto scanTensor = [&](int64_t offset, int64_t length) {
+    std::pair<int64_t, int64_t> found;
+    bool ok = scanPayload(offset, length, found);
+    if (found.first >= 0)
+      embedded_[index] = found;
     ++index;
     return ok;
   };
@@ -139,17 +151,11 @@ Error OnnxModel::scanInitializerOffsets(StringRef bytes) {
       if (attribute >= node.attribute_size() ||
           node.attribute(attribute++).name() != "value")
         return true;
-      auto record = [&](int64_t at, int64_t size) {
-        constants_[node.output(0)] = {at, size};
-        return true;
-      };
       auto scanValue = [&](int64_t to, int64_t tl) {
-        CodedInputStream raw = stream(to, tl);
-        bool ok = forEachField(raw, to, kTensorRawData, record);
-        if (ok && !constants_.count(node.output(0))) {
-          CodedInputStream packed = stream(to, tl);
-          ok = forEachField(packed, to, kTensorFloatData, record);
-        }
+        std::pair<int64_t, int64_t> found;
+        bool ok = scanPayload(to, tl, found);
+        if (found.first >= 0)
+          constants_[node.output(0)] = found;
         return ok;
       };
       CodedInputStream attr = stream(o, l);

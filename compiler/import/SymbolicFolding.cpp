@@ -123,10 +123,9 @@ std::optional<unsigned> soleSymbol(AffineExpr e) {
   return several ? std::nullopt : found;
 }
 
-/// The least size s >= `from` of symbol `position` such that `e` (of that
-/// symbol alone) is at least 0 at every size from s on, up to 2^24.
-std::optional<int64_t> leastWhereNonNegative(AffineExpr e, unsigned position,
-                                             int64_t from) {
+/// The least size s >= `from` of the one symbol `e` reads such that `e` is
+/// at least 0 at every size from s on, up to 2^24.
+std::optional<int64_t> leastWhereNonNegative(AffineExpr e, int64_t from) {
   auto holdsFrom = [&](int64_t s) {
     std::optional<int64_t> least =
         dfg::boundsOf(e, [&](unsigned) {
@@ -532,7 +531,7 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
               if (!maximums || !minimums || !symbol)
                 return {};
               std::optional<int64_t> from =
-                  leastWhereNonNegative(a, *symbol, leastOf(*symbol));
+                  leastWhereNonNegative(a, leastOf(*symbol));
               if (!from)
                 return {};
               std::string name = table.name(*symbol).str();

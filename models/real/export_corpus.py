@@ -861,35 +861,21 @@ def export_seq2seq(arch, model, out, dynamo, opset=None):
             args = (source, second) if third is None else (source, second, third)
             return torch_output(arch, self.inner, dict(zip(names, args)))
 
-    wrapped = Wrapper(model).eval()
-    args = tuple(kw[n] for n in names)
     speech = arch in SPEECH2SEQ and arch not in FRAMES_FIRST
-    if dynamo:
-        batch = torch.export.Dim("batch_size", max=64)
-        src = (torch.export.Dim("frames", min=8, max=200) if arch in FRAMES_FIRST
-               else torch.export.Dim("sequence_length", max=60))
-        tgt = torch.export.Dim("decoder_sequence_length", max=60)
-        dyn = [{0: batch} if speech else {0: batch, 1: src}, {0: batch, 1: tgt}]
-        if not speech:
-            dyn.insert(1, {0: batch, 1: src})
-        kwargs = dict(dynamo=True, dynamic_shapes=tuple(dyn), input_names=names,
-                      output_names=["logits"], external_data=False)
-        if opset:
-            kwargs["opset_version"] = opset
-        torch.onnx.export(wrapped, args, **kwargs).save(path)
-    else:
-        axes = {n: {0: "batch_size", 1: "frames" if arch in FRAMES_FIRST
-                    else "sequence_length"} for n in names}
-        if speech:
-            axes["input_features"] = {0: "batch_size"}
-        axes["decoder_input_ids"] = {0: "batch_size", 1: "decoder_sequence_length"}
-        axes["logits"] = {0: "batch_size", 1: "decoder_sequence_length"}
-        torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
-                          input_names=names, output_names=["logits"], dynamic_axes=axes)
-    feeds = {n: kw[n].numpy() for n in names}
-    with torch.no_grad():
-        want = {"logits": wrapped(*args).numpy()}
-    return feeds, want
+    batch = torch.export.Dim("batch_size", max=64)
+    src = (torch.export.Dim("frames", min=8, max=200) if arch in FRAMES_FIRST
+           else torch.export.Dim("sequence_length", max=60))
+    tgt = torch.export.Dim("decoder_sequence_length", max=60)
+    dyn = [{0: batch} if speech else {0: batch, 1: src}, {0: batch, 1: tgt}]
+    if not speech:
+        dyn.insert(1, {0: batch, 1: src})
+    axes = {n: {0: "batch_size", 1: "frames" if arch in FRAMES_FIRST
+                else "sequence_length"} for n in names}
+    if speech:
+        axes["input_features"] = {0: "batch_size"}
+    axes["decoder_input_ids"] = {0: "batch_size", 1: "decoder_sequence_length"}
+    axes["logits"] = {0: "batch_size", 1: "decoder_sequence_length"}
+    return export_graph(Wrapper(model).eval(), kw, "logits", path, dynamo, opset, dyn, axes)
 
 
 def export_dual(arch, model, out, dynamo, opset=None):
@@ -917,27 +903,37 @@ def export_dual(arch, model, out, dynamo, opset=None):
             return self.inner(input_ids=input_ids, pixel_values=pixel_values, **extra,
                               return_dict=True).logits_per_image
 
-    wrapped = Wrapper(model).eval()
+    batch = torch.export.Dim("batch_size", max=64)
+    seq = torch.export.Dim("sequence_length", max=60)
+    dyn = [{0: batch, 1: seq}, {0: batch}] + ([{0: batch, 1: seq}] if len(kw) > 2 else [])
+    axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
+    axes["pixel_values"] = {0: "batch_size"}
+    axes["logits_per_image"] = {0: "batch_size", 1: "batch_size"}
+    return export_graph(Wrapper(model).eval(), kw, "logits_per_image", path, dynamo, opset,
+                        dyn, axes)
+
+
+def export_graph(wrapped, kw, out_name, path, dynamo, opset, dynamic, axes):
+    """`wrapped` (its parameters the inputs `kw`, in order; one output,
+    `out_name`) exported to `path`: by torch.onnx's dynamo exporter with
+    `dynamic` shapes (opset: its default, or `opset`), or by TorchScript
+    with `dynamic` axes (opset 17, or `opset`). The feeds and torch's output."""
+    import torch
+
+    names = list(kw)
     args = tuple(kw[n] for n in names)
     if dynamo:
-        batch = torch.export.Dim("batch_size", max=64)
-        seq = torch.export.Dim("sequence_length", max=60)
-        dyn = [{0: batch, 1: seq}, {0: batch}] + ([{0: batch, 1: seq}] if len(args) > 2 else [])
-        kwargs = dict(dynamo=True, dynamic_shapes=tuple(dyn), input_names=names,
-                      output_names=["logits_per_image"], external_data=False)
+        kwargs = dict(dynamo=True, dynamic_shapes=tuple(dynamic), input_names=names,
+                      output_names=[out_name], external_data=False)
         if opset:
             kwargs["opset_version"] = opset
         torch.onnx.export(wrapped, args, **kwargs).save(path)
     else:
-        axes = {n: {0: "batch_size", 1: "sequence_length"} for n in names}
-        axes["pixel_values"] = {0: "batch_size"}
-        axes["logits_per_image"] = {0: "batch_size", 1: "batch_size"}
         torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
-                          input_names=names, output_names=["logits_per_image"],
-                          dynamic_axes=axes)
+                          input_names=names, output_names=[out_name], dynamic_axes=axes)
     feeds = {n: kw[n].numpy() for n in names}
     with torch.no_grad():
-        want = {"logits_per_image": wrapped(*args).numpy()}
+        want = {out_name: wrapped(*args).numpy()}
     return feeds, want
 
 

@@ -572,7 +572,7 @@ static std::optional<Value> splitCausalSelect(Value mask, AffineExpr queries,
   if (!where)
     return std::nullopt;
   std::optional<double> f = reader.splat(where.getRhs());
-  if (!f || !(std::isinf(*f) ? *f < 0 : *f <= kFiniteCausalFillMax))
+  if (!f || !(*f <= kFiniteCausalFillMax)) // -inf, or a finite fill
     return std::nullopt;
   Value kept = where.getLhs();
   if (!isa<FloatType>(getElementTypeOrSelf(kept.getType())) ||
@@ -662,8 +662,7 @@ std::optional<Value> splitCausalFactor(Value mask, AffineExpr queries,
         double fillB = 0.0;
         std::optional<Value> rest = splitCausalFactor(
             b, queries, keys, past, shapes, reader, builder, fillB);
-        if (!rest || !(std::isinf(fillB) ? fillB < 0
-                                         : fillB <= kFiniteCausalFillMax))
+        if (!rest || !(fillB <= kFiniteCausalFillMax))
           continue;
         if (!*rest) {
           fill = fillB;

@@ -192,14 +192,12 @@ std::optional<IndexForm> IndexForms::gathered(Operation *def, Value v,
   int64_t dataRank = static_cast<int64_t>(data->coef.size());
   IndexForm out{SmallVector<int64_t>(rank, 0), data->offset};
   // The data's axis `axis` read at the index whose form is `index` (its
-  // coefficients laid on the result's axes from `first`, its offset
-  // `offset`).
-  auto readAt = [&](int64_t axis, const IndexForm &index, int64_t first,
-                    AffineExpr offset) {
+  // coefficients laid on the result's axes from `first`).
+  auto readAt = [&](int64_t axis, const IndexForm &index, int64_t first) {
     int64_t c = data->coef[axis];
     for (auto [j, k] : llvm::enumerate(index.coef))
       out.coef[first + j] += c * k;
-    out.offset = out.offset + offset * c;
+    out.offset = out.offset + index.offset * c;
   };
   if (auto gather = dyn_cast<dfg::GatherOp>(def)) {
     std::optional<IndexForm> indices = at(gather.getIndices(), depth + 1);
@@ -210,7 +208,7 @@ std::optional<IndexForm> IndexForms::gathered(Operation *def, Value v,
       axis += dataRank;
     for (int64_t a = 0; a < dataRank; ++a) {
       if (a == axis)
-        readAt(a, *indices, axis, indices->offset);
+        readAt(a, *indices, axis);
       else
         out.coef[a < axis ? a : a - 1 + indexRank] += data->coef[a];
     }
@@ -226,7 +224,7 @@ std::optional<IndexForm> IndexForms::gathered(Operation *def, Value v,
   for (int64_t a = 0; a < batch; ++a)
     out.coef[a] += data->coef[a];
   for (int64_t c = 0; c < k; ++c)
-    readAt(batch + c, (*tuple)[c], 0, (*tuple)[c].offset);
+    readAt(batch + c, (*tuple)[c], 0);
   for (int64_t a = batch + k; a < dataRank; ++a)
     out.coef[indexRank - 1 + a - batch - k] += data->coef[a];
   return out;
