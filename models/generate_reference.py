@@ -4,7 +4,7 @@ ONNX decoder, as `meshc generate` runs it, for checking its output.
 
 Usage: generate_reference.py MODEL.onnx --prompt-ids P.npy [--attention-mask M.npy]
            --max-new-tokens N --output-ids OUT.npy [--logits OUT.npy]
-           [--stop-token ID ...] [--rows-alone]
+           [--stop-token ID ...] [--input NAME=FILE ...] [--rows-alone]
 
 The loop is the one Hugging Face's generate and Optimum's ORTModelForCausalLM
 run: a prefill step over the prompts (an empty KV cache of length 0, or for a
@@ -45,9 +45,14 @@ def present_name(past):
 
 
 def run_loop(session, inputs, outputs, pasts, empty_cache, tokens, mask, max_new_tokens,
-             stop_tokens):
+             stop_tokens, fixed=None):
     """Greedy generation of a batch: ids [batch, steps] and the logits of
-    each step's last position [steps, batch, vocabulary]."""
+    each step's last position [steps, batch, vocabulary]. `fixed` holds the
+    inputs every step reads unchanged (an encoder-decoder's source); the
+    tokens, mask and positions are the decoder's where the model has
+    `decoder_input_ids`."""
+    fixed = fixed or {}
+    prefix = "decoder_" if "decoder_input_ids" in inputs else ""
     batch = tokens.shape[0]
     cache = {p: np.repeat(c, batch, 0) for p, c in empty_cache.items()}
     finished = np.zeros(batch, bool)
@@ -58,11 +63,13 @@ def run_loop(session, inputs, outputs, pasts, empty_cache, tokens, mask, max_new
         feeds = {}
         for name, info in inputs.items():
             dtype = np.int32 if "int32" in info.type else np.int64
-            if name == "input_ids":
+            if name in fixed:
+                feeds[name] = fixed[name]
+            elif name == prefix + "input_ids":
                 feeds[name] = tokens[:, length - news:].astype(dtype)
-            elif name == "attention_mask":
+            elif name == prefix + "attention_mask":
                 feeds[name] = mask.astype(dtype)
-            elif name == "position_ids":
+            elif name == prefix + "position_ids":
                 positions = np.cumsum(mask, -1) - 1
                 positions[mask == 0] = 1
                 feeds[name] = positions[:, length - news:].astype(dtype)
@@ -104,6 +111,9 @@ def main():
     ap.add_argument("--output-ids", required=True)
     ap.add_argument("--logits")
     ap.add_argument("--stop-token", type=int, action="append", default=[])
+    ap.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
+                    help="an input every step reads unchanged (an encoder-decoder's "
+                    "source), as meshc generate --input")
     ap.add_argument("--rows-alone", action="store_true",
                     help="generate each row on its own, its padding removed")
     args = ap.parse_args()
@@ -117,7 +127,13 @@ def main():
                                    providers=["CPUExecutionProvider"])
     inputs = {i.name: i for i in session.get_inputs()}
     outputs = [o.name for o in session.get_outputs()]
-    pasts = [n for n in inputs if n.startswith("past")]
+    fixed = {}
+    for given in args.input:
+        name, _, path = given.partition("=")
+        fixed[name] = np.load(path)
+    # Optimum's cross-attention caches (past_key_values.N.encoder.*) are
+    # given, not grown.
+    pasts = [n for n in inputs if n.startswith("past") and n not in fixed]
     for p in pasts:
         if present_name(p) not in outputs:
             sys.exit(f"no present output for {p}")
@@ -138,9 +154,9 @@ def main():
         shape = list(inputs[p].shape)
         # The layers genai_config.json lists as sliding-window ones.
         layer = p.split(".")[1] if p.count(".") >= 2 else ""
-        fixed = layer.isdigit() and int(layer) in window.get("layers", [])
+        windowed = layer.isdigit() and int(layer) in window.get("layers", [])
         shape[0] = 1
-        shape[2] = window["window_size"] + window.get("cache_slack", 0) if fixed else 0
+        shape[2] = window["window_size"] + window.get("cache_slack", 0) if windowed else 0
         for d, size in enumerate(shape):
             if not isinstance(size, int):
                 if head_size is None:
@@ -156,7 +172,7 @@ def main():
         ids, logits = stack_rows(rows)
     else:
         ids, logits = run_loop(session, inputs, outputs, pasts, cache, tokens, mask,
-                               args.max_new_tokens, args.stop_token)
+                               args.max_new_tokens, args.stop_token, fixed)
     np.save(args.output_ids, ids)
     if args.logits:
         np.save(args.logits, logits)

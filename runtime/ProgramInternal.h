@@ -43,6 +43,9 @@ void copyBox(std::uint8_t *full, const Shape &global, std::uint8_t *piece,
 /// `meshc generate`'s request, as the rank executable's options carry it.
 struct GenerateOptions {
   std::string promptFile, maskFile, outputFile;
+  /// Without a prompt file: `batch` sequences starting from this token (an
+  /// encoder-decoder's decoder start token).
+  std::int64_t startToken = -1, batch = 0;
   int maxNewTokens = 0;
   std::vector<std::int64_t> stopTokens;
   double temperature = -1; ///< < 0: not given
@@ -50,7 +53,7 @@ struct GenerateOptions {
   double topP = 1;
   std::uint64_t seed = 0;
   bool jsonl = false;
-  bool enabled() const { return !promptFile.empty(); }
+  bool enabled() const { return !outputFile.empty(); }
   /// Greedy unless a sampling option asks otherwise (--temperature 0 is
   /// greedy whatever the others say).
   bool sampling() const {
@@ -65,6 +68,8 @@ struct Program::State {
   MappedSafetensors weights;
   std::vector<const void *> weightData;
   std::vector<HostTensor> inputs;  // the rank's pieces
+  /// The sizes of the symbolic dimensions the input files gave.
+  std::map<std::string, std::int64_t> inputSymbolSizes;
   std::vector<void *> inputData;   // where kernels read them
   std::vector<HostTensor> outputs; // fetched after the last step
   std::vector<TensorRef> produced; // where the step left them

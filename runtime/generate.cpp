@@ -164,9 +164,14 @@ void Program::generate(void (*body)(Program &)) {
     fatal("generation needs --generate-max-new-tokens N (at least 1) and "
           "--generate-output FILE (meshc generate passes them)");
 
-  // The prompts, the mask (ones by default) and their shapes.
+  // The prompts (without a file, each sequence from the decoder start
+  // token), the mask (ones by default) and their shapes.
   std::vector<std::vector<std::int64_t>> tokens =
-      readRows(o.promptFile, "the prompt ids");
+      o.promptFile.empty()
+          ? std::vector<std::vector<std::int64_t>>(
+                std::max<std::int64_t>(o.batch, 0),
+                std::vector<std::int64_t>(1, o.startToken))
+          : readRows(o.promptFile, "the prompt ids");
   std::int64_t batch = static_cast<std::int64_t>(tokens.size());
   if (batch == 0 || tokens[0].empty())
     fatal("the prompt ids '" + o.promptFile + "' are empty");
@@ -193,6 +198,17 @@ void Program::generate(void (*body)(Program &)) {
   std::int64_t me = comm_->rank();
   std::string batchSymbol = gen.value("batch_symbol", "");
   bool cached = !gen["cache"].empty();
+  // The inputs every step reads unchanged were read from their files with
+  // the rank's other inputs; their batch is the prompts'.
+  std::set<std::string> fixedInputs;
+  for (const json &name : gen.value("fixed_inputs", json::array()))
+    fixedInputs.insert(name.get<std::string>());
+  auto sourceBatch = s.inputSymbolSizes.find(batchSymbol);
+  if (!fixedInputs.empty() && sourceBatch != s.inputSymbolSizes.end() &&
+      sourceBatch->second != batch)
+    fatal("the inputs given with --input hold " +
+          std::to_string(sourceBatch->second) + " sequences, the prompts " +
+          std::to_string(batch));
 
   // This role: the inputs it does not read, the caches it holds.
   std::string role = m["ranks"][me].value("role", "");
@@ -238,7 +254,7 @@ void Program::generate(void (*body)(Program &)) {
   s.cacheCapacity.assign(info_.numInputs, 0);
 
   // Each input as the steps fill it, read from the manifest once.
-  enum class Feed { Tokens, Mask, Positions, Cache };
+  enum class Feed { Tokens, Mask, Positions, Cache, Fixed };
   struct InputPlan {
     Feed feed;
     Shape shape; // the manifest's global shape (-1: symbolic)
@@ -257,9 +273,15 @@ void Program::generate(void (*body)(Program &)) {
       fatal("input '" + name + "' is not in the manifest");
     InputPlan plan;
     plan.feed = caches.count(name)                         ? Feed::Cache
+                : fixedInputs.count(name)                 ? Feed::Fixed
                 : name == gen.value("input_ids", "")      ? Feed::Tokens
                 : name == gen.value("attention_mask", "") ? Feed::Mask
                                                           : Feed::Positions;
+    if (plan.feed == Feed::Fixed && s.inputs.size() > static_cast<size_t>(i) &&
+        s.inputs[i].bytes.empty() && !unread.count(name))
+      fatal("input '" + name + "' is read unchanged by every step, but no "
+            "file was given for it (meshc generate --input " + name +
+            "=FILE.npy)");
     plan.shape = (*entry)["shape"].get<Shape>();
     plan.sharding = parseSharding(*entry, plan.shape.size());
     plan.dims.assign(plan.shape.size(), "");
@@ -282,8 +304,10 @@ void Program::generate(void (*body)(Program &)) {
   std::int64_t sampler = holders.front();
   int logitsOutput = outputIndex(gen.value("logits", ""));
 
-  s.inputs.assign(info_.numInputs, HostTensor());
-  s.inputData.assign(info_.numInputs, nullptr);
+  // The fixed inputs keep the pieces and places their files gave; the
+  // others are filled per step.
+  s.inputs.resize(info_.numInputs);
+  s.inputData.resize(info_.numInputs, nullptr);
   std::vector<void *> stepBuffers(info_.numInputs, nullptr);
   std::vector<std::size_t> stepCapacity(info_.numInputs, 0);
   // A past of length 0 (the prefill) still needs an address.
@@ -316,6 +340,8 @@ void Program::generate(void (*body)(Program &)) {
       const InputPlan &plan = plans[i];
       std::string name = spec.name;
       Shape global = plan.shape;
+      if (plan.feed == Feed::Fixed)
+        continue;
       if (plan.feed == Feed::Cache) {
         Cache &c = caches.at(name);
         for (std::size_t d = 0; d < global.size(); ++d)

@@ -190,6 +190,10 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
       s.cudaGraph = false;
     } else if (arg == "--generate-prompt") {
       s.generate.promptFile = value();
+    } else if (arg == "--generate-start-token") {
+      s.generate.startToken = std::atoll(value().c_str());
+    } else if (arg == "--generate-batch") {
+      s.generate.batch = std::atoll(value().c_str());
     } else if (arg == "--generate-mask") {
       s.generate.maskFile = value();
     } else if (arg == "--generate-output") {
@@ -324,10 +328,15 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   for (auto &[name, file] : s.inputFiles)
     if (!declared.count(name))
       fatal("unknown input '" + name + "'; the model's inputs are: " + names);
-  // `meshc generate` makes the inputs of each step itself.
-  for (int i = 0; i < info.numInputs && !s.generate.enabled(); ++i) {
+  // `meshc generate` makes the inputs of each step itself, but those every
+  // step reads unchanged (an encoder-decoder's source), which are files.
+  for (int i = 0; i < info.numInputs; ++i) {
     const TensorSpec &spec = info.inputs[i];
     auto it = s.inputFiles.find(spec.name);
+    if (it == s.inputFiles.end() && s.generate.enabled()) {
+      s.inputs.emplace_back();
+      continue;
+    }
     if (it == s.inputFiles.end())
       fatal("input '" + std::string(spec.name) + "' is missing (--input " +
             spec.name + "=FILE.npy)");
@@ -448,7 +457,10 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
 
   for (const HostTensor &piece : s.inputs)
     s.inputData.push_back(
-        placement::placeInput(piece.bytes.data(), piece.bytes.size()));
+        piece.bytes.empty() && s.generate.enabled()
+            ? nullptr
+            : placement::placeInput(piece.bytes.data(), piece.bytes.size()));
+  s.inputSymbolSizes = std::move(symbolSizes);
   arena_ =
       static_cast<std::uint8_t *>(placement::allocateArena(info.arenaBytes));
   placement::synchronize("loading the weights and inputs");

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <set>
 
 using namespace mlir;
@@ -69,15 +70,19 @@ json signatureJson(const SignatureEntry &e, shard::GridOp grid) {
   return entry;
 }
 
-/// What `meshc generate` needs to drive the model token by token: which
-/// inputs carry the tokens, the attention mask and the positions, which
-/// output the logits, and the KV caches (past input, present output, the
-/// axis that grows), with the symbols for the batch, the step's tokens and
-/// the cached length. The roles of the token inputs come from the names the
-/// exporters give them (input_ids, attention_mask, position_ids, logits:
-/// Hugging Face's, which torch.onnx, Optimum and onnxruntime-genai keep); the
-/// caches from the shapes (CachePair). A model that is not a decoder gets
-/// "unsupported" with the reason.
+/// The JSON object a file of the model's folder holds, or null.
+json folderConfig(StringRef folder, StringRef file) {
+  SmallString<256> path(folder);
+  llvm::sys::path::append(path, file);
+  auto text = llvm::MemoryBuffer::getFile(path);
+  if (!text)
+    return nullptr;
+  json config = json::parse((*text)->getBuffer().begin(),
+                            (*text)->getBuffer().end(), nullptr,
+                            /*allow_exceptions=*/false);
+  return config.is_object() ? config : json(nullptr);
+}
+
 /// The end-of-sequence ids the model's folder declares, within the
 /// vocabulary: Hugging Face's generation_config.json, onnxruntime-genai's
 /// genai_config.json, or config.json, the first that has them; and that
@@ -86,14 +91,7 @@ std::pair<std::vector<int64_t>, std::string>
 declaredStopTokens(StringRef folder, int64_t vocabulary) {
   for (const char *file :
        {"generation_config.json", "genai_config.json", "config.json"}) {
-    SmallString<256> path(folder);
-    llvm::sys::path::append(path, file);
-    auto text = llvm::MemoryBuffer::getFile(path);
-    if (!text)
-      continue;
-    json config = json::parse((*text)->getBuffer().begin(),
-                              (*text)->getBuffer().end(), nullptr,
-                              /*allow_exceptions=*/false);
+    json config = folderConfig(folder, file);
     if (!config.is_object())
       continue;
     const json *eos = nullptr;
@@ -114,6 +112,34 @@ declaredStopTokens(StringRef folder, int64_t vocabulary) {
   return {{}, ""};
 }
 
+/// The token an encoder-decoder's decoder starts from, as the model's
+/// folder declares it (`decoder_start_token_id` of generation_config.json or
+/// config.json, within the vocabulary), and that file's name.
+std::optional<std::pair<int64_t, std::string>>
+declaredDecoderStart(StringRef folder, int64_t vocabulary) {
+  for (const char *file : {"generation_config.json", "config.json"}) {
+    json config = folderConfig(folder, file);
+    if (!config.is_object() || !config.contains("decoder_start_token_id"))
+      continue;
+    const json &id = config["decoder_start_token_id"];
+    if (id.is_number_integer() && id.get<int64_t>() >= 0 &&
+        id.get<int64_t>() < vocabulary)
+      return std::make_pair(id.get<int64_t>(), std::string(file));
+  }
+  return std::nullopt;
+}
+
+/// What `meshc generate` needs to drive the model token by token: which
+/// inputs carry the tokens, the attention mask and the positions, which
+/// output the logits, and the KV caches (past input, present output, the
+/// axis that grows), with the symbols for the batch, the step's tokens and
+/// the cached length. The roles of the token inputs come from the names the
+/// exporters give them (input_ids, attention_mask, position_ids, logits:
+/// Hugging Face's, which torch.onnx, Optimum and onnxruntime-genai keep); the
+/// caches from the shapes (CachePair). Every other input is one every step
+/// reads unchanged (an encoder-decoder's source: "fixed_inputs"), unless it
+/// grows with the tokens. A model that is not a decoder gets "unsupported"
+/// with the reason.
 json generateSection(const json &inputs, const json &outputs,
                      const json &symbols, const std::vector<CachePair> &cache,
                      StringRef modelFolder, bool sequenceParallel) {
@@ -134,13 +160,20 @@ json generateSection(const json &inputs, const json &outputs,
     return entry["dims"][d].get<std::string>();
   };
   json gen = json::object();
-  const json *ids = find(inputs, "input_ids");
+  // An encoder-decoder exported whole reads the decoder's tokens as
+  // `decoder_input_ids` (with `decoder_attention_mask` and
+  // `decoder_position_ids` where it takes them) beside the source's
+  // `input_ids` and `attention_mask`: generation grows the decoder's, and the
+  // source's are inputs held fixed (below).
+  std::string prefix = find(inputs, "decoder_input_ids") ? "decoder_" : "";
+  std::string idsName = prefix + "input_ids";
+  const json *ids = find(inputs, idsName);
   const json *logits = find(outputs, "logits");
   if (!ids || (*ids)["shape"].size() != 2 ||
       ((*ids)["dtype"] != "I64" && (*ids)["dtype"] != "I32"))
     return {{"unsupported",
-             "the model has no 2-D integer input 'input_ids' (the token ids "
-             "of a decoder)"}};
+             "the model has no 2-D integer input '" + idsName +
+                 "' (the token ids of a decoder)"}};
   if (!logits || (*logits)["shape"].size() != 3 ||
       (*logits)["dtype"] != "F32" || (*logits)["shape"][2].get<int64_t>() < 0)
     return {{"unsupported", "the model has no output 'logits' of shape "
@@ -149,21 +182,22 @@ json generateSection(const json &inputs, const json &outputs,
   std::string batch = dimName(*ids, 0), step = dimName(*ids, 1);
   if (step.empty())
     return {{"unsupported",
-             "input 'input_ids' has a fixed sequence length; generation "
-             "needs it symbolic (compile without --dim for it)"}};
-  gen["input_ids"] = "input_ids";
+             "input '" + idsName +
+                 "' has a fixed sequence length; generation needs it "
+                 "symbolic (compile without --dim for it)"}};
+  gen["input_ids"] = idsName;
   gen["logits"] = "logits";
   gen["vocabulary"] = (*logits)["shape"][2];
   gen["batch_symbol"] = batch;
   gen["step_symbol"] = step;
-  std::set<std::string> known = {"input_ids"};
-  if (find(inputs, "attention_mask")) {
-    gen["attention_mask"] = "attention_mask";
-    known.insert("attention_mask");
+  std::set<std::string> known = {idsName};
+  if (find(inputs, prefix + "attention_mask")) {
+    gen["attention_mask"] = prefix + "attention_mask";
+    known.insert(prefix + "attention_mask");
   }
-  if (find(inputs, "position_ids")) {
-    gen["position_ids"] = "position_ids";
-    known.insert("position_ids");
+  if (find(inputs, prefix + "position_ids")) {
+    gen["position_ids"] = prefix + "position_ids";
+    known.insert(prefix + "position_ids");
   }
   json pairs = json::array();
   std::string pastSymbol;
@@ -187,6 +221,16 @@ json generateSection(const json &inputs, const json &outputs,
   gen["stop_tokens"] = stops;
   if (!source.empty())
     gen["stop_tokens_from"] = source;
+  // The decoder of an encoder-decoder (exported whole, or Optimum's decoder
+  // reading `encoder_hidden_states`) starts from the token its folder
+  // declares when no decoder prompt is given.
+  if (!prefix.empty() || find(inputs, "encoder_hidden_states"))
+    if (auto start = declaredDecoderStart(
+            modelFolder, gen["vocabulary"].get<int64_t>())) {
+      gen["decoder_start_token"] = start->first;
+      gen["decoder_start_token_from"] = start->second;
+    }
+  json fixed = json::array();
   for (const json &e : inputs) {
     std::string name = e.value("name", std::string());
     if (known.count(name))
@@ -226,12 +270,24 @@ json generateSection(const json &inputs, const json &outputs,
         continue;
       }
     }
-    return {{"unsupported",
-             "input '" + e.value("name", std::string()) +
-                 "' is neither the tokens, the attention mask, the "
-                 "positions nor a KV cache, so generation cannot supply it"}};
+    // Anything else (an encoder-decoder's source, Optimum's
+    // encoder_hidden_states and cross-attention caches) is given by the
+    // user once and read unchanged by every step; it must not grow with
+    // the tokens.
+    for (size_t d = 0; d < e.value("shape", json::array()).size(); ++d) {
+      std::string dim = dimName(e, d);
+      if (!dim.empty() && (dim == step || dim == pastSymbol))
+        return {{"unsupported",
+                 "input '" + name + "' grows with the tokens (its dimension " +
+                     std::to_string(d) + " is '" + dim +
+                     "'), but it is neither the tokens, the attention mask, "
+                     "the positions nor a KV cache, so generation cannot "
+                     "supply it"}};
+    }
+    fixed.push_back(name);
   }
   gen["cache"] = pairs;
+  gen["fixed_inputs"] = fixed;
   return gen;
 }
 

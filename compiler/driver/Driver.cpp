@@ -791,8 +791,8 @@ int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
   return runCompiled(request);
 }
 
-/// meshc generate FOLDER --prompt-ids FILE.npy --max-new-tokens N
-/// --output-ids OUT.npy [...].
+/// meshc generate FOLDER [--prompt-ids FILE.npy] [--input NAME=FILE.npy ...]
+/// --max-new-tokens N --output-ids OUT.npy [...].
 int generateCommand(const driver::RunOptions &run,
                     const driver::GenerateOptions &options) {
   GenerateRequest request;
@@ -806,6 +806,14 @@ int generateCommand(const driver::RunOptions &run,
     if (!file.empty())
       if (Error e = checkReadableFile(file, "input"))
         return fail("generate", toString(std::move(e)));
+  for (const std::string &input : run.inputs) {
+    auto [name, file] = StringRef(input).split('=');
+    if (name.empty() || file.empty())
+      return fail("generate", "--input '" + input + "' is not NAME=FILE");
+    if (Error e = checkReadableFile(file, "input"))
+      return fail("generate", toString(std::move(e)));
+    request.run.inputs.emplace_back(name.str(), file.str());
+  }
   request.run.folder = run.folder;
   request.run.collectiveTimeout = run.timeout;
   request.run.threads = run.threads;

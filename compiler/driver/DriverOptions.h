@@ -282,9 +282,12 @@ struct RunOptions {
   explicit RunOptions(Commands &c)
       : folder(cl::Positional, cl::Required, cl::desc("<compiled folder>"),
                cl::sub(c.run), cl::sub(c.generate), cl::cat(c.category)),
-        inputs("input", cl::desc("A model input, NAME=FILE.npy (repeatable)"),
+        inputs("input",
+               cl::desc("A model input, NAME=FILE.npy (repeatable); for "
+                        "meshc generate, an input every step reads "
+                        "unchanged (an encoder-decoder's source)"),
                cl::value_desc("NAME=FILE"), cl::sub(c.run),
-               cl::cat(c.category)),
+               cl::sub(c.generate), cl::cat(c.category)),
         outputDir("output-dir", cl::desc("Folder for the outputs (default: .)"),
                   cl::value_desc("dir"), cl::init("."), cl::sub(c.run),
                   cl::cat(c.category)),
@@ -343,9 +346,11 @@ struct GenerateOptions {
   explicit GenerateOptions(Commands &c)
       : promptIds("prompt-ids",
                   cl::desc("The prompts' token ids, int64 or int32 [batch, "
-                           "length] (left-padded where lengths differ)"),
-                  cl::value_desc("FILE.npy"), cl::Required,
-                  cl::sub(c.generate), cl::cat(c.category)),
+                           "length] (left-padded where lengths differ); of "
+                           "an encoder-decoder, the decoder's (default: "
+                           "the decoder start token its folder declares)"),
+                  cl::value_desc("FILE.npy"), cl::sub(c.generate),
+                  cl::cat(c.category)),
         attentionMask("attention-mask",
                       cl::desc("1 for each prompt token, 0 for padding, "
                                "shaped as the prompt ids (default: all 1)"),

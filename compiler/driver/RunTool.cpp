@@ -404,11 +404,87 @@ int generateCompiled(const GenerateRequest &request) {
                      " is outside the vocabulary (0 to " + Twine(vocab - 1) +
                      ")");
 
-  // The prompts and the mask.
-  rt::HostTensor prompt, mask;
+  // The inputs every step reads unchanged (an encoder-decoder's source):
+  // each given once with --input, nothing else given so; the batch they
+  // hold along the batch's dimension.
+  std::string batchSymbol = gen.value("batch_symbol", "");
+  std::map<std::string, std::string> fixedFiles;
+  std::string fixedNames;
+  for (const json &name : gen.value("fixed_inputs", json::array())) {
+    fixedFiles[name.get<std::string>()] = "";
+    fixedNames += (fixedNames.empty() ? "" : ", ") + name.get<std::string>();
+  }
+  for (const auto &[name, file] : request.run.inputs) {
+    if (!fixedFiles.count(name))
+      return failGen(
+          "--input " + name + ": " +
+          (fixedFiles.empty()
+               ? Twine("this model takes no input other than those "
+                       "generation makes each step (the tokens, the mask, "
+                       "the positions and the KV caches)")
+               : Twine("the inputs given with --input are those every step "
+                       "reads unchanged: ") +
+                     fixedNames));
+    fixedFiles[name] = file;
+  }
   std::string error;
-  if (!rt::readNpy(request.promptIds, prompt, error))
+  int64_t sourceBatch = -1;
+  std::string sourceBatchFrom;
+  for (const json &e : m["inputs"]) {
+    std::string name = e.value("name", "");
+    if (!fixedFiles.count(name))
+      continue;
+    const std::string &file = fixedFiles[name];
+    if (file.empty())
+      return failGen("input '" + name +
+                     "' is read unchanged by every step; give it with "
+                     "--input " +
+                     name + "=FILE.npy");
+    rt::HostTensor t;
+    if (!rt::readNpy(file, t, error))
+      return failGen(error);
+    // The ranks check the dtype, the shape and the bounds; the batch must
+    // agree with the prompts' here.
+    if (!t.shape.empty() && e.contains("dims") && !e["dims"].empty() &&
+        e["dims"][0] == batchSymbol && !batchSymbol.empty()) {
+      if (sourceBatch >= 0 && t.shape[0] != sourceBatch)
+        return failGen("input '" + name + "' (" + file + ") holds " +
+                       Twine(t.shape[0]) + " sequences, input '" +
+                       sourceBatchFrom + "' " + Twine(sourceBatch));
+      if (sourceBatch < 0) {
+        sourceBatch = t.shape[0];
+        sourceBatchFrom = name;
+      }
+    }
+  }
+
+  // The prompts (of an encoder-decoder, the decoder's: by default its
+  // start token, one per sequence of the source) and the mask.
+  rt::HostTensor prompt, mask;
+  std::optional<int64_t> startToken;
+  if (request.promptIds.empty()) {
+    if (!gen.contains("decoder_start_token"))
+      return failGen(
+          Twine("--prompt-ids is required") +
+          (gen.contains("fixed_inputs") && !gen["fixed_inputs"].empty()
+               ? " (the model's folder declares no decoder_start_token_id "
+                 "in generation_config.json or config.json to start the "
+                 "decoder from)"
+               : ""));
+    if (sourceBatch < 0)
+      return failGen("without --prompt-ids, the batch comes from the inputs "
+                     "given with --input, but none of them has the batch's "
+                     "dimension '" +
+                     batchSymbol + "'");
+    startToken = gen["decoder_start_token"].get<int64_t>();
+    prompt.dtype = rt::DType::I64;
+    prompt.shape = {sourceBatch, 1};
+    prompt.bytes.resize(static_cast<size_t>(sourceBatch) * sizeof(int64_t));
+    for (int64_t b = 0; b < sourceBatch; ++b)
+      reinterpret_cast<int64_t *>(prompt.bytes.data())[b] = *startToken;
+  } else if (!rt::readNpy(request.promptIds, prompt, error)) {
     return failGen(error);
+  }
   if (prompt.shape.size() != 2 ||
       (prompt.dtype != rt::DType::I64 && prompt.dtype != rt::DType::I32) ||
       prompt.shape[0] < 1 || prompt.shape[1] < 1)
@@ -423,6 +499,10 @@ int generateCompiled(const GenerateRequest &request) {
                : reinterpret_cast<const int32_t *>(t.bytes.data())[k];
   };
   int64_t batch = prompt.shape[0], length = prompt.shape[1];
+  if (sourceBatch >= 0 && sourceBatch != batch)
+    return failGen("the prompt ids '" + request.promptIds + "' hold " +
+                   Twine(batch) + " sequences, input '" + sourceBatchFrom +
+                   "' " + Twine(sourceBatch));
   for (int64_t k = 0; k < batch * length; ++k)
     if (element(prompt, k) < 0 || element(prompt, k) >= vocab)
       return failGen("the prompt ids '" + request.promptIds + "' hold " +
@@ -489,7 +569,6 @@ int generateCompiled(const GenerateRequest &request) {
     return failGen("the prompt ids hold " + Twine(batch) +
                    " sequences; the model was compiled for a batch of " +
                    Twine(fixedBatch));
-  std::string batchSymbol = gen.value("batch_symbol", "");
   if (fixedBatch < 0 && bound(batchSymbol) >= 0 && batch > bound(batchSymbol))
     return tooLong("a batch of " + Twine(batch) + " sequences", batch,
                    batchSymbol, "--max-batch");
@@ -536,9 +615,21 @@ int generateCompiled(const GenerateRequest &request) {
                    parent + "' does not exist");
 
   std::vector<std::string> extra = {
-      "--generate-prompt",         request.promptIds,
-      "--generate-output",         request.outputIds,
-      "--generate-max-new-tokens", std::to_string(request.maxNewTokens)};
+      "--generate-output", request.outputIds, "--generate-max-new-tokens",
+      std::to_string(request.maxNewTokens)};
+  if (startToken) {
+    extra.push_back("--generate-start-token");
+    extra.push_back(std::to_string(*startToken));
+    extra.push_back("--generate-batch");
+    extra.push_back(std::to_string(batch));
+  } else {
+    extra.push_back("--generate-prompt");
+    extra.push_back(request.promptIds);
+  }
+  for (const auto &[name, file] : fixedFiles) {
+    extra.push_back("--input");
+    extra.push_back(name + "=" + file);
+  }
   if (!request.attentionMask.empty()) {
     extra.push_back("--generate-mask");
     extra.push_back(request.attentionMask);

@@ -11,7 +11,7 @@ meshc drops.
 
 Usage: check_generate.py --meshc build/bin/meshc --corpus models/real/corpus
                          [--mesh tp=1,tp=2,pp=2,dp=2,dp=2xtp=2] [--only NAME,...]
-                         [--new-tokens N] [--sampling] [--kind all|cache|no-cache]
+                         [--new-tokens N] [--sampling] [--kind all|cache|no-cache|seq2seq]
                          [--allow-failures] [--genai-python PYTHON]
 
 Prints one line per (export, mesh): `generate ok (B x N tokens, kv cache in
@@ -36,6 +36,13 @@ in that Python too (the onnxruntime they are written for), as does that of an
 export the pinned onnxruntime rejects as invalid (torch.onnx's opset-23
 RMSNormalization with a scale of the input's whole shape, which the
 exporters' newer onnxruntime runs and wrote the references with).
+
+The decoders of encoder-decoders (`--kind seq2seq`: exports with
+`decoder_input_ids`, or Optimum's decoder parts reading the encoder's
+states) generate from the export's own decoder tokens, one sequence per
+source, over the export's inputs that every step reads unchanged (the
+source, Optimum's encoder states and cross-attention caches), given to
+meshc generate and to the reference as `--input`.
 
 --sampling also runs each case with --temperature 0.8 --top-k 20 --top-p 0.9
 --seed 7 twice and checks that both runs and every mesh draw the same ids.
@@ -101,9 +108,9 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--sampling", action="store_true")
-    ap.add_argument("--kind", choices=["all", "cache", "no-cache"], default="all",
-                    help="only the exports with a KV cache (Optimum, onnxruntime-genai), "
-                         "or only those without")
+    ap.add_argument("--kind", choices=["all", "cache", "no-cache", "seq2seq"], default="all",
+                    help="only the decoders with a KV cache (Optimum, onnxruntime-genai), "
+                         "only those without, or only the decoders of encoder-decoders")
     ap.add_argument("--allow-failures", action="store_true")
     ap.add_argument("--genai-python", default="",
                     help="a Python with onnxruntime-genai: compare its generator's "
@@ -124,19 +131,24 @@ def main():
             if not os.path.isdir(os.path.join(folder, "reference")) or \
                     not os.path.exists(os.path.join(folder, "reference", "logits.npy")):
                 continue  # not a decoder (BERT), or an export that failed
-            if any(os.path.exists(os.path.join(folder, "inputs", f"{n}.npy"))
-                   for n in ("decoder_input_ids", "encoder_hidden_states",
-                             "encoder_attention_mask")):
-                continue  # an encoder-decoder (or Optimum's decoder of one):
-                # meshc generate runs decoders of their own tokens only
+            # An encoder-decoder (exported whole, or Optimum's decoder of
+            # one): the decoder generates from the export's own decoder
+            # tokens, over the export's source (and Optimum's encoder
+            # states and cross-attention caches), which every step reads
+            # unchanged (meshc generate --input).
+            seq2seq = any(os.path.exists(os.path.join(folder, "inputs", f"{n}.npy"))
+                          for n in ("decoder_input_ids", "encoder_hidden_states",
+                                    "encoder_attention_mask"))
+            has_cache = any(f.startswith("past") for f in os.listdir(os.path.join(folder, "inputs")))
+            if (args.kind == "seq2seq") != seq2seq and args.kind != "all":
+                continue
+            if (args.kind == "cache" and not has_cache) or (args.kind == "no-cache" and has_cache):
+                continue
             if index.get(name, {}).get("traced_shapes_only"):
                 # The exporter baked the trace's shapes into the graph
                 # (onnxruntime fails on other prompt lengths too).
                 print(f"{name}: skipped (the export holds only at its traced shapes: "
                       f"{index[name]['traced_shapes_only'][:120]})", flush=True)
-                continue
-            has_cache = os.path.exists(os.path.join(folder, "inputs", "past_key_values.0.key.npy"))
-            if (args.kind == "cache" and not has_cache) or (args.kind == "no-cache" and has_cache):
                 continue
             vocab = np.load(os.path.join(folder, "reference", "logits.npy")).shape[-1]
             # onnxruntime-genai's GroupQueryAttention places a prompt's
@@ -149,6 +161,11 @@ def main():
             # padded prompts: two of one length.
             padded = os.path.exists(os.path.join(folder, "inputs", "attention_mask.npy"))
             ids, mask = prompts(vocab, padded=padded)
+            if seq2seq:
+                tokens = "decoder_input_ids" if os.path.exists(
+                    os.path.join(folder, "inputs", "decoder_input_ids.npy")) else "input_ids"
+                ids = np.load(os.path.join(folder, "inputs", f"{tokens}.npy")).astype(np.int64)
+                mask = np.ones_like(ids)
             case = os.path.join(work, name)
             os.makedirs(case)
             np.save(os.path.join(case, "ids.npy"), ids)
@@ -169,6 +186,8 @@ def main():
                     continue
                 section = json.load(open(os.path.join(out, "manifest.json")))["generate"]
                 cached = bool(section.get("cache"))
+                fixed = [a for n in section.get("fixed_inputs", [])
+                         for a in ("--input", f"{n}={os.path.join(folder, 'inputs', n + '.npy')}")]
                 # meshc generate stops at the ids the model's folder declares;
                 # so does the reference.
                 stops = [str(t) for t in section.get("stop_tokens", [])]
@@ -177,7 +196,7 @@ def main():
                                     os.path.join(case, "ids.npy"), "--attention-mask",
                                     os.path.join(case, "mask.npy"), "--max-new-tokens",
                                     str(args.new_tokens), "--output-ids", got_path,
-                                    "--threads", "1", "--jsonl"],
+                                    "--threads", "1", "--jsonl"] + fixed,
                                    capture_output=True, text=True)
                 if g.returncode:
                     print(f"{label}: {first_error(g.stderr + g.stdout)}")
@@ -197,7 +216,7 @@ def main():
                              os.path.join(case, "ids.npy"), "--attention-mask",
                              os.path.join(case, "mask.npy"), "--max-new-tokens",
                              str(args.new_tokens), "--output-ids", ref_ids,
-                             "--logits", ref_logits] +
+                             "--logits", ref_logits] + fixed +
                             [a for t in stops for a in ("--stop-token", t)] +
                             (["--rows-alone"] if genai else []),
                             capture_output=True, text=True)
@@ -252,7 +271,8 @@ def main():
                                             os.path.join(case, "mask.npy"), "--max-new-tokens",
                                             str(args.new_tokens), "--output-ids", path,
                                             "--temperature", "0.8", "--top-k", "20",
-                                            "--top-p", "0.9", "--seed", "7", "--threads", "1"],
+                                            "--top-p", "0.9", "--seed", "7", "--threads", "1"]
+                                           + fixed,
                                            capture_output=True, text=True)
                         draws.append(np.load(path) if s.returncode == 0 else None)
                     if draws[0] is None or draws[1] is None or not np.array_equal(draws[0], draws[1]):
