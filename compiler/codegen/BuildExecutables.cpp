@@ -142,6 +142,7 @@ declaredDecoderStart(StringRef folder, int64_t vocabulary) {
 /// with the reason.
 json generateSection(const json &inputs, const json &outputs,
                      const json &symbols, const std::vector<CachePair> &cache,
+                     const std::set<std::string> &readByNone,
                      StringRef modelFolder, bool sequenceParallel) {
   if (sequenceParallel)
     return {{"unsupported",
@@ -235,6 +236,13 @@ json generateSection(const json &inputs, const json &outputs,
     std::string name = e.value("name", std::string());
     if (known.count(name))
       continue;
+    // An input no program reads (the pasts of Optimum's merged decoder
+    // compiled with use_cache_branch=false) is nothing to generation: a
+    // fixed input that need not be given.
+    if (readByNone.count(name)) {
+      fixed.push_back(name);
+      continue;
+    }
     // A cache whose present keeps the past's length (onnxruntime-genai's
     // sliding-window layers: sliding_window_cache): fed back at a fixed
     // capacity, the least the model takes (its window).
@@ -579,6 +587,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   }
   json roleList = json::array();
   std::vector<std::string> rankRole(world);
+  // The inputs no role reads.
+  std::optional<std::set<std::string>> readByNone;
   json inputs = json::array();
   std::map<std::string, json> outputs;
   std::vector<std::string> outputOrder;
@@ -629,9 +639,17 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     for (int64_t r : role.ranks)
       rankRole[r] = name;
     json unread = json::array();
+    std::set<std::string> roleUnread;
     for (const SignatureEntry &e : program->inputs)
-      if (!e.read)
+      if (!e.read) {
         unread.push_back(e.name);
+        roleUnread.insert(e.name);
+      }
+    if (!readByNone)
+      readByNone = roleUnread;
+    else
+      for (auto it = readByNone->begin(); it != readByNone->end();)
+        it = roleUnread.count(*it) ? std::next(it) : readByNone->erase(it);
     for (const CachePair &pair : program->cache)
       if (llvm::none_of(cache, [&](const CachePair &known) {
             return known.past == pair.past;
@@ -693,7 +711,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   manifest["generate"] = generateSection(
       inputs, outputList,
       manifest.contains("symbols") ? manifest["symbols"] : json::object(),
-      cache, options.weightsDir, options.sequenceParallel);
+      cache, readByNone.value_or(std::set<std::string>()), options.weightsDir,
+      options.sequenceParallel);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

@@ -53,6 +53,8 @@ namespace {
 /// Whether the graph pipeline raises exporter idioms (false with
 /// --no-raise). One command runs per process; readModelOptions sets it.
 bool raiseIdioms = true;
+/// --input-value: graph inputs given values at import (readModelOptions).
+onnximport::InputValues inputValues;
 
 constexpr StringLiteral kCommandArray[] = {"import", "plan", "compile", "run",
                                            "generate"};
@@ -382,7 +384,7 @@ int withFrontEnd(
   DiagnosticPrinter diagnostics(context, command);
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      onnximport::importOnnxModel(context, model, dims);
+      onnximport::importOnnxModel(context, model, dims, inputValues);
   if (!module)
     return 1;
   if (bounds && axes) {
@@ -617,6 +619,18 @@ Expected<onnximport::DimSizes> readModelOptions(driver::ModelOptions &m) {
   }
   if (Error e = checkReadableFile(m.path, "model"))
     return std::move(e);
+  inputValues.clear();
+  for (const std::string &entry : m.inputValues) {
+    auto [name, text] = StringRef(entry).split('=');
+    if (name.empty() || text.empty())
+      return createStringError(inconvertibleErrorCode(),
+                               "--input-value '%s' is not NAME=VALUE",
+                               entry.c_str());
+    if (!inputValues.try_emplace(name, text.str()).second)
+      return createStringError(inconvertibleErrorCode(),
+                               "--input-value names '%s' twice",
+                               name.str().c_str());
+  }
   return parseDimSizes(m.dims, "--dim");
 }
 

@@ -65,6 +65,17 @@ struct ModelOptions {
                       "arithmetic on it then folds to constants"),
              cl::value_desc("name=size"), cl::CommaSeparated, cl::sub(c.import),
              cl::sub(c.plan), cl::sub(c.compile), cl::cat(c.category)),
+        inputValues(
+            "input-value",
+            cl::desc("Give a graph input of a fixed shape a value at "
+                     "compile time (every element); it is then no input of "
+                     "the executables, and what depends on it folds: an If "
+                     "on it keeps one branch (Optimum's merged decoder: "
+                     "use_cache_branch=true or false). Repeatable or "
+                     "comma-separated"),
+            cl::value_desc("name=value"), cl::CommaSeparated,
+            cl::sub(c.import), cl::sub(c.plan), cl::sub(c.compile),
+            cl::cat(c.category)),
         noRaise("no-raise",
                 cl::desc("Keep the exporter's primitive ops (MatMul, "
                          "Softmax, ...) instead of raising them to "
@@ -76,6 +87,7 @@ struct ModelOptions {
                 cl::cat(c.category)) {}
   cl::opt<std::string> path;
   cl::list<std::string> dims;
+  cl::list<std::string> inputValues;
   cl::opt<bool> noRaise;
 };
 

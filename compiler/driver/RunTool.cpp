@@ -427,6 +427,17 @@ int generateCompiled(const GenerateRequest &request) {
                      fixedNames));
     fixedFiles[name] = file;
   }
+  // Those no role reads need no file.
+  // (Not llvm::is_contained: it would call json's contains(), which looks
+  // for an object's key.)
+  auto readBySome = [&](const std::string &name) {
+    for (const json &role : m.value("roles", json::array())) {
+      json unread = role.value("unread_inputs", json::array());
+      if (std::find(unread.begin(), unread.end(), json(name)) == unread.end())
+        return true;
+    }
+    return false;
+  };
   std::string error;
   int64_t sourceBatch = -1;
   std::string sourceBatchFrom;
@@ -435,6 +446,8 @@ int generateCompiled(const GenerateRequest &request) {
     if (!fixedFiles.count(name))
       continue;
     const std::string &file = fixedFiles[name];
+    if (file.empty() && !readBySome(name))
+      continue;
     if (file.empty())
       return failGen("input '" + name +
                      "' is read unchanged by every step; give it with "
@@ -627,6 +640,8 @@ int generateCompiled(const GenerateRequest &request) {
     extra.push_back(request.promptIds);
   }
   for (const auto &[name, file] : fixedFiles) {
+    if (file.empty())
+      continue;
     extra.push_back("--input");
     extra.push_back(name + "=" + file);
   }

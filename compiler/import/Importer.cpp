@@ -60,8 +60,10 @@ public:
   /// size takes the order for small sizes (foldSymbolic's maximums).
   Importer(MLIRContext &context, const OnnxModel &model,
            const DimSizes &dimSizes, bool assumeOrders = false,
-           const DimRenames &renames = {}, const DimSizes &minimums = {})
+           const DimRenames &renames = {}, const DimSizes &minimums = {},
+           const InputValues &inputValues = {})
       : context_(context), model_(model), dimSizes_(dimSizes),
+        inputValues_(inputValues),
         assumeOrders_(assumeOrders), renames_(renames), dimTable_(&context),
         builder_(&context),
         fileLoc_(FileLineColLoc::get(&context, model.path(), 0, 0)),
@@ -104,6 +106,8 @@ private:
   FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
                                         SmallVectorImpl<Attribute> *dimNames);
   LogicalResult checkDimSizesUsed(const llvm::StringSet<> &symbolic);
+  FailureOr<DenseElementsAttr> inputValueAttr(const onnx::ValueInfoProto &input,
+                                              StringRef text);
   LogicalResult importInitializers();
   LogicalResult expandFunctions();
   LogicalResult expandNode(const onnx::NodeProto &node, int depth,
@@ -138,6 +142,7 @@ private:
   int currentIndex_ = 0;
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
+  const InputValues &inputValues_;
   bool assumeOrders_;
   /// Input dimension names read as other expressions (DimRenames).
   DimRenames renames_;
@@ -1266,6 +1271,48 @@ LogicalResult Importer::checkDimSizesUsed(const llvm::StringSet<> &symbolic) {
   return success();
 }
 
+/// The constant a graph input given `--input-value NAME=TEXT` becomes: its
+/// static shape filled with TEXT read as its element type.
+FailureOr<DenseElementsAttr>
+Importer::inputValueAttr(const onnx::ValueInfoProto &input, StringRef text) {
+  std::string flag = "--input-value " + input.name() + "=" + text.str();
+  FailureOr<RankedTensorType> type = valueType(input, nullptr);
+  if (failed(type))
+    return failure();
+  if (!type->hasStaticShape())
+    return error(flag + ": the input's shape " +
+                 dfg::formatShape(type->getShape()) +
+                 " has symbolic dimensions; only an input of a fixed shape "
+                 "can be given a value");
+  Type element = type->getElementType();
+  if (element.isInteger(1)) {
+    StringRef t = text.trim();
+    if (t == "true" || t == "1")
+      return DenseElementsAttr::get(*type, true);
+    if (t == "false" || t == "0")
+      return DenseElementsAttr::get(*type, false);
+    return error(flag + ": the input is bool; give true, false, 1 or 0");
+  }
+  if (auto integer = dyn_cast<IntegerType>(element)) {
+    int64_t v = 0;
+    if (text.trim().getAsInteger(10, v) ||
+        !APInt(64, v, /*isSigned=*/true).isSignedIntN(integer.getWidth()))
+      return error(flag + ": the input is an integer of " +
+                   std::to_string(integer.getWidth()) +
+                   " bits; the value is not one");
+    return DenseElementsAttr::get(
+        *type, APInt(integer.getWidth(), v, /*isSigned=*/true,
+                     /*implicitTrunc=*/true));
+  }
+  if (auto floating = dyn_cast<FloatType>(element)) {
+    double v = 0;
+    if (text.trim().getAsDouble(v))
+      return error(flag + ": the value is not a number");
+    return DenseElementsAttr::get(*type, FloatAttr::get(floating, v));
+  }
+  return error(flag + ": inputs of this element type cannot be given a value");
+}
+
 /// Whether `e` is built from names and constants by sums and products
 /// only (no quotient, remainder or bound).
 static bool namesAlone(AffineExpr e) {
@@ -1347,9 +1394,20 @@ OwningOpRef<ModuleOp> Importer::run() {
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<const onnx::ValueInfoProto *> args;
   llvm::StringSet<> symbolic;
+  // Inputs given values (--input-value): constants, made in the body.
+  SmallVector<std::pair<std::string, DenseElementsAttr>> givenInputs;
   for (const auto &input : graph.input()) {
     if (initializerNames.contains(input.name()))
       continue;
+    if (auto given = inputValues_.find(input.name());
+        given != inputValues_.end()) {
+      FailureOr<DenseElementsAttr> value =
+          inputValueAttr(input, given->getValue());
+      if (failed(value))
+        return nullptr;
+      givenInputs.emplace_back(input.name(), *value);
+      continue;
+    }
     if (input.type().has_tensor_type())
       for (const auto &dim : input.type().tensor_type().shape().dim())
         if (dim.has_dim_param() && !dim.has_dim_value())
@@ -1373,6 +1431,18 @@ OwningOpRef<ModuleOp> Importer::run() {
   }
   if (failed(checkDimSizesUsed(symbolic)))
     return nullptr;
+  for (const auto &entry : inputValues_)
+    if (!llvm::any_of(givenInputs,
+                      [&](const auto &g) { return g.first == entry.getKey(); })) {
+      SmallVector<std::string> names;
+      for (const auto &input : graph.input())
+        if (!initializerNames.contains(input.name()))
+          names.push_back("'" + input.name() + "'");
+      (void)error("--input-value " + entry.getKey() + "=" +
+                  entry.getValue() + ": the model has no input named '" +
+                  entry.getKey() + "' (its inputs: " + join(names, ", ") + ")");
+      return nullptr;
+    }
 
   // Input dimensions named by expressions of other names: claims the graph
   // may contradict (checkClaims).
@@ -1392,6 +1462,8 @@ OwningOpRef<ModuleOp> Importer::run() {
   builder_.setInsertionPointToEnd(body);
   for (auto [arg, info] : zip_equal(body->getArguments(), args))
     values_[info->name()] = arg;
+  for (auto &[name, value] : givenInputs)
+    values_[name] = dfg::ConstantOp::create(builder_, fileLoc_, value);
 
   if (failed(expandFunctions()))
     return nullptr;
@@ -1476,7 +1548,8 @@ OwningOpRef<ModuleOp> Importer::run() {
 }
 
 OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
-                                      const DimSizes &dimSizes) {
+                                      const DimSizes &dimSizes,
+                                      const InputValues &values) {
   context.loadDialect<dfg::DfgDialect, func::FuncDialect>();
   auto model = OnnxModel::load(path);
   if (!model) {
@@ -1502,7 +1575,8 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
     DimSizes pinned, minimums;
     DimRenames renames;
     {
-      Importer first(context, **model, dimSizes, assumeOrders);
+      Importer first(context, **model, dimSizes, assumeOrders, {}, {},
+                     values);
       result.module = first.run();
       for (auto &entry : first.pinned())
         if (!dimSizes.contains(entry.getKey()))
@@ -1521,7 +1595,7 @@ OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &context, StringRef path,
     for (auto &entry : dimSizes)
       pinned[entry.getKey()] = entry.getValue();
     result.module = Importer(context, **model, pinned, assumeOrders, renames,
-                             minimums)
+                             minimums, values)
                         .run();
     return result;
   };

@@ -9,6 +9,7 @@
 #include "compiler/import/Legalization.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -180,10 +181,26 @@ LogicalResult legalizeIf(NodeContext &ctx) {
   auto literal = ctx.input(0).getDefiningOp<dfg::ConstantOp>();
   auto values =
       literal ? dyn_cast<DenseIntElementsAttr>(literal.getValue()) : nullptr;
-  if (!values || values.getNumElements() != 1)
+  if (!values || values.getNumElements() != 1) {
+    // A condition that is a graph input (Optimum's merged decoder's
+    // use_cache_branch) can be fixed for the compile.
+    if (auto arg = dyn_cast<BlockArgument>(ctx.input(0))) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                            "onnx.name")
+                       : StringAttr();
+      if (name)
+        return ctx.error(
+            "If on graph input '" + name.getValue() +
+            "', known only at run time, is not supported: give it a value "
+            "at compile time with --input-value " + name.getValue() +
+            "=VALUE (one executable per value)");
+    }
     return ctx.error("If on a condition computed at run time is not "
                      "supported (meshc takes an If whose condition the "
-                     "import decides: a constant, or a comparison of sizes)");
+                     "import decides: a constant, a comparison of sizes, or "
+                     "a graph input given --input-value)");
+  }
   bool taken = !(*values.getValues<APInt>().begin()).isZero();
   const onnx::AttributeProto *branch =
       ctx.attr(taken ? "then_branch" : "else_branch");

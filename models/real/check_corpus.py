@@ -23,6 +23,9 @@ into N microbatches per dp replica).
 made of the graph on one rank (`attention A (causal C); rotary R; norms N;
 softmax S`: dfg.attention ops and how many are causal, dfg.rotary,
 dfg.layer_norm / dfg.rms_norm, and softmaxes left unraised).
+An export whose export.json has `input_values` (Optimum's merged decoder:
+use_cache_branch) is compiled with `--input-value` for them, and those
+inputs are not given to meshc run.
 Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
 """
 import argparse
@@ -94,7 +97,7 @@ def raising_summary(meshc, export, work):
     """What raising made of the export on one rank, or meshc's error."""
     spmd = os.path.join(work, "raised.mlir")
     cmd = [meshc, "compile", os.path.join(export, "model.onnx"), "--mesh", "tp=1",
-           "--emit", "sharded", "-o", spmd]
+           *input_values(export)[0], "--emit", "sharded", "-o", spmd]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return "compile: " + first_error(r.stderr + r.stdout)
@@ -124,17 +127,30 @@ def static_dims(export):
     return ["--dim", ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))] if sizes else []
 
 
+def input_values(export):
+    """The inputs the export's index entry fixes at compile time (its
+    input_values: Optimum's merged decoder's use_cache_branch), as meshc
+    compile flags; those inputs are then not given to meshc run."""
+    meta = json.load(open(os.path.join(export, "export.json")))
+    values = meta.get("input_values", {})
+    flags = ["--input-value", ",".join(f"{k}={v}" for k, v in sorted(values.items()))]
+    return (flags if values else []), set(values)
+
+
 def run_case(meshc, export, mesh, work, flags=()):
     out = os.path.join(work, "exe")
     shutil.rmtree(out, ignore_errors=True)
     model = os.path.join(export, "model.onnx")
+    fixed_flags, fixed = input_values(export)
+    flags = [*flags, *fixed_flags]
     cmd = [meshc, "compile", model, "--mesh", mesh, *flags, "-o", out]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return "compile: " + first_error(r.stderr + r.stdout)
     inputs = []
     for f in sorted(glob.glob(os.path.join(export, "inputs", "*.npy"))):
-        inputs += ["--input", f"{os.path.basename(f)[:-4]}={f}"]
+        if os.path.basename(f)[:-4] not in fixed:
+            inputs += ["--input", f"{os.path.basename(f)[:-4]}={f}"]
     res = os.path.join(work, "out")
     shutil.rmtree(res, ignore_errors=True)
     cmd = [meshc, "run", out, *inputs, "--output-dir", res, "--collective-timeout", "60"]

@@ -42,7 +42,10 @@ The decoders of encoder-decoders (`--kind seq2seq`: exports with
 states) generate from the export's own decoder tokens, one sequence per
 source, over the export's inputs that every step reads unchanged (the
 source, Optimum's encoder states and cross-attention caches), given to
-meshc generate and to the reference as `--input`.
+meshc generate and to the reference as `--input`. An export whose
+export.json has `input_values` (Optimum's merged decoder:
+use_cache_branch) is compiled with `--input-value` for them; the reference
+loop reads those inputs from the export's.
 
 --sampling also runs each case with --temperature 0.8 --top-k 20 --top-p 0.9
 --seed 7 twice and checks that both runs and every mesh draw the same ids.
@@ -62,7 +65,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "..", "generate_reference.py")
 GENAI_REFERENCE = os.path.join(HERE, "..", "genai_reference.py")
 sys.path.insert(0, HERE)
-from check_corpus import first_error  # noqa: E402
+from check_corpus import first_error, input_values  # noqa: E402
 
 
 def prompts(vocab, padded):
@@ -174,12 +177,18 @@ def main():
             reference = None
             genai_ids = None
             sampled = {}
+            # Inputs fixed at compile time (Optimum's merged decoder's
+            # use_cache_branch): meshc compile --input-value; the reference
+            # loop reads them from the export's inputs.
+            value_flags, values = input_values(folder)
+            value_inputs = [a for n in sorted(values)
+                            for a in ("--input", f"{n}={os.path.join(folder, 'inputs', n + '.npy')}")]
             for mesh in meshes:
                 total += 1
                 label = f"{name} [{mesh.replace(',', 'x')}]"
                 out = os.path.join(case, mesh.replace(",", "_").replace("=", ""))
-                c = subprocess.run([args.meshc, "compile", model, "--mesh", mesh, "-o", out],
-                                   capture_output=True, text=True)
+                c = subprocess.run([args.meshc, "compile", model, "--mesh", mesh, "-o", out]
+                                   + value_flags, capture_output=True, text=True)
                 if c.returncode:
                     print(f"{label}: {first_error(c.stderr)}")
                     failed += 1
@@ -216,7 +225,7 @@ def main():
                              os.path.join(case, "ids.npy"), "--attention-mask",
                              os.path.join(case, "mask.npy"), "--max-new-tokens",
                              str(args.new_tokens), "--output-ids", ref_ids,
-                             "--logits", ref_logits] + fixed +
+                             "--logits", ref_logits] + fixed + value_inputs +
                             [a for t in stops for a in ("--stop-token", t)] +
                             (["--rows-alone"] if genai else []),
                             capture_output=True, text=True)

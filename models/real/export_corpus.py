@@ -66,8 +66,10 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          images in, logits_per_image out)
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch t5,bart,marian,whisper --exporter optimum
-                                         (Optimum's encoder-decoders, each as three exports:
-                                         ARCH-optimum_encoder, _decoder, _decoder_with_past)
+                                         (Optimum's encoder-decoders, each as four exports:
+                                         ARCH-optimum_encoder, _decoder, _decoder_with_past,
+                                         and _decoder_merged, the two decoders in one file as
+                                         Optimum's post-processing merges them)
   .venv-export/bin/python models/real/export_corpus.py --out /tmp/probe \
       --arch electra,roformer --exporter dynamo --as-encoder
                                          (a probe: architectures the script has no case
@@ -1018,12 +1020,13 @@ def export_optimum(arch, model, out):
 # (ARCH-optimum_<part>): the encoder, the decoder over a prefix (which
 # returns its presents, self- and cross-attention), and the decoder that
 # takes them as its past for one more token.
-OPTIMUM_SEQ2SEQ_PARTS = ("encoder", "decoder", "decoder_with_past")
+OPTIMUM_SEQ2SEQ_PARTS = ("encoder", "decoder", "decoder_with_past", "decoder_merged")
 
 
 def export_optimum_seq2seq(arch, model, root, tag):
     """optimum-cli on a local save_pretrained folder (text2text- or
-    automatic-speech-recognition-with-past, --no-post-process: three files),
+    automatic-speech-recognition-with-past, --no-post-process: three files,
+    and the two decoders merged as its post-processing would),
     then onnxruntime's outputs of each part over the corpus inputs: the
     encoder over the source, the decoder over the first PREFIX_DECODER
     decoder tokens with the encoder's hidden states, the decoder with past
@@ -1096,6 +1099,25 @@ def export_optimum_seq2seq(arch, model, root, tag):
                 if k.startswith("present")}
         run("decoder_with_past", dict(available, **past, input_ids=dec[:, first:]),
             None if logits is None else logits[:, first:])
+        # Optimum's default post-processing merges the two decoders into one
+        # file, an If on the input use_cache_branch choosing between them
+        # (what ORTModelForSeq2SeqLM loads by default): here over the with-past
+        # step, the branch meshc compiles with --input-value
+        # use_cache_branch=true (the index's input_values), with the
+        # config files Optimum writes beside it.
+        from optimum.onnx import merge_decoders
+        merge_decoders(os.path.join(dst, "decoder_model.onnx"),
+                       os.path.join(dst, "decoder_with_past_model.onnx"),
+                       save_path=os.path.join(dst, "decoder_merged_model.onnx"), strict=False)
+        run("decoder_merged", dict(available, **past, input_ids=dec[:, first:],
+                                   encoder_hidden_states=state,
+                                   use_cache_branch=np.array([True])),
+            None if logits is None else logits[:, first:])
+        name = parts["decoder_merged"][0]
+        for config in ("config.json", "generation_config.json"):
+            if os.path.exists(os.path.join(dst, config)):
+                shutil.copy(os.path.join(dst, config), os.path.join(root, name, config))
+        parts["decoder_merged"][1]["input_values"] = {"use_cache_branch": "true"}
     return parts
 
 
@@ -1410,7 +1432,7 @@ def main():
             if exporter.startswith("ortopt") and arch not in ORTOPT_TYPES:
                 continue
             if exporter == "optimum" and arch in SEQ2SEQ:
-                # Three exports of one Optimum run (OPTIMUM_SEQ2SEQ_PARTS).
+                # Four exports of one Optimum run (OPTIMUM_SEQ2SEQ_PARTS).
                 meta = dict(arch=arch, exporter=exporter, torch=torch.__version__,
                             transformers=transformers.__version__)
                 try:
