@@ -337,6 +337,24 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
       if (bounds.try_emplace(width, axes.seq).second && axes.seqGiven)
         givenNames.insert(width);
     }
+  // The states of another sequence: a float [batch, length, features] input
+  // whose length has a name of its own (the encoder's hidden states an
+  // encoder-decoder's decoder reads: Optimum's encoder_hidden_states, whose
+  // length no mask names where the model takes none, as Whisper's), bounded
+  // as the sequence is; as the KV cache where a 4-D past has that length
+  // (the cross-attention caches of a decoder with past), which bounds it
+  // first.
+  if (!batch.empty() && axes.seq > 0)
+    for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
+      auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+      std::string length = nameOf(i, 1);
+      if (!isa<mlir::FloatType>(type.getElementType()) ||
+          type.getRank() != 3 || nameOf(i, 0) != batch ||
+          type.isDynamicDim(2) || length.empty() || length == seq)
+        continue;
+      if (bounds.try_emplace(length, axes.seq).second && axes.seqGiven)
+        givenNames.insert(length);
+    }
   return 0;
 }
 

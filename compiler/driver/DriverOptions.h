@@ -204,9 +204,10 @@ struct CompileOptions {
         maxSeq("max-seq",
                cl::desc("As --max-dim for the sequence dimension (dimension "
                         "1 of the token ids, and of an encoder-decoder's "
-                        "decoder tokens, or of the first input of a model "
-                        "without token ids: a speech encoder's samples; "
-                        "default 512, applied as --max-batch's)"),
+                        "decoder tokens and encoder states, or of the first "
+                        "input of a model without token ids: a speech "
+                        "encoder's samples; default 512, applied as "
+                        "--max-batch's)"),
                cl::value_desc("N"), cl::init(kDefaultMaxSeq),
                cl::sub(c.compile), cl::cat(c.category)),
         maxCache("max-cache",

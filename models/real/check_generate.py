@@ -141,7 +141,8 @@ def main():
             # unchanged (meshc generate --input).
             seq2seq = any(os.path.exists(os.path.join(folder, "inputs", f"{n}.npy"))
                           for n in ("decoder_input_ids", "encoder_hidden_states",
-                                    "encoder_attention_mask"))
+                                    "encoder_attention_mask")) or \
+                any(".encoder." in f for f in os.listdir(os.path.join(folder, "inputs")))
             has_cache = any(f.startswith("past") for f in os.listdir(os.path.join(folder, "inputs")))
             if (args.kind == "seq2seq") != seq2seq and args.kind != "all":
                 continue

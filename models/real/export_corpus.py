@@ -1042,6 +1042,10 @@ def export_optimum_seq2seq(arch, model, root, tag):
         model.save_pretrained(src)
         cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
                "--no-post-process", dst]
+        if speech:
+            # Optimum's dummy features are 80 x 3000 unless told: Whisper
+            # takes only its own MELS x FRAMES.
+            cmd[-1:-1] = ["--feature_size", str(MELS), "--nb_max_frames", str(FRAMES)]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         source, mask, _ = prompt_inputs(arch)
         dec = decoder_ids()
