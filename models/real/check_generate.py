@@ -132,7 +132,8 @@ def main():
             if (only and name not in only) or not os.path.isfile(model):
                 continue
             if not os.path.isdir(os.path.join(folder, "reference")) or \
-                    not os.path.exists(os.path.join(folder, "reference", "logits.npy")):
+                    not os.path.exists(os.path.join(folder, "reference", "logits.npy")) or \
+                    index.get(name, {}).get("status") != "ok":
                 continue  # not a decoder (BERT), or an export that failed
             # An encoder-decoder (exported whole, or Optimum's decoder of
             # one): the decoder generates from the export's own decoder
