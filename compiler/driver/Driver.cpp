@@ -617,11 +617,25 @@ Expected<std::string> modelInFolder(StringRef folder) {
   }
   SmallString<256> path(folder);
   sys::path::append(path, file);
-  if (!sys::fs::exists(path))
+  if (!sys::fs::exists(path)) {
+    // The models the folder holds (Optimum's encoder-decoder: its encoder,
+    // its decoders), each to be compiled on its own.
+    std::vector<std::string> models;
+    std::error_code ec;
+    for (sys::fs::directory_iterator it(folder, ec), end; it != end && !ec;
+         it.increment(ec))
+      if (sys::path::extension(it->path()) == ".onnx")
+        models.push_back(sys::path::filename(it->path()).str());
+    llvm::sort(models);
     return createStringError(
-        inconvertibleErrorCode(),
-        "model folder '%s' has no %s (give the .onnx file itself)",
-        folder.str().c_str(), file.c_str());
+        inconvertibleErrorCode(), "model folder '%s' has no %s (%s)",
+        folder.str().c_str(), file.c_str(),
+        models.empty() ? "give the .onnx file itself"
+                       : ("it holds " + join(models, ", ") +
+                          "; give the one to compile, each is compiled on its "
+                          "own")
+                             .c_str());
+  }
   return path.str().str();
 }
 
