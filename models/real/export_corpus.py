@@ -1096,12 +1096,22 @@ def export_optimum_seq2seq(arch, model, root, tag):
         encoded = run("encoder", {k: v for k, v in available.items()
                                   if k in ("input_ids", "attention_mask", "input_features")})
         state = encoded["last_hidden_state"]
+        # The decoders read the mask of the encoder's states, which a speech
+        # encoder subsamples from the frames' (Speech2Text), as transformers
+        # passes it.
+        subsample = getattr(getattr(model, "model", None),
+                            "_get_feature_vector_attention_mask", None)
+        if subsample is not None and state.shape[1] != mask.shape[1]:
+            with torch.no_grad():
+                available["encoder_attention_mask"] = subsample(
+                    state.shape[1], torch.from_numpy(mask)).numpy().astype(mask.dtype)
         prefix = run("decoder", dict(available, input_ids=dec[:, :first],
                                      encoder_hidden_states=state),
                      None if logits is None else logits[:, :first])
         past = {k.replace("present", "past_key_values"): v for k, v in prefix.items()
                 if k.startswith("present")}
-        run("decoder_with_past", dict(available, **past, input_ids=dec[:, first:]),
+        run("decoder_with_past", dict(available, **past, input_ids=dec[:, first:],
+                                      encoder_hidden_states=state),
             None if logits is None else logits[:, first:])
         # Optimum's default post-processing merges the two decoders into one
         # file, an If on the input use_cache_branch choosing between them
