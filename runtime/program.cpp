@@ -23,6 +23,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -329,11 +330,16 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
     if (!declared.count(name))
       fatal("unknown input '" + name + "'; the model's inputs are: " + names);
   // `meshc generate` makes the inputs of each step itself, but those every
-  // step reads unchanged (an encoder-decoder's source), which are files.
+  // step reads unchanged (an encoder-decoder's source), which are files. An
+  // input this rank's program does not read may be left out.
+  std::set<std::string> unread;
+  for (const json &name : roleEntry->value("unread_inputs", json::array()))
+    unread.insert(name.get<std::string>());
   for (int i = 0; i < info.numInputs; ++i) {
     const TensorSpec &spec = info.inputs[i];
     auto it = s.inputFiles.find(spec.name);
-    if (it == s.inputFiles.end() && s.generate.enabled()) {
+    if (it == s.inputFiles.end() &&
+        (s.generate.enabled() || unread.count(spec.name))) {
       s.inputs.emplace_back();
       continue;
     }
@@ -455,11 +461,14 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
       for (;;)
         pause();
 
-  for (const HostTensor &piece : s.inputs)
+  for (std::size_t i = 0; i < s.inputs.size(); ++i) {
+    const HostTensor &piece = s.inputs[i];
+    bool absent = piece.bytes.empty() &&
+                  !s.inputFiles.count(info.inputs[i].name);
     s.inputData.push_back(
-        piece.bytes.empty() && s.generate.enabled()
-            ? nullptr
-            : placement::placeInput(piece.bytes.data(), piece.bytes.size()));
+        absent ? nullptr
+               : placement::placeInput(piece.bytes.data(), piece.bytes.size()));
+  }
   s.inputSymbolSizes = std::move(symbolSizes);
   arena_ =
       static_cast<std::uint8_t *>(placement::allocateArena(info.arenaBytes));

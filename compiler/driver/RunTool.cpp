@@ -322,6 +322,18 @@ int launch(StringRef command, const RunRequest &request, const json &m,
   return 0;
 }
 
+/// Whether some role's program reads input `name` (the manifest's
+/// unread_inputs). (Not llvm::is_contained on the JSON array: it would call
+/// json's contains(), which looks for an object's key.)
+bool readBySomeRole(const json &m, const std::string &name) {
+  for (const json &role : m.value("roles", json::array())) {
+    json unread = role.value("unread_inputs", json::array());
+    if (std::find(unread.begin(), unread.end(), json(name)) == unread.end())
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 int runCompiled(const RunRequest &request) {
@@ -331,8 +343,9 @@ int runCompiled(const RunRequest &request) {
                     [](const Twine &msg) { fail(msg); }))
     return 1;
 
-  // Inputs: names the model has, all of them given, files readable (the
-  // ranks check dtype and shape).
+  // Inputs: names the model has, all of them given but those no rank reads
+  // (the pasts of a merged decoder compiled without its cache branch),
+  // files readable (the ranks check dtype and shape).
   std::map<std::string, std::string> given;
   for (const auto &[name, file] : request.inputs)
     given[name] = file;
@@ -342,7 +355,10 @@ int runCompiled(const RunRequest &request) {
     std::string name = in.value("name", "");
     known[name] = true;
     names += (names.empty() ? "" : ", ") + name;
-    if (!given.count(name))
+  }
+  for (const json &in : m["inputs"]) {
+    std::string name = in.value("name", "");
+    if (!given.count(name) && readBySomeRole(m, name))
       return fail("input '" + name + "' is missing (--input " + name +
                   "=FILE.npy); the model's inputs are: " + names);
   }
@@ -428,15 +444,8 @@ int generateCompiled(const GenerateRequest &request) {
     fixedFiles[name] = file;
   }
   // Those no role reads need no file.
-  // (Not llvm::is_contained: it would call json's contains(), which looks
-  // for an object's key.)
   auto readBySome = [&](const std::string &name) {
-    for (const json &role : m.value("roles", json::array())) {
-      json unread = role.value("unread_inputs", json::array());
-      if (std::find(unread.begin(), unread.end(), json(name)) == unread.end())
-        return true;
-    }
-    return false;
+    return readBySomeRole(m, name);
   };
   std::string error;
   int64_t sourceBatch = -1;
