@@ -142,7 +142,7 @@ private:
   int currentIndex_ = 0;
   const OnnxModel &model_;
   const DimSizes &dimSizes_;
-  const InputValues &inputValues_;
+  InputValues inputValues_; // a copy: callers may pass a temporary
   bool assumeOrders_;
   /// Input dimension names read as other expressions (DimRenames).
   DimRenames renames_;
