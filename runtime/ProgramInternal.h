@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct Program::State {
   MappedSafetensors weights;
   std::vector<const void *> weightData;
   std::vector<HostTensor> inputs;  // the rank's pieces
+  /// The inputs this rank's program does not read (the manifest's
+  /// unread_inputs of its role).
+  std::set<std::string> unreadInputs;
   /// The sizes of the symbolic dimensions the input files gave.
   std::map<std::string, std::int64_t> inputSymbolSizes;
   std::vector<void *> inputData;   // where kernels read them

@@ -210,16 +210,15 @@ void Program::generate(void (*body)(Program &)) {
           std::to_string(sourceBatch->second) + " sequences, the prompts " +
           std::to_string(batch));
 
-  // This role: the inputs it does not read, the caches it holds.
+  // This role: the inputs it does not read (read with the manifest), the
+  // caches it holds.
+  const std::set<std::string> &unread = s.unreadInputs;
   std::string role = m["ranks"][me].value("role", "");
-  std::set<std::string> unread, inPlace;
+  std::set<std::string> inPlace;
   for (const json &r : m["roles"])
-    if (r.value("name", "") == role) {
-      for (const json &name : r.value("unread_inputs", json::array()))
-        unread.insert(name.get<std::string>());
+    if (r.value("name", "") == role)
       for (const json &name : r.value("in_place_caches", json::array()))
         inPlace.insert(name.get<std::string>());
-    }
   auto outputIndex = [&](const std::string &name) {
     for (int i = 0; i < info_.numOutputs; ++i)
       if (name == info_.outputs[i].name)

@@ -23,7 +23,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -332,14 +331,13 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   // `meshc generate` makes the inputs of each step itself, but those every
   // step reads unchanged (an encoder-decoder's source), which are files. An
   // input this rank's program does not read may be left out.
-  std::set<std::string> unread;
   for (const json &name : roleEntry->value("unread_inputs", json::array()))
-    unread.insert(name.get<std::string>());
+    s.unreadInputs.insert(name.get<std::string>());
   for (int i = 0; i < info.numInputs; ++i) {
     const TensorSpec &spec = info.inputs[i];
     auto it = s.inputFiles.find(spec.name);
     if (it == s.inputFiles.end() &&
-        (s.generate.enabled() || unread.count(spec.name))) {
+        (s.generate.enabled() || s.unreadInputs.count(spec.name))) {
       s.inputs.emplace_back();
       continue;
     }

@@ -587,8 +587,8 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
   }
   json roleList = json::array();
   std::vector<std::string> rankRole(world);
-  // The inputs no role reads.
-  std::optional<std::set<std::string>> readByNone;
+  // For each input, how many roles do not read it.
+  std::map<std::string, size_t> unreadBy;
   json inputs = json::array();
   std::map<std::string, json> outputs;
   std::vector<std::string> outputOrder;
@@ -639,17 +639,11 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     for (int64_t r : role.ranks)
       rankRole[r] = name;
     json unread = json::array();
-    std::set<std::string> roleUnread;
     for (const SignatureEntry &e : program->inputs)
       if (!e.read) {
         unread.push_back(e.name);
-        roleUnread.insert(e.name);
+        ++unreadBy[e.name];
       }
-    if (!readByNone)
-      readByNone = roleUnread;
-    else
-      for (auto it = readByNone->begin(); it != readByNone->end();)
-        it = roleUnread.count(*it) ? std::next(it) : readByNone->erase(it);
     for (const CachePair &pair : program->cache)
       if (llvm::none_of(cache, [&](const CachePair &known) {
             return known.past == pair.past;
@@ -708,11 +702,14 @@ LogicalResult buildExecutables(ArrayRef<RoleProgram> roles,
     outputList.push_back(o);
   }
   manifest["outputs"] = outputList;
+  std::set<std::string> readByNone;
+  for (const auto &[input, roleCount] : unreadBy)
+    if (roleCount == roles.size())
+      readByNone.insert(input);
   manifest["generate"] = generateSection(
       inputs, outputList,
       manifest.contains("symbols") ? manifest["symbols"] : json::object(),
-      cache, readByNone.value_or(std::set<std::string>()), options.weightsDir,
-      options.sequenceParallel);
+      cache, readByNone, options.weightsDir, options.sequenceParallel);
 
   SmallString<256> manifestPath(options.outputDir);
   path::append(manifestPath, "manifest.json");

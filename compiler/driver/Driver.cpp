@@ -804,6 +804,22 @@ Error chooseLauncher(const driver::RunOptions &options, RunRequest &request) {
   return Error::success();
 }
 
+/// The --input entries of run and generate, NAME=FILE each with FILE
+/// readable, into `inputs`.
+Error readInputFlags(ArrayRef<std::string> entries,
+                     std::vector<std::pair<std::string, std::string>> &inputs) {
+  for (const std::string &input : entries) {
+    auto [name, file] = StringRef(input).split('=');
+    if (name.empty() || file.empty())
+      return createStringError(inconvertibleErrorCode(),
+                               "--input '%s' is not NAME=FILE", input.c_str());
+    if (Error e = checkReadableFile(file, "input"))
+      return e;
+    inputs.emplace_back(name.str(), file.str());
+  }
+  return Error::success();
+}
+
 /// meshc run FOLDER --input NAME=FILE.npy ... [...].
 int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
   RunRequest request;
@@ -817,23 +833,14 @@ int runCommand(const driver::RunOptions &options, bool noCudaGraph) {
   if (Error e = checkReadableFile(manifest, "manifest"))
     return fail("run", toString(std::move(e)) +
                            " (is this a folder written by 'meshc compile'?)");
-  for (const std::string &input : options.inputs) {
-    auto [name, file] = StringRef(input).split('=');
-    if (name.empty() || file.empty())
-      return fail("run", "--input '" + input + "' is not NAME=FILE");
-    if (Error e = checkReadableFile(file, "input"))
-      return fail("run", toString(std::move(e)));
-  }
+  if (Error e = readInputFlags(options.inputs, request.inputs))
+    return fail("run", toString(std::move(e)));
   request.folder = options.folder;
   request.outputDir = options.outputDir;
   request.collectiveTimeout = options.timeout;
   request.threads = options.threads;
   request.repeat = options.repeat;
   request.noCudaGraph = noCudaGraph;
-  for (const std::string &input : options.inputs) {
-    auto [name, file] = StringRef(input).split('=');
-    request.inputs.emplace_back(name.str(), file.str());
-  }
   return runCompiled(request);
 }
 
@@ -852,14 +859,8 @@ int generateCommand(const driver::RunOptions &run,
     if (!file.empty())
       if (Error e = checkReadableFile(file, "input"))
         return fail("generate", toString(std::move(e)));
-  for (const std::string &input : run.inputs) {
-    auto [name, file] = StringRef(input).split('=');
-    if (name.empty() || file.empty())
-      return fail("generate", "--input '" + input + "' is not NAME=FILE");
-    if (Error e = checkReadableFile(file, "input"))
-      return fail("generate", toString(std::move(e)));
-    request.run.inputs.emplace_back(name.str(), file.str());
-  }
+  if (Error e = readInputFlags(run.inputs, request.run.inputs))
+    return fail("generate", toString(std::move(e)));
   request.run.folder = run.folder;
   request.run.collectiveTimeout = run.timeout;
   request.run.threads = run.threads;

@@ -443,10 +443,6 @@ int generateCompiled(const GenerateRequest &request) {
                      fixedNames));
     fixedFiles[name] = file;
   }
-  // Those no role reads need no file.
-  auto readBySome = [&](const std::string &name) {
-    return readBySomeRole(m, name);
-  };
   std::string error;
   int64_t sourceBatch = -1;
   std::string sourceBatchFrom;
@@ -455,8 +451,8 @@ int generateCompiled(const GenerateRequest &request) {
     if (!fixedFiles.count(name))
       continue;
     const std::string &file = fixedFiles[name];
-    if (file.empty() && !readBySome(name))
-      continue;
+    if (file.empty() && !readBySomeRole(m, name))
+      continue; // no role reads it: no file needed
     if (file.empty())
       return failGen("input '" + name +
                      "' is read unchanged by every step; give it with "

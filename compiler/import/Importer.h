@@ -37,9 +37,9 @@ using InputValues = llvm::StringMap<std::string>;
 /// external-data files; no weight bytes are copied into the IR. Symbolic
 /// input dimensions named in `dimSizes` take those sizes; naming a dimension
 /// that no input has is an error. Inputs named in `values` become constants
-/// and are no longer inputs; naming no input is an error. On failure, reports one diagnostic naming
-/// the culprit (file, initializer, or node by name, op type and position)
-/// and returns null.
+/// and are no longer inputs; naming no input is an error. On failure,
+/// reports one diagnostic naming the culprit (file, initializer, or node by
+/// name, op type and position) and returns null.
 mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxModel(mlir::MLIRContext &context, llvm::StringRef path,
                 const DimSizes &dimSizes = {}, const InputValues &values = {});

@@ -9,7 +9,6 @@
 #include "compiler/import/Legalization.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -183,18 +182,15 @@ LogicalResult legalizeIf(NodeContext &ctx) {
       literal ? dyn_cast<DenseIntElementsAttr>(literal.getValue()) : nullptr;
   if (!values || values.getNumElements() != 1) {
     // A condition that is a graph input (Optimum's merged decoder's
-    // use_cache_branch) can be fixed for the compile.
-    if (auto arg = dyn_cast<BlockArgument>(ctx.input(0))) {
-      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                            "onnx.name")
-                       : StringAttr();
-      if (name)
-        return ctx.error(
-            "If on graph input '" + name.getValue() +
-            "', known only at run time, is not supported: give it a value "
-            "at compile time with --input-value " + name.getValue() +
-            "=VALUE (one executable per value)");
+    // use_cache_branch; its ONNX name is the node's input's) can be fixed
+    // for the compile.
+    if (isa<BlockArgument>(ctx.input(0))) {
+      const std::string &name = ctx.node().input(0);
+      return ctx.error(
+          "If on graph input '" + name +
+          "', known only at run time, is not supported: give it a value at "
+          "compile time with --input-value " + name +
+          "=VALUE (one executable per value)");
     }
     return ctx.error("If on a condition computed at run time is not "
                      "supported (meshc takes an If whose condition the "

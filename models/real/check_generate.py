@@ -103,6 +103,12 @@ def compare(got, ref, logits):
     return ", ".join(notes) if notes else ""
 
 
+def input_flags(folder, names):
+    """`--input NAME=FILE` for each of `names`, from the export's inputs."""
+    return [a for n in names
+            for a in ("--input", f"{n}={os.path.join(folder, 'inputs', n + '.npy')}")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--meshc", required=True)
@@ -140,11 +146,11 @@ def main():
             # tokens, over the export's source (and Optimum's encoder
             # states and cross-attention caches), which every step reads
             # unchanged (meshc generate --input).
-            seq2seq = any(os.path.exists(os.path.join(folder, "inputs", f"{n}.npy"))
-                          for n in ("decoder_input_ids", "encoder_hidden_states",
-                                    "encoder_attention_mask")) or \
-                any(".encoder." in f for f in os.listdir(os.path.join(folder, "inputs")))
-            has_cache = any(f.startswith("past") for f in os.listdir(os.path.join(folder, "inputs")))
+            given = [f[:-4] for f in os.listdir(os.path.join(folder, "inputs"))]
+            seq2seq = any(n in given for n in ("decoder_input_ids", "encoder_hidden_states",
+                                                "encoder_attention_mask")) or \
+                any(".encoder." in n for n in given)
+            has_cache = any(n.startswith("past") for n in given)
             if (args.kind == "seq2seq") != seq2seq and args.kind != "all":
                 continue
             if (args.kind == "cache" and not has_cache) or (args.kind == "no-cache" and has_cache):
@@ -162,15 +168,15 @@ def main():
             # onnxruntime reads there unchecked. The reference for these
             # exports generates each row alone, its padding removed.
             genai = os.path.exists(os.path.join(folder, "genai_config.json"))
-            # A model that takes no attention mask (RWKV) cannot be given
-            # padded prompts: two of one length.
-            padded = os.path.exists(os.path.join(folder, "inputs", "attention_mask.npy"))
-            ids, mask = prompts(vocab, padded=padded)
             if seq2seq:
-                tokens = "decoder_input_ids" if os.path.exists(
-                    os.path.join(folder, "inputs", "decoder_input_ids.npy")) else "input_ids"
+                # The export's own decoder tokens, one sequence per source.
+                tokens = "decoder_input_ids" if "decoder_input_ids" in given else "input_ids"
                 ids = np.load(os.path.join(folder, "inputs", f"{tokens}.npy")).astype(np.int64)
                 mask = np.ones_like(ids)
+            else:
+                # A model that takes no attention mask (RWKV) cannot be
+                # given padded prompts: two of one length.
+                ids, mask = prompts(vocab, padded="attention_mask" in given)
             case = os.path.join(work, name)
             os.makedirs(case)
             np.save(os.path.join(case, "ids.npy"), ids)
@@ -183,8 +189,7 @@ def main():
             # use_cache_branch): meshc compile --input-value; the reference
             # loop reads them from the export's inputs.
             value_flags, values = input_values(folder)
-            value_inputs = [a for n in sorted(values)
-                            for a in ("--input", f"{n}={os.path.join(folder, 'inputs', n + '.npy')}")]
+            value_inputs = input_flags(folder, sorted(values))
             for mesh in meshes:
                 total += 1
                 label = f"{name} [{mesh.replace(',', 'x')}]"
@@ -197,8 +202,7 @@ def main():
                     continue
                 section = json.load(open(os.path.join(out, "manifest.json")))["generate"]
                 cached = bool(section.get("cache"))
-                fixed = [a for n in section.get("fixed_inputs", [])
-                         for a in ("--input", f"{n}={os.path.join(folder, 'inputs', n + '.npy')}")]
+                fixed = input_flags(folder, section.get("fixed_inputs", []))
                 # meshc generate stops at the ids the model's folder declares;
                 # so does the reference.
                 stops = [str(t) for t in section.get("stop_tokens", [])]
