@@ -378,6 +378,18 @@ LogicalResult legalizeHard(NodeContext &ctx, bool swish) {
   return ctx.setResults(swish ? a->make<dfg::MulOp>(a->x, y) : y);
 }
 
+/// com.microsoft QuickGelu(x) alpha -> x sigmoid(alpha x) (onnxruntime's
+/// transformer optimizer fuses CLIP's `x * sigmoid(1.702 x)` so).
+LogicalResult legalizeQuickGelu(NodeContext &ctx) {
+  FailureOr<Activation> a = activation(ctx);
+  if (failed(a))
+    return failure();
+  Value scaled =
+      a->make<dfg::MulOp>(a->x, a->scalar(ctx.attrFloat("alpha", 1.702f)));
+  return ctx.setResults(
+      a->make<dfg::MulOp>(a->x, a->make<dfg::SigmoidOp>(scaled)));
+}
+
 /// Softsign(x) -> x / (1 + |x|).
 LogicalResult legalizeSoftsign(NodeContext &ctx) {
   FailureOr<Activation> a = activation(ctx);
@@ -638,6 +650,7 @@ void populateElementwiseLegalizations(LegalizationTable &table) {
   table.add("", "HardSwish", 14,
             [](NodeContext &ctx) { return legalizeHard(ctx, true); });
   table.add("", "Softsign", 1, legalizeSoftsign);
+  table.add("com.microsoft", "QuickGelu", 1, legalizeQuickGelu);
   table.add("", "Softplus", 1, legalizeSoftplus);
   table.add("", "Mish", 18, legalizeMish);
   table.add("", "Selu", 6, [](NodeContext &ctx) {

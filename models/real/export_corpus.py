@@ -40,6 +40,9 @@ minicpm3,zamba2,gemma3n_text,funnel \
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch qwen3,gpt_neox --exporter ortopt,ortopt_eager   (the optimizer's qwen3 and gpt_neox types)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch clip_vision_model --exporter ortopt   (the optimizer's vit type: QuickGelu; bart, t5,
+                                         vit, deit, swin and clip probed the same way)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,qwen3,gemma2 --exporter genai_int4   (then genai_int4asym and genai_int8 for
       llama, genai_int4qdq for llama and qwen3: the builder's weight-only quantized forms,
       GENAI_QUANTIZED, at accuracy level 1)
@@ -1190,7 +1193,9 @@ def export_genai(arch, model, out, precision="fp32", options=()):
 
 # The optimizer's model type for each architecture it fuses.
 ORTOPT_TYPES = {"gpt2": "gpt2", "bert": "bert", "roberta": "bert", "distilbert": "bert",
-                "gpt_neox": "gpt_neox", "qwen3": "qwen3", "phi": "phi"}
+                "gpt_neox": "gpt_neox", "qwen3": "qwen3", "phi": "phi", "bart": "bart",
+                "t5": "t5", "vit": "vit", "deit": "vit", "swin": "swin", "clip": "clip",
+                "clip_vision_model": "vit"}
 
 
 def export_ortopt(arch, model, out, attn):
@@ -1202,9 +1207,15 @@ def export_ortopt(arch, model, out, attn):
         # into com.microsoft Attention and EmbedLayerNormalization.
         model.set_attn_implementation("eager")
     with tempfile.TemporaryDirectory() as tmp:
-        feeds, want = export_torch(arch, model, tmp, dynamo=False, opset=17)
-        heads = model.config.num_attention_heads
-        hidden = model.config.hidden_size
+        export = (export_seq2seq if arch in SEQ2SEQ else
+                  export_dual if arch in DUAL else export_torch)
+        feeds, want = export(arch, model, tmp, dynamo=False, opset=17)
+        # 0: the optimizer reads them off the graph (an encoder-decoder's or
+        # a dual model's config has no single pair).
+        heads = getattr(model.config, "num_attention_heads", 0)
+        hidden = getattr(model.config, "hidden_size", 0)
+        if arch in SEQ2SEQ or arch in DUAL or not isinstance(heads, int):
+            heads = hidden = 0
         opt = optimizer.optimize_model(os.path.join(tmp, "model.onnx"),
                                        model_type=ORTOPT_TYPES[arch],
                                        num_heads=heads, hidden_size=hidden, opt_level=1)

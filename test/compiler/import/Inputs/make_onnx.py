@@ -1484,7 +1484,8 @@ def case_recursive_function(path):
 
 
 def case_contrib(path):
-    """onnxruntime-genai style fused norms and activations (com.microsoft)."""
+    """onnxruntime-genai style fused norms and activations (com.microsoft);
+    QuickGelu as onnxruntime's transformer optimizer fuses CLIP's."""
     ms = "com.microsoft"
     nodes = [
         helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["n0"], epsilon=1e-6,
@@ -1494,7 +1495,8 @@ def case_contrib(path):
                          ["n1", "", "", "resid"], epsilon=1e-6, domain=ms, name="post_norm"),
         helper.make_node("FastGelu", ["n1", "b"], ["a"], domain=ms, name="act"),
         helper.make_node("Gelu", ["a"], ["a2"], approximate="tanh", name="gelu20"),
-        helper.make_node("SkipLayerNormalization", ["a2", "resid", "g", "beta"], ["y"],
+        helper.make_node("QuickGelu", ["a2"], ["a3"], domain=ms, name="quick"),
+        helper.make_node("SkipLayerNormalization", ["a3", "resid", "g", "beta"], ["y"],
                          epsilon=1e-5, domain=ms, name="final_norm"),
     ]
     inits = [weight("g", 8), weight("w", 8, 8), weight("b", 8), weight("beta", 8)]
