@@ -373,12 +373,16 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
                             it->second + ") has " + std::to_string(size) +
                             " along dimension " + std::to_string(d) + " ('" +
                             dim + "')";
+        bool modelMin = symbols.contains(dim) && symbols[dim].contains("min");
         if (size < min || size > max)
           fatal(where + "; this executable takes " + std::to_string(min) +
                 " to " + std::to_string(max) +
                 (size > max ? " (meshc compile --max-dim " + dim + "=N)"
-                            : std::string(" (the model needs at least ") +
-                                  std::to_string(min) + ")"));
+                 : modelMin ? std::string(" (the model needs at least ") +
+                                  std::to_string(min) + ")"
+                            : std::string(" (no dimension of an executable "
+                                          "is empty; meshc generate runs a "
+                                          "prompt over an empty KV cache)")));
         auto [known, added] = symbolSizes.emplace(dim, size);
         if (!added && known->second != size)
           fatal(where + ", but another input has " +

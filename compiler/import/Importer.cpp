@@ -211,6 +211,15 @@ std::optional<DataRef> NodeContext::constantData(int64_t bytes) const {
   return importer_.model().constantData(node_.output(0), bytes);
 }
 
+FailureOr<DataRef> NodeContext::externalData(const onnx::TensorProto &tensor,
+                                             int64_t bytes) {
+  Expected<DataRef> ref = importer_.model().externalData(
+      tensor, bytes, "tensor '" + tensor.name() + "'");
+  if (!ref)
+    return error(toString(ref.takeError()));
+  return *ref;
+}
+
 std::optional<int64_t> NodeContext::defaultOpsetVersion() const {
   return importer_.defaultOpsetVersion();
 }

@@ -113,6 +113,11 @@ public:
   /// Where this Constant node's `value` of `bytes` bytes lies in the model
   /// file (OnnxModel::constantData), if it is stored in place.
   std::optional<DataRef> constantData(int64_t bytes) const;
+  /// Where `tensor`'s external data (data_location EXTERNAL: an exporter
+  /// saving a model over 2 GB moves Constant nodes' values out too) lies;
+  /// an error at this node otherwise.
+  mlir::FailureOr<DataRef> externalData(const onnx::TensorProto &tensor,
+                                        int64_t bytes);
 
   /// Symbolic dimensions (the graph inputs' dim_params): the import's table
   /// of their names.
@@ -305,8 +310,8 @@ private:
 
 /// `x` sliced along `axis` from `start` to `end` by `step` (dfg.slice).
 mlir::FailureOr<mlir::Value> sliceAxis(NodeContext &ctx, mlir::Value x,
-                                       int64_t axis, int64_t start,
-                                       int64_t end, int64_t step = 1);
+                                       int64_t axis, int64_t start, int64_t end,
+                                       int64_t step = 1);
 
 /// `x` with `before` and `after` copies of the scalar `fill` (rank 0, or
 /// one element) concatenated along `axis` (ONNX Pad in mode constant),

@@ -10,6 +10,9 @@
 #include "dialects/dfg/IR/DfgOps.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -211,25 +214,45 @@ LogicalResult legalizeDropout(NodeContext &ctx) {
 LogicalResult legalizeConstant(NodeContext &ctx) {
   OpBuilder &b = ctx.builder();
   DenseElementsAttr value;
-  if (const onnx::AttributeProto *a = ctx.attr("value");
-      a && a->has_t()) {
+  if (const onnx::AttributeProto *a = ctx.attr("value"); a && a->has_t()) {
     FailureOr<RankedTensorType> type =
         tensorType(*b.getContext(), a->t(), ctx.loc());
     if (failed(type))
       return failure();
     // (tensorType has checked that the byte count fits.)
-    std::optional<DataRef> ref =
+    int64_t bytes = *tensorBytes(type->getShape(), type->getElementType());
+    bool large =
         type->getNumElements() > dfg::ConstantOp::kMaxConstantElements &&
-                !type->getElementType().isInteger(1)
-            ? ctx.constantData(
-                  *tensorBytes(type->getShape(), type->getElementType()))
-            : std::nullopt;
+        !type->getElementType().isInteger(1);
+    std::optional<DataRef> ref = large ? ctx.constantData(bytes) : std::nullopt;
+    if (a->t().data_location() == onnx::TensorProto::EXTERNAL) {
+      // In a file beside the model (as an exporter saves a model over
+      // 2 GB): large, referred to there as a weight; else read now.
+      FailureOr<DataRef> external = ctx.externalData(a->t(), bytes);
+      if (failed(external))
+        return failure();
+      if (large) {
+        ref = *external;
+      } else {
+        SmallString<256> path(ctx.modelFolder());
+        llvm::sys::path::append(path, external->file);
+        auto buffer = llvm::MemoryBuffer::getFileSlice(path, external->length,
+                                                       external->offset);
+        if (!buffer)
+          return ctx.error("cannot read the external data of tensor '" +
+                           a->t().name() + "' from '" + external->file +
+                           "': " + buffer.getError().message());
+        return ctx.setResults(
+            dfg::ConstantOp::create(b, ctx.loc(),
+                                    rawToAttr(*type, (*buffer)->getBuffer()))
+                .getResult());
+      }
+    }
     if (ref)
-      return ctx.setResults(dfg::WeightOp::create(b, ctx.loc(), *type,
-                                                  ctx.node().output(0),
-                                                  ref->file, ref->offset,
-                                                  ref->length)
-                                .getResult());
+      return ctx.setResults(
+          dfg::WeightOp::create(b, ctx.loc(), *type, ctx.node().output(0),
+                                ref->file, ref->offset, ref->length)
+              .getResult());
   }
   if (const onnx::AttributeProto *a = ctx.attr("value")) {
     FailureOr<DenseElementsAttr> attr = ctx.tensorAttr(*a);

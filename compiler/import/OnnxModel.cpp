@@ -196,6 +196,55 @@ std::optional<int64_t> OnnxModel::opsetVersion(StringRef domain) const {
   return std::nullopt;
 }
 
+Expected<DataRef> OnnxModel::externalData(const onnx::TensorProto &t,
+                                          int64_t expectedBytes,
+                                          const Twine &what) const {
+  auto tensorError = [&](const Twine &why) {
+    return modelError(path_, what + ": " + why);
+  };
+  DataRef ref;
+  int64_t length = -1;
+  for (const auto &entry : t.external_data()) {
+    StringRef key = entry.key(), value = entry.value();
+    if (key == "location")
+      ref.file = value.str();
+    else if ((key == "offset" && value.getAsInteger(10, ref.offset)) ||
+             (key == "length" && value.getAsInteger(10, length)))
+      return tensorError("external-data " + key + " '" + value +
+                         "' is not an integer");
+  }
+  if (ref.file.empty())
+    return tensorError("external data without a 'location'");
+  if (sys::path::is_absolute(ref.file) ||
+      is_contained(
+          make_range(sys::path::begin(ref.file), sys::path::end(ref.file)),
+          ".."))
+    return tensorError("external-data location '" + ref.file +
+                       "' leaves the model's folder (absolute path or "
+                       "'..'); refusing to read it");
+  if (length >= 0 && length != expectedBytes)
+    return tensorError("external-data length " + Twine(length) +
+                       " does not match its type (" + Twine(expectedBytes) +
+                       " bytes)");
+  ref.length = expectedBytes;
+
+  SmallString<256> full(folder_);
+  sys::path::append(full, ref.file);
+  if (sys::fs::is_directory(full))
+    return tensorError("external-data location '" + ref.file +
+                       "' is a folder, not a file");
+  uint64_t size = 0;
+  if (std::error_code ec = sys::fs::file_size(full, size))
+    return tensorError("external-data file '" + ref.file +
+                       "' cannot be opened: " + ec.message());
+  if (ref.offset < 0 || static_cast<uint64_t>(ref.offset) > size ||
+      static_cast<uint64_t>(ref.length) > size - ref.offset)
+    return tensorError("external-data file '" + ref.file + "' holds " +
+                       Twine(size) + " bytes, too few for offset " +
+                       Twine(ref.offset) + " + length " + Twine(ref.length));
+  return ref;
+}
+
 Expected<std::optional<DataRef>>
 OnnxModel::initializerData(int index, int64_t expectedBytes) const {
   const onnx::TensorProto &t = proto_->graph().initializer(index);
@@ -204,47 +253,11 @@ OnnxModel::initializerData(int index, int64_t expectedBytes) const {
   };
 
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    DataRef ref;
-    int64_t length = -1;
-    for (const auto &entry : t.external_data()) {
-      StringRef key = entry.key(), value = entry.value();
-      if (key == "location")
-        ref.file = value.str();
-      else if ((key == "offset" && value.getAsInteger(10, ref.offset)) ||
-               (key == "length" && value.getAsInteger(10, length)))
-        return tensorError("external-data " + key + " '" + value +
-                           "' is not an integer");
-    }
-    if (ref.file.empty())
-      return tensorError("external data without a 'location'");
-    if (sys::path::is_absolute(ref.file) ||
-        is_contained(
-            make_range(sys::path::begin(ref.file), sys::path::end(ref.file)),
-            ".."))
-      return tensorError("external-data location '" + ref.file +
-                         "' leaves the model's folder (absolute path or "
-                         "'..'); refusing to read it");
-    if (length >= 0 && length != expectedBytes)
-      return tensorError("external-data length " + Twine(length) +
-                         " does not match its type (" + Twine(expectedBytes) +
-                         " bytes)");
-    ref.length = expectedBytes;
-
-    SmallString<256> full(folder_);
-    sys::path::append(full, ref.file);
-    if (sys::fs::is_directory(full))
-      return tensorError("external-data location '" + ref.file +
-                         "' is a folder, not a file");
-    uint64_t size = 0;
-    if (std::error_code ec = sys::fs::file_size(full, size))
-      return tensorError("external-data file '" + ref.file +
-                         "' cannot be opened: " + ec.message());
-    if (ref.offset < 0 || static_cast<uint64_t>(ref.offset) > size ||
-        static_cast<uint64_t>(ref.length) > size - ref.offset)
-      return tensorError("external-data file '" + ref.file + "' holds " +
-                         Twine(size) + " bytes, too few for offset " +
-                         Twine(ref.offset) + " + length " + Twine(ref.length));
-    return std::optional<DataRef>(ref);
+    Expected<DataRef> ref =
+        externalData(t, expectedBytes, "initializer '" + t.name() + "'");
+    if (!ref)
+      return ref.takeError();
+    return std::optional<DataRef>(*ref);
   }
 
   auto it = embedded_.find(index);

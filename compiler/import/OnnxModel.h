@@ -62,6 +62,14 @@ public:
   llvm::Expected<std::optional<DataRef>>
   initializerData(int index, int64_t expectedBytes) const;
 
+  /// Where the data of `t`, stored as external data (data_location
+  /// EXTERNAL), lies: its file, relative to the model's folder, must stay
+  /// inside that folder and hold `expectedBytes` at its offset. `what` names
+  /// the tensor in the error otherwise.
+  llvm::Expected<DataRef> externalData(const onnx::TensorProto &t,
+                                       int64_t expectedBytes,
+                                       const llvm::Twine &what) const;
+
   /// Where the tensor of the Constant node of the main graph whose output is
   /// `output` lies in the model file, when its `value` is stored as
   /// contiguous little-endian bytes (raw_data or packed float_data) of

@@ -88,6 +88,17 @@ std::optional<int64_t> tensorBytes(ArrayRef<int64_t> shape, Type element) {
   return bytes;
 }
 
+DenseElementsAttr rawToAttr(RankedTensorType type, StringRef raw) {
+  if (type.getElementType().isInteger(1)) {
+    SmallVector<bool> bits;
+    for (char c : raw)
+      bits.push_back(c != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+  }
+  return DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(raw.data(), raw.size()));
+}
+
 FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,
                                           const onnx::TensorProto &tensor,
                                           RankedTensorType type, Location loc) {
@@ -107,18 +118,11 @@ FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,
 
   if (tensor.has_raw_data()) {
     StringRef raw = tensor.raw_data();
-    int64_t width =
-        element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
-    if (static_cast<int64_t>(raw.size()) != n * width)
-      return countError(raw.size() / std::max<int64_t>(width, 1));
-    if (element.isInteger(1)) {
-      SmallVector<bool> bits;
-      for (char c : raw)
-        bits.push_back(c != 0);
-      return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
-    }
-    return DenseElementsAttr::getFromRawBuffer(
-        type, ArrayRef<char>(raw.data(), raw.size()));
+    if (static_cast<int64_t>(raw.size()) !=
+        *tensorBytes(type.getShape(), element))
+      return countError(raw.size() /
+                        *tensorBytes(ArrayRef<int64_t>{}, element));
+    return rawToAttr(type, raw);
   }
 
   if (element.isF32()) {

@@ -48,6 +48,11 @@ mlir::FailureOr<mlir::DenseElementsAttr>
 tensorToAttr(mlir::MLIRContext &context, const onnx::TensorProto &tensor,
              mlir::RankedTensorType type, mlir::Location loc);
 
+/// The value of `type` from its little-endian bytes (a bool per byte), which
+/// must be as many as the type needs.
+mlir::DenseElementsAttr rawToAttr(mlir::RankedTensorType type,
+                                  llvm::StringRef raw);
+
 /// Reads the integers of a small i32/i64 weight from its file (folder is the
 /// model's); used for shape operands stored as initializers.
 mlir::FailureOr<llvm::SmallVector<int64_t>>

@@ -2254,9 +2254,37 @@ def case_garbage(path):
     raw(path, b"\xff" * 64)
 
 
+def case_external_constants(path):
+    """Constant nodes whose values are external data, as exporters save a
+    model over 2 GB (onnx's convert_attribute): a table too large for a
+    literal (a weight in the file) and a small one (read at import); the
+    Reshape's shape stays in the model, as onnxruntime's shape inference
+    cannot read it from the file."""
+    def constant(name, array):
+        return helper.make_node("Constant", [], [name], name=name,
+                                value=numpy_helper.from_array(array, name))
+    nodes = [
+        constant("big", RNG.standard_normal((280, 256)).astype(np.float32)),
+        constant("small", RNG.standard_normal((1, 256)).astype(np.float32)),
+        constant("shape", np.array([2, -1], np.int64)),
+        helper.make_node("Add", ["x", "big"], ["h"], name="add"),
+        helper.make_node("Mul", ["h", "small"], ["hs"], name="mul"),
+        helper.make_node("Reshape", ["hs", "shape"], ["y"], name="flatten"),
+    ]
+    m = model(nodes, [f32("x", [2, 280, 256])], [f32("y", None)])
+    onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.onnx_data", size_threshold=100, convert_attribute=True)
+    return None
+
+
 def case_missing_external(path):
     case_external(path)
     os.remove(os.path.join(os.path.dirname(path), "weights.bin"))
+
+
+def case_missing_external_constant(path):
+    case_external_constants(path)
+    os.remove(os.path.join(os.path.dirname(path), "model.onnx_data"))
 
 
 def case_external_short(path):
