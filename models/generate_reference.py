@@ -162,7 +162,9 @@ def main():
                 if head_size is None:
                     sys.exit(f"{p}: dimension {d} ('{size}') has no size")
                 shape[d] = head_size
-        cache[p] = np.zeros(shape, np.float32)
+        # In the model's own type (an f16 model's caches are f16).
+        dtype = np.float16 if inputs[p].type == "tensor(float16)" else np.float32
+        cache[p] = np.zeros(shape, dtype)
     if args.rows_alone:
         rows = []
         for b in range(batch):

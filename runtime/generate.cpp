@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "meshc/runtime/error.h"
+#include "meshc/runtime/half.h"
 #include "meshc/runtime/npy.h"
 #include "meshc/runtime/program.h"
 #include "runtime/Placement.h"
@@ -482,14 +483,20 @@ void Program::generate(void (*body)(Program &)) {
     auto lastRows = [&](const Shape &offsets, const Shape &local) {
       if (logitsOutput < 0 || !s.outputSet[logitsOutput])
         fatal("the logits were never computed on rank " + std::to_string(me));
+      // As f32 whatever the model's type (an f16 or bf16 model's logits).
       const TensorRef &l = s.produced[logitsOutput];
+      std::size_t width = byteWidth(l.dtype);
+      std::vector<std::uint8_t> raw(local[2] * width);
       std::vector<float> rows(local[0] * local[2]);
       std::int64_t at = news - 1 - offsets[1];
-      for (std::int64_t b = 0; b < local[0]; ++b)
-        placement::fetch(rows.data() + b * local[2],
-                         static_cast<const float *>(l.data) +
-                             (b * local[1] + at) * local[2],
-                         local[2] * sizeof(float));
+      for (std::int64_t b = 0; b < local[0]; ++b) {
+        placement::fetch(raw.data(),
+                         static_cast<const std::uint8_t *>(l.data) +
+                             (b * local[1] + at) * local[2] * width,
+                         raw.size());
+        convertFloatsSaturating(l.dtype, DType::F32, raw.data(),
+                                rows.data() + b * local[2], local[2]);
+      }
       return rows;
     };
     std::vector<std::int64_t> message(batch + 1, 0);

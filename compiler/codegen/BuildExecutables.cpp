@@ -176,10 +176,12 @@ json generateSection(const json &inputs, const json &outputs,
              "the model has no 2-D integer input '" + idsName +
                  "' (the token ids of a decoder)"}};
   if (!logits || (*logits)["shape"].size() != 3 ||
-      (*logits)["dtype"] != "F32" || (*logits)["shape"][2].get<int64_t>() < 0)
+      ((*logits)["dtype"] != "F32" && (*logits)["dtype"] != "F16" &&
+       (*logits)["dtype"] != "BF16") ||
+      (*logits)["shape"][2].get<int64_t>() < 0)
     return {{"unsupported", "the model has no output 'logits' of shape "
-                            "[batch, sequence, vocabulary] in f32 (is it a "
-                            "decoder language model?)"}};
+                            "[batch, sequence, vocabulary] of floats (is it "
+                            "a decoder language model?)"}};
   std::string batch = dimName(*ids, 0), step = dimName(*ids, 1);
   if (step.empty())
     return {{"unsupported",

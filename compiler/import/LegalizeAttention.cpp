@@ -80,6 +80,20 @@ LogicalResult emitAttention(NodeContext &ctx, Value q, Value k, Value v,
       return ctx.error("attention operands must be [batch, heads, seq, "
                        "head_dim] here, got " +
                        dfg::formatShape(shapeOf(operand)));
+  // A past's head size is the new keys' and values' (onnxruntime-genai's
+  // builder names it kv_cache_dim): a symbolic one is sized by importing
+  // again.
+  if (pastK && pastV) {
+    bool pinned = false;
+    for (auto [past, fresh] : {std::pair{pastK, k}, std::pair{pastV, v}})
+      if (ShapedType::isDynamic(shapeOf(past)[3]) &&
+          !ShapedType::isDynamic(shapeOf(fresh)[3]))
+        pinned |= ctx.pinDim(past, 3, shapeOf(fresh)[3]);
+    if (pinned)
+      return ctx.error("past head size is symbolic (imported again with it "
+                       "sized " +
+                       std::to_string(shapeOf(v)[3]) + ")");
+  }
   SmallVector<Type> types{RankedTensorType::get(
       {shapeOf(q)[0], shapeOf(q)[1], shapeOf(q)[2], shapeOf(v)[3]}, element)};
   if (pastK)
@@ -241,6 +255,38 @@ LogicalResult legalizeMultiHeadAttention(NodeContext &ctx) {
   return emitAttention(ctx, *qh, *kh, *vh, mask, ctx.input(6), ctx.input(7),
                        *scale, ctx.attrInt("unidirectional", 0) != 0, 0.0,
                        /*softcapFirst=*/false, /*merge=*/true);
+}
+
+/// GroupQueryAttention's fused Q/K norm (q_norm_weight, k_norm_weight:
+/// onnxruntime-genai's builder folds Qwen3's per-head RMS norms into the op
+/// for the cuda provider): x [batch, seq, heads * d] normalised over each
+/// head's d features with `weight` [d] and qk_norm_epsilon, before the
+/// rotary.
+FailureOr<Value> normHeads(NodeContext &ctx, Value x, int64_t heads,
+                           Value weight, StringRef what) {
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t d = shape[2] / heads;
+  if (shapeOf(weight).size() != 1 || shapeOf(weight)[0] != d ||
+      elementOf(weight) != elementOf(x))
+    return ctx.error(what + " must be [head_size] = [" + std::to_string(d) +
+                     "] of the query's element type, got " +
+                     dfg::formatShape(shapeOf(weight)));
+  OpBuilder &b = ctx.builder();
+  FailureOr<Value> perHead = ctx.create<dfg::ReshapeOp>(
+      dfg::reshapeShape(shape, {0, 0, heads, d}), elementOf(x), x,
+      b.getDenseI64ArrayAttr({0, 0, heads, d}));
+  if (failed(perHead))
+    return failure();
+  Value normed =
+      dfg::RmsNormOp::create(
+          b, ctx.loc(), cast<RankedTensorType>(perHead->getType()),
+          TypeRange{}, *perHead, weight, Value(), Value(),
+          b.getI64IntegerAttr(-1),
+          b.getF32FloatAttr(ctx.attrFloat("qk_norm_epsilon", 1e-6f)))
+          .getResult();
+  return ctx.create<dfg::ReshapeOp>(
+      dfg::reshapeShape(shapeOf(normed), {0, 0, heads * d}), elementOf(x),
+      normed, b.getDenseI64ArrayAttr({0, 0, heads * d}));
 }
 
 /// GroupQueryAttention's do_rotary: rotates q and k (still [batch, seq,
@@ -648,6 +694,17 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
     return ctx.error("seqlens_k and total_sequence_length are required");
   if (ctx.input(10))
     return ctx.error("attention_bias is not supported");
+  if (ctx.input(12) || ctx.input(13) || ctx.attr("k_quant_type") ||
+      ctx.attr("v_quant_type") || ctx.attr("kv_cache_bit_width"))
+    return ctx.error("a quantized KV cache (k_scale, v_scale, k_quant_type, "
+                     "v_quant_type, kv_cache_bit_width) is not supported");
+  if (bool(ctx.input(14)) != bool(ctx.input(15)))
+    return ctx.error("q_norm_weight and k_norm_weight must be given together");
+  for (unsigned i = 16; i < ctx.numInputs(); ++i)
+    if (ctx.input(i))
+      return ctx.error("input #" + std::to_string(i) +
+                       " is beyond the inputs meshc knows (query .. "
+                       "k_norm_weight, #0 to #15)");
   if (int64_t w = ctx.attrInt("local_window_size", -1); w < -1 || w == 0)
     return ctx.error("local_window_size must be -1 (no window) or positive "
                      "(the keys a query sees, itself included), got " +
@@ -696,6 +753,17 @@ LogicalResult legalizeGroupQueryAttention(NodeContext &ctx) {
   if (shapeOf(k).size() != 3 || shapeOf(v).size() != 3)
     return ctx.error("key and value must be [batch, seq, kv_hidden]");
   int64_t batch = shapeOf(q)[0], seq = shapeOf(q)[1];
+  if (ctx.input(14)) {
+    FailureOr<Value> nq = normHeads(ctx, q, heads, ctx.input(14),
+                                    "q_norm_weight");
+    FailureOr<Value> nk = failed(nq) ? nq
+                                     : normHeads(ctx, k, kvHeads,
+                                                 ctx.input(15),
+                                                 "k_norm_weight");
+    if (failed(nk))
+      return failure();
+    q = *nq, k = *nk;
+  }
 
   Value pastK = ctx.input(3), pastV = ctx.input(4);
   if (bool(pastK) != bool(pastV))

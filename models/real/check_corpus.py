@@ -25,7 +25,10 @@ softmax S`: dfg.attention ops and how many are causal, dfg.rotary,
 dfg.layer_norm / dfg.rms_norm, and softmaxes left unraised).
 An export whose export.json has `input_values` (Optimum's merged decoder:
 use_cache_branch) is compiled with `--input-value` for them, and those
-inputs are not given to meshc run.
+inputs are not given to meshc run. An export in f16 (onnxruntime-genai's
+`-p fp16` build: f16 weights, caches and logits) is compiled with `--dtype
+f32`, as the cpu target computes in f32, and compared within 2e-3 + 1e-2 *
+|reference|: onnxruntime computes it in f16.
 Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
 """
 import argparse
@@ -40,6 +43,9 @@ import tempfile
 import numpy as np
 
 ATOL, RTOL = 1e-4, 1e-3
+# An f16 export: onnxruntime rounds every intermediate to f16, meshc's cpu
+# target computes in f32 (the tolerance of the f16 numerics tests).
+HALF_ATOL, HALF_RTOL = 2e-3, 1e-2
 
 
 def first_error(text):
@@ -50,7 +56,7 @@ def first_error(text):
     return lines[-1].strip() if lines else "failed without a message"
 
 
-def compare(ref_dir, out_dir):
+def compare(ref_dir, out_dir, atol=ATOL, rtol=RTOL):
     worst = None
     for ref_path in sorted(glob.glob(os.path.join(ref_dir, "*.npy"))):
         name = os.path.basename(ref_path)
@@ -62,7 +68,7 @@ def compare(ref_dir, out_dir):
             return f"mismatch: {name} has shape {got.shape}, onnxruntime {ref.shape}"
         ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
         finite = np.isfinite(ref64)
-        excess = np.abs(got64 - ref64) - (ATOL + RTOL * np.abs(ref64))
+        excess = np.abs(got64 - ref64) - (atol + rtol * np.abs(ref64))
         # NaN in a reference: a value onnxruntime leaves unspecified
         # (export_corpus.py's mark_unspecified), not compared.
         excess = np.where(finite, excess, np.where(got64 == ref64, -1, 1))
@@ -97,7 +103,7 @@ def raising_summary(meshc, export, work):
     """What raising made of the export on one rank, or meshc's error."""
     spmd = os.path.join(work, "raised.mlir")
     cmd = [meshc, "compile", os.path.join(export, "model.onnx"), "--mesh", "tp=1",
-           *input_values(export)[0], "--emit", "sharded", "-o", spmd]
+           *export_flags(export)[0], "--emit", "sharded", "-o", spmd]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return "compile: " + first_error(r.stderr + r.stdout)
@@ -127,21 +133,33 @@ def static_dims(export):
     return ["--dim", ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))] if sizes else []
 
 
-def input_values(export):
-    """The inputs the export's index entry fixes at compile time (its
-    input_values: Optimum's merged decoder's use_cache_branch), as meshc
-    compile flags; those inputs are then not given to meshc run."""
+def is_half(export):
+    """Whether the export computes in f16 (its inputs or outputs are f16)."""
+    files = glob.glob(os.path.join(export, "inputs", "*.npy")) + \
+        glob.glob(os.path.join(export, "reference", "*.npy"))
+    return any(np.load(f, mmap_mode="r").dtype == np.float16 for f in files)
+
+
+def export_flags(export):
+    """The meshc compile flags the export needs: `--input-value` for the
+    inputs its index entry fixes at compile time (its input_values:
+    Optimum's merged decoder's use_cache_branch), which are then not given to
+    meshc run, and `--dtype f32` for an f16 export on the cpu target; and
+    the names of those fixed inputs."""
     meta = json.load(open(os.path.join(export, "export.json")))
     values = meta.get("input_values", {})
     flags = ["--input-value", ",".join(f"{k}={v}" for k, v in sorted(values.items()))]
-    return (flags if values else []), set(values)
+    flags = flags if values else []
+    if is_half(export):
+        flags += ["--dtype", "f32"]
+    return flags, set(values)
 
 
 def run_case(meshc, export, mesh, work, flags=()):
     out = os.path.join(work, "exe")
     shutil.rmtree(out, ignore_errors=True)
     model = os.path.join(export, "model.onnx")
-    fixed_flags, fixed = input_values(export)
+    fixed_flags, fixed = export_flags(export)
     flags = [*flags, *fixed_flags]
     cmd = [meshc, "compile", model, "--mesh", mesh, *flags, "-o", out]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -160,7 +178,8 @@ def run_case(meshc, export, mesh, work, flags=()):
         # first error, and a launcher's failure may print none.
         sys.stderr.write(f"{export} [{mesh}]: meshc run failed:\n{r.stdout}{r.stderr}\n")
         return "run: " + first_error(r.stderr + r.stdout)
-    status = compare(os.path.join(export, "reference"), res)
+    status = compare(os.path.join(export, "reference"), res,
+                     *((HALF_ATOL, HALF_RTOL) if is_half(export) else (ATOL, RTOL)))
     if status.startswith("ok"):
         status += split_summary(meshc, model, mesh, flags, work)
     return status

@@ -45,7 +45,9 @@ source, Optimum's encoder states and cross-attention caches), given to
 meshc generate and to the reference as `--input`. An export whose
 export.json has `input_values` (Optimum's merged decoder:
 use_cache_branch) is compiled with `--input-value` for them; the reference
-loop reads those inputs from the export's.
+loop reads those inputs from the export's. An f16 export is compiled with
+`--dtype f32` (the cpu target computes in f32); its ids are compared with
+onnxruntime's loop in f16 as any other's.
 
 --sampling also runs each case with --temperature 0.8 --top-k 20 --top-p 0.9
 --seed 7 twice and checks that both runs and every mesh draw the same ids.
@@ -65,7 +67,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "..", "generate_reference.py")
 GENAI_REFERENCE = os.path.join(HERE, "..", "genai_reference.py")
 sys.path.insert(0, HERE)
-from check_corpus import first_error, input_values  # noqa: E402
+from check_corpus import export_flags, first_error  # noqa: E402
 
 
 def prompts(vocab, padded):
@@ -187,8 +189,9 @@ def main():
             sampled = {}
             # Inputs fixed at compile time (Optimum's merged decoder's
             # use_cache_branch): meshc compile --input-value; the reference
-            # loop reads them from the export's inputs.
-            value_flags, values = input_values(folder)
+            # loop reads them from the export's inputs. An f16 export is
+            # compiled with --dtype f32.
+            value_flags, values = export_flags(folder)
             value_inputs = input_flags(folder, sorted(values))
             for mesh in meshes:
                 total += 1

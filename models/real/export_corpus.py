@@ -45,7 +45,8 @@ minicpm3,zamba2,gemma3n_text,funnel \
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,qwen3,gemma2 --exporter genai_int4   (then genai_int4asym and genai_int8 for
       llama, genai_int4qdq for llama and qwen3: the builder's weight-only quantized forms,
-      GENAI_QUANTIZED, at accuracy level 1)
+      GENAI_QUANTIZED, at accuracy level 1; genai_fp16 for llama and qwen3: the builder's
+      fp16 build for the cuda provider)
 
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch wav2vec2,hubert,wavlm,sew --exporter dynamo,torchscript
@@ -1158,7 +1159,8 @@ def save_tiny_tokenizer(folder):
 # points), with zero points, 8-bit, and ONNX's QDQ form (DequantizeLinear of
 # INT4 blocks before each MatMul).
 GENAI_QUANTIZED = {"genai_int4": ("int4", []), "genai_int4asym": ("int4", ["is_symmetric=false"]),
-                   "genai_int8": ("int8", []), "genai_int4qdq": ("int4", ["use_qdq=true"])}
+                   "genai_int8": ("int8", []), "genai_int4qdq": ("int4", ["use_qdq=true"]),
+                   "genai_fp16": ("fp16", [])}
 
 
 def export_genai(arch, model, out, precision="fp32", options=()):
@@ -1167,14 +1169,17 @@ def export_genai(arch, model, out, precision="fp32", options=()):
     blocks of 32 with scales and zero points) at accuracy level 1, the
     products in f32, as meshc computes them (level 4, the builder's default,
     has onnxruntime round the activations to int8, which no f32 reference
-    reproduces)."""
+    reproduces); or fp16 for the cuda execution provider, the form a GPU
+    user builds (GroupQueryAttention, f16 weights, caches and logits;
+    onnxruntime's cpu provider runs it too, for the reference)."""
     with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as cache:
         model.save_pretrained(src)
         save_tiny_tokenizer(src)
         model.config.save_pretrained(src)
+        provider = "cuda" if precision == "fp16" else "cpu"
         cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", src, "-o", out,
-               "-p", precision, "-e", "cpu", "-c", cache]
-        if precision != "fp32":
+               "-p", precision, "-e", provider, "-c", cache]
+        if precision not in ("fp32", "fp16"):
             cmd += ["--extra_options", "accuracy_level=1", *options]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
     if "use_qdq=true" in options:
@@ -1265,7 +1270,8 @@ def cache_feeds(session, model, arch, ids, mask, pos):
         elif "past" in n and ("key" in n or "value" in n):
             idx = int("".join(c for c in n.split(".")[1] if c.isdigit())) if "." in n else 0
             which = 0 if "key" in n else 1
-            feeds[n] = layers[idx][which].astype(np.float32)
+            half = inp.type == "tensor(float16)"
+            feeds[n] = layers[idx][which].astype(np.float16 if half else np.float32)
         elif n == "token_type_ids":
             feeds[n] = np.zeros_like(ids)
         else:
