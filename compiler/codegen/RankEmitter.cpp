@@ -495,11 +495,12 @@ LogicalResult FunctionEmitter::checkResults(Operation *op) {
                                  "dimension needs --max-dim)");
       }
       // 16-bit floats may enter and leave a cpu program (a cast, or a fused
-      // chain, converts them), but the cpu kernels compute in f32; the cuda
-      // kernels take f16 and bf16 (accumulating in f32).
+      // chain, converts them; a call to a pipeline stage passes the model's
+      // inputs and outputs through), but the cpu kernels compute in f32; the
+      // cuda kernels take f16 and bf16 (accumulating in f32).
       Type e = tt.getElementType();
       if (target_ == Target::Cpu && (e.isF16() || e.isBF16()) &&
-          !isa<dfg::CastOp, dfg::FusedElementwiseOp>(op))
+          !isa<dfg::CastOp, dfg::FusedElementwiseOp, func::CallOp>(op))
         return op->emitOpError("computes in ")
                << e << "; " << theTarget()
                << " computes in f32 only (compile with --target cuda, or "

@@ -1182,6 +1182,18 @@ def export_genai(arch, model, out, precision="fp32", options=()):
         if precision not in ("fp32", "fp16"):
             cmd += ["--extra_options", "accuracy_level=1", *options]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
+        if precision == "fp16" and fused_qk_norm(out):
+            # The cuda build folds Qwen3's per-head Q/K norms into
+            # GroupQueryAttention (q_norm_weight, k_norm_weight), which
+            # onnxruntime's cpu provider refuses: the references come from
+            # the same build with the norms left as nodes.
+            ref = os.path.join(out, "reference_model")
+            subprocess.run(cmd[:cmd.index("-o") + 1] + [ref] + cmd[cmd.index("-o") + 2:] +
+                           ["--extra_options", "fuse_qk_norm_gqa=false"],
+                           check=True, capture_output=True, text=True)
+            for extra in ("tokenizer.json", "tokenizer_config.json"):
+                if os.path.exists(os.path.join(ref, extra)):
+                    os.remove(os.path.join(ref, extra))
     if "use_qdq=true" in options:
         # onnxruntime fuses a weight's DequantizeLinear and its MatMul into a
         # MatMulNBits at accuracy level 4 (8-bit activations), which
@@ -1194,6 +1206,23 @@ def export_genai(arch, model, out, precision="fp32", options=()):
             "ORT_DISABLE_ALL"
         json.dump(config, open(path, "w"), indent=4)
     return None, None
+
+
+def fused_qk_norm(out):
+    """Whether the export's GroupQueryAttention takes q_norm_weight."""
+    import onnx
+
+    graph = onnx.load(os.path.join(out, "model.onnx"), load_external_data=False).graph
+    return any(n.op_type == "GroupQueryAttention" and len(n.input) > 14 and n.input[14]
+               for n in graph.node)
+
+
+def reference_model(out):
+    """The model onnxruntime takes the export's references from: the export
+    itself, or its `reference_model/` (the same build in a form
+    onnxruntime's cpu provider runs)."""
+    ref = os.path.join(out, "reference_model", "model.onnx")
+    return ref if os.path.exists(ref) else os.path.join(out, "model.onnx")
 
 
 # The optimizer's model type for each architecture it fuses.
@@ -1314,7 +1343,7 @@ def run_reference(out, model, arch, feeds):
     # told otherwise.
     options = ort.SessionOptions()
     options.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "1")
-    sess = ort.InferenceSession(os.path.join(out, "model.onnx"), options,
+    sess = ort.InferenceSession(reference_model(out), options,
                                 providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
     if feeds is not None and names < set(feeds):

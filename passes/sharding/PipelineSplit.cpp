@@ -398,6 +398,23 @@ private:
     for (int64_t k = 0; k < stages_; ++k)
       for (size_t i = cuts[k]; i < cuts[k + 1]; ++i)
         stageOf_[chain_[i]] = k;
+    // An op that only feeds the results (the cast back to the model's type
+    // of an output, which `--dtype` adds before the return) belongs with
+    // what it reads: an earlier stage's present is then returned from there
+    // rather than sent on to the last stage.
+    for (Operation *op : llvm::reverse(chain_)) {
+      if (op->getNumResults() == 0 ||
+          !llvm::all_of(op->getUsers(), [](Operation *user) {
+            return isa<func::ReturnOp>(user);
+          }))
+        continue;
+      std::optional<int64_t> latest;
+      for (Value operand : op->getOperands())
+        if (std::optional<int64_t> s = stageOfValue(operand))
+          latest = std::max(latest.value_or(0), *s);
+      if (latest && *latest < stageOf_[op])
+        stageOf_[op] = *latest;
+    }
     return success();
   }
 
