@@ -365,10 +365,14 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
                                ? symbols[dim].value("max", std::int64_t(0))
                                : 0;
         // At least 1; more where the model's ops need it (a sliding-window
-        // cache holds its window).
-        std::int64_t min = symbols.contains(dim)
-                               ? symbols[dim].value("min", std::int64_t(1))
-                               : 1;
+        // cache holds its window). A KV cache's past may be empty (a prompt's
+        // first step, as generation runs it).
+        bool past = m.contains("generate") && m["generate"].is_object() &&
+                    m["generate"].value("past_symbol", "") == dim;
+        std::int64_t min =
+            symbols.contains(dim)
+                ? symbols[dim].value("min", std::int64_t(past ? 0 : 1))
+                : (past ? 0 : 1);
         std::string where = "input '" + std::string(spec.name) + "' (" +
                             it->second + ") has " + std::to_string(size) +
                             " along dimension " + std::to_string(d) + " ('" +
@@ -381,8 +385,7 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
                  : modelMin ? std::string(" (the model needs at least ") +
                                   std::to_string(min) + ")"
                             : std::string(" (no dimension of an executable "
-                                          "is empty; meshc generate runs a "
-                                          "prompt over an empty KV cache)")));
+                                          "is empty but a KV cache's past)")));
         auto [known, added] = symbolSizes.emplace(dim, size);
         if (!added && known->second != size)
           fatal(where + ", but another input has " +

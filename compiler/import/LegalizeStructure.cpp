@@ -77,29 +77,6 @@ LogicalResult legalizeConcat(NodeContext &ctx) {
     shapes.push_back(ctx.inputType(i).getShape());
   }
   int64_t axis = ctx.attrInt("axis", 0);
-  // The other axes agree: where one input's is static, a graph input's
-  // symbolic name in another is that size (onnxruntime-genai's builder
-  // joins a past whose head size it names kv_cache_dim to the new keys),
-  // and the import is redone with it sized.
-  int64_t rank = static_cast<int64_t>(shapes.front().size());
-  bool pinned = false;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d == axis || d == axis + rank)
-      continue;
-    std::optional<int64_t> known;
-    for (ArrayRef<int64_t> shape : shapes)
-      if (static_cast<int64_t>(shape.size()) == rank &&
-          !ShapedType::isDynamic(shape[d]))
-        known = shape[d];
-    if (known)
-      for (auto [v, shape] : llvm::zip(inputs, shapes))
-        if (static_cast<int64_t>(shape.size()) == rank &&
-            ShapedType::isDynamic(shape[d]))
-          pinned |= ctx.pinDim(v, d, *known);
-  }
-  if (pinned)
-    return ctx.error("a symbolic input dimension is joined to a static one "
-                     "(imported again with it sized)");
   return ctx.emit<dfg::ConcatOp>(dfg::concatShape(shapes, axis),
                                  ctx.inputType(0).getElementType(), inputs,
                                  axis);

@@ -2473,16 +2473,6 @@ def case_max_of_sizes(path):
     return model(nodes, ins, [f32("y", None)], inits)
 
 
-def case_concat_pins_dim(path):
-    """A past whose head size is a name of its own (onnxruntime-genai's
-    kv_cache_dim) joined to new keys of a static head size: the graph says
-    what the name is."""
-    nodes = [helper.make_node("Concat", ["past", "new"], ["present"], axis=2, name="join")]
-    ins = [f32("past", ["batch", 2, "past_sequence_length", "kv_cache_dim"]),
-           f32("new", ["batch", 2, "sequence_length", 16])]
-    return model(nodes, ins, [f32("present", None)])
-
-
 def case_max_of_two_sizes(path):
     """A slice start max(0, past - seq): its order flips along a line of two
     sizes, which no bound of one decides."""
