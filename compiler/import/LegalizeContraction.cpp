@@ -263,6 +263,14 @@ LogicalResult legalizeConv(NodeContext &ctx) {
   int64_t channels = x.getDimSize(1), out = w.getDimSize(0),
           perGroup = w.getDimSize(1);
   int64_t groups = ctx.attrInt("group", 1);
+  // The weight says how many channels the input has: a graph input's
+  // symbolic name for them (Optimum's vision exports name them
+  // num_channels) is sized so, and the import redone.
+  if (w.hasStaticShape() && ShapedType::isDynamic(channels) && groups >= 1 &&
+      ctx.pinDim(ctx.input(0), 1, perGroup * groups))
+    return ctx.error("the input's channels are symbolic (imported again with "
+                     "them sized " +
+                     std::to_string(perGroup * groups) + ")");
   if (!w.hasStaticShape() || ShapedType::isDynamic(channels))
     return ctx.error("Conv needs static channels and weight shape, got " +
                      dfg::formatShape(x.getShape()) + " by " +
@@ -292,10 +300,20 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     bool inferred = false;
     for (int64_t size : shapeOf(window).drop_front(2)) {
       if (ShapedType::isDynamic(size)) {
-        if (inferred)
+        if (inferred) {
+          // The input's symbolic spatial sizes, by name (an image's height
+          // and width): what --dim must size.
+          std::string names;
+          for (AffineExpr d : ArrayRef(ctx.inputDims(0)).drop_front(2))
+            if (d && !isa<AffineConstantExpr>(d))
+              names += (names.empty() ? "" : ", ") + ctx.dimTable().format(d);
           return ctx.error("Conv over " + std::to_string(n) +
-                           " spatial axes with two or more symbolic sizes "
-                           "is supported only depthwise");
+                           " spatial axes with two or more symbolic sizes (" +
+                           names +
+                           ") is supported only depthwise: give the sizes "
+                           "of the input's symbolic dimensions with --dim "
+                           "(the model's image size)");
+        }
         inferred = true;
         size = -1;
       }

@@ -2473,6 +2473,16 @@ def case_max_of_sizes(path):
     return model(nodes, ins, [f32("y", None)], inits)
 
 
+def case_conv_channels(path):
+    """Optimum's vision exports name the pixels' channels (num_channels): the
+    patch embedding's weight says there are 3. Height and width are static
+    here; conv_image_size leaves them symbolic."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[4, 4], strides=[4, 4],
+                            name="patches")
+    ins = [f32("x", ["batch_size", "num_channels", 8, 8])]
+    return model([node], ins, [f32("y", None)], [weight("w", 4, 3, 4, 4)])
+
+
 def case_max_of_two_sizes(path):
     """A slice start max(0, past - seq): its order flips along a line of two
     sizes, which no bound of one decides."""
