@@ -455,6 +455,38 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
          << expected << "));\n";
     }
   }
+  // Sizes the import assumed (dfg.dim_negative: the side of a slice bound
+  // the export was traced on): a run at other sizes is refused by name.
+  auto module = fn_->getParentOfType<ModuleOp>();
+  auto negatives =
+      module ? module->getAttrOfType<ArrayAttr>("dfg.dim_negative") : ArrayAttr();
+  if (isMain && negatives)
+    for (Attribute entry : negatives) {
+      auto dict = cast<DictionaryAttr>(entry);
+      AffineExpr e = table_.read(
+          cast<AffineMapAttr>(dict.get("map")).getValue(),
+          cast<ArrayAttr>(dict.get("names")))[0];
+      bool unbound = false;
+      e.walk([&](AffineExpr x) {
+        if (auto sym = dyn_cast<AffineSymbolExpr>(x))
+          unbound |= llvm::none_of(symbols_, [&](const BoundSymbol &b) {
+            return b.name == table_.name(sym.getPosition());
+          });
+      });
+      if (unbound)
+        continue; // not this rank's inputs: a rank that reads them checks
+      std::string value = dimExpr(e);
+      std::string before = "the input sizes make " + table_.format(e) + " = ";
+      std::string after =
+          ", where the model's " +
+          cast<StringAttr>(dict.get("node")).getValue().str() +
+          " takes nothing; it was compiled for sizes where that is negative, "
+          "as its export was traced";
+      os << "  if (" << value << " >= 0)\n"
+         << "    rt::fatal(std::string(" << cppString(before)
+         << ") + std::to_string(" << value << ") + " << cppString(after)
+         << ");\n";
+    }
   if (isMain && hasStages_ && !symbols_.empty()) {
     os << "  const std::int64_t dims[] = {";
     for (auto [k, sym] : llvm::enumerate(symbols_))

@@ -84,6 +84,12 @@ public:
   /// Least sizes of symbolic input dimensions
   /// (NodeContext::requireDimAtLeast).
   DimSizes &minimums() { return minimums_; }
+  bool assumesTraced() const { return assumeOrders_; }
+  /// Expressions assumed negative (NodeContext::assumeNegative), each with
+  /// the node that needs it.
+  SmallVector<std::pair<AffineExpr, std::string>> &negatives() {
+    return negatives_;
+  }
   dfg::SymbolicShapes &shapes() { return shapes_; }
   /// ONNX sequence values (SplitToSequence's, SequenceConstruct's) by name:
   /// their tensors, which sequence ops read at compile time.
@@ -173,6 +179,7 @@ private:
   StringMap<const onnx::FunctionProto *> functions_;
   DimSizes pinned_;
   DimSizes minimums_;
+  SmallVector<std::pair<AffineExpr, std::string>> negatives_;
   /// Splits whose sizes the graph computes at run time, and their parts.
   RunTimeSplits runTimeSplits_;
   /// Largest sizes of symbolic input dimensions for which the shape
@@ -356,6 +363,13 @@ LogicalResult NodeContext::requireDimAtLeast(Value v, unsigned dim,
                " must be a named (dim_param) or static dimension, "
                "so that its least size (" +
                std::to_string(least) + ") can be checked");
+}
+
+bool NodeContext::assumesTraced() const { return importer_.assumesTraced(); }
+
+void NodeContext::assumeNegative(AffineExpr e) {
+  importer_.negatives().push_back(
+      {e, "node '" + node_.name() + "' (" + node_.op_type() + ")"});
 }
 
 bool NodeContext::pinDim(Value v, unsigned dim, int64_t size) {
@@ -1549,6 +1563,18 @@ OwningOpRef<ModuleOp> Importer::run() {
       entries.push_back(builder_.getNamedAttr(
           entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
     (*module)->setAttr(name, builder_.getDictionaryAttr(entries));
+  }
+  // Expressions the import assumed negative, for the executables to check.
+  if (!negatives_.empty()) {
+    SmallVector<Attribute> entries;
+    for (auto &[e, node] : negatives_) {
+      auto [map, names] = dimTable_.write({e});
+      entries.push_back(builder_.getDictionaryAttr(
+          {builder_.getNamedAttr("map", AffineMapAttr::get(map)),
+           builder_.getNamedAttr("names", names),
+           builder_.getNamedAttr("node", builder_.getStringAttr(node))}));
+    }
+    (*module)->setAttr("dfg.dim_negative", builder_.getArrayAttr(entries));
   }
 
   if (failed(verify(*module)))

@@ -143,6 +143,13 @@ public:
   /// import is redone with the name sized so (importOnnxModel), and true is
   /// returned; false for a static or derived dimension.
   bool pinDim(mlir::Value v, unsigned dim, int64_t size);
+  /// Whether this import may assume what holds where the export was traced
+  /// (the second attempt, after the exact import failed: importOnnxModel).
+  bool assumesTraced() const;
+  /// Records that symbolic expression `e` is negative at every size the
+  /// executables take (the module's `dfg.dim_negative`, which they check
+  /// against their inputs), for what this node computes to hold.
+  void assumeNegative(mlir::AffineExpr e);
   /// Dimension `dim` of `v` must be at least `least` (the op's semantics
   /// need it: a sliding-window cache holds its window). A static size is
   /// checked now; a graph input's symbolic name, or an expression that grows

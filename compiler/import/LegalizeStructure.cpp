@@ -389,16 +389,30 @@ LogicalResult sliceSymbolic(NodeContext &ctx, ArrayRef<int64_t> axes,
   // A symbolic bound never positive but possibly 0 (LED's `x[:, :-pad]`,
   // pad a remainder, which its export traced where pad > 0): ONNX slices
   // nothing at 0 and counts from the back below it, two lengths that no
-  // one expression gives.
-  for (AffineExpr bound : llvm::concat<AffineExpr>(*starts, *ends)) {
-    std::optional<int64_t> most = dfg::boundsOf(bound).most;
-    if (!constant(bound) && most && *most == 0)
-      return ctx.error("a slice bound " + ctx.dimTable().format(bound) +
-                       " is 0 for some sizes (the slice then takes nothing) "
-                       "and negative for others (it then counts from the "
-                       "back); meshc cannot size the result for both: give "
-                       "the dimensions it depends on with --dim");
-  }
+  // one expression gives. Where the exact import failed, the second one
+  // takes the side the export was traced on: the bound negative, counted
+  // from the back of the axis, at sizes the executables check.
+  for (SmallVector<AffineExpr> *bounds : {&*starts, &*ends})
+    for (auto [bound, axis] : llvm::zip(*bounds, axes)) {
+      std::optional<int64_t> most = dfg::boundsOf(bound).most;
+      if (constant(bound) || !most || *most != 0)
+        continue;
+      int64_t a = axis < 0 ? axis + rank : axis;
+      if (!ctx.assumesTraced() || a < 0 || a >= rank || !dims[a])
+        return ctx.error("a slice bound " + ctx.dimTable().format(bound) +
+                         " is 0 for some sizes (the slice then takes "
+                         "nothing) and negative for others (it then counts "
+                         "from the back); meshc cannot size the result for "
+                         "both: give the dimensions it depends on with --dim");
+      ctx.assumeNegative(bound);
+      emitRemark(ctx.loc()) << "slice bound " << ctx.dimTable().format(bound)
+                            << " is 0 for some sizes (the slice then takes "
+                               "nothing) and negative for others: the model "
+                               "is compiled for sizes where it is negative "
+                               "(as its export was traced), which the "
+                               "executables check";
+      bound = simplifyAffineExpr(dims[a] + bound, 0, ctx.dimTable().size());
+    }
   OpBuilder &b = ctx.builder();
   if (llvm::all_of(*starts, constant) && llvm::all_of(*ends, constant)) {
     SmallVector<int64_t> s, e;
