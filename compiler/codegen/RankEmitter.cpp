@@ -418,6 +418,17 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
          << sym.name << "\n";
     os << "  (void)" << var << ";\n";
   }
+  // Whether `expr` reads a name no input dimension of this function binds.
+  auto unbound = [&](AffineExpr expr) {
+    bool found = false;
+    expr.walk([&](AffineExpr e) {
+      if (auto sym = dyn_cast<AffineSymbolExpr>(e))
+        found |= llvm::none_of(symbols_, [&](const BoundSymbol &b) {
+          return b.name == table_.name(sym.getPosition());
+        });
+    });
+    return found;
+  };
   // An input dimension whose name is an expression over others
   // (`past_sequence_length + sequence_length`) must be that.
   for (auto [i, arg] : llvm::enumerate(fn_.getArguments())) {
@@ -433,14 +444,7 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
       AffineExpr expr = table_.parseName(name);
       if (!expr)
         continue; // not affine: nothing derives from it
-      bool unbound = false;
-      expr.walk([&](AffineExpr e) {
-        if (auto sym = dyn_cast<AffineSymbolExpr>(e))
-          unbound |= llvm::none_of(symbols_, [&](const BoundSymbol &b) {
-            return b.name == table_.name(sym.getPosition());
-          });
-      });
-      if (unbound)
+      if (unbound(expr))
         return fn_.emitError("input '")
                << (onnx ? onnx.getValue() : "") << "' has a dimension named '"
                << name
@@ -466,14 +470,7 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
       AffineExpr e = table_.read(
           cast<AffineMapAttr>(dict.get("map")).getValue(),
           cast<ArrayAttr>(dict.get("names")))[0];
-      bool unbound = false;
-      e.walk([&](AffineExpr x) {
-        if (auto sym = dyn_cast<AffineSymbolExpr>(x))
-          unbound |= llvm::none_of(symbols_, [&](const BoundSymbol &b) {
-            return b.name == table_.name(sym.getPosition());
-          });
-      });
-      if (unbound)
+      if (unbound(e))
         continue; // not this rank's inputs: a rank that reads them checks
       std::string value = dimExpr(e);
       std::string before = "the input sizes make " + table_.format(e) + " = ";
