@@ -320,6 +320,12 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
   std::map<std::string, std::int64_t> symbolSizes;
   const json noSymbols = json::object();
   const json &symbols = m.contains("symbols") ? m["symbols"] : noSymbols;
+  // The KV caches' past length, which may be empty (a prompt's first step,
+  // as generation runs it).
+  const std::string pastSymbol =
+      m.contains("generate") && m["generate"].is_object()
+          ? m["generate"].value("past_symbol", std::string())
+          : std::string();
   std::string names;
   for (const json &e : m["inputs"]) {
     declared[e.value("name", "")] = &e;
@@ -364,15 +370,11 @@ Program::Program(int argc, char **argv, const ProgramInfo &info)
         std::int64_t max = symbols.contains(dim)
                                ? symbols[dim].value("max", std::int64_t(0))
                                : 0;
-        // At least 1; more where the model's ops need it (a sliding-window
-        // cache holds its window). A KV cache's past may be empty (a prompt's
-        // first step, as generation runs it).
-        bool past = m.contains("generate") && m["generate"].is_object() &&
-                    m["generate"].value("past_symbol", "") == dim;
+        // At least 1 (0 for the past length); more where the model's ops
+        // need it (a sliding-window cache holds its window).
+        std::int64_t least = dim == pastSymbol ? 0 : 1;
         std::int64_t min =
-            symbols.contains(dim)
-                ? symbols[dim].value("min", std::int64_t(past ? 0 : 1))
-                : (past ? 0 : 1);
+            symbols.contains(dim) ? symbols[dim].value("min", least) : least;
         std::string where = "input '" + std::string(spec.name) + "' (" +
                             it->second + ") has " + std::to_string(size) +
                             " along dimension " + std::to_string(d) + " ('" +
