@@ -459,13 +459,17 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
          << expected << "));\n";
     }
   }
-  // Sizes the import assumed (dfg.dim_negative: the side of a slice bound
-  // the export was traced on): a run at other sizes is refused by name.
+  // Sizes the import assumed: a run at other sizes is refused by name.
+  // dfg.dim_negative: the side of a slice bound the export was traced on;
+  // dfg.dim_equal: a symbolic dimension an op broadcasts against a static
+  // size, which its result takes.
   auto module = fn_->getParentOfType<ModuleOp>();
-  auto negatives =
-      module ? module->getAttrOfType<ArrayAttr>("dfg.dim_negative") : ArrayAttr();
-  if (isMain && negatives)
-    for (Attribute entry : negatives) {
+  for (StringRef kind : {"dfg.dim_negative", "dfg.dim_equal"}) {
+    auto entries =
+        module ? module->getAttrOfType<ArrayAttr>(kind) : ArrayAttr();
+    if (!isMain || !entries)
+      continue;
+    for (Attribute entry : entries) {
       auto dict = cast<DictionaryAttr>(entry);
       AffineExpr e = table_.read(
           cast<AffineMapAttr>(dict.get("map")).getValue(),
@@ -473,17 +477,26 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
       if (unbound(e))
         continue; // not this rank's inputs: a rank that reads them checks
       std::string value = dimExpr(e);
+      std::string node = cast<StringAttr>(dict.get("node")).getValue().str();
       std::string before = "the input sizes make " + table_.format(e) + " = ";
-      std::string after =
-          ", where the model's " +
-          cast<StringAttr>(dict.get("node")).getValue().str() +
-          " takes nothing; it was compiled for sizes where that is negative, "
-          "as its export was traced";
-      os << "  if (" << value << " >= 0)\n"
+      std::string condition, after;
+      if (auto size = dict.getAs<IntegerAttr>("size")) {
+        condition = value + " != " + std::to_string(size.getInt());
+        after = ", where the model's " + node + " needs " +
+                std::to_string(size.getInt()) +
+                " (it meets a dimension of that size)";
+      } else {
+        condition = value + " >= 0";
+        after = ", where the model's " + node +
+                " takes nothing; it was compiled for sizes where that is "
+                "negative, as its export was traced";
+      }
+      os << "  if (" << condition << ")\n"
          << "    rt::fatal(std::string(" << cppString(before)
          << ") + std::to_string(" << value << ") + " << cppString(after)
          << ");\n";
     }
+  }
   if (isMain && hasStages_ && !symbols_.empty()) {
     os << "  const std::int64_t dims[] = {";
     for (auto [k, sym] : llvm::enumerate(symbols_))

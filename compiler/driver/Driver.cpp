@@ -229,8 +229,9 @@ int checkStaticInputs(mlir::ModuleOp module, StringRef command,
 /// and neither --dim nor --max-dim sizes it; a given one must find it.
 struct AxisBounds {
   int64_t batch = driver::kDefaultMaxBatch, seq = driver::kDefaultMaxSeq,
-          cache = driver::kDefaultMaxCache;
-  bool batchGiven = false, seqGiven = false, cacheGiven = false;
+          cache = driver::kDefaultMaxCache, image = driver::kDefaultMaxImage;
+  bool batchGiven = false, seqGiven = false, cacheGiven = false,
+       imageGiven = false;
 };
 
 /// Adds `axes` to `bounds` under the names the model gives those
@@ -238,9 +239,12 @@ struct AxisBounds {
 /// symbolic one; the sequence is dimension 1 of the first integer input
 /// (the token ids), or of the first input where none is an integer (a
 /// speech encoder's samples); the KV cache is dimension 2 of every 4-D
-/// input whose dimension 2 is symbolic and not the sequence (a past key or
-/// value; the onnxruntime-genai builder names its sliding-window layers'
-/// caches apart from the others).
+/// input whose dimension 2 is symbolic and not the sequence and whose
+/// dimension 3 (the head size) is static (a past key or value; the
+/// onnxruntime-genai builder names its sliding-window layers' caches apart
+/// from the others); an image's height and width are dimensions 2 and 3 of
+/// a 4-D float input whose dimension 1 (the channels) is static and whose
+/// dimension 3 is symbolic (a vision model's pixels).
 int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
                       onnximport::DimSizes &bounds, StringRef command,
                       llvm::StringSet<> &givenNames) {
@@ -277,7 +281,8 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
   for (unsigned i = 0; main && i < main.getNumArguments(); ++i) {
     std::string past = nameOf(i, 2);
     auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
-    if (type.getRank() != 4 || past.empty() || past == seq)
+    if (type.getRank() != 4 || past.empty() || past == seq ||
+        type.isDynamicDim(3))
       continue;
     if (cache.empty())
       cache = past;
@@ -313,6 +318,31 @@ int resolveAxisBounds(mlir::ModuleOp module, const AxisBounds &axes,
       if (axes.cacheGiven)
         givenNames.insert(name);
     }
+  // An image's height and width.
+  bool image = false;
+  for (unsigned i = 0; main && axes.image > 0 && i < main.getNumArguments();
+       ++i) {
+    auto type = cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+    if (!isa<mlir::FloatType>(type.getElementType()) || type.getRank() != 4 ||
+        type.isDynamicDim(1) || !type.isDynamicDim(3))
+      continue;
+    for (int64_t d : {2, 3}) {
+      std::string name = nameOf(i, d);
+      if (name.empty() || name == seq || name == cache)
+        continue;
+      image = true;
+      if (!bounds.try_emplace(name, axes.image).second && axes.imageGiven)
+        return fail(command, "--max-image and --max-dim both bound '" + name +
+                                 "'");
+      if (axes.imageGiven)
+        givenNames.insert(name);
+    }
+  }
+  if (axes.imageGiven && axes.image > 0 && !image)
+    return fail(command, "--max-image: the model has no image input (a 4-D "
+                         "float input [batch, channels, height, width] whose "
+                         "channels are static and whose height or width is "
+                         "symbolic); name its dimensions with --max-dim");
   // Another integer [batch, width] input whose width has a name of its own.
   // With a KV cache, it is the attention mask of a cached step, which spans
   // the past and the new tokens: where the exporter names its width on its
@@ -781,9 +811,11 @@ int compileCommand(driver::ModelOptions &model, const driver::MeshOptions &mesh,
   axes.batch = options.maxBatch;
   axes.seq = options.maxSeq;
   axes.cache = options.maxCache;
+  axes.image = options.maxImage;
   axes.batchGiven = options.maxBatch.getNumOccurrences() > 0;
   axes.seqGiven = options.maxSeq.getNumOccurrences() > 0;
   axes.cacheGiven = options.maxCache.getNumOccurrences() > 0;
+  axes.imageGiven = options.maxImage.getNumOccurrences() > 0;
   return runCompileExecutables(
       model.path, *dims, meshSpec->str(), mesh.sequenceParallel,
       mesh.microbatches, build, axes,

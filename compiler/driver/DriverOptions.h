@@ -25,10 +25,10 @@ namespace meshc::driver {
 namespace cl = llvm::cl;
 
 /// The bounds `meshc compile` applies by default to a model's symbolic
-/// batch, sequence and KV-cache dimensions (--max-batch, --max-seq,
-/// --max-cache).
+/// batch, sequence and KV-cache dimensions and to an image's height and
+/// width (--max-batch, --max-seq, --max-cache, --max-image).
 inline constexpr unsigned kDefaultMaxBatch = 8, kDefaultMaxSeq = 512,
-                          kDefaultMaxCache = 512;
+                          kDefaultMaxCache = 512, kDefaultMaxImage = 512;
 
 /// The subcommands and the option category every meshc option belongs to.
 struct Commands {
@@ -216,6 +216,15 @@ struct CompileOptions {
                           "as --max-batch's)"),
                  cl::value_desc("N"), cl::init(kDefaultMaxCache),
                  cl::sub(c.compile), cl::cat(c.category)),
+        maxImage("max-image",
+                 cl::desc("As --max-dim for an image's height and width "
+                          "(dimensions 2 and 3 of a 4-D float input "
+                          "[batch, channels, height, width] whose channels "
+                          "are static and whose width is symbolic: a vision "
+                          "model's pixels; default 512, applied as "
+                          "--max-batch's)"),
+                 cl::value_desc("N"), cl::init(kDefaultMaxImage),
+                 cl::sub(c.compile), cl::cat(c.category)),
         target("target", cl::desc("Code-generation target (default cpu)"),
                cl::values(clEnumValN(codegen::Target::Cpu, "cpu",
                                      "oneDNN and OpenBLAS + MPI executables, "
@@ -281,7 +290,7 @@ struct CompileOptions {
                      "--repeat); with compile, recorded in the manifest"),
             cl::sub(c.compile), cl::sub(c.run), cl::cat(c.category)) {}
   cl::list<std::string> maxDims;
-  cl::opt<unsigned> maxBatch, maxSeq, maxCache;
+  cl::opt<unsigned> maxBatch, maxSeq, maxCache, maxImage;
   cl::opt<codegen::Target> target;
   cl::opt<std::string> cudaArch;
   cl::opt<std::string> output;

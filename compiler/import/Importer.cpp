@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -142,6 +143,13 @@ private:
   /// one new token; the graph slices the mask to, and adds it to scores
   /// over, `past_sequence_length + sequence_length` keys.
   void checkClaims(Operation *op);
+  /// Records, for the executables to check, each symbolic dimension that
+  /// the elementwise op `op` broadcasts against a static size other than 1:
+  /// its result takes the static size, so a run where the expression has
+  /// another value would read the operand past its end (ViT's patches plus
+  /// the class token added to its position embeddings of a fixed count,
+  /// with the image's height and width symbolic).
+  void noteBroadcastSizes(Operation *op, const onnx::NodeProto &node);
 
   MLIRContext &context_;
   /// The graph node being imported (an If's branch is numbered as it).
@@ -180,6 +188,9 @@ private:
   DimSizes pinned_;
   DimSizes minimums_;
   SmallVector<std::pair<AffineExpr, std::string>> negatives_;
+  /// Symbolic expressions the ops need at a static size, each with that
+  /// size and the node (noteBroadcastSizes); one entry per expression.
+  llvm::MapVector<AffineExpr, std::pair<int64_t, std::string>> equalities_;
   /// Splits whose sizes the graph computes at run time, and their parts.
   RunTimeSplits runTimeSplits_;
   /// Largest sizes of symbolic input dimensions for which the shape
@@ -1141,6 +1152,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
   for (Operation *op : created)
     if (isa<dfg::ElementwiseOpInterface, dfg::SymbolicSliceOp>(op))
       checkClaims(op);
+  for (Operation *op : created)
+    if (isa<dfg::ElementwiseOpInterface>(op))
+      noteBroadcastSizes(op, node);
   SmallVector<Value> results(ctx.results());
   // A NonZero's selection mask, kept through folding beside the results.
   Value selection = ctx.selection();
@@ -1399,6 +1413,42 @@ void Importer::checkClaims(Operation *op) {
   }
 }
 
+void Importer::noteBroadcastSizes(Operation *op, const onnx::NodeProto &node) {
+  SmallVector<SmallVector<AffineExpr>> all;
+  size_t rank = 0;
+  for (Value v : op->getOperands()) {
+    all.emplace_back(shapes_.dims(v));
+    rank = std::max(rank, all.back().size());
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    std::optional<int64_t> size;
+    SmallVector<AffineExpr> symbolic;
+    for (const auto &d : all) {
+      if (i + d.size() < rank)
+        continue;
+      AffineExpr e = d[i + d.size() - rank];
+      if (auto c = dyn_cast_or_null<AffineConstantExpr>(e)) {
+        if (c.getValue() != 1)
+          size = c.getValue();
+      } else if (e) {
+        symbolic.push_back(e);
+      }
+    }
+    if (!size)
+      continue;
+    for (AffineExpr e : symbolic)
+      if (equalities_
+              .try_emplace(e, *size,
+                           "node '" + node.name() + "' (" + node.op_type() +
+                               ")")
+              .second)
+        emitRemark(op->getLoc())
+            << dimTable_.format(e) << " meets a dimension of size " << *size
+            << ": the executables take only the sizes where it is " << *size
+            << " (as onnxruntime does), and refuse others by name";
+  }
+}
+
 OwningOpRef<ModuleOp> Importer::run() {
   if (failed(checkOpsets()))
     return nullptr;
@@ -1575,6 +1625,19 @@ OwningOpRef<ModuleOp> Importer::run() {
            builder_.getNamedAttr("node", builder_.getStringAttr(node))}));
     }
     (*module)->setAttr("dfg.dim_negative", builder_.getArrayAttr(entries));
+  }
+  // Expressions the ops need at a static size, for the executables to check.
+  if (!equalities_.empty()) {
+    SmallVector<Attribute> entries;
+    for (auto &[e, need] : equalities_) {
+      auto [map, names] = dimTable_.write({e});
+      entries.push_back(builder_.getDictionaryAttr(
+          {builder_.getNamedAttr("map", AffineMapAttr::get(map)),
+           builder_.getNamedAttr("names", names),
+           builder_.getNamedAttr("size", builder_.getI64IntegerAttr(need.first)),
+           builder_.getNamedAttr("node", builder_.getStringAttr(need.second))}));
+    }
+    (*module)->setAttr("dfg.dim_equal", builder_.getArrayAttr(entries));
   }
 
   if (failed(verify(*module)))

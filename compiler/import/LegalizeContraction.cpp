@@ -244,8 +244,8 @@ FailureOr<Value> tapWindow(NodeContext &ctx, const SlidingWindows &w,
 /// as any projection), moved back to [batch, out, spatial...]. Exact; the
 /// work is the convolution's own. Strides
 /// above 1 step the windows over symbolic sizes too (wav2vec2's feature
-/// encoder). Refused by name: a product (not depthwise) over two or more
-/// symbolic spatial sizes.
+/// encoder), and any number of spatial sizes may be symbolic (an image's
+/// height and width: the flattened positions are their product).
 LogicalResult legalizeConv(NodeContext &ctx) {
   if (failed(ctx.requireInputs(2)))
     return failure();
@@ -293,33 +293,33 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     return failure();
   bool depthwise = perGroup == 1 && out == channels;
   int64_t outGroup = out / groups;
-  // The shape a product over the flattened positions is reshaped back to:
-  // [batch, out, spatial...], with at most one size to infer.
-  auto unflatten = [&](Value window) -> FailureOr<SmallVector<int64_t>> {
+  // A product over the flattened positions, [batch, out, positions],
+  // reshaped back to [batch, out, spatial...] with `window`'s spatial
+  // sizes: a dfg.reshape where at most one of them is symbolic, else a
+  // dfg.symbolic_reshape over their expressions (an image's height and
+  // width, named by the graph's inputs).
+  auto unflatten = [&](Value flat, Value window) -> FailureOr<Value> {
     SmallVector<int64_t> spec = {0, out};
-    bool inferred = false;
+    int64_t symbolic = 0;
     for (int64_t size : shapeOf(window).drop_front(2)) {
-      if (ShapedType::isDynamic(size)) {
-        if (inferred) {
-          // The input's symbolic spatial sizes, by name (an image's height
-          // and width): what --dim must size.
-          std::string names;
-          for (AffineExpr d : ArrayRef(ctx.inputDims(0)).drop_front(2))
-            if (d && !isa<AffineConstantExpr>(d))
-              names += (names.empty() ? "" : ", ") + ctx.dimTable().format(d);
-          return ctx.error("Conv over " + std::to_string(n) +
-                           " spatial axes with two or more symbolic sizes (" +
-                           names +
-                           ") is supported only depthwise: give the sizes "
-                           "of the input's symbolic dimensions with --dim "
-                           "(the model's image size)");
-        }
-        inferred = true;
-        size = -1;
-      }
-      spec.push_back(size);
+      symbolic += ShapedType::isDynamic(size);
+      spec.push_back(ShapedType::isDynamic(size) ? -1 : size);
     }
-    return spec;
+    if (symbolic <= 1)
+      return reshapeTo(ctx, flat, spec);
+    SmallVector<AffineExpr> exprs = ctx.dimsOf(window);
+    exprs[1] = getAffineConstantExpr(out, ctx.builder().getContext());
+    SmallVector<int64_t> shape;
+    for (auto [i, e] : llvm::enumerate(exprs)) {
+      if (!e)
+        return ctx.error("Conv's output dimension " + std::to_string(i) +
+                         " follows from no named input dimension");
+      shape.push_back(i == 1 ? out : shapeOf(window)[i]);
+    }
+    auto [map, names] = ctx.dimTable().write(exprs);
+    return ctx.refineType(dfg::SymbolicReshapeOp::create(
+        ctx.builder(), ctx.loc(), RankedTensorType::get(shape, element), flat,
+        map, names));
   };
   SmallVector<int64_t> column(n + 1, 1); // [out, 1...]
   column[0] = out;
@@ -332,17 +332,13 @@ LogicalResult legalizeConv(NodeContext &ctx) {
     // in the kernel's row-major order, as the weight holds them); the
     // result moved back to [batch, out, spatial...].
     SmallVector<Value> stacked;
-    SmallVector<int64_t> spatial;
+    Value shapeSource; // a window: the output's spatial sizes
     for (ArrayRef<int64_t> tap : windows->taps) {
       FailureOr<Value> window = tapWindow(ctx, *windows, tap);
       if (failed(window))
         return failure();
-      if (spatial.empty()) {
-        FailureOr<SmallVector<int64_t>> back = unflatten(*window);
-        if (failed(back))
-          return failure();
-        spatial = *back;
-      }
+      if (!shapeSource)
+        shapeSource = *window;
       FailureOr<Value> one = reshapeTo(ctx, *window, {0, channels, 1, -1});
       if (failed(one))
         return failure();
@@ -375,7 +371,7 @@ LogicalResult legalizeConv(NodeContext &ctx) {
         failed(product) ? product
                         : transposeBy(ctx, ctx.refineType(*product), {0, 2, 1});
     if (succeeded(moved) && n > 1)
-      moved = reshapeTo(ctx, ctx.refineType(*moved), spatial);
+      moved = unflatten(ctx.refineType(*moved), shapeSource);
     if (failed(moved))
       return failure();
     acc = ctx.refineType(*moved);
@@ -399,9 +395,6 @@ LogicalResult legalizeConv(NodeContext &ctx) {
       } else {
         // Per group: [groups, out / groups, in / groups] by [batch, groups,
         // in / groups, positions].
-        FailureOr<SmallVector<int64_t>> back = unflatten(*window);
-        if (failed(back))
-          return failure();
         FailureOr<Value> matrix =
             reshapeTo(ctx, weights, {groups, outGroup, perGroup});
         FailureOr<Value> grouped =
@@ -418,7 +411,7 @@ LogicalResult legalizeConv(NodeContext &ctx) {
         if (failed(product))
           return failure();
         term = n == 1 ? FailureOr<Value>(ctx.refineType(*product))
-                      : reshapeTo(ctx, ctx.refineType(*product), *back);
+                      : unflatten(ctx.refineType(*product), *window);
       }
       if (failed(term))
         return failure();

@@ -1294,12 +1294,23 @@ def case_slice_last_length(path):
 
 
 def case_conv2d(path):
-    """A dense Conv over two spatial axes of symbolic sizes, which meshc does
-    not import (its product over the flattened positions could not be
-    reshaped back)."""
-    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="image_conv")]
-    inits = [numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")]
-    return model(nodes, [f32("x", [1, 1, "height", "width"])], [f32("y", None)], inits)
+    """A dense Conv over two spatial axes of symbolic sizes (an image's
+    height and width, as Optimum's vision exports name them), its patches
+    flattened and added to position embeddings of a fixed count (ViT's): 4
+    patches, so the executables take the images of 2 x 2 patches of 4 x 4
+    pixels, 8 x 8, 4 x 16 or 16 x 4, and refuse the others by name."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[4, 4], strides=[4, 4],
+                         name="image_conv"),
+        helper.make_node("Reshape", ["y", "flat"], ["rows"], name="flatten"),
+        helper.make_node("Transpose", ["rows"], ["patches"], perm=[0, 2, 1], name="to_rows"),
+        helper.make_node("Add", ["patches", "pos"], ["out"], name="add_positions"),
+    ]
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 4, 4)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((1, 4, 8)).astype(np.float32), "pos"),
+             ints("flat", [0, 8, -1])]
+    return model(nodes, [f32("x", ["batch", 3, "height", "width"])], [f32("out", None)], inits)
 
 
 def case_pad_reflect(path):
