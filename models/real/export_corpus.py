@@ -1010,10 +1010,13 @@ def export_torch(arch, model, out, dynamo, opset=None):
 
 
 def export_optimum(arch, model, out):
-    """optimum-cli on a local save_pretrained folder, text-generation-with-past."""
+    """optimum-cli on a local save_pretrained folder, text-generation-with-past
+    (feature-extraction of an encoder: BERT, and the image encoders, whose
+    pixels Optimum names [batch_size, num_channels, height, width])."""
     with tempfile.TemporaryDirectory() as src:
         model.save_pretrained(src)
-        task = "feature-extraction" if arch == "bert" else "text-generation-with-past"
+        task = ("feature-extraction" if arch == "bert" or arch in VISION
+                else "text-generation-with-past")
         cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
                "--no-post-process", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)

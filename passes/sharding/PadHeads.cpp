@@ -363,7 +363,13 @@ private:
   /// the groups an axis of their own when there are several. The KV heads
   /// (m.kv) are one group of `groups_` heads padded to `groupsPadded_`.
   Value padLiteral(Operation *user, Value v, Mark m) {
+    // Right after the literal, so that every reader of it may share the
+    // padded one (zero biases of q, k and v are one constant).
     OpBuilder b(user);
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
     Location loc = user->getLoc();
     auto type = cast<RankedTensorType>(v.getType());
     Type element = type.getElementType();
