@@ -57,6 +57,10 @@ minicpm3,zamba2,gemma3n_text,funnel \
       --arch vit,deit,dinov2,beit,swin,clip_vision_model,siglip_vision_model,convnext \
       --exporter dynamo,torchscript
                                          (VISION: image encoders over 32 x 32 pixels)
+  .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch vit,swin,beit,clip_vision_model,segformer,convnext,resnet --exporter optimum
+                                         (Optimum's feature-extraction of image encoders: the
+                                         pixels' channels, height and width named)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch t5,bart,whisper --exporter dynamo,torchscript
                                          (SEQ2SEQ: encoder-decoders, a right-padded source
@@ -1020,6 +1024,16 @@ def export_optimum(arch, model, out):
         cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
                "--no-post-process", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if arch in VISION:
+        # The pixels as the torch exports take them (two 3 x 32 x 32
+        # images), and torch's last hidden state to cross-check.
+        import torch
+
+        ids, mask, pos = prompt_inputs(arch)
+        kw = torch_inputs(arch, ids, mask, pos)
+        with torch.no_grad():
+            want = {"last_hidden_state": torch_output(arch, model, kw).numpy()}
+        return {n: v.numpy() for n, v in kw.items()}, want
     return None, None
 
 

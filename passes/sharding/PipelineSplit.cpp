@@ -136,18 +136,47 @@ llvm::DenseSet<Operation *> tokenMixingOps(Block &body) {
     // join included (its factor is the op's own): a time shift, x[:, :-1]
     // joined after a zero step, still has positions along the sequence.
     uint64_t kept = 0;
-    if (isa<dfg::SliceOp, dfg::ConcatOp>(op))
+    if (isa<dfg::SliceOp, dfg::SymbolicSliceOp, dfg::ConcatOp>(op))
       for (Value v : op.getOperands())
         kept |= tokens.lookup(v);
+    // A reshape whose rule pairs no factor with a dimension it splits or
+    // merges (an image's flattened positions back to its height and width,
+    // sizes that are symbolic): the result's dimensions that share no
+    // factor with the input hold positions where the token dimensions they
+    // come from did.
+    bool unpaired = false;
+    llvm::BitVector inFactors(rule->factors.size());
+    if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(op)) {
+      llvm::BitVector inResult(rule->factors.size());
+      for (const dfg::TensorFactors &tf : rule->results)
+        for (const dfg::DimFactors &dims : tf)
+          for (int f : dims)
+            inResult.set(f);
+      uint64_t bits = tokens.lookup(op.getOperand(0));
+      for (auto [d, dims] : llvm::enumerate(rule->operands.front())) {
+        for (int f : dims)
+          inFactors.set(f);
+        if (d < 64 && (bits >> d & 1) &&
+            (dims.empty() ||
+             llvm::any_of(dims, [&](int f) { return !inResult[f]; })))
+          unpaired = true;
+      }
+    }
     for (auto [r, tf] : llvm::zip(op.getResults(), rule->results)) {
       uint64_t bits = kept;
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(r.getType()).getShape();
       for (auto [d, dims] : llvm::enumerate(tf))
-        if (d < 64 && llvm::any_of(dims, [&](int f) { return factors[f]; }))
+        if (d < 64 && (llvm::any_of(dims, [&](int f) { return factors[f]; }) ||
+                       (unpaired && shape[d] != 1 &&
+                        llvm::none_of(dims, [&](int f) {
+                          return inFactors[f];
+                        }))))
           bits |= uint64_t(1) << d;
       if (bits)
         tokens[r] = bits;
     }
-    if (!isa<dfg::SliceOp, dfg::GatherOp, dfg::GatherNDOp>(op) &&
+    if (!isa<dfg::SliceOp, dfg::SymbolicSliceOp, dfg::GatherOp,
+             dfg::GatherNDOp>(op) &&
         llvm::any_of(factors.set_bits(), [&](unsigned f) {
           return rule->factors[f].kind != dfg::FactorKind::Parallel;
         }))
