@@ -636,13 +636,15 @@ static std::string packedTypeName(int onnxType) {
 /// quantization, its quantized mixture of experts, and ONNX's quantization
 /// of activations. (Weight-only quantization is imported: onnxruntime's
 /// MatMulNBits and GatherBlockQuantized, the int4 models of its builder,
-/// and ONNX's DequantizeLinear of an initializer; LegalizeQuantized.cpp.)
+/// and ONNX's DequantizeLinear of an initializer; so are ONNX's dynamic
+/// quantization of activations, DynamicQuantizeLinear and MatMulInteger
+/// over an 8-bit weight, as onnxruntime's quantize_dynamic writes them;
+/// LegalizeQuantized.cpp.)
 static bool isQuantizedOp(StringRef opType) {
   return llvm::is_contained(
       {"MatMulBnb4", "QMoE",
        "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention",
-       "QLinearMatMul", "MatMulInteger", "QuantizeLinear",
-       "DynamicQuantizeLinear", "QOrderedMatMul"},
+       "QLinearMatMul", "QuantizeLinear", "QOrderedMatMul"},
       opType);
 }
 
@@ -761,11 +763,25 @@ LogicalResult Importer::importInitializers() {
       auto ref = model_.initializerData(index, (count * *bits + 7) / 8);
       if (!ref)
         return error(toString(ref.takeError()));
+      if (!*ref && *bits == 8 && count <= 64 &&
+          tensor.int32_data_size() == count) {
+        // A few values (a scalar zero point): kept as values.
+        RawInitializer held{tensor.name(), "", 0, 0, tensor.data_type(),
+                            SmallVector<int64_t>(tensor.dims().begin(),
+                                                 tensor.dims().end())};
+        for (int32_t v : tensor.int32_data())
+          held.values.push_back(tensor.data_type() == onnx::TensorProto::INT8
+                                    ? static_cast<int8_t>(v)
+                                    : static_cast<uint8_t>(v));
+        raw_[tensor.name()] = std::move(held);
+        continue;
+      }
       if (!*ref)
         return error("initializer '" + tensor.name() + "' holds " +
                      packedTypeName(tensor.data_type()) +
                      " elements outside raw data; meshc reads 8- and 4-bit "
-                     "integers only as the raw bytes of quantized weights");
+                     "integers only as the raw bytes of quantized weights "
+                     "(or up to 64 8-bit values, as a zero point)");
       raw_[tensor.name()] = {tensor.name(), (*ref)->file, (*ref)->offset,
                              (*ref)->length, tensor.data_type(),
                              SmallVector<int64_t>(tensor.dims().begin(),
@@ -1023,7 +1039,8 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
   const RawInitializer *packed = nullptr;
   for (const std::string &in : node.input())
     if (const RawInitializer *raw = rawInitializer(in);
-        raw && packedBits(raw->onnxType) && !values_.count(in))
+        raw && packedBits(raw->onnxType) && !values_.count(in) &&
+        raw->inFile())
       packed = raw;
   if (!packed)
     return success();
@@ -1031,7 +1048,10 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
   if ((node.domain() == "com.microsoft" &&
        (node.op_type() == "MatMulNBits" ||
         node.op_type() == "GatherBlockQuantized")) ||
-      (standard && node.op_type() == "DequantizeLinear"))
+      (standard && (node.op_type() == "DequantizeLinear" ||
+                    node.op_type() == "MatMulInteger" ||
+                    (node.op_type() == "Gather" &&
+                     node.input(0) == packed->name))))
     return success();
   if (!standard || node.op_type() != "Reshape" || node.input_size() < 2 ||
       node.input(0) != packed->name || node.output_size() != 1)
@@ -1039,8 +1059,8 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
                           << packedTypeName(packed->onnxType)
                           << " integers, which meshc reads only as the "
                              "quantized weights of MatMulNBits, "
-                             "GatherBlockQuantized and DequantizeLinear (and "
-                             "their Reshapes)";
+                             "GatherBlockQuantized, DequantizeLinear, "
+                             "MatMulInteger and Gather (and their Reshapes)";
   Value shapeValue = values_.lookup(node.input(1));
   if (!shapeValue)
     return emitError(loc) << "the shape of the Reshape of packed integers '"

@@ -48,6 +48,11 @@ struct RawInitializer {
   /// onnx::TensorProto::DataType.
   int onnxType = 0;
   llvm::SmallVector<int64_t> dims;
+  /// No file: a few 8- or 4-bit integers held as values in the model
+  /// (int32_data, as onnx.helper writes a quantized model's scalar zero
+  /// points), here.
+  llvm::SmallVector<int64_t> values;
+  bool inFile() const { return !file.empty(); }
 };
 
 /// What a legalisation sees of one node: its attributes, its inputs as dfg
@@ -392,6 +397,10 @@ void populateLayoutLegalizations(LegalizationTable &table);
 void populateStructureLegalizations(LegalizationTable &table);
 void populateExpertLegalizations(LegalizationTable &table);
 void populateQuantizedLegalizations(LegalizationTable &table);
+/// Gather of rows of an initializer of 8-bit integers (onnxruntime's
+/// quantize_dynamic quantizes an embedding table so, a DequantizeLinear
+/// after the Gather): the rows' integers, as i32.
+mlir::LogicalResult legalizePackedGather(NodeContext &ctx);
 void populateNormalizationLegalizations(LegalizationTable &table);
 void populateRotaryLegalizations(LegalizationTable &table);
 void populateAttentionLegalizations(LegalizationTable &table);

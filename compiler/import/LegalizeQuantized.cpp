@@ -28,6 +28,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <limits>
+
 using namespace mlir;
 
 namespace meshc::onnximport {
@@ -42,11 +44,21 @@ int64_t product(ArrayRef<int64_t> dims) {
 
 std::string dimsText(ArrayRef<int64_t> dims) { return dfg::formatShape(dims); }
 
+/// The one value of a float literal (a dfg.constant of one element).
+std::optional<double> literalScalar(Value v) {
+  auto constant = v ? v.getDefiningOp<dfg::ConstantOp>() : dfg::ConstantOp();
+  auto attr = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue())
+                       : DenseFPElementsAttr();
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble();
+}
+
 /// Input `i` as packed UINT8 integers of `bytes` bytes, or an error.
 FailureOr<const RawInitializer *> packedInput(NodeContext &ctx, unsigned i,
                                               StringRef what) {
   const RawInitializer *raw = ctx.rawInput(i);
-  if (!raw || raw->onnxType != onnx::TensorProto::UINT8)
+  if (!raw || !raw->inFile() || raw->onnxType != onnx::TensorProto::UINT8)
     return ctx.error(what + " must be an initializer of packed UINT8 "
                             "integers (or its Reshape)");
   return raw;
@@ -79,9 +91,9 @@ zeroPointsInput(NodeContext &ctx, unsigned i, int64_t rows, int64_t rowBytes) {
     return ctx.error("zero points of the scales' type are not supported "
                      "(only packed UINT8 zero points, as onnxruntime-genai's "
                      "builder writes them)");
-  if (!raw)
+  if (!raw || !raw->inFile())
     return ctx.error("the zero points must be an initializer of packed UINT8 "
-                     "integers");
+                     "integers in raw data");
   if (product(raw->dims) != rows * rowBytes)
     return ctx.error("the zero points (" + dimsText(raw->dims) + ") are not " +
                      std::to_string(rows) + " rows of " +
@@ -253,11 +265,58 @@ LogicalResult legalizeGatherBlockQuantized(NodeContext &ctx) {
       ctx.input(1), 0);
 }
 
+/// `v` as `element`, keeping its shape.
+Value castTo(NodeContext &ctx, Value v, Type element) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == element)
+    return v;
+  return dfg::CastOp::create(ctx.builder(), ctx.loc(),
+                             RankedTensorType::get(type.getShape(), element),
+                             v, element);
+}
+
+/// DequantizeLinear (ONNX) of a computed tensor of integers (held as i32:
+/// a Gather's rows of a quantized table, legalizePackedGather), by one scale
+/// and one zero point: (x - zero point) * scale, in the scale's type.
+LogicalResult dequantizeComputed(NodeContext &ctx) {
+  if (!isa<IntegerType>(ctx.inputType(0).getElementType()))
+    return ctx.error("DequantizeLinear of a tensor of " +
+                     dfg::formatShape(ctx.inputType(0).getShape()) +
+                     " floats: ONNX dequantizes integers");
+  std::optional<double> scale = literalScalar(ctx.input(1));
+  if (!scale)
+    return ctx.error("DequantizeLinear of a computed tensor is supported by "
+                     "one scale held as a literal (per tensor)");
+  Type element = ctx.inputType(1).getElementType();
+  double zero = 0;
+  if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
+    const RawInitializer *zp = ctx.rawInput(2);
+    if (!zp || zp->inFile() || zp->values.size() != 1)
+      return ctx.error("DequantizeLinear of a computed tensor is supported "
+                       "by one zero point held as a value (per tensor)");
+    zero = static_cast<double>(zp->values.front());
+  }
+  if (ctx.attrInt("block_size", 0) > 0)
+    return ctx.error("DequantizeLinear of a computed tensor in blocks is "
+                     "not supported");
+  FailureOr<Value> centred = binary<dfg::SubOp>(
+      ctx, castTo(ctx, ctx.input(0), element), ctx.scalar(zero, element),
+      element);
+  FailureOr<Value> y =
+      failed(centred) ? centred
+                      : binary<dfg::MulOp>(ctx, *centred,
+                                           ctx.scalar(*scale, element),
+                                           element);
+  return failed(y) ? failure() : ctx.setResults(*y);
+}
+
 /// DequantizeLinear (ONNX) of a 2-D initializer of 8- or 4-bit integers:
 /// per tensor (one scale), per axis (a scale per row or per column) or in
 /// blocks along an axis (block_size, opset 21): (x - zero point) * scale,
 /// the zero point 0 without zero points.
 LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
+  if (ctx.input(0))
+    return dequantizeComputed(ctx);
   const RawInitializer *x = ctx.rawInput(0);
   int onnxType = x ? x->onnxType : 0;
   bool isSigned = onnxType == onnx::TensorProto::INT8 || onnxType == kOnnxInt4;
@@ -266,7 +325,7 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
                      ? 8
                  : onnxType == kOnnxInt4 || onnxType == kOnnxUint4 ? 4
                                                           : 0;
-  if (!x || !bits || ctx.input(0))
+  if (!x || !x->inFile() || !bits || ctx.input(0))
     return ctx.error("only the dequantization of an initializer of 8- or "
                      "4-bit integers (a quantized weight) is supported, not "
                      "of a computed tensor (quantized activations) or of "
@@ -291,8 +350,12 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
     return ctx.error("an output_dtype other than the scale's is not "
                      "supported");
   const RawInitializer *scaleRaw = ctx.rawInput(1);
-  if (!scaleRaw)
-    return ctx.error("the scale must be an initializer in raw data");
+  // One scale held as a literal (onnx.helper's float_data, as
+  // quantize_dynamic writes a per-tensor scale).
+  std::optional<double> scaleValue = literalScalar(ctx.input(1));
+  if (!scaleRaw && !scaleValue)
+    return ctx.error("the scale must be an initializer in raw data, or one "
+                     "value");
   int64_t axis = ctx.attrInt("axis", 1), blockSize = ctx.attrInt("block_size", 0);
   if (axis < 0)
     axis += 2;
@@ -305,19 +368,21 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
   layout.zeroPoint = 0;
   layout.columns = columns;
   layout.rowBytes = columns * bits / 8;
-  int64_t scaleCount = product(scaleRaw->dims);
+  int64_t scaleCount = scaleRaw ? product(scaleRaw->dims) : 1;
+  SmallVector<int64_t> scaleDims =
+      scaleRaw ? scaleRaw->dims : SmallVector<int64_t>{};
   if (blockSize > 0) {
     // Blocks along `axis`.
     layout.blockSize = axis == 1 ? blockSize : 1;
     layout.blockRows = axis == 0 ? blockSize : 1;
-  } else if (scaleCount == 1 && scaleRaw->dims.size() <= 1) {
+  } else if (scaleCount == 1 && scaleDims.size() <= 1) {
     layout.blockSize = columns; // per tensor
     layout.blockRows = rows;
-  } else if (scaleRaw->dims.size() == 1) {
+  } else if (scaleDims.size() == 1) {
     layout.blockSize = axis == 0 ? columns : 1; // per axis
     layout.blockRows = axis == 0 ? 1 : rows;
   } else {
-    return ctx.error("the scale " + dimsText(scaleRaw->dims) +
+    return ctx.error("the scale " + dimsText(scaleDims) +
                      " is neither one value, one per index of axis " +
                      std::to_string(axis) + ", nor blocks (block_size)");
   }
@@ -325,11 +390,14 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
     return ctx.error("the weight " + dimsText(x->dims) + " is empty");
   int64_t gridRows = layout.blockRowsOf(rows), blocks = layout.blocksPerRow();
   if (scaleCount != gridRows * blocks)
-    return ctx.error("the scale " + dimsText(scaleRaw->dims) + " is not [" +
+    return ctx.error("the scale " + dimsText(scaleDims) + " is not [" +
                      std::to_string(gridRows) + ", " + std::to_string(blocks) +
                      "] values for the weight " + dimsText(x->dims));
-  layout.scales = dfg::QuantizedPart{scaleRaw->file, scaleRaw->offset,
-                                     scaleRaw->length, element};
+  if (scaleRaw)
+    layout.scales = dfg::QuantizedPart{scaleRaw->file, scaleRaw->offset,
+                                       scaleRaw->length, element};
+  else
+    layout.scale = *scaleValue;
   if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
     const RawInitializer *zp = ctx.rawInput(2);
     if (!zp || zp->onnxType != onnxType)
@@ -338,6 +406,15 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
     if (product(zp->dims) != gridRows * blocks)
       return ctx.error("the zero point " + dimsText(zp->dims) +
                        " is not shaped as the scale");
+    if (!zp->inFile()) {
+      // One value (per tensor), held in the model as a value.
+      if (zp->values.size() != 1)
+        return ctx.error("the zero point " + dimsText(zp->dims) +
+                         " must be in raw data, or one value");
+      layout.zeroPoint = zp->values.front();
+      FailureOr<Value> w = quantizedWeight(ctx, *x, layout, rows, element);
+      return failed(w) ? failure() : ctx.setResults(*w);
+    }
     // ONNX packs 4-bit tensors on across rows.
     layout.zeroPointRowBits = blocks * bits;
     layout.zeroPoints = dfg::QuantizedPart{
@@ -350,9 +427,208 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
   return ctx.setResults(*w);
 }
 
+/// DynamicQuantizeLinear (ONNX, opset 11): x to uint8 by a scale and zero
+/// point of the whole tensor, computed from its range (widened to hold 0):
+///   scale = (max(0, max x) - min(0, min x)) / 255
+///   zero point = clip(round(-min(0, min x) / scale), 0, 255)
+///   y = clip(round(x / scale) + zero point, 0, 255)
+/// rounding half to even, as onnxruntime does. y and the zero point are
+/// held as i32 (meshc holds no 8-bit tensors). The range is a reduction
+/// over every element, the batch too, so that a data-parallel or
+/// tensor-parallel split of x reduces it across the ranks. (Where x is all
+/// zeros, ONNX's scale is 1 / 255 and meshc's the least normal float: y is
+/// the zero point either way, so the products that read it are 0.)
+LogicalResult legalizeDynamicQuantizeLinear(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  if (!element.isF32())
+    return ctx.error("DynamicQuantizeLinear of " +
+                     dfg::formatShape(in.getShape()) +
+                     " elements of a type other than f32 (ONNX defines it "
+                     "for float only)");
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  Value x = ctx.input(0);
+  auto scalarType = RankedTensorType::get({}, element);
+  SmallVector<int64_t> all =
+      llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
+  auto reduceMax = [&](Value v) -> Value {
+    if (all.empty())
+      return v;
+    return dfg::ReduceMaxOp::create(b, loc, scalarType, v,
+                                    b.getDenseI64ArrayAttr(all), false);
+  };
+  auto neg = [&](Value v) -> Value {
+    return dfg::NegOp::create(b, loc, v.getType(), v);
+  };
+  auto on = [&](auto tag, Value l, Value r) -> Value {
+    using OpTy = decltype(tag);
+    return OpTy::create(b, loc, scalarType, l, r);
+  };
+  Value zero = ctx.scalar(0.0, element);
+  Value most = on(dfg::MaxOp(), reduceMax(x), zero);
+  Value least = on(dfg::MinOp(), neg(reduceMax(neg(x))), zero);
+  Value scale = on(dfg::MaxOp(),
+                   on(dfg::DivOp(), on(dfg::SubOp(), most, least),
+                      ctx.scalar(255.0, element)),
+                   ctx.scalar(std::numeric_limits<float>::min(), element));
+  auto clip = [&](Value v) -> FailureOr<Value> {
+    FailureOr<Value> low = binary<dfg::MaxOp>(ctx, v, zero, element);
+    return failed(low) ? low
+                       : binary<dfg::MinOp>(ctx, *low,
+                                            ctx.scalar(255.0, element),
+                                            element);
+  };
+  Value rounded = dfg::RoundOp::create(
+      b, loc, scalarType, on(dfg::DivOp(), neg(least), scale));
+  FailureOr<Value> zeroPoint = clip(rounded);
+  FailureOr<Value> ratio = binary<dfg::DivOp>(ctx, x, scale, element);
+  if (failed(zeroPoint) || failed(ratio))
+    return failure();
+  Value q = dfg::RoundOp::create(b, loc, in, *ratio);
+  FailureOr<Value> shifted = binary<dfg::AddOp>(ctx, q, *zeroPoint, element);
+  FailureOr<Value> y = failed(shifted) ? shifted : clip(*shifted);
+  if (failed(y))
+    return failure();
+  Type i32 = b.getI32Type();
+  return ctx.setResults(
+      {castTo(ctx, *y, i32), scale, castTo(ctx, *zeroPoint, i32)});
+}
+
+/// A zero point (input `i`) of MatMulInteger's activations as f32: a
+/// computed scalar (DynamicQuantizeLinear's), or 0 without one.
+FailureOr<Value> activationZeroPoint(NodeContext &ctx, unsigned i,
+                                     Type element) {
+  if (ctx.numInputs() <= i || ctx.node().input(i).empty())
+    return ctx.scalar(0.0, element);
+  if (!ctx.input(i))
+    return ctx.error("the activations' zero point (input " +
+                     std::to_string(i) + ") must be a scalar");
+  RankedTensorType type = ctx.inputType(i);
+  if (type.getNumElements() != 1 || type.getRank() > 1)
+    return ctx.error("the activations' zero point (input " +
+                     std::to_string(i) + ") must be one value (per tensor), "
+                     "not " +
+                     dimsText(type.getShape()));
+  return castTo(ctx, ctx.input(i), element);
+}
+
+/// MatMulInteger (ONNX, opset 10): (A - a_zero_point) x (B - b_zero_point)
+/// in int32, where B is an initializer of 8-bit integers [K, N] (a weight,
+/// as onnxruntime's quantize_dynamic writes it) and its zero point one value
+/// or one per column. B less its zero points becomes a `dfg.weight` with
+/// `quantization` (scales 1), read by a dfg.matmul in f32, so that raising
+/// makes it a linear and tensor parallelism splits it as any other weight;
+/// the products and sums of integers are exact in f32 up to 2^24, and
+/// rounded beyond (relative 6e-8, where onnxruntime's int32 is exact). The
+/// result is cast to i32, as ONNX types it.
+LogicalResult legalizeMatMulInteger(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  const RawInitializer *w = ctx.rawInput(1);
+  bool isSigned = w && w->onnxType == onnx::TensorProto::INT8;
+  if (!w || !w->inFile() ||
+      (!isSigned && w->onnxType != onnx::TensorProto::UINT8) ||
+      ctx.input(1))
+    return ctx.error("MatMulInteger is supported where B (input 1) is an "
+                     "initializer of 8-bit integers (a quantized weight), not "
+                     "a computed tensor or of another type");
+  if (w->dims.size() != 2)
+    return ctx.error("MatMulInteger's B must be a 2-D weight, not " +
+                     dimsText(w->dims));
+  int64_t k = w->dims[0], n = w->dims[1];
+  RankedTensorType a = ctx.inputType(0);
+  if (a.getRank() < 1 || a.getShape().back() != k)
+    return ctx.error("MatMulInteger of " + dimsText(a.getShape()) + " by " +
+                     dimsText(w->dims) + ": the contracted sizes differ");
+  Type f32 = ctx.builder().getF32Type();
+  dfg::QuantizedLayout layout;
+  layout.bits = 8;
+  layout.isSigned = isSigned;
+  layout.columns = n;
+  layout.rowBytes = n;
+  layout.zeroPoint = 0;
+  layout.blockSize = n; // one zero point for the weight ...
+  layout.blockRows = k;
+  if (ctx.numInputs() > 3 && !ctx.node().input(3).empty()) {
+    const RawInitializer *zp = ctx.rawInput(3);
+    if (!zp || zp->onnxType != w->onnxType)
+      return ctx.error("B's zero point (input 3) must be an initializer of "
+                       "B's type");
+    int64_t count = product(zp->dims);
+    if (count == n && n != 1) {
+      layout.blockSize = 1; // ... or one per column
+    } else if (count != 1) {
+      return ctx.error("B's zero point " + dimsText(zp->dims) +
+                       " is neither one value nor one per column of " +
+                       dimsText(w->dims));
+    }
+    if (!zp->inFile()) {
+      if (zp->values.size() != 1)
+        return ctx.error("B's zero point " + dimsText(zp->dims) +
+                         " must be in raw data, or one value");
+      layout.zeroPoint = zp->values.front();
+    } else {
+      layout.zeroPoints = dfg::QuantizedPart{
+          zp->file, zp->offset, zp->length,
+          IntegerType::get(ctx.builder().getContext(), 8,
+                           IntegerType::Unsigned)};
+    }
+  }
+  FailureOr<Value> weight = quantizedWeight(ctx, *w, layout, k, f32);
+  FailureOr<Value> zeroPoint = activationZeroPoint(ctx, 2, f32);
+  if (failed(weight) || failed(zeroPoint))
+    return failure();
+  FailureOr<Value> lhs =
+      binary<dfg::SubOp>(ctx, castTo(ctx, ctx.input(0), f32), *zeroPoint, f32);
+  if (failed(lhs))
+    return failure();
+  FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+      dfg::matmulShape(shapeOf(*lhs), {k, n}), f32, *lhs, *weight);
+  if (failed(product))
+    return failure();
+  return ctx.setResults(
+      castTo(ctx, ctx.refineType(*product), ctx.builder().getI32Type()));
+}
+
 } // namespace
 
+LogicalResult legalizePackedGather(NodeContext &ctx) {
+  const RawInitializer *data = ctx.rawInput(0);
+  bool isSigned = data->onnxType == onnx::TensorProto::INT8;
+  if (!data->inFile() ||
+      (!isSigned && data->onnxType != onnx::TensorProto::UINT8) ||
+      data->dims.size() != 2 || ctx.attrInt("axis", 0) != 0 || !ctx.input(1))
+    return ctx.error("a Gather of packed integers is supported as rows "
+                     "(axis 0) of a 2-D initializer of 8-bit integers, by "
+                     "computed indices");
+  int64_t rows = data->dims[0], columns = data->dims[1];
+  dfg::QuantizedLayout layout;
+  layout.bits = 8;
+  layout.isSigned = isSigned;
+  layout.columns = columns;
+  layout.rowBytes = columns;
+  layout.zeroPoint = 0;
+  layout.blockSize = columns;
+  layout.blockRows = rows;
+  Type f32 = ctx.builder().getF32Type();
+  FailureOr<Value> table = quantizedWeight(ctx, *data, layout, rows, f32);
+  if (failed(table))
+    return failure();
+  FailureOr<Value> picked = ctx.create<dfg::GatherOp>(
+      dfg::gatherShape({rows, columns}, ctx.inputType(1).getShape(), 0), f32,
+      *table, ctx.input(1), 0);
+  if (failed(picked))
+    return failure();
+  return ctx.setResults(
+      castTo(ctx, ctx.refineType(*picked), ctx.builder().getI32Type()));
+}
+
 void populateQuantizedLegalizations(LegalizationTable &table) {
+  table.add("", "DynamicQuantizeLinear", 11, legalizeDynamicQuantizeLinear);
+  table.add("", "MatMulInteger", 10, legalizeMatMulInteger);
   table.add("", "DequantizeLinear", 13, legalizeDequantizeLinear);
   table.add("", "DequantizeLinear", 21, legalizeDequantizeLinear); // blocks
   table.add("com.microsoft", "MatMulNBits", 1, legalizeMatMulNBits);

@@ -215,6 +215,8 @@ LogicalResult legalizeIf(NodeContext &ctx) {
 
 /// Gather(data, indices) axis -> dfg.gather
 LogicalResult legalizeGather(NodeContext &ctx) {
+  if (!ctx.input(0) && ctx.rawInput(0))
+    return legalizePackedGather(ctx);
   if (failed(ctx.requireInputs(2)))
     return failure();
   RankedTensorType data = ctx.inputType(0), indices = ctx.inputType(1);

@@ -95,8 +95,11 @@ DictionaryAttr quantizationAttr(MLIRContext *context,
       b.getNamedAttr("bits", b.getI64IntegerAttr(layout.bits)),
       b.getNamedAttr("block_size", b.getI64IntegerAttr(layout.blockSize)),
       b.getNamedAttr("columns", b.getI64IntegerAttr(layout.columns)),
-      b.getNamedAttr("row_bytes", b.getI64IntegerAttr(layout.rowBytes)),
-      b.getNamedAttr("scales", partAttr(b, layout.scales))};
+      b.getNamedAttr("row_bytes", b.getI64IntegerAttr(layout.rowBytes))};
+  if (layout.hasScales())
+    entries.push_back(b.getNamedAttr("scales", partAttr(b, layout.scales)));
+  else if (layout.scale)
+    entries.push_back(b.getNamedAttr("scale", b.getF64FloatAttr(*layout.scale)));
   if (layout.blockRows != 1)
     entries.push_back(
         b.getNamedAttr("block_rows", b.getI64IntegerAttr(layout.blockRows)));
@@ -150,10 +153,18 @@ llvm::Expected<QuantizedLayout> parseQuantization(DictionaryAttr attr) {
       return fail("quantization's 'zero_point_row_bits' must be an integer");
     layout.zeroPointRowBits = rowBits.getInt();
   }
-  auto scales = parsePart(attr.getAs<DictionaryAttr>("scales"), "scales");
-  if (!scales)
-    return scales.takeError();
-  layout.scales = *scales;
+  if (attr.get("scale")) {
+    auto scale = attr.getAs<FloatAttr>("scale");
+    if (!scale)
+      return fail("quantization's 'scale' must be a float");
+    layout.scale = scale.getValueAsDouble();
+  }
+  if (attr.get("scales")) {
+    auto scales = parsePart(attr.getAs<DictionaryAttr>("scales"), "scales");
+    if (!scales)
+      return scales.takeError();
+    layout.scales = *scales;
+  }
   if (attr.get("zero_points")) {
     auto zeroPoints =
         parsePart(attr.getAs<DictionaryAttr>("zero_points"), "zero_points");
@@ -196,10 +207,12 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
            " bytes need " + (bytes ? std::to_string(*bytes) : "more");
   // (At most one scale per element.)
   int64_t blocks = q.blockRowsOf(rows) * q.blocksPerRow();
-  if (!isFloat(q.scales.type))
+  if (q.hasScales() && !isFloat(q.scales.type))
     return "has scales of a type other than f32, f16 or bf16";
   if (std::string why =
-          checkPart(q.scales, "scales", blocks * widthOf(q.scales.type));
+          q.hasScales()
+              ? checkPart(q.scales, "scales", blocks * widthOf(q.scales.type))
+              : std::string();
       !why.empty())
     return why;
   if (q.zeroPoints) {
@@ -232,7 +245,9 @@ void dequantizeRows(const QuantizedLayout &q, int64_t rows,
     const uint8_t *row = packed + r * q.rowBytes;
     const int64_t grid = r / q.blockRows; // the scales' row
     for (int64_t j = 0; j < blocks; ++j) {
-      float scale = floatAt(scales, q.scales.type, grid * blocks + j);
+      float scale =
+          scales ? floatAt(scales, q.scales.type, grid * blocks + j)
+                 : static_cast<float>(q.scale.value_or(1.0));
       float zero = zeroPoints ? static_cast<float>(packedAtBit(
                                     zeroPoints, grid * zpRow + j * q.bits,
                                     q.bits, q.isSigned))
@@ -280,10 +295,14 @@ llvm::Error dequantizeWeightInto(WeightOp op, StringRef folder, float *out) {
                      static_cast<int64_t>(op.getLength()), "packed elements");
   if (!packed)
     return packed.takeError();
-  auto scales = read(layout->scales.file, layout->scales.offset,
-                     layout->scales.length, "scales");
-  if (!scales)
-    return scales.takeError();
+  std::unique_ptr<llvm::MemoryBuffer> scaleBytes;
+  if (layout->hasScales()) {
+    auto scales = read(layout->scales.file, layout->scales.offset,
+                       layout->scales.length, "scales");
+    if (!scales)
+      return scales.takeError();
+    scaleBytes = std::move(*scales);
+  }
   std::unique_ptr<llvm::MemoryBuffer> zeroPoints;
   if (layout->zeroPoints) {
     auto zp = read(layout->zeroPoints->file, layout->zeroPoints->offset,
@@ -296,7 +315,7 @@ llvm::Error dequantizeWeightInto(WeightOp op, StringRef folder, float *out) {
     return b ? reinterpret_cast<const uint8_t *>(b->getBufferStart()) : nullptr;
   };
   dequantizeRows(*layout, op.getType().getNumElements() / layout->columns,
-                 bytes(*packed), bytes(*scales), bytes(zeroPoints), out);
+                 bytes(*packed), bytes(scaleBytes), bytes(zeroPoints), out);
   return llvm::Error::success();
 }
 

@@ -39,7 +39,13 @@ struct QuantizedLayout {
   bool isSigned = false;
   /// The zero point without zero points: 2^(bits - 1) unless given.
   std::optional<int64_t> zeroPoint;
+  /// No file: every scale is `scale` (one for the weight, as a model's
+  /// per-tensor scale held as a literal), or 1 (onnxruntime's MatMulInteger
+  /// reads the weight's integers less its zero points, and scales the
+  /// product).
   QuantizedPart scales;
+  std::optional<double> scale;
+  bool hasScales() const { return !scales.file.empty(); }
   std::optional<QuantizedPart> zeroPoints;
 
   int64_t blocksPerRow() const {
