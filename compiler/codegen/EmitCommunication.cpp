@@ -63,11 +63,13 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op,
     return success();
   };
   if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
-    if (failed(checkSum(ar.getReduction())))
+    // Sums, and the largest values (a reduce_max over a split axis).
+    bool largest = ar.getReduction() == shard::ReductionKind::Max;
+    if (!largest && failed(checkSum(ar.getReduction())))
       return failure();
     std::string o = declare(ar.getResult(), os);
-    os << call("allReduceSum") << group() << ", " << in << ", " << o << ", "
-       << what << ");\n";
+    os << call(largest ? "allReduceMax" : "allReduceSum") << group() << ", "
+       << in << ", " << o << ", " << what << ");\n";
     return success();
   }
   if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {

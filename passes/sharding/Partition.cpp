@@ -208,10 +208,15 @@ private:
     for (auto [v, tf] : llvm::zip_equal(op->getOperands(), rule->operands))
       mapping.map(v, reshard(v, shardingOf(tf), loc));
 
+    // Partial results: sums, or the largest values of a reduce_max (an
+    // all_reduce max completes them; never a reduce_scatter).
     DimAxes partialAxes;
+    bool byMax = false;
     for (auto [f, axes] : llvm::enumerate(factors))
-      if (rule->factors[f].kind == dfg::FactorKind::Reduction)
+      if (rule->factors[f].kind == dfg::FactorKind::Reduction) {
         partialAxes.append(axes.begin(), axes.end());
+        byMax |= rule->factors[f].byMax && !axes.empty();
+      }
 
     Operation *local;
     Value bias;
@@ -335,7 +340,7 @@ private:
             llvm::find_if(llvm::seq<size_t>(0, want.size()), [&](size_t d) {
               // Not along a bias's axis (the last): the bias added next is
               // whole there (the fuzzer found an abort on this path).
-              return want[d] == partialAxes && have[d].empty() &&
+              return !byMax && want[d] == partialAxes && have[d].empty() &&
                      !type.isDynamicDim(d) && type.getDimSize(d) % n == 0 &&
                      !(bias && d + 1 == want.size());
             });
@@ -348,6 +353,10 @@ private:
               grid_.getSymName(), partialAxes, v, shard::ReductionKind::Sum,
               APInt(64, d));
           have[d] = partialAxes;
+        } else if (byMax) {
+          v = shard::AllReduceOp::create(b_, loc, v.getType(),
+                                         grid_.getSymName(), partialAxes, v,
+                                         shard::ReductionKind::Max);
         } else {
           v = shard::AllReduceOp::create(b_, loc, v.getType(),
                                          grid_.getSymName(), partialAxes, v);

@@ -672,6 +672,18 @@ int Comm::startAllReduceSum(int group, const TensorRef &in,
                             const TensorRef &out, const char *what) {
   if (transport_)
     return started(transport_->allReduceSum(group, in, out, what));
+  return startAllReduce(group, in, out, /*largest=*/false, what);
+}
+
+int Comm::startAllReduceMax(int group, const TensorRef &in,
+                            const TensorRef &out, const char *what) {
+  if (transport_)
+    return started(transport_->allReduceMax(group, in, out, what));
+  return startAllReduce(group, in, out, /*largest=*/true, what);
+}
+
+int Comm::startAllReduce(int group, const TensorRef &in, const TensorRef &out,
+                         bool largest, const char *what) {
   std::string op = name(what);
   if (group < 0 || group >= static_cast<int>(groups_.size()))
     fatal(op + ": no group #" + std::to_string(group));
@@ -686,7 +698,8 @@ int Comm::startAllReduceSum(int group, const TensorRef &in,
   p.where = "over " + g.label;
   p.requests.emplace_back();
   check(MPI_Iallreduce(in.data, out.data, countOf(in.numElements(), op), type,
-                       MPI_SUM, g.comm, &p.requests.back()),
+                       largest ? MPI_MAX : MPI_SUM, g.comm,
+                       &p.requests.back()),
         op, "MPI_Iallreduce");
   return started(ticket);
 }

@@ -146,6 +146,16 @@ public:
 
   int allReduceSum(int group, const TensorRef &in, const TensorRef &out,
                    const char *what) override {
+    return allReduce(group, in, out, ncclSum, what);
+  }
+
+  int allReduceMax(int group, const TensorRef &in, const TensorRef &out,
+                   const char *what) override {
+    return allReduce(group, in, out, ncclMax, what);
+  }
+
+  int allReduce(int group, const TensorRef &in, const TensorRef &out,
+                ncclRedOp_t reduction, const char *what) {
     std::string op = what;
     ncclComm_t c = groupComm(group, op);
     if (in.dtype != out.dtype || in.numElements() != out.numElements())
@@ -154,7 +164,7 @@ public:
     fork();
     settle(c,
            ncclAllReduce(in.data, out.data, in.numElements(),
-                         sumType(in.dtype, op), ncclSum, c, stream_),
+                         sumType(in.dtype, op), reduction, c, stream_),
            op);
     return join(op);
   }

@@ -134,7 +134,7 @@ ShardingRule alongAxisRule(Operation *op, int64_t axis) {
 }
 
 ShardingRule reductionRule(Operation *op, ArrayRef<int64_t> axes, bool keepDims,
-                           bool isSum) {
+                           Combine combine) {
   RuleBuilder b;
   ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
   TensorFactors tin = b.fresh(in, FactorKind::Parallel);
@@ -147,8 +147,11 @@ ShardingRule reductionRule(Operation *op, ArrayRef<int64_t> axes, bool keepDims,
       tout.push_back(tin[d]);
       continue;
     }
-    for (int f : tin[d])
-      b.at(f).kind = isSum ? FactorKind::Reduction : FactorKind::Pinned;
+    for (int f : tin[d]) {
+      b.at(f).kind = combine == Combine::Other ? FactorKind::Pinned
+                                               : FactorKind::Reduction;
+      b.at(f).byMax = combine == Combine::Max;
+    }
     if (keepDims)
       tout.emplace_back();
   }
@@ -602,13 +605,13 @@ ShardingRule ScatterNDOp::getShardingRule() {
 //===----------------------------------------------------------------------===//
 
 ShardingRule ReduceSumOp::getShardingRule() {
-  return reductionRule(*this, getAxes(), getKeepDims(), /*isSum=*/true);
+  return reductionRule(*this, getAxes(), getKeepDims(), Combine::Sum);
 }
 ShardingRule ReduceMeanOp::getShardingRule() {
-  return reductionRule(*this, getAxes(), getKeepDims(), /*isSum=*/false);
+  return reductionRule(*this, getAxes(), getKeepDims(), Combine::Other);
 }
 ShardingRule ReduceMaxOp::getShardingRule() {
-  return reductionRule(*this, getAxes(), getKeepDims(), /*isSum=*/false);
+  return reductionRule(*this, getAxes(), getKeepDims(), Combine::Max);
 }
 
 ShardingRule SoftmaxOp::getShardingRule() {

@@ -49,6 +49,9 @@ struct Factor {
   FactorKind kind;
   /// Short name for diagnostics ("heads", "in_features", "dim 2").
   std::string name;
+  /// A Reduction whose partial results combine by their largest (a
+  /// reduce_max: an all_reduce max completes it), not by their sum.
+  bool byMax = false;
 };
 
 /// The factors of one tensor dimension, outermost first; empty for a
@@ -115,11 +118,15 @@ ShardingRule alongAxisRule(mlir::Operation *op, int64_t axis);
 /// (squeeze and unsqueeze only add or drop dimensions of size 1).
 ShardingRule unitDimsRule(mlir::Operation *op);
 
+/// How a reduction combines its elements, for its sharding rule.
+enum class Combine { Sum, Max, Other };
+
 /// result = input with `axes` reduced (all of them when empty); summing
-/// over a sharded axis leaves partial sums, any other reduction needs the
-/// axis whole.
+/// over a sharded axis leaves partial sums (an all_reduce sum completes
+/// them), taking the largest leaves partial maxima (an all_reduce max), any
+/// other reduction (a mean) needs the axis whole.
 ShardingRule reductionRule(mlir::Operation *op, llvm::ArrayRef<int64_t> axes,
-                           bool keepDims, bool isSum);
+                           bool keepDims, Combine combine);
 
 } // namespace meshc::dfg
 

@@ -40,6 +40,8 @@ public:
   virtual void groupOpened(int group, int color, int key, int size) = 0;
   virtual int allReduceSum(int group, const TensorRef &in, const TensorRef &out,
                            const char *what) = 0;
+  virtual int allReduceMax(int group, const TensorRef &in, const TensorRef &out,
+                           const char *what) = 0;
   virtual int allGather(int group, const TensorRef &in, const TensorRef &out,
                         std::int64_t axis, const char *what) = 0;
   virtual int reduceScatterSum(int group, const TensorRef &in,
@@ -114,6 +116,14 @@ public:
   }
   int startAllReduceSum(int group, const TensorRef &in, const TensorRef &out,
                         const char *what);
+  /// out = the elementwise largest over the group of in (a reduce_max over a
+  /// split axis: the range of a dynamic quantization).
+  void allReduceMax(int group, const TensorRef &in, const TensorRef &out,
+                    const char *what) {
+    wait(startAllReduceMax(group, in, out, what));
+  }
+  int startAllReduceMax(int group, const TensorRef &in, const TensorRef &out,
+                        const char *what);
   /// out = the group's `in` concatenated along `axis` in group order.
   void allGather(int group, const TensorRef &in, const TensorRef &out,
                  std::int64_t axis, const char *what) {
@@ -185,6 +195,9 @@ private:
   int inFlight_ = 0;
   /// A free Pending slot and its ticket.
   Pending &acquire(int &ticket);
+  /// The MPI all_reduce of the sum or (largest) the largest values.
+  int startAllReduce(int group, const TensorRef &in, const TensorRef &out,
+                     bool largest, const char *what);
   /// Counts a started collective, returning its ticket.
   int started(int ticket) {
     ++inFlight_;
