@@ -763,9 +763,9 @@ LogicalResult Importer::importInitializers() {
       auto ref = model_.initializerData(index, (count * *bits + 7) / 8);
       if (!ref)
         return error(toString(ref.takeError()));
-      if (!*ref && *bits == 8 && count <= 64 &&
+      if (!*ref && *bits == 8 && count <= (int64_t(1) << 20) &&
           tensor.int32_data_size() == count) {
-        // A few values (a scalar zero point): kept as values.
+        // Values (zero points, one or one per column): kept as values.
         RawInitializer held{tensor.name(), "", 0, 0, tensor.data_type(),
                             SmallVector<int64_t>(tensor.dims().begin(),
                                                  tensor.dims().end())};
@@ -781,7 +781,7 @@ LogicalResult Importer::importInitializers() {
                      packedTypeName(tensor.data_type()) +
                      " elements outside raw data; meshc reads 8- and 4-bit "
                      "integers only as the raw bytes of quantized weights "
-                     "(or up to 64 8-bit values, as a zero point)");
+                     "(or, up to 2^20, as 8-bit values: zero points)");
       raw_[tensor.name()] = {tensor.name(), (*ref)->file, (*ref)->offset,
                              (*ref)->length, tensor.data_type(),
                              SmallVector<int64_t>(tensor.dims().begin(),
@@ -1575,10 +1575,12 @@ OwningOpRef<ModuleOp> Importer::run() {
           << ": integer weights or activations with scales) is not "
              "supported: meshc computes in f32, f16 or bf16 and reads only "
              "weight-only quantized matrices (MatMulNBits, "
-             "GatherBlockQuantized, DequantizeLinear of an initializer); "
-             "export the model unquantized "
-             "(onnxruntime-genai's builder: -p fp32, fp16 or bf16) or with "
-             "weight-only quantization (-p int4)";
+             "GatherBlockQuantized, DequantizeLinear of an initializer) and "
+             "ONNX's dynamic quantization of activations "
+             "(DynamicQuantizeLinear, MatMulInteger); export the model "
+             "unquantized (onnxruntime-genai's builder: -p fp32, fp16 or "
+             "bf16), with weight-only quantization (-p int4), or quantize it "
+             "with onnxruntime's quantize_dynamic and save it unoptimized";
       return nullptr;
     }
 

@@ -48,9 +48,8 @@ struct RawInitializer {
   /// onnx::TensorProto::DataType.
   int onnxType = 0;
   llvm::SmallVector<int64_t> dims;
-  /// No file: a few 8- or 4-bit integers held as values in the model
-  /// (int32_data, as onnx.helper writes a quantized model's scalar zero
-  /// points), here.
+  /// No file: 8-bit integers held as values in the model (int32_data, as
+  /// onnx.helper writes a quantized model's zero points), here.
   llvm::SmallVector<int64_t> values;
   bool inFile() const { return !file.empty(); }
 };

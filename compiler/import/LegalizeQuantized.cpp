@@ -407,11 +407,11 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
       return ctx.error("the zero point " + dimsText(zp->dims) +
                        " is not shaped as the scale");
     if (!zp->inFile()) {
-      // One value (per tensor), held in the model as a value.
-      if (zp->values.size() != 1)
-        return ctx.error("the zero point " + dimsText(zp->dims) +
-                         " must be in raw data, or one value");
-      layout.zeroPoint = zp->values.front();
+      // Held in the model as values.
+      if (zp->values.size() == 1)
+        layout.zeroPoint = zp->values.front();
+      else
+        layout.zeroPointValues.assign(zp->values.begin(), zp->values.end());
       FailureOr<Value> w = quantizedWeight(ctx, *x, layout, rows, element);
       return failed(w) ? failure() : ctx.setResults(*w);
     }
@@ -566,10 +566,11 @@ LogicalResult legalizeMatMulInteger(NodeContext &ctx) {
                        dimsText(w->dims));
     }
     if (!zp->inFile()) {
-      if (zp->values.size() != 1)
-        return ctx.error("B's zero point " + dimsText(zp->dims) +
-                         " must be in raw data, or one value");
-      layout.zeroPoint = zp->values.front();
+      // Held in the model as values.
+      if (count == 1)
+        layout.zeroPoint = zp->values.front();
+      else
+        layout.zeroPointValues.assign(zp->values.begin(), zp->values.end());
     } else {
       layout.zeroPoints = dfg::QuantizedPart{
           zp->file, zp->offset, zp->length,

@@ -62,6 +62,13 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          (Optimum's feature-extraction of image encoders: the
                                          pixels' channels, height and width named)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama,gpt2,bert,qwen3,gpt_neox --exporter qdynamic
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama,bert --exporter qdynamic_pc
+                                         (onnxruntime's quantize_dynamic over the dynamo
+                                         export: 8-bit weights and activations quantized
+                                         at run time, as Hub repositories' model_quantized.onnx)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch t5,bart,whisper --exporter dynamo,torchscript
                                          (SEQ2SEQ: encoder-decoders, a right-padded source
                                          of 5 tokens (Whisper: 16 x 32 log-mel features) and
@@ -1274,6 +1281,29 @@ def export_ortopt(arch, model, out, attn):
     return feeds, want
 
 
+# onnxruntime's dynamic quantization (quantize_dynamic) over the torch.onnx
+# dynamo export, as Hub repositories ship `onnx/model_quantized.onnx`:
+# activations quantized per tensor at run time (DynamicQuantizeLinear),
+# weights to 8 bits (MatMulInteger; the embedding tables a Gather of 8-bit
+# rows then DequantizeLinear). qdynamic: signed weights, one scale per
+# matrix; qdynamic_pc: unsigned weights, one scale and zero point per column.
+QDYNAMIC = {"qdynamic": dict(per_channel=False, weight_type="QInt8"),
+            "qdynamic_pc": dict(per_channel=True, weight_type="QUInt8")}
+
+
+def export_qdynamic(arch, model, out, per_channel, weight_type):
+    """quantize_dynamic over the dynamo export. torch's output is the
+    unquantized model's, so the torch cross-check measures the quantization
+    error; the references are onnxruntime's on the quantized model."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, want = export_torch(arch, model, tmp, dynamo=True)
+        quantize_dynamic(os.path.join(tmp, "model.onnx"), os.path.join(out, "model.onnx"),
+                         per_channel=per_channel, weight_type=getattr(QuantType, weight_type))
+    return feeds, want
+
+
 # ---------------------------------------------------------------------------
 # KV-cache inputs for exports that take them
 # ---------------------------------------------------------------------------
@@ -1560,6 +1590,8 @@ def main():
                 elif exporter in GENAI_QUANTIZED:
                     precision, options = GENAI_QUANTIZED[exporter]
                     feeds, want = export_genai(arch, model, out, precision, options)
+                elif exporter in QDYNAMIC:
+                    feeds, want = export_qdynamic(arch, model, out, **QDYNAMIC[exporter])
                 elif exporter == "ortopt":
                     feeds, want = export_ortopt(arch, model, out, attn="sdpa")
                 elif exporter == "ortopt_eager":

@@ -180,7 +180,8 @@ TEST_F(ShardingRulesTest, AxesDistributeOverADimensionsFactors) {
 }
 
 // Broadcast operands carry no factor on their size-1 dimensions; summing
-// over an axis makes it a reduction, a mean pins it.
+// over an axis makes it a reduction, taking the largest a reduction whose
+// partial results combine by max, a mean pins it.
 TEST_F(ShardingRulesTest, BroadcastAndReductions) {
   Value a = weight({4, 8}), b = weight({1, 8});
   auto add = AddOp::create(builder, builder.getUnknownLoc(), a, b);
@@ -192,6 +193,15 @@ TEST_F(ShardingRulesTest, BroadcastAndReductions) {
                                  ArrayRef<int64_t>{1}, false);
   ShardingRule s = rule(sum);
   EXPECT_EQ(s.factors[s.operands[0][1][0]].kind, FactorKind::Reduction);
+  EXPECT_FALSE(s.factors[s.operands[0][1][0]].byMax);
+  auto max = ReduceMaxOp::create(builder, builder.getUnknownLoc(), a,
+                                 ArrayRef<int64_t>{0, 1}, false);
+  ShardingRule x = rule(max);
+  for (const DimFactors &d : x.operands[0]) {
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(x.factors[d[0]].kind, FactorKind::Reduction);
+    EXPECT_TRUE(x.factors[d[0]].byMax);
+  }
   auto mean = ReduceMeanOp::create(builder, builder.getUnknownLoc(), a,
                                    ArrayRef<int64_t>{1}, false);
   ShardingRule m = rule(mean);

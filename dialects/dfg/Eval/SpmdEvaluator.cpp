@@ -16,6 +16,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace meshc::dfg {
@@ -164,18 +166,23 @@ LogicalResult SpmdEvaluator::collective(Operation *op,
       auto kind = isa<shard::AllReduceOp>(op)
                       ? cast<shard::AllReduceOp>(op).getReduction()
                       : cast<shard::ReduceScatterOp>(op).getReduction();
-      if (kind != shard::ReductionKind::Sum)
+      bool largest = kind == shard::ReductionKind::Max &&
+                     isa<shard::AllReduceOp>(op);
+      if (kind != shard::ReductionKind::Sum && !largest)
         return op->emitOpError("reduction ")
                << shard::stringifyReductionKind(kind)
-               << " is not supported by the reference evaluator (sum only)";
+               << " is not supported by the reference evaluator (sum, and "
+                  "max of an all_reduce)";
       auto group = members(r, axes);
       if (failed(group))
         return failure();
-      // Members summed in group order, so every member gets the same bits.
+      // Members summed (or their largest taken) in group order, so every
+      // member gets the same bits.
       EvalTensor sum = in[group->front()];
       for (int64_t m : ArrayRef(*group).drop_front())
         for (size_t i = 0; i < sum.values.size(); ++i)
-          sum.values[i] += in[m].values[i];
+          sum.values[i] = largest ? std::max(sum.values[i], in[m].values[i])
+                                  : sum.values[i] + in[m].values[i];
       roundToElementType(sum);
       if (auto rs = dyn_cast<shard::ReduceScatterOp>(op))
         sum = sliceBlock(sum, rs.getScatterAxis().getSExtValue(), group->size(),

@@ -100,6 +100,9 @@ DictionaryAttr quantizationAttr(MLIRContext *context,
     entries.push_back(b.getNamedAttr("scales", partAttr(b, layout.scales)));
   else if (layout.scale)
     entries.push_back(b.getNamedAttr("scale", b.getF64FloatAttr(*layout.scale)));
+  if (!layout.zeroPointValues.empty())
+    entries.push_back(b.getNamedAttr(
+        "zero_point_values", b.getDenseI64ArrayAttr(layout.zeroPointValues)));
   if (layout.blockRows != 1)
     entries.push_back(
         b.getNamedAttr("block_rows", b.getI64IntegerAttr(layout.blockRows)));
@@ -152,6 +155,13 @@ llvm::Expected<QuantizedLayout> parseQuantization(DictionaryAttr attr) {
     if (!rowBits)
       return fail("quantization's 'zero_point_row_bits' must be an integer");
     layout.zeroPointRowBits = rowBits.getInt();
+  }
+  if (attr.get("zero_point_values")) {
+    auto values = attr.getAs<DenseI64ArrayAttr>("zero_point_values");
+    if (!values)
+      return fail("quantization's 'zero_point_values' must be integers");
+    layout.zeroPointValues.assign(values.asArrayRef().begin(),
+                                  values.asArrayRef().end());
   }
   if (attr.get("scale")) {
     auto scale = attr.getAs<FloatAttr>("scale");
@@ -207,6 +217,12 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
            " bytes need " + (bytes ? std::to_string(*bytes) : "more");
   // (At most one scale per element.)
   int64_t blocks = q.blockRowsOf(rows) * q.blocksPerRow();
+  if (!q.zeroPointValues.empty() &&
+      (q.zeroPoints ||
+       static_cast<int64_t>(q.zeroPointValues.size()) != blocks))
+    return "has " + std::to_string(q.zeroPointValues.size()) +
+           " zero points held as values for " + std::to_string(blocks) +
+           " blocks";
   if (q.hasScales() && !isFloat(q.scales.type))
     return "has scales of a type other than f32, f16 or bf16";
   if (std::string why =
@@ -248,7 +264,10 @@ void dequantizeRows(const QuantizedLayout &q, int64_t rows,
       float scale =
           scales ? floatAt(scales, q.scales.type, grid * blocks + j)
                  : static_cast<float>(q.scale.value_or(1.0));
-      float zero = zeroPoints ? static_cast<float>(packedAtBit(
+      float zero =
+          !q.zeroPointValues.empty()
+              ? static_cast<float>(q.zeroPointValues[grid * blocks + j])
+          : zeroPoints ? static_cast<float>(packedAtBit(
                                     zeroPoints, grid * zpRow + j * q.bits,
                                     q.bits, q.isSigned))
                               : fallback;

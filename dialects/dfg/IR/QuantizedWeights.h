@@ -45,6 +45,10 @@ struct QuantizedLayout {
   /// product).
   QuantizedPart scales;
   std::optional<double> scale;
+  /// Zero points held as values (one per block of the scales' grid, row by
+  /// row), where the model holds them so rather than as bytes (onnx.helper's
+  /// int32_data, as quantize_dynamic writes per-column zero points).
+  std::vector<int64_t> zeroPointValues;
   bool hasScales() const { return !scales.file.empty(); }
   std::optional<QuantizedPart> zeroPoints;
 

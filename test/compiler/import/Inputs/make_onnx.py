@@ -2511,6 +2511,42 @@ def case_max_of_two_sizes(path):
     return model(nodes, ins, [f32("y", None)], inits)
 
 
+def case_dynamic_quantized(path):
+    """onnxruntime's quantize_dynamic forms: activations quantized at run time
+    (DynamicQuantizeLinear) read by MatMulInteger over an 8-bit weight, signed
+    with one zero point held as a value (int32_data, as onnx.helper writes a
+    scalar) and unsigned with one per column in raw data; the integer product
+    cast to float and scaled. An embedding table of 8-bit rows gathered, then
+    DequantizeLinear by one scale and zero point held as values."""
+    rng = np.random.default_rng(11)
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="quantize"),
+        helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["p"], name="int_matmul"),
+        helper.make_node("Cast", ["p"], ["pf"], to=TensorProto.FLOAT, name="to_float"),
+        helper.make_node("Mul", ["xs", "ws"], ["s"], name="scales"),
+        helper.make_node("Mul", ["pf", "s"], ["y"], name="scaled"),
+        helper.make_node("MatMulInteger", ["xq", "w2", "xz", "w2z"], ["p2"], name="int_matmul_columns"),
+        helper.make_node("Cast", ["p2"], ["p2f"], to=TensorProto.FLOAT, name="to_float2"),
+        helper.make_node("Mul", ["p2f", "xs"], ["y2"], name="scaled2"),
+        helper.make_node("Gather", ["table", "ids"], ["rows"], name="lookup"),
+        helper.make_node("DequantizeLinear", ["rows", "ts", "tz"], ["emb"], name="dequantize_rows"),
+    ]
+    inits = [
+        numpy_helper.from_array(rng.integers(-127, 128, (8, 6)).astype(np.int8), "w"),
+        helper.make_tensor("wz", TensorProto.INT8, [], [3]),
+        helper.make_tensor("ws", TensorProto.FLOAT, [], [0.02]),
+        numpy_helper.from_array(rng.integers(0, 256, (8, 3)).astype(np.uint8), "w2"),
+        numpy_helper.from_array(np.array([120, 128, 131], np.uint8), "w2z"),
+        numpy_helper.from_array(rng.integers(0, 256, (4, 5)).astype(np.uint8), "table"),
+        helper.make_tensor("ts", TensorProto.FLOAT, [], [0.05]),
+        helper.make_tensor("tz", TensorProto.UINT8, [], [127]),
+    ]
+    ins = [f32("x", ["batch", "seq", 8]),
+           helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])]
+    outs = [f32("y", None), f32("y2", None), f32("emb", None)]
+    return model(nodes, ins, outs, inits)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
