@@ -181,6 +181,31 @@ TEST_F(CommTest, AllReduceSumF32) {
     EXPECT_EQ(out2.values[i], (2 * a + 2 * a + 1) * 1000.0f + 2 * i);
 }
 
+// The largest over the group, element by element (a reduce_max over a split
+// axis: a dynamic quantization's range), of a scalar and a vector whose
+// largest element lies on different ranks.
+TEST_F(CommTest, AllReduceMaxF32) {
+  comm().setGrid({2, 2});
+  int world = comm().openGroup({0, 1});
+  Buffer<float> in(DType::F32, {}), out(DType::F32, {});
+  in.values[0] = comm().rank() == 2 ? 7.5f : -1.0f * comm().rank();
+  comm().allReduceMax(world, in.ref, out.ref, "all_reduce max scalar");
+  EXPECT_EQ(out.values[0], 7.5f);
+
+  // Over the major axis: the pair {b, 2 + b}; element i largest on the rank
+  // whose row is i % 2.
+  int column = comm().openGroup({0});
+  Buffer<float> in2(DType::F32, {4}), out2(DType::F32, {4});
+  int row = comm().rank() / 2, b = comm().rank() % 2;
+  for (int i = 0; i < 4; ++i)
+    in2.values[i] = (i % 2 == row ? 100.0f : -100.0f) + i + 10 * b;
+  const int ticket =
+      comm().startAllReduceMax(column, in2.ref, out2.ref, "all_reduce max");
+  comm().wait(ticket);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(out2.values[i], 100.0f + i + 10 * b);
+}
+
 TEST_F(CommTest, AllReduceSumIntegers) {
   comm().setGrid({4});
   int world = comm().openGroup({0});
