@@ -518,7 +518,7 @@ FailureOr<Value> activationZeroPoint(NodeContext &ctx, unsigned i,
 /// MatMulInteger (ONNX, opset 10): (A - a_zero_point) x (B - b_zero_point)
 /// in int32, where B is an initializer of 8-bit integers [K, N] (a weight,
 /// as onnxruntime's quantize_dynamic writes it) and its zero point one value
-/// or one per column. B less its zero points becomes a `dfg.weight` with
+/// or one per column, or B is computed too (a DynamicQuantizeLinear's). B less its zero points becomes a `dfg.weight` with
 /// `quantization` (scales 1), read by a dfg.matmul in f32, so that raising
 /// makes it a linear and tensor parallelism splits it as any other weight;
 /// the products and sums of integers are exact in f32 up to 2^24, and
@@ -527,14 +527,39 @@ FailureOr<Value> activationZeroPoint(NodeContext &ctx, unsigned i,
 LogicalResult legalizeMatMulInteger(NodeContext &ctx) {
   if (failed(ctx.requireInputs(1)))
     return failure();
+  Type f32 = ctx.builder().getF32Type();
+  if (ctx.input(1)) {
+    // Two computed tensors (Optimum's quantizer quantizes the rotary's
+    // product of positions by frequencies so): each less its zero point,
+    // multiplied in f32.
+    if (!isa<IntegerType>(ctx.inputType(0).getElementType()) ||
+        !isa<IntegerType>(ctx.inputType(1).getElementType()))
+      return ctx.error("MatMulInteger's A and B must be integers");
+    FailureOr<Value> za = activationZeroPoint(ctx, 2, f32);
+    FailureOr<Value> zb = activationZeroPoint(ctx, 3, f32);
+    if (failed(za) || failed(zb))
+      return failure();
+    FailureOr<Value> lhs = binary<dfg::SubOp>(
+        ctx, castTo(ctx, ctx.input(0), f32), *za, f32);
+    FailureOr<Value> rhs = binary<dfg::SubOp>(
+        ctx, castTo(ctx, ctx.input(1), f32), *zb, f32);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+        dfg::matmulShape(shapeOf(*lhs), shapeOf(*rhs)), f32, *lhs, *rhs);
+    if (failed(product))
+      return failure();
+    return ctx.setResults(
+        castTo(ctx, ctx.refineType(*product), ctx.builder().getI32Type()));
+  }
   const RawInitializer *w = ctx.rawInput(1);
   bool isSigned = w && w->onnxType == onnx::TensorProto::INT8;
   if (!w || !w->inFile() ||
       (!isSigned && w->onnxType != onnx::TensorProto::UINT8) ||
       ctx.input(1))
     return ctx.error("MatMulInteger is supported where B (input 1) is an "
-                     "initializer of 8-bit integers (a quantized weight), not "
-                     "a computed tensor or of another type");
+                     "initializer of 8-bit integers (a quantized weight) or a "
+                     "computed tensor, not an initializer of another type");
   if (w->dims.size() != 2)
     return ctx.error("MatMulInteger's B must be a 2-D weight, not " +
                      dimsText(w->dims));
@@ -543,7 +568,6 @@ LogicalResult legalizeMatMulInteger(NodeContext &ctx) {
   if (a.getRank() < 1 || a.getShape().back() != k)
     return ctx.error("MatMulInteger of " + dimsText(a.getShape()) + " by " +
                      dimsText(w->dims) + ": the contracted sizes differ");
-  Type f32 = ctx.builder().getF32Type();
   dfg::QuantizedLayout layout;
   layout.bits = 8;
   layout.isSigned = isSigned;

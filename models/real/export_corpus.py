@@ -68,6 +68,10 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          (onnxruntime's quantize_dynamic over the dynamo
                                          export: 8-bit weights and activations quantized
                                          at run time, as Hub repositories' model_quantized.onnx)
+  .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch llama,qwen2 --exporter optimum_q8
+                                         (Optimum's export with a KV cache, quantized by
+                                         optimum-cli onnxruntime quantize --avx2)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch t5,bart,whisper --exporter dynamo,torchscript
                                          (SEQ2SEQ: encoder-decoders, a right-padded source
@@ -1304,6 +1308,25 @@ def export_qdynamic(arch, model, out, per_channel, weight_type):
     return feeds, want
 
 
+def export_optimum_q8(arch, model, out):
+    """Optimum's export (export_optimum), then its dynamic quantization,
+    `optimum-cli onnxruntime quantize --avx2`: MatMuls of weights and of two
+    activations (the rotary's positions by frequencies) quantized at run time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, want = export_optimum(arch, model, tmp)
+        quantized = os.path.join(tmp, "quantized")
+        cli = os.path.join(os.path.dirname(sys.executable), "optimum-cli")
+        subprocess.run([cli, "onnxruntime", "quantize", "--avx2", "--onnx_model", tmp,
+                        "-o", quantized],
+                       check=True, capture_output=True, text=True)
+        shutil.copy(os.path.join(quantized, "model_quantized.onnx"),
+                    os.path.join(out, "model.onnx"))
+        for f in os.listdir(tmp):
+            if f.endswith(".json") and not os.path.exists(os.path.join(out, f)):
+                shutil.copy(os.path.join(tmp, f), out)
+    return feeds, want
+
+
 # ---------------------------------------------------------------------------
 # KV-cache inputs for exports that take them
 # ---------------------------------------------------------------------------
@@ -1590,6 +1613,8 @@ def main():
                 elif exporter in GENAI_QUANTIZED:
                     precision, options = GENAI_QUANTIZED[exporter]
                     feeds, want = export_genai(arch, model, out, precision, options)
+                elif exporter == "optimum_q8":
+                    feeds, want = export_optimum_q8(arch, model, out)
                 elif exporter in QDYNAMIC:
                     feeds, want = export_qdynamic(arch, model, out, **QDYNAMIC[exporter])
                 elif exporter == "ortopt":
