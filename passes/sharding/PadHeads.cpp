@@ -276,6 +276,12 @@ public:
     }
     llvm::DenseMap<std::pair<Value, int64_t>, Value> paddedLiterals;
     llvm::DenseSet<std::pair<Operation *, unsigned>> done;
+    // In program order: a literal several ops read (zero biases of q, k and
+    // v are one constant) is padded once, before its first reader.
+    llvm::stable_sort(pads_, [](const Pad &x, const Pad &y) {
+      return x.user != y.user && x.user->getBlock() == y.user->getBlock() &&
+             x.user->isBeforeInBlock(y.user);
+    });
     for (const Pad &p : pads_) {
       // An op visited from two of its tensors asked for its literal twice.
       if (!done.insert({p.user, p.operand}).second)
@@ -363,13 +369,7 @@ private:
   /// the groups an axis of their own when there are several. The KV heads
   /// (m.kv) are one group of `groups_` heads padded to `groupsPadded_`.
   Value padLiteral(Operation *user, Value v, Mark m) {
-    // Right after the literal, so that every reader of it may share the
-    // padded one (zero biases of q, k and v are one constant).
     OpBuilder b(user);
-    if (Operation *def = v.getDefiningOp())
-      b.setInsertionPointAfter(def);
-    else
-      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
     Location loc = user->getLoc();
     auto type = cast<RankedTensorType>(v.getType());
     Type element = type.getElementType();

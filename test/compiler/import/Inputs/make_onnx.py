@@ -1976,11 +1976,13 @@ def case_nbits_float_zero_points(path):
 
 
 def case_dequantize_activations(path):
-    """DequantizeLinear of a computed tensor (int32 activations cast)."""
+    """DequantizeLinear of a computed tensor (int32 activations cast) by a
+    scale per element of its axis, which meshc does not import (one scale
+    per tensor it does)."""
     nodes = [helper.make_node("Cast", ["x"], ["xi"], name="to_int", to=TensorProto.INT32),
-             helper.make_node("DequantizeLinear", ["xi", "s"], ["y"], name="dq")]
+             helper.make_node("DequantizeLinear", ["xi", "s"], ["y"], name="dq", axis=0)]
     return model(nodes, [f32("x", [4])], [f32("y", None)],
-                 [numpy_helper.from_array(np.ones((), np.float32), "s")])
+                 [numpy_helper.from_array(np.ones((4,), np.float32), "s")])
 
 
 def case_packed_reader(path):
