@@ -636,15 +636,15 @@ static std::string packedTypeName(int onnxType) {
 /// quantization, its quantized mixture of experts, and ONNX's quantization
 /// of activations. (Weight-only quantization is imported: onnxruntime's
 /// MatMulNBits and GatherBlockQuantized, the int4 models of its builder,
-/// and ONNX's DequantizeLinear of an initializer; so are ONNX's dynamic
-/// quantization of activations, DynamicQuantizeLinear and MatMulInteger
-/// over an 8-bit weight, as onnxruntime's quantize_dynamic writes them;
-/// LegalizeQuantized.cpp.)
+/// and ONNX's DequantizeLinear of an initializer; so is the dynamic
+/// quantization of activations, ONNX's DynamicQuantizeLinear and
+/// MatMulInteger as onnxruntime's quantize_dynamic writes them, and
+/// onnxruntime's fusions of them, DynamicQuantizeMatMul and
+/// MatMulIntegerToFloat; LegalizeQuantized.cpp.)
 static bool isQuantizedOp(StringRef opType) {
   return llvm::is_contained(
-      {"MatMulBnb4", "QMoE",
-       "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention",
-       "QLinearMatMul", "QuantizeLinear", "QOrderedMatMul"},
+      {"MatMulBnb4", "QMoE", "QAttention", "QLinearMatMul", "QuantizeLinear",
+       "QOrderedMatMul"},
       opType);
 }
 
@@ -1047,7 +1047,9 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
   bool standard = node.domain().empty() || node.domain() == "ai.onnx";
   if ((node.domain() == "com.microsoft" &&
        (node.op_type() == "MatMulNBits" ||
-        node.op_type() == "GatherBlockQuantized")) ||
+        node.op_type() == "GatherBlockQuantized" ||
+        node.op_type() == "DynamicQuantizeMatMul" ||
+        node.op_type() == "MatMulIntegerToFloat")) ||
       (standard && (node.op_type() == "DequantizeLinear" ||
                     node.op_type() == "MatMulInteger" ||
                     (node.op_type() == "Gather" &&
@@ -1060,7 +1062,9 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
                           << " integers, which meshc reads only as the "
                              "quantized weights of MatMulNBits, "
                              "GatherBlockQuantized, DequantizeLinear, "
-                             "MatMulInteger and Gather (and their Reshapes)";
+                             "MatMulInteger, DynamicQuantizeMatMul, "
+                             "MatMulIntegerToFloat and Gather (and their "
+                             "Reshapes)";
   Value shapeValue = values_.lookup(node.input(1));
   if (!shapeValue)
     return emitError(loc) << "the shape of the Reshape of packed integers '"
@@ -1576,11 +1580,11 @@ OwningOpRef<ModuleOp> Importer::run() {
              "supported: meshc computes in f32, f16 or bf16 and reads only "
              "weight-only quantized matrices (MatMulNBits, "
              "GatherBlockQuantized, DequantizeLinear of an initializer) and "
-             "ONNX's dynamic quantization of activations "
-             "(DynamicQuantizeLinear, MatMulInteger); export the model "
-             "unquantized (onnxruntime-genai's builder: -p fp32, fp16 or "
-             "bf16), with weight-only quantization (-p int4), or quantize it "
-             "with onnxruntime's quantize_dynamic and save it unoptimized";
+             "the dynamic quantization of activations (DynamicQuantizeLinear, "
+             "MatMulInteger, DynamicQuantizeMatMul, MatMulIntegerToFloat); "
+             "export the model unquantized (onnxruntime-genai's builder: -p "
+             "fp32, fp16 or bf16), with weight-only quantization (-p int4), "
+             "or quantize it dynamically (onnxruntime's quantize_dynamic)";
       return nullptr;
     }
 

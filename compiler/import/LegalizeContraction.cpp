@@ -1096,6 +1096,50 @@ LogicalResult legalizeMatMul(NodeContext &ctx) {
                                  ctx.input(1));
 }
 
+/// FusedMatMul (com.microsoft: onnxruntime's fusion of a MatMul with a
+/// transpose of an operand's last two axes and a scale, as its optimizer
+/// saves a model at level 2) = alpha * A' x B', A' and B' transposed where
+/// transA and transB say. transBatchA and transBatchB (a transpose that
+/// moves the batch axes) are refused by name.
+LogicalResult legalizeFusedMatMul(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType a = ctx.inputType(0), b = ctx.inputType(1);
+  if (a.getElementType() != b.getElementType())
+    return ctx.mismatchedTypes();
+  for (StringRef attr : {"transBatchA", "transBatchB"})
+    if (ctx.attrInt(attr, 0))
+      return ctx.error("FusedMatMul with " + attr +
+                       " (a transpose of the batch axes) is not supported");
+  Type element = a.getElementType();
+  auto transposed = [&](unsigned i, StringRef attr) -> FailureOr<Value> {
+    Value v = ctx.input(i);
+    int64_t rank = ctx.inputType(i).getRank();
+    if (!ctx.attrInt(attr, 0))
+      return v;
+    if (rank < 2)
+      return ctx.error("FusedMatMul's " + attr + " of a vector");
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    FailureOr<Value> t = transposeBy(ctx, v, perm);
+    return failed(t) ? t : FailureOr<Value>(ctx.refineType(*t));
+  };
+  FailureOr<Value> lhs = transposed(0, "transA");
+  FailureOr<Value> rhs = transposed(1, "transB");
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+      dfg::matmulShape(shapeOf(*lhs), shapeOf(*rhs)), element, *lhs, *rhs);
+  if (failed(product))
+    return failure();
+  double alpha = ctx.attrFloat("alpha", 1.0);
+  if (alpha == 1.0)
+    return ctx.setResults(ctx.refineType(*product));
+  FailureOr<Value> scaled = binary<dfg::MulOp>(
+      ctx, ctx.refineType(*product), ctx.scalar(alpha, element), element);
+  return failed(scaled) ? failure() : ctx.setResults(*scaled);
+}
+
 /// Gemm(A, B, C) = alpha * A' * B' + beta * C
 ///   -> add(mul(matmul(transpose?(A), transpose?(B)), alpha), mul(C, beta)),
 /// with the multiplications by 1 left out.
@@ -1548,6 +1592,7 @@ LogicalResult legalizeEinsum(NodeContext &ctx) {
 
 void populateContractionLegalizations(LegalizationTable &table) {
   table.add("", "MatMul", 13, legalizeMatMul);
+  table.add("com.microsoft", "FusedMatMul", 1, legalizeFusedMatMul);
   table.add("", "Conv", 11, legalizeConv);
   table.add("", "Conv", 22, legalizeConv); // + bf16
   table.add("", "MaxPool", 12, legalizePool);

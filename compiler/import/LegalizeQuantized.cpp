@@ -438,19 +438,21 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
 /// tensor-parallel split of x reduces it across the ranks. (Where x is all
 /// zeros, ONNX's scale is 1 / 255 and meshc's the least normal float: y is
 /// the zero point either way, so the products that read it are 0.)
-LogicalResult legalizeDynamicQuantizeLinear(NodeContext &ctx) {
-  if (failed(ctx.requireInputs(1)))
-    return failure();
-  RankedTensorType in = ctx.inputType(0);
+/// x quantized as DynamicQuantizeLinear does (below): the quantized values
+/// and the zero point as f32 (integers in [0, 255]), and the scale.
+struct Quantized {
+  Value values, scale, zeroPoint;
+};
+FailureOr<Quantized> quantizeDynamically(NodeContext &ctx, Value x) {
+  auto in = cast<RankedTensorType>(x.getType());
   Type element = in.getElementType();
   if (!element.isF32())
-    return ctx.error("DynamicQuantizeLinear of " +
+    return ctx.error("dynamic quantization of " +
                      dfg::formatShape(in.getShape()) +
                      " elements of a type other than f32 (ONNX defines it "
                      "for float only)");
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc();
-  Value x = ctx.input(0);
   auto scalarType = RankedTensorType::get({}, element);
   SmallVector<int64_t> all =
       llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
@@ -492,9 +494,18 @@ LogicalResult legalizeDynamicQuantizeLinear(NodeContext &ctx) {
   FailureOr<Value> y = failed(shifted) ? shifted : clip(*shifted);
   if (failed(y))
     return failure();
-  Type i32 = b.getI32Type();
-  return ctx.setResults(
-      {castTo(ctx, *y, i32), scale, castTo(ctx, *zeroPoint, i32)});
+  return Quantized{*y, scale, *zeroPoint};
+}
+
+LogicalResult legalizeDynamicQuantizeLinear(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  FailureOr<Quantized> q = quantizeDynamically(ctx, ctx.input(0));
+  if (failed(q))
+    return failure();
+  Type i32 = ctx.builder().getI32Type();
+  return ctx.setResults({castTo(ctx, q->values, i32), q->scale,
+                         castTo(ctx, q->zeroPoint, i32)});
 }
 
 /// A zero point (input `i`) of MatMulInteger's activations as f32: a
@@ -513,6 +524,133 @@ FailureOr<Value> activationZeroPoint(NodeContext &ctx, unsigned i,
                      "not " +
                      dimsText(type.getShape()));
   return castTo(ctx, ctx.input(i), element);
+}
+
+/// (x - zeroPoint) x weight in f32, x an integer (held as i32) or f32 tensor
+/// of integers.
+FailureOr<Value> centredProduct(NodeContext &ctx, Value x, Value zeroPoint,
+                                Value weight) {
+  Type f32 = ctx.builder().getF32Type();
+  FailureOr<Value> lhs =
+      binary<dfg::SubOp>(ctx, castTo(ctx, x, f32), zeroPoint, f32);
+  if (failed(lhs))
+    return failure();
+  FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+      dfg::matmulShape(shapeOf(*lhs), shapeOf(weight)), f32, *lhs, weight);
+  return failed(product) ? product
+                         : FailureOr<Value>(ctx.refineType(*product));
+}
+
+/// y * scale (+ bias, input `biasIndex` where given), in f32.
+FailureOr<Value> scaledOutput(NodeContext &ctx, Value y, Value scale,
+                              unsigned biasIndex) {
+  Type f32 = ctx.builder().getF32Type();
+  FailureOr<Value> scaled = binary<dfg::MulOp>(ctx, y, scale, f32);
+  if (failed(scaled) || ctx.numInputs() <= biasIndex ||
+      ctx.node().input(biasIndex).empty())
+    return scaled;
+  if (!ctx.input(biasIndex))
+    return ctx.error("the bias (input " + std::to_string(biasIndex) +
+                     ") must be a float tensor");
+  return binary<dfg::AddOp>(ctx, *scaled, ctx.input(biasIndex), f32);
+}
+
+/// B (input `bIndex`), a 2-D initializer of 8-bit integers [K, N], less its
+/// zero points (input `zpIndex`: one, or one per column; in raw data or
+/// held as values) times its scales (input `scaleIndex`, or 1 for -1: one,
+/// or one per column; in raw data or a literal), as a dfg.weight with
+/// `quantization`.
+FailureOr<Value> eightBitWeight(NodeContext &ctx, StringRef op,
+                                unsigned bIndex, int scaleIndex,
+                                unsigned zpIndex) {
+  const RawInitializer *w = ctx.rawInput(bIndex);
+  bool isSigned = w && w->onnxType == onnx::TensorProto::INT8;
+  if (!w || !w->inFile() ||
+      (!isSigned && w->onnxType != onnx::TensorProto::UINT8) ||
+      ctx.input(bIndex))
+    return ctx.error(op + " is supported where B (input " +
+                     std::to_string(bIndex) +
+                     ") is an initializer of 8-bit integers (a quantized "
+                     "weight)" +
+                     (op == "MatMulInteger"
+                          ? " or a computed tensor, not an initializer of "
+                            "another type"
+                          : ""));
+  if (w->dims.size() != 2)
+    return ctx.error(op + "'s B must be a 2-D weight, not " +
+                     dimsText(w->dims));
+  int64_t k = w->dims[0], n = w->dims[1];
+  RankedTensorType a = ctx.inputType(0);
+  if (a.getRank() < 1 || a.getShape().back() != k)
+    return ctx.error(op + " of " + dimsText(a.getShape()) + " by " +
+                     dimsText(w->dims) + ": the contracted sizes differ");
+  dfg::QuantizedLayout layout;
+  layout.bits = 8;
+  layout.isSigned = isSigned;
+  layout.columns = n;
+  layout.rowBytes = n;
+  layout.zeroPoint = 0;
+  layout.blockSize = n; // one scale and zero point for the weight ...
+  layout.blockRows = k;
+  // ... or one per column.
+  auto perColumn = [&](int64_t count, StringRef what,
+                       ArrayRef<int64_t> dims) -> LogicalResult {
+    if (count == n && n != 1)
+      layout.blockSize = 1;
+    else if (count != 1)
+      return ctx.error(op + "'s " + what + " " + dimsText(dims) +
+                       " is neither one value nor one per column of " +
+                       dimsText(w->dims));
+    return success();
+  };
+  if (scaleIndex >= 0) {
+    const RawInitializer *scaleRaw = ctx.rawInput(scaleIndex);
+    std::optional<double> value = literalScalar(ctx.input(scaleIndex));
+    if (scaleRaw && scaleRaw->inFile()) {
+      Type element = ctx.inputType(scaleIndex).getElementType();
+      if (!element.isF32())
+        return ctx.error(op + "'s B scale must be f32");
+      if (failed(perColumn(product(scaleRaw->dims), "scale", scaleRaw->dims)))
+        return failure();
+      layout.scales = dfg::QuantizedPart{scaleRaw->file, scaleRaw->offset,
+                                         scaleRaw->length, element};
+    } else if (value) {
+      layout.scale = *value;
+    } else {
+      return ctx.error(op + "'s B scale (input " +
+                       std::to_string(scaleIndex) +
+                       ") must be an initializer in raw data, or one value");
+    }
+  }
+  if (ctx.numInputs() > zpIndex && !ctx.node().input(zpIndex).empty()) {
+    const RawInitializer *zp = ctx.rawInput(zpIndex);
+    if (!zp || zp->onnxType != w->onnxType)
+      return ctx.error(op + "'s B zero point (input " +
+                       std::to_string(zpIndex) +
+                       ") must be an initializer of B's type");
+    int64_t count = product(zp->dims);
+    if (scaleIndex < 0) {
+      // No scales: the zero points decide.
+      if (failed(perColumn(count, "zero point", zp->dims)))
+        return failure();
+    } else if (count != (layout.blockSize == 1 ? n : 1)) {
+      return ctx.error(op + "'s B zero point " + dimsText(zp->dims) +
+                       " is not shaped as its scale");
+    }
+    if (!zp->inFile()) {
+      // Held in the model as values.
+      if (count == 1)
+        layout.zeroPoint = zp->values.front();
+      else
+        layout.zeroPointValues.assign(zp->values.begin(), zp->values.end());
+    } else {
+      layout.zeroPoints = dfg::QuantizedPart{
+          zp->file, zp->offset, zp->length,
+          IntegerType::get(ctx.builder().getContext(), 8,
+                           IntegerType::Unsigned)};
+    }
+  }
+  return quantizedWeight(ctx, *w, layout, k, ctx.builder().getF32Type());
 }
 
 /// MatMulInteger (ONNX, opset 10): (A - a_zero_point) x (B - b_zero_point)
@@ -552,70 +690,61 @@ LogicalResult legalizeMatMulInteger(NodeContext &ctx) {
     return ctx.setResults(
         castTo(ctx, ctx.refineType(*product), ctx.builder().getI32Type()));
   }
-  const RawInitializer *w = ctx.rawInput(1);
-  bool isSigned = w && w->onnxType == onnx::TensorProto::INT8;
-  if (!w || !w->inFile() ||
-      (!isSigned && w->onnxType != onnx::TensorProto::UINT8) ||
-      ctx.input(1))
-    return ctx.error("MatMulInteger is supported where B (input 1) is an "
-                     "initializer of 8-bit integers (a quantized weight) or a "
-                     "computed tensor, not an initializer of another type");
-  if (w->dims.size() != 2)
-    return ctx.error("MatMulInteger's B must be a 2-D weight, not " +
-                     dimsText(w->dims));
-  int64_t k = w->dims[0], n = w->dims[1];
-  RankedTensorType a = ctx.inputType(0);
-  if (a.getRank() < 1 || a.getShape().back() != k)
-    return ctx.error("MatMulInteger of " + dimsText(a.getShape()) + " by " +
-                     dimsText(w->dims) + ": the contracted sizes differ");
-  dfg::QuantizedLayout layout;
-  layout.bits = 8;
-  layout.isSigned = isSigned;
-  layout.columns = n;
-  layout.rowBytes = n;
-  layout.zeroPoint = 0;
-  layout.blockSize = n; // one zero point for the weight ...
-  layout.blockRows = k;
-  if (ctx.numInputs() > 3 && !ctx.node().input(3).empty()) {
-    const RawInitializer *zp = ctx.rawInput(3);
-    if (!zp || zp->onnxType != w->onnxType)
-      return ctx.error("B's zero point (input 3) must be an initializer of "
-                       "B's type");
-    int64_t count = product(zp->dims);
-    if (count == n && n != 1) {
-      layout.blockSize = 1; // ... or one per column
-    } else if (count != 1) {
-      return ctx.error("B's zero point " + dimsText(zp->dims) +
-                       " is neither one value nor one per column of " +
-                       dimsText(w->dims));
-    }
-    if (!zp->inFile()) {
-      // Held in the model as values.
-      if (count == 1)
-        layout.zeroPoint = zp->values.front();
-      else
-        layout.zeroPointValues.assign(zp->values.begin(), zp->values.end());
-    } else {
-      layout.zeroPoints = dfg::QuantizedPart{
-          zp->file, zp->offset, zp->length,
-          IntegerType::get(ctx.builder().getContext(), 8,
-                           IntegerType::Unsigned)};
-    }
-  }
-  FailureOr<Value> weight = quantizedWeight(ctx, *w, layout, k, f32);
+  FailureOr<Value> weight = eightBitWeight(ctx, "MatMulInteger", 1, -1, 3);
   FailureOr<Value> zeroPoint = activationZeroPoint(ctx, 2, f32);
   if (failed(weight) || failed(zeroPoint))
     return failure();
-  FailureOr<Value> lhs =
-      binary<dfg::SubOp>(ctx, castTo(ctx, ctx.input(0), f32), *zeroPoint, f32);
-  if (failed(lhs))
-    return failure();
-  FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
-      dfg::matmulShape(shapeOf(*lhs), {k, n}), f32, *lhs, *weight);
+  FailureOr<Value> product =
+      centredProduct(ctx, ctx.input(0), *zeroPoint, *weight);
   if (failed(product))
     return failure();
-  return ctx.setResults(
-      castTo(ctx, ctx.refineType(*product), ctx.builder().getI32Type()));
+  return ctx.setResults(castTo(ctx, *product, ctx.builder().getI32Type()));
+}
+
+/// DynamicQuantizeMatMul (com.microsoft, onnxruntime's fusion of
+/// DynamicQuantizeLinear and MatMulInteger, as its optimizer saves a
+/// quantize_dynamic model): A quantized as DynamicQuantizeLinear does, its
+/// product by B less its zero points times B's scales (a dfg.weight with
+/// `quantization`), times A's scale, plus the bias.
+LogicalResult legalizeDynamicQuantizeMatMul(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  FailureOr<Quantized> a = quantizeDynamically(ctx, ctx.input(0));
+  FailureOr<Value> weight =
+      eightBitWeight(ctx, "DynamicQuantizeMatMul", 1, 2, 3);
+  if (failed(a) || failed(weight))
+    return failure();
+  FailureOr<Value> product =
+      centredProduct(ctx, a->values, a->zeroPoint, *weight);
+  FailureOr<Value> y =
+      failed(product) ? product : scaledOutput(ctx, *product, a->scale, 4);
+  return failed(y) ? failure() : ctx.setResults(*y);
+}
+
+/// MatMulIntegerToFloat (com.microsoft, the same fusion where the quantized
+/// A has several readers): (A - a_zero_point) x (B - b_zero_point) * b_scale,
+/// times a_scale, plus the bias.
+LogicalResult legalizeMatMulIntegerToFloat(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
+    return failure();
+  Type f32 = ctx.builder().getF32Type();
+  if (!ctx.input(2))
+    return ctx.error("MatMulIntegerToFloat needs A's scale (input 2)");
+  if (!isa<IntegerType>(ctx.inputType(0).getElementType()) ||
+      ctx.inputType(2).getNumElements() != 1)
+    return ctx.error("MatMulIntegerToFloat is supported for integer "
+                     "activations A with one scale (input 2)");
+  FailureOr<Value> weight =
+      eightBitWeight(ctx, "MatMulIntegerToFloat", 1, 3, 5);
+  FailureOr<Value> zeroPoint = activationZeroPoint(ctx, 4, f32);
+  if (failed(weight) || failed(zeroPoint))
+    return failure();
+  FailureOr<Value> product =
+      centredProduct(ctx, ctx.input(0), *zeroPoint, *weight);
+  Value scale = castTo(ctx, ctx.input(2), f32);
+  FailureOr<Value> y =
+      failed(product) ? product : scaledOutput(ctx, *product, scale, 6);
+  return failed(y) ? failure() : ctx.setResults(*y);
 }
 
 } // namespace
@@ -654,6 +783,10 @@ LogicalResult legalizePackedGather(NodeContext &ctx) {
 void populateQuantizedLegalizations(LegalizationTable &table) {
   table.add("", "DynamicQuantizeLinear", 11, legalizeDynamicQuantizeLinear);
   table.add("", "MatMulInteger", 10, legalizeMatMulInteger);
+  table.add("com.microsoft", "DynamicQuantizeMatMul", 1,
+            legalizeDynamicQuantizeMatMul);
+  table.add("com.microsoft", "MatMulIntegerToFloat", 1,
+            legalizeMatMulIntegerToFloat);
   table.add("", "DequantizeLinear", 13, legalizeDequantizeLinear);
   table.add("", "DequantizeLinear", 21, legalizeDequantizeLinear); // blocks
   table.add("com.microsoft", "MatMulNBits", 1, legalizeMatMulNBits);

@@ -64,10 +64,12 @@ minicpm3,zamba2,gemma3n_text,funnel \
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,gpt2,bert,qwen3,gpt_neox --exporter qdynamic
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
-      --arch llama,bert --exporter qdynamic_pc
+      --arch llama,bert --exporter qdynamic_pc,qdynamic_ortext
                                          (onnxruntime's quantize_dynamic over the dynamo
                                          export: 8-bit weights and activations quantized
-                                         at run time, as Hub repositories' model_quantized.onnx)
+                                         at run time, as Hub repositories' model_quantized.onnx;
+                                         qdynamic_ortext: then saved by onnxruntime's
+                                         extended optimisation, its fused forms)
   .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,qwen2 --exporter optimum_q8
                                          (Optimum's export with a KV cache, quantized by
@@ -1295,6 +1297,22 @@ QDYNAMIC = {"qdynamic": dict(per_channel=False, weight_type="QInt8"),
             "qdynamic_pc": dict(per_channel=True, weight_type="QUInt8")}
 
 
+def export_qdynamic_ortext(arch, model, out):
+    """qdynamic, then saved by onnxruntime at its extended optimisation level
+    (as a user keeps an optimized session's model): com.microsoft
+    DynamicQuantizeMatMul, MatMulIntegerToFloat and FusedMatMul."""
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, want = export_qdynamic(arch, model, tmp, **QDYNAMIC["qdynamic"])
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = os.path.join(out, "model.onnx")
+        ort.InferenceSession(os.path.join(tmp, "model.onnx"), options,
+                             providers=["CPUExecutionProvider"])
+    return feeds, want
+
+
 def export_qdynamic(arch, model, out, per_channel, weight_type):
     """quantize_dynamic over the dynamo export. torch's output is the
     unquantized model's, so the torch cross-check measures the quantization
@@ -1615,6 +1633,8 @@ def main():
                     feeds, want = export_genai(arch, model, out, precision, options)
                 elif exporter == "optimum_q8":
                     feeds, want = export_optimum_q8(arch, model, out)
+                elif exporter == "qdynamic_ortext":
+                    feeds, want = export_qdynamic_ortext(arch, model, out)
                 elif exporter in QDYNAMIC:
                     feeds, want = export_qdynamic(arch, model, out, **QDYNAMIC[exporter])
                 elif exporter == "ortopt":

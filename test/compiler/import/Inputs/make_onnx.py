@@ -1932,14 +1932,14 @@ def case_gqa_sinks(path):
 
 
 def case_quantized(path):
-    """onnxruntime's integer quantization, which meshc does not import: a
-    DynamicQuantizeMatMul (8-bit activations times 8-bit weights)."""
-    q = numpy_helper.from_array(np.zeros((16, 8), np.uint8), "w_q8")
-    scale = numpy_helper.from_array(np.ones(1, np.float32), "w_scale")
-    nodes = [helper.make_node("DynamicQuantizeMatMul", ["x", "w_q8", "w_scale"], ["y"],
-                              name="proj_q8", domain="com.microsoft")]
-    return model(nodes, [f32("x", [1, 16])], [f32("y", None)], [q, scale],
-                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+    """Static quantization of activations, which meshc does not import: a
+    QuantizeLinear by a fixed scale (what QLinearMatMul then reads)."""
+    scale = numpy_helper.from_array(np.ones((), np.float32), "x_scale")
+    zp = numpy_helper.from_array(np.zeros((), np.uint8), "x_zero_point")
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero_point"], ["y"],
+                              name="proj_q8")]
+    return model(nodes, [f32("x", [1, 16])],
+                 [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], [scale, zp])
 
 
 def nbits(inputs, inits, **attrs):
@@ -2547,6 +2547,35 @@ def case_dynamic_quantized(path):
            helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])]
     outs = [f32("y", None), f32("y2", None), f32("emb", None)]
     return model(nodes, ins, outs, inits)
+
+
+def case_ort_fused_quantized(path):
+    """onnxruntime's fused forms, as its extended optimisation saves a
+    quantize_dynamic model: DynamicQuantizeMatMul over a signed weight with a
+    scale per column and a bias; MatMulIntegerToFloat over the activations
+    DynamicQuantizeLinear gives, an unsigned weight with one scale and zero
+    point held as values; FusedMatMul with transB and alpha."""
+    rng = np.random.default_rng(12)
+    ms = helper.make_opsetid("com.microsoft", 1)
+    nodes = [
+        helper.make_node("DynamicQuantizeMatMul", ["x", "w", "ws", "", "bias"], ["y"],
+                         name="dqmm", domain="com.microsoft"),
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="quantize"),
+        helper.make_node("MatMulIntegerToFloat", ["xq", "w2", "xs", "w2s", "xz", "w2z"], ["y2"],
+                         name="mitf", domain="com.microsoft"),
+        helper.make_node("FusedMatMul", ["x", "x"], ["y3"], transB=1, alpha=0.25,
+                         name="fused", domain="com.microsoft"),
+    ]
+    inits = [
+        numpy_helper.from_array(rng.integers(-127, 128, (8, 6)).astype(np.int8), "w"),
+        numpy_helper.from_array((rng.random(6) * 0.05).astype(np.float32), "ws"),
+        numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "bias"),
+        numpy_helper.from_array(rng.integers(0, 256, (8, 3)).astype(np.uint8), "w2"),
+        helper.make_tensor("w2s", TensorProto.FLOAT, [], [0.03]),
+        helper.make_tensor("w2z", TensorProto.UINT8, [], [125]),
+    ]
+    outs = [f32("y", None), f32("y2", None), f32("y3", None)]
+    return model(nodes, [f32("x", ["batch", "seq", 8])], outs, inits, extra_opsets=[ms])
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
