@@ -678,6 +678,28 @@ private:
           return false;
       return mark(concat.getResult(), m);
     }
+    if (auto reduce = dyn_cast<dfg::ReduceMaxOp>(op)) {
+      // The largest element over the heads' axis, read only where it is
+      // then taken with a constant of at least 0 (a dynamic quantization's
+      // range widened to hold 0: max(max x, 0), and min(-max(-x), 0)): a
+      // padded head's zeros do not change it.
+      int64_t rank = shapeOf(reduce.getInput()).size();
+      bool overHeads = llvm::any_of(reduce.getAxes(), [&](int64_t a) {
+        return (a < 0 ? a + rank : a) == m.axis;
+      });
+      if (isResult || !overHeads)
+        return false;
+      return llvm::all_of(reduce->getUsers(), [&](Operation *user) {
+        if (auto max = dyn_cast<dfg::MaxOp>(user))
+          return constantBound(max, reduce.getResult(), /*least=*/true);
+        auto neg = dyn_cast<dfg::NegOp>(user);
+        return neg && llvm::all_of(neg->getUsers(), [&](Operation *u) {
+                 auto min = dyn_cast<dfg::MinOp>(u);
+                 return min &&
+                        constantBound(min, neg.getResult(), /*least=*/false);
+               });
+      });
+    }
     if (auto softmax = dyn_cast<dfg::SoftmaxOp>(op)) {
       int64_t rank = shapeOf(v).size();
       int64_t axis = softmax.getAxis();
@@ -701,6 +723,19 @@ private:
     if (isa<func::ReturnOp>(op))
       return boundary(m);
     return false;
+  }
+
+  /// Whether `op` (a binary max or min) takes `v` with a constant scalar of
+  /// at least 0 (`least`) or at most 0.
+  static bool constantBound(Operation *op, Value v, bool least) {
+    Value other = op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0);
+    auto constant = other.getDefiningOp<dfg::ConstantOp>();
+    auto attr = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue())
+                         : DenseFPElementsAttr();
+    if (!attr || attr.getNumElements() != 1)
+      return false;
+    double c = (*attr.getValues<APFloat>().begin()).convertToDouble();
+    return least ? c >= 0 : c <= 0;
   }
 
   /// Whether the heads at `m` may cross the function's boundary (an
