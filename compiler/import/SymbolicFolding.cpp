@@ -345,6 +345,102 @@ std::optional<Exprs> valuesOf(dfg::SymbolicShapes &shapes, Value v) {
   return shapes.values(v);
 }
 
+/// A float value computed from sizes: numerators over one positive
+/// denominator, each element numerator / denominator exactly.
+struct Rational {
+  Exprs numerators;
+  int64_t denominator = 1;
+};
+
+/// The integer value of a float literal's elements, where each is one.
+std::optional<Exprs> integralLiteral(Value v) {
+  auto constant = v.getDefiningOp<dfg::ConstantOp>();
+  auto attr = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue())
+                       : DenseFPElementsAttr();
+  if (!attr || attr.getNumElements() > 64)
+    return std::nullopt;
+  Exprs r;
+  for (const APFloat &f : attr.getValues<APFloat>()) {
+    double x = f.convertToDouble();
+    if (x != std::trunc(x) || std::abs(x) > 1e15)
+      return std::nullopt;
+    r.push_back(getAffineConstantExpr(static_cast<int64_t>(x),
+                                      v.getContext()));
+  }
+  return r;
+}
+
+/// The float value `v` as a rational of sizes, through the float
+/// arithmetic exporters write on sizes (MobileViT's
+/// `int(math.ceil(height / patch) * patch)`: Cast to float, Div by a
+/// constant, Ceil or Floor, Mul, Add or Sub of constants); nullopt for any
+/// other op or a divisor that is not a positive integer.
+std::optional<Rational> rationalOf(dfg::SymbolicShapes &shapes, Value v,
+                                   int depth = 0) {
+  if (depth > 16)
+    return std::nullopt;
+  if (std::optional<Exprs> c = integralLiteral(v))
+    return Rational{*c, 1};
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto conversion = dyn_cast<dfg::CastOp>(def)) {
+    Type from = cast<RankedTensorType>(conversion.getInput().getType())
+                    .getElementType();
+    if (from.isSignlessInteger()) {
+      std::optional<Exprs> values = valuesOf(shapes, conversion.getInput());
+      return values ? std::optional<Rational>(Rational{*values, 1})
+                    : std::nullopt;
+    }
+    return rationalOf(shapes, conversion.getInput(), depth + 1);
+  }
+  if (isa<dfg::CeilOp, dfg::FloorOp>(def)) {
+    std::optional<Rational> x = rationalOf(shapes, def->getOperand(0),
+                                           depth + 1);
+    if (!x)
+      return std::nullopt;
+    Rational r;
+    for (AffineExpr n : x->numerators)
+      r.numerators.push_back(isa<dfg::CeilOp>(def)
+                                 ? n.ceilDiv(x->denominator)
+                                 : n.floorDiv(x->denominator));
+    return r;
+  }
+  if (!isa<dfg::DivOp, dfg::MulOp, dfg::AddOp, dfg::SubOp>(def))
+    return std::nullopt;
+  std::optional<Rational> a = rationalOf(shapes, def->getOperand(0), depth + 1);
+  std::optional<Rational> b = rationalOf(shapes, def->getOperand(1), depth + 1);
+  if (!a || !b)
+    return std::nullopt;
+  std::optional<Exprs> out;
+  int64_t denominator = a->denominator;
+  if (isa<dfg::DivOp>(def)) {
+    // By a positive integer.
+    if (b->denominator != 1 || b->numerators.size() != 1)
+      return std::nullopt;
+    std::optional<int64_t> c = constantOf(b->numerators.front());
+    if (!c || *c <= 0 || a->denominator > (int64_t(1) << 30) / *c)
+      return std::nullopt;
+    return Rational{a->numerators, a->denominator * *c};
+  }
+  if (isa<dfg::MulOp>(def)) {
+    if (a->denominator != 1 && b->denominator != 1)
+      return std::nullopt;
+    denominator = a->denominator * b->denominator;
+    out = zipWith(a->numerators, b->numerators,
+                  [](AffineExpr x, AffineExpr y) { return x * y; });
+  } else {
+    // A sum over one denominator.
+    if (a->denominator != b->denominator)
+      return std::nullopt;
+    bool add = isa<dfg::AddOp>(def);
+    out = zipWith(a->numerators, b->numerators,
+                  [&](AffineExpr x, AffineExpr y) { return add ? x + y : x - y; });
+  }
+  return out ? std::optional<Rational>(Rational{*out, denominator})
+             : std::nullopt;
+}
+
 } // namespace
 
 Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
@@ -375,6 +471,25 @@ Value foldSymbolic(Operation *op, dfg::DimTable &table, StringRef weightsDir,
       type.getNumElements() > 64 || !type.getElementType().isSignlessInteger())
     return {};
   dfg::SymbolicShapes shapes(table);
+  // A float computed from sizes, cast back to integers (ONNX's Cast
+  // truncates): the quotient of its rational, where the numerator is at
+  // least 0.
+  if (auto conversion = dyn_cast<dfg::CastOp>(op);
+      conversion &&
+      isa<FloatType>(cast<RankedTensorType>(conversion.getInput().getType())
+                         .getElementType())) {
+    std::optional<Rational> r = rationalOf(shapes, conversion.getInput());
+    if (!r || llvm::none_of(r->numerators,
+                            [](AffineExpr e) { return !constantOf(e); }))
+      return {};
+    Exprs out;
+    for (AffineExpr n : r->numerators) {
+      if (r->denominator != 1 && !nonNegative(n))
+        return {};
+      out.push_back(r->denominator == 1 ? n : n.floorDiv(r->denominator));
+    }
+    return materialize(op, type, out, table);
+  }
   // Elements of a range with symbolic bounds at constant positions (torch's
   // `cache_position[-1] + 1`, the length of the positions): start + k *
   // delta, a negative k counting back from the range's length.

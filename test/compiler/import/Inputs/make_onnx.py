@@ -2578,6 +2578,35 @@ def case_ort_fused_quantized(path):
     return model(nodes, [f32("x", ["batch", "seq", 8])], outs, inits, extra_opsets=[ms])
 
 
+def case_float_size_arithmetic(path):
+    """A size computed in floats, as MobileViT writes
+    int(math.ceil(width / patch) * patch): Cast to float, Div, Ceil (and a
+    Floor), Mul, Cast back; its rows of x padded up to that many (Pad) and
+    folded into patches of 4 (Reshape)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "one"], ["width"], axis=0, name="width"),
+        helper.make_node("Cast", ["width"], ["wf"], to=TensorProto.FLOAT, name="to_float"),
+        helper.make_node("Div", ["wf", "four"], ["q"], name="div"),
+        helper.make_node("Ceil", ["q"], ["c"], name="ceil"),
+        helper.make_node("Mul", ["c", "four"], ["padded_f"], name="mul"),
+        helper.make_node("Cast", ["padded_f"], ["padded"], to=TensorProto.INT64, name="to_int"),
+        helper.make_node("Sub", ["padded", "width"], ["extra"], name="extra"),
+        helper.make_node("Concat", ["zeros3", "extra"], ["pads"], axis=0, name="pads"),
+        helper.make_node("Pad", ["x", "pads"], ["xp"], name="pad"),
+        helper.make_node("Floor", ["q"], ["f"], name="floor"),
+        helper.make_node("Cast", ["f"], ["whole"], to=TensorProto.INT64, name="whole"),
+        helper.make_node("Concat", ["batch_and_minus1", "four_i"], ["fold"], axis=0, name="fold_shape"),
+        helper.make_node("Reshape", ["xp", "fold"], ["patches"], name="fold"),
+        helper.make_node("ConstantOfShape", ["whole"], ["ones"],
+                         value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]), name="ones"),
+    ]
+    inits = [ints("one", [1]), numpy_helper.from_array(np.array(4.0, np.float32), "four"),
+             ints("zeros3", [0, 0, 0]), ints("batch_and_minus1", [0, -1]), ints("four_i", [4])]
+    return model(nodes, [f32("x", ["batch", "width"])], [f32("patches", None), f32("ones", None)],
+                 inits)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
