@@ -150,6 +150,10 @@ private:
   /// the class token added to its position embeddings of a fixed count,
   /// with the image's height and width symbolic).
   void noteBroadcastSizes(Operation *op, const onnx::NodeProto &node);
+  /// The dimensions of `op`'s operands, and (`rank`) the largest rank, to
+  /// align them on the right as broadcasting does.
+  SmallVector<SmallVector<AffineExpr>> operandDims(Operation *op,
+                                                   size_t &rank);
 
   MLIRContext &context_;
   /// The graph node being imported (an If's branch is numbered as it).
@@ -1418,12 +1422,8 @@ void Importer::checkClaims(Operation *op) {
     }
     return;
   }
-  SmallVector<SmallVector<AffineExpr>> all;
   size_t rank = 0;
-  for (Value v : op->getOperands()) {
-    all.emplace_back(shapes_.dims(v));
-    rank = std::max(rank, all.back().size());
-  }
+  SmallVector<SmallVector<AffineExpr>> all = operandDims(op, rank);
   for (size_t i = 0; i < rank; ++i) {
     SmallVector<AffineExpr> exprs;
     for (const auto &d : all)
@@ -1437,13 +1437,20 @@ void Importer::checkClaims(Operation *op) {
   }
 }
 
-void Importer::noteBroadcastSizes(Operation *op, const onnx::NodeProto &node) {
+SmallVector<SmallVector<AffineExpr>> Importer::operandDims(Operation *op,
+                                                          size_t &rank) {
   SmallVector<SmallVector<AffineExpr>> all;
-  size_t rank = 0;
+  rank = 0;
   for (Value v : op->getOperands()) {
     all.emplace_back(shapes_.dims(v));
     rank = std::max(rank, all.back().size());
   }
+  return all;
+}
+
+void Importer::noteBroadcastSizes(Operation *op, const onnx::NodeProto &node) {
+  size_t rank = 0;
+  SmallVector<SmallVector<AffineExpr>> all = operandDims(op, rank);
   for (size_t i = 0; i < rank; ++i) {
     std::optional<int64_t> size;
     SmallVector<AffineExpr> symbolic;

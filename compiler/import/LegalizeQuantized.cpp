@@ -44,6 +44,21 @@ int64_t product(ArrayRef<int64_t> dims) {
 
 std::string dimsText(ArrayRef<int64_t> dims) { return dfg::formatShape(dims); }
 
+/// The layout of a [rows, columns] matrix of 8-bit integers with one block
+/// (scale 1, zero point 0 until given).
+dfg::QuantizedLayout eightBitMatrix(int64_t rows, int64_t columns,
+                                    bool isSigned) {
+  dfg::QuantizedLayout layout;
+  layout.bits = 8;
+  layout.isSigned = isSigned;
+  layout.columns = columns;
+  layout.rowBytes = columns;
+  layout.zeroPoint = 0;
+  layout.blockSize = columns;
+  layout.blockRows = rows;
+  return layout;
+}
+
 /// The one value of a float literal (a dfg.constant of one element).
 std::optional<double> literalScalar(Value v) {
   auto constant = v ? v.getDefiningOp<dfg::ConstantOp>() : dfg::ConstantOp();
@@ -584,15 +599,8 @@ FailureOr<Value> eightBitWeight(NodeContext &ctx, StringRef op,
   if (a.getRank() < 1 || a.getShape().back() != k)
     return ctx.error(op + " of " + dimsText(a.getShape()) + " by " +
                      dimsText(w->dims) + ": the contracted sizes differ");
-  dfg::QuantizedLayout layout;
-  layout.bits = 8;
-  layout.isSigned = isSigned;
-  layout.columns = n;
-  layout.rowBytes = n;
-  layout.zeroPoint = 0;
-  layout.blockSize = n; // one scale and zero point for the weight ...
-  layout.blockRows = k;
-  // ... or one per column.
+  // One scale and zero point for the weight, or one per column.
+  dfg::QuantizedLayout layout = eightBitMatrix(k, n, isSigned);
   auto perColumn = [&](int64_t count, StringRef what,
                        ArrayRef<int64_t> dims) -> LogicalResult {
     if (count == n && n != 1)
@@ -759,14 +767,7 @@ LogicalResult legalizePackedGather(NodeContext &ctx) {
                      "(axis 0) of a 2-D initializer of 8-bit integers, by "
                      "computed indices");
   int64_t rows = data->dims[0], columns = data->dims[1];
-  dfg::QuantizedLayout layout;
-  layout.bits = 8;
-  layout.isSigned = isSigned;
-  layout.columns = columns;
-  layout.rowBytes = columns;
-  layout.zeroPoint = 0;
-  layout.blockSize = columns;
-  layout.blockRows = rows;
+  dfg::QuantizedLayout layout = eightBitMatrix(rows, columns, isSigned);
   Type f32 = ctx.builder().getF32Type();
   FailureOr<Value> table = quantizedWeight(ctx, *data, layout, rows, f32);
   if (failed(table))
