@@ -16,6 +16,7 @@
 #include "compiler/tools/init_meshc.h"
 #include "dialects/dfg/Eval/Evaluator.h"
 #include "dialects/dfg/Eval/SpmdEvaluator.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 #include "meshc/runtime/npy.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
@@ -46,6 +47,55 @@ std::string portName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
     if (auto name = attrs.getAs<StringAttr>("onnx.name"))
       return name.str();
   return (prefix + Twine(index)).str();
+}
+
+/// The sizes the import assumed (the module's dfg.dim_equal: a symbolic
+/// dimension an op broadcasts against a static size; dfg.dim_negative: a
+/// slice bound taken negative), checked at the arguments' sizes as the
+/// executables check them; the first that does not hold, or "".
+std::string violatedAssumption(ModuleOp module, func::FuncOp func,
+                               ArrayRef<dfg::EvalTensor> args) {
+  dfg::DimBindings bindings;
+  for (unsigned i = 0; i < func.getNumArguments() && i < args.size(); ++i) {
+    auto names = func.getArgAttrOfType<ArrayAttr>(i, "dfg.dim_names");
+    if (!names)
+      continue;
+    for (auto [d, name] : enumerate(names)) {
+      StringRef n = cast<StringAttr>(name).getValue();
+      if (!n.empty() && !dfg::isDerivedDimName(n) && d < args[i].shape.size())
+        bindings.try_emplace(n, args[i].shape[d]);
+    }
+  }
+  for (StringRef kind : {"dfg.dim_equal", "dfg.dim_negative"}) {
+    auto entries = module->getAttrOfType<ArrayAttr>(kind);
+    if (!entries)
+      continue;
+    for (Attribute entry : entries) {
+      auto dict = cast<DictionaryAttr>(entry);
+      Expected<SmallVector<int64_t>> value = dfg::evaluateDims(
+          cast<AffineMapAttr>(dict.get("map")).getValue(),
+          cast<ArrayAttr>(dict.get("names")), bindings);
+      if (!value) {
+        consumeError(value.takeError()); // a size no argument gives
+        continue;
+      }
+      int64_t v = value->front();
+      auto size = dict.getAs<IntegerAttr>("size");
+      if (size ? v == size.getInt() : v < 0)
+        continue;
+      dfg::DimTable table(module.getContext());
+      AffineExpr e = table.read(cast<AffineMapAttr>(dict.get("map")).getValue(),
+                                cast<ArrayAttr>(dict.get("names")))[0];
+      return "the input sizes make " + table.format(e) + " = " +
+             std::to_string(v) +
+             ", where the model's " +
+             cast<StringAttr>(dict.get("node")).getValue().str() +
+             (size ? " needs " + std::to_string(size.getInt())
+                   : std::string(" takes nothing (it was compiled for sizes "
+                                 "where that is negative)"));
+    }
+  }
+  return "";
 }
 
 } // namespace
@@ -116,6 +166,8 @@ int runEvalTool(int argc, char **argv) {
     return fail("--input '" + files.begin()->getKey() +
                 "' names no argument of @" + function);
 
+  if (std::string why = violatedAssumption(*module, func, args); !why.empty())
+    return fail(why);
   std::string weights = weightsDir.empty() ? sys::path::parent_path(input).str()
                                            : weightsDir.getValue();
   // A partitioned program runs on every rank of its grid.
