@@ -459,44 +459,24 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
          << expected << "));\n";
     }
   }
-  // Sizes the import assumed: a run at other sizes is refused by name.
-  // dfg.dim_negative: the side of a slice bound the export was traced on;
-  // dfg.dim_equal: a symbolic dimension an op broadcasts against a static
-  // size, which its result takes.
-  auto module = fn_->getParentOfType<ModuleOp>();
-  for (StringRef kind : {"dfg.dim_negative", "dfg.dim_equal"}) {
-    auto entries =
-        module ? module->getAttrOfType<ArrayAttr>(kind) : ArrayAttr();
-    if (!isMain || !entries)
-      continue;
-    for (Attribute entry : entries) {
-      auto dict = cast<DictionaryAttr>(entry);
-      AffineExpr e = table_.read(
-          cast<AffineMapAttr>(dict.get("map")).getValue(),
-          cast<ArrayAttr>(dict.get("names")))[0];
-      if (unbound(e))
+  // Sizes the import assumed (dfg::sizeAssumptions): a run at other sizes
+  // is refused by name.
+  if (isMain)
+    for (const dfg::SizeAssumption &assumed :
+         dfg::sizeAssumptions(fn_->getParentOfType<ModuleOp>(), table_)) {
+      if (unbound(assumed.expr))
         continue; // not this rank's inputs: a rank that reads them checks
-      std::string value = dimExpr(e);
-      std::string node = cast<StringAttr>(dict.get("node")).getValue().str();
-      std::string before = "the input sizes make " + table_.format(e) + " = ";
-      std::string condition, after;
-      if (auto size = dict.getAs<IntegerAttr>("size")) {
-        condition = value + " != " + std::to_string(size.getInt());
-        after = ", where the model's " + node + " needs " +
-                std::to_string(size.getInt()) +
-                " (it meets a dimension of that size)";
-      } else {
-        condition = value + " >= 0";
-        after = ", where the model's " + node +
-                " takes nothing; it was compiled for sizes where that is "
-                "negative, as its export was traced";
-      }
-      os << "  if (" << condition << ")\n"
-         << "    rt::fatal(std::string(" << cppString(before)
-         << ") + std::to_string(" << value << ") + " << cppString(after)
-         << ");\n";
+      std::string value = dimExpr(assumed.expr);
+      std::string holds = assumed.size
+                              ? value + " == " + std::to_string(*assumed.size)
+                              : value + " < 0";
+      os << "  if (!(" << holds << "))\n"
+         << "    rt::fatal(std::string("
+         << cppString("the input sizes make " + table_.format(assumed.expr) +
+                      " = ")
+         << ") + std::to_string(" << value << ") + "
+         << cppString(assumed.violation()) << ");\n";
     }
-  }
   if (isMain && hasStages_ && !symbols_.empty()) {
     os << "  const std::int64_t dims[] = {";
     for (auto [k, sym] : llvm::enumerate(symbols_))

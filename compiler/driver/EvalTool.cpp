@@ -66,34 +66,19 @@ std::string violatedAssumption(ModuleOp module, func::FuncOp func,
         bindings.try_emplace(n, args[i].shape[d]);
     }
   }
-  for (StringRef kind : {"dfg.dim_equal", "dfg.dim_negative"}) {
-    auto entries = module->getAttrOfType<ArrayAttr>(kind);
-    if (!entries)
+  dfg::DimTable table(module.getContext());
+  for (const dfg::SizeAssumption &assumed :
+       dfg::sizeAssumptions(module, table)) {
+    auto [map, names] = table.write({assumed.expr});
+    Expected<SmallVector<int64_t>> value =
+        dfg::evaluateDims(map, names, bindings);
+    if (!value) {
+      consumeError(value.takeError()); // a size no argument gives
       continue;
-    for (Attribute entry : entries) {
-      auto dict = cast<DictionaryAttr>(entry);
-      Expected<SmallVector<int64_t>> value = dfg::evaluateDims(
-          cast<AffineMapAttr>(dict.get("map")).getValue(),
-          cast<ArrayAttr>(dict.get("names")), bindings);
-      if (!value) {
-        consumeError(value.takeError()); // a size no argument gives
-        continue;
-      }
-      int64_t v = value->front();
-      auto size = dict.getAs<IntegerAttr>("size");
-      if (size ? v == size.getInt() : v < 0)
-        continue;
-      dfg::DimTable table(module.getContext());
-      AffineExpr e = table.read(cast<AffineMapAttr>(dict.get("map")).getValue(),
-                                cast<ArrayAttr>(dict.get("names")))[0];
-      return "the input sizes make " + table.format(e) + " = " +
-             std::to_string(v) +
-             ", where the model's " +
-             cast<StringAttr>(dict.get("node")).getValue().str() +
-             (size ? " needs " + std::to_string(size.getInt())
-                   : std::string(" takes nothing (it was compiled for sizes "
-                                 "where that is negative)"));
     }
+    if (!assumed.holds(value->front()))
+      return "the input sizes make " + table.format(assumed.expr) + " = " +
+             std::to_string(value->front()) + assumed.violation();
   }
   return "";
 }

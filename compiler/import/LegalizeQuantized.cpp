@@ -59,6 +59,16 @@ dfg::QuantizedLayout eightBitMatrix(int64_t rows, int64_t columns,
   return layout;
 }
 
+/// Zero points the model holds as values (RawInitializer::values): one for
+/// the whole weight, or one per block of its scales' grid.
+void setHeldZeroPoints(dfg::QuantizedLayout &layout,
+                       const RawInitializer &zp) {
+  if (zp.values.size() == 1)
+    layout.zeroPoint = zp.values.front();
+  else
+    layout.zeroPointValues.assign(zp.values.begin(), zp.values.end());
+}
+
 /// The one value of a float literal (a dfg.constant of one element).
 std::optional<double> literalScalar(Value v) {
   auto constant = v ? v.getDefiningOp<dfg::ConstantOp>() : dfg::ConstantOp();
@@ -422,19 +432,15 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
       return ctx.error("the zero point " + dimsText(zp->dims) +
                        " is not shaped as the scale");
     if (!zp->inFile()) {
-      // Held in the model as values.
-      if (zp->values.size() == 1)
-        layout.zeroPoint = zp->values.front();
-      else
-        layout.zeroPointValues.assign(zp->values.begin(), zp->values.end());
-      FailureOr<Value> w = quantizedWeight(ctx, *x, layout, rows, element);
-      return failed(w) ? failure() : ctx.setResults(*w);
+      setHeldZeroPoints(layout, *zp);
+    } else {
+      // ONNX packs 4-bit tensors on across rows.
+      layout.zeroPointRowBits = blocks * bits;
+      layout.zeroPoints = dfg::QuantizedPart{
+          zp->file, zp->offset, zp->length,
+          IntegerType::get(ctx.builder().getContext(), 8,
+                           IntegerType::Unsigned)};
     }
-    // ONNX packs 4-bit tensors on across rows.
-    layout.zeroPointRowBits = blocks * bits;
-    layout.zeroPoints = dfg::QuantizedPart{
-        zp->file, zp->offset, zp->length,
-        IntegerType::get(ctx.builder().getContext(), 8, IntegerType::Unsigned)};
   }
   FailureOr<Value> w = quantizedWeight(ctx, *x, layout, rows, element);
   if (failed(w))
@@ -453,8 +459,9 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
 /// tensor-parallel split of x reduces it across the ranks. (Where x is all
 /// zeros, ONNX's scale is 1 / 255 and meshc's the least normal float: y is
 /// the zero point either way, so the products that read it are 0.)
-/// x quantized as DynamicQuantizeLinear does (below): the quantized values
-/// and the zero point as f32 (integers in [0, 255]), and the scale.
+/// quantizeDynamically computes it (the quantized values and the zero point
+/// as f32, integers in [0, 255], and the scale), for DynamicQuantizeLinear
+/// and DynamicQuantizeMatMul.
 struct Quantized {
   Value values, scale, zeroPoint;
 };
@@ -646,11 +653,7 @@ FailureOr<Value> eightBitWeight(NodeContext &ctx, StringRef op,
                        " is not shaped as its scale");
     }
     if (!zp->inFile()) {
-      // Held in the model as values.
-      if (count == 1)
-        layout.zeroPoint = zp->values.front();
-      else
-        layout.zeroPointValues.assign(zp->values.begin(), zp->values.end());
+      setHeldZeroPoints(layout, *zp);
     } else {
       layout.zeroPoints = dfg::QuantizedPart{
           zp->file, zp->offset, zp->length,
@@ -664,8 +667,9 @@ FailureOr<Value> eightBitWeight(NodeContext &ctx, StringRef op,
 /// MatMulInteger (ONNX, opset 10): (A - a_zero_point) x (B - b_zero_point)
 /// in int32, where B is an initializer of 8-bit integers [K, N] (a weight,
 /// as onnxruntime's quantize_dynamic writes it) and its zero point one value
-/// or one per column, or B is computed too (a DynamicQuantizeLinear's). B less its zero points becomes a `dfg.weight` with
-/// `quantization` (scales 1), read by a dfg.matmul in f32, so that raising
+/// or one per column, or B is computed too (a DynamicQuantizeLinear's). B
+/// less its zero points becomes a `dfg.weight` with `quantization` (scales
+/// 1), read by a dfg.matmul in f32, so that raising
 /// makes it a linear and tensor parallelism splits it as any other weight;
 /// the products and sums of integers are exact in f32 up to 2^24, and
 /// rounded beyond (relative 6e-8, where onnxruntime's int32 is exact). The
@@ -683,20 +687,17 @@ LogicalResult legalizeMatMulInteger(NodeContext &ctx) {
       return ctx.error("MatMulInteger's A and B must be integers");
     FailureOr<Value> za = activationZeroPoint(ctx, 2, f32);
     FailureOr<Value> zb = activationZeroPoint(ctx, 3, f32);
-    if (failed(za) || failed(zb))
-      return failure();
-    FailureOr<Value> lhs = binary<dfg::SubOp>(
-        ctx, castTo(ctx, ctx.input(0), f32), *za, f32);
-    FailureOr<Value> rhs = binary<dfg::SubOp>(
-        ctx, castTo(ctx, ctx.input(1), f32), *zb, f32);
-    if (failed(lhs) || failed(rhs))
-      return failure();
-    FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
-        dfg::matmulShape(shapeOf(*lhs), shapeOf(*rhs)), f32, *lhs, *rhs);
+    FailureOr<Value> rhs =
+        failed(zb) ? zb
+                   : binary<dfg::SubOp>(ctx, castTo(ctx, ctx.input(1), f32),
+                                        *zb, f32);
+    FailureOr<Value> product =
+        failed(za) || failed(rhs)
+            ? FailureOr<Value>(failure())
+            : centredProduct(ctx, ctx.input(0), *za, ctx.refineType(*rhs));
     if (failed(product))
       return failure();
-    return ctx.setResults(
-        castTo(ctx, ctx.refineType(*product), ctx.builder().getI32Type()));
+    return ctx.setResults(castTo(ctx, *product, ctx.builder().getI32Type()));
   }
   FailureOr<Value> weight = eightBitWeight(ctx, "MatMulInteger", 1, -1, 3);
   FailureOr<Value> zeroPoint = activationZeroPoint(ctx, 2, f32);

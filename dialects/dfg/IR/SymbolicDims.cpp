@@ -991,4 +991,32 @@ Dims SymbolicShapes::compute(Value value) {
       });
 }
 
+std::string SizeAssumption::violation() const {
+  if (size)
+    return ", where the model's " + node + " needs " + std::to_string(*size) +
+           " (it meets a dimension of that size)";
+  return ", where the model's " + node +
+         " takes nothing; it was compiled for sizes where that is negative, "
+         "as its export was traced";
+}
+
+SmallVector<SizeAssumption> sizeAssumptions(Operation *module,
+                                            DimTable &table) {
+  SmallVector<SizeAssumption> all;
+  for (StringRef kind : {"dfg.dim_negative", "dfg.dim_equal"}) {
+    auto entries = module ? module->getAttrOfType<ArrayAttr>(kind) : ArrayAttr();
+    for (Attribute entry : entries ? entries.getValue() : ArrayRef<Attribute>()) {
+      auto dict = cast<DictionaryAttr>(entry);
+      SizeAssumption a;
+      a.expr = table.read(cast<AffineMapAttr>(dict.get("map")).getValue(),
+                          cast<ArrayAttr>(dict.get("names")))[0];
+      if (auto size = dict.getAs<IntegerAttr>("size"))
+        a.size = size.getInt();
+      a.node = cast<StringAttr>(dict.get("node")).getValue().str();
+      all.push_back(std::move(a));
+    }
+  }
+  return all;
+}
+
 } // namespace meshc::dfg

@@ -208,6 +208,26 @@ private:
   bool noRule_ = false;
 };
 
+/// A size the import assumed, as the module records it for executables and
+/// the reference evaluator to check at their inputs' sizes: an expression
+/// that must be `size` (dfg.dim_equal: a symbolic dimension an elementwise
+/// op broadcasts against a static size), or negative without one
+/// (dfg.dim_negative: a slice bound taken on the side the export was traced
+/// on), and the node that needs it.
+struct SizeAssumption {
+  mlir::AffineExpr expr; // over the table sizeAssumptions read into
+  std::optional<int64_t> size;
+  std::string node;
+  /// Whether the expression's value `v` satisfies it.
+  bool holds(int64_t v) const { return size ? v == *size : v < 0; }
+  /// What follows "the input sizes make EXPR = V" where it does not hold.
+  std::string violation() const;
+};
+/// The assumptions recorded on `module` (its dfg.dim_equal and
+/// dfg.dim_negative), their expressions read into `table`.
+llvm::SmallVector<SizeAssumption> sizeAssumptions(mlir::Operation *module,
+                                                  DimTable &table);
+
 } // namespace meshc::dfg
 
 #endif // MESHC_DIALECTS_DFG_IR_SYMBOLICDIMS_H
