@@ -1647,31 +1647,23 @@ OwningOpRef<ModuleOp> Importer::run() {
           entry.getKey(), builder_.getI64IntegerAttr(entry.getValue())));
     (*module)->setAttr(name, builder_.getDictionaryAttr(entries));
   }
-  // Expressions the import assumed negative, for the executables to check.
-  if (!negatives_.empty()) {
+  // Expressions the import assumed negative, and those the ops need at a
+  // static size, for the executables to check (dfg::sizeAssumptions).
+  auto record = [&](StringRef name, ArrayRef<dfg::SizeAssumption> assumed) {
+    if (assumed.empty())
+      return;
     SmallVector<Attribute> entries;
-    for (auto &[e, node] : negatives_) {
-      auto [map, names] = dimTable_.write({e});
-      entries.push_back(builder_.getDictionaryAttr(
-          {builder_.getNamedAttr("map", AffineMapAttr::get(map)),
-           builder_.getNamedAttr("names", names),
-           builder_.getNamedAttr("node", builder_.getStringAttr(node))}));
-    }
-    (*module)->setAttr("dfg.dim_negative", builder_.getArrayAttr(entries));
-  }
-  // Expressions the ops need at a static size, for the executables to check.
-  if (!equalities_.empty()) {
-    SmallVector<Attribute> entries;
-    for (auto &[e, need] : equalities_) {
-      auto [map, names] = dimTable_.write({e});
-      entries.push_back(builder_.getDictionaryAttr(
-          {builder_.getNamedAttr("map", AffineMapAttr::get(map)),
-           builder_.getNamedAttr("names", names),
-           builder_.getNamedAttr("size", builder_.getI64IntegerAttr(need.first)),
-           builder_.getNamedAttr("node", builder_.getStringAttr(need.second))}));
-    }
-    (*module)->setAttr("dfg.dim_equal", builder_.getArrayAttr(entries));
-  }
+    for (const dfg::SizeAssumption &a : assumed)
+      entries.push_back(a.toAttr(dimTable_));
+    (*module)->setAttr(name, builder_.getArrayAttr(entries));
+  };
+  SmallVector<dfg::SizeAssumption> negative, equal;
+  for (auto &[e, node] : negatives_)
+    negative.push_back({e, std::nullopt, node});
+  for (auto &[e, need] : equalities_)
+    equal.push_back({e, need.first, need.second});
+  record("dfg.dim_negative", negative);
+  record("dfg.dim_equal", equal);
 
   if (failed(verify(*module)))
     return nullptr;

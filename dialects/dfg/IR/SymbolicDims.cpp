@@ -1000,6 +1000,18 @@ std::string SizeAssumption::violation() const {
          "as its export was traced";
 }
 
+DictionaryAttr SizeAssumption::toAttr(const DimTable &table) const {
+  Builder b(table.context());
+  auto [map, names] = table.write({expr});
+  SmallVector<NamedAttribute> entries{
+      b.getNamedAttr("map", AffineMapAttr::get(map)),
+      b.getNamedAttr("names", names),
+      b.getNamedAttr("node", b.getStringAttr(node))};
+  if (size)
+    entries.push_back(b.getNamedAttr("size", b.getI64IntegerAttr(*size)));
+  return b.getDictionaryAttr(entries);
+}
+
 SmallVector<SizeAssumption> sizeAssumptions(Operation *module,
                                             DimTable &table) {
   SmallVector<SizeAssumption> all;

@@ -222,6 +222,8 @@ struct SizeAssumption {
   bool holds(int64_t v) const { return size ? v == *size : v < 0; }
   /// What follows "the input sizes make EXPR = V" where it does not hold.
   std::string violation() const;
+  /// The entry the module records (`expr` over `table`'s symbols).
+  mlir::DictionaryAttr toAttr(const DimTable &table) const;
 };
 /// The assumptions recorded on `module` (its dfg.dim_equal and
 /// dfg.dim_negative), their expressions read into `table`.
