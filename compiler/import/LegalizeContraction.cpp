@@ -46,6 +46,16 @@ FailureOr<Value> transposeBy(NodeContext &ctx, Value v,
       ctx.builder().getDenseI64ArrayAttr(perm));
 }
 
+/// `v` (of rank 2 or more) with its last two axes swapped: a matrix
+/// transposed, per batch.
+FailureOr<Value> transposeLastTwo(NodeContext &ctx, Value v) {
+  int64_t rank = cast<ShapedType>(v.getType()).getRank();
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  FailureOr<Value> t = transposeBy(ctx, v, perm);
+  return failed(t) ? t : FailureOr<Value>(ctx.refineType(*t));
+}
+
 /// `v` combined into the running `acc` by OpTy (a sum, product or max over
 /// taps or axes); `v` itself while `acc` is still null.
 template <typename OpTy>
@@ -1113,16 +1123,11 @@ LogicalResult legalizeFusedMatMul(NodeContext &ctx) {
                        " (a transpose of the batch axes) is not supported");
   Type element = a.getElementType();
   auto transposed = [&](unsigned i, StringRef attr) -> FailureOr<Value> {
-    Value v = ctx.input(i);
-    int64_t rank = ctx.inputType(i).getRank();
     if (!ctx.attrInt(attr, 0))
-      return v;
-    if (rank < 2)
+      return ctx.input(i);
+    if (ctx.inputType(i).getRank() < 2)
       return ctx.error("FusedMatMul's " + attr + " of a vector");
-    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-    std::swap(perm[rank - 2], perm[rank - 1]);
-    FailureOr<Value> t = transposeBy(ctx, v, perm);
-    return failed(t) ? t : FailureOr<Value>(ctx.refineType(*t));
+    return transposeLastTwo(ctx, ctx.input(i));
   };
   FailureOr<Value> lhs = transposed(0, "transA");
   FailureOr<Value> rhs = transposed(1, "transB");
@@ -1153,12 +1158,8 @@ LogicalResult legalizeGemm(NodeContext &ctx) {
                      dfg::formatShape(ctx.inputType(1).getShape()));
 
   auto transposed = [&](unsigned i, StringRef attr) -> FailureOr<Value> {
-    if (!ctx.attrInt(attr, 0))
-      return ctx.input(i);
-    SmallVector<int64_t> perm{1, 0};
-    return ctx.create<dfg::TransposeOp>(
-        dfg::transposeShape(ctx.inputType(i).getShape(), perm), element,
-        ctx.input(i), ctx.builder().getDenseI64ArrayAttr(perm));
+    return ctx.attrInt(attr, 0) ? transposeLastTwo(ctx, ctx.input(i))
+                                : FailureOr<Value>(ctx.input(i));
   };
   FailureOr<Value> a = transposed(0, "transA");
   FailureOr<Value> b = transposed(1, "transB");
