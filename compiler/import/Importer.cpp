@@ -640,6 +640,7 @@ static std::string packedTypeName(int onnxType) {
 /// quantization, its quantized mixture of experts, and ONNX's quantization
 /// of activations. (Weight-only quantization is imported: onnxruntime's
 /// MatMulNBits and GatherBlockQuantized, the int4 models of its builder,
+/// MatMulBnb4 (bitsandbytes' FP4 and NF4 codes),
 /// and ONNX's DequantizeLinear of an initializer; so is the dynamic
 /// quantization of activations, ONNX's DynamicQuantizeLinear and
 /// MatMulInteger as onnxruntime's quantize_dynamic writes them, and
@@ -647,7 +648,7 @@ static std::string packedTypeName(int onnxType) {
 /// MatMulIntegerToFloat; LegalizeQuantized.cpp.)
 static bool isQuantizedOp(StringRef opType) {
   return llvm::is_contained(
-      {"MatMulBnb4", "QMoE", "QAttention", "QLinearMatMul", "QuantizeLinear",
+      {"QMoE", "QAttention", "QLinearMatMul", "QuantizeLinear",
        "QOrderedMatMul"},
       opType);
 }
@@ -1051,6 +1052,7 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
   bool standard = node.domain().empty() || node.domain() == "ai.onnx";
   if ((node.domain() == "com.microsoft" &&
        (node.op_type() == "MatMulNBits" ||
+        node.op_type() == "MatMulBnb4" ||
         node.op_type() == "GatherBlockQuantized" ||
         node.op_type() == "DynamicQuantizeMatMul" ||
         node.op_type() == "MatMulIntegerToFloat")) ||
@@ -1065,7 +1067,8 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
                           << packedTypeName(packed->onnxType)
                           << " integers, which meshc reads only as the "
                              "quantized weights of MatMulNBits, "
-                             "GatherBlockQuantized, DequantizeLinear, "
+                             "MatMulBnb4, GatherBlockQuantized, "
+                             "DequantizeLinear, "
                              "MatMulInteger, DynamicQuantizeMatMul, "
                              "MatMulIntegerToFloat and Gather (and their "
                              "Reshapes)";
@@ -1585,7 +1588,7 @@ OwningOpRef<ModuleOp> Importer::run() {
           << "a quantized model (" << node.op_type()
           << ": integer weights or activations with scales) is not "
              "supported: meshc computes in f32, f16 or bf16 and reads only "
-             "weight-only quantized matrices (MatMulNBits, "
+             "weight-only quantized matrices (MatMulNBits, MatMulBnb4, "
              "GatherBlockQuantized, DequantizeLinear of an initializer) and "
              "the dynamic quantization of activations (DynamicQuantizeLinear, "
              "MatMulInteger, DynamicQuantizeMatMul, MatMulIntegerToFloat); "

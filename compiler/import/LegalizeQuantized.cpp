@@ -10,6 +10,8 @@
 //
 //   MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?)
 //     -> matmul(A, transpose(W)) (+ bias)     W [N, K], rows of B
+//   MatMulBnb4(A, B, absmax)                  FP4 or NF4 codes times
+//     -> matmul(A, transpose(W))              their block's absmax
 //   GatherBlockQuantized(data, indices, scales, zero_points?)
 //     -> gather(W, indices, axis 0)           W [rows, K], rows of data
 //   DequantizeLinear(x, scale, zero_point?)   x a 2-D integer initializer
@@ -128,16 +130,19 @@ zeroPointsInput(NodeContext &ctx, unsigned i, int64_t rows, int64_t rowBytes) {
       IntegerType::get(ctx.builder().getContext(), 8, IntegerType::Unsigned)});
 }
 
-/// The dfg.weight of a quantized [rows, columns] matrix, checked by its
-/// verifier (invariant 6).
+/// The dfg.weight of a quantized [rows, columns] matrix (or of `shape`, of
+/// as many elements), checked by its verifier (invariant 6).
 FailureOr<Value> quantizedWeight(NodeContext &ctx, const RawInitializer &data,
                                  const dfg::QuantizedLayout &layout,
-                                 int64_t rows, Type element) {
+                                 int64_t rows, Type element,
+                                 ArrayRef<int64_t> shape = {}) {
   if (std::string why = dfg::checkQuantization(layout, rows * layout.columns,
                                                data.length);
       !why.empty())
     return ctx.error("the quantized weight '" + data.name + "' " + why);
-  auto type = RankedTensorType::get({rows, layout.columns}, element);
+  auto type = shape.empty()
+                  ? RankedTensorType::get({rows, layout.columns}, element)
+                  : RankedTensorType::get(shape, element);
   auto weight = dfg::WeightOp::create(
       ctx.builder(), ctx.loc(), type, data.name, data.file, data.offset,
       data.length, TypeAttr(),
@@ -151,6 +156,41 @@ FailureOr<int64_t> bitsAttr(NodeContext &ctx, int64_t dflt) {
     return ctx.error("bits=" + std::to_string(bits) +
                      " is not supported (2, 4 or 8)");
   return bits;
+}
+
+/// A * W^T (+ bias) for the quantized [n, k] weight W that `data` holds in
+/// `layout` (rows of k, or one row of n * k): MatMulNBits' and MatMulBnb4's
+/// result.
+LogicalResult matmulQuantizedRows(NodeContext &ctx, const RawInitializer &data,
+                                  const dfg::QuantizedLayout &layout,
+                                  int64_t n, int64_t k, Value bias) {
+  RankedTensorType a = ctx.inputType(0);
+  Type element = a.getElementType();
+  int64_t rows = layout.columns == k ? n : 1;
+  FailureOr<Value> w =
+      quantizedWeight(ctx, data, layout, rows, element, {n, k});
+  if (failed(w))
+    return failure();
+  SmallVector<int64_t> perm{1, 0};
+  FailureOr<Value> wt = ctx.create<dfg::TransposeOp>(
+      dfg::transposeShape(shapeOf(*w), perm), element, *w,
+      ctx.builder().getDenseI64ArrayAttr(perm));
+  if (failed(wt))
+    return failure();
+  FailureOr<Value> y = ctx.create<dfg::MatMulOp>(
+      dfg::matmulShape(a.getShape(), shapeOf(*wt)), element, ctx.input(0),
+      *wt);
+  if (failed(y))
+    return failure();
+  if (bias) {
+    if (shapeOf(bias) != ArrayRef<int64_t>{n} || elementOf(bias) != element)
+      return ctx.error("the bias must be [N=" + std::to_string(n) +
+                       "] of A's type");
+    y = binary<dfg::AddOp>(ctx, *y, bias, element);
+    if (failed(y))
+      return failure();
+  }
+  return ctx.setResults(*y);
 }
 
 /// MatMulNBits (com.microsoft): Y = A * dequantize(B)^T (+ bias).
@@ -208,29 +248,76 @@ LogicalResult legalizeMatMulNBits(NodeContext &ctx) {
   if (failed(zeroPoints))
     return failure();
   layout.zeroPoints = *zeroPoints;
-  FailureOr<Value> w = quantizedWeight(ctx, **b, layout, n, element);
-  if (failed(w))
+  return matmulQuantizedRows(ctx, **b, layout, n, k, ctx.input(5));
+}
+
+/// bitsandbytes' 4-bit codes (MatMulBnb4's quant_type 0, FP4, and 1, NF4):
+/// the value of each code, as onnxruntime's kernels hold them in f32.
+std::vector<float> bnb4Codebook(int64_t quantType) {
+  if (quantType == 1)
+    return {-1.0f, -0.6961928009986877f, -0.5250730514526367f,
+            -0.39491748809814453f, -0.28444138169288635f,
+            -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+            0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f,
+            0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
+            0.7229568362236023f, 1.0f};
+  // FP4: a sign bit, then 0, 1/192, 2/3, 1, 1/3, 1/2, 1/6, 1/4.
+  std::vector<float> codes{0.0f, 1.0f / 192, 2.0f / 3, 1.0f, 1.0f / 3, 0.5f,
+                           1.0f / 6, 0.25f};
+  for (int i = 0; i < 8; ++i)
+    codes.push_back(-codes[i]);
+  return codes;
+}
+
+/// MatMulBnb4 (com.microsoft): Y = A * dequantize(B)^T, B the [N, K] weight
+/// flattened and quantized in blocks of block_size consecutive elements
+/// (which may run across its rows), each an FP4 or NF4 code (two to a byte,
+/// the first in the high bits) times its block's absmax. The weight is one
+/// quantized row of N * K elements, viewed as [N, K].
+LogicalResult legalizeMatMulBnb4(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(1)))
     return failure();
-  SmallVector<int64_t> perm{1, 0};
-  FailureOr<Value> wt = ctx.create<dfg::TransposeOp>(
-      dfg::transposeShape(shapeOf(*w), perm), element, *w,
-      ctx.builder().getDenseI64ArrayAttr(perm));
-  if (failed(wt))
+  if (ctx.numInputs() < 3 || ctx.node().input(2).empty())
+    return ctx.error("absmax (input 2) is missing");
+  int64_t k = ctx.attrInt("K", 0), n = ctx.attrInt("N", 0);
+  int64_t blockSize = ctx.attrInt("block_size", 0);
+  int64_t quantType = ctx.attrInt("quant_type", -1);
+  if (quantType != 0 && quantType != 1)
+    return ctx.error("quant_type=" + std::to_string(quantType) +
+                     " is not supported (0, FP4, or 1, NF4)");
+  if (k < 1 || n < 1 || blockSize < 1)
+    return ctx.error("K=" + std::to_string(k) + ", N=" + std::to_string(n) +
+                     " and block_size=" + std::to_string(blockSize) +
+                     " must be positive");
+  RankedTensorType a = ctx.inputType(0);
+  Type element = a.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("A must be floating-point");
+  if (a.getRank() < 1 || (!a.isDynamicDim(a.getRank() - 1) &&
+                          a.getDimSize(a.getRank() - 1) != k))
+    return ctx.error("A " + dimsText(a.getShape()) + " must end in K=" +
+                     std::to_string(k));
+  FailureOr<const RawInitializer *> b = packedInput(ctx, 1, "B");
+  if (failed(b))
     return failure();
-  FailureOr<Value> y = ctx.create<dfg::MatMulOp>(
-      dfg::matmulShape(a.getShape(), shapeOf(*wt)), element, ctx.input(0),
-      *wt);
-  if (failed(y))
+  dfg::QuantizedLayout layout;
+  layout.bits = 4;
+  layout.blockSize = blockSize;
+  layout.columns = n * k;
+  layout.rowBytes = (n * k + 1) / 2;
+  layout.codebook = bnb4Codebook(quantType);
+  layout.highBitsFirst = true;
+  if (product((*b)->dims) != layout.rowBytes)
+    return ctx.error("B (" + dimsText((*b)->dims) + ") is not the " +
+                     std::to_string(layout.rowBytes) + " bytes of N=" +
+                     std::to_string(n) + " x K=" + std::to_string(k) +
+                     " 4-bit codes");
+  FailureOr<dfg::QuantizedPart> absmax =
+      scalesInput(ctx, 2, layout.blocksPerRow(), element);
+  if (failed(absmax))
     return failure();
-  if (Value bias = ctx.input(5)) {
-    if (shapeOf(bias) != ArrayRef<int64_t>{n} || elementOf(bias) != element)
-      return ctx.error("the bias must be [N=" + std::to_string(n) +
-                       "] of A's type");
-    y = binary<dfg::AddOp>(ctx, *y, bias, element);
-    if (failed(y))
-      return failure();
-  }
-  return ctx.setResults(*y);
+  layout.scales = *absmax;
+  return matmulQuantizedRows(ctx, **b, layout, n, k, Value());
 }
 
 /// GatherBlockQuantized (com.microsoft) of packed UINT8 data quantized
@@ -792,6 +879,7 @@ void populateQuantizedLegalizations(LegalizationTable &table) {
   table.add("", "DequantizeLinear", 13, legalizeDequantizeLinear);
   table.add("", "DequantizeLinear", 21, legalizeDequantizeLinear); // blocks
   table.add("com.microsoft", "MatMulNBits", 1, legalizeMatMulNBits);
+  table.add("com.microsoft", "MatMulBnb4", 1, legalizeMatMulBnb4);
   table.add("com.microsoft", "GatherBlockQuantized", 1,
             legalizeGatherBlockQuantized);
 }

@@ -26,7 +26,8 @@ dfg.layer_norm / dfg.rms_norm, and softmaxes left unraised).
 An export whose export.json has `input_values` (Optimum's merged decoder:
 use_cache_branch) is compiled with `--input-value` for them, and those
 inputs are not given to meshc run. An export in f16 (onnxruntime-genai's
-`-p fp16` build: f16 weights, caches and logits) is compiled with `--dtype
+`-p fp16` build: f16 weights, caches and logits; or an export.json that
+says `computes_in: f16`, f32 at the edges) is compiled with `--dtype
 f32`, as the cpu target computes in f32, and compared within 2e-3 + 1e-2 *
 |reference|: onnxruntime computes it in f16.
 Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
@@ -134,7 +135,11 @@ def static_dims(export):
 
 
 def is_half(export):
-    """Whether the export computes in f16 (its inputs or outputs are f16)."""
+    """Whether the export computes in f16 (its inputs or outputs are f16, or
+    its export.json says so: f16 within, f32 inputs and outputs)."""
+    meta = json.load(open(os.path.join(export, "export.json")))
+    if meta.get("computes_in") == "f16":
+        return True
     files = glob.glob(os.path.join(export, "inputs", "*.npy")) + \
         glob.glob(os.path.join(export, "reference", "*.npy"))
     return any(np.load(f, mmap_mode="r").dtype == np.float16 for f in files)

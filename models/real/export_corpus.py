@@ -1028,12 +1028,12 @@ def export_torch(arch, model, out, dynamo, opset=None):
 
 def export_optimum(arch, model, out):
     """optimum-cli on a local save_pretrained folder, text-generation-with-past
-    (feature-extraction of an encoder: BERT, and the image encoders, whose
-    pixels Optimum names [batch_size, num_channels, height, width])."""
+    (feature-extraction of an encoder: the text, speech and image encoders;
+    Optimum names an image's pixels [batch_size, num_channels, height,
+    width])."""
     with tempfile.TemporaryDirectory() as src:
         model.save_pretrained(src)
-        task = ("feature-extraction" if arch == "bert" or arch in VISION
-                else "text-generation-with-past")
+        task = "feature-extraction" if arch in ENCODERS else "text-generation-with-past"
         cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
                "--no-post-process", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -1345,6 +1345,44 @@ def export_optimum_q8(arch, model, out):
     return feeds, want
 
 
+# The variants a Hub repository's onnx/ folder ships beside model.onnx
+# (transformers.js's conversion: model_fp16, model_q4, model_q4f16,
+# model_bnb4), each made from the dynamo export by onnxruntime's own tools.
+HUB_VARIANTS = {"hub_fp16", "hub_q4", "hub_q4f16", "hub_bnb4"}
+
+
+def export_hub_variant(arch, model, out, kind):
+    """hub_fp16: every float in f16 but the inputs and outputs
+    (onnxruntime.transformers.float16, keep_io_types: Casts at the edges);
+    hub_q4: each MatMul of a weight as a MatMulNBits, 4-bit symmetric blocks
+    of 32 (MatMulNBitsQuantizer); hub_q4f16: hub_q4 of hub_fp16; hub_bnb4:
+    MatMulBnb4, NF4 codes in blocks of 64 with absmax scales
+    (MatMulBnb4Quantizer). torch's output is the unconverted model's, so the
+    torch cross-check measures the conversion's error."""
+    import onnx
+    from onnxruntime.transformers import float16
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, want = export_torch(arch, model, tmp, dynamo=True)
+        m = onnx.load(os.path.join(tmp, "model.onnx"))
+        if kind in ("hub_fp16", "hub_q4f16"):
+            m = float16.convert_float_to_float16(m, keep_io_types=True)
+        if kind in ("hub_q4", "hub_q4f16"):
+            from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+            q = MatMulNBitsQuantizer(m, block_size=32, is_symmetric=True)
+            q.process()
+            m = q.model.model
+        if kind == "hub_bnb4":
+            from onnxruntime.quantization.matmul_bnb4_quantizer import MatMulBnb4Quantizer
+
+            q = MatMulBnb4Quantizer(m, quant_type=MatMulBnb4Quantizer.NF4, block_size=64)
+            q.process()
+            m = q.model.model
+        onnx.save(m, os.path.join(out, "model.onnx"))
+    return feeds, want
+
+
 # ---------------------------------------------------------------------------
 # KV-cache inputs for exports that take them
 # ---------------------------------------------------------------------------
@@ -1631,6 +1669,10 @@ def main():
                 elif exporter in GENAI_QUANTIZED:
                     precision, options = GENAI_QUANTIZED[exporter]
                     feeds, want = export_genai(arch, model, out, precision, options)
+                elif exporter in HUB_VARIANTS:
+                    feeds, want = export_hub_variant(arch, model, out, exporter)
+                    if exporter in ("hub_fp16", "hub_q4f16"):
+                        meta["computes_in"] = "f16"  # f32 only at the edges
                 elif exporter == "optimum_q8":
                     feeds, want = export_optimum_q8(arch, model, out)
                 elif exporter == "qdynamic_ortext":

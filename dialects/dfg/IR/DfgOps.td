@@ -36,7 +36,7 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
     while it slices, so rank weight files hold the result type.
 
     With `quantization`, the file holds a weight-only quantized matrix
-    (onnxruntime's MatMulNBits and GatherBlockQuantized, ONNX's
+    (onnxruntime's MatMulNBits, MatMulBnb4 and GatherBlockQuantized, ONNX's
     DequantizeLinear of an initializer): `bits`-bit integers (two's
     complement with `signed`, else unsigned) packed low bits first,
     `row_bytes` bytes per row of `columns` elements, element k of a row at
@@ -47,9 +47,14 @@ def Dfg_WeightOp : Dfg_Op<"weight", !listconcat([Pure], Dfg_ShapeAndShardingRule
     block_size)), and `zero_points`, when present, to that grid's integers
     (type ui8: packed as the elements are, of their signedness, a grid row
     every `zero_point_row_bits` bits, by default ceil(blocks * bits / 8)
-    whole bytes); without them the zero point
-    is `zero_point`, by default 2^(bits - 1). The weight's elements, in
-    row-major order, are (q - zero point) * scale, computed in f32 and
+    whole bytes), or `zero_point_values` holds them (one per grid entry);
+    without them the zero point is `zero_point`, by default 2^(bits - 1).
+    Without `scales`, every scale is `scale`, by default 1. With
+    `high_bits_first`, each byte's elements are packed from its high bits
+    down (onnxruntime's MatMulBnb4). The weight's elements, in row-major
+    order, are (q - zero point) * scale, or with `codebook` (2^bits f32
+    values, no zero points: bitsandbytes' FP4 and NF4 codes, as MatMulBnb4
+    holds them) codebook[q] * scale, computed in f32 and
     rounded to the result's element type: code generation dequantizes while
     it slices, so rank weight files hold the result type. (A reshaped
     reference keeps the elements' order, so the result's shape may differ

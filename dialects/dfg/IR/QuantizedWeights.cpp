@@ -117,6 +117,11 @@ DictionaryAttr quantizationAttr(MLIRContext *context,
   if (layout.zeroPoints)
     entries.push_back(
         b.getNamedAttr("zero_points", partAttr(b, *layout.zeroPoints)));
+  if (!layout.codebook.empty())
+    entries.push_back(b.getNamedAttr(
+        "codebook", b.getDenseF32ArrayAttr(layout.codebook)));
+  if (layout.highBitsFirst)
+    entries.push_back(b.getNamedAttr("high_bits_first", b.getBoolAttr(true)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -143,6 +148,19 @@ llvm::Expected<QuantizedLayout> parseQuantization(DictionaryAttr attr) {
     if (!isSigned)
       return fail("quantization's 'signed' must be a bool");
     layout.isSigned = isSigned.getValue();
+  }
+  if (attr.get("high_bits_first")) {
+    auto high = attr.getAs<BoolAttr>("high_bits_first");
+    if (!high)
+      return fail("quantization's 'high_bits_first' must be a bool");
+    layout.highBitsFirst = high.getValue();
+  }
+  if (attr.get("codebook")) {
+    auto codebook = attr.getAs<DenseF32ArrayAttr>("codebook");
+    if (!codebook)
+      return fail("quantization's 'codebook' must be f32 values");
+    layout.codebook.assign(codebook.asArrayRef().begin(),
+                           codebook.asArrayRef().end());
   }
   if (attr.get("zero_point")) {
     auto zero = attr.getAs<IntegerAttr>("zero_point");
@@ -223,6 +241,14 @@ std::string checkQuantization(const QuantizedLayout &q, int64_t elements,
     return "has " + std::to_string(q.zeroPointValues.size()) +
            " zero points held as values for " + std::to_string(blocks) +
            " blocks";
+  if (!q.codebook.empty() &&
+      static_cast<int64_t>(q.codebook.size()) != (int64_t(1) << q.bits))
+    return "has a codebook of " + std::to_string(q.codebook.size()) +
+           " values for " + std::to_string(q.bits) + "-bit codes";
+  if (!q.codebook.empty() &&
+      (q.zeroPoints || q.zeroPoint || !q.zeroPointValues.empty() ||
+       q.isSigned))
+    return "has both a codebook and zero points (or signed codes)";
   if (q.hasScales() && !isFloat(q.scales.type))
     return "has scales of a type other than f32, f16 or bf16";
   if (std::string why =
@@ -272,12 +298,16 @@ void dequantizeRows(const QuantizedLayout &q, int64_t rows,
                                     q.bits, q.isSigned))
                               : fallback;
       int64_t end = std::min(q.columns, (j + 1) * q.blockSize);
-      for (int64_t k = j * q.blockSize; k < end; ++k)
+      for (int64_t k = j * q.blockSize; k < end; ++k) {
+        int64_t bit = k * q.bits;
+        if (q.highBitsFirst)
+          bit = bit / 8 * 8 + (8 - q.bits - bit % 8);
+        int64_t code = packedAtBit(row, bit, q.bits, q.isSigned);
         out[r * q.columns + k] =
-            (static_cast<float>(packedAtBit(row, k * q.bits, q.bits,
-                                            q.isSigned)) -
-             zero) *
-            scale;
+            q.codebook.empty()
+                ? (static_cast<float>(code) - zero) * scale
+                : q.codebook[static_cast<size_t>(code)] * scale;
+      }
     }
   }
 }

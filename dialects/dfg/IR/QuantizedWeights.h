@@ -51,6 +51,13 @@ struct QuantizedLayout {
   std::vector<int64_t> zeroPointValues;
   bool hasScales() const { return !scales.file.empty(); }
   std::optional<QuantizedPart> zeroPoints;
+  /// An element's value is codebook[q] * scale where given (2^bits values,
+  /// no zero points: bitsandbytes' NF4 and FP4 codes, as onnxruntime's
+  /// MatMulBnb4 holds them), else (q - zero point) * scale.
+  std::vector<float> codebook;
+  /// Elements packed from each byte's high bits down (MatMulBnb4's first
+  /// element in the high nibble), rather than from its low bits up.
+  bool highBitsFirst = false;
 
   int64_t blocksPerRow() const {
     return columns / blockSize + (columns % blockSize != 0);
@@ -86,7 +93,7 @@ llvm::Expected<QuantizedLayout> parseQuantization(mlir::DictionaryAttr attr);
 std::string checkQuantization(const QuantizedLayout &layout, int64_t elements,
                               int64_t length);
 
-/// Row r's (q - zero point) * scale, for `rows` rows from their bytes.
+/// Row r's (q - zero point) * scale (codebook[q] * scale), for `rows` rows from their bytes.
 void dequantizeRows(const QuantizedLayout &layout, int64_t rows,
                     const uint8_t *packed, const uint8_t *scales,
                     const uint8_t *zeroPoints, float *out);

@@ -2549,6 +2549,52 @@ def case_dynamic_quantized(path):
     return model(nodes, ins, outs, inits)
 
 
+def case_bnb4(path):
+    """onnxruntime's MatMulBnb4 (as its MatMulBnb4Quantizer writes it):
+    FP4 codes of a [N=6, K=10] weight in blocks of 16 that run across its
+    rows (N * K = 60: a last block of 12), and NF4 codes of a [4, 8] weight
+    in blocks of 32 (onnxruntime's least but 16); each code, two to a byte with the first in the high
+    bits, times its block's absmax."""
+    rng = np.random.default_rng(13)
+    ms = helper.make_opsetid("com.microsoft", 1)
+    nodes = [
+        helper.make_node("MatMulBnb4", ["x", "fp4", "fp4_absmax"], ["y"], K=10, N=6,
+                         block_size=16, quant_type=0, name="fp4_proj", domain="com.microsoft"),
+        helper.make_node("MatMulBnb4", ["x2", "nf4", "nf4_absmax"], ["y2"], K=8, N=4,
+                         block_size=32, quant_type=1, name="nf4_proj", domain="com.microsoft"),
+    ]
+    inits = [
+        numpy_helper.from_array(rng.integers(0, 256, 30).astype(np.uint8), "fp4"),
+        numpy_helper.from_array((rng.random(4) + 0.5).astype(np.float32), "fp4_absmax"),
+        numpy_helper.from_array(rng.integers(0, 256, 16).astype(np.uint8), "nf4"),
+        numpy_helper.from_array((rng.random(1) + 0.5).astype(np.float32), "nf4_absmax"),
+    ]
+    ins = [f32("x", ["batch", "seq", 10]), f32("x2", ["batch", 8])]
+    return model(nodes, ins, [f32("y", None), f32("y2", None)], inits, extra_opsets=[ms])
+
+
+def bnb4_node(codes, quant_type):
+    """MatMulBnb4 'proj_bnb4' of x [2, 8] (K 8, N 4, blocks of 16) by `codes`
+    bytes and two absmax values."""
+    nodes = [helper.make_node("MatMulBnb4", ["x", "codes", "absmax"], ["y"], K=8, N=4,
+                              block_size=16, quant_type=quant_type, name="proj_bnb4",
+                              domain="com.microsoft")]
+    inits = [numpy_helper.from_array(np.zeros(codes, np.uint8), "codes"),
+             numpy_helper.from_array(np.ones(2, np.float32), "absmax")]
+    return model(nodes, [f32("x", [2, 8])], [f32("y", None)], inits,
+                 extra_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
+def case_bnb4_quant_type(path):
+    """MatMulBnb4 with a quant_type onnxruntime does not define (2)."""
+    return bnb4_node(16, 2)
+
+
+def case_bnb4_short(path):
+    """MatMulBnb4 whose B is a byte short of its N * K codes."""
+    return bnb4_node(15, 1)
+
+
 def case_ort_fused_quantized(path):
     """onnxruntime's fused forms, as its extended optimisation saves a
     quantize_dynamic model: DynamicQuantizeMatMul over a signed weight with a
