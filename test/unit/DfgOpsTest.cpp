@@ -209,3 +209,36 @@ TEST(QuantizedWeights, DequantizeRowsFollowsTheFormat) {
             }
         }
 }
+
+// With a codebook (MatMulBnb4's FP4 and NF4), element k is codebook[q] *
+// scale, its code in byte k / 2's high nibble when k is even (high bits
+// first); blocks run on along the one row, the last one short.
+TEST(QuantizedWeights, DequantizeRowsReadsACodebook) {
+  MLIRContext context;
+  QuantizedLayout q;
+  q.bits = 4;
+  q.blockSize = 4;
+  q.columns = 9; // 3 blocks, the last of 1 element
+  q.rowBytes = 5;
+  q.highBitsFirst = true;
+  for (int i = 0; i < 16; ++i)
+    q.codebook.push_back(static_cast<float>(i * i) - 7.5f);
+  q.scales.type = Float32Type::get(&context);
+  ASSERT_EQ(checkQuantization(q, 9, 5), "");
+  const int codes[9] = {3, 12, 0, 15, 7, 8, 1, 14, 9};
+  std::vector<uint8_t> packed(5, 0);
+  for (int k = 0; k < 9; ++k)
+    packed[k / 2] |= codes[k] << (k % 2 == 0 ? 4 : 0);
+  const float scales[3] = {0.5f, 2.0f, -1.25f};
+  std::vector<float> out(9);
+  dequantizeRows(q, 1, packed.data(), reinterpret_cast<const uint8_t *>(scales),
+                 nullptr, out.data());
+  for (int k = 0; k < 9; ++k)
+    EXPECT_EQ(out[k], q.codebook[codes[k]] * scales[k / 4]) << "element " << k;
+  // A codebook of the wrong size, or beside zero points, is refused.
+  q.codebook.pop_back();
+  EXPECT_NE(checkQuantization(q, 9, 5), "");
+  q.codebook.push_back(0.0f);
+  q.zeroPoint = 8;
+  EXPECT_NE(checkQuantization(q, 9, 5), "");
+}
