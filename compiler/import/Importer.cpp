@@ -41,6 +41,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 
 #include <google/protobuf/unknown_field_set.h>
@@ -627,6 +629,10 @@ static std::optional<int> packedBits(int onnxType) {
   return std::nullopt;
 }
 
+/// 8-bit initializers in raw data of at most this many elements are read
+/// as values too (RawInitializer::values).
+constexpr int64_t kHeldRawValues = 64;
+
 static std::string packedTypeName(int onnxType) {
   return onnxType == kOnnxUint4  ? "UINT4"
          : onnxType == kOnnxInt4 ? "INT4"
@@ -635,24 +641,23 @@ static std::string packedTypeName(int onnxType) {
                                            onnxType));
 }
 
-/// "node 'NAME' (OP, #INDEX)", as diagnostics name a node.
 /// Ops of quantized models meshc does not import: onnxruntime's integer
-/// quantization, its quantized mixture of experts, and ONNX's quantization
-/// of activations. (Weight-only quantization is imported: onnxruntime's
-/// MatMulNBits and GatherBlockQuantized, the int4 models of its builder,
-/// MatMulBnb4 (bitsandbytes' FP4 and NF4 codes),
-/// and ONNX's DequantizeLinear of an initializer; so is the dynamic
-/// quantization of activations, ONNX's DynamicQuantizeLinear and
-/// MatMulInteger as onnxruntime's quantize_dynamic writes them, and
-/// onnxruntime's fusions of them, DynamicQuantizeMatMul and
-/// MatMulIntegerToFloat; LegalizeQuantized.cpp.)
+/// quantization, its quantized mixture of experts, and ONNX's integer
+/// kernels of quantized operands (QLinearMatMul: the QOperator form).
+/// (Imported, in LegalizeQuantized.cpp: weight-only quantization,
+/// onnxruntime's MatMulNBits, GatherBlockQuantized and MatMulBnb4, and
+/// ONNX's DequantizeLinear of an initializer; the dynamic quantization of
+/// activations, DynamicQuantizeLinear and MatMulInteger as onnxruntime's
+/// quantize_dynamic writes them, and its fusions DynamicQuantizeMatMul and
+/// MatMulIntegerToFloat; static quantization's QDQ form, QuantizeLinear and
+/// DequantizeLinear of activations per tensor.)
 static bool isQuantizedOp(StringRef opType) {
   return llvm::is_contained(
-      {"QMoE", "QAttention", "QLinearMatMul", "QuantizeLinear",
-       "QOrderedMatMul"},
+      {"QMoE", "QAttention", "QLinearMatMul", "QOrderedMatMul"},
       opType);
 }
 
+/// "node 'NAME' (OP, #INDEX)", as diagnostics name a node.
 static std::string describeNode(const onnx::NodeProto &node, int index) {
   std::string name = node.name().empty() ? "<unnamed>" : node.name();
   return formatv("node '{0}' ({1}, #{2})", name, node.op_type(), index);
@@ -787,10 +792,27 @@ LogicalResult Importer::importInitializers() {
                      " elements outside raw data; meshc reads 8- and 4-bit "
                      "integers only as the raw bytes of quantized weights "
                      "(or, up to 2^20, as 8-bit values: zero points)");
-      raw_[tensor.name()] = {tensor.name(), (*ref)->file, (*ref)->offset,
-                             (*ref)->length, tensor.data_type(),
-                             SmallVector<int64_t>(tensor.dims().begin(),
-                                                  tensor.dims().end())};
+      RawInitializer raw{tensor.name(), (*ref)->file, (*ref)->offset,
+                         (*ref)->length, tensor.data_type(),
+                         SmallVector<int64_t>(tensor.dims().begin(),
+                                              tensor.dims().end())};
+      if (*bits == 8 && count <= kHeldRawValues) {
+        // A few 8-bit values in raw data (a static quantization's zero
+        // points): their values too, beside the bytes' place.
+        SmallString<256> path(model_.folder());
+        llvm::sys::path::append(path, raw.file);
+        auto bytes = llvm::MemoryBuffer::getFileSlice(path, raw.length,
+                                                      raw.offset);
+        if (!bytes)
+          return error("cannot read initializer '" + tensor.name() +
+                       "' from '" + path + "': " +
+                       bytes.getError().message());
+        for (char c : (*bytes)->getBuffer())
+          raw.values.push_back(tensor.data_type() == onnx::TensorProto::INT8
+                                   ? static_cast<int8_t>(c)
+                                   : static_cast<uint8_t>(c));
+      }
+      raw_[tensor.name()] = std::move(raw);
       continue;
     }
     FailureOr<RankedTensorType> type = tensorType(context_, tensor, fileLoc_);
@@ -1057,6 +1079,7 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
         node.op_type() == "DynamicQuantizeMatMul" ||
         node.op_type() == "MatMulIntegerToFloat")) ||
       (standard && (node.op_type() == "DequantizeLinear" ||
+                    node.op_type() == "QuantizeLinear" ||
                     node.op_type() == "MatMulInteger" ||
                     (node.op_type() == "Gather" &&
                      node.input(0) == packed->name))))
@@ -1068,7 +1091,7 @@ LogicalResult Importer::importPackedReader(const onnx::NodeProto &node,
                           << " integers, which meshc reads only as the "
                              "quantized weights of MatMulNBits, "
                              "MatMulBnb4, GatherBlockQuantized, "
-                             "DequantizeLinear, "
+                             "DequantizeLinear, QuantizeLinear, "
                              "MatMulInteger, DynamicQuantizeMatMul, "
                              "MatMulIntegerToFloat and Gather (and their "
                              "Reshapes)";
@@ -1586,15 +1609,18 @@ OwningOpRef<ModuleOp> Importer::run() {
     if (isQuantizedOp(node.op_type())) {
       emitError(nodeLoc(node, index))
           << "a quantized model (" << node.op_type()
-          << ": integer weights or activations with scales) is not "
+          << ": integer kernels of quantized operands) is not "
              "supported: meshc computes in f32, f16 or bf16 and reads only "
              "weight-only quantized matrices (MatMulNBits, MatMulBnb4, "
-             "GatherBlockQuantized, DequantizeLinear of an initializer) and "
+             "GatherBlockQuantized, DequantizeLinear of an initializer), "
              "the dynamic quantization of activations (DynamicQuantizeLinear, "
-             "MatMulInteger, DynamicQuantizeMatMul, MatMulIntegerToFloat); "
-             "export the model unquantized (onnxruntime-genai's builder: -p "
-             "fp32, fp16 or bf16), with weight-only quantization (-p int4), "
-             "or quantize it dynamically (onnxruntime's quantize_dynamic)";
+             "MatMulInteger, DynamicQuantizeMatMul, MatMulIntegerToFloat) "
+             "and the QDQ form of static quantization (QuantizeLinear and "
+             "DequantizeLinear per tensor); export the model unquantized "
+             "(onnxruntime-genai's builder: -p fp32, fp16 or bf16), with "
+             "weight-only quantization (-p int4), quantize it dynamically "
+             "(onnxruntime's quantize_dynamic) or statically in the QDQ "
+             "format (quantize_static's default)";
       return nullptr;
     }
 

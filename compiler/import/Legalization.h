@@ -48,8 +48,10 @@ struct RawInitializer {
   /// onnx::TensorProto::DataType.
   int onnxType = 0;
   llvm::SmallVector<int64_t> dims;
-  /// No file: 8-bit integers held as values in the model (int32_data, as
-  /// onnx.helper writes a quantized model's zero points), here.
+  /// 8-bit integers held as values in the model (int32_data, as onnx.helper
+  /// writes a quantized model's zero points; no file), here; and the values
+  /// of a few in raw data (up to 64, beside their file: a static
+  /// quantization's zero points).
   llvm::SmallVector<int64_t> values;
   bool inFile() const { return !file.empty(); }
 };

@@ -81,6 +81,24 @@ std::optional<double> literalScalar(Value v) {
   return (*attr.getValues<APFloat>().begin()).convertToDouble();
 }
 
+/// The one zero point (input `i`) the model holds: an 8-bit initializer's
+/// value, or an integer literal of one element (an INT32 bias's zero point,
+/// a 16-bit one).
+std::optional<int64_t> heldZeroPoint(NodeContext &ctx, unsigned i) {
+  if (const RawInitializer *raw = ctx.rawInput(i); raw && !raw->values.empty())
+    return raw->values.size() == 1 ? std::optional<int64_t>(raw->values[0])
+                                   : std::nullopt;
+  auto constant = ctx.input(i) ? ctx.input(i).getDefiningOp<dfg::ConstantOp>()
+                               : dfg::ConstantOp();
+  auto attr = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
+                       : DenseIntElementsAttr();
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  const APInt &v = *attr.getValues<APInt>().begin();
+  return attr.getElementType().isUnsignedInteger() ? int64_t(v.getZExtValue())
+                                                   : v.getSExtValue();
+}
+
 /// Input `i` as packed UINT8 integers of `bytes` bytes, or an error.
 FailureOr<const RawInitializer *> packedInput(NodeContext &ctx, unsigned i,
                                               StringRef what) {
@@ -402,11 +420,11 @@ LogicalResult dequantizeComputed(NodeContext &ctx) {
   Type element = ctx.inputType(1).getElementType();
   double zero = 0;
   if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
-    const RawInitializer *zp = ctx.rawInput(2);
-    if (!zp || zp->inFile() || zp->values.size() != 1)
+    std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
+    if (!zp)
       return ctx.error("DequantizeLinear of a computed tensor is supported "
-                       "by one zero point held as a value (per tensor)");
-    zero = static_cast<double>(zp->values.front());
+                       "by one zero point held in the model (per tensor)");
+    zero = static_cast<double>(*zp);
   }
   if (ctx.attrInt("block_size", 0) > 0)
     return ctx.error("DequantizeLinear of a computed tensor in blocks is "
@@ -420,6 +438,131 @@ LogicalResult dequantizeComputed(NodeContext &ctx) {
                                            ctx.scalar(*scale, element),
                                            element);
   return failed(y) ? failure() : ctx.setResults(*y);
+}
+
+/// The integers an ONNX quantized type holds: [least, most].
+std::optional<std::pair<double, double>> quantizedRange(int onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::UINT8:
+    return std::pair(0.0, 255.0);
+  case onnx::TensorProto::INT8:
+    return std::pair(-128.0, 127.0);
+  case onnx::TensorProto::UINT16:
+    return std::pair(0.0, 65535.0);
+  case onnx::TensorProto::INT16:
+    return std::pair(-32768.0, 32767.0);
+  case kOnnxUint4:
+    return std::pair(0.0, 15.0);
+  case kOnnxInt4:
+    return std::pair(-8.0, 7.0);
+  default:
+    return std::nullopt;
+  }
+}
+
+/// QuantizeLinear (ONNX) of a computed float tensor by one scale and zero
+/// point (per tensor, as onnxruntime's quantize_static writes them around
+/// each quantized op of its QDQ form):
+///   y = clip(round(x / scale) + zero point, least, most)
+/// rounding half to even, [least, most] the range of the zero point's type
+/// (uint8 without one, or opset 21's output_dtype). y is held as i32 (meshc
+/// holds no 8-bit tensors); the DequantizeLinear that reads it gives back
+/// (y - zero point) * scale.
+LogicalResult legalizeQuantizeLinear(NodeContext &ctx) {
+  if (failed(ctx.requireInputs(2)))
+    return failure();
+  RankedTensorType in = ctx.inputType(0);
+  Type element = in.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error("QuantizeLinear of " + dfg::formatShape(in.getShape()) +
+                     " integers: ONNX quantizes floats");
+  std::optional<double> scale = literalScalar(ctx.input(1));
+  if (!scale)
+    return ctx.error("QuantizeLinear is supported by one scale held as a "
+                     "literal (per tensor), not per axis or in blocks");
+  if (!(*scale > 0) || std::isinf(*scale))
+    return ctx.error("the scale must be positive and finite");
+  if (ctx.attrInt("block_size", 0) > 0)
+    return ctx.error("QuantizeLinear in blocks is not supported");
+  int onnxType = static_cast<int>(
+      ctx.attrInt("output_dtype", onnx::TensorProto::UINT8));
+  double zero = 0;
+  if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
+    std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
+    if (!zp)
+      return ctx.error("QuantizeLinear is supported by one zero point held "
+                       "in the model (per tensor), not a computed one");
+    zero = static_cast<double>(*zp);
+    onnxType = ctx.rawInput(2) ? ctx.rawInput(2)->onnxType
+               : ctx.inputType(2).getElementType().isUnsignedInteger()
+                   ? onnx::TensorProto::UINT16
+                   : onnx::TensorProto::INT16;
+    if (!ctx.rawInput(2) &&
+        ctx.inputType(2).getElementType().getIntOrFloatBitWidth() != 16)
+      return ctx.error("QuantizeLinear's zero point is of an integer type "
+                       "other than 8, 16 or 4 bits");
+  }
+  std::optional<std::pair<double, double>> range = quantizedRange(onnxType);
+  if (!range)
+    return ctx.error("QuantizeLinear to " +
+                     onnx::TensorProto::DataType_Name(
+                         static_cast<onnx::TensorProto::DataType>(onnxType)) +
+                     " is not supported (8-, 16- and 4-bit integers)");
+  FailureOr<Value> ratio = binary<dfg::DivOp>(
+      ctx, ctx.input(0), ctx.scalar(*scale, element), element);
+  if (failed(ratio))
+    return failure();
+  Value rounded = dfg::RoundOp::create(ctx.builder(), ctx.loc(),
+                                       ratio->getType(), *ratio);
+  FailureOr<Value> shifted =
+      binary<dfg::AddOp>(ctx, rounded, ctx.scalar(zero, element), element);
+  FailureOr<Value> low =
+      failed(shifted) ? shifted
+                      : binary<dfg::MaxOp>(ctx, *shifted,
+                                           ctx.scalar(range->first, element),
+                                           element);
+  FailureOr<Value> y =
+      failed(low) ? low
+                  : binary<dfg::MinOp>(ctx, *low,
+                                       ctx.scalar(range->second, element),
+                                       element);
+  if (failed(y))
+    return failure();
+  return ctx.setResults(castTo(ctx, *y, ctx.builder().getI32Type()));
+}
+
+/// DequantizeLinear (ONNX) of a few 8-bit values the model holds (a static
+/// quantization's scalars: the attention's scale, a norm's epsilon) by one
+/// scale: the literal (x - zero point) * scale, of the scale's type.
+LogicalResult dequantizeHeld(NodeContext &ctx, const RawInitializer &x) {
+  std::optional<double> scale = literalScalar(ctx.input(1));
+  if (!scale)
+    return ctx.error("the dequantization of '" + x.name +
+                     "' is supported by one scale held as a literal");
+  double zero = 0;
+  if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
+    std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
+    if (!zp)
+      return ctx.error("the dequantization of '" + x.name +
+                       "' is supported by one zero point held in the model");
+    zero = static_cast<double>(*zp);
+  }
+  auto floatType = dyn_cast<FloatType>(ctx.inputType(1).getElementType());
+  if (!floatType)
+    return ctx.error("the scale must be floating-point");
+  SmallVector<APFloat> values;
+  for (int64_t v : x.values) {
+    // As onnxruntime computes it: the difference in f32, times the scale.
+    APFloat f(static_cast<float>(static_cast<float>(v - zero) *
+                                 static_cast<float>(*scale)));
+    bool lost = false;
+    f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+              &lost);
+    values.push_back(f);
+  }
+  auto type = RankedTensorType::get(x.dims, floatType);
+  return ctx.setResults(Value(dfg::ConstantOp::create(
+      ctx.builder(), ctx.loc(), DenseElementsAttr::get(type, values))));
 }
 
 /// DequantizeLinear (ONNX) of a 2-D initializer of 8- or 4-bit integers:
@@ -437,15 +580,22 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
                      ? 8
                  : onnxType == kOnnxInt4 || onnxType == kOnnxUint4 ? 4
                                                           : 0;
+  if (x && bits == 8 && !x->values.empty() &&
+      static_cast<int64_t>(x->values.size()) == product(x->dims) &&
+      (x->dims.empty() || !ctx.rawInput(1) ||
+       product(ctx.rawInput(1)->dims) == 1))
+    return dequantizeHeld(ctx, *x);
   if (!x || !x->inFile() || !bits || ctx.input(0))
     return ctx.error("only the dequantization of an initializer of 8- or "
                      "4-bit integers (a quantized weight) is supported, not "
                      "of a computed tensor (quantized activations) or of "
                      "other types");
-  if (x->dims.size() != 2)
-    return ctx.error("only a 2-D quantized weight is supported, not " +
+  if (x->dims.size() != 2 && x->dims.size() != 1)
+    return ctx.error("only a 1-D or 2-D quantized weight is supported, not " +
                      dimsText(x->dims));
-  int64_t rows = x->dims[0], columns = x->dims[1];
+  // A 1-D weight (a static quantization's norm weights) as one row.
+  bool vector = x->dims.size() == 1;
+  int64_t rows = vector ? 1 : x->dims[0], columns = x->dims.back();
   if ((columns * bits) % 8 != 0)
     return ctx.error("rows of " + std::to_string(columns) + " " +
                      std::to_string(bits) +
@@ -470,7 +620,15 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
                      "value");
   int64_t axis = ctx.attrInt("axis", 1), blockSize = ctx.attrInt("block_size", 0);
   if (axis < 0)
-    axis += 2;
+    axis += static_cast<int64_t>(x->dims.size());
+  if (vector) {
+    // Per tensor (the axis then unused), or along the one row.
+    bool perTensor = blockSize == 0 && (!scaleRaw || product(scaleRaw->dims) == 1);
+    if (!perTensor && axis != 0)
+      return ctx.error("axis " + std::to_string(ctx.attrInt("axis", 1)) +
+                       " is outside the 1-D weight");
+    axis = 1;
+  }
   if (axis != 0 && axis != 1)
     return ctx.error("axis " + std::to_string(ctx.attrInt("axis", 1)) +
                      " is outside the 2-D weight");
@@ -529,7 +687,9 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
                            IntegerType::Unsigned)};
     }
   }
-  FailureOr<Value> w = quantizedWeight(ctx, *x, layout, rows, element);
+  FailureOr<Value> w =
+      quantizedWeight(ctx, *x, layout, rows, element,
+                      vector ? ArrayRef<int64_t>(x->dims) : ArrayRef<int64_t>());
   if (failed(w))
     return failure();
   return ctx.setResults(*w);
@@ -876,6 +1036,8 @@ void populateQuantizedLegalizations(LegalizationTable &table) {
             legalizeDynamicQuantizeMatMul);
   table.add("com.microsoft", "MatMulIntegerToFloat", 1,
             legalizeMatMulIntegerToFloat);
+  table.add("", "QuantizeLinear", 13, legalizeQuantizeLinear);
+  table.add("", "QuantizeLinear", 21, legalizeQuantizeLinear); // output_dtype
   table.add("", "DequantizeLinear", 13, legalizeDequantizeLinear);
   table.add("", "DequantizeLinear", 21, legalizeDequantizeLinear); // blocks
   table.add("com.microsoft", "MatMulNBits", 1, legalizeMatMulNBits);

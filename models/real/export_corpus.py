@@ -1326,6 +1326,30 @@ def export_qdynamic(arch, model, out, per_channel, weight_type):
     return feeds, want
 
 
+def export_qstatic(arch, model, out):
+    """quantize_static over the dynamo export, calibrated on the export's own
+    inputs: onnxruntime's QDQ form (QuantizeLinear and DequantizeLinear of
+    the activations around each quantized op, 8-bit weights through
+    DequantizeLinear), at its defaults. The references are onnxruntime's
+    with its graph optimisations off (run_reference: the QDQ pairs computed
+    as ONNX defines them, in f32, not fused into integer kernels)."""
+    from onnxruntime.quantization import CalibrationDataReader, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, want = export_torch(arch, model, tmp, dynamo=True)
+
+        class Reader(CalibrationDataReader):
+            def __init__(self):
+                self.items = [feeds]
+
+            def get_next(self):
+                return self.items.pop() if self.items else None
+
+        quantize_static(os.path.join(tmp, "model.onnx"), os.path.join(out, "model.onnx"),
+                        Reader())
+    return feeds, want
+
+
 def export_optimum_q8(arch, model, out):
     """Optimum's export (export_optimum), then its dynamic quantization,
     `optimum-cli onnxruntime quantize --avx2`: MatMuls of weights and of two
@@ -1460,15 +1484,19 @@ def mark_unspecified(out, feeds, outputs):
                                         attrs["local_window_size"]):] = np.nan
 
 
-def run_reference(out, model, arch, feeds):
+def run_reference(out, model, arch, feeds, optimize=True):
     import onnxruntime as ort
 
     # A DequantizeLinear of a weight before a MatMul (the builder's QDQ
     # form) computes in f32, as ONNX defines it: onnxruntime would fuse the
     # pair into a MatMulNBits at accuracy level 4 (8-bit activations) unless
-    # told otherwise.
+    # told otherwise. Without `optimize` (static quantization's QDQ pairs of
+    # activations) no fusion at all: onnxruntime would turn the pairs and
+    # their MatMuls into integer kernels that requantize by other roundings.
     options = ort.SessionOptions()
     options.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "1")
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(reference_model(out), options,
                                 providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
@@ -1675,6 +1703,8 @@ def main():
                         meta["computes_in"] = "f16"  # f32 only at the edges
                 elif exporter == "optimum_q8":
                     feeds, want = export_optimum_q8(arch, model, out)
+                elif exporter == "qstatic":
+                    feeds, want = export_qstatic(arch, model, out)
                 elif exporter == "qdynamic_ortext":
                     feeds, want = export_qdynamic_ortext(arch, model, out)
                 elif exporter in QDYNAMIC:
@@ -1685,7 +1715,8 @@ def main():
                     feeds, want = export_ortopt(arch, model, out, attn="eager")
                 else:
                     raise SystemExit(f"unknown exporter {exporter}")
-                feeds, got = run_reference(out, model, arch, feeds)
+                feeds, got = run_reference(out, model, arch, feeds,
+                                           optimize=exporter != "qstatic")
                 fixed = traced_shapes_only(out, feeds)
                 if fixed:
                     meta["traced_shapes_only"] = fixed

@@ -50,6 +50,9 @@ def main():
     ap.add_argument("--bin", required=True, help="folder with meshc and meshc-eval")
     ap.add_argument("--dim-size", type=int, default=DIM_PARAM_SIZE,
                     help="the size every dim_param takes (default %(default)s)")
+    ap.add_argument("--no-ort-optimization", action="store_true",
+                    help="run onnxruntime with its graph optimisations off (QDQ pairs "
+                    "computed as ONNX defines them, not fused into integer kernels)")
     ap.add_argument("case")
     ap.add_argument("workdir")
     args = ap.parse_args()
@@ -64,7 +67,10 @@ def main():
     rng = np.random.default_rng(1)
     feeds = {i.name: draw(rng, i, args.dim_size) for i in model.graph.input if i.name not in initializers}
 
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if args.no_ort_optimization:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(names, feeds)))
 

@@ -1932,14 +1932,58 @@ def case_gqa_sinks(path):
 
 
 def case_quantized(path):
-    """Static quantization of activations, which meshc does not import: a
-    QuantizeLinear by a fixed scale (what QLinearMatMul then reads)."""
-    scale = numpy_helper.from_array(np.ones((), np.float32), "x_scale")
-    zp = numpy_helper.from_array(np.zeros((), np.uint8), "x_zero_point")
-    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero_point"], ["y"],
-                              name="proj_q8")]
-    return model(nodes, [f32("x", [1, 16])],
-                 [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], [scale, zp])
+    """Static quantization's QOperator form, which meshc does not import: a
+    QLinearMatMul of two quantized operands (integer kernels)."""
+    inits = [numpy_helper.from_array(np.ones((), np.float32), "s"),
+             numpy_helper.from_array(np.zeros((), np.uint8), "z"),
+             numpy_helper.from_array(np.ones((16, 4), np.uint8), "w")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="quantize"),
+             helper.make_node("QLinearMatMul", ["xq", "s", "z", "w", "s", "z", "s", "z"], ["yq"],
+                              name="proj_q8"),
+             helper.make_node("DequantizeLinear", ["yq", "s", "z"], ["y"], name="dequantize")]
+    return model(nodes, [f32("x", [1, 16])], [f32("y", None)], inits)
+
+
+def case_static_quantized(path):
+    """Static quantization's QDQ form, as onnxruntime's quantize_static
+    writes it: activations quantized by a fixed scale and zero point
+    (QuantizeLinear to UINT8 and to INT8, both held in raw data) and
+    dequantized; an 8-bit weight and an INT32 bias (its zero point an INT32
+    literal) dequantized per tensor; a 1-D weight (a norm's) and a scalar (a
+    constant of the graph) dequantized."""
+    rng = np.random.default_rng(14)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quantize_u8"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dequantize_u8"),
+        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], name="weight"),
+        helper.make_node("MatMul", ["xd", "wd"], ["p"], name="product"),
+        helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], name="bias"),
+        helper.make_node("Add", ["p", "bd"], ["y"], name="biased"),
+        helper.make_node("QuantizeLinear", ["x", "xs", "sz"], ["sq"], name="quantize_s8"),
+        helper.make_node("DequantizeLinear", ["sq", "xs", "sz"], ["y2"], name="dequantize_s8"),
+        helper.make_node("DequantizeLinear", ["g", "gs"], ["gd"], name="norm_weight"),
+        helper.make_node("DequantizeLinear", ["c", "cs", "cz"], ["cd"], name="constant"),
+        helper.make_node("Mul", ["x", "gd"], ["xg"], name="scaled"),
+        helper.make_node("Add", ["xg", "cd"], ["y3"], name="shifted"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+        numpy_helper.from_array(np.array(131, np.uint8), "xz"),
+        numpy_helper.from_array(np.array(-3, np.int8), "sz"),
+        numpy_helper.from_array(rng.integers(-127, 128, (8, 6)).astype(np.int8), "w"),
+        numpy_helper.from_array(np.array(0.02, np.float32), "ws"),
+        numpy_helper.from_array(np.array(0, np.int8), "wz"),
+        numpy_helper.from_array(rng.integers(-500, 500, 6).astype(np.int32), "b"),
+        numpy_helper.from_array(np.array(0.0006, np.float32), "bs"),
+        numpy_helper.from_array(np.array(0, np.int32), "bz"),
+        numpy_helper.from_array(rng.integers(-127, 128, 8).astype(np.int8), "g"),
+        numpy_helper.from_array(np.array(0.01, np.float32), "gs"),
+        numpy_helper.from_array(np.array(200, np.uint8), "c"),
+        numpy_helper.from_array(np.array(0.005, np.float32), "cs"),
+        numpy_helper.from_array(np.array(100, np.uint8), "cz"),
+    ]
+    outs = [f32("y", None), f32("y2", None), f32("y3", None)]
+    return model(nodes, [f32("x", ["batch", "seq", 8])], outs, inits)
 
 
 def nbits(inputs, inits, **attrs):
