@@ -580,10 +580,11 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
                      ? 8
                  : onnxType == kOnnxInt4 || onnxType == kOnnxUint4 ? 4
                                                           : 0;
+  bool heldZero = ctx.numInputs() <= 2 || ctx.node().input(2).empty() ||
+                  heldZeroPoint(ctx, 2).has_value();
   if (x && bits == 8 && !x->values.empty() &&
       static_cast<int64_t>(x->values.size()) == product(x->dims) &&
-      (x->dims.empty() || !ctx.rawInput(1) ||
-       product(ctx.rawInput(1)->dims) == 1))
+      literalScalar(ctx.input(1)) && heldZero)
     return dequantizeHeld(ctx, *x);
   if (!x || !x->inFile() || !bits || ctx.input(0))
     return ctx.error("only the dequantization of an initializer of 8- or "
