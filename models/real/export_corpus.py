@@ -1037,9 +1037,10 @@ def export_optimum(arch, model, out):
         cmd = [sys.executable, "-m", "optimum.exporters.onnx", "--model", src, "--task", task,
                "--no-post-process", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
-    if arch in VISION:
-        # The pixels as the torch exports take them (two 3 x 32 x 32
-        # images), and torch's last hidden state to cross-check.
+    if arch in ENCODERS:
+        # The inputs as the torch exports take them (a right-padded batch of
+        # two texts with token type ids, two 3 x 32 x 32 images, two clips
+        # of samples), and torch's last hidden state to cross-check.
         import torch
 
         ids, mask, pos = prompt_inputs(arch)
