@@ -1373,7 +1373,10 @@ def export_optimum_q8(arch, model, out):
 # The variants a Hub repository's onnx/ folder ships beside model.onnx
 # (transformers.js's conversion: model_fp16, model_q4, model_q4f16,
 # model_bnb4), each made from the dynamo export by onnxruntime's own tools.
+# optimum_hub_*: the same of Optimum's export with a KV cache (the decoder a
+# repository ships for generation).
 HUB_VARIANTS = {"hub_fp16", "hub_q4", "hub_q4f16", "hub_bnb4"}
+HUB_VARIANTS |= {"optimum_" + v for v in HUB_VARIANTS}
 
 
 def export_hub_variant(arch, model, out, kind):
@@ -1388,7 +1391,14 @@ def export_hub_variant(arch, model, out, kind):
     from onnxruntime.transformers import float16
 
     with tempfile.TemporaryDirectory() as tmp:
-        feeds, want = export_torch(arch, model, tmp, dynamo=True)
+        if kind.startswith("optimum_"):
+            kind = kind[len("optimum_"):]
+            feeds, want = export_optimum(arch, model, tmp)
+            for f in os.listdir(tmp):
+                if f.endswith(".json"):
+                    shutil.copy(os.path.join(tmp, f), out)
+        else:
+            feeds, want = export_torch(arch, model, tmp, dynamo=True)
         m = onnx.load(os.path.join(tmp, "model.onnx"))
         if kind in ("hub_fp16", "hub_q4f16"):
             m = float16.convert_float_to_float16(m, keep_io_types=True)
@@ -1700,7 +1710,7 @@ def main():
                     feeds, want = export_genai(arch, model, out, precision, options)
                 elif exporter in HUB_VARIANTS:
                     feeds, want = export_hub_variant(arch, model, out, exporter)
-                    if exporter in ("hub_fp16", "hub_q4f16"):
+                    if exporter.endswith(("hub_fp16", "hub_q4f16")):
                         meta["computes_in"] = "f16"  # f32 only at the edges
                 elif exporter == "optimum_q8":
                     feeds, want = export_optimum_q8(arch, model, out)

@@ -10,7 +10,8 @@
 #                  dynamo exporter), onnxruntime (references and the
 #                  transformer optimizer), onnxruntime-genai (its builder)
 #   .venv-optimum  optimum-onnx, which pins transformers < 4.58, so it needs
-#                  an environment of its own
+#                  an environment of its own (onnx-ir: onnxruntime's 4-bit
+#                  quantizer imports it, for the optimum_hub_* variants)
 #   .venv-export-old  an older exporter: torch 2.6 (whose dynamo exporter
 #                  leaves slice bounds unfolded and writes torch.split as
 #                  SplitToSequence) and transformers 4.48 (the attention and
@@ -42,7 +43,7 @@ if [[ $which == export || $which == all ]]; then
     "onnx" "onnxscript" "onnxruntime" "onnxruntime-genai==0.18.*" "numpy"
 fi
 if [[ $which == optimum || $which == all ]]; then
-  make_env "$repo/.venv-optimum" "optimum-onnx==0.1.*" "onnxruntime" "numpy"
+  make_env "$repo/.venv-optimum" "optimum-onnx==0.1.*" "onnxruntime" "onnx-ir" "numpy"
 fi
 if [[ $which == old || $which == all ]]; then
   make_env "$repo/.venv-export-old" "torch==2.6.0" "transformers==4.48.3" "onnx==1.17.0" \
