@@ -99,6 +99,19 @@ std::optional<int64_t> heldZeroPoint(NodeContext &ctx, unsigned i) {
                                                    : v.getSExtValue();
 }
 
+/// The zero point (input 2) of a quantization per tensor: 0 without one,
+/// else the one value the model holds (heldZeroPoint); an error names
+/// `what` otherwise.
+FailureOr<double> tensorZeroPoint(NodeContext &ctx, StringRef what) {
+  if (ctx.numInputs() <= 2 || ctx.node().input(2).empty())
+    return 0.0;
+  std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
+  if (!zp)
+    return ctx.error(what + " is supported by one zero point held in the "
+                            "model (per tensor), not a computed one");
+  return static_cast<double>(*zp);
+}
+
 /// Input `i` as packed UINT8 integers of `bytes` bytes, or an error.
 FailureOr<const RawInitializer *> packedInput(NodeContext &ctx, unsigned i,
                                               StringRef what) {
@@ -176,6 +189,24 @@ FailureOr<int64_t> bitsAttr(NodeContext &ctx, int64_t dflt) {
   return bits;
 }
 
+/// Checks MatMulNBits' and MatMulBnb4's sizes (positive) and their A (a
+/// float tensor ending in K).
+LogicalResult checkQuantizedProduct(NodeContext &ctx, int64_t k, int64_t n,
+                                    int64_t blockSize) {
+  if (k < 1 || n < 1 || blockSize < 1)
+    return ctx.error("K=" + std::to_string(k) + ", N=" + std::to_string(n) +
+                     " and block_size=" + std::to_string(blockSize) +
+                     " must be positive");
+  RankedTensorType a = ctx.inputType(0);
+  if (!isa<FloatType>(a.getElementType()))
+    return ctx.error("A must be floating-point");
+  if (a.getRank() < 1 || (!a.isDynamicDim(a.getRank() - 1) &&
+                          a.getDimSize(a.getRank() - 1) != k))
+    return ctx.error("A " + dimsText(a.getShape()) + " must end in K=" +
+                     std::to_string(k));
+  return success();
+}
+
 /// A * W^T (+ bias) for the quantized [n, k] weight W that `data` holds in
 /// `layout` (rows of k, or one row of n * k): MatMulNBits' and MatMulBnb4's
 /// result.
@@ -220,23 +251,14 @@ LogicalResult legalizeMatMulNBits(NodeContext &ctx) {
   FailureOr<int64_t> bits = bitsAttr(ctx, 4);
   if (failed(bits))
     return failure();
-  if (k < 1 || n < 1 || blockSize < 1)
-    return ctx.error("K=" + std::to_string(k) + ", N=" + std::to_string(n) +
-                     " and block_size=" + std::to_string(blockSize) +
-                     " must be positive");
+  if (failed(checkQuantizedProduct(ctx, k, n, blockSize)))
+    return failure();
   if ((blockSize * *bits) % 8 != 0)
     return ctx.error("blocks of block_size=" + std::to_string(blockSize) +
                      " " + std::to_string(*bits) +
                      "-bit elements do not fill whole bytes (onnxruntime "
                      "takes powers of two from 16)");
-  RankedTensorType a = ctx.inputType(0);
-  Type element = a.getElementType();
-  if (!isa<FloatType>(element))
-    return ctx.error("A must be floating-point");
-  if (a.getRank() < 1 || (!a.isDynamicDim(a.getRank() - 1) &&
-                          a.getDimSize(a.getRank() - 1) != k))
-    return ctx.error("A " + dimsText(a.getShape()) + " must end in K=" +
-                     std::to_string(k));
+  Type element = ctx.inputType(0).getElementType();
   if (ctx.numInputs() > 4 && !ctx.node().input(4).empty())
     return ctx.error("g_idx (a column order other than the blocks') is not "
                      "supported");
@@ -303,18 +325,9 @@ LogicalResult legalizeMatMulBnb4(NodeContext &ctx) {
   if (quantType != 0 && quantType != 1)
     return ctx.error("quant_type=" + std::to_string(quantType) +
                      " is not supported (0, FP4, or 1, NF4)");
-  if (k < 1 || n < 1 || blockSize < 1)
-    return ctx.error("K=" + std::to_string(k) + ", N=" + std::to_string(n) +
-                     " and block_size=" + std::to_string(blockSize) +
-                     " must be positive");
-  RankedTensorType a = ctx.inputType(0);
-  Type element = a.getElementType();
-  if (!isa<FloatType>(element))
-    return ctx.error("A must be floating-point");
-  if (a.getRank() < 1 || (!a.isDynamicDim(a.getRank() - 1) &&
-                          a.getDimSize(a.getRank() - 1) != k))
-    return ctx.error("A " + dimsText(a.getShape()) + " must end in K=" +
-                     std::to_string(k));
+  if (failed(checkQuantizedProduct(ctx, k, n, blockSize)))
+    return failure();
+  Type element = ctx.inputType(0).getElementType();
   FailureOr<const RawInitializer *> b = packedInput(ctx, 1, "B");
   if (failed(b))
     return failure();
@@ -418,19 +431,15 @@ LogicalResult dequantizeComputed(NodeContext &ctx) {
     return ctx.error("DequantizeLinear of a computed tensor is supported by "
                      "one scale held as a literal (per tensor)");
   Type element = ctx.inputType(1).getElementType();
-  double zero = 0;
-  if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
-    std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
-    if (!zp)
-      return ctx.error("DequantizeLinear of a computed tensor is supported "
-                       "by one zero point held in the model (per tensor)");
-    zero = static_cast<double>(*zp);
-  }
+  FailureOr<double> zero =
+      tensorZeroPoint(ctx, "DequantizeLinear of a computed tensor");
+  if (failed(zero))
+    return failure();
   if (ctx.attrInt("block_size", 0) > 0)
     return ctx.error("DequantizeLinear of a computed tensor in blocks is "
                      "not supported");
   FailureOr<Value> centred = binary<dfg::SubOp>(
-      ctx, castTo(ctx, ctx.input(0), element), ctx.scalar(zero, element),
+      ctx, castTo(ctx, ctx.input(0), element), ctx.scalar(*zero, element),
       element);
   FailureOr<Value> y =
       failed(centred) ? centred
@@ -486,13 +495,10 @@ LogicalResult legalizeQuantizeLinear(NodeContext &ctx) {
     return ctx.error("QuantizeLinear in blocks is not supported");
   int onnxType = static_cast<int>(
       ctx.attrInt("output_dtype", onnx::TensorProto::UINT8));
-  double zero = 0;
+  FailureOr<double> zero = tensorZeroPoint(ctx, "QuantizeLinear");
+  if (failed(zero))
+    return failure();
   if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
-    std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
-    if (!zp)
-      return ctx.error("QuantizeLinear is supported by one zero point held "
-                       "in the model (per tensor), not a computed one");
-    zero = static_cast<double>(*zp);
     onnxType = ctx.rawInput(2) ? ctx.rawInput(2)->onnxType
                : ctx.inputType(2).getElementType().isUnsignedInteger()
                    ? onnx::TensorProto::UINT16
@@ -515,7 +521,7 @@ LogicalResult legalizeQuantizeLinear(NodeContext &ctx) {
   Value rounded = dfg::RoundOp::create(ctx.builder(), ctx.loc(),
                                        ratio->getType(), *ratio);
   FailureOr<Value> shifted =
-      binary<dfg::AddOp>(ctx, rounded, ctx.scalar(zero, element), element);
+      binary<dfg::AddOp>(ctx, rounded, ctx.scalar(*zero, element), element);
   FailureOr<Value> low =
       failed(shifted) ? shifted
                       : binary<dfg::MaxOp>(ctx, *shifted,
@@ -539,21 +545,17 @@ LogicalResult dequantizeHeld(NodeContext &ctx, const RawInitializer &x) {
   if (!scale)
     return ctx.error("the dequantization of '" + x.name +
                      "' is supported by one scale held as a literal");
-  double zero = 0;
-  if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
-    std::optional<int64_t> zp = heldZeroPoint(ctx, 2);
-    if (!zp)
-      return ctx.error("the dequantization of '" + x.name +
-                       "' is supported by one zero point held in the model");
-    zero = static_cast<double>(*zp);
-  }
+  FailureOr<double> zero =
+      tensorZeroPoint(ctx, "the dequantization of '" + x.name + "'");
+  if (failed(zero))
+    return failure();
   auto floatType = dyn_cast<FloatType>(ctx.inputType(1).getElementType());
   if (!floatType)
     return ctx.error("the scale must be floating-point");
   SmallVector<APFloat> values;
   for (int64_t v : x.values) {
     // As onnxruntime computes it: the difference in f32, times the scale.
-    APFloat f(static_cast<float>(static_cast<float>(v - zero) *
+    APFloat f(static_cast<float>(static_cast<float>(v - *zero) *
                                  static_cast<float>(*scale)));
     bool lost = false;
     f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
