@@ -41,8 +41,6 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 
 #include <google/protobuf/unknown_field_set.h>
@@ -799,14 +797,12 @@ LogicalResult Importer::importInitializers() {
       if (*bits == 8 && count <= kHeldRawValues) {
         // A few 8-bit values in raw data (a static quantization's zero
         // points): their values too, beside the bytes' place.
-        SmallString<256> path(model_.folder());
-        llvm::sys::path::append(path, raw.file);
-        auto bytes = llvm::MemoryBuffer::getFileSlice(path, raw.length,
-                                                      raw.offset);
-        if (!bytes)
-          return error("cannot read initializer '" + tensor.name() +
-                       "' from '" + path + "': " +
-                       bytes.getError().message());
+        auto bytes = readFileSlice(model_.folder(), raw.file, raw.offset,
+                                   raw.length,
+                                   "initializer '" + tensor.name() + "'",
+                                   fileLoc_);
+        if (failed(bytes))
+          return failure();
         for (char c : (*bytes)->getBuffer())
           raw.values.push_back(tensor.data_type() == onnx::TensorProto::INT8
                                    ? static_cast<int8_t>(c)

@@ -215,7 +215,7 @@ LogicalResult matmulQuantizedRows(NodeContext &ctx, const RawInitializer &data,
                                   int64_t n, int64_t k, Value bias) {
   RankedTensorType a = ctx.inputType(0);
   Type element = a.getElementType();
-  int64_t rows = layout.columns == k ? n : 1;
+  int64_t rows = n * k / layout.columns;
   FailureOr<Value> w =
       quantizedWeight(ctx, data, layout, rows, element, {n, k});
   if (failed(w))
@@ -499,14 +499,12 @@ LogicalResult legalizeQuantizeLinear(NodeContext &ctx) {
   if (failed(zero))
     return failure();
   if (ctx.numInputs() > 2 && !ctx.node().input(2).empty()) {
-    onnxType = ctx.rawInput(2) ? ctx.rawInput(2)->onnxType
-               : ctx.inputType(2).getElementType().isUnsignedInteger()
-                   ? onnx::TensorProto::UINT16
-                   : onnx::TensorProto::INT16;
-    if (!ctx.rawInput(2) &&
-        ctx.inputType(2).getElementType().getIntOrFloatBitWidth() != 16)
-      return ctx.error("QuantizeLinear's zero point is of an integer type "
-                       "other than 8, 16 or 4 bits");
+    // The zero point's type is the result's.
+    const RawInitializer *zp = ctx.rawInput(2);
+    if (!zp)
+      return ctx.error("QuantizeLinear's zero point must be an 8-bit "
+                       "initializer");
+    onnxType = zp->onnxType;
   }
   std::optional<std::pair<double, double>> range = quantizedRange(onnxType);
   if (!range)
@@ -539,12 +537,10 @@ LogicalResult legalizeQuantizeLinear(NodeContext &ctx) {
 
 /// DequantizeLinear (ONNX) of a few 8-bit values the model holds (a static
 /// quantization's scalars: the attention's scale, a norm's epsilon) by one
-/// scale: the literal (x - zero point) * scale, of the scale's type.
-LogicalResult dequantizeHeld(NodeContext &ctx, const RawInitializer &x) {
-  std::optional<double> scale = literalScalar(ctx.input(1));
-  if (!scale)
-    return ctx.error("the dequantization of '" + x.name +
-                     "' is supported by one scale held as a literal");
+/// scale held as a literal: the literal (x - zero point) * scale, of the
+/// scale's type.
+LogicalResult dequantizeHeld(NodeContext &ctx, const RawInitializer &x,
+                             double scale) {
   FailureOr<double> zero =
       tensorZeroPoint(ctx, "the dequantization of '" + x.name + "'");
   if (failed(zero))
@@ -556,7 +552,7 @@ LogicalResult dequantizeHeld(NodeContext &ctx, const RawInitializer &x) {
   for (int64_t v : x.values) {
     // As onnxruntime computes it: the difference in f32, times the scale.
     APFloat f(static_cast<float>(static_cast<float>(v - *zero) *
-                                 static_cast<float>(*scale)));
+                                 static_cast<float>(scale)));
     bool lost = false;
     f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
               &lost);
@@ -582,12 +578,13 @@ LogicalResult legalizeDequantizeLinear(NodeContext &ctx) {
                      ? 8
                  : onnxType == kOnnxInt4 || onnxType == kOnnxUint4 ? 4
                                                           : 0;
+  std::optional<double> heldScale = literalScalar(ctx.input(1));
   bool heldZero = ctx.numInputs() <= 2 || ctx.node().input(2).empty() ||
                   heldZeroPoint(ctx, 2).has_value();
   if (x && bits == 8 && !x->values.empty() &&
       static_cast<int64_t>(x->values.size()) == product(x->dims) &&
-      literalScalar(ctx.input(1)) && heldZero)
-    return dequantizeHeld(ctx, *x);
+      heldScale && heldZero)
+    return dequantizeHeld(ctx, *x, *heldScale);
   if (!x || !x->inFile() || !bits || ctx.input(0))
     return ctx.error("only the dequantization of an initializer of 8- or "
                      "4-bit integers (a quantized weight) is supported, not "

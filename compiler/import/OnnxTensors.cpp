@@ -156,6 +156,19 @@ FailureOr<DenseElementsAttr> tensorToAttr(MLIRContext &context,
   return DenseElementsAttr::get(type, values);
 }
 
+FailureOr<std::unique_ptr<MemoryBuffer>>
+readFileSlice(StringRef folder, StringRef file, int64_t offset, int64_t length,
+              const Twine &what, Location loc) {
+  SmallString<256> path(folder);
+  sys::path::append(path, file);
+  auto buffer =
+      MemoryBuffer::getFileSlice(path, length, offset, /*IsVolatile=*/false);
+  if (!buffer)
+    return emitError(loc) << "cannot read " << what << " from '" << path
+                          << "': " << buffer.getError().message();
+  return std::move(*buffer);
+}
+
 namespace {
 
 /// The bytes of a small weight read at compile time, `width` bytes per
@@ -168,14 +181,11 @@ weightBytes(dfg::WeightOp weight, StringRef folder, Location loc,
     return emitError(loc) << "weight '" << weight.getName() << "' has "
                           << type.getNumElements() << " elements, too many for "
                           << use;
-  SmallString<256> path(folder);
-  sys::path::append(path, weight.getFile());
-  auto buffer = MemoryBuffer::getFileSlice(
-      path, weight.getLength(), weight.getOffset(), /*IsVolatile=*/false);
-  if (!buffer)
-    return emitError(loc) << "cannot read weight '" << weight.getName()
-                          << "' from '" << path
-                          << "': " << buffer.getError().message();
+  auto buffer =
+      readFileSlice(folder, weight.getFile(), weight.getOffset(),
+                    weight.getLength(), "weight '" + weight.getName() + "'", loc);
+  if (failed(buffer))
+    return failure();
   if (static_cast<int64_t>((*buffer)->getBufferSize()) <
       type.getNumElements() * width)
     return emitError(loc) << "weight '" << weight.getName() << "' holds "

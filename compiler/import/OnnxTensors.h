@@ -11,7 +11,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/MemoryBuffer.h"
 
+#include <memory>
 #include <optional>
 
 namespace onnx {
@@ -52,6 +54,12 @@ tensorToAttr(mlir::MLIRContext &context, const onnx::TensorProto &tensor,
 /// must be as many as the type needs.
 mlir::DenseElementsAttr rawToAttr(mlir::RankedTensorType type,
                                   llvm::StringRef raw);
+
+/// The `length` bytes at `offset` of `file` (relative to `folder`, the
+/// model's), or an error at `loc` naming `what` ("weight 'w'").
+mlir::FailureOr<std::unique_ptr<llvm::MemoryBuffer>>
+readFileSlice(llvm::StringRef folder, llvm::StringRef file, int64_t offset,
+              int64_t length, const llvm::Twine &what, mlir::Location loc);
 
 /// Reads the integers of a small i32/i64 weight from its file (folder is the
 /// model's); used for shape operands stored as initializers.
