@@ -39,7 +39,10 @@
 //     slices, splits and concats of other axes, gathers by index tuples
 //     that keep the heads among their trailing dimensions (a cache's
 //     positions), elementwise ops, softmaxes
-//     along another axis, norms of each head's features, rotary,
+//     along another axis, norms of each head's features, an RMS norm over
+//     all heads' features of a projection's output (OLMo-2's q/k norms: a
+//     padded head's zeros add nothing to its sum of squares, so it is
+//     written as that sum over the real count, its scale padded), rotary,
 //     dfg.attention (keys and values of the same heads, or of one per
 //     group; a mask without a heads axis or with one of h), and matmuls of
 //     two activations whose batch dimensions hold the heads;
@@ -222,6 +225,26 @@ public:
 
   /// Rewrites the group with the padded head count.
   void pad() {
+    // RMS norms over the heads' features, written as sums of squares over
+    // the real count (buildRmsNormSum, before the types grow): the sum
+    // and the products by the input hold the heads, the scale is padded.
+    for (auto [norm, m] : spanNorms_) {
+      Operation *before = norm->getPrevNode();
+      Value scaled = buildRmsNormSum(norm);
+      Value old = norm->getResult(0);
+      old.replaceAllUsesWith(scaled);
+      marks_.erase(old);
+      Block::iterator first = before ? std::next(before->getIterator())
+                                     : norm->getBlock()->begin();
+      for (Operation &built : llvm::make_range(first, norm->getIterator()))
+        for (Value r : built.getResults())
+          if (shapeOf(r).size() == shapeOf(scaled).size() &&
+              shapeOf(r).back() == size(m))
+            marks_.try_emplace(r, m);
+      Operation *scaling = scaled.getDefiningOp();
+      pads_.push_back({scaling, 1, m.at(0)});
+      norm->erase();
+    }
     for (auto &[v, m] : marks_) {
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape(type.getShape());
@@ -618,6 +641,17 @@ private:
       int64_t rank = shapeOf(input).size();
       int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
       axis = axis < 0 ? axis + rank : axis;
+      // An RMS norm over every head's features (OLMo-2's q/k norms over the
+      // whole projection), of a projection's output: a padded head's
+      // features are zeros there, which add nothing to the sum of squares.
+      // pad() writes it as that sum over the count of the real features.
+      if (m.kind == Kind::Features && !m.unit && m.axis == rank - 1 &&
+          axis == m.axis && isDecomposableNorm(op) && zeroPadded(input) &&
+          (v == input || v == op->getResult(0))) {
+        if (llvm::none_of(spanNorms_, [&](auto &n) { return n.first == op; }))
+          spanNorms_.push_back({op, m});
+        return require(op, 0, m) && mark(op->getResult(0), m);
+      }
       if (op->getNumResults() != 1 || m.axis >= axis ||
           (v != input && v != op->getResult(0)))
         return false;
@@ -819,6 +853,21 @@ private:
     return false;
   }
 
+  /// Whether a padded head's features are zeros in `v`: a projection's
+  /// output (zero weight columns), with a bias added (zero entries).
+  static bool zeroPadded(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (auto add = dyn_cast_or_null<dfg::AddOp>(def)) {
+      if (!llvm::any_of(add->getOperands(), isSource))
+        return false;
+      Value other = isSource(add.getLhs()) ? add.getRhs() : add.getLhs();
+      def = other.getDefiningOp();
+    }
+    auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
+    return isa_and_nonnull<dfg::LinearOp>(def) ||
+           (matmul && isMatrix(matmul.getRhs()));
+  }
+
   int64_t groups_, groupsPadded_, g_, gp_, d_, h_, padded_;
   Operation *stoppedAt_ = nullptr;
   bool unused_ = false;
@@ -827,6 +876,8 @@ private:
   llvm::DenseSet<std::pair<Operation *, Value>> visited_;
   llvm::SetVector<Operation *> sources_, sinks_;
   SmallVector<Pad> pads_;
+  /// RMS norms over all the heads' features, and the heads' mark there.
+  llvm::SmallVector<std::pair<Operation *, Mark>> spanNorms_;
   /// Tensors [..., kv, g, ...] of a written-out repeat of the KV heads
   /// (marked at kv): their next axis, the repeat, pads from g_ to gp_.
   llvm::SetVector<Value> repeats_;

@@ -1406,13 +1406,15 @@ private:
   }
 
   /// Norms whose features the plan splits over tp (an attention's heads
-  /// merged before BitNet's sub-norm) sum partial squares instead of
-  /// gathering the features (SplitNorms.cpp).
+  /// merged before BitNet's sub-norm; OLMo-2's key norm, whose KV heads
+  /// the attention splits over fewer ranks than tp) sum partial squares
+  /// instead of gathering the features (SplitNorms.cpp).
   LogicalResult decomposeSplitNorms(const DimAxes &tp) {
     SmallVector<Operation *> norms;
     func_.walk([&](dfg::RmsNormOp norm) {
       if (isDecomposableNorm(norm) &&
-          onAxes(TensorSharding{stateOf(norm.getInput()).back()}, tp))
+          (onAxes(TensorSharding{stateOf(norm.getInput()).back()}, tp) ||
+           onAxes(TensorSharding{stateOf(norm.getResult()).back()}, tp)))
         norms.push_back(norm);
     });
     for (Operation *norm : norms)
