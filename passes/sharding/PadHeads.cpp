@@ -17,7 +17,8 @@
 // the query heads of each KV head are padded to a multiple of tp / kv
 // (Qwen2.5-7B's 28 over 4 KV heads on tp=8: 7 per KV head padded to 8, so
 // 32), the keys and values left as they are (so a KV cache keeps its
-// shape). KV heads that tp neither divides nor is a multiple of (SmolLM's 3
+// shape); multi-query attention's one KV head, which every rank reads, so
+// (Falcon's 4 query heads on tp=3: 6). KV heads that tp neither divides nor is a multiple of (SmolLM's 3
 // on tp=2) are padded too, to the least count that tp divides or is a
 // multiple of (paddedKvHeads: 4), with zero key and value weights, and the
 // new KV heads get groups of zero query heads (9 over 3 become 12 over 4;
@@ -536,7 +537,7 @@ private:
       // are more groups (m.kv).
       int64_t kvHeads = shapeOf(attention.getKey())[1];
       bool grouped = kvHeads != h_;
-      if (grouped && (groups_ == 1 || kvHeads != groups_))
+      if (grouped && kvHeads != groups_)
         return false;
       bool kvSide = v == attention.getKey() || v == attention.getValue() ||
                     v == attention.getPastKey() ||

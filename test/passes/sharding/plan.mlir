@@ -960,6 +960,39 @@ func.func @uneven_heads_returned(%x: tensor<1x4x20xf32>) -> (tensor<1x4x20xf32>,
 
 // -----
 
+// Multi-query attention (Falcon's, GPT-BigCode's: one KV head) with 4 query
+// heads on tp=3: the query heads are padded to 6 in their one group, two per
+// rank, and the one KV head, which every rank reads, stays as it is (its
+// projections whole on every rank, reported, as on tp=2).
+module attributes {meshc.mesh = "tp=3"} {
+// CHECK-LABEL: func.func @mqa_uneven_heads
+// CHECK: dfg.attention {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<1x6x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x6x4x4xf32>
+func.func @mqa_uneven_heads(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1024, length = 256] : tensor<16x4xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 1280, length = 256] : tensor<16x4xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1536, length = 1024] : tensor<16x16xf32>
+  // expected-remark @+1 {{4 heads of 4 features, which tp does not divide, padded to 6 with zero weights}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 4, 4] : (tensor<1x4x16xf32>) -> tensor<1x4x4x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  // expected-warning @+2 {{2 op(s) (dfg.linear x2) have nothing split over tp=3}}
+  // expected-note @+1 {{not split: its 4 output features are not divisible by tp=3}}
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x4xf32>) -> tensor<1x4x4xf32>
+  %k = dfg.reshape %k0 to [1, 1, 4, 4] : (tensor<1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x4xf32>) -> tensor<1x4x4xf32>
+  %v = dfg.reshape %v0 to [1, 1, 4, 4] : (tensor<1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %o = dfg.attention %q, %k, %v scale = 0.5 causal = true : (tensor<1x4x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 16] : (tensor<1x4x4x4xf32>) -> tensor<1x4x16xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %r = dfg.add %y, %x : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return %r : tensor<1x4x16xf32>
+}
+}
+
+// -----
+
 // An RMS norm over all heads' features of a projection (OLMo-2's q/k norms)
 // is padded with the heads: a padded head's features are zeros there, which
 // add nothing to the sum of squares. It becomes that sum over the real count
