@@ -936,11 +936,208 @@ resizeMatrix(int64_t in, int64_t out, double scale, const ResizeSampling &s,
   return m;
 }
 
-/// Resize over static sizes: along each axis whose sampling is not the
-/// identity, a product by its [out, in] matrix (resizeMatrix) with the axis
-/// moved last. A vision model's position embeddings interpolated to the
-/// image's patches (DINOv2's bicubic), an upsampling by an integer factor.
-/// The sizes (or scales) must be constants; the resized axes static.
+/// An op type as a value (for generic lambdas).
+template <typename OpTy> struct OpTag {
+  using type = OpTy;
+};
+
+/// The [in, out] matrix resizeMatrix gives (transposed), built in the graph
+/// where the axis's input or output length is symbolic (`inE`, `outE`): the
+/// source coordinate of each output position, and the weight each input
+/// position takes, as comparisons of the positions with the taps' indices.
+/// Computed in f32 (as onnxruntime samples), then cast to `element`.
+/// `scale` is the given one (Resize's scales), else out / in at run time.
+FailureOr<Value> resizeMatrixInGraph(NodeContext &ctx, AffineExpr inE,
+                                     AffineExpr outE,
+                                     std::optional<double> scale,
+                                     const ResizeSampling &s, Type element) {
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc();
+  const std::string &c = s.coordinates;
+  if (c != "half_pixel" && c != "pytorch_half_pixel" && c != "align_corners" &&
+      c != "asymmetric")
+    return ctx.error("Resize along an axis of symbolic length with "
+                     "coordinate_transformation_mode '" +
+                     c + "' is not supported");
+  if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic")
+    return ctx.error("Resize with mode '" + s.mode + "' is not supported");
+  if (s.mode == "nearest" && s.nearest != "round_prefer_floor" &&
+      s.nearest != "round_prefer_ceil" && s.nearest != "floor" &&
+      s.nearest != "ceil")
+    return ctx.error("Resize with nearest_mode '" + s.nearest +
+                     "' is not supported");
+  Type f32 = b.getF32Type();
+  auto toF32 = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return ctx.refineType(
+        dfg::CastOp::create(b, loc, type.clone(f32), v, f32).getResult());
+  };
+  auto lengthOf = [&](AffineExpr e) {
+    auto [map, names] = ctx.dimTable().write({e});
+    Value size = dfg::SizesOp::create(
+        b, loc, RankedTensorType::get({}, b.getI64Type()), map, names);
+    return toF32(size);
+  };
+  FailureOr<Value> outIota = ctx.iota(outE, {-1, 1});
+  FailureOr<Value> inIota = ctx.iota(inE, {1, -1});
+  if (failed(outIota) || failed(inIota))
+    return failure();
+  Value o = toF32(*outIota), positions = toF32(*inIota);
+  Value inF = lengthOf(inE), outF = lengthOf(outE);
+  // Each op's failure is reported at the node; the chain stops at the first.
+  bool failedOp = false;
+  auto op = [&](auto tag, Value l, Value r) -> Value {
+    using OpTy = typename decltype(tag)::type;
+    if (failedOp)
+      return l;
+    FailureOr<Value> v = binary<OpTy>(ctx, l, r, f32);
+    if (failed(v)) {
+      failedOp = true;
+      return l;
+    }
+    return ctx.refineType(*v);
+  };
+  auto unary = [&](auto tag, Value v) -> Value {
+    using OpTy = typename decltype(tag)::type;
+    return ctx.refineType(OpTy::create(b, loc, v.getType(), v).getResult());
+  };
+  using Add = OpTag<dfg::AddOp>;
+  using Sub = OpTag<dfg::SubOp>;
+  using Mul = OpTag<dfg::MulOp>;
+  using Div = OpTag<dfg::DivOp>;
+  using Max = OpTag<dfg::MaxOp>;
+  using Min = OpTag<dfg::MinOp>;
+  auto k = [&](double v) { return ctx.scalar(v, f32); };
+  Value ratio = scale ? k(*scale) : op(Div{}, outF, inF);
+  // The source coordinate of each output position: [out, 1].
+  Value x;
+  if (c == "half_pixel" || c == "pytorch_half_pixel") {
+    x = op(Sub{}, op(Div{}, op(Add{}, o, k(0.5)), ratio), k(0.5));
+    if (c == "pytorch_half_pixel") // 0 where out is 1
+      x = op(Mul{}, x, op(Min{}, op(Max{}, op(Sub{}, outF, k(1)), k(0)), k(1)));
+  } else if (c == "align_corners") {
+    // o * (in - 1) / (out - 1), and 0 where out is 1 (o is 0 there).
+    x = op(Div{}, op(Mul{}, o, op(Sub{}, inF, k(1))),
+           op(Max{}, op(Sub{}, outF, k(1)), k(1)));
+  } else {
+    x = op(Div{}, o, ratio);
+  }
+  Value last = op(Sub{}, inF, k(1));
+  auto clampIndex = [&](Value i) {
+    return op(Min{}, op(Max{}, i, k(0)), last);
+  };
+  // The weight `w` ([out, 1]) at input position `index` ([out, 1]): an
+  // [out, in] tensor, w where the positions equal the index.
+  auto tap = [&](Value index, Value w) -> Value {
+    if (failedOp)
+      return index;
+    FailureOr<Value> hit =
+        binary<dfg::EqualOp>(ctx, positions, index, b.getI1Type());
+    if (failed(hit)) {
+      failedOp = true;
+      return index;
+    }
+    Value one = toF32(ctx.refineType(*hit));
+    return op(Mul{}, one, w);
+  };
+  Value matrix;
+  if (s.mode == "nearest") {
+    Value i = s.nearest == "round_prefer_floor"
+                  ? unary(OpTag<dfg::CeilOp>{}, op(Sub{}, x, k(0.5)))
+              : s.nearest == "round_prefer_ceil"
+                  ? unary(OpTag<dfg::FloorOp>{}, op(Add{}, x, k(0.5)))
+              : s.nearest == "floor" ? unary(OpTag<dfg::FloorOp>{}, x)
+                                     : unary(OpTag<dfg::CeilOp>{}, x);
+    matrix = tap(clampIndex(i), k(1));
+  } else if (s.mode == "linear") {
+    Value clamped = op(Min{}, op(Max{}, x, k(0)), last);
+    Value f = unary(OpTag<dfg::FloorOp>{}, clamped);
+    Value t = op(Sub{}, clamped, f);
+    matrix = op(Add{}, tap(f, op(Sub{}, k(1), t)),
+                tap(clampIndex(op(Add{}, f, k(1))), t));
+  } else {
+    // Keys' kernel: taps -1 and 2 are 1 to 2 away, taps 0 and 1 within 1.
+    double a = s.cubicA;
+    Value f = unary(OpTag<dfg::FloorOp>{}, x);
+    Value t = op(Sub{}, x, f);
+    auto nearW = [&](Value d) { // ((a + 2) d - (a + 3)) d^2 + 1
+      Value p = op(Sub{}, op(Mul{}, k(a + 2), d), k(a + 3));
+      return op(Add{}, op(Mul{}, p, op(Mul{}, d, d)), k(1));
+    };
+    auto farW = [&](Value d) { // ((a d - 5 a) d + 8 a) d - 4 a
+      Value p = op(Sub{}, op(Mul{}, k(a), d), k(5 * a));
+      return op(Sub{}, op(Mul{}, op(Add{}, op(Mul{}, p, d), k(8 * a)), d),
+                k(4 * a));
+    };
+    SmallVector<std::pair<Value, Value>> taps = {
+        {op(Sub{}, f, k(1)), farW(op(Add{}, t, k(1)))},
+        {f, nearW(t)},
+        {op(Add{}, f, k(1)), nearW(op(Sub{}, k(1), t))},
+        {op(Add{}, f, k(2)), farW(op(Sub{}, k(2), t))}};
+    Value total;
+    if (s.excludeOutside) {
+      // A tap past either end counts nothing; the rest renormalised.
+      for (auto &[index, w] : taps) {
+        if (failedOp)
+          break;
+        FailureOr<Value> low = binary<dfg::GreaterOrEqualOp>(
+            ctx, index, k(0), b.getI1Type());
+        FailureOr<Value> high = binary<dfg::LessOrEqualOp>(
+            ctx, index, last, b.getI1Type());
+        if (failed(low) || failed(high)) {
+          failedOp = true;
+          break;
+        }
+        w = op(Mul{}, w,
+               op(Mul{}, toF32(ctx.refineType(*low)),
+                  toF32(ctx.refineType(*high))));
+        total = total ? op(Add{}, total, w) : w;
+      }
+    }
+    for (auto &[index, w] : taps) {
+      Value weight = total ? op(Div{}, w, total) : w;
+      Value part = tap(clampIndex(index), weight);
+      matrix = matrix ? op(Add{}, matrix, part) : part;
+    }
+  }
+  if (failedOp)
+    return failure();
+  // [out, in] -> [in, out], in the model's element type.
+  FailureOr<Value> transposed = transposeBy(ctx, matrix, {1, 0});
+  if (failed(transposed))
+    return failure();
+  Value result = ctx.refineType(*transposed);
+  if (element != f32)
+    result = ctx.refineType(
+        dfg::CastOp::create(
+            b, loc, cast<RankedTensorType>(result.getType()).clone(element),
+            result, element)
+            .getResult());
+  return result;
+}
+
+/// `scale` as p / q with q up to 64, if it is one (a Resize by a scale of a
+/// symbolic length: its output length floor(in * p / q)).
+std::optional<std::pair<int64_t, int64_t>> smallFraction(double scale) {
+  for (int64_t q = 1; q <= 64; ++q) {
+    double p = std::round(scale * static_cast<double>(q));
+    if (p >= 1 && std::abs(scale * static_cast<double>(q) - p) < 1e-9 &&
+        static_cast<double>(static_cast<float>(p / q)) ==
+            static_cast<double>(static_cast<float>(scale)))
+      return std::pair(static_cast<int64_t>(p), q);
+  }
+  return std::nullopt;
+}
+
+/// Resize: along each axis whose sampling is not the identity, a product by
+/// its [out, in] matrix with the axis moved last. A vision model's position
+/// embeddings interpolated to the image's patches (DINOv2's bicubic), an
+/// upsampling by an integer factor. Over static lengths the matrix is a
+/// constant (resizeMatrix); where the input's or the output's length is
+/// symbolic (sizes computed from the input's dimensions, MobileViT's
+/// ceil(h / p) * p; a scale p / q of a symbolic length; DINOv2's grid
+/// resized to an image's patches) it is built in the graph
+/// (resizeMatrixInGraph).
 /// Refused by name: tf_crop_and_resize, antialias when shrinking, a
 /// keep_aspect_ratio_policy other than stretch, integer tensors that are
 /// not left as they are.
@@ -965,9 +1162,13 @@ LogicalResult legalizeResize(NodeContext &ctx) {
     return ctx.error("Resize with keep_aspect_ratio_policy '" +
                      ctx.attrString("keep_aspect_ratio_policy") +
                      "' is not supported (only stretch)");
-  // Each axis's output size and scale.
+  // Each axis's output size and scale; `outExprs` the output lengths that
+  // are symbolic (computed from the input's dimensions, or a scale of a
+  // symbolic length), null where an axis keeps its length or is static.
   SmallVector<int64_t> outSizes(x.getShape());
   SmallVector<double> scales(rank, 1.0);
+  SmallVector<AffineExpr> outExprs(rank);
+  SmallVector<AffineExpr> inDims = ctx.inputDims(0);
   if (Value sizes = ctx.input(3)) {
     FailureOr<SmallVector<AffineExpr>> given = ctx.symbolicInts(3, "sizes");
     if (failed(given))
@@ -975,17 +1176,22 @@ LogicalResult legalizeResize(NodeContext &ctx) {
     if (given->size() != axes.size())
       return ctx.error("Resize's sizes hold " + std::to_string(given->size()) +
                        " values for " + std::to_string(axes.size()) + " axes");
-    SmallVector<AffineExpr> inDims = ctx.inputDims(0);
     for (auto [axis, size] : llvm::zip_equal(axes, *given)) {
       if (auto c = dyn_cast<AffineConstantExpr>(size)) {
         outSizes[axis] = c.getValue();
         continue;
       }
       // A symbolic size kept (the batch, read from the input's Shape).
-      if (!(size && inDims[axis] && dfg::sameDim(size, inDims[axis])))
-        return ctx.error("Resize to a size computed from a symbolic "
-                         "dimension is not supported, but for the input's "
-                         "own: its sizes must be constants");
+      if (size && inDims[axis] && dfg::sameDim(size, inDims[axis]))
+        continue;
+      // A length computed from the input's dimensions (MobileViT's feature
+      // map resized to a multiple of its patch, and back).
+      if (!size)
+        return ctx.error("Resize to a size that follows from no named input "
+                         "dimension is not supported; give it with --dim "
+                         "NAME=SIZE");
+      outSizes[axis] = ShapedType::kDynamic;
+      outExprs[axis] = size;
     }
   } else if (Value scaleInput = ctx.input(2)) {
     DenseElementsAttr values;
@@ -1011,12 +1217,19 @@ LogicalResult legalizeResize(NodeContext &ctx) {
         return ctx.error("Resize's scale " + std::to_string(scale) +
                          " is not positive");
       scales[axis] = scale;
-      if (!x.isDynamicDim(axis))
+      if (!x.isDynamicDim(axis)) {
         outSizes[axis] = static_cast<int64_t>(
             std::floor(static_cast<double>(x.getDimSize(axis)) * scale));
-      else if (scale != 1.0)
-        return ctx.error("Resize by a scale of a symbolic dimension is not "
-                         "supported");
+      } else if (scale != 1.0) {
+        // floor(in * p / q): an upsampling by 2, a downsampling by 2.
+        std::optional<std::pair<int64_t, int64_t>> pq = smallFraction(scale);
+        if (!pq || !inDims[axis])
+          return ctx.error("Resize by a scale of " + std::to_string(scale) +
+                           " of a symbolic length is supported where the "
+                           "scale is a fraction p / q with q up to 64 and the "
+                           "length follows from named input dimensions");
+        outExprs[axis] = (inDims[axis] * pq->first).floorDiv(pq->second);
+      }
     }
   } else {
     return ctx.error("Resize needs its scales or its sizes");
@@ -1031,6 +1244,60 @@ LogicalResult legalizeResize(NodeContext &ctx) {
   Value result = ctx.input(0);
   for (int64_t axis : axes) {
     int64_t in = x.getDimSize(axis), out = outSizes[axis];
+    if (outExprs[axis] || (ShapedType::isDynamic(in) && !outExprs[axis] &&
+                           !ShapedType::isDynamic(out))) {
+      // A symbolic length on either side: the matrix built in the graph.
+      AffineExpr inE = ShapedType::isDynamic(in)
+                           ? inDims[axis]
+                           : getAffineConstantExpr(in, ctx.builder().getContext());
+      AffineExpr outE =
+          outExprs[axis]
+              ? outExprs[axis]
+              : getAffineConstantExpr(out, ctx.builder().getContext());
+      if (!inE)
+        return ctx.error("Resize along axis " + std::to_string(axis) +
+                         ", whose length follows from no named input "
+                         "dimension, is not supported; give it with --dim "
+                         "NAME=SIZE");
+      if (!isa<FloatType>(element))
+        return ctx.error("Resize of an integer tensor that changes it is not "
+                         "supported");
+      // Antialiasing only changes a shrinking, which a length computed at
+      // run time may be.
+      bool growing = !ctx.input(3) && scales[axis] >= 1;
+      if (antialias && sampling.mode != "nearest" && !growing)
+        return ctx.error("Resize with antialias along an axis of symbolic "
+                         "length is not supported");
+      std::optional<double> givenScale;
+      if (!ctx.input(3))
+        givenScale = scales[axis];
+      FailureOr<Value> matrix =
+          resizeMatrixInGraph(ctx, inE, outE, givenScale, sampling, element);
+      if (failed(matrix))
+        return failure();
+      SmallVector<int64_t> perm;
+      for (int64_t a = 0; a < rank; ++a)
+        if (a != axis)
+          perm.push_back(a);
+      perm.push_back(axis);
+      SmallVector<int64_t> back(rank);
+      for (auto [i, p] : llvm::enumerate(perm))
+        back[p] = static_cast<int64_t>(i);
+      FailureOr<Value> moved = transposeBy(ctx, result, perm);
+      if (failed(moved))
+        return failure();
+      Value movedV = ctx.refineType(*moved);
+      FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+          dfg::matmulShape(shapeOf(movedV), shapeOf(*matrix)), element, movedV,
+          *matrix);
+      FailureOr<Value> placed =
+          failed(product) ? product
+                          : transposeBy(ctx, ctx.refineType(*product), back);
+      if (failed(placed))
+        return failure();
+      result = ctx.refineType(*placed);
+      continue;
+    }
     if (ShapedType::isDynamic(in)) {
       if (out == in)
         continue; // kept (a scale of 1, or its size given as itself)

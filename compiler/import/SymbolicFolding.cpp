@@ -402,7 +402,7 @@ std::optional<Rational> rationalOf(dfg::SymbolicShapes &shapes, Value v,
     Rational r;
     for (AffineExpr n : x->numerators)
       r.numerators.push_back(isa<dfg::CeilOp>(def)
-                                 ? n.ceilDiv(x->denominator)
+                                 ? dfg::ceilDivide(n, x->denominator)
                                  : n.floorDiv(x->denominator));
     return r;
   }

@@ -290,7 +290,7 @@ Dims RangeOp::getSymbolicDims(unsigned, SymbolicShapes &shapes) {
   // Counting down (XLNet's positions klen .. -qlen): the span the other way.
   AffineExpr span = delta > 0 ? bounds[1] - bounds[0] : bounds[0] - bounds[1];
   int64_t step = delta > 0 ? delta : -delta;
-  return Dims{step == 1 ? span : span.ceilDiv(step)};
+  return Dims{step == 1 ? span : ceilDivide(span, step)};
 }
 
 /// A fused chain broadcasts its operands as its body's ops do.

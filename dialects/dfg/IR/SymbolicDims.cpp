@@ -477,6 +477,10 @@ bool sameQuasiAffine(AffineExpr a, AffineExpr b) {
 }
 } // namespace
 
+AffineExpr ceilDivide(AffineExpr e, int64_t d) {
+  return d == 1 ? e : (e + (d - 1)).floorDiv(d);
+}
+
 bool sameDim(AffineExpr a, AffineExpr b) {
   if (!a || !b)
     return false;
@@ -758,7 +762,7 @@ AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
     if (!from || !to)
       return {};
     AffineExpr len = from - to;
-    return step == -1 ? len : len.ceilDiv(-step);
+    return step == -1 ? len : ceilDivide(len, -step);
   }
   // A constant end within a symbolic dimension is clamped by it at run time
   // (x[:, :10] of a shorter x): its length is not an expression, unless the
@@ -793,7 +797,7 @@ AffineExpr sliceLength(AffineExpr dim, AffineExpr start, AffineExpr end,
   if (!from || !to)
     return {};
   AffineExpr len = to - from;
-  return step == 1 ? len : len.ceilDiv(step);
+  return step == 1 ? len : ceilDivide(len, step);
 }
 
 namespace {

@@ -145,6 +145,12 @@ llvm::Expected<int64_t> evaluateDim(mlir::AffineExpr expr,
 /// Structural equality after simplification.
 bool sameDim(mlir::AffineExpr a, mlir::AffineExpr b);
 
+/// `e` divided by `d` > 0, rounded up, written as the floor quotient
+/// (e + d - 1) floordiv d, which simplification sees through: a stride-8
+/// window's count (S - 7) ceildiv 8 is S floordiv 8, as the same length
+/// written the other way (a patch grid's S / 8).
+mlir::AffineExpr ceilDivide(mlir::AffineExpr e, int64_t d);
+
 /// Checks the shared invariants S1 and S2 of the symbolic ops (`what` names
 /// the map in the message).
 llvm::Error verifySymbols(mlir::AffineMap map, mlir::ArrayAttr names,

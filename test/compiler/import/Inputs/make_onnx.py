@@ -1249,11 +1249,74 @@ def case_resize_crop(path):
 
 
 def case_resize_symbolic(path):
-    """Resize of a symbolic axis to another size: refused by name."""
-    nodes = [helper.make_node("Resize", ["x", "", "twice"], ["y"], mode="nearest",
+    """Resize of a symbolic axis with half_pixel_symmetric (its matrix is
+    built in the graph, which takes the other modes): refused by name."""
+    nodes = [helper.make_node("Resize", ["x", "", "twice"], ["y"], mode="linear",
+                              coordinate_transformation_mode="half_pixel_symmetric",
                               name="grow_seq")]
     inits = [numpy_helper.from_array(np.array([1, 1, 2], np.float32), "twice")]
     return model(nodes, [f32("x", [1, 2, "len"])], [f32("y", None)], inits, opset=19)
+
+
+def case_resize_runtime(path):
+    """Resize along axes of symbolic length, its [in, out] matrix built in
+    the graph: nearest upsampling by a scale of 2 (asymmetric, floor);
+    linear shrinking by 0.5 (pytorch_half_pixel); linear to the next
+    multiple of 4, ceil(h / 4) * 4 computed from the Shape in floats
+    (MobileViT's feature map before it unfolds it into patches); a static
+    4 x 4 grid resized bicubically to (h // 2, w // 2) (DINOv2's position
+    embeddings interpolated to the image's patches); linear with
+    align_corners to h + 3; cubic with exclude_outside and a = -0.5 to 2h;
+    nearest round_prefer_ceil (half_pixel) to w + 2."""
+    def dim(name, axis):
+        return [helper.make_node("Shape", ["x"], [name + "_all"]),
+                helper.make_node("Gather", [name + "_all", "ax%d" % axis], [name], axis=0)]
+    nodes = dim("h", 2) + dim("w", 3) + dim("b", 0) + [
+        helper.make_node("Resize", ["x", "", "twice"], ["up2"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+                         name="up2"),
+        helper.make_node("Resize", ["x", "", "halve"], ["half"], mode="linear",
+                         coordinate_transformation_mode="pytorch_half_pixel", name="half"),
+        # ceil(h / 4) * 4 in floats, as torch traces math.ceil.
+        helper.make_node("Cast", ["h"], ["hf"], to=TensorProto.FLOAT),
+        helper.make_node("Div", ["hf", "four_f"], ["hq"]),
+        helper.make_node("Ceil", ["hq"], ["hc"]),
+        helper.make_node("Mul", ["hc", "four_f"], ["hm"]),
+        helper.make_node("Cast", ["hm"], ["h4"], to=TensorProto.INT64),
+        helper.make_node("Cast", ["w"], ["wf"], to=TensorProto.FLOAT),
+        helper.make_node("Div", ["wf", "four_f"], ["wq"]),
+        helper.make_node("Ceil", ["wq"], ["wc"]),
+        helper.make_node("Mul", ["wc", "four_f"], ["wm"]),
+        helper.make_node("Cast", ["wm"], ["w4"], to=TensorProto.INT64),
+        helper.make_node("Concat", ["b", "two", "h4", "w4"], ["mult4_size"], axis=0),
+        helper.make_node("Resize", ["x", "", "", "mult4_size"], ["mult4"], mode="linear",
+                         name="mult4"),
+        helper.make_node("Div", ["h", "two"], ["h2"]),
+        helper.make_node("Div", ["w", "two"], ["w2"]),
+        helper.make_node("Concat", ["one", "four", "h2", "w2"], ["grid_size"], axis=0),
+        helper.make_node("Resize", ["pos", "", "", "grid_size"], ["grid"], mode="cubic",
+                         cubic_coeff_a=-0.75, name="grid"),
+        helper.make_node("Add", ["h", "three"], ["h3"]),
+        helper.make_node("Concat", ["b", "two", "h3", "w"], ["corners_size"], axis=0),
+        helper.make_node("Resize", ["x", "", "", "corners_size"], ["corners"], mode="linear",
+                         coordinate_transformation_mode="align_corners", name="corners"),
+        helper.make_node("Mul", ["h", "two"], ["hh"]),
+        helper.make_node("Concat", ["b", "two", "hh", "w"], ["outside_size"], axis=0),
+        helper.make_node("Resize", ["x", "", "", "outside_size"], ["outside"], mode="cubic",
+                         cubic_coeff_a=-0.5, exclude_outside=1, name="outside"),
+        helper.make_node("Add", ["w", "two"], ["wp"]),
+        helper.make_node("Concat", ["b", "two", "h", "wp"], ["round_size"], axis=0),
+        helper.make_node("Resize", ["x", "", "", "round_size"], ["round"], mode="nearest",
+                         nearest_mode="round_prefer_ceil", name="round"),
+    ]
+    inits = [ints("ax0", [0]), ints("ax2", [2]), ints("ax3", [3]), ints("one", [1]),
+             ints("two", [2]), ints("three", [3]), ints("four", [4]),
+             numpy_helper.from_array(np.array([4.0], np.float32), "four_f"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "twice"),
+             numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "halve")]
+    outs = ["up2", "half", "mult4", "grid", "corners", "outside", "round"]
+    return model(nodes, [f32("x", ["batch", 2, "h", "w"]), f32("pos", [1, 4, 4, 4])],
+                 [f32(o, None) for o in outs], inits, opset=13)
 
 
 def case_rank_nine(path):
