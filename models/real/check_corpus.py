@@ -30,6 +30,11 @@ inputs are not given to meshc run. An export in f16 (onnxruntime-genai's
 says `computes_in: f16`, f32 at the edges) is compiled with `--dtype
 f32`, as the cpu target computes in f32, and compared within 2e-3 + 1e-2 *
 |reference|: onnxruntime computes it in f16.
+--image-sizes HxW,... runs the image encoders whose pixels' height and width
+are symbolic in the model at those sizes instead of the committed inputs:
+each export compiled once per mesh, then a batch of random images of each
+size run by meshc and by onnxruntime, one line per size (`NAME [MESH]
+48x40: ok ...`). An export whose image size is fixed prints nothing.
 Exit status 0 when every case is ok (or with --allow-failures), 1 otherwise.
 """
 import argparse
@@ -190,6 +195,72 @@ def run_case(meshc, export, mesh, work, flags=()):
     return status
 
 
+def image_input(export):
+    """The name of the export's one 4-D float input whose height and width
+    are symbolic (an image encoder's pixels), else None."""
+    import onnx
+
+    model = onnx.load(os.path.join(export, "model.onnx"), load_external_data=False)
+    found = None
+    for value in model.graph.input:
+        t = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if t.elem_type == onnx.TensorProto.FLOAT and len(dims) == 4 and \
+                dims[2] is None and dims[3] is None:
+            if found:
+                return None
+            found = value.name
+    return found
+
+
+def run_image_sizes(meshc, export, mesh, work, sizes):
+    """The export compiled for `mesh` and run on random images of each of
+    `sizes` ((height, width)), compared with onnxruntime: {size: status}."""
+    import onnxruntime as ort
+
+    name = image_input(export)
+    model = os.path.join(export, "model.onnx")
+    out = os.path.join(work, "exe")
+    shutil.rmtree(out, ignore_errors=True)
+    r = subprocess.run([meshc, "compile", model, "--mesh", mesh, "-o", out],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {size: "compile: " + first_error(r.stderr + r.stdout) for size in sizes}
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    # The batch and channels of the committed images.
+    batch, channels = np.load(os.path.join(export, "inputs", name + ".npy")).shape[:2]
+    rng = np.random.default_rng(0)
+    statuses = {}
+    for height, width in sizes:
+        pixels = rng.standard_normal((batch, channels, height, width)).astype(np.float32)
+        ref = os.path.join(work, "ref")
+        res = os.path.join(work, "out")
+        for folder in (ref, res):
+            shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(ref)
+        try:
+            outputs = session.run(None, {name: pixels})
+        except Exception as e:  # a size the model does not take (ViT's fixed positions)
+            outputs = None
+            refused = str(e).strip().splitlines()[0][:120]
+        for o, v in zip(session.get_outputs(), outputs or []):
+            np.save(os.path.join(ref, o.name + ".npy"), v)
+        feed = os.path.join(work, "pixels.npy")
+        np.save(feed, pixels)
+        r = subprocess.run([meshc, "run", out, "--input", f"{name}={feed}", "--output-dir", res,
+                            "--collective-timeout", "60"], capture_output=True, text=True)
+        if outputs is None:
+            # meshc must refuse it too, by name.
+            statuses[(height, width)] = (
+                "refused as by onnxruntime: " + first_error(r.stderr + r.stdout)
+                if r.returncode else "mismatch: meshc ran a size onnxruntime refuses (" +
+                refused + ")")
+            continue
+        statuses[(height, width)] = ("run: " + first_error(r.stderr + r.stdout)
+                                     if r.returncode else compare(ref, res))
+    return statuses
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--meshc", required=True)
@@ -205,6 +276,9 @@ def main():
                          "--microbatches N (the inputs' batch of two: N <= 2)")
     ap.add_argument("--raising", action="store_true",
                     help="print what raising made of each export instead of running it")
+    ap.add_argument("--image-sizes", default="",
+                    help="HxW,...: run the image encoders whose image size is symbolic "
+                         "at these sizes, against onnxruntime")
     ap.add_argument("--allow-failures", action="store_true",
                     help="exit 0 even when a case fails (the lit test pins the "
                          "statuses with FileCheck instead)")
@@ -224,6 +298,18 @@ def main():
                 print(f"{name}: {raising_summary(args.meshc, os.path.join(args.corpus, name), work)}",
                       flush=True)
                 continue
+            if args.image_sizes:
+                export = os.path.join(args.corpus, name)
+                if not image_input(export):
+                    continue
+                sizes = [tuple(int(n) for n in hw.split("x"))
+                         for hw in args.image_sizes.split(",")]
+                for mesh in meshes:
+                    for (h, w), status in run_image_sizes(args.meshc, export, mesh, work,
+                                                          sizes).items():
+                        results[(name, mesh, h, w)] = status
+                        print(f"{name} [{mesh}] {h}x{w}: {status}", flush=True)
+                continue
             for mesh in meshes:
                 export = os.path.join(args.corpus, name)
                 flags = (["--no-raise"] if args.no_raise else []) + \
@@ -237,7 +323,7 @@ def main():
                 print(f"{name} [{label}]: {status}", flush=True)
     if args.raising:
         return 0
-    ok = sum(1 for s in results.values() if s.startswith("ok"))
+    ok = sum(1 for s in results.values() if s.startswith(("ok", "refused as by onnxruntime")))
     print(f"corpus: {len(results)} cases; ok: {ok}, failed: {len(results) - ok}")
     return 0 if ok == len(results) or args.allow_failures else 1
 

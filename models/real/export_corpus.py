@@ -62,6 +62,14 @@ minicpm3,zamba2,gemma3n_text,funnel \
                                          (Optimum's feature-extraction of image encoders: the
                                          pixels' channels, height and width named)
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch dinov2 --exporter dynamo_anyimage,torchscript_anyimage
+                                         (an image encoder's height and width symbolic
+                                         too: DINOv2 interpolates its position grid to
+                                         the image's patches at any size)
+  .venv-optimum/bin/python models/real/export_corpus.py --out models/real/corpus \
+      --arch mobilevit --exporter optimum  (MobileViT resizes its feature maps to a
+                                         multiple of its patch and back)
+  .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,gpt2,bert,qwen3,gpt_neox --exporter qdynamic
   .venv-export/bin/python models/real/export_corpus.py --out models/real/corpus \
       --arch llama,bert --exporter qdynamic_pc,qdynamic_ortext
@@ -960,10 +968,20 @@ def export_graph(wrapped, kw, out_name, path, dynamo, opset, dynamic, axes):
     return feeds, want
 
 
-def export_torch(arch, model, out, dynamo, opset=None):
+def export_torch(arch, model, out, dynamo, opset=None, any_image=False):
+    """torch.onnx's export of a decoder, an encoder or an image encoder;
+    `any_image`: an image encoder's height and width symbolic too (the
+    `_anyimage` exporters), so that the model takes images of any size, as
+    DINOv2 interpolates its position embeddings to the image's patches."""
     import torch
 
     ids, mask, pos = prompt_inputs(arch)
+    if any_image:
+        # Traced on an image that is not square: a square one lets torch.export
+        # specialise the size where the model branches on height == width
+        # (DINOv2's interpolation, skipped when the grid is its own).
+        ids = np.random.default_rng(SEED).standard_normal(
+            (BATCH, 3, IMAGE, IMAGE + 8)).astype(np.float32)
     kw = torch_inputs(arch, ids, mask, pos)
     names = list(kw)
     path = os.path.join(out, "model.onnx")
@@ -1005,7 +1023,11 @@ def export_torch(arch, model, out, dynamo, opset=None):
         dyn = {n: ({0: batch, 1: seq} if n in names or (arch in AUDIO and not i) else None)
                for i, n in enumerate(params)}
         if arch in VISION:
-            dyn = {n: ({0: batch} if not i else None) for i, n in enumerate(params)}
+            pixels = {0: batch}
+            if any_image:
+                pixels.update({2: torch.export.Dim("height", min=16, max=512),
+                               3: torch.export.Dim("width", min=16, max=512)})
+            dyn = {n: (pixels if not i else None) for i, n in enumerate(params)}
         kwargs = dict(dynamo=True, dynamic_shapes=dyn, input_names=names,
                       output_names=[out_name], external_data=False)
         if opset:
@@ -1018,6 +1040,11 @@ def export_torch(arch, model, out, dynamo, opset=None):
         axes[out_name] = {0: "batch_size", 1: "frames" if arch in AUDIO else length}
         if arch in VISION:
             axes = {n: {0: "batch_size"} for n in [*names, out_name]}
+            if any_image:
+                axes[names[0]].update({2: "height", 3: "width"})
+                with torch.no_grad():
+                    rank = wrapped(*args).dim()
+                axes[out_name].update({d: f"{out_name}_{d}" for d in range(1, rank)})
         torch.onnx.export(wrapped, args, path, dynamo=False, opset_version=opset or 17,
                           input_names=names, output_names=[out_name], dynamic_axes=axes)
     feeds = {n: kw[n].numpy() for n in names}
@@ -1690,17 +1717,23 @@ def main():
                         transformers=transformers.__version__)
             try:
                 config, model = build_model(arch)
-                torch_exporter = re.fullmatch(r"(dynamo|torchscript)(\d*)", exporter)
+                torch_exporter = re.fullmatch(r"(dynamo|torchscript)(\d*)(_anyimage)?",
+                                              exporter)
                 if torch_exporter:
                     # At the exporter's default opset (export_torch: dynamo's
                     # own, TorchScript 17), or the number's (dynamo23 writes
                     # Attention and RotaryEmbedding; torchscript14 comes
                     # before LayerNormalization, as older export scripts pin).
-                    kind, opset = torch_exporter.groups()
+                    kind, opset, any_image = torch_exporter.groups()
                     export = (export_seq2seq if arch in SEQ2SEQ else
                               export_dual if arch in DUAL else export_torch)
+                    extra = {}
+                    if any_image:
+                        if arch not in VISION:
+                            raise SystemExit(f"{exporter}: {arch} is not an image encoder")
+                        extra["any_image"] = True
                     feeds, want = export(arch, model, out, dynamo=kind == "dynamo",
-                                         opset=int(opset) if opset else None)
+                                         opset=int(opset) if opset else None, **extra)
                 elif exporter == "optimum":
                     feeds, want = export_optimum(arch, model, out)
                 elif exporter == "genai":

@@ -158,6 +158,23 @@ TEST_F(SymbolicDimsTest, DivideDimsCancelsFactors) {
   EXPECT_FALSE(bool(divideDims({b, AffineExpr()}, {c(2)})));
 }
 
+TEST_F(SymbolicDimsTest, ProductsOfSymbolsInAnyOrderAndSumsWithACommonFactor) {
+  AffineExpr b = table.symbol("batch"), h = table.symbol("height"),
+             w = table.symbol("width");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
+  AffineExpr hp = h.floorDiv(8), wp = w.floorDiv(8);
+  // The same patch count, its product written both ways.
+  EXPECT_TRUE(sameDim(hp * wp + 1, wp * hp + 1));
+  EXPECT_FALSE(sameDim(hp * wp + 1, hp * hp + 1));
+  // A dynamo ViT's heads: [batch, patches + 1, (patches + 1) * 64 / ((patches
+  // + 1) * 16)] with the patches' product in the other order is 4.
+  AffineExpr whole = (wp * hp) * 64 + 64, part = (hp * wp) * 16 + 16;
+  EXPECT_TRUE(sameDim(divideDims({b, whole}, {b, part}), c(4)));
+  // A stride-8 window count rounded up is the floor quotient it equals.
+  EXPECT_TRUE(sameDim(ceilDivide(h - 7, 8), hp));
+  EXPECT_FALSE(sameDim(ceilDivide(h - 6, 8), hp));
+}
+
 TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
   // f(x: [batch, seq, 32] named, past: [batch, 4, past, 8] named)
   auto f32 = builder.getF32Type();

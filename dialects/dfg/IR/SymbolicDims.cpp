@@ -337,8 +337,22 @@ evaluateDims(AffineMap map, ArrayAttr names, const DimBindings &bindings) {
 }
 
 namespace {
+/// The operands of a chain of `kind` (Add or Mul) in `e`, flattened.
+void chainOperands(AffineExpr e, AffineExprKind kind,
+                   SmallVectorImpl<AffineExpr> &out) {
+  if (e.getKind() == kind) {
+    auto bin = cast<AffineBinaryOpExpr>(e);
+    chainOperands(bin.getLHS(), kind, out);
+    chainOperands(bin.getRHS(), kind, out);
+    return;
+  }
+  out.push_back(e);
+}
+
 /// `e` as a product: its constant factors multiplied into `constant`, the
-/// others appended to `atoms` (`(s0 * 4) * s1` is 4, [s0, s1]).
+/// others appended to `atoms` (`(s0 * 4) * s1` is 4, [s0, s1]). A sum's
+/// common constant factor comes out of it too (`s0 * 64 + 64` is 64,
+/// [s0 + 1]).
 void multiplicands(AffineExpr e, int64_t &constant,
                    SmallVectorImpl<AffineExpr> &atoms) {
   if (auto c = dyn_cast<AffineConstantExpr>(e)) {
@@ -351,7 +365,75 @@ void multiplicands(AffineExpr e, int64_t &constant,
     multiplicands(mul.getRHS(), constant, atoms);
     return;
   }
+  if (e.getKind() == AffineExprKind::Add) {
+    SmallVector<AffineExpr> terms;
+    chainOperands(e, AffineExprKind::Add, terms);
+    SmallVector<std::pair<int64_t, SmallVector<AffineExpr>>> split;
+    int64_t common = 0;
+    for (AffineExpr t : terms) {
+      int64_t k = 1;
+      SmallVector<AffineExpr> rest;
+      multiplicands(t, k, rest);
+      common = std::gcd(common, k);
+      split.push_back({k, std::move(rest)});
+    }
+    if (common > 1) {
+      AffineExpr sum = getAffineConstantExpr(0, e.getContext());
+      for (auto &[k, rest] : split) {
+        AffineExpr term = getAffineConstantExpr(k / common, e.getContext());
+        for (AffineExpr f : rest)
+          term = term * f;
+        sum = sum + term;
+      }
+      constant *= common;
+      atoms.push_back(sum);
+      return;
+    }
+  }
   atoms.push_back(e);
+}
+
+std::string printed(AffineExpr e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  e.print(os);
+  return s;
+}
+
+/// `e` with the operands of every sum and product in one order (sorted by
+/// their printed forms), so that s1 * s2 and s2 * s1 are one expression,
+/// which simplification alone does not make of products of symbols.
+AffineExpr canonical(AffineExpr e) {
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return e;
+  AffineExprKind kind = e.getKind();
+  if (kind != AffineExprKind::Add && kind != AffineExprKind::Mul) {
+    AffineExpr l = canonical(bin.getLHS()), r = canonical(bin.getRHS());
+    switch (kind) {
+    case AffineExprKind::FloorDiv:
+      return l.floorDiv(r);
+    case AffineExprKind::CeilDiv:
+      return l.ceilDiv(r);
+    default:
+      return l % r;
+    }
+  }
+  SmallVector<AffineExpr> operands;
+  chainOperands(e, kind, operands);
+  SmallVector<std::pair<std::string, AffineExpr>> keyed;
+  for (AffineExpr o : operands) {
+    AffineExpr c = canonical(o);
+    keyed.push_back({printed(c), c});
+  }
+  llvm::stable_sort(keyed, [](const auto &x, const auto &y) {
+    return x.first < y.first;
+  });
+  AffineExpr result = keyed.front().second;
+  for (auto &entry : llvm::drop_begin(keyed))
+    result = kind == AffineExprKind::Add ? result + entry.second
+                                         : result * entry.second;
+  return result;
 }
 } // namespace
 
@@ -496,7 +578,14 @@ bool sameDim(AffineExpr a, AffineExpr b) {
   auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(diff, 0, symbols));
   if (c)
     return c.getValue() == 0;
-  return sameQuasiAffine(a, b);
+  if (sameQuasiAffine(a, b))
+    return true;
+  // Products of symbols in another order.
+  AffineExpr ca = canonical(a), cb = canonical(b);
+  if (ca == cb)
+    return true;
+  auto cd = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(ca - cb, 0, symbols));
+  return cd && cd.getValue() == 0;
 }
 
 llvm::Error verifySymbols(AffineMap map, ArrayAttr names, StringRef what) {
