@@ -1116,6 +1116,34 @@ FailureOr<Value> resizeMatrixInGraph(NodeContext &ctx, AffineExpr inE,
   return result;
 }
 
+/// `x` with its axis `axis` (of length in) multiplied by `matrix` [in, out]:
+/// the axis moved last, the product, and the axis put back.
+FailureOr<Value> productAlong(NodeContext &ctx, Value x, int64_t axis,
+                              Value matrix) {
+  int64_t rank = static_cast<int64_t>(shapeOf(x).size());
+  SmallVector<int64_t> perm;
+  for (int64_t a = 0; a < rank; ++a)
+    if (a != axis)
+      perm.push_back(a);
+  perm.push_back(axis);
+  SmallVector<int64_t> back(rank);
+  for (auto [i, p] : llvm::enumerate(perm))
+    back[p] = static_cast<int64_t>(i);
+  FailureOr<Value> moved = transposeBy(ctx, x, perm);
+  if (failed(moved))
+    return failure();
+  Value last = ctx.refineType(*moved);
+  FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
+      dfg::matmulShape(shapeOf(last), shapeOf(matrix)), elementOf(x), last,
+      matrix);
+  if (failed(product))
+    return failure();
+  FailureOr<Value> placed = transposeBy(ctx, ctx.refineType(*product), back);
+  if (failed(placed))
+    return failure();
+  return ctx.refineType(*placed);
+}
+
 /// `scale` as p / q with q up to 64, if it is one (a Resize by a scale of a
 /// symbolic length: its output length floor(in * p / q)).
 std::optional<std::pair<int64_t, int64_t>> smallFraction(double scale) {
@@ -1275,27 +1303,10 @@ LogicalResult legalizeResize(NodeContext &ctx) {
           resizeMatrixInGraph(ctx, inE, outE, givenScale, sampling, element);
       if (failed(matrix))
         return failure();
-      SmallVector<int64_t> perm;
-      for (int64_t a = 0; a < rank; ++a)
-        if (a != axis)
-          perm.push_back(a);
-      perm.push_back(axis);
-      SmallVector<int64_t> back(rank);
-      for (auto [i, p] : llvm::enumerate(perm))
-        back[p] = static_cast<int64_t>(i);
-      FailureOr<Value> moved = transposeBy(ctx, result, perm);
-      if (failed(moved))
-        return failure();
-      Value movedV = ctx.refineType(*moved);
-      FailureOr<Value> product = ctx.create<dfg::MatMulOp>(
-          dfg::matmulShape(shapeOf(movedV), shapeOf(*matrix)), element, movedV,
-          *matrix);
-      FailureOr<Value> placed =
-          failed(product) ? product
-                          : transposeBy(ctx, ctx.refineType(*product), back);
+      FailureOr<Value> placed = productAlong(ctx, result, axis, *matrix);
       if (failed(placed))
         return failure();
-      result = ctx.refineType(*placed);
+      result = *placed;
       continue;
     }
     if (ShapedType::isDynamic(in)) {
@@ -1336,27 +1347,10 @@ LogicalResult legalizeResize(NodeContext &ctx) {
         t[i * out + o] = (*m)[o * in + i];
     Value matrix =
         floatConstant(ctx.builder(), ctx.loc(), {in, out}, t, element);
-    SmallVector<int64_t> perm;
-    for (int64_t a = 0; a < rank; ++a)
-      if (a != axis)
-        perm.push_back(a);
-    perm.push_back(axis);
-    SmallVector<int64_t> back(rank);
-    for (auto [i, p] : llvm::enumerate(perm))
-      back[p] = static_cast<int64_t>(i);
-    FailureOr<Value> moved = transposeBy(ctx, result, perm);
-    FailureOr<Value> product =
-        failed(moved) ? moved
-                      : ctx.create<dfg::MatMulOp>(
-                            dfg::matmulShape(shapeOf(ctx.refineType(*moved)),
-                                             {in, out}),
-                            element, ctx.refineType(*moved), matrix);
-    FailureOr<Value> placed =
-        failed(product) ? product
-                        : transposeBy(ctx, ctx.refineType(*product), back);
+    FailureOr<Value> placed = productAlong(ctx, result, axis, matrix);
     if (failed(placed))
       return failure();
-    result = ctx.refineType(*placed);
+    result = *placed;
   }
   return ctx.setResults(result);
 }
