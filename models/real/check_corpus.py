@@ -55,6 +55,12 @@ HALF_ATOL, HALF_RTOL = 2e-3, 1e-2
 
 
 def first_error(text):
+    # meshc's own `error:` lines first: the launcher's MPI_ABORT notice
+    # ("with errorcode 1") may come before them, as the ranks' output
+    # interleaves.
+    for line in text.splitlines():
+        if "error:" in line:
+            return line.strip()
     for line in text.splitlines():
         if "error" in line:
             return line.strip()
