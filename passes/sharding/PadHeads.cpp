@@ -153,6 +153,25 @@ std::optional<int64_t> repeatMerge(dfg::ReshapeOp reshape) {
   return std::nullopt;
 }
 
+/// A projection's output (a linear, or a matmul by a weight matrix), or
+/// (unraised) a projection plus its bias: where a padded head's features
+/// are zeros (zero weight columns, zero bias entries).
+bool projectionOutput(Value v) {
+  auto isProjection = [](Operation *def) {
+    auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
+    return isa_and_nonnull<dfg::LinearOp>(def) ||
+           (matmul && isMatrix(matmul.getRhs()));
+  };
+  Operation *def = v.getDefiningOp();
+  auto add = dyn_cast_or_null<dfg::AddOp>(def);
+  return isProjection(def) ||
+         (add && llvm::any_of(add->getOperands(),
+                              [&](Value x) {
+                                return isProjection(x.getDefiningOp());
+                              }) &&
+          llvm::any_of(add->getOperands(), isSource));
+}
+
 /// The static size an expand's target gives its result's axis `axis`
 /// (aligned at the end), else -1.
 int64_t expandTarget(Operation *op, int64_t axis) {
@@ -647,7 +666,7 @@ private:
       // features are zeros there, which add nothing to the sum of squares.
       // pad() writes it as that sum over the count of the real features.
       if (m.kind == Kind::Features && !m.unit && m.axis == rank - 1 &&
-          axis == m.axis && isDecomposableNorm(op) && zeroPadded(input) &&
+          axis == m.axis && isDecomposableNorm(op) && projectionOutput(input) &&
           (v == input || v == op->getResult(0))) {
         if (llvm::none_of(spanNorms_, [&](auto &n) { return n.first == op; }))
           spanNorms_.push_back({op, m});
@@ -854,20 +873,6 @@ private:
     return false;
   }
 
-  /// Whether a padded head's features are zeros in `v`: a projection's
-  /// output (zero weight columns), with a bias added (zero entries).
-  static bool zeroPadded(Value v) {
-    Operation *def = v.getDefiningOp();
-    if (auto add = dyn_cast_or_null<dfg::AddOp>(def)) {
-      if (!llvm::any_of(add->getOperands(), isSource))
-        return false;
-      Value other = isSource(add.getLhs()) ? add.getRhs() : add.getLhs();
-      def = other.getDefiningOp();
-    }
-    auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
-    return isa_and_nonnull<dfg::LinearOp>(def) ||
-           (matmul && isMatrix(matmul.getRhs()));
-  }
 
   int64_t groups_, groupsPadded_, g_, gp_, d_, h_, padded_;
   Operation *stoppedAt_ = nullptr;
@@ -891,18 +896,7 @@ std::optional<std::pair<int64_t, int64_t>> headSplit(dfg::ReshapeOp reshape,
                                                      int64_t tp) {
   ArrayRef<int64_t> in = shapeOf(reshape.getInput());
   ArrayRef<int64_t> out = shapeOf(reshape.getResult());
-  auto isProjection = [](Operation *def) {
-    auto matmul = dyn_cast_or_null<dfg::MatMulOp>(def);
-    return isa_and_nonnull<dfg::LinearOp>(def) ||
-           (matmul && isMatrix(matmul.getRhs()));
-  };
-  // A projection, or (unraised) a projection plus its bias.
-  Operation *def = reshape.getInput().getDefiningOp();
-  auto add = dyn_cast_or_null<dfg::AddOp>(def);
-  if (!isProjection(def) &&
-      !(add && llvm::any_of(add->getOperands(), [&](Value v) {
-          return isProjection(v.getDefiningOp());
-        }) && llvm::any_of(add->getOperands(), isSource)))
+  if (!projectionOutput(reshape.getInput()))
     return std::nullopt;
   if (in.empty() || out.size() != in.size() + 1)
     return std::nullopt;
