@@ -464,18 +464,23 @@ LogicalResult FunctionEmitter::emit(llvm::raw_ostream &os) {
   if (isMain)
     for (const dfg::SizeAssumption &assumed :
          dfg::sizeAssumptions(fn_->getParentOfType<ModuleOp>(), table_)) {
-      if (unbound(assumed.expr))
+      if (unbound(assumed.expr) || (assumed.other && unbound(assumed.other)))
         continue; // not this rank's inputs: a rank that reads them checks
       std::string value = dimExpr(assumed.expr);
-      std::string holds = assumed.size
+      std::string other = assumed.other ? dimExpr(assumed.other) : "";
+      std::string holds = assumed.other ? value + " == " + other
+                          : assumed.size
                               ? value + " == " + std::to_string(*assumed.size)
                               : value + " < 0";
       os << "  if (!(" << holds << "))\n"
          << "    rt::fatal(std::string("
          << cppString("the input sizes make " + table_.format(assumed.expr) +
                       " = ")
-         << ") + std::to_string(" << value << ") + "
-         << cppString(assumed.violation()) << ");\n";
+         << ") + std::to_string(" << value << ") + ";
+      if (assumed.other)
+        os << cppString(" and " + table_.format(assumed.other) + " = ")
+           << " + std::to_string(" << other << ") + ";
+      os << cppString(assumed.violation()) << ");\n";
     }
   if (isMain && hasStages_ && !symbols_.empty()) {
     os << "  const std::int64_t dims[] = {";

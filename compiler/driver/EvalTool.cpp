@@ -69,16 +69,24 @@ std::string violatedAssumption(ModuleOp module, func::FuncOp func,
   dfg::DimTable table(module.getContext());
   for (const dfg::SizeAssumption &assumed :
        dfg::sizeAssumptions(module, table)) {
-    auto [map, names] = table.write({assumed.expr});
+    SmallVector<AffineExpr> exprs{assumed.expr};
+    if (assumed.other)
+      exprs.push_back(assumed.other);
+    auto [map, names] = table.write(exprs);
     Expected<SmallVector<int64_t>> value =
         dfg::evaluateDims(map, names, bindings);
     if (!value) {
       consumeError(value.takeError()); // a size no argument gives
       continue;
     }
-    if (!assumed.holds(value->front()))
+    int64_t v = value->front(), w = assumed.other ? (*value)[1] : 0;
+    if (!assumed.holds(v, w))
       return "the input sizes make " + table.format(assumed.expr) + " = " +
-             std::to_string(value->front()) + assumed.violation();
+             std::to_string(v) +
+             (assumed.other ? " and " + table.format(assumed.other) + " = " +
+                                  std::to_string(w)
+                            : std::string()) +
+             assumed.violation();
   }
   return "";
 }

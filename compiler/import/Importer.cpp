@@ -91,6 +91,8 @@ public:
   SmallVector<std::pair<AffineExpr, std::string>> &negatives() {
     return negatives_;
   }
+  /// Pairs of expressions assumed equal (NodeContext::assumeSame).
+  SmallVector<dfg::SizeAssumption> &sames() { return sames_; }
   dfg::SymbolicShapes &shapes() { return shapes_; }
   /// ONNX sequence values (SplitToSequence's, SequenceConstruct's) by name:
   /// their tensors, which sequence ops read at compile time.
@@ -192,6 +194,7 @@ private:
   DimSizes pinned_;
   DimSizes minimums_;
   SmallVector<std::pair<AffineExpr, std::string>> negatives_;
+  SmallVector<dfg::SizeAssumption> sames_;
   /// Symbolic expressions the ops need at a static size, each with that
   /// size and the node (noteBroadcastSizes); one entry per expression.
   llvm::MapVector<AffineExpr, std::pair<int64_t, std::string>> equalities_;
@@ -385,6 +388,20 @@ bool NodeContext::assumesTraced() const { return importer_.assumesTraced(); }
 void NodeContext::assumeNegative(AffineExpr e) {
   importer_.negatives().push_back(
       {e, "node '" + node_.name() + "' (" + node_.op_type() + ")"});
+}
+
+void NodeContext::assumeSame(AffineExpr a, AffineExpr b, StringRef what) {
+  if (!a || !b || dfg::sameDim(a, b))
+    return;
+  for (const dfg::SizeAssumption &s : importer_.sames())
+    if (dfg::sameDim(s.expr, a) && dfg::sameDim(s.other, b))
+      return;
+  dfg::SizeAssumption s;
+  s.expr = a;
+  s.other = b;
+  s.node = "node '" + node_.name() + "' (" + node_.op_type() + ")";
+  s.what = what.str();
+  importer_.sames().push_back(std::move(s));
 }
 
 bool NodeContext::pinDim(Value v, unsigned dim, int64_t size) {
@@ -1684,11 +1701,12 @@ OwningOpRef<ModuleOp> Importer::run() {
   };
   SmallVector<dfg::SizeAssumption> negative, equal;
   for (auto &[e, node] : negatives_)
-    negative.push_back({e, std::nullopt, node});
+    negative.push_back({e, std::nullopt, AffineExpr(), node, ""});
   for (auto &[e, need] : equalities_)
-    equal.push_back({e, need.first, need.second});
+    equal.push_back({e, need.first, AffineExpr(), need.second, ""});
   record("dfg.dim_negative", negative);
   record("dfg.dim_equal", equal);
+  record("dfg.dim_same", sames_);
 
   if (failed(verify(*module)))
     return nullptr;

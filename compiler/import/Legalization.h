@@ -156,6 +156,12 @@ public:
   /// executables take (the module's `dfg.dim_negative`, which they check
   /// against their inputs), for what this node computes to hold.
   void assumeNegative(mlir::AffineExpr e);
+  /// Records that symbolic expressions `a` and `b` are equal at every size
+  /// the executables take, where they are not written alike (the module's
+  /// `dfg.dim_same`, which executables and the reference evaluator check
+  /// against their inputs, refusing other sizes by name); `what` says what
+  /// they count ("the elements of its input and of its shape").
+  void assumeSame(mlir::AffineExpr a, mlir::AffineExpr b, llvm::StringRef what);
   /// Dimension `dim` of `v` must be at least `least` (the op's semantics
   /// need it: a sliding-window cache holds its window). A static size is
   /// checked now; a graph input's symbolic name, or an expression that grows

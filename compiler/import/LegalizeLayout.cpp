@@ -21,8 +21,65 @@ using namespace mlir;
 namespace meshc::onnximport {
 namespace {
 
+/// The entries of a reshape's shape `spec` as expressions of the input's
+/// dimensions `in`: 0 copies, the one -1 is the input's elements over the
+/// other entries' (dfg::divideDims; a floor quotient where they do not
+/// cancel). Null entries where an expression is unknown.
+SmallVector<AffineExpr> reshapeExprs(ArrayRef<AffineExpr> in,
+                                     ArrayRef<AffineExpr> spec) {
+  SmallVector<AffineExpr> exprs(spec), known;
+  int64_t inferred = -1;
+  for (auto [i, e] : llvm::enumerate(exprs)) {
+    if (auto c = dyn_cast_or_null<AffineConstantExpr>(e)) {
+      if (c.getValue() == 0)
+        e = i < in.size() ? in[i] : AffineExpr();
+      else if (c.getValue() == -1) {
+        inferred = i;
+        continue;
+      }
+    }
+    known.push_back(e);
+  }
+  if (inferred >= 0)
+    exprs[inferred] = dfg::divideDims(in, known);
+  return exprs;
+}
+
+/// ONNX's Reshape needs its shape to hold exactly its input's elements
+/// (onnxruntime refuses a run where it does not). Where the input's
+/// dimensions are symbolic and meshc's expressions do not show the two
+/// counts equal (a window partition padded at run time but cropped only
+/// where the export was traced; a -1 that the other entries need not
+/// divide), the executables check them at their inputs' sizes and refuse
+/// others by name rather than reading the tensor as another shape.
+LogicalResult checkReshapeCount(NodeContext &ctx, ArrayRef<AffineExpr> in,
+                                ArrayRef<AffineExpr> out) {
+  auto [a, b] = dfg::withoutCommonFactors(in, out);
+  if (!a || !b || dfg::sameDim(a, b))
+    return success();
+  auto ca = dyn_cast<AffineConstantExpr>(a),
+       cb = dyn_cast<AffineConstantExpr>(b);
+  if (ca && cb)
+    return ctx.error("the shape holds " + std::to_string(cb.getValue()) +
+                     " parts where the input has " +
+                     std::to_string(ca.getValue()) +
+                     " (after their common factors): a reshape keeps the "
+                     "element count");
+  ctx.assumeSame(a, b, "the input's elements and the shape's, after their "
+                       "common factors: a reshape keeps the element count");
+  return success();
+}
+
 LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> spec) {
   RankedTensorType in = ctx.inputType(0);
+  if (!in.hasStaticShape()) {
+    SmallVector<AffineExpr> specExprs;
+    for (int64_t s : spec)
+      specExprs.push_back(getAffineConstantExpr(s, ctx.builder().getContext()));
+    SmallVector<AffineExpr> inDims = ctx.inputDims(0);
+    if (failed(checkReshapeCount(ctx, inDims, reshapeExprs(inDims, specExprs))))
+      return failure();
+  }
   return ctx.emit<dfg::ReshapeOp>(dfg::reshapeShape(in.getShape(), spec),
                                   in.getElementType(), ctx.input(0),
                                   ctx.builder().getDenseI64ArrayAttr(spec));
@@ -37,6 +94,8 @@ LogicalResult reshapeSymbolic(NodeContext &ctx) {
   if (failed(spec))
     return failure();
   SmallVector<AffineExpr> in = ctx.inputDims(0);
+  if (failed(checkReshapeCount(ctx, in, reshapeExprs(in, *spec))))
+    return failure();
   SmallVector<int64_t> ints;
   SmallVector<size_t> open;
   bool infers = false;
@@ -56,21 +115,7 @@ LogicalResult reshapeSymbolic(NodeContext &ctx) {
 
   // Every entry as an expression: 0 copies, -1 is the element count over
   // the other entries.
-  SmallVector<AffineExpr> exprs(*spec), known;
-  int64_t inferred = -1;
-  for (auto [i, e] : llvm::enumerate(exprs)) {
-    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
-      if (c.getValue() == 0)
-        e = i < in.size() ? in[i] : AffineExpr();
-      else if (c.getValue() == -1) {
-        inferred = i;
-        continue;
-      }
-    }
-    known.push_back(e);
-  }
-  if (inferred >= 0)
-    exprs[inferred] = dfg::divideDims(in, known);
+  SmallVector<AffineExpr> exprs = reshapeExprs(in, *spec);
   SmallVector<int64_t> shape;
   for (AffineExpr &e : exprs) {
     if (!e)

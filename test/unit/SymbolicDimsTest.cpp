@@ -175,6 +175,29 @@ TEST_F(SymbolicDimsTest, ProductsOfSymbolsInAnyOrderAndSumsWithACommonFactor) {
   EXPECT_FALSE(sameDim(ceilDivide(h - 6, 8), hp));
 }
 
+TEST_F(SymbolicDimsTest, ElementCountsWithoutCommonFactors) {
+  AffineExpr b = table.symbol("batch"), h = table.symbol("height"),
+             w = table.symbol("width");
+  auto c = [&](int64_t v) { return getAffineConstantExpr(v, &ctx); };
+  // Windows merged back: [b, h, w, 64] and [b, w * h, 64] hold as many.
+  auto [x, y] = withoutCommonFactors({b, h, w, c(64)}, {b, w * h, c(64)});
+  EXPECT_TRUE(sameDim(x, y));
+  // Padded to a multiple of 2 but reshaped to the unpadded count: the
+  // factors left are the round-up's and the count's, which differ.
+  AffineExpr hp = ceilDivide(h, 2) * 2;
+  auto [p, q] = withoutCommonFactors({b, hp, c(64)}, {b, h * 64});
+  EXPECT_FALSE(sameDim(p, q));
+  EXPECT_TRUE(sameDim(p, hp));
+  EXPECT_TRUE(sameDim(q, h));
+  // Constants divide by their greatest common divisor: 6 n and 4 m are
+  // 3 n and 2 m.
+  auto [s, t] = withoutCommonFactors({h, c(6)}, {w, c(4)});
+  EXPECT_TRUE(sameDim(s, h * 3));
+  EXPECT_TRUE(sameDim(t, w * 2));
+  // A null factor gives nothing to compare.
+  EXPECT_FALSE(withoutCommonFactors({h, AffineExpr()}, {h}).first);
+}
+
 TEST_F(SymbolicDimsTest, ShapeRulesThroughReshapeConcatAndSlice) {
   // f(x: [batch, seq, 32] named, past: [batch, 4, past, 8] named)
   auto f32 = builder.getF32Type();

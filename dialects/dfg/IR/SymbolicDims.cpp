@@ -469,6 +469,38 @@ AffineExpr divideDims(ArrayRef<AffineExpr> whole, ArrayRef<AffineExpr> part) {
   return (result * num).floorDiv(divisor);
 }
 
+std::pair<AffineExpr, AffineExpr>
+withoutCommonFactors(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b) {
+  if (llvm::is_contained(a, AffineExpr()) || llvm::is_contained(b, AffineExpr()) ||
+      (a.empty() && b.empty()))
+    return {};
+  MLIRContext *ctx = (a.empty() ? b : a).front().getContext();
+  int64_t ka = 1, kb = 1;
+  SmallVector<AffineExpr> fa, fb, restB;
+  for (AffineExpr e : a)
+    multiplicands(e, ka, fa);
+  for (AffineExpr e : b)
+    multiplicands(e, kb, fb);
+  for (AffineExpr e : fb) {
+    auto *match = llvm::find_if(fa, [&](AffineExpr t) { return sameDim(t, e); });
+    if (match != fa.end())
+      fa.erase(match);
+    else
+      restB.push_back(e);
+  }
+  if (int64_t g = std::gcd(ka, kb); g > 1) {
+    ka /= g;
+    kb /= g;
+  }
+  auto product = [&](int64_t k, ArrayRef<AffineExpr> factors) {
+    AffineExpr p = getAffineConstantExpr(k, ctx);
+    for (AffineExpr f : factors)
+      p = p * f;
+    return canonical(p);
+  };
+  return {product(ka, fa), product(kb, restB)};
+}
+
 namespace {
 /// The value of `e` with its one symbol (at `position`) at `value`
 /// (evalExpr); nullopt where it does not evaluate.
@@ -1085,6 +1117,8 @@ Dims SymbolicShapes::compute(Value value) {
 }
 
 std::string SizeAssumption::violation() const {
+  if (other)
+    return ", where the model's " + node + " needs them equal (" + what + ")";
   if (size)
     return ", where the model's " + node + " needs " + std::to_string(*size) +
            " (it meets a dimension of that size)";
@@ -1095,28 +1129,39 @@ std::string SizeAssumption::violation() const {
 
 DictionaryAttr SizeAssumption::toAttr(const DimTable &table) const {
   Builder b(table.context());
-  auto [map, names] = table.write({expr});
+  SmallVector<AffineExpr> exprs{expr};
+  if (other)
+    exprs.push_back(other);
+  auto [map, names] = table.write(exprs);
   SmallVector<NamedAttribute> entries{
       b.getNamedAttr("map", AffineMapAttr::get(map)),
       b.getNamedAttr("names", names),
       b.getNamedAttr("node", b.getStringAttr(node))};
   if (size)
     entries.push_back(b.getNamedAttr("size", b.getI64IntegerAttr(*size)));
+  if (other)
+    entries.push_back(b.getNamedAttr("what", b.getStringAttr(what)));
   return b.getDictionaryAttr(entries);
 }
 
 SmallVector<SizeAssumption> sizeAssumptions(Operation *module,
                                             DimTable &table) {
   SmallVector<SizeAssumption> all;
-  for (StringRef kind : {"dfg.dim_negative", "dfg.dim_equal"}) {
+  for (StringRef kind : {"dfg.dim_negative", "dfg.dim_equal", "dfg.dim_same"}) {
     auto entries = module ? module->getAttrOfType<ArrayAttr>(kind) : ArrayAttr();
     for (Attribute entry : entries ? entries.getValue() : ArrayRef<Attribute>()) {
       auto dict = cast<DictionaryAttr>(entry);
       SizeAssumption a;
-      a.expr = table.read(cast<AffineMapAttr>(dict.get("map")).getValue(),
-                          cast<ArrayAttr>(dict.get("names")))[0];
+      SmallVector<AffineExpr> exprs =
+          table.read(cast<AffineMapAttr>(dict.get("map")).getValue(),
+                     cast<ArrayAttr>(dict.get("names")));
+      a.expr = exprs[0];
+      if (exprs.size() > 1)
+        a.other = exprs[1];
       if (auto size = dict.getAs<IntegerAttr>("size"))
         a.size = size.getInt();
+      if (auto what = dict.getAs<StringAttr>("what"))
+        a.what = what.getValue().str();
       a.node = cast<StringAttr>(dict.get("node")).getValue().str();
       all.push_back(std::move(a));
     }

@@ -101,6 +101,15 @@ evaluateDims(mlir::AffineMap map, mlir::ArrayAttr names,
 mlir::AffineExpr divideDims(llvm::ArrayRef<mlir::AffineExpr> whole,
                             llvm::ArrayRef<mlir::AffineExpr> part);
 
+/// The products of `a` and of `b` with their common factors cancelled
+/// (factors sameDim on both sides, and the constants' greatest common
+/// divisor): [batch, h, w, 64] and [batch, h * w, 64] give (h * w, h * w)
+/// written alike, so that sameDim tells whether they hold as many elements.
+/// Null expressions if a factor is null.
+std::pair<mlir::AffineExpr, mlir::AffineExpr>
+withoutCommonFactors(llvm::ArrayRef<mlir::AffineExpr> a,
+                     llvm::ArrayRef<mlir::AffineExpr> b);
+
 /// numpy broadcasting of dimensions: per aligned position, a static size
 /// other than 1 wins, then a symbolic one, else 1 (null where an operand's
 /// is null and nothing else decides).
@@ -217,22 +226,31 @@ private:
 /// A size the import assumed, as the module records it for executables and
 /// the reference evaluator to check at their inputs' sizes: an expression
 /// that must be `size` (dfg.dim_equal: a symbolic dimension an elementwise
-/// op broadcasts against a static size), or negative without one
-/// (dfg.dim_negative: a slice bound taken on the side the export was traced
-/// on), and the node that needs it.
+/// op broadcasts against a static size), that must equal another
+/// expression `other` (dfg.dim_same: a reshape's input and the shape it
+/// computes hold as many elements, which meshc's expressions do not show),
+/// or negative without either (dfg.dim_negative: a slice bound taken on the
+/// side the export was traced on), and the node that needs it.
 struct SizeAssumption {
   mlir::AffineExpr expr; // over the table sizeAssumptions read into
   std::optional<int64_t> size;
+  mlir::AffineExpr other; // dfg.dim_same only
   std::string node;
-  /// Whether the expression's value `v` satisfies it.
-  bool holds(int64_t v) const { return size ? v == *size : v < 0; }
-  /// What follows "the input sizes make EXPR = V" where it does not hold.
+  /// For dfg.dim_same: what the two expressions are ("the elements of its
+  /// input and of its shape").
+  std::string what;
+  /// Whether the expression's value `v` (and `other`'s, `w`) satisfies it.
+  bool holds(int64_t v, int64_t w = 0) const {
+    return other ? v == w : size ? v == *size : v < 0;
+  }
+  /// What follows "the input sizes make EXPR = V" (for dfg.dim_same,
+  /// "... and OTHER = W") where it does not hold.
   std::string violation() const;
-  /// The entry the module records (`expr` over `table`'s symbols).
+  /// The entry the module records (its expressions over `table`'s symbols).
   mlir::DictionaryAttr toAttr(const DimTable &table) const;
 };
-/// The assumptions recorded on `module` (its dfg.dim_equal and
-/// dfg.dim_negative), their expressions read into `table`.
+/// The assumptions recorded on `module` (its dfg.dim_equal, dfg.dim_same
+/// and dfg.dim_negative), their expressions read into `table`.
 llvm::SmallVector<SizeAssumption> sizeAssumptions(mlir::Operation *module,
                                                   DimTable &table);
 

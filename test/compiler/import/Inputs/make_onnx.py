@@ -1376,6 +1376,32 @@ def case_conv2d(path):
     return model(nodes, [f32("x", ["batch", 3, "height", "width"])], [f32("out", None)], inits)
 
 
+def case_window_unpadded(path):
+    """Windows of 4 rows, padded at run time to a multiple of 4 but reshaped
+    back to the unpadded shape without a crop (a Swin export traced where
+    its windows divide the image): Reshape needs as many elements as it
+    meets, so onnxruntime runs only lengths that 4 divides, and so do the
+    executables, refusing the others by name."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "one"], ["n"], axis=0, name="length"),
+        helper.make_node("Mod", ["n", "four"], ["rem"], name="rem"),
+        helper.make_node("Sub", ["four", "rem"], ["short"], name="short"),
+        helper.make_node("Mod", ["short", "four"], ["pad"], name="pad_rows"),
+        helper.make_node("Concat", ["zeros4", "pad", "zero1"], ["pads"], axis=0, name="pads"),
+        helper.make_node("Pad", ["x", "pads"], ["padded"], name="pad"),
+        helper.make_node("Reshape", ["padded", "windows"], ["w"], name="to_windows"),
+        helper.make_node("Relu", ["w"], ["r"], name="relu"),
+        helper.make_node("Gather", ["shape", "lead"], ["lead_sizes"], axis=0, name="lead_sizes"),
+        helper.make_node("Concat", ["lead_sizes", "eight"], ["back"], axis=0, name="back_shape"),
+        helper.make_node("Reshape", ["r", "back"], ["out"], name="from_windows"),
+    ]
+    inits = [ints("one", [1]), ints("four", [4]), ints("zeros4", [0, 0, 0, 0]),
+             ints("zero1", [0]), ints("windows", [-1, 4, 8]), ints("lead", [0, 1]),
+             ints("eight", [8])]
+    return model(nodes, [f32("x", ["batch", "n", 8])], [f32("out", None)], inits)
+
+
 def case_pad_reflect(path):
     """Pad in mode reflect, which meshc does not import: refused by name."""
     nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect", name="mirror")]
