@@ -72,6 +72,7 @@
 #include "passes/sharding/Normalize.h"
 
 #include "dialects/dfg/IR/DfgOps.h"
+#include "dialects/dfg/IR/SymbolicDims.h"
 #include "dialects/dfg/Sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -81,6 +82,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <memory>
 #include <optional>
 
 using namespace mlir;
@@ -288,6 +290,17 @@ public:
           spec[m.axis] = paddedSize(m);
         reshape.setShapeAttr(
             DenseI64ArrayAttr::get(reshape.getContext(), spec));
+      }
+      if (auto reshape = v.getDefiningOp<dfg::SymbolicReshapeOp>()) {
+        AffineMap map = reshape.getShape();
+        SmallVector<AffineExpr> results(map.getResults());
+        auto c = dyn_cast<AffineConstantExpr>(results[m.axis]);
+        if (c && c.getValue() == size(m))
+          results[m.axis] =
+              getAffineConstantExpr(paddedSize(m), reshape.getContext());
+        reshape.setShapeAttr(AffineMapAttr::get(
+            AffineMap::get(0, map.getNumSymbols(), results,
+                           reshape.getContext())));
       }
       // An expand's target at the heads: the count (a 1 keeps them).
       int64_t rank = shape.size();
@@ -608,12 +621,12 @@ private:
       auto at = llvm::find(perm, m.axis);
       return mark(transpose.getResult(), m.at(at - perm.begin()));
     }
-    if (auto reshape = dyn_cast<dfg::ReshapeOp>(op)) {
-      std::optional<Mark> other = reshaped(reshape, isResult, m);
+    if (isa<dfg::ReshapeOp, dfg::SymbolicReshapeOp>(op)) {
+      std::optional<Mark> other = reshaped(op, isResult, m);
       if (!other)
         return false;
       return isResult ? require(op, 0, *other)
-                      : mark(reshape.getResult(), *other);
+                      : mark(op->getResult(0), *other);
     }
     if (auto unsqueeze = dyn_cast<dfg::UnsqueezeOp>(op)) {
       // The result's axes the input did not have are the inserted ones.
@@ -805,15 +818,30 @@ private:
   /// The reshape's mark on its other side: a split of [h * d] into [h, d]
   /// as the last dimensions (or the merge back), or a reshape that keeps
   /// every dimension.
-  std::optional<Mark> reshaped(dfg::ReshapeOp reshape, bool fromResult,
-                               Mark m) {
-    ArrayRef<int64_t> in = shapeOf(reshape.getInput());
-    ArrayRef<int64_t> out = shapeOf(reshape.getResult());
-    ArrayRef<int64_t> spec = reshape.getShape();
+  /// The symbolic dimensions of `v` (a copy), derived lazily.
+  SmallVector<AffineExpr> exprsOf(Value v) {
+    if (!symbolic_) {
+      table_ = std::make_unique<dfg::DimTable>(v.getContext());
+      symbolic_ = std::make_unique<dfg::SymbolicShapes>(*table_);
+    }
+    return SmallVector<AffineExpr>(symbolic_->dims(v));
+  }
+
+  /// The reshape's (a dfg.reshape or dfg.symbolic_reshape) mark on its
+  /// other side: a split of [h * d] into [h, d] as the last dimensions (or
+  /// the merge back), or a reshape that keeps every dimension.
+  std::optional<Mark> reshaped(Operation *op, bool fromResult, Mark m) {
+    Value input = op->getOperand(0), result = op->getResult(0);
+    ArrayRef<int64_t> in = shapeOf(input);
+    ArrayRef<int64_t> out = shapeOf(result);
+    auto reshape = dyn_cast<dfg::ReshapeOp>(op);
     // The first n dimensions kept: copied (0), of equal static sizes, or
     // one -1, which the others and the trailing dimensions (equal in
     // count) then fix to the input's size ([0, -1, 5, 8] of [B, S, 40]).
     auto sameLeading = [&](size_t n) {
+      if (!reshape)
+        return false;
+      ArrayRef<int64_t> spec = reshape.getShape();
       int inferred = 0;
       for (size_t i = 0; i < n; ++i) {
         if (spec[i] == -1 && in[i] == out[i] && ++inferred == 1)
@@ -823,18 +851,47 @@ private:
       }
       return true;
     };
+    // The leading dimensions of the two sides, `nIn` of the input's and
+    // `nOut` of the result's, equal but for axes of size 1 that one side
+    // has and the other not (GPT-BigCode's [B, 1, S, h * d] split into
+    // [B, S, h, d]): as their symbolic expressions, which a
+    // dfg.symbolic_reshape states for its result.
+    auto sameBesideUnits = [&](size_t nIn, size_t nOut) {
+      SmallVector<AffineExpr> a = exprsOf(input), b = exprsOf(result);
+      auto kept = [](ArrayRef<AffineExpr> dims, size_t n) {
+        SmallVector<AffineExpr> k;
+        for (AffineExpr e : dims.take_front(n)) {
+          auto c = dyn_cast_or_null<AffineConstantExpr>(e);
+          if (!c || c.getValue() != 1)
+            k.push_back(e);
+        }
+        return k;
+      };
+      SmallVector<AffineExpr> ka = kept(a, nIn), kb = kept(b, nOut);
+      return a.size() == in.size() && b.size() == out.size() &&
+             ka.size() == kb.size() &&
+             llvm::all_of(llvm::zip(ka, kb), [](auto pair) {
+               return dfg::sameDim(std::get<0>(pair), std::get<1>(pair));
+             });
+    };
     int64_t ri = in.size(), ro = out.size();
     // [..., h * w] on one side, [..., h, w] on the other: w the head size,
     // or the width of each head's packed q, k and v (GPT-NeoX).
     int64_t h = size(m.at(0, Kind::Heads));
-    auto splits = [&](ArrayRef<int64_t> flat, ArrayRef<int64_t> heads) {
+    auto splits = [&](bool inFlat) {
+      ArrayRef<int64_t> flat = inFlat ? in : out, heads = inFlat ? out : in;
       size_t rf = flat.size(), rh = heads.size();
-      return rh == rf + 1 && heads[rh - 2] == h &&
-             !ShapedType::isDynamic(heads[rh - 1]) && heads[rh - 1] > 0 &&
-             flat[rf - 1] == h * heads[rh - 1] && sameLeading(rf - 1);
+      if (rf < 1 || rh < 2 || heads[rh - 2] != h ||
+          ShapedType::isDynamic(heads[rh - 1]) || heads[rh - 1] <= 0 ||
+          flat[rf - 1] != h * heads[rh - 1])
+        return false;
+      if (rh == rf + 1 && sameLeading(rf - 1))
+        return true;
+      return inFlat ? sameBesideUnits(rf - 1, rh - 2)
+                    : sameBesideUnits(rh - 2, rf - 1);
     };
-    if (splits(in, out) || splits(out, in)) {
-      bool inFlat = ri < ro;
+    bool inFlat = splits(true);
+    if (inFlat || splits(false)) {
       int64_t width = (inFlat ? out : in).back();
       Mark flat{(inFlat ? ri : ro) - 1, Kind::Features, m.kv,
                 width == d_ ? 0 : width};
@@ -852,6 +909,8 @@ private:
     // The repeat of the KV heads for their query heads, written out
     // (repeat_kv): [..., kv, g, ...] merged into [..., kv * g, ...]; the KV
     // heads on one side, the query heads on the other.
+    if (!reshape)
+      return std::nullopt;
     if (std::optional<int64_t> a = repeatMerge(reshape)) {
       Mark kv{*a, Kind::Heads, true}, q{*a, Kind::Heads};
       if (groups_ > 1 && in[*a] == groups_ && in[*a + 1] == g_) {
@@ -875,6 +934,8 @@ private:
 
 
   int64_t groups_, groupsPadded_, g_, gp_, d_, h_, padded_;
+  std::unique_ptr<dfg::DimTable> table_;
+  std::unique_ptr<dfg::SymbolicShapes> symbolic_;
   Operation *stoppedAt_ = nullptr;
   bool unused_ = false;
   llvm::DenseMap<Value, Mark> marks_;

@@ -417,8 +417,8 @@ void splitsToSlices(func::FuncOp func) {
 /// For an op whose one result takes each index along `axis` from the same
 /// index along one axis of some of its operands: each operand's axis, or -1
 /// for an operand broadcast along it (absent or of size 1 there). Such ops
-/// are elementwise ops, concats and slices along other axes, and
-/// transposes. Null for any other op.
+/// are elementwise ops, concats and slices along other axes, transposes,
+/// and unsqueezes (of an axis they did not insert). Null for any other op.
 std::optional<SmallVector<int64_t>> channelAxes(Operation *op, int64_t axis) {
   if (!op || op->getNumResults() != 1)
     return std::nullopt;
@@ -440,6 +440,18 @@ std::optional<SmallVector<int64_t>> channelAxes(Operation *op, int64_t axis) {
   }
   if (auto transpose = dyn_cast<dfg::TransposeOp>(op))
     return SmallVector<int64_t>{transpose.getPerm()[axis]};
+  if (auto unsqueeze = dyn_cast<dfg::UnsqueezeOp>(op)) {
+    // The input's axis among the result's that the unsqueeze did not
+    // insert (GPT-BigCode's packed QKV given a unit axis before its split).
+    SmallVector<bool> inserted(rank, false);
+    for (int64_t a : unsqueeze.getAxes())
+      inserted[normal(a)] = true;
+    if (inserted[axis])
+      return std::nullopt;
+    return SmallVector<int64_t>{
+        static_cast<int64_t>(llvm::count(ArrayRef(inserted).take_front(axis),
+                                         false))};
+  }
   if (!isa<dfg::ElementwiseOpInterface>(op))
     return std::nullopt;
   SmallVector<int64_t> axes;

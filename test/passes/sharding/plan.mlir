@@ -993,6 +993,38 @@ func.func @mqa_uneven_heads(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
 
 // -----
 
+// GPT-BigCode's multi-query attention as its exports write it: one packed
+// projection of the 4 query heads, the key and the value, given a unit axis
+// before its split, and the query viewed from [b, 1, s, 16] as [b, s, 4, 4]
+// (symbolic sizes). On tp=3 the split moves through the unsqueeze to the
+// projection's columns (one projection per part), and the query heads are
+// padded to 6 through the view that drops the unit axis.
+module attributes {meshc.mesh = "tp=3"} {
+// CHECK-LABEL: func.func @mqa_packed_unit_axis
+// CHECK: dfg.symbolic_reshape {{.*}} to #{{.*}} : (tensor<?x1x?x24xf32>) -> tensor<?x?x6x4xf32>
+// CHECK: dfg.attention {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], [], []]>]} : (tensor<?x6x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x6x?x4xf32>
+func.func @mqa_packed_unit_axis(%x: tensor<?x?x16xf32> {dfg.dim_names = ["b", "s", ""]}) -> tensor<?x?x16xf32> {
+  %w = dfg.weight "wqkv" in "w.bin" [offset = 0, length = 1536] : tensor<16x24xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 1536, length = 1024] : tensor<16x16xf32>
+  // expected-remark @+3 {{4 heads of 4 features, which tp does not divide, padded to 6 with zero weights}}
+  // expected-warning @+2 {{2 op(s) (dfg.linear x2) have nothing split over tp=3}}
+  // expected-note @+1 {{not split: its 4 output features are not divisible by tp=3}}
+  %qkv = dfg.linear %x, %w transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x24xf32>) -> tensor<?x?x24xf32>
+  %u = dfg.unsqueeze %qkv axes = [1] : (tensor<?x?x24xf32>) -> tensor<?x1x?x24xf32>
+  %p:3 = dfg.split %u axis = 3 sizes = [16, 4, 4] : (tensor<?x1x?x24xf32>) -> (tensor<?x1x?x16xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>)
+  %q1 = dfg.symbolic_reshape %p#0 to affine_map<()[s0, s1] -> (s0, s1, 4, 4)> symbols ["b", "s"] : (tensor<?x1x?x16xf32>) -> tensor<?x?x4x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<?x?x4x4xf32>) -> tensor<?x4x?x4xf32>
+  %o = dfg.attention %q, %p#1, %p#2 scale = 0.5 causal = true : (tensor<?x4x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<?x4x?x4xf32>) -> tensor<?x?x4x4xf32>
+  %o2 = dfg.symbolic_reshape %o1 to affine_map<()[s0, s1] -> (s0, s1, 16)> symbols ["b", "s"] : (tensor<?x?x4x4xf32>) -> tensor<?x?x16xf32>
+  %y = dfg.linear %o2, %wo transpose_weight = false : (tensor<?x?x16xf32>, tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %r = dfg.add %y, %x : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %r : tensor<?x?x16xf32>
+}
+}
+
+// -----
+
 // An RMS norm over all heads' features of a projection (OLMo-2's q/k norms)
 // is padded with the heads: a padded head's features are zeros there, which
 // add nothing to the sum of squares. It becomes that sum over the real count
