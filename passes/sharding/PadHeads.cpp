@@ -675,11 +675,14 @@ private:
       int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
       axis = axis < 0 ? axis + rank : axis;
       // An RMS norm over every head's features (OLMo-2's q/k norms over the
-      // whole projection), of a projection's output: a padded head's
-      // features are zeros there, which add nothing to the sum of squares.
-      // pad() writes it as that sum over the count of the real features.
+      // whole projection), of a projection's output, or of the attention's
+      // merged output where a padded head's values are zeros (BitNet's
+      // attention sub-norm): a padded head's features are zeros there,
+      // which add nothing to the sum of squares. pad() writes it as that
+      // sum over the count of the real features.
       if (m.kind == Kind::Features && !m.unit && m.axis == rank - 1 &&
-          axis == m.axis && isDecomposableNorm(op) && projectionOutput(input) &&
+          axis == m.axis && isDecomposableNorm(op) &&
+          (projectionOutput(input) || zeroHeadsOf(input)) &&
           (v == input || v == op->getResult(0))) {
         if (llvm::none_of(spanNorms_, [&](auto &n) { return n.first == op; }))
           spanNorms_.push_back({op, m});
@@ -818,6 +821,28 @@ private:
   /// The reshape's mark on its other side: a split of [h * d] into [h, d]
   /// as the last dimensions (or the merge back), or a reshape that keeps
   /// every dimension.
+  /// Whether `v` is the output of a dfg.attention (through views and
+  /// transposes that merge its heads) whose padded heads compute zeros:
+  /// their values are zeros (zero columns of the value projection) where
+  /// every query head has its own (MHA) or only whole groups are padded
+  /// (their KV heads padded too); a query head padded within a group of a
+  /// real KV head averages that head's values, which are not zeros.
+  bool zeroHeadsOf(Value v) {
+    for (int steps = 0; steps < 8; ++steps) {
+      Operation *def = v.getDefiningOp();
+      if (auto attention = dyn_cast_or_null<dfg::AttentionOp>(def)) {
+        ArrayRef<int64_t> q = shapeOf(attention.getQuery());
+        ArrayRef<int64_t> k = shapeOf(attention.getKey());
+        return q.size() == 4 && k.size() == 4 && (q[1] == k[1] || gp_ == g_);
+      }
+      if (!isa_and_nonnull<dfg::ReshapeOp, dfg::SymbolicReshapeOp,
+                           dfg::TransposeOp>(def))
+        return false;
+      v = def->getOperand(0);
+    }
+    return false;
+  }
+
   /// The symbolic dimensions of `v` (a copy), derived lazily.
   SmallVector<AffineExpr> exprsOf(Value v) {
     if (!symbolic_) {

@@ -824,8 +824,10 @@ struct Mlp {
 /// The MLP that `down` ends, if any. The features between are the MLP's
 /// only if nothing else reads them: a linear read by several (ALBERT's
 /// mapping of its embeddings, read by the first layer's Q, K and V) would
-/// leave each reader with partial sums.
-std::optional<Mlp> mlpOf(dfg::LinearOp down) {
+/// leave each reader with partial sums. With `norms`, an RMS norm over the
+/// features (isDecomposableNorm: BitNet's sub-norm of its hidden features)
+/// may lie between too.
+std::optional<Mlp> mlpOf(dfg::LinearOp down, bool norms = false) {
   Mlp mlp;
   SmallVector<Value> stack = {down.getInput()};
   llvm::SetVector<Value> seen;
@@ -847,9 +849,16 @@ std::optional<Mlp> mlpOf(dfg::LinearOp down) {
     auto shape = [](Value x) {
       return cast<RankedTensorType>(x.getType()).getShape();
     };
-    if (!isa<dfg::ElementwiseOpInterface>(def) || def->getNumResults() != 1)
+    bool norm = norms && isDecomposableNorm(def) &&
+                shape(def->getOperand(0)).back() == down.getInFeatures();
+    if ((!isa<dfg::ElementwiseOpInterface>(def) && !norm) ||
+        def->getNumResults() != 1)
       return std::nullopt;
     mlp.between.push_back(def);
+    if (norm) {
+      stack.push_back(def->getOperand(0));
+      continue;
+    }
     for (Value operand : def->getOperands())
       if (shape(operand) == shape(v))
         stack.push_back(operand);
@@ -886,6 +895,62 @@ Value padAlong(OpBuilder &b, Location loc, Value v, int64_t axis, int64_t count,
       .getResult();
 }
 
+/// The value of a splat float constant.
+std::optional<double> splatValue(Value v) {
+  auto c = v.getDefiningOp<dfg::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Whether `v`, between an MLP's ups and its down, is zero at a feature
+/// the padding adds (where the ups' zero columns give zeros): through
+/// products by anything finite, sums with weights padded with zeros,
+/// quotients by weights padded with ones, the maximum or minimum with a
+/// constant that keeps 0 (relu), a positive constant power, and the
+/// activations that map 0 to 0.
+bool zeroAtPadding(Value v, const Mlp &mlp, int64_t features) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (auto up = dyn_cast<dfg::LinearOp>(def))
+    return llvm::is_contained(mlp.ups, up);
+  if (!llvm::is_contained(mlp.between, def))
+    return false;
+  auto zero = [&](Value x) { return zeroAtPadding(x, mlp, features); };
+  auto paddedWeight = [&](Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    return isSource(x) && type.getRank() > 0 &&
+           type.getShape().back() == features;
+  };
+  if (isa<dfg::MulOp>(def))
+    return llvm::any_of(def->getOperands(), zero);
+  if (isa<dfg::AddOp, dfg::SubOp>(def))
+    return llvm::all_of(def->getOperands(), [&](Value x) {
+      return zero(x) || paddedWeight(x);
+    });
+  if (isa<dfg::DivOp>(def))
+    return zero(def->getOperand(0)) && isSource(def->getOperand(1));
+  if (isa<dfg::MaxOp, dfg::MinOp>(def)) {
+    for (auto [i, x] : llvm::enumerate(def->getOperands())) {
+      std::optional<double> c = splatValue(def->getOperand(1 - i));
+      if (zero(x) && c && (isa<dfg::MaxOp>(def) ? *c <= 0 : *c >= 0))
+        return true;
+    }
+    return false;
+  }
+  if (isa<dfg::PowOp>(def)) {
+    std::optional<double> c = splatValue(def->getOperand(1));
+    return zero(def->getOperand(0)) && c && *c > 0;
+  }
+  if (isa<dfg::CastOp, dfg::NegOp, dfg::SiluOp, dfg::GeluOp, dfg::TanhOp,
+          dfg::ErfOp, dfg::SqrtOp, dfg::SinOp, dfg::TanOp, dfg::SinhOp,
+          dfg::AsinhOp, dfg::AtanhOp, dfg::AsinOp, dfg::AtanOp>(def))
+    return zero(def->getOperand(0));
+  return false;
+}
+
 /// MLP hidden features that tp (of size n) does not divide (Qwen2.5's 4864
 /// on tp=3) ==> padded to the next multiple of n: zero columns of the ups'
 /// weights and biases, zero rows of the down's, and the ops between taking
@@ -894,14 +959,17 @@ Value padAlong(OpBuilder &b, Location loc, Value v, int64_t axis, int64_t count,
 /// what the ops make of zeros, which the down's zero rows drop; so only ops
 /// that keep zeros finite may lie between (not a reciprocal, a logarithm,
 /// or a division by the features), else the MLP is left as it is and the
-/// planner refuses it by name.
+/// planner refuses it by name. An RMS norm over the features (BitNet's
+/// sub-norm) may lie between where its input is zero at the padding
+/// (zeroAtPadding): it becomes the sum of squares over the real count
+/// (buildRmsNormSum, before the types grow), its scale padded with zeros.
 void padUnevenMlps(func::FuncOp func, int64_t n) {
   SmallVector<std::pair<dfg::LinearOp, Mlp>> uneven;
   func.walk([&](dfg::LinearOp down) {
     int64_t features = down.getInFeatures();
     if (ShapedType::isDynamic(features) || features % n == 0)
       return;
-    if (std::optional<Mlp> mlp = mlpOf(down))
+    if (std::optional<Mlp> mlp = mlpOf(down, /*norms=*/true))
       uneven.push_back({down, std::move(*mlp)});
   });
   for (auto &[down, mlp] : uneven) {
@@ -919,8 +987,37 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
         return isSource(op->getOperand(1));
       return true;
     });
+    // A norm's statistic is over the real features alone: its input must
+    // be zeros at the padding. And an MLP has an activation: a projection
+    // to a low rank, normed and projected back (DeepSeek's q_a_proj, norm,
+    // q_b_proj) is not one, and its rank stays whole.
+    bool norms = llvm::any_of(mlp.between, llvm::IsaPred<dfg::RmsNormOp>);
+    safe &= !norms ||
+            (!llvm::all_of(mlp.between, llvm::IsaPred<dfg::RmsNormOp>) &&
+             llvm::all_of(mlp.between, [&](Operation *op) {
+               return !isa<dfg::RmsNormOp>(op) ||
+                      zeroAtPadding(op->getOperand(0), mlp, features);
+             }));
     if (!safe)
       continue;
+    // Each norm as its sum of squares over the real features, the ops that
+    // compute it between in its place.
+    for (size_t i = 0, e = mlp.between.size(); i < e; ++i) {
+      if (!isa<dfg::RmsNormOp>(mlp.between[i]))
+        continue;
+      Operation *norm = mlp.between[i], *before = norm->getPrevNode();
+      Value scaled = buildRmsNormSum(norm);
+      norm->getResult(0).replaceAllUsesWith(scaled);
+      Block::iterator first = before ? std::next(before->getIterator())
+                                     : norm->getBlock()->begin();
+      SmallVector<Operation *> built;
+      for (Operation &o : llvm::make_range(first, norm->getIterator()))
+        if (!isa<dfg::ConstantOp>(o))
+          built.push_back(&o);
+      norm->erase();
+      mlp.between[i] = built.back();
+      llvm::append_range(mlp.between, ArrayRef(built).drop_back());
+    }
     OpBuilder b(down);
     for (dfg::LinearOp up : mlp.ups) {
       b.setInsertionPoint(up);
@@ -946,6 +1043,8 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
     auto widen = [&](Value v) {
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape(type.getShape());
+      if (shape.back() != features)
+        return; // a norm's statistic, [..., 1]
       shape.back() = padded;
       v.setType(RankedTensorType::get(shape, type.getElementType()));
     };

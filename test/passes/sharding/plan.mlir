@@ -1062,6 +1062,93 @@ func.func @uneven_heads_span_norm(%x: tensor<1x4x20xf32>) -> tensor<1x4x20xf32> 
 
 // -----
 
+// BitNet's sub-norms on tp=3: an RMS norm over the attention's merged output
+// (before the output projection) and one over the MLP's hidden features
+// (before the down projection). Its 4 query heads over 2 KV heads are
+// padded to 6 over 3: the new group's values are zeros, so its heads'
+// outputs are zeros, which add nothing to the sum of squares: the norm
+// becomes that sum over the real count (16, not 24). The MLP's 8 features
+// are padded to 9: relu(gate)^2 * up is zero at the padded feature, and its
+// norm sums over the real 8.
+module attributes {meshc.mesh = "tp=3"} {
+// CHECK-LABEL: func.func @bitnet_sub_norms
+// CHECK-NOT: dfg.rms_norm
+// CHECK: dfg.attention {{.*}} : (tensor<1x6x4x4xf32>, tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>) -> tensor<1x6x4x4xf32>
+// CHECK: dfg.reduce_sum %{{.+}} axes = [2] keep_dims = true : (tensor<1x4x24xf32>) -> tensor<1x4x1xf32>
+// CHECK-NEXT: dfg.constant dense<1.600000e+01> : tensor<f32>
+// CHECK: dfg.reduce_sum %{{.+}} axes = [2] keep_dims = true : (tensor<1x4x9xf32>) -> tensor<1x4x1xf32>
+// CHECK-NEXT: dfg.constant dense<8.000000e+00> : tensor<f32>
+// CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 0 : (tensor<8xf32>, tensor<1xf32>) -> tensor<9xf32>
+// CHECK: dfg.linear {{.*}} : (tensor<1x4x9xf32>, tensor<9x16xf32>) -> tensor<1x4x16xf32>
+func.func @bitnet_sub_norms(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 1024] : tensor<16x16xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 1024, length = 512] : tensor<16x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 1536, length = 512] : tensor<16x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 2048, length = 1024] : tensor<16x16xf32>
+  %ga = dfg.weight "ga" in "w.bin" [offset = 3072, length = 64] : tensor<16xf32>
+  %wg = dfg.weight "wg" in "w.bin" [offset = 3136, length = 512] : tensor<16x8xf32>
+  %wu = dfg.weight "wu" in "w.bin" [offset = 3648, length = 512] : tensor<16x8xf32>
+  %gf = dfg.weight "gf" in "w.bin" [offset = 4160, length = 32] : tensor<8xf32>
+  %wd = dfg.weight "wd" in "w.bin" [offset = 4192, length = 512] : tensor<8x16xf32>
+  // expected-remark @+1 {{4 heads of 4 features over 2 KV heads, which tp neither divides nor is a multiple of, padded to 6 over 3}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 4, 4] : (tensor<1x4x16xf32>) -> tensor<1x4x4x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = dfg.attention %q, %k, %v scale = 0.5 causal = true : (tensor<1x4x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 16] : (tensor<1x4x4x4xf32>) -> tensor<1x4x16xf32>
+  %on = dfg.rms_norm %o2, %ga axis = -1 epsilon = 1.0e-06 : (tensor<1x4x16xf32>, tensor<16xf32>) -> tensor<1x4x16xf32>
+  %y = dfg.linear %on, %wo transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+  %r = dfg.add %y, %x : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  %g = dfg.linear %r, %wg transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %zero = dfg.constant dense<0.0> : tensor<f32>
+  %m = dfg.max %g, %zero : (tensor<1x4x8xf32>, tensor<f32>) -> tensor<1x4x8xf32>
+  %two = dfg.constant dense<2.0> : tensor<f32>
+  %p = dfg.pow %m, %two : (tensor<1x4x8xf32>, tensor<f32>) -> tensor<1x4x8xf32>
+  // expected-remark @+1 {{8 MLP features, which tp=3 does not divide, padded to 9}}
+  %u = dfg.linear %r, %wu transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %h = dfg.mul %p, %u : (tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %hn = dfg.rms_norm %h, %gf axis = -1 epsilon = 1.0e-06 : (tensor<1x4x8xf32>, tensor<8xf32>) -> tensor<1x4x8xf32>
+  %d = dfg.linear %hn, %wd transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+  %out = dfg.add %d, %r : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return %out : tensor<1x4x16xf32>
+}
+}
+
+// -----
+
+// Near miss: sigmoid(gate) + up is not zero where the padding would add a
+// feature (sigmoid(0) = 1/2), so the norm over the hidden features would
+// count it: the MLP is left unpadded, its projections whole, reported.
+module attributes {meshc.mesh = "tp=3"} {
+// CHECK-LABEL: func.func @mlp_norm_not_zero_at_padding
+// CHECK: dfg.rms_norm {{.*}} : (tensor<1x4x8xf32>, tensor<8xf32>) -> tensor<1x4x8xf32>
+func.func @mlp_norm_not_zero_at_padding(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %wg = dfg.weight "wg" in "w.bin" [offset = 0, length = 512] : tensor<16x8xf32>
+  %wu = dfg.weight "wu" in "w.bin" [offset = 512, length = 512] : tensor<16x8xf32>
+  %gf = dfg.weight "gf" in "w.bin" [offset = 1024, length = 32] : tensor<8xf32>
+  %wd = dfg.weight "wd" in "w.bin" [offset = 1056, length = 512] : tensor<8x16xf32>
+  // expected-warning @+2 {{3 op(s) (dfg.linear x3) have nothing split over tp=3}}
+  // expected-note @+1 {{not split}}
+  %g = dfg.linear %x, %wg transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %s = dfg.sigmoid %g : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %u = dfg.linear %x, %wu transpose_weight = false : (tensor<1x4x16xf32>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %h = dfg.add %s, %u : (tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %hn = dfg.rms_norm %h, %gf axis = -1 epsilon = 1.0e-06 : (tensor<1x4x8xf32>, tensor<8xf32>) -> tensor<1x4x8xf32>
+  %d = dfg.linear %hn, %wd transpose_weight = false : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
+  %r = dfg.add %d, %x : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return %r : tensor<1x4x16xf32>
+}
+}
+
+// -----
+
 // A low-rank query (DeepSeek's q_a_proj, norm, q_b_proj): the down
 // projection stays whole. Split by its rank, the norm would sum partial
 // squares, but the up projection would then sum partials too, only to
