@@ -81,6 +81,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <memory>
 #include <optional>
@@ -251,6 +252,25 @@ public:
     // the real count (buildRmsNormSum, before the types grow): the sum
     // and the products by the input hold the heads, the scale is padded.
     for (auto [norm, m] : spanNorms_) {
+      if (maskedNorms_.contains(norm)) {
+        // The merged output times ones at the real heads' features, zeros
+        // at the padded ones (the literal padded as the heads are), so
+        // that a padded query head, which averages its group's values,
+        // adds nothing to the sum of squares.
+        OpBuilder b(norm);
+        Value x = norm->getOperand(0);
+        auto type = cast<RankedTensorType>(x.getType());
+        auto onesType = RankedTensorType::get({size(m)}, type.getElementType());
+        Value ones = dfg::ConstantOp::create(
+            b, norm->getLoc(), onesType,
+            DenseElementsAttr::get(onesType,
+                                   b.getFloatAttr(type.getElementType(), 1.0)));
+        auto masked =
+            dfg::MulOp::create(b, norm->getLoc(), type, x, ones);
+        norm->setOperand(0, masked.getResult());
+        marks_.try_emplace(masked.getResult(), m);
+        pads_.push_back({masked, 1, m.at(0)});
+      }
       Operation *before = norm->getPrevNode();
       Value scaled = buildRmsNormSum(norm);
       Value old = norm->getResult(0);
@@ -682,10 +702,14 @@ private:
       // sum over the count of the real features.
       if (m.kind == Kind::Features && !m.unit && m.axis == rank - 1 &&
           axis == m.axis && isDecomposableNorm(op) &&
-          (projectionOutput(input) || zeroHeadsOf(input)) &&
+          (projectionOutput(input) || attentionOutput(input)) &&
           (v == input || v == op->getResult(0))) {
         if (llvm::none_of(spanNorms_, [&](auto &n) { return n.first == op; }))
           spanNorms_.push_back({op, m});
+        // Query heads padded into a real KV head's group average its
+        // values: pad() zeros them before the norm.
+        if (!projectionOutput(input) && !zeroHeadsOf(input))
+          maskedNorms_.insert(op);
         return require(op, 0, m) && mark(op->getResult(0), m);
       }
       if (op->getNumResults() != 1 || m.axis >= axis ||
@@ -828,19 +852,27 @@ private:
   /// (their KV heads padded too); a query head padded within a group of a
   /// real KV head averages that head's values, which are not zeros.
   bool zeroHeadsOf(Value v) {
+    dfg::AttentionOp attention = attentionBehind(v);
+    if (!attention)
+      return false;
+    ArrayRef<int64_t> q = shapeOf(attention.getQuery());
+    ArrayRef<int64_t> k = shapeOf(attention.getKey());
+    return q.size() == 4 && k.size() == 4 && (q[1] == k[1] || gp_ == g_);
+  }
+  /// Whether `v` is the output of a dfg.attention, through views and
+  /// transposes that merge its heads.
+  bool attentionOutput(Value v) { return bool(attentionBehind(v)); }
+  dfg::AttentionOp attentionBehind(Value v) {
     for (int steps = 0; steps < 8; ++steps) {
       Operation *def = v.getDefiningOp();
-      if (auto attention = dyn_cast_or_null<dfg::AttentionOp>(def)) {
-        ArrayRef<int64_t> q = shapeOf(attention.getQuery());
-        ArrayRef<int64_t> k = shapeOf(attention.getKey());
-        return q.size() == 4 && k.size() == 4 && (q[1] == k[1] || gp_ == g_);
-      }
+      if (auto attention = dyn_cast_or_null<dfg::AttentionOp>(def))
+        return attention;
       if (!isa_and_nonnull<dfg::ReshapeOp, dfg::SymbolicReshapeOp,
                            dfg::TransposeOp>(def))
-        return false;
+        return {};
       v = def->getOperand(0);
     }
-    return false;
+    return {};
   }
 
   /// The symbolic dimensions of `v` (a copy), derived lazily.
@@ -970,6 +1002,8 @@ private:
   SmallVector<Pad> pads_;
   /// RMS norms over all the heads' features, and the heads' mark there.
   llvm::SmallVector<std::pair<Operation *, Mark>> spanNorms_;
+  /// Those over an attention's output whose padded heads are not zeros.
+  llvm::SmallPtrSet<Operation *, 4> maskedNorms_;
   /// Tensors [..., kv, g, ...] of a written-out repeat of the KV heads
   /// (marked at kv): their next axis, the repeat, pads from g_ to gp_.
   llvm::SetVector<Value> repeats_;

@@ -1123,6 +1123,48 @@ func.func @bitnet_sub_norms(%x: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
 
 // -----
 
+// A sub-norm over the attention's merged output where the query heads are
+// padded within their groups (6 over 2 KV heads on tp=4: 3 per KV head, to
+// 4): a padded query head averages its group's values, which are not
+// zeros, so the merged output is multiplied by ones at the real heads'
+// features and zeros at the padded ones before the norm, which sums its
+// squares over the real 24.
+module attributes {meshc.mesh = "tp=4"} {
+// CHECK-LABEL: func.func @sub_norm_padded_in_groups
+// CHECK: dfg.constant dense<1.000000e+00> : tensor<24xf32>
+// CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 1 : (tensor<2x12xf32>, tensor<2x4xf32>) -> tensor<2x16xf32>
+// CHECK: %[[MASKED:.+]] = dfg.mul %{{.+}}, %{{.+}} {meshc.sharding = {{.*}}} : (tensor<1x4x32xf32>, tensor<32xf32>) -> tensor<1x4x32xf32>
+// CHECK-NEXT: dfg.mul %[[MASKED]], %[[MASKED]]
+// CHECK-NEXT: dfg.reduce_sum
+// CHECK-NEXT: dfg.constant dense<2.400000e+01> : tensor<f32>
+func.func @sub_norm_padded_in_groups(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf32> {
+  %wq = dfg.weight "wq" in "w.bin" [offset = 0, length = 2304] : tensor<24x24xf32>
+  %wk = dfg.weight "wk" in "w.bin" [offset = 2304, length = 768] : tensor<24x8xf32>
+  %wv = dfg.weight "wv" in "w.bin" [offset = 3072, length = 768] : tensor<24x8xf32>
+  %wo = dfg.weight "wo" in "w.bin" [offset = 3840, length = 2304] : tensor<24x24xf32>
+  %ga = dfg.weight "ga" in "w.bin" [offset = 6144, length = 96] : tensor<24xf32>
+  // expected-remark @+1 {{6 heads of 4 features (3 per KV head), which tp does not divide, padded to 8 (4 per KV head)}}
+  %q0 = dfg.linear %x, %wq transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  %q1 = dfg.reshape %q0 to [1, 4, 6, 4] : (tensor<1x4x24xf32>) -> tensor<1x4x6x4xf32>
+  %q = dfg.transpose %q1 perm = [0, 2, 1, 3] : (tensor<1x4x6x4xf32>) -> tensor<1x6x4x4xf32>
+  %k0 = dfg.linear %x, %wk transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+  %k1 = dfg.reshape %k0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %k = dfg.transpose %k1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %v0 = dfg.linear %x, %wv transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x8xf32>) -> tensor<1x4x8xf32>
+  %v1 = dfg.reshape %v0 to [1, 4, 2, 4] : (tensor<1x4x8xf32>) -> tensor<1x4x2x4xf32>
+  %v = dfg.transpose %v1 perm = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = dfg.attention %q, %k, %v scale = 0.5 causal = true : (tensor<1x6x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %o1 = dfg.transpose %o perm = [0, 2, 1, 3] : (tensor<1x6x4x4xf32>) -> tensor<1x4x6x4xf32>
+  %o2 = dfg.reshape %o1 to [1, 4, 24] : (tensor<1x4x6x4xf32>) -> tensor<1x4x24xf32>
+  %on = dfg.rms_norm %o2, %ga axis = -1 epsilon = 1.0e-06 : (tensor<1x4x24xf32>, tensor<24xf32>) -> tensor<1x4x24xf32>
+  %y = dfg.linear %on, %wo transpose_weight = false : (tensor<1x4x24xf32>, tensor<24x24xf32>) -> tensor<1x4x24xf32>
+  %r = dfg.add %y, %x : (tensor<1x4x24xf32>, tensor<1x4x24xf32>) -> tensor<1x4x24xf32>
+  return %r : tensor<1x4x24xf32>
+}
+}
+
+// -----
+
 // Near miss: sigmoid(gate) + up is not zero where the padding would add a
 // feature (sigmoid(0) = 1/2), so the norm over the hidden features would
 // count it: the MLP is left unpadded, its projections whole, reported.
