@@ -437,68 +437,68 @@ AffineExpr canonical(AffineExpr e) {
 }
 } // namespace
 
+namespace {
+/// The factors of the products of `a` and of `b` (multiplicands), each
+/// factor on both sides (sameDim) taken out of both: the constants'
+/// products in `ka` and `kb`, the rest in `fa` and `fb`. False where a
+/// dimension is null or both sides are empty.
+bool uncommonFactors(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b,
+                     int64_t &ka, SmallVectorImpl<AffineExpr> &fa, int64_t &kb,
+                     SmallVectorImpl<AffineExpr> &fb) {
+  if (llvm::is_contained(a, AffineExpr()) ||
+      llvm::is_contained(b, AffineExpr()) || (a.empty() && b.empty()))
+    return false;
+  ka = kb = 1;
+  SmallVector<AffineExpr> all;
+  for (AffineExpr e : a)
+    multiplicands(e, ka, fa);
+  for (AffineExpr e : b)
+    multiplicands(e, kb, all);
+  for (AffineExpr e : all) {
+    auto *match =
+        llvm::find_if(fa, [&](AffineExpr t) { return sameDim(t, e); });
+    if (match != fa.end())
+      fa.erase(match);
+    else
+      fb.push_back(e);
+  }
+  return true;
+}
+
+/// `k` times the product of `factors`.
+AffineExpr productOf(MLIRContext *ctx, int64_t k, ArrayRef<AffineExpr> factors) {
+  AffineExpr p = getAffineConstantExpr(k, ctx);
+  for (AffineExpr f : factors)
+    p = p * f;
+  return p;
+}
+} // namespace
+
 AffineExpr divideDims(ArrayRef<AffineExpr> whole, ArrayRef<AffineExpr> part) {
-  if (llvm::is_contained(whole, AffineExpr()) ||
-      llvm::is_contained(part, AffineExpr()) || (whole.empty() && part.empty()))
-    return {};
-  MLIRContext *ctx = (whole.empty() ? part : whole).front().getContext();
   // Both sides as products of their dimensions' factors, so that a merged
   // dimension cancels against its parts ([b * 4, s, s] over [b, 4, s] is s).
-  int64_t num = 1, den = 1;
-  SmallVector<AffineExpr> top, parts, bottom;
-  for (AffineExpr e : whole)
-    multiplicands(e, num, top);
-  for (AffineExpr e : part)
-    multiplicands(e, den, parts);
-  for (AffineExpr e : parts) {
-    auto *match =
-        llvm::find_if(top, [&](AffineExpr t) { return sameDim(t, e); });
-    if (match != top.end())
-      top.erase(match);
-    else
-      bottom.push_back(e);
-  }
-  AffineExpr result = getAffineConstantExpr(1, ctx);
-  for (AffineExpr e : top)
-    result = result * e;
+  int64_t num, den;
+  SmallVector<AffineExpr> top, bottom;
+  if (!uncommonFactors(whole, part, num, top, den, bottom))
+    return {};
+  MLIRContext *ctx = (whole.empty() ? part : whole).front().getContext();
   if (bottom.empty() && den != 0 && num % den == 0)
-    return result * (num / den);
-  AffineExpr divisor = getAffineConstantExpr(den, ctx);
-  for (AffineExpr e : bottom)
-    divisor = divisor * e;
-  return (result * num).floorDiv(divisor);
+    return productOf(ctx, num / den, top);
+  return productOf(ctx, num, top).floorDiv(productOf(ctx, den, bottom));
 }
 
 std::pair<AffineExpr, AffineExpr>
 withoutCommonFactors(ArrayRef<AffineExpr> a, ArrayRef<AffineExpr> b) {
-  if (llvm::is_contained(a, AffineExpr()) || llvm::is_contained(b, AffineExpr()) ||
-      (a.empty() && b.empty()))
+  int64_t ka, kb;
+  SmallVector<AffineExpr> fa, fb;
+  if (!uncommonFactors(a, b, ka, fa, kb, fb))
     return {};
   MLIRContext *ctx = (a.empty() ? b : a).front().getContext();
-  int64_t ka = 1, kb = 1;
-  SmallVector<AffineExpr> fa, fb, restB;
-  for (AffineExpr e : a)
-    multiplicands(e, ka, fa);
-  for (AffineExpr e : b)
-    multiplicands(e, kb, fb);
-  for (AffineExpr e : fb) {
-    auto *match = llvm::find_if(fa, [&](AffineExpr t) { return sameDim(t, e); });
-    if (match != fa.end())
-      fa.erase(match);
-    else
-      restB.push_back(e);
-  }
   if (int64_t g = std::gcd(ka, kb); g > 1) {
     ka /= g;
     kb /= g;
   }
-  auto product = [&](int64_t k, ArrayRef<AffineExpr> factors) {
-    AffineExpr p = getAffineConstantExpr(k, ctx);
-    for (AffineExpr f : factors)
-      p = p * f;
-    return canonical(p);
-  };
-  return {product(ka, fa), product(kb, restB)};
+  return {canonical(productOf(ctx, ka, fa)), canonical(productOf(ctx, kb, fb))};
 }
 
 namespace {
