@@ -80,6 +80,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -1061,6 +1062,199 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
         << " does not divide, padded to " << padded
         << " with zero weights so that tp splits them evenly ("
         << mlp.ups.size() << " projection(s) in, 1 out)";
+  }
+}
+
+/// The per-token matrix an expert product reads (one gathered from a
+/// stacked weight, or the whole stacked weight [experts, r, c]: every
+/// expert on every token), and whether it is the product's left operand:
+/// M x has M's axis 1 as its features and contracts M's axis 2; x M
+/// contracts axis 1 and has axis 2 as its features. Null for another op.
+struct ExpertMatrix {
+  Value matrix;  // [tokens or experts, r, c]
+  Value stacked; // the stacked weight (the gather's data, or `matrix`)
+  bool left = false;
+  int64_t featureAxis() const { return left ? 1 : 2; }
+  int64_t contractedAxis() const { return left ? 2 : 1; }
+};
+std::optional<ExpertMatrix> expertMatrixOf(dfg::MatMulOp m) {
+  if (m.getType().getRank() != 3)
+    return std::nullopt;
+  Value lhs = m.getLhs(), rhs = m.getRhs();
+  if (Value s = stackedWeightOf(lhs); s && !stackedWeightOf(rhs))
+    return ExpertMatrix{lhs, s, true};
+  if (Value s = stackedWeightOf(rhs); s && !stackedWeightOf(lhs))
+    return ExpertMatrix{rhs, s, false};
+  if (isSource(rhs) && !isSource(lhs) &&
+      cast<RankedTensorType>(rhs.getType()).getRank() == 3)
+    return ExpertMatrix{rhs, rhs, false};
+  return std::nullopt;
+}
+
+/// `v`'s type with dimension `axis` of size `size`.
+void resizeAxis(Value v, int64_t axis, int64_t size) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = size;
+  v.setType(RankedTensorType::get(shape, type.getElementType()));
+}
+
+/// An expert MLP's inner features that tp (of size n) does not divide
+/// (Mixtral's 14336 on tp=3, a tiny model's 128) ==> padded as dense MLPs
+/// are (padUnevenMlps): the up (and gate) experts' stacked weights get zero
+/// features, the down's stacked weight zero rows to contract them, and the
+/// ops between (squeezes, unsqueezes, elementwise ops) take the padded
+/// features, a weight they read along them padded with zeros (ones as a
+/// divisor or exponent). A padded feature computes what the activation
+/// makes of zeros, which the down's zero rows drop; an op that could make
+/// zeros infinite (a reciprocal, a logarithm) leaves the experts as they
+/// are, reported whole.
+void padUnevenExperts(func::FuncOp func, int64_t n) {
+  SmallVector<dfg::MatMulOp> downs;
+  func.walk([&](dfg::MatMulOp m) {
+    std::optional<ExpertMatrix> e = expertMatrixOf(m);
+    if (!e)
+      return;
+    int64_t inner = cast<RankedTensorType>(e->matrix.getType())
+                        .getDimSize(e->contractedAxis());
+    if (!ShapedType::isDynamic(inner) && inner % n != 0)
+      downs.push_back(m);
+  });
+  for (dfg::MatMulOp down : downs) {
+    ExpertMatrix d = *expertMatrixOf(down);
+    int64_t features = cast<RankedTensorType>(d.matrix.getType())
+                           .getDimSize(d.contractedAxis());
+    int64_t padded = (features + n - 1) / n * n;
+    // Back from the activation the down contracts, following the axis
+    // that holds the features.
+    Value activation = down->getOperand(d.left ? 1 : 0);
+    int64_t rank = cast<RankedTensorType>(activation.getType()).getRank();
+    llvm::MapVector<Value, int64_t> axes; // value -> its features' axis
+    SmallVector<std::pair<dfg::MatMulOp, ExpertMatrix>> ups;
+    SmallVector<Operation *> between;
+    SmallVector<std::pair<Value, int64_t>> stack{
+        {activation, d.left ? rank - 2 : rank - 1}};
+    bool ok = true;
+    while (!stack.empty() && ok) {
+      auto [v, axis] = stack.pop_back_val();
+      if (auto [it, inserted] = axes.try_emplace(v, axis); !inserted) {
+        ok = it->second == axis;
+        continue;
+      }
+      auto type = cast<RankedTensorType>(v.getType());
+      Operation *def = v.getDefiningOp();
+      ok = def && axis >= 0 && axis < type.getRank() &&
+           type.getDimSize(axis) == features;
+      if (!ok)
+        break;
+      if (auto m = dyn_cast<dfg::MatMulOp>(def)) {
+        std::optional<ExpertMatrix> e = expertMatrixOf(m);
+        ok = e && e->featureAxis() == axis &&
+             cast<RankedTensorType>(e->matrix.getType())
+                     .getDimSize(e->featureAxis()) == features;
+        if (ok)
+          ups.push_back({m, *e});
+        continue;
+      }
+      between.push_back(def);
+      if (auto squeeze = dyn_cast<dfg::SqueezeOp>(def)) {
+        int64_t inRank =
+            cast<RankedTensorType>(squeeze.getInput().getType()).getRank();
+        SmallVector<bool> removed(inRank, false);
+        for (int64_t a : squeeze.getAxes())
+          removed[a < 0 ? a + inRank : a] = true;
+        int64_t at = -1, kept = -1;
+        for (int64_t a = 0; a < inRank && at < 0; ++a)
+          if (!removed[a] && ++kept == axis)
+            at = a;
+        stack.push_back({squeeze.getInput(), at});
+        continue;
+      }
+      if (auto unsqueeze = dyn_cast<dfg::UnsqueezeOp>(def)) {
+        SmallVector<bool> inserted(type.getRank(), false);
+        for (int64_t a : unsqueeze.getAxes())
+          inserted[a < 0 ? a + type.getRank() : a] = true;
+        ok = !inserted[axis];
+        stack.push_back(
+            {unsqueeze.getInput(),
+             static_cast<int64_t>(
+                 llvm::count(ArrayRef(inserted).take_front(axis), false))});
+        continue;
+      }
+      ok = isa<dfg::ElementwiseOpInterface>(def) && def->getNumResults() == 1 &&
+           !isa<dfg::ReciprocalOp, dfg::LogOp>(def);
+      for (OpOperand &operand : def->getOpOperands()) {
+        if (!ok)
+          break;
+        auto t = cast<RankedTensorType>(operand.get().getType());
+        int64_t at = axis - (type.getRank() - t.getRank());
+        if (at < 0 || t.getDimSize(at) == 1)
+          continue; // broadcast along the features
+        if (isSource(operand.get()))
+          ok = !isa<dfg::DivOp, dfg::PowOp>(def) ||
+               operand.getOperandNumber() == 1;
+        else
+          stack.push_back({operand.get(), at});
+      }
+    }
+    if (!ok || ups.empty())
+      continue;
+    // Nothing else reads the features (each reader would see the padding).
+    llvm::SmallPtrSet<Operation *, 8> chain(between.begin(), between.end());
+    chain.insert(down);
+    if (llvm::any_of(axes, [&](auto &entry) {
+          return llvm::any_of(entry.first.getUsers(), [&](Operation *user) {
+            return !chain.contains(user);
+          });
+        }))
+      continue;
+    int64_t extra = padded - features;
+    // The stacked weights, padded where each matrix is read (a gather's
+    // data, or the matrix itself), and the gathered matrices' types.
+    auto padMatrix = [&](ExpertMatrix e, Operation *user, int64_t axis) {
+      OpBuilder b(user);
+      Operation *gather = e.matrix == e.stacked ? nullptr
+                                                : e.matrix.getDefiningOp();
+      Value stacked = padAlong(b, user->getLoc(), e.stacked, axis, extra, 0);
+      if (gather) {
+        b.setInsertionPoint(gather);
+        gather->setOperand(0, stacked);
+        resizeAxis(gather->getResult(0), axis, padded);
+      } else {
+        user->setOperand(e.left ? 0 : 1, stacked);
+      }
+    };
+    for (auto &[up, e] : ups) {
+      padMatrix(e, e.matrix == e.stacked ? up.getOperation()
+                                         : e.matrix.getDefiningOp(),
+                e.featureAxis());
+      resizeAxis(up.getResult(), e.featureAxis(), padded);
+    }
+    for (Operation *op : between) {
+      OpBuilder b(op);
+      int64_t axis = axes.lookup(op->getResult(0));
+      int64_t r = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+      if (isa<dfg::ElementwiseOpInterface>(op))
+        for (OpOperand &operand : op->getOpOperands()) {
+          Value v = operand.get();
+          auto t = cast<RankedTensorType>(v.getType());
+          int64_t at = axis - (r - t.getRank());
+          if (!isSource(v) || at < 0 || t.getDimSize(at) != features)
+            continue;
+          bool one = isa<dfg::DivOp, dfg::PowOp>(op) &&
+                     operand.getOperandNumber() == 1;
+          operand.set(padAlong(b, op->getLoc(), v, at, extra, one ? 1 : 0));
+        }
+      resizeAxis(op->getResult(0), axis, padded);
+    }
+    padMatrix(d, d.matrix == d.stacked ? down.getOperation()
+                                       : d.matrix.getDefiningOp(),
+              d.contractedAxis());
+    ups.front().first->emitRemark()
+        << features << " expert features, which tp=" << n
+        << " does not divide, padded to " << padded
+        << " with zero weights so that tp splits them evenly (" << ups.size()
+        << " expert projection(s) in, 1 out)";
   }
 }
 
@@ -2085,6 +2279,7 @@ public:
         splitPackedProjections(func);
         padUnevenHeads(func, groupSize(*grid, tp));
         padUnevenMlps(func, groupSize(*grid, tp));
+        padUnevenExperts(func, groupSize(*grid, tp));
         padUnevenLmHeads(func, groupSize(*grid, tp));
       }
       if (failed(Planner(*grid, func, sequenceParallel).run()))

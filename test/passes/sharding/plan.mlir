@@ -1165,6 +1165,42 @@ func.func @sub_norm_padded_in_groups(%x: tensor<1x4x24xf32>) -> tensor<1x4x24xf3
 
 // -----
 
+// A mixture of experts' inner features (8) that tp=3 does not divide, each
+// token's expert matrices gathered from stacked weights: padded to 9 as a
+// dense MLP's, the gate's and up's stacked weights with zero features, the
+// down's with zero columns to contract them, so that every expert splits
+// over tp.
+module attributes {meshc.mesh = "tp=3"} {
+// CHECK-LABEL: func.func @uneven_experts
+// CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 1 : (tensor<4x8x16xf32>, tensor<4x1x16xf32>) -> tensor<4x9x16xf32>
+// CHECK: dfg.matmul {{.*}} {meshc.sharding = [#shard<axisarray{{\[\[}}], [0], []]>]} : (tensor<6x9x16xf32>, tensor<6x16x1xf32>) -> tensor<6x9x1xf32>
+// CHECK: dfg.concat %{{.+}}, %{{.+}} axis = 2 : (tensor<4x16x8xf32>, tensor<4x16x1xf32>) -> tensor<4x16x9xf32>
+// CHECK: dfg.matmul {{.*}} : (tensor<6x16x9xf32>, tensor<6x9x1xf32>) -> tensor<6x16x1xf32>
+func.func @uneven_experts(%x: tensor<6x16xf32>, %idx: tensor<6x1xi64>) -> tensor<6x16xf32> {
+  %w1 = dfg.weight "w1" in "w.bin" [offset = 0, length = 2048] : tensor<4x8x16xf32>
+  %w3 = dfg.weight "w3" in "w.bin" [offset = 2048, length = 2048] : tensor<4x8x16xf32>
+  %w2 = dfg.weight "w2" in "w.bin" [offset = 4096, length = 2048] : tensor<4x16x8xf32>
+  %xe = dfg.unsqueeze %x axes = [-1] : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %g = dfg.gather_nd %w1, %idx batch_dims = 0 : (tensor<4x8x16xf32>, tensor<6x1xi64>) -> tensor<6x8x16xf32>
+  %a = dfg.matmul %g, %xe : (tensor<6x8x16xf32>, tensor<6x16x1xf32>) -> tensor<6x8x1xf32>
+  %as = dfg.squeeze %a axes = [-1] : (tensor<6x8x1xf32>) -> tensor<6x8xf32>
+  %u = dfg.gather_nd %w3, %idx batch_dims = 0 : (tensor<4x8x16xf32>, tensor<6x1xi64>) -> tensor<6x8x16xf32>
+  // expected-remark @+1 {{8 expert features, which tp=3 does not divide, padded to 9}}
+  %b = dfg.matmul %u, %xe : (tensor<6x8x16xf32>, tensor<6x16x1xf32>) -> tensor<6x8x1xf32>
+  %bs = dfg.squeeze %b axes = [-1] : (tensor<6x8x1xf32>) -> tensor<6x8xf32>
+  %s = dfg.silu %as : (tensor<6x8xf32>) -> tensor<6x8xf32>
+  %h = dfg.mul %s, %bs : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  %hu = dfg.unsqueeze %h axes = [-1] : (tensor<6x8xf32>) -> tensor<6x8x1xf32>
+  %gd = dfg.gather_nd %w2, %idx batch_dims = 0 : (tensor<4x16x8xf32>, tensor<6x1xi64>) -> tensor<6x16x8xf32>
+  %o = dfg.matmul %gd, %hu : (tensor<6x16x8xf32>, tensor<6x8x1xf32>) -> tensor<6x16x1xf32>
+  %os = dfg.squeeze %o axes = [-1] : (tensor<6x16x1xf32>) -> tensor<6x16xf32>
+  %r = dfg.add %os, %x : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return %r : tensor<6x16xf32>
+}
+}
+
+// -----
+
 // Near miss: sigmoid(gate) + up is not zero where the padding would add a
 // feature (sigmoid(0) = 1/2), so the norm over the hidden features would
 // count it: the MLP is left unpadded, its projections whole, reported.
