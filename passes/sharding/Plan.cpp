@@ -814,10 +814,27 @@ bool returnedAlongLastAxis(Value v) {
   });
 }
 
+/// A projection's (isProjection) input and output features: the last
+/// dimensions of its input and result.
+int64_t projectionInFeatures(Operation *op) {
+  return cast<RankedTensorType>(op->getOperand(0).getType()).getShape().back();
+}
+int64_t projectionOutFeatures(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
+}
+/// A projection's weight matrix, the axis of it that holds the output
+/// features (the other holds the input's), and its replacement.
+Value projectionWeight(Operation *op) { return op->getOperand(1); }
+int64_t projectionWeightOutAxis(Operation *op) {
+  auto linear = dyn_cast<dfg::LinearOp>(op);
+  return linear && linear.getTransposeWeight() ? 0 : 1;
+}
+void setProjectionWeight(Operation *op, Value w) { op->setOperand(1, w); }
+
 /// An MLP: linears (the ups) whose outputs reach one other linear (the
 /// down) through elementwise ops only, their features read by nothing else.
 struct Mlp {
-  SmallVector<dfg::LinearOp> ups;
+  SmallVector<Operation *> ups; // projections (isProjection)
   /// The elementwise ops between them.
   SmallVector<Operation *> between;
 };
@@ -827,10 +844,13 @@ struct Mlp {
 /// mapping of its embeddings, read by the first layer's Q, K and V) would
 /// leave each reader with partial sums. With `norms`, an RMS norm over the
 /// features (isDecomposableNorm: BitNet's sub-norm of its hidden features)
-/// may lie between too.
-std::optional<Mlp> mlpOf(dfg::LinearOp down, bool norms = false) {
+/// may lie between too. With `matmuls`, a projection left as a matmul by a
+/// weight matrix (unraised: --no-raise) may be an up too.
+std::optional<Mlp> mlpOf(Operation *down, bool norms = false,
+                         bool matmuls = false) {
   Mlp mlp;
-  SmallVector<Value> stack = {down.getInput()};
+  int64_t inFeatures = projectionInFeatures(down);
+  SmallVector<Value> stack = {down->getOperand(0)};
   llvm::SetVector<Value> seen;
   while (!stack.empty()) {
     Value v = stack.pop_back_val();
@@ -839,10 +859,10 @@ std::optional<Mlp> mlpOf(dfg::LinearOp down, bool norms = false) {
     Operation *def = v.getDefiningOp();
     if (!def)
       return std::nullopt;
-    if (auto up = dyn_cast<dfg::LinearOp>(def)) {
-      if (up.getOutFeatures() != down.getInFeatures())
+    if (isa<dfg::LinearOp>(def) || (matmuls && isProjection(def))) {
+      if (projectionOutFeatures(def) != inFeatures)
         return std::nullopt;
-      mlp.ups.push_back(up);
+      mlp.ups.push_back(def);
       continue;
     }
     // Elementwise only, in any element type (bf16 matmuls often have
@@ -851,7 +871,7 @@ std::optional<Mlp> mlpOf(dfg::LinearOp down, bool norms = false) {
       return cast<RankedTensorType>(x.getType()).getShape();
     };
     bool norm = norms && isDecomposableNorm(def) &&
-                shape(def->getOperand(0)).back() == down.getInFeatures();
+                shape(def->getOperand(0)).back() == inFeatures;
     if ((!isa<dfg::ElementwiseOpInterface>(def) && !norm) ||
         def->getNumResults() != 1)
       return std::nullopt;
@@ -915,8 +935,8 @@ bool zeroAtPadding(Value v, const Mlp &mlp, int64_t features) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return false;
-  if (auto up = dyn_cast<dfg::LinearOp>(def))
-    return llvm::is_contained(mlp.ups, up);
+  if (llvm::is_contained(mlp.ups, def))
+    return true;
   if (!llvm::is_contained(mlp.between, def))
     return false;
   auto zero = [&](Value x) { return zeroAtPadding(x, mlp, features); };
@@ -965,16 +985,19 @@ bool zeroAtPadding(Value v, const Mlp &mlp, int64_t features) {
 /// (zeroAtPadding): it becomes the sum of squares over the real count
 /// (buildRmsNormSum, before the types grow), its scale padded with zeros.
 void padUnevenMlps(func::FuncOp func, int64_t n) {
-  SmallVector<std::pair<dfg::LinearOp, Mlp>> uneven;
-  func.walk([&](dfg::LinearOp down) {
-    int64_t features = down.getInFeatures();
+  SmallVector<std::pair<Operation *, Mlp>> uneven;
+  func.walk([&](Operation *down) {
+    if (!isProjection(down))
+      return;
+    int64_t features = projectionInFeatures(down);
     if (ShapedType::isDynamic(features) || features % n == 0)
       return;
-    if (std::optional<Mlp> mlp = mlpOf(down, /*norms=*/true))
+    if (std::optional<Mlp> mlp =
+            mlpOf(down, /*norms=*/true, /*matmuls=*/true))
       uneven.push_back({down, std::move(*mlp)});
   });
   for (auto &[down, mlp] : uneven) {
-    int64_t features = down.getInFeatures();
+    int64_t features = projectionInFeatures(down);
     int64_t padded = (features + n - 1) / n * n, extra = padded - features;
     // What lies between must keep zeros finite.
     auto lastIsFeatures = [&](Value v) {
@@ -1020,13 +1043,14 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
       llvm::append_range(mlp.between, ArrayRef(built).drop_back());
     }
     OpBuilder b(down);
-    for (dfg::LinearOp up : mlp.ups) {
+    for (Operation *up : mlp.ups) {
       b.setInsertionPoint(up);
-      Location loc = up.getLoc();
-      up.getWeightMutable().assign(padAlong(
-          b, loc, up.getWeight(), up.getTransposeWeight() ? 0 : 1, extra, 0));
-      if (Value bias = up.getBias())
-        up.getBiasMutable().assign(padAlong(b, loc, bias, 0, extra, 0));
+      Location loc = up->getLoc();
+      setProjectionWeight(up, padAlong(b, loc, projectionWeight(up),
+                                       projectionWeightOutAxis(up), extra, 0));
+      if (auto linear = dyn_cast<dfg::LinearOp>(up))
+        if (Value bias = linear.getBias())
+          linear.getBiasMutable().assign(padAlong(b, loc, bias, 0, extra, 0));
     }
     for (Operation *op : mlp.between) {
       b.setInsertionPoint(op);
@@ -1049,14 +1073,14 @@ void padUnevenMlps(func::FuncOp func, int64_t n) {
       shape.back() = padded;
       v.setType(RankedTensorType::get(shape, type.getElementType()));
     };
-    for (dfg::LinearOp up : mlp.ups)
-      widen(up.getResult());
+    for (Operation *up : mlp.ups)
+      widen(up->getResult(0));
     for (Operation *op : mlp.between)
       widen(op->getResult(0));
     b.setInsertionPoint(down);
-    down.getWeightMutable().assign(padAlong(b, down.getLoc(), down.getWeight(),
-                                            down.getTransposeWeight() ? 1 : 0,
-                                            extra, 0));
+    setProjectionWeight(
+        down, padAlong(b, down->getLoc(), projectionWeight(down),
+                       1 - projectionWeightOutAxis(down), extra, 0));
     mlp.ups.front()->emitRemark()
         << features << " MLP features, which tp=" << n
         << " does not divide, padded to " << padded
@@ -1593,7 +1617,8 @@ private:
     std::optional<Mlp> mlp = mlpOf(down);
     if (!mlp)
       return success();
-    for (dfg::LinearOp up : mlp->ups) {
+    for (Operation *op : mlp->ups) {
+      auto up = cast<dfg::LinearOp>(op); // mlpOf without matmuls
       int64_t features = up.getOutFeatures();
       // padUnevenMlps padded what it could.
       if (features % n != 0)
