@@ -842,9 +842,6 @@ private:
     return m.kv || groupsPadded_ == 1 || gp_ == g_;
   }
 
-  /// The reshape's mark on its other side: a split of [h * d] into [h, d]
-  /// as the last dimensions (or the merge back), or a reshape that keeps
-  /// every dimension.
   /// Whether `v` is the output of a dfg.attention (through views and
   /// transposes that merge its heads) whose padded heads compute zeros:
   /// their values are zeros (zero columns of the value projection) where
